@@ -1,0 +1,62 @@
+"""deliberation-env: teams of LLM agents deliberating, as a PettingZoo Dec-POMDP.
+
+>>> import deliberation_env as de
+>>> env = de.make("deliberation-v0", task="arithmetic", team="simulated")
+>>> sorted(env.possible_agents)
+['agent_0', 'agent_1', 'agent_2']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pettingzoo.utils import parallel_to_aec
+from pettingzoo.utils.env import AECEnv
+
+from deliberation_env import tasks
+from deliberation_env.core import RewardConfig
+from deliberation_env.env import DeliberationEnv
+from deliberation_env.spaces import PEER_FEATURES, SELF_FEATURES, MetaAction
+from deliberation_env.vector import DeliberationVectorEnv
+
+__version__ = "0.1.0"
+
+
+def parallel_env(**kwargs: Any) -> DeliberationEnv:
+    """The deliberation env, parallel API (arguments: :mod:`deliberation_env.env`)."""
+    return DeliberationEnv(**kwargs)
+
+
+def env(**kwargs: Any) -> AECEnv:
+    """The deliberation env, AEC API (PettingZoo's conversion of the parallel env)."""
+    return parallel_to_aec(DeliberationEnv(**kwargs))
+
+
+def vector_env(num_envs: int, **kwargs: Any) -> DeliberationVectorEnv:
+    """``num_envs`` episodes in lockstep, one backend call per phase (:mod:`deliberation_env.vector`)."""
+    return DeliberationVectorEnv(num_envs, **kwargs)
+
+
+_REGISTRY = {"deliberation-v0": parallel_env}
+
+
+def make(env_id: str, **kwargs: Any) -> DeliberationEnv:
+    """Build a registered env by versioned id, e.g. ``make("deliberation-v0", team="simulated")``."""
+    if env_id not in _REGISTRY:
+        raise ValueError(f"unknown env id {env_id!r}; registered: {', '.join(_REGISTRY)}")
+    return _REGISTRY[env_id](**kwargs)
+
+
+__all__ = [
+    "PEER_FEATURES",
+    "SELF_FEATURES",
+    "DeliberationEnv",
+    "DeliberationVectorEnv",
+    "MetaAction",
+    "RewardConfig",
+    "env",
+    "make",
+    "parallel_env",
+    "tasks",
+    "vector_env",
+]

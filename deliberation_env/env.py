@@ -1,0 +1,380 @@
+"""Deliberation: a team of LLM agents answers a problem, round by round.
+
+============================  ==============================================================
+Import                        ``import deliberation_env as de; de.parallel_env(...)``
+Registry id                   ``de.make("deliberation-v0", ...)``
+Actions                       Discrete(3): PERSIST, REFINE, CONCEDE (:class:`MetaAction`)
+Parallel API                  Yes (``de.env(...)`` gives the AEC form)
+Agents                        ``agent_0 ... agent_{n-1}``, n >= 2, no upper limit
+Observation space             Dict(self: Box(0, 1, (12,)), peers: Box(0, 1, (n-1, 11)))
+State space                   Box(0, 1, (n * 12,)): every agent's ``self`` row
+============================  ==============================================================
+
+**Episode.** One episode is one problem of the task. ``reset`` picks the problem (from
+``options`` ``{"problem_index": k}`` or ``{"problem_id": "..."}``, else from the env's
+seeded RNG) and plays round 0: every agent solves it independently (one batched call per
+solver); the task parses each answer into a canonical *decision* (``None`` if unparseable);
+each agent then judges its own answer (introspective confidence, another batched call).
+Each ``step`` takes one action per agent, then recomputes confidence for changed answers.
+The episode terminates after ``max_rounds`` steps, or earlier once all agents agree when
+``stop_on_consensus=True``. There is no truncation.
+
+**Actions.**
+
+- ``PERSIST`` (0): keep the current answer.
+- ``REFINE`` (1): the agent's LLM re-solves given its own previous solution and the peers'
+  answers with their confidences (one batched call for all refining agents).
+- ``CONCEDE`` (2): adopt the answer of the most confident peer whose valid decision differs
+  from one's own (ties: lowest index); with ``concede_rule="plurality"``, adopt the peers'
+  most voted differing decision instead. If no peer holds a differing valid decision the
+  action acts as PERSIST. All agents act on the state before the step: a conceding agent
+  adopts its peer's answer as it was before the peer's own action.
+
+**Consensus.** Plurality vote over valid decisions (decisions agree when the task's
+``decision_key`` is equal); ties are broken by the summed confidence of the voters, then by
+the lowest agent index. Unparseable answers do not vote; with no valid decision there is
+no consensus and it counts as wrong.
+
+**Observations** (ground truth never enters them). ``obs[agent]["self"]`` (float32, in
+[0, 1]):
+
+=====  ====================  ===================================================
+index  feature               meaning
+=====  ====================  ===================================================
+0      confidence            introspective confidence z_conf of the own answer
+1      peer_agree_share      share of peers holding the same decision
+2      is_plurality          the own decision is the current consensus decision
+3      parse_ok              the own answer has a parseable decision
+4      changed_last_round    the own decision changed in the last step
+5      round_frac            round / max_rounds
+6-11   profile_*             reasoning profile z_prof (see :mod:`agents.profile`)
+=====  ====================  ===================================================
+
+``obs[agent]["peers"]`` has one row per peer in relative order i+1, i+2, ... (mod n):
+
+=====  ====================  ===================================================
+index  feature               meaning
+=====  ====================  ===================================================
+0      confidence            the peer's confidence
+1      agrees_with_me        the peer holds my decision
+2      decision_share        share of all agents holding the peer's decision
+3      parse_ok              the peer's answer has a parseable decision
+4      changed_last_round    the peer's decision changed in the last step
+5-10   profile_*             the peer's reasoning profile
+=====  ====================  ===================================================
+
+With ``observation="text"`` the dict holds only ``text`` (a ``Text`` space: the question,
+the answers and confidences, rendered for LLM-based meta-policies); ``"both"`` holds all
+three keys.
+
+**Rewards.** For agent i after a step, with correctness judged by the task:
+
+- r_local = 1[i correct after] - 1[i correct before]
+- r_global = 1[consensus of all correct] - 1[consensus of all but i correct] (leave-one-out,
+  no new LLM calls)
+- r = reward_scale (w_local r_local + w_global r_global - lambda_tok tokens_i / 1000)
+
+where tokens_i counts the prompt and completion tokens agent i spent in this step (refine
+and introspection). Hence -reward_scale (w_local + w_global) - reward_scale lambda_tok
+tokens_i / 1000 <= r <= reward_scale (w_local + w_global). ``infos[agent]`` holds
+``reward_components`` (``local``, ``global``, ``token_cost``), ``correct``,
+``consensus_correct``, ``decision``, ``confidence``, ``confidence_method``, ``text``,
+``tokens`` (``prompt``, ``completion``, ``total`` of this step), ``episode_tokens``,
+``team_reward`` (1.0 if the consensus is correct at the final step, else 0.0), ``round``,
+``action`` and ``problem_id``.
+
+**Arguments.**
+
+- ``task``: a task name (``de.tasks.names()``) or a :class:`Task` instance. Default
+  ``"arithmetic"``.
+- ``team``: ``"simulated"`` (the synthetic team of :mod:`agents.simulated`), ``"smollm2"``
+  (SmolLM2-135M-Instruct through llama.cpp, responses cached in SQLite), a backend or a
+  solver for all agents, or a list with one per agent. Default ``"smollm2"``.
+- ``n_agents`` (>= 2), ``max_rounds`` (>= 1), ``split`` (``"train"`` / ``"test"``).
+- ``reward_scale`` (> 0), ``w_local``, ``w_global``, ``lambda_tok`` (>= 0).
+- ``concede_rule``: ``"most_confident"`` or ``"plurality"``.
+- ``stop_on_consensus``: end once all agents hold the same valid decision.
+- ``observation``: ``"vector"``, ``"text"`` or ``"both"``.
+- ``render_mode``: ``None`` or ``"ansi"`` (a table of the round).
+- ``task_kwargs``: keyword arguments for a task given by name.
+
+**Version history.**
+
+- v0: initial release.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+import warnings
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from agents.base import Backend, Solver
+from deliberation_env import spaces as de_spaces
+from deliberation_env.core import CONCEDE_RULES, DeliberationCore, RewardConfig
+from deliberation_env.spaces import MetaAction
+from deliberation_env.tasks import Task, get as get_task
+
+TeamSpec = str | Backend | Solver | Sequence[str | Backend | Solver]
+OBSERVATIONS = ("vector", "text", "both")
+
+
+@functools.cache
+def _preset(name: str) -> Solver:
+    """The shared solver of a preset team name (built once per process)."""
+    if name == "simulated":
+        from agents.simulated import SimulatedTeam
+
+        return SimulatedTeam()
+    if name == "smollm2":
+        from agents.cache import CachedBackend
+        from agents.llamacpp_backend import LlamaCppBackend
+        from agents.llm_agent import LLMAgent
+
+        return LLMAgent(CachedBackend(LlamaCppBackend()))
+    raise ValueError(f"unknown team preset {name!r}; presets: 'simulated', 'smollm2'")
+
+
+def _member(spec: str | Backend | Solver) -> Solver:
+    if isinstance(spec, str):
+        return _preset(spec)
+    if isinstance(spec, Solver):
+        return spec
+    if isinstance(spec, Backend):
+        from agents.llm_agent import LLMAgent
+
+        return LLMAgent(spec)
+    raise TypeError(f"a team member must be a preset name, a Backend or a Solver, got {type(spec).__name__}")
+
+
+def resolve_team(team: TeamSpec, n_agents: int) -> list[Solver]:
+    """One solver per agent from a team specification (see the module docstring)."""
+    if isinstance(team, str | Backend | Solver):
+        member = _member(team)
+        return [member] * n_agents
+    members = list(team)
+    if len(members) != n_agents:
+        raise ValueError(f"team lists {len(members)} members but n_agents is {n_agents}")
+    return [_member(spec) for spec in members]
+
+
+def build_core(
+    num_envs: int,
+    task: str | Task = "arithmetic",
+    team: TeamSpec = "smollm2",
+    n_agents: int = 3,
+    max_rounds: int = 3,
+    split: str = "train",
+    reward_scale: float = 1.0,
+    w_local: float = 1.0,
+    w_global: float = 1.0,
+    lambda_tok: float = 0.0,
+    concede_rule: str = "most_confident",
+    stop_on_consensus: bool = False,
+    observation: str = "vector",
+    task_kwargs: dict[str, Any] | None = None,
+) -> DeliberationCore:
+    """Validate the arguments shared by both front-ends and build the engine."""
+    for name, value, low in (("n_agents", n_agents, 2), ("max_rounds", max_rounds, 1), ("num_envs", num_envs, 1)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise TypeError(f"{name} must be an integer, got {value!r}")
+        if value < low:
+            raise ValueError(f"{name} must be >= {low}, got {value}")
+    if concede_rule not in CONCEDE_RULES:
+        raise ValueError(f"concede_rule must be one of {CONCEDE_RULES}, got {concede_rule!r}")
+    if observation not in OBSERVATIONS:
+        raise ValueError(f"observation must be one of {OBSERVATIONS}, got {observation!r}")
+    if not isinstance(stop_on_consensus, bool):
+        raise TypeError(f"stop_on_consensus must be a bool, got {stop_on_consensus!r}")
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    rewards = RewardConfig(reward_scale, w_local, w_global, lambda_tok)
+    if isinstance(task, str):
+        task = get_task(task, **(task_kwargs or {}))
+    elif task_kwargs:
+        raise ValueError("task_kwargs are only used with a task name, not a Task instance")
+    elif not isinstance(task, Task):
+        raise TypeError(f"task must be a task name or a Task, got {type(task).__name__}")
+    return DeliberationCore(
+        task, resolve_team(team, int(n_agents)), int(num_envs), int(max_rounds), split, rewards,
+        concede_rule, stop_on_consensus, observation,
+    )
+
+
+def check_action(agent: str, action: Any) -> int:
+    """The action as an int, or a ``TypeError``/``ValueError`` naming the agent."""
+    if isinstance(action, bool) or not isinstance(action, int | np.integer):
+        if isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer):
+            action = action.item()
+        else:
+            raise TypeError(f"action of {agent} must be an integer MetaAction (0, 1, 2), got {action!r}")
+    if not 0 <= action < len(MetaAction):
+        raise ValueError(f"action of {agent} must be 0 (PERSIST), 1 (REFINE) or 2 (CONCEDE), got {action}")
+    return int(action)
+
+
+def step_infos(core: DeliberationCore, e: int, agents: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The per-agent info dicts of env ``e`` after a reset or step."""
+    parts = core.reward_parts
+    final = bool(core.just_ended[e])
+    infos = {}
+    for i, agent in enumerate(agents):
+        answer = core.answers[e][i]
+        prompt, completion = core.step_tokens[:, e, i].tolist()
+        infos[agent] = {
+            "round": int(core.round[e]),
+            "action": int(core.last_action[e, i]),
+            "decision": answer.decision,
+            "correct": bool(core.correct[e, i]),
+            "confidence": float(core.conf[e, i]),
+            "confidence_method": core.conf_method[e, i],
+            "consensus_correct": bool(core.consensus_correct[e]),
+            "reward_components": {name: float(part[e, i]) for name, part in parts.items()},
+            "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion},
+            "episode_tokens": int(core.episode_tokens[e, i]),
+            "team_reward": float(core.consensus_correct[e]) if final else 0.0,
+            "text": answer.text,
+            "problem_id": core.problem[e].id,
+        }
+    return infos
+
+
+class DeliberationEnv(ParallelEnv):
+    """A team of LLM agents deliberating on one problem per episode (see the module doc).
+
+    Example:
+        >>> import deliberation_env as de
+        >>> env = de.parallel_env(task="arithmetic", team="simulated", n_agents=3, max_rounds=2)
+        >>> obs, infos = env.reset(seed=0)
+        >>> obs["agent_0"]["peers"].shape
+        (2, 11)
+        >>> obs, rewards, terms, truncs, infos = env.step({a: de.MetaAction.PERSIST for a in env.agents})
+        >>> sorted(infos["agent_0"]["reward_components"])
+        ['global', 'local', 'token_cost']
+    """
+
+    metadata = {"name": "deliberation_v0", "render_modes": ["ansi"], "is_parallelizable": True}
+
+    def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.render_mode = render_mode
+        self._core = build_core(1, **kwargs)
+        n = self._core.n_agents
+        self.possible_agents = [f"agent_{i}" for i in range(n)]
+        self.agents: list[str] = []
+        self.max_rounds = self._core.max_rounds
+        self._observation_space = de_spaces.observation_space(n, self._core.observation)
+        self._action_space = de_spaces.action_space()
+        self.state_space = spaces.Box(0.0, 1.0, shape=(n * len(de_spaces.SELF_FEATURES),), dtype=np.float32)
+        self._rng = np.random.default_rng()
+
+    @property
+    def task(self) -> Task:
+        """The task the env deliberates on."""
+        return self._core.task
+
+    @property
+    def problems(self):
+        """The problems of the env's split (what ``problem_index`` indexes)."""
+        return self._core.problems
+
+    def observation_space(self, agent: str) -> spaces.Dict:
+        """The (cached) observation space; identical for all agents."""
+        return self._observation_space
+
+    def action_space(self, agent: str) -> spaces.Discrete:
+        """The (cached) action space: Discrete(3)."""
+        return self._action_space
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Start an episode: choose the problem and play round 0.
+
+        Args:
+            seed: Seeds the env's RNG (problem choice and episode seed).
+            options: ``problem_index`` or ``problem_id`` picks the problem;
+                ``episode_seed`` fixes the seed of every LLM request (default: drawn).
+
+        Returns:
+            ``(observations, infos)`` keyed by agent.
+        """
+        options = dict(options or {})
+        unknown = set(options) - {"problem_index", "problem_id", "episode_seed"}
+        if unknown:  # Gymnasium convention: unknown options are ignored (PettingZoo's tests pass some)
+            warnings.warn(f"ignoring unknown reset options {sorted(unknown)}; known: problem_index, problem_id, episode_seed", stacklevel=2)
+        rng = np.random.default_rng(seed) if seed is not None else self._rng
+        index = self._core.problem_index(options, rng)
+        episode_seed = options.get("episode_seed", int(rng.integers(2**63 - 1)))
+        if isinstance(episode_seed, bool) or not isinstance(episode_seed, int | np.integer) or episode_seed < 0:
+            raise ValueError(f"episode_seed must be a non-negative integer, got {episode_seed!r}")
+        self._rng = rng
+        self._core.reset([index], [int(episode_seed)])
+        self.agents = list(self.possible_agents)
+        return self._observations(), step_infos(self._core, 0, self.agents)
+
+    def step(self, actions: dict[str, Any]):
+        """Play one round (see the module docstring). Bad input raises and changes nothing."""
+        if not self.agents:
+            raise ValueError("the episode has ended (or never started): call reset() first")
+        if not isinstance(actions, dict):
+            raise TypeError(f"actions must be a dict keyed by agent, got {type(actions).__name__}")
+        missing = [a for a in self.agents if a not in actions]
+        extra = [a for a in actions if a not in self.agents]
+        if missing or extra:
+            raise ValueError(f"actions must have exactly the live agents {self.agents}: missing {missing}, unknown {extra}")
+        row = np.array([[check_action(a, actions[a]) for a in self.possible_agents]])
+        rewards = self._core.step(row)[0]
+        core = self._core
+        agents = self.agents
+        observations = self._observations()
+        infos = step_infos(core, 0, agents)
+        ended = bool(core.just_ended[0])
+        rewards_out = {a: float(rewards[i]) for i, a in enumerate(agents)}
+        terminations = {a: ended for a in agents}
+        truncations = {a: False for a in agents}
+        if ended:
+            self.agents = []
+        return observations, rewards_out, terminations, truncations, infos
+
+    def _observations(self) -> dict[str, dict[str, Any]]:
+        core = self._core
+        obs: dict[str, dict[str, Any]] = {a: {} for a in self.possible_agents}
+        if core.observation in ("vector", "both"):
+            self_obs, peer_obs = core.observations()
+            for i, agent in enumerate(self.possible_agents):
+                obs[agent]["self"] = self_obs[0, i]
+                obs[agent]["peers"] = peer_obs[0, i]
+        if core.observation in ("text", "both"):
+            for i, agent in enumerate(self.possible_agents):
+                obs[agent]["text"] = core.text_observation(0, i)
+        return obs
+
+    def state(self) -> np.ndarray:
+        """Global state for centralized critics: every agent's ``self`` row, concatenated."""
+        if not self._core.started:
+            raise ValueError("state() needs an episode: call reset() first")
+        return self._core.observations()[0][0].reshape(-1)
+
+    def render(self) -> str | None:
+        """With ``render_mode="ansi"``, a table of the round: answer, confidence, last action."""
+        if self.render_mode is None or not self._core.started:
+            return None
+        core = self._core
+        lines = [f"problem {core.problem[0].id}  round {int(core.round[0])}/{core.max_rounds}  "
+                 f"consensus correct: {bool(core.consensus_correct[0])}"]
+        lines.append(f"{'agent':<10}{'decision':>14}{'conf':>7}{'correct':>9}  last action")
+        for i, agent in enumerate(self.possible_agents):
+            action = core.last_action[0, i]
+            lines.append(
+                f"{agent:<10}{str(core.answers[0][i].decision):>14}{core.conf[0, i]:>7.2f}"
+                f"{str(bool(core.correct[0, i])):>9}  {MetaAction(action).name if action >= 0 else '-'}"
+            )
+        return "\n".join(lines)
+
+    def close(self) -> None:
+        """Nothing to release (backends are shared and closed by their owners)."""

@@ -1,0 +1,65 @@
+"""Meta-actions and the observation layout (shared by the parallel and vector envs)."""
+
+from __future__ import annotations
+
+import enum
+import string
+
+from gymnasium import spaces
+
+from agents.profile import PROFILE_FEATURES, PROFILE_SIZE
+
+
+class MetaAction(enum.IntEnum):
+    """The meta-cognitive action of one agent in one round."""
+
+    PERSIST = 0
+    """Keep the current answer."""
+    REFINE = 1
+    """Re-solve given one's previous solution and the peers' answers and confidences."""
+    CONCEDE = 2
+    """Adopt a peer's differing answer (the most confident one, by default)."""
+
+
+N_ACTIONS = len(MetaAction)
+
+SELF_FEATURES = (
+    "confidence",
+    "peer_agree_share",
+    "is_plurality",
+    "parse_ok",
+    "changed_last_round",
+    "round_frac",
+) + tuple(f"profile_{name}" for name in PROFILE_FEATURES)
+"""Columns of ``obs["self"]``."""
+
+PEER_FEATURES = (
+    "confidence",
+    "agrees_with_me",
+    "decision_share",
+    "parse_ok",
+    "changed_last_round",
+) + tuple(f"profile_{name}" for name in PROFILE_FEATURES)
+"""Columns of each row of ``obs["peers"]``."""
+
+assert len(SELF_FEATURES) == 6 + PROFILE_SIZE and len(PEER_FEATURES) == 5 + PROFILE_SIZE
+
+TEXT_CHARSET = frozenset(string.printable)
+"""Characters of the text observation; others are replaced by ``?``."""
+TEXT_MAX_LENGTH = 16_384
+
+
+def observation_space(n_agents: int, observation: str) -> spaces.Dict:
+    """The observation space of one agent (identical for all agents)."""
+    parts: dict[str, spaces.Space] = {}
+    if observation in ("vector", "both"):
+        parts["self"] = spaces.Box(0.0, 1.0, shape=(len(SELF_FEATURES),), dtype="float32")
+        parts["peers"] = spaces.Box(0.0, 1.0, shape=(n_agents - 1, len(PEER_FEATURES)), dtype="float32")
+    if observation in ("text", "both"):
+        parts["text"] = spaces.Text(max_length=TEXT_MAX_LENGTH, min_length=0, charset=TEXT_CHARSET)
+    return spaces.Dict(parts)
+
+
+def action_space() -> spaces.Discrete:
+    """PERSIST, REFINE, CONCEDE."""
+    return spaces.Discrete(N_ACTIONS)

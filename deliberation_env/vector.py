@@ -1,0 +1,160 @@
+"""Many deliberation episodes stepped in lockstep, with one backend call per phase.
+
+Layout (E = ``num_envs``, n agents, keyed by agent like the parallel env):
+
+- ``obs[agent]``: ``{"self": float32 (E, 12), "peers": float32 (E, n-1, 11)}`` (plus
+  ``"text"``: a list of E strings, with ``observation="text"`` or ``"both"``);
+- ``rewards[agent]``: float32 (E,); ``terminations[agent]``, ``truncations[agent]``: bool (E,);
+- ``infos``: a list of E dicts, each keyed by agent like the parallel env's infos;
+- actions: ``{agent: int array (E,)}``.
+
+Every env of a batch plays the same round at the same time. An env that ended early
+(``stop_on_consensus``) ignores later actions and reports zero reward (its infos keep
+its final state) until the next reset; stepping after every env has ended is an error.
+
+``reset(seed, options)`` resets every env; options give one value per env:
+``problem_index`` / ``problem_id`` and ``episode_seed``. Envs with equal problem and
+episode seed share round 0 exactly (common random numbers), which is how a group
+learner puts G rollouts of one problem in one batch.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from deliberation_env import spaces as de_spaces
+from deliberation_env.env import build_core, step_infos
+
+
+class DeliberationVectorEnv:
+    """``num_envs`` deliberation episodes in lockstep (see the module docstring).
+
+    Args:
+        num_envs: Number of episodes stepped together.
+        **kwargs: The parallel env's arguments (task, team, n_agents, max_rounds, ...).
+
+    Example:
+        >>> import numpy as np, deliberation_env as de
+        >>> venv = de.vector_env(4, task="arithmetic", team="simulated", max_rounds=2)
+        >>> obs, infos = venv.reset(seed=0)
+        >>> obs["agent_1"]["self"].shape
+        (4, 12)
+        >>> actions = {a: np.zeros(4, dtype=int) for a in venv.agents}
+        >>> obs, rewards, terms, truncs, infos = venv.step(actions)
+        >>> rewards["agent_0"].shape, len(infos)
+        ((4,), 4)
+    """
+
+    def __init__(self, num_envs: int, **kwargs: Any) -> None:
+        self._core = build_core(num_envs, **kwargs)
+        self.num_envs = self._core.num_envs
+        self.n_agents = self._core.n_agents
+        self.max_rounds = self._core.max_rounds
+        self.possible_agents = [f"agent_{i}" for i in range(self.n_agents)]
+        self.agents = list(self.possible_agents)
+        self._observation_space = de_spaces.observation_space(self.n_agents, self._core.observation)
+        self._action_space = de_spaces.action_space()
+        self._rng = np.random.default_rng()
+
+    @property
+    def task(self):
+        """The task the envs deliberate on."""
+        return self._core.task
+
+    @property
+    def problems(self):
+        """The problems of the split (what ``problem_index`` indexes)."""
+        return self._core.problems
+
+    @property
+    def active(self) -> np.ndarray:
+        """(E,) bool: envs whose episode is still running."""
+        return self._core.active.copy()
+
+    def observation_space(self, agent: str) -> spaces.Dict:
+        """The observation space of one agent of one env."""
+        return self._observation_space
+
+    def action_space(self, agent: str) -> spaces.Discrete:
+        """The action space of one agent of one env: Discrete(3)."""
+        return self._action_space
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Reset every env (see the module docstring for per-env options)."""
+        options = dict(options or {})
+        unknown = set(options) - {"problem_index", "problem_id", "episode_seed"}
+        if unknown:  # Gymnasium convention: unknown options are ignored (PettingZoo's tests pass some)
+            warnings.warn(f"ignoring unknown reset options {sorted(unknown)}; known: problem_index, problem_id, episode_seed", stacklevel=2)
+        rng = np.random.default_rng(seed) if seed is not None else self._rng
+        indices = [self._core.problem_index(options, rng, env=e) for e in range(self.num_envs)]
+        if "episode_seed" in options:
+            seeds = [self._core._pick(options, "episode_seed", e) for e in range(self.num_envs)]
+            if any(isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 0 for s in seeds):
+                raise ValueError(f"episode_seed must be non-negative integers, got {options['episode_seed']!r}")
+        else:
+            seeds = rng.integers(2**63 - 1, size=self.num_envs).tolist()
+        self._rng = rng
+        self._core.reset(indices, [int(s) for s in seeds])
+        return self._observations(), self._infos()
+
+    def step(self, actions: dict[str, Any]):
+        """Play one round in every running env. Bad input raises and changes nothing."""
+        core = self._core
+        if not core.started:
+            raise ValueError("call reset() before step()")
+        if not core.active.any():
+            raise ValueError("every episode has ended: call reset() first")
+        if not isinstance(actions, dict):
+            raise TypeError(f"actions must be a dict keyed by agent, got {type(actions).__name__}")
+        missing = [a for a in self.agents if a not in actions]
+        extra = [a for a in actions if a not in self.agents]
+        if missing or extra:
+            raise ValueError(f"actions must have exactly the agents {self.agents}: missing {missing}, unknown {extra}")
+        table = np.empty((self.num_envs, self.n_agents), dtype=np.int64)
+        for i, agent in enumerate(self.agents):
+            column = np.asarray(actions[agent])
+            if column.shape != (self.num_envs,):
+                raise ValueError(f"actions[{agent!r}] must have shape ({self.num_envs},), got {column.shape}")
+            if not np.issubdtype(column.dtype, np.integer) or column.dtype == bool:
+                raise TypeError(f"actions[{agent!r}] must be an integer array, got dtype {column.dtype}")
+            if column.min() < 0 or column.max() >= len(de_spaces.MetaAction):
+                raise ValueError(f"actions[{agent!r}] must lie in 0..{len(de_spaces.MetaAction) - 1}, got {column}")
+            table[:, i] = column
+        rewards = core.step(table).astype(np.float32)
+        ended = core.just_ended | ~core.active
+        return (
+            self._observations(),
+            {a: rewards[:, i] for i, a in enumerate(self.agents)},
+            {a: ended.copy() for a in self.agents},
+            {a: np.zeros(self.num_envs, dtype=bool) for a in self.agents},
+            self._infos(),
+        )
+
+    def _observations(self) -> dict[str, dict[str, Any]]:
+        core = self._core
+        obs: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        if core.observation in ("vector", "both"):
+            self_obs, peer_obs = core.observations()
+            for i, agent in enumerate(self.agents):
+                obs[agent]["self"] = self_obs[:, i]
+                obs[agent]["peers"] = peer_obs[:, i]
+        if core.observation in ("text", "both"):
+            for i, agent in enumerate(self.agents):
+                obs[agent]["text"] = [core.text_observation(e, i) for e in range(self.num_envs)]
+        return obs
+
+    def _infos(self) -> list[dict[str, dict[str, Any]]]:
+        return [step_infos(self._core, e, self.agents) for e in range(self.num_envs)]
+
+    def state(self) -> np.ndarray:
+        """(E, n * 12): every agent's ``self`` row per env, for centralized critics."""
+        if not self._core.started:
+            raise ValueError("state() needs episodes: call reset() first")
+        return self._core.observations()[0].reshape(self.num_envs, -1)
+
+    def close(self) -> None:
+        """Nothing to release."""
