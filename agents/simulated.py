@@ -168,17 +168,16 @@ class SimulatedTeam:
         completion = (mean_tokens * (0.5 + uniforms(seeds, _TOKENS))).astype(np.int64)
         sign = np.where(correct, 1.0, -1.0)[:, None]
         eps = ndtri(np.stack([uniforms(seeds, _PROFILE + k) for k in range(PROFILE_SIZE)], axis=1))
-        profiles = np.clip(0.5 + 0.1 * sign + 0.2 * eps, 0.0, 1.0)
+        profiles = np.clip(0.5 + 0.1 * sign + 0.2 * eps, 0.0, 1.0).tolist()
         answers = []
-        for n, turn in enumerate(turns):
-            if unparsed[n]:
+        rows = zip(turns, unparsed.tolist(), correct.tolist(), which.tolist(), profiles, prompt.tolist(), completion.tolist())
+        for turn, unparsed_n, correct_n, which_n, profile, prompt_n, completion_n in rows:
+            if unparsed_n:
                 decision = None
-            elif correct[n]:
+            elif correct_n:
                 decision = turn.reference
             else:
-                decision = self._distractor(turn.reference, int(which[n]))
+                decision = self._distractor(turn.reference, which_n)
             text = f"[simulated] agent {turn.agent} round {turn.round}: the answer is {decision}."
-            answers.append(
-                Answer(text, decision, tuple(profiles[n].tolist()), int(prompt[n]), int(completion[n]))
-            )
+            answers.append(Answer(text, decision, tuple(profile), prompt_n, completion_n))
         return answers

@@ -157,6 +157,8 @@ def resolve_team(team: TeamSpec, n_agents: int) -> list[Solver]:
     if isinstance(team, str | Backend | Solver):
         member = _member(team)
         return [member] * n_agents
+    if not isinstance(team, Sequence):
+        raise TypeError(f"team must be a preset name, a Backend, a Solver or a list of them, got {type(team).__name__}")
     members = list(team)
     if len(members) != n_agents:
         raise ValueError(f"team lists {len(members)} members but n_agents is {n_agents}")
@@ -218,29 +220,42 @@ def check_action(agent: str, action: Any) -> int:
     return int(action)
 
 
-def step_infos(core: DeliberationCore, e: int, agents: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """The per-agent info dicts of env ``e`` after a reset or step."""
-    parts = core.reward_parts
-    final = bool(core.just_ended[e])
-    infos = {}
-    for i, agent in enumerate(agents):
-        answer = core.answers[e][i]
-        prompt, completion = core.step_tokens[:, e, i].tolist()
-        infos[agent] = {
-            "round": int(core.round[e]),
-            "action": int(core.last_action[e, i]),
-            "decision": answer.decision,
-            "correct": bool(core.correct[e, i]),
-            "confidence": float(core.conf[e, i]),
-            "confidence_method": core.conf_method[e, i],
-            "consensus_correct": bool(core.consensus_correct[e]),
-            "reward_components": {name: float(part[e, i]) for name, part in parts.items()},
-            "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion},
-            "episode_tokens": int(core.episode_tokens[e, i]),
-            "team_reward": float(core.consensus_correct[e]) if final else 0.0,
-            "text": answer.text,
-            "problem_id": core.problem[e].id,
-        }
+def all_infos(core: DeliberationCore, agents: Sequence[str]) -> list[dict[str, dict[str, Any]]]:
+    """The per-agent info dicts of every env after a reset or step (one list entry per env)."""
+    rounds, actions = core.round.tolist(), core.last_action.tolist()
+    correct, conf, methods = core.correct.tolist(), core.conf.tolist(), core.conf_method.tolist()
+    consensus, final = core.consensus_correct.tolist(), core.just_ended.tolist()
+    prompt, completion = core.step_tokens.tolist()
+    episode_tokens = core.episode_tokens.tolist()
+    parts = {name: part.tolist() for name, part in core.reward_parts.items()}
+    local, global_, cost = parts["local"], parts["global"], parts["token_cost"]
+    infos = []
+    for e in range(core.num_envs):
+        team_reward = float(consensus[e]) if final[e] else 0.0
+        problem_id = core.problem[e].id
+        env_infos = {}
+        for i, agent in enumerate(agents):
+            answer = core.answers[e][i]
+            env_infos[agent] = {
+                "round": rounds[e],
+                "action": actions[e][i],
+                "decision": answer.decision,
+                "correct": correct[e][i],
+                "confidence": conf[e][i],
+                "confidence_method": methods[e][i],
+                "consensus_correct": consensus[e],
+                "reward_components": {"local": local[e][i], "global": global_[e][i], "token_cost": cost[e][i]},
+                "tokens": {
+                    "prompt": prompt[e][i],
+                    "completion": completion[e][i],
+                    "total": prompt[e][i] + completion[e][i],
+                },
+                "episode_tokens": episode_tokens[e][i],
+                "team_reward": team_reward,
+                "text": answer.text,
+                "problem_id": problem_id,
+            }
+        infos.append(env_infos)
     return infos
 
 
@@ -315,7 +330,7 @@ class DeliberationEnv(ParallelEnv):
         self._rng = rng
         self._core.reset([index], [int(episode_seed)])
         self.agents = list(self.possible_agents)
-        return self._observations(), step_infos(self._core, 0, self.agents)
+        return self._observations(), all_infos(self._core, self.agents)[0]
 
     def step(self, actions: dict[str, Any]):
         """Play one round (see the module docstring). Bad input raises and changes nothing."""
@@ -332,7 +347,7 @@ class DeliberationEnv(ParallelEnv):
         core = self._core
         agents = self.agents
         observations = self._observations()
-        infos = step_infos(core, 0, agents)
+        infos = all_infos(core, agents)[0]
         ended = bool(core.just_ended[0])
         rewards_out = {a: float(rewards[i]) for i, a in enumerate(agents)}
         terminations = {a: ended for a in agents}

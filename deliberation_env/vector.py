@@ -27,7 +27,7 @@ import numpy as np
 from gymnasium import spaces
 
 from deliberation_env import spaces as de_spaces
-from deliberation_env.env import build_core, step_infos
+from deliberation_env.env import all_infos, build_core
 
 
 class DeliberationVectorEnv:
@@ -148,7 +148,7 @@ class DeliberationVectorEnv:
         return obs
 
     def _infos(self) -> list[dict[str, dict[str, Any]]]:
-        return [step_infos(self._core, e, self.agents) for e in range(self.num_envs)]
+        return all_infos(self._core, self.agents)
 
     def state(self) -> np.ndarray:
         """(E, n * 12): every agent's ``self`` row per env, for centralized critics."""

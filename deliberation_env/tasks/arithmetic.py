@@ -5,7 +5,7 @@ Difficulty levels:
 =====  ==============================================  =====================
 level  form                                            example
 =====  ==============================================  =====================
-1      a + b, single digits                            What is 3 + 5?
+1      sums of two or three single digits              What is 3 + 5 + 1?
 2      two-digit sums and differences                  What is 47 - 18?
 3      a x b + c with a two-digit factor               What is 23 * 7 + 15?
 4      (a + b) x c - d, three steps                    What is (12 + 9) * 4 - 17?
@@ -33,8 +33,8 @@ _ITEMS = ("apples", "stickers", "marbles", "books", "coins", "pencils", "cards",
 
 
 def _level1(rng: random.Random) -> tuple[str, int]:
-    a, b = rng.randint(0, 9), rng.randint(0, 9)
-    return f"What is {a} + {b}?", a + b
+    terms = [rng.randint(0, 9) for _ in range(rng.choice((2, 3)))]
+    return f"What is {' + '.join(map(str, terms))}?", sum(terms)
 
 
 def _level2(rng: random.Random) -> tuple[str, int]:
@@ -83,7 +83,7 @@ def _generate(level: int, n_train: int, n_test: int) -> dict[str, tuple[Problem,
         while len(problems) < size:
             attempts += 1
             if attempts > 50 * size + 1000:
-                raise ValueError(f"level {level} has too few distinct problems for {n_train} + {n_test}")
+                raise ValueError(f"difficulty {level} has too few distinct problems for n_train={n_train} + n_test={n_test}")
             question, answer = generate(rng)
             if question in seen:
                 continue
@@ -110,7 +110,7 @@ class ArithmeticTask(NumericTask):
 
     name = "arithmetic"
 
-    def __init__(self, difficulty: int = 3, n_train: int = 1000, n_test: int = 200) -> None:
+    def __init__(self, difficulty: int = 3, n_train: int = 800, n_test: int = 200) -> None:
         if difficulty not in LEVELS:
             raise ValueError(f"difficulty must be one of {LEVELS}, got {difficulty!r}")
         if not (isinstance(n_train, int) and isinstance(n_test, int) and n_train >= 1 and n_test >= 1):

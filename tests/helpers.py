@@ -1,0 +1,57 @@
+"""Test doubles: a fixed task and a scripted solver whose answers the test chooses."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agents.base import Answer, Confidence, Turn
+from deliberation_env.tasks import Problem
+from deliberation_env.tasks.numeric import NumericTask
+
+
+class FixedTask(NumericTask):
+    """A numeric task with the given (question, answer) problems in both splits."""
+
+    name = "fixed"
+
+    def __init__(self, items: Sequence[tuple[str, str]] = (("What is 3 + 4?", "7"), ("What is 2 + 2?", "4"))):
+        self._problems = tuple(Problem(f"fixed-{k}", q, a) for k, (q, a) in enumerate(items))
+
+    def problems(self, split: str) -> Sequence[Problem]:
+        return self._problems
+
+
+class ScriptedSolver:
+    """Answers chosen by the test.
+
+    Args:
+        solve: Decision per agent at round 0 (``None``: an unparseable text).
+        refine: Decision per agent after a REFINE (default: unchanged).
+        confidence: Confidence per decision value (default 0.5), so a conceding agent
+            takes the confidence that its new decision has.
+    """
+
+    model_id = "scripted"
+
+    def __init__(self, solve, refine=None, confidence=None, tokens=(10, 5)):
+        self.solve_decisions, self.refine_decisions = list(solve), refine
+        self.confidence = confidence or {}
+        self.tokens = tokens
+        self.calls: list[tuple[str, int]] = []
+
+    def _answer(self, turn: Turn, decision: str | None) -> Answer:
+        text = "I give up." if decision is None else f"The answer is {decision}."
+        return Answer(text, turn.parse(text), (0.5,) * 6, *self.tokens)
+
+    def solve(self, turns):
+        self.calls.append(("solve", len(turns)))
+        return [self._answer(t, self.solve_decisions[t.agent]) for t in turns]
+
+    def refine(self, turns):
+        self.calls.append(("refine", len(turns)))
+        table = self.refine_decisions or {}
+        return [self._answer(t, table.get(t.agent, t.previous.decision)) for t in turns]
+
+    def introspect(self, turns):
+        self.calls.append(("introspect", len(turns)))
+        return [Confidence(self.confidence.get(t.previous.decision, 0.5), "scripted", 3, 1) for t in turns]

@@ -1,0 +1,91 @@
+"""The built-in tasks: arithmetic, gsm8k, jsonl."""
+
+import json
+
+import pytest
+
+import deliberation_env as de
+from deliberation_env.tasks.numeric import canonical_number, extract_number
+
+
+@pytest.mark.parametrize("level", [1, 2, 3, 4, 5])
+def test_arithmetic_levels_are_fixed_disjoint_and_correct(level):
+    task = de.tasks.get("arithmetic", difficulty=level, n_train=300, n_test=100)
+    train, test = task.problems("train"), task.problems("test")
+    assert len(train) == 300 and len(test) == 100
+    assert not {p.question for p in train} & {p.question for p in test}
+    assert [p.question for p in test] == [p.question for p in de.tasks.get("arithmetic", difficulty=level, n_test=100).problems("test")]
+    for problem in test[:20]:
+        if level < 5:  # the expression itself evaluates to the answer
+            expression = problem.question.removeprefix("What is ").removesuffix("?")
+            assert str(eval(expression)) == problem.answer  # noqa: S307 - our own generated text
+        assert task.is_correct(problem, task.parse(problem, f"so the answer is {problem.answer}."))
+        assert not task.is_correct(problem, None)
+
+
+def test_numbers_are_canonical():
+    assert canonical_number("1,000") == "1000"
+    assert canonical_number("$18") == canonical_number("18.0") == canonical_number(" 18. ") == "18"
+    assert extract_number("Total: $1,234.50. The answer is $1,234.50") == "1234.5"
+    assert extract_number("\\boxed{42} but then 7") == "42"
+    assert extract_number("####  -3") == "-3"
+
+
+def write_jsonl(path, rows):
+    path.write_text("\n".join(json.dumps(r) if isinstance(r, dict) else r for r in rows) + "\n")
+    return path
+
+
+def test_gsm8k_reads_local_jsonl(tmp_path):
+    write_jsonl(tmp_path / "train.jsonl", [{"question": "q1", "answer": "work\n#### 1,000"}])
+    write_jsonl(tmp_path / "test.jsonl", [{"question": "q2", "answer": "#### $18"}, {"question": "q3", "answer": "#### 18.0"}])
+    task = de.tasks.get("gsm8k", path=tmp_path)
+    assert [p.answer for p in task.problems("train")] == ["1000"]
+    test = task.problems("test")
+    assert [p.answer for p in test] == ["18", "18"]
+    assert task.is_correct(test[0], task.parse(test[0], "She pays $18.00 in total.\n#### 18"))
+    env = de.parallel_env(task=task, team="simulated", split="test")
+    _, infos = env.reset(seed=0)
+    assert infos["agent_0"]["problem_id"].startswith("gsm8k-test")
+
+
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ("{not json", "test.jsonl:2: not valid JSON"),
+        ('["a list"]', "test.jsonl:2: expected a JSON object"),
+        ('{"question": "q"}', "test.jsonl:2: missing field 'answer'"),
+        ('{"question": "q", "answer": "no marker"}', "test.jsonl:2: answer has no '#### <number>'"),
+        ('{"question": "q", "answer": "#### many"}', "test.jsonl:2: the text after '####' is not a number"),
+    ],
+)
+def test_gsm8k_malformed_lines_name_file_and_line(tmp_path, line, message):
+    write_jsonl(tmp_path / "test.jsonl", [{"question": "ok", "answer": "#### 1"}, line])
+    with pytest.raises(ValueError, match=message):
+        de.tasks.get("gsm8k", path=tmp_path).problems("test")
+
+
+def test_gsm8k_missing_path():
+    with pytest.raises(FileNotFoundError, match="GSM8K needs a local copy"):
+        de.tasks.get("gsm8k", path="/nonexistent/gsm8k")
+
+
+def test_jsonl_task_numeric_and_text(tmp_path):
+    numeric = write_jsonl(tmp_path / "n.jsonl", [{"q": "2+2?", "a": "4.0"}])
+    task = de.tasks.get("jsonl", path=numeric, question_field="q", answer_field="a")
+    problem = task.problems("test")[0]
+    assert task.numeric and problem.answer == "4"
+    assert task.is_correct(problem, task.parse(problem, "It is 4."))
+    text = write_jsonl(tmp_path / "t.jsonl", [{"question": "Capital of France?", "answer": "Paris"}])
+    task = de.tasks.get("jsonl", path=text)
+    problem = task.problems("train")[0]
+    assert not task.numeric
+    assert task.is_correct(problem, task.parse(problem, "Let me think.\nAnswer:  paris."))
+    assert task.parse(problem, "no marker here") is None
+
+
+def test_unknown_task_and_split():
+    with pytest.raises(ValueError, match="unknown task 'chess'; known tasks: arithmetic"):
+        de.tasks.get("chess")
+    with pytest.raises(ValueError, match="unknown split 'dev'"):
+        de.tasks.get("arithmetic").problems("dev")
