@@ -1,0 +1,120 @@
+"""Evaluate a meta-policy on a fixed set of problems through the vector env.
+
+Every policy evaluated with the same ``seed`` sees the same problems with the same
+episode seeds, hence the same round 0 (and, through the response cache, the same LLM
+outputs wherever histories coincide): differences between policies come from their
+actions, not from sampling noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from tqdm.auto import tqdm
+
+import deliberation_env as de
+from agents.seeding import derive_seed
+from algorithms.policy import Policy
+
+
+@dataclass
+class EvalResult:
+    """What one policy did on the evaluation problems.
+
+    Attributes:
+        policy: Policy name.
+        n_problems: Number of problems (episodes).
+        accuracy: Mean individual accuracy after each round, ``accuracy[0]`` = round 0.
+        consensus_accuracy: Accuracy of the plurality consensus after each round.
+        tokens_per_problem: Mean prompt + completion tokens of the whole team per episode.
+        action_shares: Share of PERSIST / REFINE / CONCEDE over all agent-steps.
+        confidence: Introspective confidence of every answer at every round (for
+            reliability diagrams), aligned with ``correct``.
+        correct: Correctness of those answers.
+    """
+
+    policy: str
+    n_problems: int
+    accuracy: list[float]
+    consensus_accuracy: list[float]
+    tokens_per_problem: float
+    action_shares: dict[str, float]
+    confidence: list[float] = field(repr=False)
+    correct: list[bool] = field(repr=False)
+
+    def summary(self) -> dict[str, object]:
+        """The result without the per-answer lists (for tables and JSON)."""
+        data = asdict(self)
+        del data["confidence"], data["correct"]
+        return data
+
+
+def evaluate(
+    policy: Policy,
+    venv: de.DeliberationVectorEnv,
+    problem_indices: Sequence[int],
+    seed: int = 0,
+    progress: bool = True,
+) -> EvalResult:
+    """Run one episode per problem and aggregate accuracy, tokens and actions.
+
+    Args:
+        policy: The policy to evaluate.
+        venv: The vector env (its split decides what ``problem_indices`` index).
+        problem_indices: Problems to evaluate on, ``venv.num_envs`` at a time.
+        seed: Evaluation seed; problem k always gets episode seed f(seed, problem id).
+        progress: Show a progress bar.
+
+    Returns:
+        The aggregated :class:`EvalResult`.
+    """
+    if len(problem_indices) == 0:
+        raise ValueError("problem_indices is empty: nothing to evaluate")
+    E, agents, rounds = venv.num_envs, venv.agents, venv.max_rounds
+    correct = np.zeros((len(problem_indices), rounds + 1, len(agents)), dtype=bool)
+    consensus = np.zeros((len(problem_indices), rounds + 1), dtype=bool)
+    tokens = np.zeros(len(problem_indices))
+    action_counts = np.zeros(len(de.MetaAction))
+    conf_all: list[float] = []
+    correct_all: list[bool] = []
+    bar = tqdm(total=len(problem_indices), desc=f"eval {policy.name}", unit="problem", disable=not progress)
+    for start in range(0, len(problem_indices), E):
+        chunk = list(problem_indices[start : start + E])
+        n_real = len(chunk)
+        chunk += [chunk[-1]] * (E - n_real)  # pad the last batch; padded envs are ignored
+        episode_seeds = [derive_seed(seed, venv.problems[k].id) for k in chunk]
+        obs, infos = venv.reset(options={"problem_index": chunk, "episode_seed": episode_seeds})
+        r = 0
+        while True:
+            for e in range(n_real):
+                correct[start + e, r] = [infos[e][a]["correct"] for a in agents]
+                consensus[start + e, r] = infos[e][agents[0]]["consensus_correct"]
+                conf_all.extend(infos[e][a]["confidence"] for a in agents)
+                correct_all.extend(bool(infos[e][a]["correct"]) for a in agents)
+            if r == rounds or not venv.active.any():
+                break
+            actions = policy.act(obs, infos)
+            live = venv.active[:n_real]
+            for a in agents:
+                action_counts += np.bincount(np.asarray(actions[a])[:n_real][live], minlength=len(de.MetaAction))
+            obs, _, _, _, infos = venv.step(actions)
+            r += 1
+        # Episodes that stopped early keep their final state for the remaining rounds.
+        correct[start : start + n_real, r + 1 :] = correct[start : start + n_real, r : r + 1]
+        consensus[start : start + n_real, r + 1 :] = consensus[start : start + n_real, r : r + 1]
+        tokens[start : start + n_real] = [sum(infos[e][a]["episode_tokens"] for a in agents) for e in range(n_real)]
+        bar.update(n_real)
+    bar.close()
+    shares = action_counts / max(action_counts.sum(), 1)
+    return EvalResult(
+        policy=policy.name,
+        n_problems=len(problem_indices),
+        accuracy=correct.mean(axis=(0, 2)).tolist(),
+        consensus_accuracy=consensus.mean(axis=0).tolist(),
+        tokens_per_problem=float(tokens.mean()),
+        action_shares={action.name.lower(): float(s) for action, s in zip(de.MetaAction, shares, strict=True)},
+        confidence=conf_all,
+        correct=correct_all,
+    )
