@@ -1,0 +1,55 @@
+"""The numbered examples run end to end with tiny budgets (the learner examples are
+exercised in tests/algorithms/test_examples_learning.py)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).parents[1] / "examples"
+
+
+def run_example(name: str, *args: str) -> str:
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def test_01_random_team():
+    out = run_example("01_random_team.py", "--episodes", "1", "--max-rounds", "2")
+    assert "round 2/2" in out and "team reward" in out
+
+
+def test_02_baselines():
+    out = run_example("02_baselines.py", "--n-problems", "16", "--num-envs", "8", "--max-rounds", "2")
+    assert "oracle" in out and "best heuristic" in out
+
+
+@pytest.mark.parametrize("command", [["tasks", "list"], ["tasks", "show", "arithmetic"]])
+def test_cli_tasks(command):
+    result = subprocess.run([sys.executable, "-m", "algorithms.cli", *command], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "arithmetic" in result.stdout
+
+
+def test_cli_run_simulated(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "algorithms.cli", "run", "--team", "simulated", "--n-problems", "16",
+         "--out-dir", str(tmp_path), "--name", "t"],
+        capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "SIMULATED" in result.stdout
+    folder = tmp_path / "t"
+    assert (folder / "accuracy_per_round.png").stat().st_size > 0
+    assert (folder / "reliability.png").stat().st_size > 0
+    record = json.loads((folder / "results.json").read_text())
+    assert record["model_id"].startswith("simulated:")
+    assert [r["policy"] for r in record["results"]] == ["independent", "debate", "minority-concedes", "confidence-threshold"]
+    independent = record["results"][0]
+    assert independent["accuracy"][0] == independent["accuracy"][-1]  # always PERSIST changes nothing
+    assert independent["action_shares"]["persist"] == 1.0
