@@ -192,11 +192,7 @@ class DeliberationCore:
         self.profile = np.zeros((E, n, PROFILE_SIZE))
 
         cells = [(e, i) for e in range(E) for i in range(n)]
-        answers = self._call("solve", self._turns(cells))
-        tokens = np.zeros((2, E, n), dtype=np.int64)
-        for (e, i), answer in answers.items():
-            self._set_answer(e, i, answer)
-            tokens[:, e, i] += (answer.prompt_tokens, answer.completion_tokens)
+        tokens = self._apply_answers(self._call("solve", self._turns(cells)))
         tokens += self._introspect(cells)
         self.step_tokens = tokens
         self.episode_tokens += tokens.sum(0)
@@ -217,17 +213,12 @@ class DeliberationCore:
         refine_cells = [(int(e), int(i)) for e, i in zip(*np.nonzero(live[:, None] & (actions == MetaAction.REFINE)))]
         refined = self._call("refine", self._turns(refine_cells, with_peers=True))
 
-        tokens = np.zeros((2, E, n), dtype=np.int64)  # prompt, completion
-        new_answers: dict[tuple[int, int], Answer] = {}
-        for (e, i), answer in refined.items():
-            new_answers[e, i] = answer
-            tokens[:, e, i] += (answer.prompt_tokens, answer.completion_tokens)
+        new_answers: dict[tuple[int, int], Answer] = dict(refined)
         conceding = live[:, None] & (actions == MetaAction.CONCEDE) & (targets >= 0)
         for e, i in zip(*np.nonzero(conceding)):
             peer = self.answers[e][targets[e, i]]
-            new_answers[int(e), int(i)] = Answer(peer.text, peer.decision, peer.profile)
-        for (e, i), answer in new_answers.items():
-            self._set_answer(e, i, answer)
+            new_answers[int(e), int(i)] = Answer(peer.text, peer.decision, peer.profile)  # no tokens spent
+        tokens = self._apply_answers(new_answers)
         self.round = self.round + live
         tokens += self._introspect(list(new_answers))
 
@@ -268,33 +259,25 @@ class DeliberationCore:
         envs, agents = np.array(cells).T
         rounds = self.round[envs] + int(with_peers)
         seeds = turn_seeds(self._base_seed[envs], agents, rounds).tolist()
+        instructions, answers, conf = self.task.instructions, self.answers, self.conf.tolist()
+        peer_order = self._peer_order.tolist()
         turns = {}
         for (e, i), r, seed in zip(cells, rounds.tolist(), seeds, strict=True):
             problem: Problem = self.problem[e]
             peers: tuple[PeerAnswer, ...] = ()
             if with_peers:
                 peers = tuple(
-                    PeerAnswer(self.answers[e][j].text, self.answers[e][j].decision, float(self.conf[e, j]))
-                    for j in self._peer_order[i]
+                    PeerAnswer(answers[e][j].text, answers[e][j].decision, conf[e][j]) for j in peer_order[i]
                 )
-            turns[e, i] = Turn(
-                question=problem.question,
-                instructions=self.task.instructions,
-                parse=self._parse[e],
-                reference=problem.answer,
-                agent=i,
-                round=r,
-                seed=seed,
-                previous=self.answers[e][i],
-                peers=peers,
-            )
+            turns[e, i] = Turn(problem.question, instructions, self._parse[e], problem.answer, i, r, seed,
+                               answers[e][i], peers)
         return turns
 
     def _call(self, phase: str, turns: dict[tuple[int, int], Turn]) -> dict[tuple[int, int], Any]:
         """One call per solver with all of its turns; results keyed like ``turns``."""
         results: dict[tuple[int, int], Any] = {}
         for solver, agents in self._solver_groups.values():
-            cells = [c for c in turns if c[1] in agents]
+            cells = list(turns) if len(agents) == self.n_agents else [c for c in turns if c[1] in agents]
             if not cells:
                 continue
             outputs = getattr(solver, phase)([turns[c] for c in cells])
@@ -309,19 +292,35 @@ class DeliberationCore:
         """Introspect the current answers of ``cells``; return (prompt, completion) tokens (2, E, n)."""
         tokens = np.zeros((2, self.num_envs, self.n_agents), dtype=np.int64)
         confidences: dict[tuple[int, int], Confidence] = self._call("introspect", self._turns(cells))
-        for (e, i), confidence in confidences.items():
-            self.conf[e, i] = min(1.0, max(0.0, float(confidence.value)))
-            self.conf_method[e, i] = confidence.method
-            tokens[:, e, i] += (confidence.prompt_tokens, confidence.completion_tokens)
+        if not confidences:
+            return tokens
+        index = tuple(np.array(list(confidences)).T)
+        values = list(confidences.values())
+        self.conf[index] = np.clip([c.value for c in values], 0.0, 1.0)
+        self.conf_method[index] = [c.method for c in values]
+        tokens[(0, *index)] = [c.prompt_tokens for c in values]
+        tokens[(1, *index)] = [c.completion_tokens for c in values]
         return tokens
 
-    def _set_answer(self, e: int, i: int, answer: Answer) -> None:
-        problem = self.problem[e]
-        self.answers[e][i] = answer
-        decision = answer.decision
-        self.keys[e][i] = None if decision is None else self.task.decision_key(problem, decision)
-        self.correct[e, i] = self.task.is_correct(problem, decision)
-        self.profile[e, i] = answer.profile
+    def _apply_answers(self, answers: dict[tuple[int, int], Answer]) -> np.ndarray:
+        """Make ``answers`` current (decision keys, correctness, profiles); return their
+        (prompt, completion) tokens as a (2, E, n) array."""
+        tokens = np.zeros((2, self.num_envs, self.n_agents), dtype=np.int64)
+        if not answers:
+            return tokens
+        task, correct = self.task, []
+        for (e, i), answer in answers.items():
+            problem, decision = self.problem[e], answer.decision
+            self.answers[e][i] = answer
+            self.keys[e][i] = None if decision is None else task.decision_key(problem, decision)
+            correct.append(task.is_correct(problem, decision))
+        index = tuple(np.array(list(answers)).T)
+        values = list(answers.values())
+        self.correct[index] = correct
+        self.profile[index] = [a.profile for a in values]
+        tokens[(0, *index)] = [a.prompt_tokens for a in values]
+        tokens[(1, *index)] = [a.completion_tokens for a in values]
+        return tokens
 
     def _refresh_consensus(self) -> None:
         E, n = self.num_envs, self.n_agents
