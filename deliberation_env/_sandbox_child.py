@@ -1,6 +1,6 @@
 """The child side of :mod:`deliberation_env.sandbox`; never imported by the package.
 
-The parent runs ``python -I _sandbox_child.py CONFIG_JSON`` with the code on stdin.
+The parent runs ``python -I -S _sandbox_child.py CONFIG_JSON`` with the code on stdin.
 Standard library only, so that it starts fast and depends on nothing it could break.
 
 Three processes, each with one job:
@@ -10,7 +10,8 @@ Three processes, each with one job:
    relays its exit status. On ``SIGTERM`` (the parent's wall-clock timeout) it kills
    the supervisor, which in namespace mode takes the whole namespace down with it.
 2. *supervisor* (PID 1 of the new PID namespace in namespace mode): mounts private
-   tmpfs on ``/tmp``, ``/var/tmp`` and ``/dev/shm``, forks the user process, waits for
+   tmpfs on ``/tmp``, ``/var/tmp`` and ``/dev/shm``, makes the interpreter's library
+   directories reachable for the sandbox uid, forks the user process, waits for
    it and exits with its status. When it exits the kernel kills every process left in
    its namespace (forks, daemons). It dies with the bootstrap (parent-death signal).
 3. *user process*: sets the resource limits, drops to the sandbox uid, blocks the
@@ -30,14 +31,17 @@ import os
 import resource
 import signal
 import socket
+import stat
 import sys
 import traceback
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWPID = 0x20000000
 _CLONE_NEWNET = 0x40000000
-_MS_PRIVATE = 1 << 18
+_MS_BIND = 1 << 12
+_MS_MOVE = 1 << 13
 _MS_REC = 1 << 14
+_MS_PRIVATE = 1 << 18
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NO_NEW_PRIVS = 38
 _PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
@@ -47,6 +51,7 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 def main() -> None:
     """Bootstrap: read the request, isolate, supervise, relay the exit status."""
     config = json.loads(sys.argv[1])
+    sys.path.extend(config["site_packages"])  # started with -S: no .pth files, a faster start
     code = sys.stdin.buffer.read().decode("utf-8", errors="replace")
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -76,6 +81,7 @@ def _supervise(code: str, config: dict, namespaces: bool) -> None:
         for path in _PRIVATE_DIRS:
             if os.path.isdir(path):
                 _check(_LIBC.mount(b"tmpfs", path.encode(), b"tmpfs", 0, size), f"mount {path}")
+        _expose_library_paths()
         workdir = "/tmp/sandbox"
         os.mkdir(workdir, 0o700)
         os.chown(workdir, config["uid"], config["uid"])
@@ -84,6 +90,59 @@ def _supervise(code: str, config: dict, namespaces: bool) -> None:
     if user == 0:
         _run_user_code(code, config, workdir)
     os._exit(_wait_status(user))
+
+
+def _expose_library_paths() -> None:
+    """Let the sandbox uid import from the interpreter's directories, hiding their parents.
+
+    An interpreter installed under a directory only its owner may enter (pyenv in
+    ``/root``) would be unusable after dropping privileges. In this mount namespace each
+    such directory is covered by an empty tmpfs in which only the library directories on
+    ``sys.path`` are bind-mounted back; everything else in it stays invisible.
+    """
+    leaves = {}
+    for path in sys.path:
+        ancestor = _unsearchable_ancestor(path) if os.path.isdir(path) else None
+        if ancestor is not None and ancestor != path:
+            leaves[path] = ancestor
+    leaves = {
+        leaf: ancestor
+        for leaf, ancestor in leaves.items()
+        if not any(leaf.startswith(other + "/") for other in leaves)
+    }
+    staging = "/tmp/.sandbox-libraries"
+    os.mkdir(staging, 0o700)
+    for index, leaf in enumerate(leaves):
+        os.mkdir(f"{staging}/{index}")
+        _check(
+            _LIBC.mount(
+                leaf.encode(), f"{staging}/{index}".encode(), None, _MS_BIND | _MS_REC, None
+            ),
+            f"bind {leaf}",
+        )
+    for ancestor in set(leaves.values()):
+        _check(
+            _LIBC.mount(b"tmpfs", ancestor.encode(), b"tmpfs", 0, b"size=1m,mode=0755"),
+            f"cover {ancestor}",
+        )
+    for index, leaf in enumerate(leaves):
+        os.makedirs(leaf, 0o755)
+        _check(
+            _LIBC.mount(f"{staging}/{index}".encode(), leaf.encode(), None, _MS_MOVE, None),
+            f"move {leaf}",
+        )
+        os.rmdir(f"{staging}/{index}")
+    os.rmdir(staging)
+
+
+def _unsearchable_ancestor(path: str) -> str | None:
+    """The first directory on the way to ``path`` (itself included) that others cannot enter."""
+    current = "/"
+    for part in path.strip("/").split("/"):
+        current = os.path.join(current, part)
+        if not os.stat(current).st_mode & stat.S_IXOTH:
+            return current
+    return None
 
 
 def _run_user_code(code: str, config: dict, workdir: str) -> None:
@@ -105,15 +164,17 @@ def _run_user_code(code: str, config: dict, workdir: str) -> None:
     except SystemExit as exit_:
         outcome, detail = "exit", repr(exit_.code)
     except MemoryError:
-        outcome = "memory"
+        outcome = "memory"  # nothing that allocates here: the traceback still holds the memory
     except OSError as error:
         outcome = "file_size" if error.errno == errno.EFBIG else "exception"
         detail = _describe(error)
-        traceback.print_exc()
+        _print_traceback(error)
     except BaseException as error:  # noqa: BLE001 - any failure of the code is its result
         outcome, detail = "exception", _describe(error)
-        traceback.print_exc()
+        _print_traceback(error)
     namespace.clear()  # frees what the code held (after a MemoryError, for the report)
+    if outcome == "memory":
+        detail = f"MemoryError (address-space limit {config['memory_mb']} MiB)"
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -175,6 +236,11 @@ def _wait_status(pid: int) -> int:
 def _report(config: dict, record: dict) -> None:
     """Append one JSON line to the status file."""
     os.write(config["status_fd"], (json.dumps(record) + "\n").encode())
+
+
+def _print_traceback(error: BaseException) -> None:
+    """Print the traceback of the code's exception, without this module's frame."""
+    traceback.print_exception(error.with_traceback(error.__traceback__.tb_next))
 
 
 def _describe(error: BaseException) -> str:

@@ -1,0 +1,265 @@
+"""Competition mathematics: MATH, AIME and AMC, checked with ``math-verify``.
+
+Data (see :mod:`deliberation_env.tasks.sources` for directories, single files and
+Hugging Face ids):
+
+- ``math``: MATH-format JSONL, one problem per line with ``problem`` and ``solution``
+  (whose last ``\\boxed{...}`` is the reference; an ``answer`` field, as in MATH-500,
+  takes precedence), optional ``level`` and ``type`` (kept in ``Problem.meta``; ``levels``
+  and ``types`` select problems).
+- ``aime``, ``amc``: JSONL with ``problem`` and ``answer``.
+
+A single file is split by a hash of the problem text (half train, half test).
+
+Decisions are the model's final answer as a LaTeX string: the content of its last
+``\\boxed{...}`` (braces balanced), else what follows the last "The answer is". Two
+decisions are the same answer when ``math-verify`` says so (``\\frac{1}{2}``, ``0.5`` and
+``\\dfrac12``; ``[1,3)`` and ``\\left[1,3\\right)``; ``3\\sqrt{2}`` and ``\\sqrt{18}``).
+For consensus, :meth:`MathTask.decision_key` groups answers by math-verify's parsed
+expression (cheap and exact for equal forms; ``0.5`` and ``1/2`` agree, algebraically
+equal but differently written expressions may not).
+
+Time limits: every parse and comparison is limited to :data:`CHECK_TIMEOUT_S` seconds.
+math-verify implements the limit with ``SIGALRM``, which only works in the main thread;
+called from another thread the checks run without a limit.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from collections.abc import Hashable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from math_verify import LatexExtractionConfig, parse, verify
+
+from deliberation_env.tasks.base import SPLITS, Problem, check_split
+from deliberation_env.tasks.sources import load_split, require
+
+CHECK_TIMEOUT_S = 5
+"""Seconds allowed to each math-verify parse or comparison (main thread only)."""
+
+MATH_INSTRUCTIONS = (
+    "Solve the problem step by step. Put your final answer, in simplest form, "
+    "in \\boxed{} at the end, e.g. \\boxed{\\frac{3}{4}}."
+)
+
+_BOXED = "\\boxed"
+_ANSWER_IS = re.compile(r"answer is\s*:?\s*(.+)", re.IGNORECASE)
+_LATEX_EXTRACTION = (LatexExtractionConfig(),)
+
+
+def last_boxed(text: str) -> str | None:
+    """The content of the last ``\\boxed{...}`` in ``text`` (nested braces allowed).
+
+    >>> last_boxed(r"so \\boxed{2} or rather \\boxed{\\frac{1}{2}}.")
+    '\\\\frac{1}{2}'
+    >>> last_boxed(r"\\boxed{\\frac{1}{2}") is None
+    True
+    """
+    start = text.rfind(_BOXED + "{")
+    while start >= 0:
+        depth = 0
+        for index in range(start + len(_BOXED), len(text)):
+            depth += {"{": 1, "}": -1}.get(text[index], 0)
+            if depth == 0:
+                return text[start + len(_BOXED) + 1 : index].strip()
+        start = text.rfind(_BOXED + "{", 0, start)  # unbalanced: try an earlier one
+    return None
+
+
+def extract_answer(text: str) -> str | None:
+    """The final answer in a model's text, as a whitespace-normalized string, or ``None``.
+
+    The last ``\\boxed{...}``, else the rest of the line after the last "The answer is"
+    (without surrounding ``$``/``\\(...\\)`` and a final period).
+
+    >>> extract_answer("Adding, we get $x = 3$. The answer is $\\\\frac{3}{4}$.")
+    '\\\\frac{3}{4}'
+    >>> extract_answer("I do not know.") is None
+    True
+    """
+    answer = last_boxed(text)
+    if answer is None:
+        matches = _ANSWER_IS.findall(text)
+        if not matches:
+            return None
+        answer = matches[-1].strip().rstrip(".").strip()
+        answer = answer.removeprefix("\\(").removesuffix("\\)").strip("$ ")
+    return _squeeze(answer) or None
+
+
+def _squeeze(text: str) -> str:
+    """``text`` with runs of whitespace made single spaces, stripped."""
+    return " ".join(text.split())
+
+
+@functools.lru_cache(maxsize=8192)
+def _parsed(answer: str) -> tuple[Any, ...]:
+    """math-verify's parse of an answer string (an empty tuple if it cannot parse it)."""
+    return tuple(
+        parse(
+            f"{_BOXED}{{{answer}}}",
+            extraction_config=_LATEX_EXTRACTION,
+            parsing_timeout=_timeout_s(),
+        )
+    )
+
+
+def _timeout_s() -> int | None:
+    """The check time limit, where math-verify can enforce it (the main thread)."""
+    return CHECK_TIMEOUT_S if threading.current_thread() is threading.main_thread() else None
+
+
+def equivalent(reference: str, answer: str) -> bool:
+    """Whether two answer strings are the same mathematical answer (math-verify).
+
+    >>> equivalent(r"\\frac{1}{2}", "0.5"), equivalent("[1,3)", "(1,3)")
+    (True, False)
+    """
+    gold, target = _parsed(reference), _parsed(answer)
+    if not gold or not target:
+        return _squeeze(reference) == _squeeze(answer)
+    return verify(list(gold), list(target), timeout_seconds=_timeout_s())
+
+
+def answer_key(answer: str) -> str:
+    """A canonical string of an answer: equal for answers that parse to the same expression.
+
+    >>> answer_key(r"\\dfrac{1}{2}") == answer_key("0.5") == answer_key("1/2")
+    True
+    """
+    parsed = _parsed(answer)
+    return str(parsed[0]) if parsed else _squeeze(answer)
+
+
+class _CompetitionMath:
+    """Shared behaviour of MATH, AIME and AMC: loading, parsing, checking."""
+
+    name: str
+    instructions = MATH_INSTRUCTIONS
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = path
+        self._cache: dict[str, tuple[Problem, ...]] = {}
+        for split in SPLITS:  # fail now, not mid-episode, on a bad path or record
+            self.problems(split)
+
+    def problems(self, split: str) -> Sequence[Problem]:
+        """The problems of ``split``, in file order."""
+        if check_split(split) not in self._cache:
+            records = load_split(self.path, split, lambda where, r: require(where, r, "problem"))
+            self._cache[split] = tuple(self._select(self._problem(w, r) for w, r in records))
+        return self._cache[split]
+
+    def _problem(self, where: str, record: dict[str, Any]) -> Problem:
+        """One problem from a record (``ValueError`` naming ``where`` if malformed)."""
+        answer = _squeeze(require(where, record, "answer"))
+        if not answer:
+            raise ValueError(f"{where}: empty answer")
+        return Problem(
+            _problem_id(self.name, where, record), require(where, record, "problem"), answer
+        )
+
+    def _select(self, problems: Iterable[Problem]) -> Iterable[Problem]:
+        return problems
+
+    def parse(self, problem: Problem, text: str) -> str | None:
+        """The final answer in ``text`` (see :func:`extract_answer`)."""
+        return extract_answer(text)
+
+    def is_correct(self, problem: Problem, decision: str | None) -> bool:
+        """Whether math-verify finds ``decision`` equal to the reference."""
+        return decision is not None and equivalent(problem.answer, decision)
+
+    def decision_key(self, problem: Problem, decision: str) -> Hashable:
+        """Answers that parse to the same expression agree (see :func:`answer_key`)."""
+        return answer_key(decision)
+
+
+def _problem_id(task: str, where: str, record: dict[str, Any]) -> str:
+    """The record's own id (``unique_id`` or ``id``) if it has one, else ``task:where``."""
+    for field in ("unique_id", "id"):
+        if record.get(field) is not None:
+            return f"{task}:{record[field]}"
+    return f"{task}:{where}"
+
+
+class MathTask(_CompetitionMath):
+    """MATH (Hendrycks et al., 2021) from MATH-format JSONL.
+
+    Args:
+        path: A directory with ``train.jsonl`` and ``test.jsonl``, one JSONL file
+            (hash-split), or a Hugging Face dataset id.
+        levels: Keep only these levels (e.g. ``(4, 5)`` or ``("Level 5",)``); ``None``: all.
+        types: Keep only these subjects (e.g. ``("Algebra",)``); ``None``: all.
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist.
+        ValueError: On a malformed line (naming ``path:line``), e.g. a solution without
+            ``\\boxed{}``.
+    """
+
+    name = "math"
+
+    def __init__(
+        self,
+        path: str | Path,
+        levels: Iterable[int | str] | None = None,
+        types: Iterable[str] | None = None,
+    ) -> None:
+        self.levels = None if levels is None else {_level(level) for level in levels}
+        self.types = None if types is None else set(types)
+        super().__init__(path)
+
+    def _problem(self, where: str, record: dict[str, Any]) -> Problem:
+        if record.get("answer") is not None:
+            answer = _squeeze(str(record["answer"]))
+        else:
+            answer = last_boxed(require(where, record, "solution"))
+        if not answer:
+            raise ValueError(
+                f"{where}: the solution has no \\boxed{{...}} answer (and no 'answer' field)"
+            )
+        meta = {key: record[key] for key in ("level", "type", "solution") if key in record}
+        return Problem(
+            _problem_id(self.name, where, record), require(where, record, "problem"), answer, meta
+        )
+
+    def _select(self, problems: Iterable[Problem]) -> Iterable[Problem]:
+        for problem in problems:
+            if self.levels is not None and _level(problem.meta.get("level", "")) not in self.levels:
+                continue
+            if self.types is not None and problem.meta.get("type") not in self.types:
+                continue
+            yield problem
+
+
+def _level(level: int | str) -> str:
+    """``5``, ``"5"`` and ``"Level 5"`` all become ``"Level 5"``."""
+    text = str(level).strip()
+    return text if text.startswith("Level") else f"Level {text}"
+
+
+class AIMETask(_CompetitionMath):
+    """AIME problems (integer answers 0-999) from JSONL with ``problem`` and ``answer``.
+
+    Args:
+        path: A directory with ``train.jsonl`` and ``test.jsonl``, one JSONL file
+            (hash-split), or a Hugging Face dataset id.
+    """
+
+    name = "aime"
+
+
+class AMCTask(_CompetitionMath):
+    """AMC problems from JSONL with ``problem`` and ``answer`` (a number or expression).
+
+    Args:
+        path: A directory with ``train.jsonl`` and ``test.jsonl``, one JSONL file
+            (hash-split), or a Hugging Face dataset id.
+    """
+
+    name = "amc"

@@ -1,0 +1,200 @@
+"""MMLU (Hendrycks et al., 2021): four-way multiple choice over 57 subjects.
+
+Two layouts are read:
+
+- **The original release**: a directory (searched recursively, so both ``data/`` and a
+  flat folder work) of per-subject CSV files without a header, one question per row:
+  ``question, A, B, C, D, answer`` with ``answer`` a letter. ``<subject>_test.csv`` form
+  the ``test`` split; ``<subject>_dev.csv`` and ``<subject>_val.csv`` (the few-shot and
+  validation questions) form ``train``.
+- **JSONL** (a directory with ``train.jsonl``/``test.jsonl``, one file split by a hash of
+  the question, or a Hugging Face id such as ``"cais/mmlu:all"``): ``question``, the
+  options as ``choices`` (a list of four) or fields ``A``-``D``, ``answer`` as a letter or
+  an index 0-3, and optionally ``subject``.
+
+Decisions are the letters ``A``-``D``.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Hashable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from deliberation_env.tasks.base import Problem, check_split
+from deliberation_env.tasks.sources import load_split, require
+
+LETTERS = ("A", "B", "C", "D")
+
+MMLU_INSTRUCTIONS = (
+    "Think step by step, then end with a line of the form 'Answer: X' where X is the "
+    "letter (A, B, C or D) of the correct option."
+)
+
+_CSV_SPLITS = {"test": ("test",), "train": ("dev", "val")}
+_MARKED = re.compile(r"(?i:answer|option|choice)\s*(?i:is)?\s*:?\s*\(?\**([ABCD])\b")
+_BOXED = re.compile(r"\\boxed\{\s*(?:\\text\{)?\s*\(?([ABCD])\)?\s*\}?\s*\}")
+_ALONE = re.compile(r"^\W*\(?([ABCD])\)?\W*$")
+
+
+def extract_letter(text: str) -> str | None:
+    """The chosen option letter in a model's text, or ``None``.
+
+    The last "Answer: X" / "the answer is (X)" / ``\\boxed{X}``, else a reply that is
+    just a letter.
+
+    >>> extract_letter("B looks tempting, but the answer is (C).")
+    'C'
+    >>> extract_letter("The answer is a guess."), extract_letter("no idea")
+    (None, None)
+    >>> extract_letter("D.")
+    'D'
+    """
+    for pattern in (_MARKED, _BOXED):
+        matches = pattern.findall(text)
+        if matches:
+            return matches[-1].upper()
+    alone = _ALONE.match(text.strip())
+    return alone.group(1) if alone else None
+
+
+class MMLUTask:
+    """MMLU from the original per-subject CSVs or from JSONL.
+
+    Args:
+        path: A directory of ``<subject>_{test,dev,val}.csv`` files, a directory with
+            ``train.jsonl``/``test.jsonl``, one JSONL file, or a Hugging Face dataset id.
+        subjects: Keep only these subjects (e.g. ``["anatomy", "virology"]``); ``None``: all.
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist.
+        ValueError: On a malformed row (naming ``path:line``) or an unknown subject.
+    """
+
+    name = "mmlu"
+    instructions = MMLU_INSTRUCTIONS
+
+    def __init__(self, path: str | Path, subjects: Iterable[str] | None = None) -> None:
+        self.path = path
+        self.subjects = None if subjects is None else frozenset(subjects)
+        self._cache: dict[str, tuple[Problem, ...]] = {}
+        found = {p.meta["subject"] for split in ("train", "test") for p in self._load(split)}
+        if self.subjects is not None and not self.subjects <= found:
+            unknown = ", ".join(sorted(self.subjects - found))
+            raise ValueError(
+                f"unknown MMLU subjects: {unknown}; {path} has: {', '.join(sorted(found))}"
+            )
+
+    def problems(self, split: str) -> Sequence[Problem]:
+        """The problems of ``split`` of the selected subjects, ordered by subject, then file order."""
+        return tuple(
+            p
+            for p in self._load(check_split(split))
+            if self.subjects is None or p.meta["subject"] in self.subjects
+        )
+
+    def _load(self, split: str) -> tuple[Problem, ...]:
+        if split not in self._cache:
+            if _is_csv_release(Path(self.path)):
+                problems = [
+                    problem
+                    for file in _csv_files(Path(self.path), split)
+                    for problem in _read_csv(file)
+                ]
+            else:
+                records = load_split(
+                    self.path, split, lambda where, r: require(where, r, "question")
+                )
+                problems = [_from_record(where, record) for where, record in records]
+            self._cache[split] = tuple(problems)
+        return self._cache[split]
+
+    def parse(self, problem: Problem, text: str) -> str | None:
+        """The chosen letter (see :func:`extract_letter`)."""
+        return extract_letter(text)
+
+    def is_correct(self, problem: Problem, decision: str | None) -> bool:
+        """Whether the chosen letter is the reference letter."""
+        return decision is not None and decision == problem.answer
+
+    def decision_key(self, problem: Problem, decision: str) -> Hashable:
+        """Letters agree when equal."""
+        return decision
+
+
+def _is_csv_release(path: Path) -> bool:
+    """Whether ``path`` is a directory in the original release's layout (any split)."""
+    return path.is_dir() and any(
+        next(path.rglob(f"*_{suffix}.csv"), None)
+        for suffixes in _CSV_SPLITS.values()
+        for suffix in suffixes
+    )
+
+
+def _csv_files(path: Path, split: str) -> list[Path]:
+    """The per-subject CSV files of ``split`` under ``path``, by subject."""
+    return sorted(
+        (file for suffix in _CSV_SPLITS[split] for file in path.rglob(f"*_{suffix}.csv")),
+        key=lambda file: (file.name.rsplit("_", 1)[0], file.name),
+    )
+
+
+def _read_csv(file: Path) -> list[Problem]:
+    """The problems of one subject's CSV file (no header: question, A, B, C, D, answer)."""
+    subject = file.name.rsplit("_", 1)[0]
+    problems = []
+    with file.open(encoding="utf-8", newline="") as rows:
+        reader = csv.reader(rows)
+        for row in reader:
+            where = f"{file}:{reader.line_num}"
+            if len(row) != 6:
+                raise ValueError(
+                    f"{where}: expected 6 columns (question, A, B, C, D, answer), got {len(row)}"
+                )
+            answer = _letter(where, row[5])
+            problems.append(
+                _problem(f"mmlu:{file.stem}:{len(problems)}", subject, row[0], row[1:5], answer)
+            )
+    return problems
+
+
+def _from_record(where: str, record: dict[str, Any]) -> Problem:
+    """A problem from a JSONL / dataset record."""
+    if "choices" in record:
+        choices = record["choices"]
+        if not isinstance(choices, list | tuple) or len(choices) != 4:
+            raise ValueError(f"{where}: 'choices' must be a list of four options, got {choices!r}")
+    else:
+        choices = [require(where, record, letter) for letter in LETTERS]
+    answer = _letter(where, require(where, record, "answer"))
+    subject = str(record.get("subject") or "unknown")
+    problem_id = f"mmlu:{record['id']}" if record.get("id") is not None else f"mmlu:{where}"
+    return _problem(
+        problem_id, subject, require(where, record, "question"), [str(c) for c in choices], answer
+    )
+
+
+def _letter(where: str, answer: str) -> str:
+    """A reference answer as a letter (``"B"``, ``"b"`` or ``"1"`` all give ``"B"``)."""
+    answer = answer.strip().upper()
+    if answer in {"0", "1", "2", "3"}:
+        return LETTERS[int(answer)]
+    if answer not in LETTERS:
+        raise ValueError(f"{where}: answer must be one of A, B, C, D (or 0-3), got {answer!r}")
+    return answer
+
+
+def _problem(
+    problem_id: str, subject: str, question: str, choices: Sequence[str], answer: str
+) -> Problem:
+    options = "\n".join(
+        f"{letter}. {choice}" for letter, choice in zip(LETTERS, choices, strict=True)
+    )
+    return Problem(
+        problem_id,
+        f"{question}\n\n{options}",
+        answer,
+        {"subject": subject, "choices": tuple(choices)},
+    )

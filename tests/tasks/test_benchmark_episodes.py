@@ -1,0 +1,136 @@
+"""Each benchmark task runs in the env end to end, with scripted solvers and fixture data."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+import deliberation_env as de
+from agents.base import Answer, Confidence, Turn
+from agents.profile import PROFILE_SIZE
+from deliberation_env.tasks.humaneval import HumanEvalTask
+
+
+class ScriptedSolver:
+    """A team member that writes ``reply(turn)`` and is always 90% confident."""
+
+    model_id = "scripted"
+
+    def __init__(self, reply: Callable[[Turn], str]) -> None:
+        self.reply = reply
+
+    def solve(self, turns: Sequence[Turn]) -> list[Answer]:
+        return [self._answer(turn) for turn in turns]
+
+    def refine(self, turns: Sequence[Turn]) -> list[Answer]:
+        return [self._answer(turn) for turn in turns]
+
+    def introspect(self, turns: Sequence[Turn]) -> list[Confidence]:
+        return [Confidence(0.9, "verbalized") for _ in turns]
+
+    def _answer(self, turn: Turn) -> Answer:
+        text = self.reply(turn)
+        return Answer(text, turn.parse(text), (0.5,) * PROFILE_SIZE)
+
+
+def run_episode(
+    right: Callable[[Turn], str], wrong: Callable[[Turn], str], **task: Any
+) -> list[dict]:
+    """Two right agents and one wrong one on the first test problem; all persist for two rounds.
+
+    ``task`` holds the env's ``task`` argument (and ``task_kwargs`` with a task name).
+    """
+    team = [ScriptedSolver(right), ScriptedSolver(right), ScriptedSolver(wrong)]
+    env = de.parallel_env(**task, team=team, n_agents=3, max_rounds=2, split="test")
+    _, infos = env.reset(seed=0, options={"problem_index": 0})
+    history = [infos]
+    while env.agents:
+        _, _, _, _, infos = env.step({agent: de.MetaAction.PERSIST for agent in env.agents})
+        history.append(infos)
+    return history
+
+
+def assert_right_right_wrong(history: list[dict]) -> None:
+    for infos in history:
+        assert [infos[a]["correct"] for a in ("agent_0", "agent_1", "agent_2")] == [
+            True,
+            True,
+            False,
+        ]
+        assert infos["agent_0"]["consensus_correct"] is True
+    assert history[-1]["agent_0"]["team_reward"] == 1.0
+
+
+def test_math_episode(tmp_path):
+    records = [
+        {"problem": f"What is {i}/{i + 1} of {i + 1}?", "solution": f"It is $\\boxed{{{i}}}$."}
+        for i in range(1, 9)
+    ]
+    (tmp_path / "math.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    history = run_episode(
+        task=de.tasks.get("math", path=tmp_path / "math.jsonl"),
+        right=lambda turn: (
+            f"Step by step... so the answer is $\\boxed{{\\frac{{{2 * int(turn.reference)}}}{{2}}}}$."
+        ),
+        wrong=lambda turn: "The answer is 1000.",
+    )
+    assert_right_right_wrong(history)
+    assert history[0]["agent_2"]["decision"] == "1000"
+
+
+@pytest.mark.parametrize("name", ["aime", "amc"])
+def test_aime_and_amc_episodes(tmp_path, name):
+    records = [{"problem": f"Problem {i}", "answer": str(100 + i)} for i in range(8)]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    history = run_episode(
+        task=name,  # by name, as users do
+        task_kwargs={"path": tmp_path / "data.jsonl"},
+        right=lambda turn: f"\\boxed{{{turn.reference}}}",
+        wrong=lambda turn: "\\boxed{-1}",
+    )
+    assert_right_right_wrong(history)
+
+
+def test_mmlu_episode(tmp_path):
+    with (tmp_path / "logic_test.csv").open("w", newline="") as file:
+        csv.writer(file).writerows(
+            [[f"Question {i}?", "a", "b", "c", "d", "ABCD"[i % 4]] for i in range(4)]
+        )
+    history = run_episode(
+        task="mmlu",
+        task_kwargs={"path": tmp_path},
+        right=lambda turn: f"Let me think. Answer: {turn.reference}",
+        wrong=lambda turn: "Answer: " + ("B" if turn.reference == "A" else "A"),
+    )
+    assert_right_right_wrong(history)
+
+
+def test_humaneval_episode():
+    task = HumanEvalTask()
+    history = run_episode(
+        task=task,
+        right=lambda turn: f"Here you go:\n```python\n{turn.reference}```",
+        wrong=lambda turn: "```python\n" + turn.question + "    return None\n```",
+    )
+    assert_right_right_wrong(history)
+    assert history[-1]["agent_0"]["problem_id"] == task.problems("test")[0].id
+
+
+def test_humaneval_conceding_agent_adopts_the_behaviourally_different_answer():
+    right = ScriptedSolver(lambda turn: f"```python\n{turn.reference}```")
+    wrong = ScriptedSolver(lambda turn: "```python\n" + turn.question + "    return None\n```")
+    env = de.parallel_env(
+        task=HumanEvalTask(), team=[right, right, wrong], n_agents=3, max_rounds=1, split="test"
+    )
+    _, infos = env.reset(seed=0, options={"problem_index": 1})
+    assert infos["agent_2"]["correct"] is False
+    actions = {"agent_0": de.MetaAction.PERSIST, "agent_1": de.MetaAction.PERSIST}
+    _, rewards, _, _, infos = env.step({**actions, "agent_2": de.MetaAction.CONCEDE})
+    assert rewards["agent_2"] > 0
+    assert infos["agent_2"]["correct"] is True
+    assert infos["agent_2"]["decision"] == infos["agent_0"]["decision"]
+    assert infos["agent_2"]["reward_components"]["local"] == 1.0

@@ -1,0 +1,132 @@
+"""HumanEval: the shipped problems, code extraction, sandboxed checking, behaviour keys."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from deliberation_env import tasks
+from deliberation_env.tasks.humaneval import HumanEvalTask, example_calls, extract_code
+
+
+@pytest.fixture(scope="module")
+def task():
+    return HumanEvalTask()
+
+
+@pytest.fixture(scope="module")
+def problems(task):
+    return {p.id: p for p in task.problems("train") + task.problems("test")}
+
+
+def test_the_164_shipped_problems_are_split_disjointly(task, problems):
+    train, test = task.problems("train"), task.problems("test")
+    assert len(problems) == 164 == len(train) + len(test)
+    assert len(train) > 50 and len(test) > 50
+    assert tasks.get("humaneval").problems("test") == test  # fixed
+
+
+def test_all_canonical_solutions_pass_and_a_wrong_one_fails(task, problems):
+    pairs = [(p, p.answer) for p in problems.values()]
+    assert all(task.check_all(pairs))
+    problem = problems["HumanEval/0"]
+    wrong = "def has_close_elements(numbers, threshold):\n    return not numbers\n"
+    assert task.is_correct(problem, task.parse(problem, wrong)) is False
+
+
+def test_parse_takes_the_code_block_defining_the_function(task, problems):
+    problem = problems["HumanEval/2"]  # truncate_number
+    text = (
+        "First a helper:\n```python\ndef helper():\n    pass\n```\nThe solution:\n"
+        "```python\ndef truncate_number(number: float) -> float:\n    return number % 1.0\n```\nHope it helps."
+    )
+    decision = task.parse(problem, text)
+    assert decision == "def truncate_number(number: float) -> float:\n    return number % 1.0\n"
+    assert task.is_correct(problem, decision)
+
+
+def test_parse_accepts_a_bare_body_and_raw_code(task, problems):
+    problem = problems["HumanEval/2"]
+    body = task.parse(problem, "    return number - int(number)")
+    assert body.startswith(problem.meta["prompt"]) and task.is_correct(problem, body)
+    raw = task.parse(problem, "def truncate_number(number):\n    return number - int(number)\n")
+    assert task.is_correct(problem, raw)
+
+
+def test_code_that_does_not_compile_is_no_decision(task, problems):
+    assert (
+        task.parse(problems["HumanEval/2"], "```python\ndef truncate_number(number:\n```") is None
+    )
+    assert task.parse(problems["HumanEval/2"], "I am not sure how to do this.") is None
+
+
+def test_behaviour_groups_equivalent_programs(task, problems):
+    problem = problems["HumanEval/2"]
+    modulo = task.parse(problem, "def truncate_number(number):\n    return number % 1.0")
+    subtract = task.parse(
+        problem, "def truncate_number(number):\n    # another way\n    return number - int(number)"
+    )
+    wrong = task.parse(problem, "def truncate_number(number):\n    return int(number)")
+    assert task.decision_key(problem, modulo) == task.decision_key(problem, subtract)
+    assert task.decision_key(problem, modulo) != task.decision_key(problem, wrong)
+    assert task.decision_key(problem, modulo)[0] == "outputs"
+
+
+def test_programs_that_cannot_run_are_keyed_by_their_code(task, problems):
+    problem = problems["HumanEval/2"]
+    crash = task.parse(
+        problem, "import no_such_module\ndef truncate_number(number):\n    return 0.5"
+    )
+    other = task.parse(
+        problem, "import no_such_module_2\ndef truncate_number(number):\n    return 0.5"
+    )
+    assert task.decision_key(problem, crash)[0] == "code"
+    assert task.decision_key(problem, crash) != task.decision_key(problem, other)
+
+
+def test_hostile_answers_are_contained(problems):
+    task, problem = HumanEvalTask(timeout_s=2), problems["HumanEval/2"]
+    for body in ("import sys; sys.exit(0)", "import os; os._exit(0)", "while True: pass"):
+        decision = task.parse(problem, f"def truncate_number(number):\n    return 0.5\n{body}\n")
+        assert not task.is_correct(problem, decision), body
+
+
+def test_example_calls_are_read_from_the_prompt(problems):
+    assert example_calls(problems["HumanEval/0"].meta["prompt"], "has_close_elements") == (
+        "has_close_elements([1.0, 2.0, 3.0], 0.5)",
+        "has_close_elements([1.0, 2.8, 3.0, 4.0, 5.0, 2.0], 0.3)",
+    )
+    assert example_calls(problems["HumanEval/1"].meta["prompt"], "separate_paren_groups") == (
+        "separate_paren_groups('( ) (( )) (( )( ))')",
+    )
+    assert extract_code("no fences", "f") == "no fences"
+
+
+def test_local_jsonl_and_malformed_records(tmp_path, problems):
+    record = {
+        key: problems["HumanEval/2"].meta[key]
+        for key in ("task_id", "prompt", "test", "entry_point")
+    }
+    record["canonical_solution"] = "    return number % 1.0\n"
+    (tmp_path / "train.jsonl").write_text(json.dumps(record) + "\n")
+    (tmp_path / "test.jsonl").write_text(
+        json.dumps(record) + "\n" + json.dumps({"task_id": "x"}) + "\n"
+    )
+    with pytest.raises(ValueError, match=r"test\.jsonl:2: missing field 'prompt'"):
+        HumanEvalTask(tmp_path)
+    (tmp_path / "test.jsonl").write_text(json.dumps(record) + "\n")
+    local = HumanEvalTask(tmp_path)
+    (problem,) = local.problems("test")
+    assert local.is_correct(problem, problem.answer)
+
+
+def test_a_program_imitating_the_behaviour_probe_is_keyed_by_code(task, problems):
+    problem = problems["HumanEval/2"]
+    decision = task.parse(
+        problem,
+        "import builtins\n_print = builtins.print\n"
+        "builtins.print = lambda *args: _print('__behaviour__:{not json')\n"
+        "def truncate_number(number):\n    return number % 1.0",
+    )
+    assert task.decision_key(problem, decision)[0] == "code"

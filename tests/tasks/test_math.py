@@ -1,0 +1,273 @@
+"""MATH, AIME and AMC: answer extraction, math-verify checking, loading and splits."""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from deliberation_env import tasks
+from deliberation_env.tasks import math as math_task
+from deliberation_env.tasks.math import (
+    AIMETask,
+    AMCTask,
+    MathTask,
+    answer_key,
+    equivalent,
+    extract_answer,
+    last_boxed,
+)
+
+MATH_RECORDS = [
+    {
+        "problem": "Compute $1/4 + 1/4$.",
+        "solution": "We get $\\boxed{\\frac{1}{2}}$.",
+        "level": "Level 1",
+        "type": "Algebra",
+    },
+    {
+        "problem": "Solve $x^2 = 9$ for $x > 0$.",
+        "solution": "So $x = \\boxed{3}$.",
+        "level": "Level 2",
+        "type": "Algebra",
+    },
+    {
+        "problem": "Where is $x^2 - 4x + 3 \\le 0$?",
+        "solution": "On $\\boxed{[1,3]}$.",
+        "level": "Level 5",
+        "type": "Intermediate Algebra",
+    },
+    {
+        "problem": "Simplify $\\sqrt{18}$.",
+        "solution": "It is $\\boxed{3\\sqrt{2}}$.",
+        "level": "Level 3",
+        "type": "Prealgebra",
+    },
+    {
+        "problem": "What is $\\frac{1}{2}$ of 6?",
+        "solution": "Half of six: $\\boxed{3}$.",
+        "level": "Level 1",
+        "type": "Prealgebra",
+    },
+    {
+        "problem": "Evaluate $\\boxed{\\text{nested}}$?",
+        "solution": "$\\boxed{\\frac{\\sqrt{3}}{2}}$",
+        "level": "Level 4",
+        "type": "Geometry",
+    },
+]
+
+
+def write_jsonl(path, records):
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return path
+
+
+@pytest.fixture
+def math_file(tmp_path):
+    return write_jsonl(tmp_path / "math.jsonl", MATH_RECORDS)
+
+
+# ------------------------------------------------------------------------- extraction
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ("So \\boxed{2}, no: \\boxed{\\frac{1}{2}}.", "\\frac{1}{2}"),
+        ("\\boxed{\\frac{\\sqrt{3}}{2}}", "\\frac{\\sqrt{3}}{2}"),
+        ("The set is \\boxed{\\{1, 2\\}}", "\\{1, 2\\}"),
+        ("We find the answer is $[1,3)$.", "[1,3)"),
+        ("The answer is: \\(\\pi\\)", "\\pi"),
+        ("First \\boxed{5} then an unclosed \\boxed{6", "5"),
+        ("The final answer is 42", "42"),
+        ("No final answer here.", None),
+        ("\\boxed{}", None),
+    ],
+)
+def test_extract_answer(text, answer):
+    assert extract_answer(text) == answer
+
+
+def test_last_boxed_balances_braces():
+    assert last_boxed("\\boxed{a{b}c} and \\boxed{{x}}") == "{x}"
+    assert last_boxed("\\boxed{unclosed") is None
+
+
+@pytest.mark.parametrize(
+    ("reference", "answer"),
+    [
+        ("\\frac{1}{2}", "0.5"),
+        ("\\frac{1}{2}", "\\dfrac12"),
+        ("\\frac{1}{2}", "1/2"),
+        ("[1,3)", "\\left[1,3\\right)"),
+        ("3\\sqrt{2}", "\\sqrt{18}"),
+        ("(x+1)^2", "x^2+2x+1"),
+        ("18", "18.0"),
+        ("33", "033"),
+        ("\\frac{\\pi}{2}", "\\pi/2"),
+    ],
+)
+def test_equivalent_answers(reference, answer):
+    assert equivalent(reference, answer)
+
+
+@pytest.mark.parametrize(
+    ("reference", "answer"),
+    [
+        ("\\frac{1}{2}", "\\frac{1}{3}"),
+        ("[1,3)", "(1,3)"),
+        ("3\\sqrt{2}", "2\\sqrt{3}"),
+        ("5", "-5"),
+        ("x+1", "x-1"),
+    ],
+)
+def test_non_equivalent_answers(reference, answer):
+    assert not equivalent(reference, answer)
+
+
+def test_decision_key_groups_equal_values():
+    assert (
+        answer_key("\\dfrac{1}{2}")
+        == answer_key("0.5")
+        == answer_key("1/2")
+        == answer_key("\\frac12")
+    )
+    assert answer_key("\\frac{1}{2}") != answer_key("\\frac{1}{3}")
+    assert answer_key("[1,3)") != answer_key("(1,3)")
+
+
+# ------------------------------------------------------------------------------ tasks
+def test_math_task_parses_checks_and_keys(math_file):
+    task = MathTask(math_file)
+    problem = next(
+        p for p in task.problems("train") + task.problems("test") if p.answer == "\\frac{1}{2}"
+    )
+    decision = task.parse(problem, "1/4 + 1/4 = 2/4, so the answer is \\boxed{\\dfrac{2}{4}}.")
+    assert decision == "\\dfrac{2}{4}"
+    assert task.is_correct(problem, decision) and task.is_correct(problem, "0.5")
+    assert not task.is_correct(problem, "\\frac{1}{3}") and not task.is_correct(problem, None)
+    assert task.decision_key(problem, decision) == task.decision_key(problem, "0.5")
+    assert problem.meta["type"] == "Algebra" and problem.meta["level"] == "Level 1"
+    assert task.parse(problem, "I cannot solve this.") is None
+
+
+def test_single_file_is_split_disjointly_and_completely(math_file):
+    task = MathTask(math_file)
+    train, test = task.problems("train"), task.problems("test")
+    assert train and test
+    assert {p.id for p in train}.isdisjoint(p.id for p in test)
+    assert sorted(p.question for p in train + test) == sorted(r["problem"] for r in MATH_RECORDS)
+    assert MathTask(math_file).problems("test") == test  # fixed
+    with pytest.raises(ValueError, match="unknown split"):
+        task.problems("validation")
+
+
+def test_split_does_not_depend_on_file_order(tmp_path, math_file):
+    reversed_file = write_jsonl(tmp_path / "reversed.jsonl", MATH_RECORDS[::-1])
+    forward, backward = MathTask(math_file), MathTask(reversed_file)
+    assert sorted(p.question for p in forward.problems("test")) == sorted(
+        p.question for p in backward.problems("test")
+    )
+
+
+def test_directory_with_own_splits(tmp_path):
+    write_jsonl(tmp_path / "train.jsonl", MATH_RECORDS[:4])
+    write_jsonl(tmp_path / "test.jsonl", MATH_RECORDS[4:])
+    task = tasks.get("math", path=tmp_path)
+    assert [p.question for p in task.problems("test")] == [r["problem"] for r in MATH_RECORDS[4:]]
+    assert len(task.problems("train")) == 4
+    assert task.problems("test")[0].id == f"math:{tmp_path / 'test.jsonl'}:1"
+
+
+def test_level_and_type_selection(tmp_path):
+    write_jsonl(tmp_path / "train.jsonl", MATH_RECORDS)
+    write_jsonl(tmp_path / "test.jsonl", MATH_RECORDS)
+    assert {p.answer for p in MathTask(tmp_path, levels=[1]).problems("test")} == {
+        "\\frac{1}{2}",
+        "3",
+    }
+    assert len(MathTask(tmp_path, levels=["Level 5", 4]).problems("test")) == 2
+    assert len(MathTask(tmp_path, types=["Algebra"], levels=[2]).problems("test")) == 1
+
+
+def test_answer_field_takes_precedence_and_ids_are_kept(tmp_path):
+    record = {
+        "problem": "p",
+        "solution": "\\boxed{1}",
+        "answer": "2",
+        "unique_id": "test/algebra/7.json",
+    }
+    write_jsonl(tmp_path / "train.jsonl", [record])
+    write_jsonl(tmp_path / "test.jsonl", [record])
+    (problem,) = MathTask(tmp_path).problems("test")
+    assert (problem.id, problem.answer) == ("math:test/algebra/7.json", "2")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ('{"problem": "p", "solution": "no boxed answer"}', "no \\\\boxed"),
+        ('{"solution": "\\\\boxed{1}"}', "missing field 'problem'"),
+        ('["a list"]', "expected a JSON object"),
+    ],
+)
+def test_malformed_line_names_file_and_line(tmp_path, line, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(MATH_RECORDS[0]) + "\n\n" + line + "\n")
+    with pytest.raises(ValueError, match=rf"bad\.jsonl:3: .*{message}"):
+        MathTask(path)
+
+
+def test_missing_path_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "datasets", None)  # `datasets` not installed
+    with pytest.raises(FileNotFoundError, match="no-such-file.jsonl.*datasets"):
+        MathTask(tmp_path / "no-such-file.jsonl")
+
+
+@pytest.mark.parametrize(("task_class", "name"), [(AIMETask, "aime"), (AMCTask, "amc")])
+def test_aime_and_amc(tmp_path, task_class, name):
+    records = [
+        {"problem": f"Problem {i}?", "answer": str(answer)}
+        for i, answer in enumerate([204, 33, 0.5, "\\frac{3}{4}", 7, 113])
+    ]
+    task = tasks.get(name, path=write_jsonl(tmp_path / f"{name}.jsonl", records))
+    assert isinstance(task, task_class) and task.name == name
+    problems = task.problems("train") + task.problems("test")
+    assert len(problems) == 6
+    by_answer = {p.answer: p for p in problems}
+    assert task.is_correct(by_answer["33"], task.parse(by_answer["33"], "Thus the answer is 033."))
+    assert task.is_correct(
+        by_answer["0.5"], task.parse(by_answer["0.5"], "$\\boxed{\\frac{1}{2}}$")
+    )
+    assert not task.is_correct(by_answer["204"], task.parse(by_answer["204"], "\\boxed{205}"))
+
+
+def test_hugging_face_dataset_id_with_one_split_is_hash_split(monkeypatch):
+    rows = [{"problem": f"Problem {i}", "answer": str(i)} for i in range(20)]
+
+    class FakeDatasets:
+        @staticmethod
+        def load_dataset(name, config):
+            assert (name, config) == ("org/aime", None)
+            return {"train": rows}
+
+    monkeypatch.setitem(__import__("sys").modules, "datasets", FakeDatasets)
+    task = AIMETask("org/aime")
+    train, test = task.problems("train"), task.problems("test")
+    assert len(train) + len(test) == 20 and train and test
+    assert test[0].id.startswith("aime:org/aime[train]:")
+
+
+def test_each_check_has_a_time_limit(monkeypatch):
+    monkeypatch.setattr(math_task, "CHECK_TIMEOUT_S", 1)
+    start = time.perf_counter()
+    assert not equivalent("10^{10^{10^{10}}}", "1")  # sympy would work on this for ages
+    assert time.perf_counter() - start < 5
+
+
+def test_checks_work_off_the_main_thread():
+    with ThreadPoolExecutor(1) as pool:  # math-verify's SIGALRM limit is main-thread only
+        assert pool.submit(equivalent, "\\frac{7}{14}", "0.5").result()
+        assert not pool.submit(equivalent, "\\frac{7}{15}", "0.5").result()

@@ -1,0 +1,223 @@
+"""The sandbox: ordinary programs run; hostile ones are contained and the host is unharmed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from deliberation_env.sandbox import run_many, run_python
+
+NAMESPACES = run_python("pass").isolation == "namespaces"
+needs_namespaces = pytest.mark.skipif(
+    not NAMESPACES, reason="full isolation needs root and namespaces (see deliberation_env.sandbox)"
+)
+_SANDBOX_UIDS = 2_000_000_000  # the sandbox's dedicated uids start here
+
+
+def _sandbox_processes() -> list[int]:
+    """Pids of processes running as a sandbox uid (there should be none between runs)."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        uid = int(status.split("Uid:")[1].split()[0])
+        if uid >= _SANDBOX_UIDS:
+            pids.append(int(pid))
+    return pids
+
+
+@pytest.fixture
+def host():
+    """After the test: no sandbox process is left and the host can still start processes."""
+    yield
+    deadline = time.monotonic() + 2
+    while _sandbox_processes() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _sandbox_processes() == []
+    alive = subprocess.run(
+        [sys.executable, "-c", "print('alive')"], check=True, capture_output=True, text=True
+    )
+    assert alive.stdout == "alive\n"
+
+
+def test_runs_code_and_captures_both_streams():
+    result = run_python("import sys\nprint('out')\nprint('err', file=sys.stderr)")
+    assert (result.passed, result.reason, result.stdout, result.stderr) == (
+        True,
+        "passed",
+        "out\n",
+        "err\n",
+    )
+    assert 0 < result.duration < 10
+
+
+def test_an_exception_is_a_result_with_its_traceback():
+    result = run_python("def f():\n    raise KeyError('k')\nf()")
+    assert (result.passed, result.reason) == (False, "exception")
+    assert result.detail == "KeyError: 'k'"
+    assert 'File "<sandbox>", line 2, in f' in result.stderr
+    assert "_sandbox_child" not in result.stderr
+
+
+def test_stdout_before_an_exception_is_kept():
+    assert run_python("print('partial')\n1 / 0").stdout == "partial\n"
+
+
+def test_forged_status_lines_do_not_make_a_failure_pass():
+    code = "import os\nfor fd in range(3, 20):\n    try: os.write(fd, b'{\"outcome\": \"passed\"}\\n')\n    except OSError: pass\nraise ValueError('no')"
+    assert run_python(code).reason == "exception"
+
+
+@pytest.mark.parametrize(
+    "bad", [{"timeout_s": 0}, {"memory_mb": -1}, {"max_processes": 0}, {"max_file_mb": 0}]
+)
+def test_non_positive_limits_are_refused(bad):
+    with pytest.raises(ValueError, match="must be positive"):
+        run_python("pass", **bad)
+
+
+def test_run_many_keeps_order_and_runs_concurrently():
+    start = time.perf_counter()
+    results = run_many(
+        [f"import time\ntime.sleep(0.5)\nprint({i})" for i in range(4)], max_workers=4
+    )
+    assert [r.stdout for r in results] == ["0\n", "1\n", "2\n", "3\n"]
+    assert time.perf_counter() - start < 1.9  # four 0.5 s sleeps, overlapped
+
+
+# ------------------------------------------------------------------------ hostile code
+@pytest.mark.usefixtures("host")
+class TestHostileCode:
+    def test_infinite_loop_is_stopped_by_the_wall_clock(self):
+        start = time.perf_counter()
+        result = run_python("while True:\n    pass", timeout_s=1)
+        assert result.reason in ("timeout", "cpu_time") and not result.passed
+        assert time.perf_counter() - start < 4
+
+    def test_sleeping_forever_is_stopped(self):
+        result = run_python("import time\ntime.sleep(1000)", timeout_s=1)
+        assert result.reason == "timeout"
+
+    def test_fork_bomb_is_contained(self):
+        code = (
+            "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
+        )
+        result = run_python(code, timeout_s=2, max_processes=16)
+        assert not result.passed and result.reason in ("timeout", "cpu_time")
+
+    def test_daemonized_children_do_not_outlive_the_run(self):
+        code = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(1000)\nprint('parent done')"
+        assert (
+            run_python(code).stdout == "parent done\n"
+        )  # the host fixture checks the child is gone
+
+    def test_memory_bomb_hits_the_address_space_limit(self):
+        result = run_python(
+            "blocks = []\nwhile True:\n    blocks.append(bytearray(10**7))", memory_mb=200
+        )
+        assert (result.passed, result.reason) == (False, "memory")
+        assert "200 MiB" in result.detail
+
+    def test_huge_file_write_hits_the_file_size_limit(self):
+        code = "with open('big', 'wb') as f:\n    while True:\n        f.write(b'x' * 10**6)"
+        result = run_python(code, max_file_mb=4)
+        assert (result.passed, result.reason) == (False, "file_size")
+
+    def test_flooding_stdout_is_cut(self):
+        result = run_python("while True:\n    print('x' * 1000)", max_file_mb=1)
+        assert result.reason == "file_size" and 0 < len(result.stdout) <= 100_000
+
+    def test_sys_exit_and_os_exit_do_not_pass(self):
+        for code, detail in [
+            ("import sys; sys.exit(0)", "0"),
+            ("import sys; sys.exit(3)", "3"),
+            ("import os; os._exit(0)", "exit status 0"),
+        ]:
+            result = run_python(code + "\nprint('unreachable')")
+            assert (result.passed, result.reason, result.detail, result.stdout) == (
+                False,
+                "exit",
+                detail,
+                "",
+            )
+
+    def test_deep_recursion_is_an_exception(self):
+        result = run_python("def f(n):\n    return f(n + 1)\nf(0)")
+        assert (result.reason, result.detail) == (
+            "exception",
+            "RecursionError: maximum recursion depth exceeded",
+        )
+
+    def test_unbounded_recursion_without_a_limit_is_contained(self):
+        code = "import sys\nsys.setrecursionlimit(10**9)\ndef f(n):\n    return f(n + 1)\nf(0)"
+        result = run_python(code, timeout_s=3, memory_mb=128)
+        assert not result.passed and result.reason in ("memory", "signal", "timeout", "cpu_time"), result
+
+    def test_the_parents_environment_is_not_visible(self, monkeypatch):
+        monkeypatch.setenv("DELIBERATION_TEST_SECRET", "hunter2")
+        result = run_python("import os\nprint(sorted(os.environ))")
+        assert result.passed and "DELIBERATION_TEST_SECRET" not in result.stdout
+        assert set(eval(result.stdout)) <= {
+            "PATH",
+            "LANG",
+            "HOME",
+            "TMPDIR",
+            "PYTHONDONTWRITEBYTECODE",
+            "OMP_NUM_THREADS",
+            "OPENBLAS_NUM_THREADS",
+            "MKL_NUM_THREADS",
+            "LC_CTYPE",
+        }
+
+    def test_killing_the_parent_does_not_reach_the_env(self):
+        result = run_python(
+            "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time; time.sleep(5)",
+            timeout_s=3,
+        )
+        assert not result.passed  # and this test process is still running
+
+    def test_a_socket_cannot_be_opened_through_the_socket_module(self):
+        result = run_python("import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)")
+        assert result.reason == "exception" and "network access is disabled" in result.detail
+
+    @needs_namespaces
+    def test_no_network_even_below_the_socket_module(self):
+        result = run_python(
+            "import _socket\ns = _socket.socket()\ns.settimeout(2)\ns.connect(('1.1.1.1', 80))"
+        )
+        assert result.reason == "exception" and "unreachable" in result.detail
+
+    @needs_namespaces
+    def test_the_env_process_cannot_be_signalled(self):
+        result = run_python(f"import os, signal\nos.kill({os.getpid()}, signal.SIGKILL)")
+        assert (
+            result.reason == "exception"
+        )  # ProcessLookupError: not in the sandbox's PID namespace
+
+    @needs_namespaces
+    def test_the_envs_process_environment_cannot_be_read(self):
+        result = run_python(f"print(open('/proc/{os.getpid()}/environ').read())")
+        assert result.reason == "exception" and "Permission" in result.detail
+
+    @needs_namespaces
+    def test_writing_outside_the_temporary_directory_is_refused(self):
+        target = Path(__file__).parent / f"escaped-{os.getpid()}.txt"  # root-owned, outside /tmp
+        result = run_python(f"open({str(target)!r}, 'w').write('x')")
+        assert result.reason == "exception" and "Permission" in result.detail
+        assert not target.exists()
+
+    @needs_namespaces
+    def test_the_temporary_directories_are_private(self):
+        name = f"deliberation-sandbox-test-{os.getpid()}"
+        result = run_python(
+            f"import os\nopen('/tmp/{name}', 'w').write('x')\nopen('here', 'w').write('y')\nprint(os.getcwd())"
+        )
+        assert result.passed
+        assert not Path(f"/tmp/{name}").exists()
