@@ -158,7 +158,9 @@ class TestHostileCode:
     def test_unbounded_recursion_without_a_limit_is_contained(self):
         code = "import sys\nsys.setrecursionlimit(10**9)\ndef f(n):\n    return f(n + 1)\nf(0)"
         result = run_python(code, timeout_s=3, memory_mb=128)
-        assert not result.passed and result.reason in ("memory", "signal", "timeout", "cpu_time"), result
+        # Depending on where the C stack or the memory limit gives out first, CPython dies by a
+        # signal, raises MemoryError/SystemError, or is killed by a limit: all contained.
+        assert not result.passed and result.reason in ("memory", "signal", "timeout", "cpu_time", "exception"), result
 
     def test_the_parents_environment_is_not_visible(self, monkeypatch):
         monkeypatch.setenv("DELIBERATION_TEST_SECRET", "hunter2")
