@@ -19,8 +19,8 @@ import re
 PROFILE_FEATURES = ("length", "steps", "equations", "hedging", "self_check", "answer_repeated")
 PROFILE_SIZE = len(PROFILE_FEATURES)
 
-_HEDGES = re.compile(r"\b(maybe|perhaps|might|possibly|not sure|unsure|i think|guess|probably)\b", re.I)
-_CHECKS = re.compile(r"\b(check|verify|verif|double[- ]check|confirm|let me re)", re.I)
+_HEDGES = re.compile(r"\b(maybe|perhaps|might|possibly|not sure|unsure|i think|guess|probably)\b", re.IGNORECASE)
+_CHECKS = re.compile(r"\b(check|verify|verif|double[- ]check|confirm|let me re)", re.IGNORECASE)
 
 
 def reasoning_profile(text: str, decision: str | None) -> tuple[float, ...]:

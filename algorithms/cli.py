@@ -17,7 +17,7 @@ import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Union
 
@@ -124,7 +124,7 @@ def run(cfg: Run) -> dict[str, Any]:
         "team_kind": kind,
         "env": "deliberation-v0",
         "deliberation_env_version": de.__version__,
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, python {platform.python_version()}",
         "elapsed_s": round(elapsed, 1),
         "results": [r.summary() for r in results],
@@ -177,10 +177,7 @@ class Tasks:
     """Inspect the built-in tasks."""
 
     command: tyro.conf.OmitArgPrefixes[
-        Union[
-            Annotated[TasksList, tyro.conf.subcommand("list", prefix_name=False)],
-            Annotated[TasksShow, tyro.conf.subcommand("show", prefix_name=False)],
-        ]
+        Annotated[TasksList, tyro.conf.subcommand("list", prefix_name=False)] | Annotated[TasksShow, tyro.conf.subcommand("show", prefix_name=False)]
     ]
 
 
@@ -227,10 +224,7 @@ class Cache:
     """Inspect or clear the SQLite response cache."""
 
     command: tyro.conf.OmitArgPrefixes[
-        Union[
-            Annotated[CacheStats, tyro.conf.subcommand("stats", prefix_name=False)],
-            Annotated[CacheClear, tyro.conf.subcommand("clear", prefix_name=False)],
-        ]
+        Annotated[CacheStats, tyro.conf.subcommand("stats", prefix_name=False)] | Annotated[CacheClear, tyro.conf.subcommand("clear", prefix_name=False)]
     ]
 
 

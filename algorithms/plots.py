@@ -8,10 +8,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from algorithms.evaluate import EvalResult  # noqa: E402
+from algorithms.evaluate import EvalResult
 
 
 def accuracy_per_round(results: Sequence[EvalResult], path: Path, title: str) -> Path:

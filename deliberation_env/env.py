@@ -106,8 +106,8 @@ tokens_i / 1000 <= r <= reward_scale (w_local + w_global). ``infos[agent]`` hold
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -118,7 +118,8 @@ from agents.base import Backend, Solver
 from deliberation_env import spaces as de_spaces
 from deliberation_env.core import CONCEDE_RULES, DeliberationCore, RewardConfig
 from deliberation_env.spaces import MetaAction
-from deliberation_env.tasks import Task, get as get_task
+from deliberation_env.tasks import Task
+from deliberation_env.tasks import get as get_task
 
 TeamSpec = str | Backend | Solver | Sequence[str | Backend | Solver]
 OBSERVATIONS = ("vector", "text", "both")
@@ -380,14 +381,14 @@ class DeliberationEnv(ParallelEnv):
         if self.render_mode is None or not self._core.started:
             return None
         core = self._core
-        lines = [f"problem {core.problem[0].id}  round {int(core.round[0])}/{core.max_rounds}  "
-                 f"consensus correct: {bool(core.consensus_correct[0])}"]
+        lines = [(f"problem {core.problem[0].id}  round {int(core.round[0])}/{core.max_rounds}  "
+                 f"consensus correct: {bool(core.consensus_correct[0])}")]
         lines.append(f"{'agent':<10}{'decision':>14}{'conf':>7}{'correct':>9}  last action")
         for i, agent in enumerate(self.possible_agents):
             action = core.last_action[0, i]
             lines.append(
-                f"{agent:<10}{str(core.answers[0][i].decision):>14}{core.conf[0, i]:>7.2f}"
-                f"{str(bool(core.correct[0, i])):>9}  {MetaAction(action).name if action >= 0 else '-'}"
+                f"{agent:<10}{core.answers[0][i].decision!s:>14}{core.conf[0, i]:>7.2f}"
+                f"{bool(core.correct[0, i])!s:>9}  {MetaAction(action).name if action >= 0 else '-'}"
             )
         return "\n".join(lines)
 

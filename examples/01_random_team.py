@@ -40,7 +40,7 @@ def main(args: Args) -> None:
         print(f"\n=== episode {episode} ===\n{env.render()}")
         while env.agents:
             actions = {a: de.MetaAction(int(rng.integers(3))) for a in env.agents}
-            obs, rewards, terminations, truncations, infos = env.step(actions)
+            _obs, rewards, _terminations, _truncations, infos = env.step(actions)
             print("\n" + env.render())
             for agent, reward in rewards.items():
                 parts = infos[agent]["reward_components"]

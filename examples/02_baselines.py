@@ -14,7 +14,7 @@ import tyro
 
 import deliberation_env as de
 from algorithms import baselines
-from algorithms.cli import results_table, console
+from algorithms.cli import console, results_table
 from algorithms.evaluate import evaluate
 
 

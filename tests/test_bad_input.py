@@ -16,7 +16,7 @@ def fresh():
 
 
 def transcript(env, actions):
-    obs, rewards, terms, truncs, infos = env.step(actions)
+    obs, rewards, terms, _truncs, infos = env.step(actions)
     return (
         {a: {k: v.tolist() for k, v in o.items()} for a, o in obs.items()},
         rewards,
@@ -118,5 +118,5 @@ def test_vector_env_bad_actions():
         venv.step({**good, "agent_0": np.array([0, 3, 0])})
     with pytest.raises(ValueError, match="one per env"):
         venv.reset(options={"problem_index": [0, 1]})
-    _, rewards, _, _, infos = venv.step(good)
+    _, _rewards, _, _, infos = venv.step(good)
     assert infos[0]["agent_0"]["round"] == 1

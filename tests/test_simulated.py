@@ -36,7 +36,7 @@ def test_refine_pulls_towards_correct_confident_peers():
     team = SimulatedTeam(skill=(0.0, 1.0, 1.0), refine_gain=0.9, self_fix=0.0, calibration=3.0, parse_failure=0.0)
     venv = de.vector_env(300, team=team, max_rounds=1)
     venv.reset(seed=2)
-    _, rewards, _, _, infos = venv.step({"agent_0": np.ones(300, int), "agent_1": np.zeros(300, int),
+    _, _rewards, _, _, infos = venv.step({"agent_0": np.ones(300, int), "agent_1": np.zeros(300, int),
                                          "agent_2": np.zeros(300, int)})
     fixed = np.mean([info["agent_0"]["correct"] for info in infos])
     assert 0.7 < fixed <= 0.95

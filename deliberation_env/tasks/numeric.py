@@ -15,7 +15,7 @@ NUMERIC_INSTRUCTIONS = (
 
 _NUMBER = r"[-+]?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?"
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
-_MARKED = re.compile(rf"(?:####|answer is|answer:|answer =)\s*\**\s*({_NUMBER})", re.I)
+_MARKED = re.compile(rf"(?:####|answer is|answer:|answer =)\s*\**\s*({_NUMBER})", re.IGNORECASE)
 _ANY = re.compile(_NUMBER)
 
 

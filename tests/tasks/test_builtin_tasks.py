@@ -18,7 +18,7 @@ def test_arithmetic_levels_are_fixed_disjoint_and_correct(level):
     for problem in test[:20]:
         if level < 5:  # the expression itself evaluates to the answer
             expression = problem.question.removeprefix("What is ").removesuffix("?")
-            assert str(eval(expression)) == problem.answer  # noqa: S307 - our own generated text
+            assert str(eval(expression)) == problem.answer
         assert task.is_correct(problem, task.parse(problem, f"so the answer is {problem.answer}."))
         assert not task.is_correct(problem, None)
 
