@@ -2,6 +2,9 @@
 
 - ``deliberate run``: evaluate the heuristic baselines with an LLM team on a task; print a
   table, write ``runs/<name>/results.json`` and plots (the README's main job).
+- ``deliberate train --algo softrankpo ...``: train one learner (:mod:`algorithms.harness`).
+- ``deliberate compare --algos softrankpo grpo magrpo --seeds 5 ...``: optimizers on the same
+  env, problems and budget, with learning curves, final accuracies and ablations.
 - ``deliberate tasks list`` / ``deliberate tasks show NAME [--path ...]``.
 - ``deliberate cache stats`` / ``deliberate cache clear``.
 
@@ -28,7 +31,7 @@ from rich.table import Table
 import deliberation_env as de
 from agents import make_backend
 from agents.base import Solver
-from algorithms import baselines, plots
+from algorithms import baselines, harness, plots
 from algorithms.evaluate import EvalResult, evaluate
 
 console = Console(width=shutil.get_terminal_size((120, 40)).columns)
@@ -243,11 +246,19 @@ def cache(cfg: Cache) -> None:
 # ---------------------------------------------------------------------------- main
 Command = Union[
     Annotated[Run, tyro.conf.subcommand("run")],
+    Annotated[harness.TrainConfig, tyro.conf.subcommand("train")],
+    Annotated[harness.CompareConfig, tyro.conf.subcommand("compare")],
     Annotated[Tasks, tyro.conf.subcommand("tasks")],
     Annotated[Cache, tyro.conf.subcommand("cache")],
 ]
 
-_HANDLERS = {Run: run, Tasks: tasks, Cache: cache}
+_HANDLERS = {
+    Run: run,
+    harness.TrainConfig: harness.train,
+    harness.CompareConfig: harness.compare,
+    Tasks: tasks,
+    Cache: cache,
+}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,404 @@
+"""The shared learner machinery and the group policy-gradient learner.
+
+A learner owns a parameter-shared :class:`~algorithms.network.MetaPolicyNetwork`, trains
+it against a vector env (``de.vector_env``) through the public API only, and saves and
+resumes from checkpoints. :class:`PolicyGradientLearner` reads straight down:
+
+1. ``collect``: B problems, G rollouts each, from the same start state (equal
+   ``problem_index`` and ``episode_seed`` give an identical round 0); the policy samples
+   every agent's meta-action every round.
+2. ``compute_advantages``: returns (B, G, n_agents) -> advantages (B, G, n_agents). This is
+   the one method SoftRankPO, GRPO and MAGRPO override.
+3. ``optimize``: epochs of minibatch steps on the clipped ratio loss plus the exact KL to
+   the frozen reference policy (:func:`~algorithms.losses.kl_regularized_policy_loss`);
+   every step of an agent's trajectory gets that trajectory's advantage (outcome
+   supervision, as in GRPO).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from algorithms.losses import kl_regularized_policy_loss
+from algorithms.network import NUM_ACTIONS, MetaPolicyNetwork, NetworkPolicy, stack_observations
+
+ACTION_NAMES = ("persist", "refine", "concede")
+
+
+def check_positive(config: Any, *names: str) -> None:
+    """Raise a ``ValueError`` naming the first of ``names`` whose config value is not > 0."""
+    for name in names:
+        value = getattr(config, name)
+        if not value > 0:
+            raise ValueError(f"{type(config).__name__}.{name} must be > 0, got {value!r}")
+
+
+@dataclass
+class LearnerConfig:
+    """What every learner shares: the network and the optimizer."""
+
+    learning_rate: float = 3e-4
+    """Adam learning rate."""
+    update_epochs: int = 4
+    """Passes over each collected batch."""
+    num_minibatches: int = 4
+    """Minibatches per pass (the batch of transitions is split evenly)."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping by global norm."""
+    hidden_size: int = 64
+    """Width of the meta-policy network; divisible by ``num_heads``."""
+    num_heads: int = 4
+    """Attention heads of the network's self-over-peers cross-attention."""
+    seed: int = 0
+    """Seeds the network initialization, problem sampling and action sampling."""
+
+    def __post_init__(self) -> None:
+        check_positive(
+            self,
+            "learning_rate",
+            "update_epochs",
+            "num_minibatches",
+            "max_grad_norm",
+            "hidden_size",
+            "num_heads",
+        )
+        if self.hidden_size % self.num_heads:
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) must be divisible by num_heads "
+                f"({self.num_heads}); e.g. hidden_size={self.num_heads * 16}"
+            )
+
+
+class Learner:
+    """A trainable meta-policy: network, optimizer, counters, checkpoints.
+
+    Subclasses implement :meth:`train_step` (one collect-and-update cycle).
+
+    Args:
+        config: The learner's config.
+        venv: A ``de.vector_env`` to train on.
+        warm_start: A network to start from (copied), e.g. the SFT policy; else a fresh one.
+    """
+
+    config_class: ClassVar[type[LearnerConfig]] = LearnerConfig
+    name: ClassVar[str] = "learner"
+
+    def __init__(
+        self, config: LearnerConfig, venv: Any, warm_start: MetaPolicyNetwork | None = None
+    ):
+        if not isinstance(config, self.config_class):
+            raise TypeError(
+                f"{type(self).__name__} needs a {self.config_class.__name__}, "
+                f"got {type(config).__name__}"
+            )
+        self.config = config
+        self.venv = venv
+        self.agents = list(venv.agents)
+        space = venv.observation_space(self.agents[0])
+        with torch.random.fork_rng():  # seeded initialization without touching the global RNG
+            torch.manual_seed(config.seed)
+            self.network = MetaPolicyNetwork(
+                space["self"].shape[-1],
+                space["peers"].shape[-1],
+                config.hidden_size,
+                config.num_heads,
+            )
+        if warm_start is not None:
+            self.network.load_state_dict(warm_start.state_dict())
+        self.optimizer = torch.optim.Adam(
+            self.network.parameters(), lr=config.learning_rate, eps=1e-5
+        )
+        self.rng = np.random.default_rng(config.seed)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        self.update = 0
+        self.episodes = 0
+
+    def train_step(self) -> dict[str, float]:
+        """Collect a batch, update the network, return metrics (see :mod:`algorithms.metrics`)."""
+        raise NotImplementedError
+
+    def policy(self, greedy: bool = True) -> NetworkPolicy:
+        """The current network as a :class:`~algorithms.policy.Policy` (shared, not a copy)."""
+        return NetworkPolicy(
+            self.network, self.agents, name=self.name, greedy=greedy, seed=self.config.seed
+        )
+
+    def sample_problems(self, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """``count`` training problem indices and episode seeds, from the learner's RNG."""
+        problems = self.rng.integers(len(self.venv.problems), size=count)
+        seeds = self.rng.integers(2**62, size=count)
+        return problems, seeds
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """Everything a resumed run needs to continue exactly where this one stands."""
+        return {
+            "algo": self.name,
+            "config": dataclasses.asdict(self.config),
+            "network": self.network.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "rng": self.rng.bit_generator.state,
+            "generator": self.generator.get_state(),
+            "update": self.update,
+            "episodes": self.episodes,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output (same algorithm and config)."""
+        if state["algo"] != self.name:
+            raise ValueError(
+                f"checkpoint is from {state['algo']!r}, not {self.name!r}: "
+                f"load it with the {state['algo']} learner"
+            )
+        if state["config"] != dataclasses.asdict(self.config):
+            raise ValueError(
+                "checkpoint config differs from this learner's config: resume with the "
+                f"checkpoint's config {state['config']} or start a new run directory"
+            )
+        self.network.load_state_dict(state["network"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.rng.bit_generator.state = state["rng"]
+        self.generator.set_state(state["generator"])
+        self.update = state["update"]
+        self.episodes = state["episodes"]
+
+    def save(self, path: str | Path) -> None:
+        """Write a checkpoint atomically (a killed run keeps the previous one)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(path.suffix + ".tmp")
+        torch.save(self.state_dict(), partial)
+        partial.replace(path)
+
+    def load(self, path: str | Path) -> None:
+        """Resume from a checkpoint written by :meth:`save`."""
+        self.load_state_dict(torch.load(path, weights_only=False))
+
+
+@dataclass
+class PolicyGradientConfig(LearnerConfig):
+    """Group rollouts and the clipped, KL-regularized policy gradient."""
+
+    groups_per_update: int = 32
+    """B: problems per update."""
+    group_size: int = 8
+    """G: rollouts per problem, all from the same start state; >= 2. The vector env must
+    have ``num_envs = groups_per_update * group_size``."""
+    clip_eps: float = 0.2
+    """Clipping range epsilon of the importance ratio."""
+    kl_coef: float = 0.02
+    """beta: weight of the exact KL(pi || pi_ref) to the frozen reference (the warm
+    start, e.g. the SFT policy, else the initial policy); 0 switches it off."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "groups_per_update", "clip_eps")
+        if self.group_size < 2:
+            raise ValueError(
+                f"group_size must be >= 2 (advantages compare rollouts within a group), "
+                f"got {self.group_size}; the usual values are 4 to 16"
+            )
+        if self.kl_coef < 0:
+            raise ValueError(
+                f"kl_coef must be >= 0 (0 switches the KL term off), got {self.kl_coef}"
+            )
+
+    @property
+    def num_envs(self) -> int:
+        """The vector env size this config needs: B * G."""
+        return self.groups_per_update * self.group_size
+
+
+@dataclass
+class Rollout:
+    """One batch of group rollouts, flattened to the transitions of live agents.
+
+    Attributes:
+        self_features: (S, d_self) observations of the acting agent.
+        peer_features: (S, n_agents - 1, d_peer) its peer rows.
+        actions: (S,) int64 meta-actions taken.
+        logp: (S,) their log-probabilities under the behaviour policy.
+        env_index: (S,) env of each transition (env ``b * G + g`` is rollout g of group b).
+        agent_index: (S,) agent of each transition.
+        returns: (B, G, n_agents) undiscounted episode returns per agent.
+        team_rewards: (B, G) 1 if the final consensus is correct, else 0.
+        metrics: Training metrics of the batch (rewards, action shares, tokens).
+    """
+
+    self_features: torch.Tensor
+    peer_features: torch.Tensor
+    actions: torch.Tensor
+    logp: torch.Tensor
+    env_index: torch.Tensor
+    agent_index: torch.Tensor
+    returns: torch.Tensor
+    team_rewards: torch.Tensor
+    metrics: dict[str, float]
+
+
+class PolicyGradientLearner(Learner):
+    """Group rollouts, group-relative advantages, clipped ratio loss with KL to a reference.
+
+    Subclasses override :meth:`compute_advantages` only.
+
+    Args:
+        config: A :class:`PolicyGradientConfig` (or a subclass).
+        venv: A ``de.vector_env`` with ``num_envs == config.num_envs``.
+        warm_start: Initial network and frozen KL reference (e.g. the SFT policy).
+    """
+
+    config_class = PolicyGradientConfig
+    name = "policy_gradient"
+
+    def __init__(
+        self, config: PolicyGradientConfig, venv: Any, warm_start: MetaPolicyNetwork | None = None
+    ):
+        super().__init__(config, venv, warm_start)
+        if venv.num_envs != config.num_envs:
+            raise ValueError(
+                f"the vector env has num_envs={venv.num_envs} but groups_per_update * group_size "
+                f"= {config.num_envs}: build it with de.vector_env({config.num_envs}, ...)"
+            )
+        self.reference = copy.deepcopy(self.network).requires_grad_(False)
+
+    def compute_advantages(self, returns: torch.Tensor, team_rewards: torch.Tensor) -> torch.Tensor:
+        """Advantages (B, G, n_agents) from returns (B, G, n_agents) and team rewards (B, G)."""
+        raise NotImplementedError
+
+    def train_step(self) -> dict[str, float]:
+        """One update: collect B x G rollouts, form advantages, optimize."""
+        start = time.perf_counter()
+        rollout = self.collect()
+        advantages = self.compute_advantages(rollout.returns, rollout.team_rewards)
+        per_env = advantages.reshape(self.venv.num_envs, len(self.agents))
+        sample_advantages = per_env[rollout.env_index, rollout.agent_index]
+        losses = self.optimize(rollout, sample_advantages)
+        self.update += 1
+        self.episodes += self.venv.num_envs
+        return {
+            **rollout.metrics,
+            **losses,
+            "adv/abs_mean": advantages.abs().mean().item(),
+            "charts/sps": self.venv.num_envs * self.venv.max_rounds / (time.perf_counter() - start),
+        }
+
+    @torch.no_grad()
+    def collect(self) -> Rollout:
+        """Play B problems G times each with the sampling policy (see the module docstring)."""
+        venv, config, n_agents = self.venv, self.config, len(self.agents)
+        problems, seeds = self.sample_problems(config.groups_per_update)
+        obs, infos = venv.reset(
+            options={
+                "problem_index": np.repeat(problems, config.group_size).tolist(),
+                "episode_seed": np.repeat(seeds, config.group_size).tolist(),
+            }
+        )
+        steps: list[tuple[torch.Tensor, ...]] = []
+        returns = np.zeros((venv.num_envs, n_agents))
+        parts = {
+            name: np.zeros((venv.num_envs, n_agents)) for name in ("local", "global", "token_cost")
+        }
+        for _ in range(venv.max_rounds):
+            # Rows are agent-major, like stack_observations: row k * num_envs + e.
+            live = torch.as_tensor(np.tile(venv.active, n_agents))
+            if not live.any():
+                break
+            self_features, peer_features = stack_observations(obs, self.agents)
+            logits = self.network(self_features, peer_features)
+            actions = torch.multinomial(
+                torch.softmax(logits, -1), 1, generator=self.generator
+            ).squeeze(1)
+            logp = torch.log_softmax(logits, -1).gather(1, actions[:, None]).squeeze(1)
+            steps.append(
+                (
+                    self_features[live],
+                    peer_features[live],
+                    actions[live],
+                    logp[live],
+                    live.nonzero()[:, 0],
+                )
+            )
+            per_agent = actions.numpy().reshape(n_agents, venv.num_envs)
+            obs, rewards, _, _, infos = venv.step(
+                {a: per_agent[i] for i, a in enumerate(self.agents)}
+            )
+            returns += np.stack([rewards[a] for a in self.agents], axis=1)
+            for e, env_infos in enumerate(infos):
+                for i, agent in enumerate(self.agents):
+                    for name, value in env_infos[agent]["reward_components"].items():
+                        parts[name][e, i] += value
+        self_features, peer_features, actions, logp, rows = (
+            torch.cat(column) for column in zip(*steps)
+        )
+        team_rewards = np.array([env_infos[self.agents[0]]["team_reward"] for env_infos in infos])
+        tokens = np.array(
+            [sum(env_infos[a]["episode_tokens"] for a in self.agents) for env_infos in infos]
+        )
+        shares = torch.bincount(actions, minlength=NUM_ACTIONS).double() / len(actions)
+        metrics = {
+            "rewards/total/mean": returns.mean(),
+            **{f"rewards/{name}/mean": part.mean() for name, part in parts.items()},
+            "rewards/team/mean": team_rewards.mean(),
+            **{f"actions/{name}_share": shares[k].item() for k, name in enumerate(ACTION_NAMES)},
+            "tokens/episode": tokens.mean(),
+        }
+        shape = (config.groups_per_update, config.group_size)
+        return Rollout(
+            self_features,
+            peer_features,
+            actions,
+            logp,
+            env_index=rows % venv.num_envs,
+            agent_index=rows // venv.num_envs,
+            returns=torch.as_tensor(returns, dtype=torch.float32).reshape(*shape, n_agents),
+            team_rewards=torch.as_tensor(team_rewards, dtype=torch.float32).reshape(shape),
+            metrics={name: float(value) for name, value in metrics.items()},
+        )
+
+    def optimize(self, rollout: Rollout, advantages: torch.Tensor) -> dict[str, float]:
+        """Epochs of minibatch steps on :func:`~algorithms.losses.kl_regularized_policy_loss`."""
+        config = self.config
+        with torch.no_grad():
+            ref_logits = self.reference(rollout.self_features, rollout.peer_features)
+        num_samples = len(rollout.actions)
+        minibatch_size = -(-num_samples // config.num_minibatches)
+        totals: dict[str, float] = {}
+        for _ in range(config.update_epochs):
+            totals = {}
+            order = torch.randperm(num_samples, generator=self.generator)
+            for start in range(0, num_samples, minibatch_size):
+                mb = order[start : start + minibatch_size]
+                logits = self.network(rollout.self_features[mb], rollout.peer_features[mb])
+                loss, stats = kl_regularized_policy_loss(
+                    logits,
+                    ref_logits[mb],
+                    rollout.actions[mb],
+                    rollout.logp[mb],
+                    advantages[mb],
+                    config.clip_eps,
+                    config.kl_coef,
+                )
+                self.optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.network.parameters(), config.max_grad_norm)
+                self.optimizer.step()
+                for name, value in stats.items():
+                    totals[name] = totals.get(name, 0.0) + value.item() * len(mb) / num_samples
+        return {f"losses/{name}": value for name, value in totals.items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        """The base checkpoint plus the frozen reference network."""
+        return {**super().state_dict(), "reference": self.reference.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the base checkpoint and the reference network."""
+        super().load_state_dict(state)
+        self.reference.load_state_dict(state["reference"])

@@ -1,0 +1,141 @@
+"""SFT: behaviour cloning of a privileged teacher's actions (the MPDF paper's stage 1).
+
+The teacher is any :class:`~algorithms.policy.Policy`, normally the oracle of
+:mod:`algorithms.baselines`, which reads correctness from ``infos``. Episodes are played
+by the learner's own sampling policy and every visited state is labelled with the
+teacher's action (DAgger, https://arxiv.org/abs/1011.0686), so the clone learns to
+recover from its own mistakes. The loss is the cross-entropy to the teacher's action:
+
+.. math::
+
+    L = -\\operatorname{mean}_{(o, a^*)} \\log \\pi_\\theta(a^* | o).
+
+The network only sees observations; the privileged information stays in the labels.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from algorithms.learners.base import ACTION_NAMES, Learner, LearnerConfig, check_positive
+from algorithms.network import NUM_ACTIONS, MetaPolicyNetwork, stack_observations
+from algorithms.policy import Policy
+
+
+@dataclass
+class SFTConfig(LearnerConfig):
+    """Behaviour cloning: the shared network/optimizer settings plus the batch size."""
+
+    learning_rate: float = 1e-3
+    """Adam learning rate."""
+    episodes_per_update: int = 256
+    """Episodes collected per update; the vector env must have this many envs."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "episodes_per_update")
+
+    @property
+    def num_envs(self) -> int:
+        """The vector env size this config needs."""
+        return self.episodes_per_update
+
+
+class SFT(Learner):
+    """Clone ``teacher``'s actions on the states the learner visits.
+
+    Args:
+        config: An :class:`SFTConfig`.
+        venv: A ``de.vector_env`` with ``num_envs == config.episodes_per_update``.
+        teacher: The policy to imitate (it may read ``infos``).
+        warm_start: A network to start from, else a fresh one.
+    """
+
+    config_class = SFTConfig
+    name = "sft"
+
+    def __init__(
+        self,
+        config: SFTConfig,
+        venv: Any,
+        teacher: Policy,
+        warm_start: MetaPolicyNetwork | None = None,
+    ):
+        super().__init__(config, venv, warm_start)
+        if venv.num_envs != config.num_envs:
+            raise ValueError(
+                f"the vector env has num_envs={venv.num_envs} but episodes_per_update="
+                f"{config.num_envs}: build it with de.vector_env({config.num_envs}, ...)"
+            )
+        self.teacher = teacher
+
+    def train_step(self) -> dict[str, float]:
+        """One update: collect labelled states, minimize the cross-entropy."""
+        start = time.perf_counter()
+        self_features, peer_features, labels, metrics = self.collect()
+        losses = []
+        num_samples = len(labels)
+        minibatch_size = -(-num_samples // self.config.num_minibatches)
+        for _ in range(self.config.update_epochs):
+            order = torch.randperm(num_samples, generator=self.generator)
+            for begin in range(0, num_samples, minibatch_size):
+                mb = order[begin : begin + minibatch_size]
+                loss = F.cross_entropy(
+                    self.network(self_features[mb], peer_features[mb]), labels[mb]
+                )
+                self.optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.network.parameters(), self.config.max_grad_norm)
+                self.optimizer.step()
+                losses.append(loss.item())
+        self.update += 1
+        self.episodes += self.venv.num_envs
+        return {
+            **metrics,
+            "losses/bc": float(np.mean(losses[-self.config.num_minibatches :])),
+            "charts/sps": self.venv.num_envs * self.venv.max_rounds / (time.perf_counter() - start),
+        }
+
+    @torch.no_grad()
+    def collect(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, float]]:
+        """Play one episode per env with the sampling policy; label states with the teacher."""
+        venv, n_agents = self.venv, len(self.agents)
+        problems, seeds = self.sample_problems(venv.num_envs)
+        obs, infos = venv.reset(
+            options={"problem_index": problems.tolist(), "episode_seed": seeds.tolist()}
+        )
+        columns: list[tuple[torch.Tensor, ...]] = []
+        agreement = []
+        for _ in range(venv.max_rounds):
+            live = torch.as_tensor(np.tile(venv.active, n_agents))
+            if not live.any():
+                break
+            self_features, peer_features = stack_observations(obs, self.agents)
+            teacher = self.teacher.act(obs, infos)
+            labels = torch.as_tensor(
+                np.concatenate([teacher[a] for a in self.agents]), dtype=torch.int64
+            )
+            logits = self.network(self_features, peer_features)
+            actions = torch.multinomial(
+                torch.softmax(logits, -1), 1, generator=self.generator
+            ).squeeze(1)
+            columns.append((self_features[live], peer_features[live], labels[live]))
+            agreement.append((logits.argmax(-1) == labels)[live].double().mean().item())
+            per_agent = actions.numpy().reshape(n_agents, venv.num_envs)
+            obs, _, _, _, infos = venv.step({a: per_agent[i] for i, a in enumerate(self.agents)})
+        self_features, peer_features, labels = (torch.cat(column) for column in zip(*columns))
+        shares = torch.bincount(labels, minlength=NUM_ACTIONS).double() / len(labels)
+        metrics = {
+            "rewards/team/mean": float(
+                np.mean([env_infos[self.agents[0]]["team_reward"] for env_infos in infos])
+            ),
+            "losses/bc_agreement": float(np.mean(agreement)),
+            **{f"teacher/{name}_share": shares[k].item() for k, name in enumerate(ACTION_NAMES)},
+        }
+        return self_features, peer_features, labels, metrics

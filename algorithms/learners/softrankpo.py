@@ -1,0 +1,45 @@
+"""SoftRankPO (MPDF, https://arxiv.org/abs/2509.03817): rank-based, scale-free advantages.
+
+The only change w.r.t. :class:`~algorithms.learners.base.PolicyGradientLearner` is
+:meth:`SoftRankPO.compute_advantages`: each agent's return is replaced by the smooth
+normal quantile of its rank within the group (:func:`~algorithms.advantages.softrank_advantages`),
+so the update does not depend on the reward scale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from algorithms.advantages import softrank_advantages
+from algorithms.learners.base import PolicyGradientConfig, PolicyGradientLearner
+
+
+@dataclass
+class SoftRankPOConfig(PolicyGradientConfig):
+    """SoftRankPO: the shared policy-gradient settings plus the soft-rank temperature."""
+
+    tau: float = 0.5
+    """Soft-rank temperature (> 0): small values approach hard ranks."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.tau > 0:
+            raise ValueError(
+                f"tau must be > 0 (the soft-rank temperature), got {self.tau}; try tau=0.5"
+            )
+
+
+class SoftRankPO(PolicyGradientLearner):
+    """Per agent: A = Phi^{-1}(soft rank of R_i within its group / G)."""
+
+    config_class = SoftRankPOConfig
+    name = "softrankpo"
+
+    def compute_advantages(self, returns: torch.Tensor, team_rewards: torch.Tensor) -> torch.Tensor:
+        """Soft-rank advantages of each agent's return within its group, (B, G, n_agents)."""
+        num_groups, group_size, n_agents = returns.shape
+        per_agent_groups = returns.permute(0, 2, 1).reshape(num_groups * n_agents, group_size)
+        advantages = softrank_advantages(per_agent_groups, self.config.tau)
+        return advantages.reshape(num_groups, n_agents, group_size).permute(0, 2, 1)

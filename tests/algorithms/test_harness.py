@@ -1,0 +1,115 @@
+"""The training and comparison harness: files, resume, budgets, CIs, tyro-friendly configs."""
+
+import csv
+import json
+
+import pytest
+import tyro
+
+from algorithms.harness import CompareConfig, EnvConfig, TrainConfig, compare, mean_ci, train
+from algorithms.learners import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig
+from algorithms.metrics import read_metrics
+
+SMALL = {"groups_per_update": 2, "group_size": 4, "hidden_size": 16, "num_heads": 2}
+
+
+def tiny(tmp_path, **overrides) -> TrainConfig:
+    settings = {
+        "env": EnvConfig(max_rounds=2),
+        "updates": 2,
+        "sft_updates": 1,
+        "eval_every": 2,
+        "eval_problems": 12,
+        "run_dir": str(tmp_path / "run"),
+        "progress": False,
+        "softrankpo": SoftRankPOConfig(**SMALL),
+        "grpo": GRPOConfig(**SMALL),
+        "magrpo": MAGRPOConfig(**SMALL),
+        "sft": SFTConfig(episodes_per_update=8, hidden_size=16, num_heads=2),
+    }
+    return TrainConfig(**{**settings, **overrides})
+
+
+def test_train_writes_its_files_and_a_resumed_run_continues_without_repeating(tmp_path):
+    final = train(tiny(tmp_path))
+    run = tmp_path / "run"
+    files = {p.name for p in run.iterdir()}
+    assert {"metrics.jsonl", "checkpoint.pt", "config.json", "summary.json"} <= files
+    assert (run / "sft" / "checkpoint.pt").is_file()
+    assert 0 <= final["eval/consensus_accuracy"] <= 1
+    assert json.loads((run / "summary.json").read_text()) == final
+    train(tiny(tmp_path, updates=4))  # resume: SFT is done, the learner goes on from update 2
+    records = read_metrics(run / "metrics.jsonl")
+    assert [r["step"] for r in records] == [0, 1, 2, 3, 4]
+    assert [r["step"] for r in records if "eval/accuracy" in r] == [0, 2, 4]
+    assert [r["episodes"] for r in records] == [0, 8, 16, 24, 32]
+    assert [r["step"] for r in read_metrics(run / "sft" / "metrics.jsonl")] == [0, 1]
+
+
+def test_train_sft_alone(tmp_path):
+    final = train(tiny(tmp_path, algo="sft", updates=2))
+    assert "eval/persist_share" in final
+    assert "losses/bc" in read_metrics(tmp_path / "run" / "metrics.jsonl")[1]
+
+
+def test_bad_train_configs_say_how_to_fix_them(tmp_path):
+    with pytest.raises(ValueError, match="algo must be one of"):
+        TrainConfig(algo="ppo")
+    with pytest.raises(ValueError, match="updates must be >= 1"):
+        TrainConfig(updates=0)
+    with pytest.raises(ValueError, match="is not a file: give an SFT checkpoint"):
+        TrainConfig(warm_start=str(tmp_path / "missing.pt"))
+
+
+def test_configs_are_tyro_friendly():
+    cfg = tyro.cli(
+        TrainConfig, args=["--algo", "grpo", "--grpo.kl-coef", "0.1", "--env.reward-scale", "10"]
+    )
+    assert cfg.algo == "grpo" and cfg.grpo.kl_coef == 0.1 and cfg.env.reward_scale == 10
+    compare_cfg = tyro.cli(
+        CompareConfig, args=["--algos", "softrankpo", "magrpo", "--reward-scales", "0.1", "1"]
+    )
+    assert compare_cfg.algos == ("softrankpo", "magrpo") and compare_cfg.reward_scales == (0.1, 1.0)
+
+
+def test_compare_refuses_unequal_budgets():
+    with pytest.raises(ValueError, match="same budget"):
+        CompareConfig(train=TrainConfig(grpo=GRPOConfig(group_size=4)))
+    with pytest.raises(ValueError, match="unknown baselines"):
+        CompareConfig(baselines=("always-think",))
+
+
+def test_compare_writes_curves_summary_and_plots(tmp_path):
+    cfg = CompareConfig(
+        algos=("softrankpo", "magrpo", "sft"),
+        seeds=2,
+        reward_scales=(0.1, 1.0),
+        baselines=("independent", "debate", "oracle"),
+        train=tiny(tmp_path),
+        out_dir=str(tmp_path / "compare"),
+        progress=False,
+    )
+    summary = compare(cfg)
+    out = tmp_path / "compare"
+    for name in ["curves.csv", "final.csv", "summary.json"] + [
+        f"{plot}.png"
+        for plot in ("learning_curves", "final_accuracy", "action_shares", "reward_scale")
+    ]:
+        assert (out / name).stat().st_size > 0, name
+    runs = {f"{a}@{s}" for a in ("softrankpo", "magrpo", "sft") for s in ("0.1", "1")}
+    assert set(summary["learners"]) == runs
+    assert all(stat["n"] == 2 for stat in summary["learners"].values())
+    assert summary["best_heuristic"] in ("independent", "debate")
+    assert "softrankpo@1" in summary["gap_closed"]
+    with (out / "final.csv").open() as file:
+        rows = list(csv.DictReader(file))
+    assert len(rows) == 2 * 2 * 3 + 2 * 3  # runs (seeds x scales x algos) + baselines (seeds x 3)
+    # One warm start per seed, shared by the learners of that seed.
+    assert len(list((out / "sft").iterdir())) == 2
+
+
+def test_mean_ci_by_hand():
+    stat = mean_ci([0.5, 0.7, 0.9])  # sd 0.2, t(0.975, 2) = 4.302653
+    assert stat["mean"] == pytest.approx(0.7) and stat["n"] == 3
+    assert stat["ci95"] == pytest.approx(4.302653 * 0.2 / 3**0.5, rel=1e-5)
+    assert mean_ci([0.4]) == {"mean": 0.4, "ci95": 0.0, "n": 1}

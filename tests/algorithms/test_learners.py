@@ -1,0 +1,214 @@
+"""Learners on the simulated team: configs, advantages per learner, tiny runs, checkpoints."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+import deliberation_env as de
+from algorithms.learners import (
+    GRPO,
+    MAGRPO,
+    SFT,
+    GRPOConfig,
+    MAGRPOConfig,
+    SFTConfig,
+    SoftRankPO,
+    SoftRankPOConfig,
+)
+from algorithms.policy import Policy
+
+PG = [(SoftRankPO, SoftRankPOConfig), (GRPO, GRPOConfig), (MAGRPO, MAGRPOConfig)]
+TINY = {
+    "groups_per_update": 3,
+    "group_size": 4,
+    "update_epochs": 2,
+    "num_minibatches": 2,
+    "hidden_size": 16,
+    "num_heads": 2,
+}
+
+
+def venv_for(config, **kwargs):
+    return de.vector_env(
+        config.num_envs, task="arithmetic", team="simulated", max_rounds=2, **kwargs
+    )
+
+
+def parameters(learner):
+    return torch.cat([p.detach().flatten() for p in learner.network.parameters()])
+
+
+class AlwaysRefine:
+    name = "always_refine"
+
+    def act(self, obs, infos):
+        return {agent: np.ones(len(infos), dtype=np.int64) for agent in obs}
+
+
+# ----------------------------------------------------------------- configs
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"group_size": 1}, "group_size must be >= 2"),
+        ({"hidden_size": 30, "num_heads": 4}, "divisible by num_heads"),
+        ({"clip_eps": 0.0}, "clip_eps must be > 0"),
+        ({"kl_coef": -0.1}, "kl_coef must be >= 0"),
+        ({"learning_rate": -1.0}, "learning_rate must be > 0"),
+        ({"tau": 0.0}, "tau must be > 0"),
+    ],
+)
+def test_bad_softrankpo_configs_say_how_to_fix_them(bad, message):
+    with pytest.raises(ValueError, match=message):
+        SoftRankPOConfig(**bad)
+
+
+def test_bad_variant_configs_are_errors():
+    with pytest.raises(ValueError, match="eps must be >= 0"):
+        GRPOConfig(eps=-1.0)
+    with pytest.raises(ValueError, match="joint_return must be 'sum' or 'team'"):
+        MAGRPOConfig(joint_return="max")
+    with pytest.raises(ValueError, match="episodes_per_update must be > 0"):
+        SFTConfig(episodes_per_update=0)
+
+
+def test_env_size_mismatch_names_the_right_size():
+    config = SoftRankPOConfig(**TINY)
+    with pytest.raises(ValueError, match=r"de.vector_env\(12, ...\)"):
+        SoftRankPO(config, de.vector_env(5, task="arithmetic", team="simulated"))
+    with pytest.raises(TypeError, match="needs a SoftRankPOConfig"):
+        SoftRankPO(GRPOConfig(**TINY), venv_for(config))
+
+
+# ----------------------------------------------------------------- the one overridden method
+def test_each_learner_forms_its_own_advantages():
+    returns = torch.tensor([[[0.0, 2.0], [1.0, 2.0], [1.0, 0.0]]])  # (B=1, G=3, n_agents=2)
+    team = torch.tensor([[1.0, 0.0, 0.0]])
+    config = {"groups_per_update": 1, "group_size": 3, "hidden_size": 16, "num_heads": 2}
+    learners = {cls.name: cls(cfg(**config), venv_for(cfg(**config))) for cls, cfg in PG}
+    soft = learners["softrankpo"].compute_advantages(returns, team)
+    assert torch.allclose(soft, learners["softrankpo"].compute_advantages(10 * returns, team))
+    assert soft[0, 1, 0] == soft[0, 2, 0] and soft[0, 0, 0] < 0  # agent 0: ties, lowest
+    grpo = learners["grpo"].compute_advantages(returns, team)
+    assert torch.allclose(grpo.mean(dim=1), torch.zeros(1, 2), atol=1e-6)
+    magrpo = learners["magrpo"].compute_advantages(returns, team)  # joint sums 2, 3, 1
+    assert torch.allclose(magrpo[0], torch.tensor([[0.0, 0.0], [1.0, 1.0], [-1.0, -1.0]]))
+    team_config = MAGRPOConfig(joint_return="team", **config)
+    team_magrpo = MAGRPO(team_config, venv_for(team_config)).compute_advantages(returns, team)
+    assert torch.allclose(team_magrpo[0, :, 1], torch.tensor([2 / 3, -1 / 3, -1 / 3]))
+
+
+# ----------------------------------------------------------------- tiny end-to-end runs
+@pytest.mark.parametrize("cls, config_class", PG)
+def test_a_tiny_run_updates_the_policy_and_reports_the_documented_metrics(cls, config_class):
+    config = config_class(**TINY)
+    learner = cls(config, venv_for(config))
+    before = parameters(learner)
+    for _ in range(2):
+        metrics = learner.train_step()
+    assert learner.update == 2 and learner.episodes == 2 * config.num_envs
+    assert not torch.allclose(parameters(learner), before)
+    for name in [
+        "rewards/local/mean",
+        "rewards/global/mean",
+        "actions/persist_share",
+        "actions/refine_share",
+        "actions/concede_share",
+        "tokens/episode",
+        "losses/policy",
+        "losses/kl",
+        "adv/abs_mean",
+    ]:
+        assert np.isfinite(metrics[name]), name
+    shares = sum(metrics[f"actions/{a}_share"] for a in ("persist", "refine", "concede"))
+    assert shares == pytest.approx(1.0)
+    assert metrics["losses/kl"] > 0  # the policy moved away from its frozen reference
+    assert isinstance(learner.policy(), Policy)
+
+
+def test_group_rollouts_share_their_start_state():
+    config = SoftRankPOConfig(**TINY)
+    learner = SoftRankPO(config, venv_for(config))
+    rollout = learner.collect()
+    first_round = rollout.self_features[:, de.SELF_FEATURES.index("round_frac")] == 0
+    features = torch.zeros(config.num_envs, 3, rollout.self_features.shape[1])
+    features[rollout.env_index[first_round], rollout.agent_index[first_round]] = (
+        rollout.self_features[first_round]
+    )
+    groups = features.reshape(config.groups_per_update, config.group_size, -1)
+    assert torch.all(groups == groups[:, :1])  # identical round 0 within a group
+    assert not torch.all(groups[0, 0] == groups[1, 0])  # different problems across groups
+
+
+def test_stop_on_consensus_drops_transitions_of_ended_episodes():
+    config = GRPOConfig(**TINY)
+    learner = GRPO(config, venv_for(config, stop_on_consensus=True))
+    rollout = learner.collect()
+    assert len(rollout.actions) < config.num_envs * 3 * 2  # some episodes ended after round 1
+    assert torch.isfinite(learner.compute_advantages(rollout.returns, rollout.team_rewards)).all()
+
+
+def test_sft_clones_its_teacher():
+    config = SFTConfig(episodes_per_update=16, learning_rate=1e-2, hidden_size=16, num_heads=2)
+    venv = venv_for(config)
+    learner = SFT(config, venv, teacher=AlwaysRefine())
+    for _ in range(5):
+        metrics = learner.train_step()
+    assert metrics["teacher/refine_share"] == 1.0 and metrics["losses/bc"] < 0.1
+    obs, infos = venv.reset(seed=3)
+    assert all(np.all(actions == 1) for actions in learner.policy().act(obs, infos).values())
+
+
+# ----------------------------------------------------------------- checkpoints
+@pytest.mark.parametrize("cls, config_class", PG)
+def test_a_resumed_run_continues_exactly(tmp_path, cls, config_class):
+    config = config_class(**TINY)
+    straight = cls(config, venv_for(config))
+    for _ in range(3):
+        straight.train_step()
+    first = cls(config, venv_for(config))
+    first.train_step()
+    first.save(tmp_path / "checkpoint.pt")
+    resumed = cls(config, venv_for(config))
+    resumed.load(tmp_path / "checkpoint.pt")
+    assert resumed.update == 1 and resumed.episodes == config.num_envs
+    for _ in range(2):
+        resumed.train_step()
+    assert torch.equal(parameters(resumed), parameters(straight))
+    assert torch.equal(
+        torch.cat([p.flatten() for p in resumed.reference.parameters()]),
+        torch.cat([p.flatten() for p in straight.reference.parameters()]),
+    )
+
+
+def test_loading_a_checkpoint_from_another_run_is_a_clear_error(tmp_path):
+    config = SoftRankPOConfig(**TINY)
+    SoftRankPO(config, venv_for(config)).save(tmp_path / "checkpoint.pt")
+    other = dataclasses.replace(config, tau=0.1)
+    with pytest.raises(ValueError, match="config differs"):
+        SoftRankPO(other, venv_for(other)).load(tmp_path / "checkpoint.pt")
+    grpo_config = GRPOConfig(**TINY)
+    with pytest.raises(ValueError, match="load it with the softrankpo learner"):
+        GRPO(grpo_config, venv_for(grpo_config)).load(tmp_path / "checkpoint.pt")
+
+
+def test_warm_start_sets_the_policy_and_its_kl_reference():
+    sft_config = SFTConfig(episodes_per_update=8, hidden_size=16, num_heads=2)
+    teacher = SFT(sft_config, venv_for(sft_config), teacher=AlwaysRefine())
+    teacher.train_step()
+    config = SoftRankPOConfig(**TINY)
+    learner = SoftRankPO(config, venv_for(config), warm_start=teacher.network)
+    assert torch.equal(parameters(learner), parameters(teacher))
+    assert all(not p.requires_grad for p in learner.reference.parameters())
+
+
+@pytest.mark.parametrize("n_agents", [2, 4])
+def test_learners_train_teams_of_any_size(n_agents):
+    config = MAGRPOConfig(**TINY)
+    venv = de.vector_env(config.num_envs, team="simulated", n_agents=n_agents, max_rounds=2)
+    learner = MAGRPO(config, venv)
+    learner.train_step()
+    assert learner.collect().returns.shape == (3, 4, n_agents)
+    obs, infos = venv.reset(seed=0)
+    assert set(learner.policy().act(obs, infos)) == set(venv.agents)
