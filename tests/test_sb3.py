@@ -3,7 +3,9 @@
 import warnings
 
 import numpy as np
-import supersuit as ss
+# Import the functions, not the module: supersuit.__getattr__ raises ImportError for unknown
+# names, which breaks the doctest collector that inspects every module-level object.
+from supersuit import concat_vec_envs_v1, pettingzoo_env_to_vec_env_v1
 from stable_baselines3 import PPO
 from stable_baselines3.common.utils import set_random_seed
 
@@ -12,8 +14,8 @@ import deliberation_env as de
 
 def test_ppo_multi_input_policy_trains_a_few_hundred_steps():
     env = de.parallel_env(team="simulated", n_agents=3, max_rounds=3)
-    venv = ss.pettingzoo_env_to_vec_env_v1(env)
-    venv = ss.concat_vec_envs_v1(venv, 2, num_cpus=0, base_class="stable_baselines3")
+    venv = pettingzoo_env_to_vec_env_v1(env)
+    venv = concat_vec_envs_v1(venv, 2, num_cpus=0, base_class="stable_baselines3")
     set_random_seed(0)  # not PPO(seed=...): SuperSuit's ConcatVecEnv has no seed() for SB3 to call
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
