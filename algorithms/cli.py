@@ -29,16 +29,13 @@ from rich.console import Console
 from rich.table import Table
 
 import deliberation_env as de
-from agents import make_backend
+from agents import make_backend, smollm2_agent
 from agents.base import Solver
 from algorithms import baselines, harness, plots
 from algorithms.evaluate import EvalResult, evaluate
+from deliberation_env.tasks.arithmetic import DEFAULT_DIFFICULTY
 
 console = Console(width=shutil.get_terminal_size((120, 40)).columns)
-
-DEFAULT_DIFFICULTY = 3
-"""Arithmetic level of the main job (see BENCHMARKS.md for how it was chosen)."""
-
 
 def task_kwargs(task: str, difficulty: int, path: str | None) -> dict[str, Any]:
     """Keyword arguments for a task given by name on the command line."""
@@ -52,11 +49,7 @@ def build_team(team: str, offline: bool, cache: Path | None) -> Solver:
     if team == "simulated":
         return make_backend("simulated")
     if team == "smollm2":
-        from agents.cache import DEFAULT_CACHE_PATH, CachedBackend
-        from agents.llamacpp_backend import LlamaCppBackend
-        from agents.llm_agent import LLMAgent
-
-        return LLMAgent(CachedBackend(LlamaCppBackend(), path=cache or DEFAULT_CACHE_PATH, offline=offline))
+        return smollm2_agent(cache=cache, offline=offline)
     raise ValueError(f"unknown team {team!r}; use 'smollm2' or 'simulated'")
 
 

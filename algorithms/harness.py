@@ -84,6 +84,8 @@ class EnvConfig:
 
     task: str = "arithmetic"
     """Task name (``de.tasks.names()``)."""
+    difficulty: int = 3
+    """Arithmetic difficulty (``task == "arithmetic"`` only); the learning benchmarks use 3."""
     team: Literal["simulated", "smollm2"] = "simulated"
     """Team preset; ``simulated`` is built from ``simulated`` below."""
     simulated: SimulatedTeamConfig = field(default_factory=SimulatedTeamConfig)
@@ -115,6 +117,7 @@ class EnvConfig:
             n_agents=self.n_agents,
             max_rounds=self.max_rounds,
             split=split,
+            task_kwargs={"difficulty": self.difficulty} if self.task == "arithmetic" else None,
             reward_scale=self.reward_scale,
             w_local=self.w_local,
             w_global=self.w_global,

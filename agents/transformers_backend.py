@@ -1,0 +1,224 @@
+"""Hugging Face ``transformers`` backend: true batched generation, CUDA when available.
+
+Loads any local model directory, or a GGUF file (transformers dequantizes it; needs the
+``gguf`` package), never from the network (``local_files_only=True``). Requests are
+rendered with the tokenizer's chat template, left-padded and decoded together in
+batches of ``batch_size`` with a KV cache.
+
+Sampling is done here rather than by ``model.generate`` so that every row has its own
+random stream seeded by its request's seed: a request gives the same text whatever
+else shares its batch (up to floating-point differences from padding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult
+
+try:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+except ImportError as error:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "the transformers backend needs transformers: pip install 'deliberation-env[transformers]'"
+    ) from error
+
+
+class TransformersBackend:
+    """A local causal LM run by ``transformers``.
+
+    Args:
+        model: A local model directory, or a path to a ``.gguf`` file (then
+            ``gguf_file`` is taken from it).
+        gguf_file: A GGUF file name inside the directory ``model``.
+        device: ``"cuda"``, ``"cpu"``, ...; default CUDA when available, else CPU.
+        dtype: Torch dtype of the weights; default bfloat16 on CUDA, float32 on CPU.
+        batch_size: Most requests decoded together.
+
+    Raises:
+        FileNotFoundError: If ``model`` is not a local path.
+    """
+
+    supports_logprobs = True
+
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        gguf_file: str | None = None,
+        device: str | None = None,
+        dtype: torch.dtype | None = None,
+        batch_size: int = 16,
+    ) -> None:
+        path = Path(model)
+        if path.suffix == ".gguf" and gguf_file is None:
+            path, gguf_file = path.parent, path.name
+        if not path.exists():
+            raise FileNotFoundError(
+                f"transformers backend: no local model at {path} (nothing is downloaded)"
+            )
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        dtype = dtype or (torch.bfloat16 if self.device.type == "cuda" else torch.float32)
+        self.batch_size = batch_size
+        self.tokenizer = AutoTokenizer.from_pretrained(
+            path, gguf_file=gguf_file, local_files_only=True
+        )
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model = AutoModelForCausalLM.from_pretrained(
+            path, gguf_file=gguf_file, dtype=dtype, local_files_only=True
+        ).to(self.device)
+        self.model.eval()
+        self._stop_ids = set(
+            _eos_ids(self.model.generation_config.eos_token_id, self.tokenizer.eos_token_id)
+        )
+        name = Path(gguf_file).stem if gguf_file else path.name
+        self.model_id = f"transformers:{name}"
+
+    # ------------------------------------------------------------------ generation
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        """Generate one completion per request, ``batch_size`` requests at a time."""
+        out: list[Generation] = []
+        for start in range(0, len(requests), self.batch_size):
+            out.extend(self._generate_batch(requests[start : start + self.batch_size]))
+        return out
+
+    @torch.inference_mode()
+    def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        ids, mask = self._encode([r.messages for r in requests])
+        prompt_tokens = mask.sum(dim=1).tolist()
+        generators = [torch.Generator().manual_seed(r.seed) for r in requests]
+        temperature = torch.tensor([r.temperature for r in requests], device=self.device)
+        top_p = torch.tensor([r.top_p for r in requests], device=self.device)
+        budget = max(r.max_tokens for r in requests)
+        new_tokens: list[list[int]] = [[] for _ in requests]
+        finish = [""] * len(requests)
+
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+        output = self.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        for _ in range(budget):
+            uniforms = torch.tensor(
+                [torch.rand((), generator=g).item() for g in generators], device=self.device
+            )
+            chosen = _sample(output.logits[:, -1, :].float(), temperature, top_p, uniforms).tolist()
+            for row, token in enumerate(chosen):
+                if finish[row]:
+                    continue
+                if token in self._stop_ids:
+                    finish[row] = "stop"
+                    continue
+                new_tokens[row].append(token)
+                if _hits_stop(self.tokenizer, new_tokens[row], requests[row].stop):
+                    finish[row] = "stop"
+                elif len(new_tokens[row]) >= requests[row].max_tokens:
+                    finish[row] = "length"
+            if all(finish):
+                break
+            step = torch.tensor(chosen, device=self.device).unsqueeze(1)
+            mask = torch.cat([mask, torch.ones_like(step)], dim=1)
+            positions = positions[:, -1:] + 1
+            output = self.model(
+                input_ids=step,
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=output.past_key_values,
+                use_cache=True,
+            )
+        return [
+            Generation(
+                text=_cut_at_stop(
+                    self.tokenizer.decode(tokens, skip_special_tokens=True), request.stop
+                ),
+                prompt_tokens=int(n_prompt),
+                completion_tokens=len(tokens),
+                finish_reason=reason or "length",
+            )
+            for tokens, n_prompt, reason, request in zip(
+                new_tokens, prompt_tokens, finish, requests, strict=True
+            )
+        ]
+
+    # ------------------------------------------------------------------ log-probs
+    @torch.inference_mode()
+    def next_token_logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
+        """Log-probabilities of each candidate's first token, ``batch_size`` prompts per pass."""
+        out: list[LogprobResult] = []
+        for start in range(0, len(requests), self.batch_size):
+            batch = requests[start : start + self.batch_size]
+            ids, mask = self._encode([r.messages for r in batch])
+            positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+            logits = self.model(
+                input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=1
+            ).logits[:, -1, :]
+            logprobs = torch.log_softmax(logits.float(), dim=-1).cpu()
+            for row, request in enumerate(batch):
+                scores = tuple(
+                    float(logprobs[row, self._first_token(c)]) for c in request.candidates
+                )
+                out.append(LogprobResult(scores, prompt_tokens=int(mask[row].sum())))
+        return out
+
+    # -------------------------------------------------------------------- helpers
+    def _encode(self, chats: list[tuple[dict[str, str], ...]]) -> tuple[torch.Tensor, torch.Tensor]:
+        texts = [
+            self.tokenizer.apply_chat_template(
+                list(chat), tokenize=False, add_generation_prompt=True
+            )
+            for chat in chats
+        ]
+        encoded = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        return encoded["input_ids"].to(self.device), encoded["attention_mask"].to(self.device)
+
+    def _first_token(self, candidate: str) -> int:
+        return self.tokenizer.encode(candidate, add_special_tokens=False)[0]
+
+    def __repr__(self) -> str:
+        return f"TransformersBackend({self.model_id}, device={self.device}, batch_size={self.batch_size})"
+
+
+def _eos_ids(*values: int | list[int] | None) -> list[int]:
+    ids: list[int] = []
+    for value in values:
+        if isinstance(value, int):
+            ids.append(value)
+        elif value:
+            ids.extend(value)
+    return ids
+
+
+def _sample(
+    logits: torch.Tensor, temperature: torch.Tensor, top_p: torch.Tensor, uniforms: torch.Tensor
+) -> torch.Tensor:
+    """One token per row: greedy where temperature is 0, else nucleus sampling by
+    inverting the CDF at the row's uniform number (so each row uses only its own stream)."""
+    greedy = logits.argmax(dim=-1)
+    probs = torch.softmax(logits / temperature.clamp(min=1e-6).unsqueeze(1), dim=-1)
+    sorted_probs, order = probs.sort(dim=-1, descending=True)
+    cumulative = sorted_probs.cumsum(dim=-1)
+    outside = (cumulative - sorted_probs) >= top_p.unsqueeze(1)  # keeps at least the top token
+    sorted_probs = sorted_probs.masked_fill(outside, 0.0)
+    cdf = sorted_probs.cumsum(dim=-1)
+    targets = (uniforms * cdf[:, -1]).unsqueeze(1)
+    picked = torch.searchsorted(cdf, targets).clamp(max=cdf.shape[1] - 1)
+    sampled = order.gather(1, picked).squeeze(1)
+    return torch.where(temperature > 0, sampled, greedy)
+
+
+def _hits_stop(tokenizer, tokens: list[int], stop: tuple[str, ...]) -> bool:
+    return bool(stop) and any(s in tokenizer.decode(tokens, skip_special_tokens=True) for s in stop)
+
+
+def _cut_at_stop(text: str, stop: tuple[str, ...]) -> str:
+    cuts = [text.index(s) for s in stop if s in text]
+    return text[: min(cuts)] if cuts else text

@@ -1,0 +1,108 @@
+"""In-process vLLM backend (optional extra ``vllm``; needs a GPU).
+
+A batch goes to ``vllm.LLM.generate`` in one call, so vLLM's continuous batching sees
+the whole round. Prompts are rendered with the tokenizer's chat template and passed as
+token ids; each request carries its own ``SamplingParams(seed=...)``, so a request gives
+the same text whatever else is in the batch.
+
+Log-probabilities are exact, not top-k: for each candidate the prompt is extended by the
+candidate's first token and vLLM returns that token's log-probability
+(``prompt_logprobs=0``); prefix caching makes the shared prompt cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult, Message
+
+try:  # optional: this module imports without vLLM (docs, doctests); the backend needs it
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+except ImportError:
+    LLM = None
+
+
+class VLLMBackend:
+    """A model served in this process by vLLM.
+
+    Args:
+        model: A local model directory (or any model name vLLM can load offline).
+        **engine_kwargs: Passed to ``vllm.LLM`` (``dtype``, ``gpu_memory_utilization``,
+            ``max_model_len``, ``tensor_parallel_size``, ...).
+
+    Raises:
+        ImportError: If vLLM is not installed, with the command that installs it.
+    """
+
+    supports_logprobs = True
+
+    def __init__(self, model: str, **engine_kwargs: Any) -> None:
+        if LLM is None:
+            raise ImportError(
+                "the vllm backend needs vLLM (a CUDA machine): pip install 'deliberation-env[vllm]'"
+            )
+        engine_kwargs.setdefault("enable_prefix_caching", True)
+        self._llm = LLM(model=model, **engine_kwargs)
+        self._tokenizer = self._llm.get_tokenizer()
+        self.model_id = f"vllm:{model.rstrip('/').rsplit('/', 1)[-1]}"
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        """Generate every request in one ``LLM.generate`` call."""
+        prompts = [self._prompt(r.messages) for r in requests]
+        params = [
+            SamplingParams(
+                max_tokens=r.max_tokens,
+                temperature=r.temperature,
+                top_p=r.top_p,
+                seed=r.seed,
+                stop=list(r.stop) or None,
+            )
+            for r in requests
+        ]
+        outputs = self._llm.generate(
+            [TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False
+        )
+        return [
+            Generation(
+                text=out.outputs[0].text,
+                prompt_tokens=len(prompt),
+                completion_tokens=len(out.outputs[0].token_ids),
+                finish_reason="length" if out.outputs[0].finish_reason == "length" else "stop",
+            )
+            for prompt, out in zip(prompts, outputs, strict=True)
+        ]
+
+    def next_token_logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
+        """Exact log-probabilities of each candidate's first token, in one call."""
+        prompts = [self._prompt(r.messages) for r in requests]
+        extended = [
+            TokensPrompt(prompt_token_ids=[*prompt, self._first_token(candidate)])
+            for prompt, request in zip(prompts, requests, strict=True)
+            for candidate in request.candidates
+        ]
+        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+        outputs = iter(self._llm.generate(extended, params, use_tqdm=False))
+        results = []
+        for prompt, request in zip(prompts, requests, strict=True):
+            scores = []
+            for candidate in request.candidates:
+                last = next(outputs).prompt_logprobs[
+                    -1
+                ]  # {token id: Logprob} of the appended token
+                scores.append(last[self._first_token(candidate)].logprob)
+            results.append(LogprobResult(tuple(scores), prompt_tokens=len(prompt)))
+        return results
+
+    def _prompt(self, messages: Sequence[Message]) -> list[int]:
+        text = self._tokenizer.apply_chat_template(
+            list(messages), add_generation_prompt=True, tokenize=False
+        )
+        return self._tokenizer.encode(text, add_special_tokens=False)  # the template wrote them
+
+    def _first_token(self, candidate: str) -> int:
+        return self._tokenizer.encode(candidate, add_special_tokens=False)[0]
+
+    def __repr__(self) -> str:
+        return f"VLLMBackend({self.model_id})"

@@ -1,0 +1,241 @@
+"""LLM throughput: the vector env against raw batched calls, a naive loop, and the cache.
+
+One workload throughout: round 0 (solve and introspection) of ``num_envs`` arithmetic
+problems by a team of ``n_agents``, i.e. ``num_envs * n_agents`` generations in one
+batched call plus as many critic scorings. Throughput is generated tokens per second.
+
+(a) ``vector_env`` reset, against the same requests sent straight to the backend as one
+    ``generate`` and one ``next_token_logprobs`` call (the requests are recorded from
+    an untimed first env run, which also warms the backend up, so every timed run
+    generates the same texts): the env's overhead.
+(b) The same requests sent one at a time, as debate scripts loop over agents.
+(c) The env run through :class:`agents.CachedBackend`: cold (empty cache) against warm.
+
+Backends: ``transformers`` (SmolLM2 GGUF, dequantized; at several batch sizes; CUDA
+if present), ``openai`` against a ``llama_cpp.server`` started on 127.0.0.1, and the
+in-process ``llamacpp`` default.
+
+    python benchmarks/llm_throughput.py [--max-tokens 64] [--num-envs 8] [--parts a b c]
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import tyro
+
+import deliberation_env as de
+from agents import CachedBackend, LLMAgent
+from agents.base import Backend, Generation, GenerationRequest, LogprobRequest, LogprobResult
+from agents.llamacpp_backend import LlamaCppBackend, default_model_path
+
+
+@dataclass
+class Args:
+    max_tokens: int = 64
+    """Most tokens per solution."""
+    num_envs: int = 8
+    """Problems solved together."""
+    n_agents: int = 3
+    """Team size."""
+    difficulty: int = 2
+    """Arithmetic difficulty of the problems."""
+    batch_sizes: tuple[int, ...] = (8, 16, 24)
+    """Batch sizes of the transformers backend."""
+    backends: tuple[str, ...] = ("transformers", "openai", "llamacpp")
+    """Backends for (a) and (b)."""
+    parts: tuple[str, ...] = ("a", "b", "c")
+    """Which measurements to run."""
+    device: str | None = None
+    """Device of the transformers backend (default: CUDA if present)."""
+
+
+class Recorder:
+    """A pass-through backend that records every batch and the tokens it generated."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner, self.model_id, self.supports_logprobs = (
+            inner,
+            inner.model_id,
+            inner.supports_logprobs,
+        )
+        self.generations: list[GenerationRequest] = []
+        self.scorings: list[LogprobRequest] = []
+        self.tokens = 0
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        self.generations.extend(requests)
+        out = self.inner.generate(requests)
+        self.tokens += sum(g.completion_tokens for g in out)
+        return out
+
+    def next_token_logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
+        self.scorings.extend(requests)
+        return self.inner.next_token_logprobs(requests)
+
+
+def timed(work: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
+
+
+def env_round(backend: Backend, args: Args) -> tuple[float, Recorder]:
+    """Seconds of one vector-env reset (round 0) on ``backend``, and what it sent."""
+    recorder = Recorder(backend)
+    venv = de.vector_env(
+        args.num_envs,
+        task="arithmetic",
+        task_kwargs={"difficulty": args.difficulty},
+        team=LLMAgent(recorder, max_tokens=args.max_tokens),
+        n_agents=args.n_agents,
+        max_rounds=1,
+        split="test",
+    )
+    seconds = timed(
+        lambda: venv.reset(seed=0, options={"problem_index": list(range(args.num_envs))})
+    )
+    return seconds, recorder
+
+
+def raw_round(backend: Backend, recorded: Recorder) -> float:
+    """Seconds for the recorded requests as one generate and one scoring call."""
+    return timed(
+        lambda: (
+            backend.generate(recorded.generations),
+            backend.next_token_logprobs(recorded.scorings),
+        )
+    )
+
+
+def naive_round(backend: Backend, recorded: Recorder) -> float:
+    """Seconds for the recorded requests sent one at a time."""
+
+    def loop() -> None:
+        for request in recorded.generations:
+            backend.generate([request])
+        for scoring in recorded.scorings:
+            backend.next_token_logprobs([scoring])
+
+    return timed(loop)
+
+
+def compare(label: str, backend: Backend, args: Args, parts: set[str]) -> None:
+    """Parts (a) and/or (b) on one backend; one table row each, printed at once."""
+    _, recorded = env_round(backend, args)  # untimed: warms the backend up, records the requests
+    env_s, _ = env_round(backend, args)
+    tokens = recorded.tokens
+    if "a" in parts:
+        raw_s = raw_round(backend, recorded)
+        print(
+            f"| (a) {label} | {len(recorded.generations)} | {tokens} | {tokens / env_s:.1f} | "
+            f"{tokens / raw_s:.1f} (raw batched) | {raw_s / env_s:.0%} of raw |",
+            flush=True,
+        )
+    if "b" in parts:
+        naive_s = naive_round(backend, recorded)
+        print(
+            f"| (b) {label} | {len(recorded.generations)} | {tokens} | {tokens / env_s:.1f} | "
+            f"{tokens / naive_s:.1f} (one at a time) | {naive_s / env_s:.1f}x faster |",
+            flush=True,
+        )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(gguf: Path) -> tuple[subprocess.Popen, str]:
+    """A llama_cpp.server on a free local port, ready to answer."""
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(gguf),
+            "--model_alias",
+            "smollm2",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--verbose",
+            "false",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base_url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"{base_url}/models", timeout=1).read()
+            return process, base_url
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise RuntimeError("llama_cpp.server did not start in 120 s")
+
+
+def main(args: Args) -> None:
+    gguf = default_model_path()
+    print(
+        f"# LLM throughput, {args.n_agents} agents x {args.num_envs} envs, max_tokens {args.max_tokens}, "
+        f"arithmetic level {args.difficulty}, {platform.machine()} ({os.cpu_count()} cores), "
+        f"load average {os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d')}"
+    )
+    print("| part, backend | requests | tokens | env tokens/s | other tokens/s | ratio |")
+    print("|---|---:|---:|---:|---:|---:|", flush=True)
+    parts = {"a", "b"} & set(args.parts)
+    if parts and "transformers" in args.backends:
+        from agents.transformers_backend import TransformersBackend
+
+        model = TransformersBackend(gguf, device=args.device)
+        for size in sorted(args.batch_sizes):
+            model.batch_size = (
+                size  # the naive loop (b) does not depend on it: run once, at the largest
+            )
+            here = parts - {"b"} if size < max(args.batch_sizes) else parts
+            compare(f"transformers {model.device.type} batch {size}", model, args, here)
+    if parts and "openai" in args.backends:
+        from agents.openai_backend import OpenAIBackend
+
+        process, base_url = start_server(gguf)
+        try:
+            backend = OpenAIBackend(base_url, "smollm2")
+            compare("openai, llama_cpp.server (1 slot), 8 in flight", backend, args, parts)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    if parts and "llamacpp" in args.backends:
+        compare("llamacpp in-process", LlamaCppBackend(), args, parts)
+
+    if "c" in args.parts:
+        with tempfile.TemporaryDirectory() as tmp:
+            cached = CachedBackend(LlamaCppBackend(), Path(tmp) / "cache.sqlite")
+            cold, recorded = env_round(cached, args)
+            warm, _ = env_round(cached, args)
+        print(
+            "\n| (c) cache, llamacpp | requests | cold s | warm s | speed-up |\n|---|---:|---:|---:|---:|"
+        )
+        print(
+            f"| vector_env round 0 | {len(recorded.generations)} | {cold:.2f} | {warm:.3f} | {cold / warm:,.0f}x |"
+        )
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))

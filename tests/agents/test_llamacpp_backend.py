@@ -1,0 +1,119 @@
+"""A real SmolLM2-135M team round through llama.cpp (short answers, two questions)."""
+
+from __future__ import annotations
+
+import pytest
+from agent_fakes import make_turn
+
+from agents import CachedBackend, LLMAgent
+from agents.base import PeerAnswer
+from agents.llamacpp_backend import LlamaCppBackend
+
+QUESTIONS = ("What is 12 + 7?", "What is 9 * 3?")
+MAX_TOKENS = 40
+
+
+class Counting:
+    """A pass-through backend that counts the requests reaching the model."""
+
+    def __init__(self, inner):
+        self.inner, self.model_id, self.supports_logprobs = (
+            inner,
+            inner.model_id,
+            inner.supports_logprobs,
+        )
+        self.requests = 0
+
+    def generate(self, requests):
+        self.requests += len(requests)
+        return self.inner.generate(requests)
+
+    def next_token_logprobs(self, requests):
+        self.requests += len(requests)
+        return self.inner.next_token_logprobs(requests)
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return LlamaCppBackend(n_ctx=1024)
+
+
+def solve_turns():
+    """Round 0 of 3 agents on each question."""
+    return [
+        make_turn(q, agent=a, seed=1000 + 10 * k + a)
+        for k, q in enumerate(QUESTIONS)
+        for a in range(3)
+    ]
+
+
+def run_round(agent):
+    """Solve (3 agents x 2 questions), introspect, then refine agent 0 of each question."""
+    turns = solve_turns()
+    answers = agent.solve(turns)
+    judged = [
+        make_turn(t.question, agent=t.agent, seed=t.seed, previous=a.text)
+        for t, a in zip(turns, answers)
+    ]
+    confidences = agent.introspect(judged)
+    refine = [
+        make_turn(
+            QUESTIONS[k],
+            agent=0,
+            round=1,
+            seed=2000 + k,
+            previous=answers[3 * k].text,
+            peers=[
+                PeerAnswer(
+                    answers[3 * k + j].text,
+                    answers[3 * k + j].decision,
+                    confidences[3 * k + j].value,
+                )
+                for j in (1, 2)
+            ],
+        )
+        for k in range(2)
+    ]
+    return answers, confidences, agent.refine(refine)
+
+
+def test_model_id_names_the_default_gguf(smollm2):
+    assert smollm2.model_id == "llamacpp:SmolLM2-135M-Instruct-Q4_1"
+
+
+def test_real_team_round_is_reproducible_and_cached(smollm2, tmp_path):
+    counted = Counting(smollm2)
+    agent = LLMAgent(CachedBackend(counted, tmp_path / "c.sqlite"), max_tokens=MAX_TOKENS)
+    answers, confidences, refined = run_round(agent)
+
+    for answer in answers + refined:
+        assert answer.text.strip()
+        assert answer.decision is None or answer.decision.lstrip("-").replace(".", "").isdigit()
+        assert 0 < answer.completion_tokens <= MAX_TOKENS and answer.prompt_tokens > 20
+    assert any(a.decision is not None for a in answers)
+    for confidence in confidences:
+        assert 0.0 <= confidence.value <= 1.0 and confidence.method == "logprob"
+    assert all(c.prompt_tokens > 0 for a, c in zip(answers, confidences) if a.decision is not None)
+    assert len({a.text for a in answers}) > 1  # sampling, different seeds: not all the same text
+
+    # The same seeds give the same texts in a fresh, uncached run (in another order, too).
+    fresh = LLMAgent(smollm2, max_tokens=MAX_TOKENS)
+    again, again_confidences, again_refined = run_round(fresh)
+    assert [a.text for a in again] == [a.text for a in answers]
+    assert [a.text for a in again_refined] == [a.text for a in refined]
+    assert [c.value for c in again_confidences] == pytest.approx(
+        [c.value for c in confidences], abs=1e-6
+    )
+    reversed_batch = fresh.solve(list(reversed(solve_turns())))
+    assert [a.text for a in reversed(reversed_batch)] == [a.text for a in answers]
+
+    # The second cached run is served entirely from the cache.
+    before = counted.requests
+    cached = LLMAgent(CachedBackend(counted, tmp_path / "c.sqlite"), max_tokens=MAX_TOKENS)
+    assert run_round(cached) == (answers, confidences, refined)
+    assert counted.requests == before and cached.backend.misses == 0
+
+
+def test_missing_gguf_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no GGUF file"):
+        LlamaCppBackend(tmp_path / "nope.gguf")
