@@ -53,3 +53,11 @@ def test_cli_run_simulated(tmp_path):
     independent = record["results"][0]
     assert independent["accuracy"][0] == independent["accuracy"][-1]  # always PERSIST changes nothing
     assert independent["action_shares"]["persist"] == 1.0
+
+
+def test_07_real_llm_team(tmp_path):
+    cache = str(tmp_path / "cache.sqlite")
+    args = ("--n-problems", "2", "--max-tokens", "24", "--cache", cache)
+    out = run_example("07_real_llm_team.py", *args)
+    assert "llamacpp:SmolLM2-135M-Instruct" in out and "by logprob" in out
+    assert run_example("07_real_llm_team.py", *args) == out  # replayed from the cache, identically
