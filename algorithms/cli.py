@@ -112,7 +112,7 @@ def run(cfg: Run) -> dict[str, Any]:
     title = f"{cfg.n_agents} x {team.model_id} on {cfg.task}"
     figures = [
         plots.accuracy_per_round(results, folder / "accuracy_per_round.png", title),
-        plots.reliability_diagram(results, folder / "reliability.png", f"Introspective confidence: {team.model_id}"),
+        plots.reliability_diagram(results, folder / "reliability.png", f"Introspective confidence\n{team.model_id}"),
     ]
     record = {
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
