@@ -133,6 +133,14 @@ def rows(path) -> list[tuple[str, str]]:
         return db.execute("SELECT key, text FROM generations").fetchall()
 
 
+def stored_so_far(path) -> int:
+    """Rows written so far; 0 until the writer has created the file and its tables."""
+    try:
+        return len(rows(path)) if path.exists() else 0
+    except sqlite3.OperationalError:  # the writer is still creating the schema
+        return 0
+
+
 def test_two_processes_write_concurrently(tmp_path):
     path = tmp_path / "c.sqlite"
     writers = [spawn_writer(path, name, 60, 0.01) for name in ("left", "right")]
@@ -148,7 +156,7 @@ def test_killed_mid_batch_keeps_finished_chunks(tmp_path):
     path = tmp_path / "c.sqlite"
     writer = spawn_writer(path, "killed", 100, 0.2)  # 22 chunks of 5, 0.2 s each
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (not path.exists() or len(rows(path)) < 10):
+    while time.monotonic() < deadline and stored_so_far(path) < 10:
         time.sleep(0.05)
     writer.send_signal(signal.SIGKILL)
     writer.wait(timeout=10)
