@@ -17,6 +17,7 @@ resumes from checkpoints. :class:`PolicyGradientLearner` reads straight down:
 
 from __future__ import annotations
 
+import abc
 import copy
 import dataclasses
 import time
@@ -77,7 +78,7 @@ class LearnerConfig:
             )
 
 
-class Learner:
+class Learner(abc.ABC):
     """A trainable meta-policy: network, optimizer, counters, checkpoints.
 
     Subclasses implement :meth:`train_step` (one collect-and-update cycle).
@@ -121,9 +122,9 @@ class Learner:
         self.update = 0
         self.episodes = 0
 
+    @abc.abstractmethod
     def train_step(self) -> dict[str, float]:
         """Collect a batch, update the network, return metrics (see :mod:`algorithms.metrics`)."""
-        raise NotImplementedError
 
     def policy(self, greedy: bool = True) -> NetworkPolicy:
         """The current network as a :class:`~algorithms.policy.Policy` (shared, not a copy)."""
@@ -269,9 +270,9 @@ class PolicyGradientLearner(Learner):
             )
         self.reference = copy.deepcopy(self.network).requires_grad_(False)
 
+    @abc.abstractmethod
     def compute_advantages(self, returns: torch.Tensor, team_rewards: torch.Tensor) -> torch.Tensor:
         """Advantages (B, G, n_agents) from returns (B, G, n_agents) and team rewards (B, G)."""
-        raise NotImplementedError
 
     def train_step(self) -> dict[str, float]:
         """One update: collect B x G rollouts, form advantages, optimize."""
