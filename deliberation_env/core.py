@@ -204,7 +204,6 @@ class DeliberationCore:
     # ------------------------------------------------------------------ step
     def step(self, actions: np.ndarray) -> np.ndarray:
         """Apply validated actions (E, n) to the active envs; return rewards (E, n)."""
-        _E, _n = self.num_envs, self.n_agents
         live = self.active
         correct_before = self.correct.copy()
         keys_before = [row[:] for row in self.keys]
