@@ -27,6 +27,7 @@ run: install
 	$(BIN)/deliberate run
 
 test: install-dev
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 lint: install-dev

@@ -237,7 +237,7 @@ def cache(cfg: Cache) -> None:
 
 
 # ---------------------------------------------------------------------------- main
-Command = Union[
+Command = Union[  # noqa: UP007 (tyro subcommands read clearest as a Union)
     Annotated[Run, tyro.conf.subcommand("run")],
     Annotated[harness.TrainConfig, tyro.conf.subcommand("train")],
     Annotated[harness.CompareConfig, tyro.conf.subcommand("compare")],

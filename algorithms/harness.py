@@ -149,6 +149,12 @@ class TrainConfig:
     baseline is evaluated on identical episodes (common random numbers)."""
     seed: int = 0
     """Seed of the run's training; overrides the learner configs' ``seed``."""
+    problem_pool: int = 0
+    """Train on the first this many training problems only (0: all); overrides the learner
+    configs' ``problem_pool``."""
+    seed_pool: int = 0
+    """Episode seeds from ``{0, ..., seed_pool - 1}`` (0: fresh ones), so that an LLM team's
+    rollouts repeat and the response cache serves them; overrides the learner configs'."""
     run_dir: str = "runs/train"
     """Directory for metrics.jsonl, checkpoints and summary.json."""
     resume: bool = True
@@ -181,8 +187,13 @@ class TrainConfig:
             )
 
     def learner_config(self, algo: str) -> Any:
-        """The config of ``algo`` with the run's seed."""
-        return dataclasses.replace(getattr(self, algo), seed=self.seed)
+        """The config of ``algo`` with the run's seed and pools."""
+        return dataclasses.replace(
+            getattr(self, algo),
+            seed=self.seed,
+            problem_pool=self.problem_pool,
+            seed_pool=self.seed_pool,
+        )
 
 
 def held_out(policy: Policy, venv: Any, cfg: TrainConfig) -> dict[str, float]:

@@ -109,7 +109,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
@@ -272,7 +272,7 @@ class DeliberationEnv(ParallelEnv):
         ['global', 'local', 'token_cost']
     """
 
-    metadata = {"name": "deliberation_v0", "render_modes": ["ansi"], "is_parallelizable": True}
+    metadata: ClassVar[dict[str, Any]] = {"name": "deliberation_v0", "render_modes": ["ansi"], "is_parallelizable": True}
 
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
         if render_mode not in (None, "ansi"):

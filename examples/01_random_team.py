@@ -36,7 +36,7 @@ def main(args: Args) -> None:
     print("self features:", ", ".join(de.SELF_FEATURES))
     print("peer features:", ", ".join(de.PEER_FEATURES))
     for episode in range(args.episodes):
-        obs, infos = env.reset(seed=args.seed + episode)
+        _obs, infos = env.reset(seed=args.seed + episode)
         print(f"\n=== episode {episode} ===\n{env.render()}")
         while env.agents:
             actions = {a: de.MetaAction(int(rng.integers(3))) for a in env.agents}

@@ -37,7 +37,7 @@ class Args:
 def main(args: Args) -> None:
     agent = smollm2_agent(cache=args.cache, max_tokens=args.max_tokens)
     env = de.parallel_env(team=agent, n_agents=3, max_rounds=args.max_rounds, split="test", render_mode="ansi")
-    obs, infos = env.reset(seed=0, options={"problem_index": 0})
+    _obs, infos = env.reset(seed=0, options={"problem_index": 0})
     print(f"{env.problems[0].question}\n")
     for agent_name, info in infos.items():
         print(f"--- {agent_name} (confidence {info['confidence']:.2f} by {info['confidence_method']}, "

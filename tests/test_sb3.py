@@ -3,11 +3,12 @@
 import warnings
 
 import numpy as np
+from stable_baselines3 import PPO
+from stable_baselines3.common.utils import set_random_seed
+
 # Import the functions, not the module: supersuit.__getattr__ raises ImportError for unknown
 # names, which breaks the doctest collector that inspects every module-level object.
 from supersuit import concat_vec_envs_v1, pettingzoo_env_to_vec_env_v1
-from stable_baselines3 import PPO
-from stable_baselines3.common.utils import set_random_seed
 
 import deliberation_env as de
 

@@ -60,8 +60,20 @@ class LearnerConfig:
     """Attention heads of the network's self-over-peers cross-attention."""
     seed: int = 0
     """Seeds the network initialization, problem sampling and action sampling."""
+    problem_pool: int = 0
+    """Train on the first this many problems of the training split only; 0: all of them."""
+    seed_pool: int = 0
+    """Draw every episode seed from ``{0, ..., seed_pool - 1}``; 0: a fresh 62-bit seed per
+    group. With a pool, an LLM team revisits the same histories (their outputs depend only
+    on episode seed, problem and history), so the response cache serves them: training on
+    cached rollouts, at cache speed once the pool's histories have been generated."""
 
     def __post_init__(self) -> None:
+        for name in ("problem_pool", "seed_pool"):
+            if getattr(self, name) < 0:
+                raise ValueError(
+                    f"{type(self).__name__}.{name} must be >= 0 (0: no pool), got {getattr(self, name)}"
+                )
         check_positive(
             self,
             "learning_rate",
@@ -100,6 +112,11 @@ class Learner(abc.ABC):
                 f"{type(self).__name__} needs a {self.config_class.__name__}, "
                 f"got {type(config).__name__}"
             )
+        if config.problem_pool > len(venv.problems):
+            raise ValueError(
+                f"problem_pool={config.problem_pool} exceeds the {len(venv.problems)} problems "
+                "of the training split: lower it, or 0 to use them all"
+            )
         self.config = config
         self.venv = venv
         self.agents = list(venv.agents)
@@ -133,9 +150,10 @@ class Learner(abc.ABC):
         )
 
     def sample_problems(self, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """``count`` training problem indices and episode seeds, from the learner's RNG."""
-        problems = self.rng.integers(len(self.venv.problems), size=count)
-        seeds = self.rng.integers(2**62, size=count)
+        """``count`` training problem indices and episode seeds, from the learner's RNG
+        (within ``problem_pool`` and ``seed_pool`` when they are set)."""
+        problems = self.rng.integers(self.config.problem_pool or len(self.venv.problems), size=count)
+        seeds = self.rng.integers(self.config.seed_pool or 2**62, size=count)
         return problems, seeds
 
     # ------------------------------------------------------------------ checkpoints

@@ -141,6 +141,24 @@ def test_group_rollouts_share_their_start_state():
     assert not torch.all(groups[0, 0] == groups[1, 0])  # different problems across groups
 
 
+def test_pools_restrict_the_sampled_problems_and_episode_seeds():
+    config = SFTConfig(episodes_per_update=64, problem_pool=5, seed_pool=2, hidden_size=16, num_heads=2)
+    learner = SFT(config, venv_for(config), AlwaysRefine())
+    problems, seeds = learner.sample_problems(1000)
+    assert set(problems.tolist()) == set(range(5)) and set(seeds.tolist()) == {0, 1}
+    free = SFT(dataclasses.replace(config, problem_pool=0, seed_pool=0), venv_for(config), AlwaysRefine())
+    problems, seeds = free.sample_problems(1000)
+    assert problems.max() >= 5 and len(set(seeds.tolist())) == 1000
+
+
+def test_bad_pools_are_clear_errors():
+    with pytest.raises(ValueError, match="seed_pool must be >= 0"):
+        SoftRankPOConfig(seed_pool=-1)
+    config = SoftRankPOConfig(problem_pool=10**6, **TINY)
+    with pytest.raises(ValueError, match="exceeds the 800 problems"):
+        SoftRankPO(config, venv_for(config))
+
+
 def test_stop_on_consensus_drops_transitions_of_ended_episodes():
     config = GRPOConfig(**TINY)
     learner = GRPO(config, venv_for(config, stop_on_consensus=True))

@@ -1,0 +1,186 @@
+"""Result 4 of issue 4: SFT then SoftRankPO on the real SmolLM2 team, trained on cached rollouts.
+
+A 3 x SmolLM2-135M-Instruct team (llama.cpp, ``team="smollm2"``) on the default task
+(arithmetic level 1), one deliberation round per episode. Generating text costs about
+10 s per problem on 2 CPU cores, so the learners cannot sample fresh LLM outputs for
+thousands of episodes. They do not need to: an LLM agent's output depends only on the
+episode seed, the problem and the history, so with a fixed pool of training problems and
+episode seeds (``TrainConfig.problem_pool`` and ``seed_pool``) every history a learner can
+reach is generated once, stored in the response cache, and replayed from then on.
+
+Phases (each resumes: re-running skips finished work)::
+
+    python benchmarks/smollm2_learning.py --what warm     # generate the pool: ~70 min cold
+    python benchmarks/smollm2_learning.py --what train    # SFT + SoftRankPO x seeds, cached
+    python benchmarks/smollm2_learning.py --what report   # held-out table (markdown + JSON)
+
+``warm`` plays every training problem of the pool with all agents PERSISTing, REFINEing
+and CONCEDEing (with one round, an agent's LLM calls depend only on its own action, so
+these three cover all 27 joint actions), then evaluates the baselines on the held-out
+problems. ``train`` prints how many responses it had to generate (0 once warm).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import tyro
+from tqdm.auto import tqdm
+
+import deliberation_env as de
+from agents.cache import DEFAULT_CACHE_PATH, cache_stats
+from algorithms import baselines
+from algorithms.evaluate import EvalResult, evaluate
+from algorithms.harness import EnvConfig, TrainConfig, load_network, train
+from algorithms.learners import SFTConfig, SoftRankPOConfig
+from algorithms.network import NetworkPolicy
+
+ENV = EnvConfig(team="smollm2", difficulty=1, max_rounds=1)
+"""The default task and team of ``make run``, one round per episode."""
+
+BASELINES = ("independent", "debate", "minority-concedes", "confidence-threshold", "oracle")
+
+
+@dataclass
+class Args:
+    what: Literal["warm", "train", "report"] = "report"
+    """Which phase to run (see the module docstring)."""
+    out_dir: str = "runs/benchmarks/smollm2-learning"
+    """Where runs and results go."""
+    problem_pool: int = 200
+    """Training problems (the first ones of the training split)."""
+    seed_pool: int = 1
+    """Episode seeds per training problem."""
+    eval_problems: int = 200
+    """Held-out problems (the first ones of the test split; it has 200)."""
+    seeds: int = 3
+    """Training seeds of the learner."""
+    sft_updates: int = 20
+    """SFT updates (128 episodes each)."""
+    updates: int = 100
+    """SoftRankPO updates (16 problems x 8 rollouts = 128 episodes each)."""
+
+
+class Constant:
+    """Every agent takes the same meta-action (for generating the pool)."""
+
+    def __init__(self, action: de.MetaAction):
+        self.action = action
+        self.name = action.name.lower()
+
+    def act(self, obs, infos):
+        return {agent: np.full(len(infos), self.action, dtype=np.int64) for agent in obs}
+
+
+def responses() -> int:
+    """Rows in the response cache (generations + scorings)."""
+    stats = cache_stats(DEFAULT_CACHE_PATH)
+    return stats["generations"] + stats["logprobs"]
+
+
+def warm(args: Args, num_envs: int = 8) -> None:
+    """Generate every LLM response the training pool and the held-out baselines need."""
+    venv = ENV.make(num_envs)
+    pool = [(p, s) for s in range(args.seed_pool) for p in range(args.problem_pool)]
+    before, start = responses(), time.perf_counter()
+    for policy in map(Constant, de.MetaAction):
+        for first in tqdm(range(0, len(pool), num_envs), desc=f"pool, {policy.name}", unit="batch"):
+            chunk = pool[first : first + num_envs]
+            chunk += [chunk[-1]] * (num_envs - len(chunk))
+            obs, infos = venv.reset(
+                options={"problem_index": [p for p, _ in chunk], "episode_seed": [s for _, s in chunk]}
+            )
+            while venv.active.any():
+                obs, _, _, _, infos = venv.step(policy.act(obs, infos))
+    print(f"pool: {responses() - before} new responses in {time.perf_counter() - start:.0f} s")
+    test = ENV.make(num_envs, split="test")
+    for name in BASELINES:
+        evaluate(baselines.get(name), test, range(args.eval_problems))
+    print(f"total: {responses() - before} new responses in {time.perf_counter() - start:.0f} s")
+
+
+def train_config(args: Args, seed: int) -> TrainConfig:
+    """SFT on oracle actions, then SoftRankPO with a KL to the SFT policy."""
+    return TrainConfig(
+        algo="softrankpo",
+        env=ENV,
+        updates=args.updates,
+        sft_updates=args.sft_updates,
+        eval_every=10,
+        eval_problems=args.eval_problems,
+        seed=seed,
+        problem_pool=args.problem_pool,
+        seed_pool=args.seed_pool,
+        run_dir=str(Path(args.out_dir) / f"seed{seed}"),
+        sft=SFTConfig(episodes_per_update=128),
+        softrankpo=SoftRankPOConfig(groups_per_update=16, group_size=8, kl_coef=0.02),
+    )
+
+
+def run_training(args: Args) -> None:
+    for seed in range(args.seeds):
+        before, start = responses(), time.perf_counter()
+        final = train(train_config(args, seed))
+        print(
+            f"seed {seed}: {json.dumps(final)}; {time.perf_counter() - start:.0f} s, "
+            f"{responses() - before} responses generated"
+        )
+
+
+def row(result: EvalResult) -> dict[str, float]:
+    n = result.n_problems
+    acc = result.consensus_accuracy[-1]
+    return {
+        "consensus_accuracy": acc,
+        "ci95": 1.96 * float(np.sqrt(acc * (1 - acc) / n)),
+        "accuracy": result.accuracy[-1],
+        "tokens_per_problem": result.tokens_per_problem,
+        **{f"{action}_share": share for action, share in result.action_shares.items()},
+    }
+
+
+def report(args: Args) -> dict:
+    """Held-out results of every trained seed (SFT alone and SFT + SoftRankPO) and the baselines."""
+    test = ENV.make(8, split="test")
+    problems = range(args.eval_problems)
+    rows: dict[str, dict[str, float]] = {}
+    for name in BASELINES:
+        rows[name] = row(evaluate(baselines.get(name), test, problems, progress=False))
+    for seed in range(args.seeds):
+        run = Path(args.out_dir) / f"seed{seed}"
+        for label, checkpoint in (("SFT", run / "sft" / "checkpoint.pt"), ("SFT + SoftRankPO", run / "checkpoint.pt")):
+            if checkpoint.is_file():
+                policy = NetworkPolicy(load_network(checkpoint, ENV), list(test.agents), name=label)
+                rows[f"{label}, seed {seed}"] = row(evaluate(policy, test, problems, progress=False))
+    result = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {platform.system()}",
+        "args": dataclasses.asdict(args),
+        "held_out": rows,
+    }
+    Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(args.out_dir) / "results.json").write_text(json.dumps(result, indent=2))
+    print("| policy | consensus acc. (95% CI) | mean individual acc. | tokens / problem | persist / refine / concede |")
+    print("|---|---:|---:|---:|---|")
+    for name, r in rows.items():
+        shares = " / ".join(f"{r[f'{a}_share']:.0%}" for a in ("persist", "refine", "concede"))
+        print(
+            f"| {name} | {r['consensus_accuracy']:.3f} +- {r['ci95']:.3f} | {r['accuracy']:.3f} "
+            f"| {r['tokens_per_problem']:,.0f} | {shares} |"
+        )
+    return result
+
+
+def main(args: Args) -> None:
+    {"warm": warm, "train": run_training, "report": report}[args.what](args)
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
