@@ -254,9 +254,38 @@ _HANDLERS = {
 }
 
 
+LIST_FLAGS = ("--algos", "--reward-scales", "--baselines")
+"""Flags whose values may also be written as comma lists (``--algos softrankpo,grpo``)."""
+
+
+def split_comma_lists(argv: list[str]) -> list[str]:
+    """Expand comma lists after :data:`LIST_FLAGS` into the space-separated values tyro reads.
+
+    >>> split_comma_lists(["compare", "--algos", "softrankpo,grpo", "--reward-scales=0.1,1"])
+    ['compare', '--algos', 'softrankpo', 'grpo', '--reward-scales', '0.1', '1']
+    """
+    out: list[str] = []
+    in_list = False
+    for arg in argv:
+        flag, equals, value = arg.partition("=")
+        if arg.startswith("-"):
+            in_list = flag.replace("_", "-") in LIST_FLAGS
+            if not (in_list and equals):
+                out.append(arg)
+                continue
+            out.append(flag)
+            arg = value
+        if in_list:
+            out.extend(part for part in arg.split(",") if part)
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``deliberate`` console script."""
-    cfg = tyro.cli(Command, args=sys.argv[1:] if argv is None else argv, prog="deliberate")
+    args = split_comma_lists(sys.argv[1:] if argv is None else argv)
+    cfg = tyro.cli(Command, args=args, prog="deliberate")
     _HANDLERS[type(cfg)](cfg)
 
 

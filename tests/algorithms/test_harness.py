@@ -6,6 +6,7 @@ import json
 import pytest
 import tyro
 
+from algorithms import cli
 from algorithms.harness import CompareConfig, EnvConfig, TrainConfig, compare, mean_ci, train
 from algorithms.learners import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig
 from algorithms.metrics import read_metrics
@@ -70,6 +71,20 @@ def test_configs_are_tyro_friendly():
         CompareConfig, args=["--algos", "softrankpo", "magrpo", "--reward-scales", "0.1", "1"]
     )
     assert compare_cfg.algos == ("softrankpo", "magrpo") and compare_cfg.reward_scales == (0.1, 1.0)
+
+
+def test_the_cli_reads_comma_lists_as_the_issue_writes_them():
+    args = ["compare", "--algos", "softrankpo,grpo,magrpo", "--seeds", "5", "--reward-scales", "0.1,1,10"]
+    cfg = tyro.cli(cli.Command, args=cli.split_comma_lists(args))
+    assert cfg.algos == ("softrankpo", "grpo", "magrpo") and cfg.seeds == 5
+    assert cfg.reward_scales == (0.1, 1.0, 10.0)
+
+
+def test_run_pools_reach_every_learner_config(tmp_path):
+    cfg = tiny(tmp_path, problem_pool=3, seed_pool=2, seed=7)
+    for algo in ("sft", "softrankpo", "grpo", "magrpo"):
+        config = cfg.learner_config(algo)
+        assert (config.problem_pool, config.seed_pool, config.seed) == (3, 2, 7)
 
 
 def test_compare_refuses_unequal_budgets():
