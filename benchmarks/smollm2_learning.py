@@ -23,6 +23,7 @@ problems. ``train`` prints how many responses it had to generate (0 once warm).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import platform
 import time
@@ -36,6 +37,7 @@ from tqdm.auto import tqdm
 
 import deliberation_env as de
 from agents.cache import DEFAULT_CACHE_PATH, cache_stats
+from agents.seeding import derive_seed
 from algorithms import baselines
 from algorithms.evaluate import EvalResult, evaluate
 from algorithms.harness import EnvConfig, TrainConfig, load_network, train
@@ -146,6 +148,24 @@ def row(result: EvalResult) -> dict[str, float]:
     }
 
 
+def hindsight_ceiling(problems: range) -> float:
+    """Consensus accuracy of the best joint action per problem, found by trying all of them.
+
+    With one round there are 3 ** n_agents joint actions; the held-out episodes are cached,
+    so this costs no generation. No policy, privileged or not, can do better.
+    """
+    joint = list(itertools.product(de.MetaAction, repeat=ENV.n_agents))
+    venv = ENV.make(len(joint), split="test")
+    best = []
+    for k in tqdm(problems, desc="hindsight ceiling", unit="problem", leave=False):
+        seed = derive_seed(0, venv.problems[k].id)  # evaluate()'s episode seed for eval seed 0
+        venv.reset(options={"problem_index": [k] * len(joint), "episode_seed": [seed] * len(joint)})
+        actions = np.array(joint, dtype=np.int64)
+        *_, infos = venv.step({a: actions[:, i] for i, a in enumerate(venv.agents)})
+        best.append(max(info[venv.agents[0]]["consensus_correct"] for info in infos))
+    return float(np.mean(best))
+
+
 def report(args: Args) -> dict:
     """Held-out results of every trained seed (SFT alone and SFT + SoftRankPO) and the baselines."""
     test = ENV.make(8, split="test")
@@ -159,8 +179,10 @@ def report(args: Args) -> dict:
             if checkpoint.is_file():
                 policy = NetworkPolicy(load_network(checkpoint, ENV), list(test.agents), name=label)
                 rows[f"{label}, seed {seed}"] = row(evaluate(policy, test, problems, progress=False))
+    ceiling = hindsight_ceiling(problems)
     result = {
         "date": time.strftime("%Y-%m-%d"),
+        "hindsight_ceiling": ceiling,
         "machine": f"{platform.machine()}, {platform.system()}",
         "args": dataclasses.asdict(args),
         "held_out": rows,
@@ -175,6 +197,7 @@ def report(args: Args) -> dict:
             f"| {name} | {r['consensus_accuracy']:.3f} +- {r['ci95']:.3f} | {r['accuracy']:.3f} "
             f"| {r['tokens_per_problem']:,.0f} | {shares} |"
         )
+    print(f"| best joint action per problem (hindsight ceiling) | {ceiling:.3f} | | | |")
     return result
 
 
