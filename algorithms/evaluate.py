@@ -33,6 +33,8 @@ class EvalResult:
         confidence: Introspective confidence of every answer at every round (for
             reliability diagrams), aligned with ``correct``.
         correct: Correctness of those answers.
+        final_consensus: Whether each problem's final consensus is correct, in the order of
+            the evaluated problems (for paired comparisons of policies).
     """
 
     policy: str
@@ -43,11 +45,12 @@ class EvalResult:
     action_shares: dict[str, float]
     confidence: list[float] = field(repr=False)
     correct: list[bool] = field(repr=False)
+    final_consensus: list[bool] = field(repr=False)
 
     def summary(self) -> dict[str, object]:
         """The result without the per-answer lists (for tables and JSON)."""
         data = asdict(self)
-        del data["confidence"], data["correct"]
+        del data["confidence"], data["correct"], data["final_consensus"]
         return data
 
 
@@ -117,4 +120,5 @@ def evaluate(
         action_shares={action.name.lower(): float(s) for action, s in zip(de.MetaAction, shares, strict=True)},
         confidence=conf_all,
         correct=correct_all,
+        final_consensus=consensus[:, -1].tolist(),
     )
