@@ -136,6 +136,17 @@ def run_training(args: Args) -> None:
         )
 
 
+COMPARED_WITH = ("debate", "minority-concedes")
+"""The baselines every learned policy is compared with, problem by problem."""
+
+
+def paired_difference(a: EvalResult, b: EvalResult) -> tuple[float, float]:
+    """Mean and 95% half-width of ``a``'s minus ``b``'s consensus accuracy, paired by problem
+    (both were evaluated on identical episodes)."""
+    d = np.subtract(a.final_consensus, b.final_consensus, dtype=float)
+    return float(d.mean()), 1.96 * float(d.std(ddof=1) / np.sqrt(len(d)))
+
+
 def row(result: EvalResult) -> dict[str, float]:
     n = result.n_problems
     acc = result.consensus_accuracy[-1]
@@ -170,15 +181,18 @@ def report(args: Args) -> dict:
     """Held-out results of every trained seed (SFT alone and SFT + SoftRankPO) and the baselines."""
     test = ENV.make(8, split="test")
     problems = range(args.eval_problems)
-    rows: dict[str, dict[str, float]] = {}
-    for name in BASELINES:
-        rows[name] = row(evaluate(baselines.get(name), test, problems, progress=False))
+    results = {name: evaluate(baselines.get(name), test, problems, progress=False) for name in BASELINES}
+    rows = {name: row(result) for name, result in results.items()}
+    differences: dict[str, dict[str, list[float]]] = {}
     for seed in range(args.seeds):
         run = Path(args.out_dir) / f"seed{seed}"
         for label, checkpoint in (("SFT", run / "sft" / "checkpoint.pt"), ("SFT + SoftRankPO", run / "checkpoint.pt")):
             if checkpoint.is_file():
+                name = f"{label}, seed {seed}"
                 policy = NetworkPolicy(load_network(checkpoint, ENV), list(test.agents), name=label)
-                rows[f"{label}, seed {seed}"] = row(evaluate(policy, test, problems, progress=False))
+                learned = evaluate(policy, test, problems, progress=False)
+                rows[name] = row(learned)
+                differences[name] = {b: list(paired_difference(learned, results[b])) for b in COMPARED_WITH}
     ceiling = hindsight_ceiling(problems)
     result = {
         "date": time.strftime("%Y-%m-%d"),
@@ -186,6 +200,7 @@ def report(args: Args) -> dict:
         "machine": f"{platform.machine()}, {platform.system()}",
         "args": dataclasses.asdict(args),
         "held_out": rows,
+        "paired_differences": differences,
     }
     Path(args.out_dir).mkdir(parents=True, exist_ok=True)
     (Path(args.out_dir) / "results.json").write_text(json.dumps(result, indent=2))
@@ -198,6 +213,11 @@ def report(args: Args) -> dict:
             f"| {r['tokens_per_problem']:,.0f} | {shares} |"
         )
     print(f"| best joint action per problem (hindsight ceiling) | {ceiling:.3f} | | | |")
+    print("\nConsensus accuracy minus the baseline's, paired by problem (mean +- 95% CI):\n")
+    print("| policy | " + " | ".join(f"- {b}" for b in COMPARED_WITH) + " |")
+    print("|---|" + "---:|" * len(COMPARED_WITH))
+    for name, diffs in differences.items():
+        print(f"| {name} | " + " | ".join(f"{m:+.3f} +- {h:.3f}" for m, h in diffs.values()) + " |")
     return result
 
 
