@@ -1,4 +1,5 @@
-"""Result 4 of issue 4: SFT then SoftRankPO on the real SmolLM2 team, trained on cached rollouts.
+"""Result 4 of issue 4: SFT, then SoftRankPO, GRPO and MAGRPO on the real SmolLM2 team,
+trained on cached rollouts.
 
 A 3 x SmolLM2-135M-Instruct team (llama.cpp, ``team="smollm2"``) on the default task
 (arithmetic level 1), one deliberation round per episode. Generating text costs about
@@ -11,7 +12,7 @@ reach is generated once, stored in the response cache, and replayed from then on
 Phases (each resumes: re-running skips finished work)::
 
     python benchmarks/smollm2_learning.py --what warm     # generate the pool: ~70 min cold
-    python benchmarks/smollm2_learning.py --what train    # SFT + SoftRankPO x seeds, cached
+    python benchmarks/smollm2_learning.py --what train    # SFT, then 3 learners x seeds, cached
     python benchmarks/smollm2_learning.py --what report   # held-out table (markdown + JSON)
 
 ``warm`` plays every training problem of the pool with all agents PERSISTing, REFINEing
@@ -40,14 +41,15 @@ from agents.cache import DEFAULT_CACHE_PATH, cache_stats
 from agents.seeding import derive_seed
 from algorithms import baselines
 from algorithms.evaluate import EvalResult, evaluate
-from algorithms.harness import EnvConfig, TrainConfig, load_network, train
-from algorithms.learners import SFTConfig, SoftRankPOConfig
+from algorithms.harness import CompareConfig, EnvConfig, TrainConfig, compare, load_network
+from algorithms.learners import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig
 from algorithms.network import NetworkPolicy
 
 ENV = EnvConfig(team="smollm2", difficulty=1, max_rounds=1)
 """The default task and team of ``make run``, one round per episode."""
 
 BASELINES = ("independent", "debate", "minority-concedes", "confidence-threshold", "oracle")
+LEARNERS = ("softrankpo", "grpo", "magrpo")
 
 
 @dataclass
@@ -64,10 +66,10 @@ class Args:
     """Held-out problems (the first ones of the test split; it has 200)."""
     seeds: int = 3
     """Training seeds of the learner."""
-    sft_updates: int = 20
+    sft_updates: int = 30
     """SFT updates (128 episodes each)."""
-    updates: int = 100
-    """SoftRankPO updates (16 problems x 8 rollouts = 128 episodes each)."""
+    updates: int = 300
+    """Updates of each policy-gradient learner (16 problems x 8 rollouts = 128 episodes each)."""
 
 
 class Constant:
@@ -108,51 +110,53 @@ def warm(args: Args, num_envs: int = 8) -> None:
     print(f"total: {responses() - before} new responses in {time.perf_counter() - start:.0f} s")
 
 
-def train_config(args: Args, seed: int) -> TrainConfig:
-    """SFT on oracle actions, then SoftRankPO with a KL to the SFT policy."""
-    return TrainConfig(
-        algo="softrankpo",
-        env=ENV,
-        updates=args.updates,
-        sft_updates=args.sft_updates,
-        eval_every=10,
-        eval_problems=args.eval_problems,
-        seed=seed,
-        problem_pool=args.problem_pool,
-        seed_pool=args.seed_pool,
-        run_dir=str(Path(args.out_dir) / f"seed{seed}"),
-        sft=SFTConfig(episodes_per_update=128),
-        softrankpo=SoftRankPOConfig(groups_per_update=16, group_size=8, kl_coef=0.02),
+def compare_config(args: Args) -> CompareConfig:
+    """SFT on oracle actions, then SoftRankPO, GRPO and MAGRPO, each with a KL to the SFT
+    policy: same pool, same budget, same held-out episodes."""
+    batch = {"groups_per_update": 16, "group_size": 8, "kl_coef": 0.02}
+    return CompareConfig(
+        algos=("sft", *LEARNERS),
+        seeds=args.seeds,
+        train=TrainConfig(
+            env=ENV,
+            updates=args.updates,
+            sft_updates=args.sft_updates,
+            eval_every=max(1, args.updates // 10),
+            eval_problems=args.eval_problems,
+            problem_pool=args.problem_pool,
+            seed_pool=args.seed_pool,
+            progress=False,
+            sft=SFTConfig(episodes_per_update=128),
+            softrankpo=SoftRankPOConfig(**batch),
+            grpo=GRPOConfig(**batch),
+            magrpo=MAGRPOConfig(**batch),
+        ),
+        out_dir=args.out_dir,
     )
 
 
 def run_training(args: Args) -> None:
-    for seed in range(args.seeds):
-        before, start = responses(), time.perf_counter()
-        final = train(train_config(args, seed))
-        print(
-            f"seed {seed}: {json.dumps(final)}; {time.perf_counter() - start:.0f} s, "
-            f"{responses() - before} responses generated"
-        )
+    before, start = responses(), time.perf_counter()
+    summary = compare(compare_config(args))
+    print(json.dumps(summary, indent=2))
+    print(f"{time.perf_counter() - start:.0f} s, {responses() - before} responses generated")
 
 
 COMPARED_WITH = ("debate", "minority-concedes")
 """The baselines every learned policy is compared with, problem by problem."""
 
 
-def paired_difference(a: EvalResult, b: EvalResult) -> tuple[float, float]:
-    """Mean and 95% half-width of ``a``'s minus ``b``'s consensus accuracy, paired by problem
-    (both were evaluated on identical episodes)."""
-    d = np.subtract(a.final_consensus, b.final_consensus, dtype=float)
+def paired_difference(runs: list[EvalResult], baseline: EvalResult) -> tuple[float, float]:
+    """Mean and 95% half-width of the runs' (seed-averaged) minus the baseline's consensus
+    accuracy, paired by problem (all were evaluated on identical episodes)."""
+    learned = np.mean([r.final_consensus for r in runs], axis=0)
+    d = learned - np.asarray(baseline.final_consensus, dtype=float)
     return float(d.mean()), 1.96 * float(d.std(ddof=1) / np.sqrt(len(d)))
 
 
 def row(result: EvalResult) -> dict[str, float]:
-    n = result.n_problems
-    acc = result.consensus_accuracy[-1]
     return {
-        "consensus_accuracy": acc,
-        "ci95": 1.96 * float(np.sqrt(acc * (1 - acc) / n)),
+        "consensus_accuracy": result.consensus_accuracy[-1],
         "accuracy": result.accuracy[-1],
         "tokens_per_problem": result.tokens_per_problem,
         **{f"{action}_share": share for action, share in result.action_shares.items()},
@@ -177,39 +181,51 @@ def hindsight_ceiling(problems: range) -> float:
     return float(np.mean(best))
 
 
+def checkpoints(args: Args, algo: str) -> list[Path]:
+    """The final checkpoint of every seed of ``algo`` in the comparison's directory."""
+    run = Path(args.out_dir) / ("sft" if algo == "sft" else f"scale1/{algo}")
+    return [run / f"seed{seed}" / "checkpoint.pt" for seed in range(args.seeds)]
+
+
 def report(args: Args) -> dict:
-    """Held-out results of every trained seed (SFT alone and SFT + SoftRankPO) and the baselines."""
+    """Held-out results of the learners (every seed's greedy policy) and the baselines.
+
+    A learner's row averages its seeds; its paired difference to a baseline averages the
+    seeds' per-problem consensus correctness first, so its CI covers the choice of problems.
+    """
     test = ENV.make(8, split="test")
     problems = range(args.eval_problems)
-    results = {name: evaluate(baselines.get(name), test, problems, progress=False) for name in BASELINES}
-    rows = {name: row(result) for name, result in results.items()}
-    differences: dict[str, dict[str, list[float]]] = {}
-    for seed in range(args.seeds):
-        run = Path(args.out_dir) / f"seed{seed}"
-        for label, checkpoint in (("SFT", run / "sft" / "checkpoint.pt"), ("SFT + SoftRankPO", run / "checkpoint.pt")):
-            if checkpoint.is_file():
-                name = f"{label}, seed {seed}"
-                policy = NetworkPolicy(load_network(checkpoint, ENV), list(test.agents), name=label)
-                learned = evaluate(policy, test, problems, progress=False)
-                rows[name] = row(learned)
-                differences[name] = {b: list(paired_difference(learned, results[b])) for b in COMPARED_WITH}
+    results = {name: [evaluate(baselines.get(name), test, problems, progress=False)] for name in BASELINES}
+    for algo in ("sft", *LEARNERS):
+        paths = checkpoints(args, algo)
+        missing = [str(p) for p in paths if not p.is_file()]
+        if missing:
+            raise SystemExit(f"missing checkpoints {missing}: run --what train first")
+        results[algo] = [
+            evaluate(NetworkPolicy(load_network(p, ENV), list(test.agents), name=algo), test, problems, progress=False)
+            for p in paths
+        ]
+    rows = {name: {k: float(np.mean([row(r)[k] for r in runs])) for k in row(runs[0])} for name, runs in results.items()}
+    differences = {
+        algo: {b: list(paired_difference(results[algo], results[b][0])) for b in COMPARED_WITH}
+        for algo in ("sft", *LEARNERS)
+    }
     ceiling = hindsight_ceiling(problems)
     result = {
         "date": time.strftime("%Y-%m-%d"),
-        "hindsight_ceiling": ceiling,
         "machine": f"{platform.machine()}, {platform.system()}",
         "args": dataclasses.asdict(args),
         "held_out": rows,
         "paired_differences": differences,
+        "hindsight_ceiling": ceiling,
     }
-    Path(args.out_dir).mkdir(parents=True, exist_ok=True)
     (Path(args.out_dir) / "results.json").write_text(json.dumps(result, indent=2))
-    print("| policy | consensus acc. (95% CI) | mean individual acc. | tokens / problem | persist / refine / concede |")
+    print("| policy | consensus acc. | mean individual acc. | tokens / problem | persist / refine / concede |")
     print("|---|---:|---:|---:|---|")
     for name, r in rows.items():
         shares = " / ".join(f"{r[f'{a}_share']:.0%}" for a in ("persist", "refine", "concede"))
         print(
-            f"| {name} | {r['consensus_accuracy']:.3f} +- {r['ci95']:.3f} | {r['accuracy']:.3f} "
+            f"| {name} | {r['consensus_accuracy']:.3f} | {r['accuracy']:.3f} "
             f"| {r['tokens_per_problem']:,.0f} | {shares} |"
         )
     print(f"| best joint action per problem (hindsight ceiling) | {ceiling:.3f} | | | |")
