@@ -11,7 +11,7 @@ reach is generated once, stored in the response cache, and replayed from then on
 
 Phases (each resumes: re-running skips finished work)::
 
-    python benchmarks/smollm2_learning.py --what warm     # generate the pool: ~70 min cold
+    python benchmarks/smollm2_learning.py --what warm     # generate the pool: ~60 min cold
     python benchmarks/smollm2_learning.py --what train    # SFT, then 3 learners x seeds, cached
     python benchmarks/smollm2_learning.py --what report   # held-out table (markdown + JSON)
 
@@ -34,6 +34,7 @@ from typing import Literal
 
 import numpy as np
 import tyro
+from scipy import stats
 from tqdm.auto import tqdm
 
 import deliberation_env as de
@@ -67,7 +68,8 @@ class Args:
     seeds: int = 3
     """Training seeds of the learner."""
     sft_updates: int = 30
-    """SFT updates (128 episodes each)."""
+    """SFT updates (128 episodes each); 0 trains the learners from scratch (KL to the
+    initial policy), in a different ``--out-dir``."""
     updates: int = 300
     """Updates of each policy-gradient learner (16 problems x 8 rollouts = 128 episodes each)."""
 
@@ -110,12 +112,17 @@ def warm(args: Args, num_envs: int = 8) -> None:
     print(f"total: {responses() - before} new responses in {time.perf_counter() - start:.0f} s")
 
 
+def trained(args: Args) -> tuple[str, ...]:
+    """The comparison's algorithms: the SFT warm start (if any) and the three learners."""
+    return ("sft", *LEARNERS) if args.sft_updates else LEARNERS
+
+
 def compare_config(args: Args) -> CompareConfig:
     """SFT on oracle actions, then SoftRankPO, GRPO and MAGRPO, each with a KL to the SFT
     policy: same pool, same budget, same held-out episodes."""
     batch = {"groups_per_update": 16, "group_size": 8, "kl_coef": 0.02}
     return CompareConfig(
-        algos=("sft", *LEARNERS),
+        algos=trained(args),
         seeds=args.seeds,
         train=TrainConfig(
             env=ENV,
@@ -187,6 +194,29 @@ def checkpoints(args: Args, algo: str) -> list[Path]:
     return [run / f"seed{seed}" / "checkpoint.pt" for seed in range(args.seeds)]
 
 
+def observation_signal(split: str, problems: range, seeds: list[int]) -> dict[str, float]:
+    """What a non-privileged policy has to go on, on ``split``'s cached episodes.
+
+    AUC of round-0 features for the agent's own correctness (0.5: no information; below
+    0.5: informative with the opposite sign), and what REFINE does to answers.
+    """
+    venv = ENV.make(len(problems), split=split)
+    obs, infos = venv.reset(options={"problem_index": list(problems), "episode_seed": seeds})
+    features = np.concatenate([obs[a]["self"] for a in venv.agents])
+    before = np.concatenate([[info[a]["correct"] for info in infos] for a in venv.agents])
+    signal = {"own_accuracy": float(before.mean())}
+    for name in ("confidence", "peer_agree_share"):
+        x = features[:, de.SELF_FEATURES.index(name)]
+        u = stats.mannwhitneyu(x[before], x[~before]).statistic
+        signal[f"auc_{name}"] = float(u / (before.sum() * (~before).sum()))
+    *_, infos = venv.step({a: np.full(len(problems), de.MetaAction.REFINE) for a in venv.agents})
+    after = np.concatenate([[info[a]["correct"] for info in infos] for a in venv.agents])
+    signal["refine_fixes"] = int((~before & after).sum())
+    signal["refine_breaks"] = int((before & ~after).sum())
+    signal["answers"] = len(before)
+    return signal
+
+
 def report(args: Args) -> dict:
     """Held-out results of the learners (every seed's greedy policy) and the baselines.
 
@@ -196,7 +226,7 @@ def report(args: Args) -> dict:
     test = ENV.make(8, split="test")
     problems = range(args.eval_problems)
     results = {name: [evaluate(baselines.get(name), test, problems, progress=False)] for name in BASELINES}
-    for algo in ("sft", *LEARNERS):
+    for algo in trained(args):
         paths = checkpoints(args, algo)
         missing = [str(p) for p in paths if not p.is_file()]
         if missing:
@@ -208,9 +238,15 @@ def report(args: Args) -> dict:
     rows = {name: {k: float(np.mean([row(r)[k] for r in runs])) for k in row(runs[0])} for name, runs in results.items()}
     differences = {
         algo: {b: list(paired_difference(results[algo], results[b][0])) for b in COMPARED_WITH}
-        for algo in ("sft", *LEARNERS)
+        for algo in trained(args)
     }
     ceiling = hindsight_ceiling(problems)
+    signal = {
+        "train pool": observation_signal("train", range(args.problem_pool), [0] * args.problem_pool),
+        "held-out": observation_signal(
+            "test", problems, [derive_seed(0, test.problems[k].id) for k in problems]
+        ),
+    }
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()}, {platform.system()}",
@@ -218,6 +254,7 @@ def report(args: Args) -> dict:
         "held_out": rows,
         "paired_differences": differences,
         "hindsight_ceiling": ceiling,
+        "observation_signal": signal,
     }
     (Path(args.out_dir) / "results.json").write_text(json.dumps(result, indent=2))
     print("| policy | consensus acc. | mean individual acc. | tokens / problem | persist / refine / concede |")
@@ -234,6 +271,15 @@ def report(args: Args) -> dict:
     print("|---|" + "---:|" * len(COMPARED_WITH))
     for name, diffs in differences.items():
         print(f"| {name} | " + " | ".join(f"{m:+.3f} +- {h:.3f}" for m, h in diffs.values()) + " |")
+    print("\nWhat the observations say (round 0; AUC for the agent's own correctness):\n")
+    print("| episodes | own acc. | AUC confidence | AUC peer agreement | REFINE fixes / breaks |")
+    print("|---|---:|---:|---:|---:|")
+    for name, sig in signal.items():
+        print(
+            f"| {name} | {sig['own_accuracy']:.3f} | {sig['auc_confidence']:.2f} | "
+            f"{sig['auc_peer_agree_share']:.2f} | {sig['refine_fixes']} / {sig['refine_breaks']} "
+            f"of {sig['answers']} |"
+        )
     return result
 
 
