@@ -87,8 +87,8 @@ class Constant:
 
 def responses() -> int:
     """Rows in the response cache (generations + scorings)."""
-    stats = cache_stats(DEFAULT_CACHE_PATH)
-    return stats["generations"] + stats["logprobs"]
+    counts = cache_stats(DEFAULT_CACHE_PATH)
+    return counts["generations"] + counts["logprobs"]
 
 
 def warm(args: Args, num_envs: int = 8) -> None:
