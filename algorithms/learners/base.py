@@ -21,6 +21,7 @@ import abc
 import copy
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -32,6 +33,24 @@ from algorithms.losses import kl_regularized_policy_loss
 from algorithms.network import NUM_ACTIONS, MetaPolicyNetwork, NetworkPolicy, stack_observations
 
 ACTION_NAMES = ("persist", "refine", "concede")
+
+
+def per_agent_groups(
+    advantages: Callable[[torch.Tensor], torch.Tensor], returns: torch.Tensor
+) -> torch.Tensor:
+    """Apply a group advantage function (groups, G) -> (groups, G) to every agent's returns
+    separately: each agent's G returns of a problem form one group.
+
+    Args:
+        advantages: E.g. :func:`~algorithms.advantages.grpo_advantages`.
+        returns: (B, G, n_agents).
+
+    Returns:
+        Advantages of shape (B, G, n_agents).
+    """
+    num_groups, group_size, n_agents = returns.shape
+    groups = returns.permute(0, 2, 1).reshape(num_groups * n_agents, group_size)
+    return advantages(groups).reshape(num_groups, n_agents, group_size).permute(0, 2, 1)
 
 
 def check_positive(config: Any, *names: str) -> None:

@@ -8,11 +8,12 @@ The only change w.r.t. :class:`~algorithms.learners.base.PolicyGradientLearner` 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
 from algorithms.advantages import grpo_advantages
-from algorithms.learners.base import PolicyGradientConfig, PolicyGradientLearner
+from algorithms.learners.base import PolicyGradientConfig, PolicyGradientLearner, per_agent_groups
 
 
 @dataclass
@@ -36,7 +37,4 @@ class GRPO(PolicyGradientLearner):
 
     def compute_advantages(self, returns: torch.Tensor, team_rewards: torch.Tensor) -> torch.Tensor:
         """Group-standardized advantages of each agent's return, (B, G, n_agents)."""
-        num_groups, group_size, n_agents = returns.shape
-        per_agent_groups = returns.permute(0, 2, 1).reshape(num_groups * n_agents, group_size)
-        advantages = grpo_advantages(per_agent_groups, self.config.eps)
-        return advantages.reshape(num_groups, n_agents, group_size).permute(0, 2, 1)
+        return per_agent_groups(partial(grpo_advantages, eps=self.config.eps), returns)

@@ -9,11 +9,12 @@ so the update does not depend on the reward scale.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
 from algorithms.advantages import softrank_advantages
-from algorithms.learners.base import PolicyGradientConfig, PolicyGradientLearner
+from algorithms.learners.base import PolicyGradientConfig, PolicyGradientLearner, per_agent_groups
 
 
 @dataclass
@@ -39,7 +40,4 @@ class SoftRankPO(PolicyGradientLearner):
 
     def compute_advantages(self, returns: torch.Tensor, team_rewards: torch.Tensor) -> torch.Tensor:
         """Soft-rank advantages of each agent's return within its group, (B, G, n_agents)."""
-        num_groups, group_size, n_agents = returns.shape
-        per_agent_groups = returns.permute(0, 2, 1).reshape(num_groups * n_agents, group_size)
-        advantages = softrank_advantages(per_agent_groups, self.config.tau)
-        return advantages.reshape(num_groups, n_agents, group_size).permute(0, 2, 1)
+        return per_agent_groups(partial(softrank_advantages, tau=self.config.tau), returns)
