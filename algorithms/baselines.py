@@ -31,7 +31,8 @@ _PEER_AGREES = de.PEER_FEATURES.index("agrees_with_me")
 _PEER_OK = de.PEER_FEATURES.index("parse_ok")
 
 
-def _constant(obs: Observations, action: de.MetaAction) -> Actions:
+def constant_actions(obs: Observations, action: de.MetaAction) -> Actions:
+    """``action`` for every agent of every env."""
     return {agent: np.full(len(o["self"]), int(action), dtype=np.int64) for agent, o in obs.items()}
 
 
@@ -41,7 +42,7 @@ class Independent:
     name = "independent"
 
     def act(self, obs: Observations, infos: Infos) -> Actions:
-        return _constant(obs, de.MetaAction.PERSIST)
+        return constant_actions(obs, de.MetaAction.PERSIST)
 
 
 class Debate:
@@ -50,7 +51,7 @@ class Debate:
     name = "debate"
 
     def act(self, obs: Observations, infos: Infos) -> Actions:
-        return _constant(obs, de.MetaAction.REFINE)
+        return constant_actions(obs, de.MetaAction.REFINE)
 
 
 class MinorityConcedes:

@@ -82,7 +82,7 @@ class Constant:
         self.name = action.name.lower()
 
     def act(self, obs, infos):
-        return {agent: np.full(len(infos), self.action, dtype=np.int64) for agent in obs}
+        return baselines.constant_actions(obs, self.action)
 
 
 def responses() -> int:
@@ -209,7 +209,7 @@ def observation_signal(split: str, problems: range, seeds: list[int]) -> dict[st
         x = features[:, de.SELF_FEATURES.index(name)]
         u = stats.mannwhitneyu(x[before], x[~before]).statistic
         signal[f"auc_{name}"] = float(u / (before.sum() * (~before).sum()))
-    *_, infos = venv.step({a: np.full(len(problems), de.MetaAction.REFINE) for a in venv.agents})
+    *_, infos = venv.step(baselines.constant_actions(obs, de.MetaAction.REFINE))
     after = np.concatenate([[info[a]["correct"] for info in infos] for a in venv.agents])
     signal["refine_fixes"] = int((~before & after).sum())
     signal["refine_breaks"] = int((before & ~after).sum())
