@@ -11,7 +11,8 @@ Introspective confidence (``confidence=``):
   next-token log-probabilities: ``P(Yes) / (P(Yes) + P(No))``. A candidate the backend
   could not score (``None``, e.g. outside a server's top log-probs) counts as
   probability 0; if neither could be scored, that turn falls back to ``"verbalized"``
-  in one extra call for all such turns.
+  in one extra call for all such turns. If both have probability 0 (log-prob ``-inf``,
+  or one ``-inf`` and one unscored) the confidence is 0.5: no information.
 - ``"verbalized"``: the model is asked for a number from 0 to 100 (greedy, a few
   tokens); the first number in the reply, clipped to [0, 100], divided by 100. A reply
   without a number gives 0.5 (no information).
@@ -47,6 +48,8 @@ VERBALIZED_MAX_TOKENS = 8
 """Tokens allowed for a verbalized confidence reply (a number from 0 to 100)."""
 VERBALIZED_DEFAULT = 0.5
 """Confidence given when a verbalized reply holds no number."""
+LOGPROB_DEFAULT = 0.5
+"""Confidence given when the critic gives both Yes and No probability 0 (no information)."""
 
 _FIRST_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
@@ -66,18 +69,21 @@ def parse_verbalized(text: str) -> float:
 def yes_probability(result: LogprobResult) -> float | None:
     """``P(Yes) / (P(Yes) + P(No))`` from a critic's scores, ``None`` if neither was scored.
 
-    A candidate the backend could not score counts as probability 0.
+    A candidate the backend could not score counts as probability 0 (log-prob ``-inf``).
+    If both have probability 0 the critic says nothing: ``LOGPROB_DEFAULT`` (0.5).
 
     >>> round(yes_probability(LogprobResult((math.log(0.6), math.log(0.2)), prompt_tokens=9)), 6)
     0.75
     >>> yes_probability(LogprobResult((None, -1.0), prompt_tokens=9))
     0.0
+    >>> yes_probability(LogprobResult((-math.inf, None), prompt_tokens=9))
+    0.5
     """
-    yes, no = result.logprobs
-    if yes is None and no is None:
+    if all(logprob is None for logprob in result.logprobs):
         return None
-    if yes is None or no is None:
-        return 0.0 if yes is None else 1.0
+    yes, no = (-math.inf if logprob is None else logprob for logprob in result.logprobs)
+    if yes == no == -math.inf:
+        return LOGPROB_DEFAULT
     top = max(yes, no)  # subtract the max: stable for very negative log-probs
     p_yes, p_no = math.exp(yes - top), math.exp(no - top)
     return p_yes / (p_yes + p_no)

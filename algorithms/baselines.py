@@ -26,9 +26,6 @@ from algorithms.policy import Actions, Infos, Observations
 _CONF = de.SELF_FEATURES.index("confidence")
 _AGREE = de.SELF_FEATURES.index("peer_agree_share")
 _PLURALITY = de.SELF_FEATURES.index("is_plurality")
-_PEER_CONF = de.PEER_FEATURES.index("confidence")
-_PEER_AGREES = de.PEER_FEATURES.index("agrees_with_me")
-_PEER_OK = de.PEER_FEATURES.index("parse_ok")
 
 
 def constant_actions(obs: Observations, action: de.MetaAction) -> Actions:
@@ -107,28 +104,30 @@ class RandomPolicy:
         return {agent: self.rng.integers(0, len(de.MetaAction), size=len(o["self"])) for agent, o in obs.items()}
 
 
+def _concede_fixes(info: Mapping, agent: str, agents: list[str]) -> bool:
+    """Whether CONCEDE would leave ``agent`` with a correct answer (privileged: reads ``correct``)."""
+    target = info[agent]["concede_target"]
+    return target is not None and info[agents[target]]["correct"]
+
+
 class Oracle:
     """Privileged upper bound: reads correctness from ``infos`` (not a Dec-POMDP policy).
 
-    Correct agents PERSIST; a wrong agent CONCEDEs if the peer it would concede to (the
-    most confident peer with a differing valid decision) is correct, else REFINEs.
+    Correct agents PERSIST; a wrong agent CONCEDEs if the peer CONCEDE would adopt
+    (``infos[agent]["concede_target"]``, computed by the env under its own concede rule)
+    is correct, else REFINEs, the only action that can still fix it.
     """
 
     name = "oracle"
 
     def act(self, obs: Observations, infos: Infos) -> Actions:
-        agents = list(obs)
-        n = len(agents)
-        correct = np.array([[info[a]["correct"] for a in agents] for info in infos])  # (E, n)
+        agents = list(obs)  # in agent-index order, which concede_target indexes
         actions = {}
-        for i, agent in enumerate(agents):
-            peers = obs[agent]["peers"]  # (E, n-1, d)
-            candidate = (peers[..., _PEER_AGREES] < 0.5) & (peers[..., _PEER_OK] > 0.5)
-            key = np.where(candidate, peers[..., _PEER_CONF], -1.0)
-            target = (i + 1 + key.argmax(-1)) % n
-            target_correct = correct[np.arange(len(correct)), target] & (key.max(-1) >= 0)
-            fallback = np.where(target_correct, de.MetaAction.CONCEDE, de.MetaAction.REFINE)
-            actions[agent] = np.where(correct[:, i], de.MetaAction.PERSIST, fallback).astype(np.int64)
+        for agent in agents:
+            correct = np.array([info[agent]["correct"] for info in infos])
+            concede_fixes = np.array([_concede_fixes(info, agent, agents) for info in infos], dtype=bool)
+            fallback = np.where(concede_fixes, de.MetaAction.CONCEDE, de.MetaAction.REFINE)
+            actions[agent] = np.where(correct, de.MetaAction.PERSIST, fallback).astype(np.int64)
         return actions
 
 

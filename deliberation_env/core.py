@@ -8,9 +8,11 @@ Consensus, leave-one-out consensus and observations are computed on arrays.
 
 from __future__ import annotations
 
+import copy
 import functools
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+import numbers
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,6 +24,17 @@ from deliberation_env.spaces import TEXT_CHARSET, TEXT_MAX_LENGTH, MetaAction
 from deliberation_env.tasks import Problem, Task
 
 CONCEDE_RULES = ("most_confident", "plurality")
+REWARD_PARTS = ("local", "global", "token_cost")
+
+
+def is_integer(value: Any) -> bool:
+    """Whether ``value`` is an integer (Python or NumPy), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+
+
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a real number (Python or NumPy), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
 
 
 @dataclass(frozen=True)
@@ -29,6 +42,7 @@ class RewardConfig:
     """Weights of the decomposed reward.
 
     r = reward_scale * (w_local r_local + w_global r_global - lambda_tok tokens / 1000).
+    Every weight is a finite Python or NumPy number, stored as a Python float.
     """
 
     reward_scale: float = 1.0
@@ -39,8 +53,9 @@ class RewardConfig:
     def __post_init__(self) -> None:
         for name in ("reward_scale", "w_local", "w_global", "lambda_tok"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+            if not is_number(value) or not np.isfinite(value):
                 raise TypeError(f"{name} must be a finite number, got {value!r}")
+            object.__setattr__(self, name, float(value))  # frozen: normalize NumPy scalars once, here
         if self.reward_scale <= 0:
             raise ValueError(f"reward_scale must be > 0, got {self.reward_scale!r}")
         for name in ("w_local", "w_global", "lambda_tok"):
@@ -98,8 +113,57 @@ def _sanitize(text: str) -> str:
     return "".join(ch if ch in TEXT_CHARSET else "?" for ch in text[:TEXT_MAX_LENGTH])
 
 
+@dataclass(eq=False)
+class Episode:
+    """The state of ``num_envs`` running episodes: E envs, n agents, every array led by E.
+
+    :class:`DeliberationCore` never changes the episode it holds: a step works on a
+    :meth:`copy` and keeps it only once every solver call has succeeded.
+    """
+
+    problem: list[Problem]
+    parse: list[Callable[[str], str | None]]
+    episode_seed: np.ndarray  # (E,) uint64
+    base_seed: np.ndarray  # (E,) uint64: derive_seed(episode seed, problem id)
+    round: np.ndarray  # (E,) int
+    active: np.ndarray  # (E,) bool: the episode is still running
+    just_ended: np.ndarray  # (E,) bool: the last step ended it
+    last_action: np.ndarray  # (E, n) int, -1 before the first step
+    changed: np.ndarray  # (E, n) bool: the decision changed in the last step
+    answers: np.ndarray  # (E, n) object: Answer
+    keys: np.ndarray  # (E, n) object: the task's decision key, None if unparseable
+    correct: np.ndarray  # (E, n) bool
+    conf: np.ndarray  # (E, n) float in [0, 1]
+    conf_method: np.ndarray  # (E, n) object: str
+    profile: np.ndarray  # (E, n, PROFILE_SIZE) float in [0, 1]
+    step_tokens: np.ndarray  # (2, E, n): prompt and completion tokens of the last reset or step
+    episode_tokens: np.ndarray  # (E, n)
+    reward_parts: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (E, n), of the last step
+    # Derived from the decisions and confidences by DeliberationCore._refresh_consensus:
+    codes: np.ndarray = field(init=False)  # (E, n) decision codes, -1 unparseable
+    same: np.ndarray = field(init=False)  # (E, n, n) bool: i and j hold the same valid decision
+    winner: np.ndarray = field(init=False)  # (E,) a holder of the consensus decision, -1 none
+    loo_winner: np.ndarray = field(init=False)  # (E, n) the winner without agent i
+    consensus_correct: np.ndarray = field(init=False)  # (E,) bool
+    loo_correct: np.ndarray = field(init=False)  # (E, n) bool
+    unanimous: np.ndarray = field(init=False)  # (E,) bool
+    concede_target: np.ndarray = field(init=False)  # (E, n) the agent CONCEDE adopts, -1: acts as PERSIST
+
+    def copy(self) -> Episode:
+        """A copy whose arrays can be changed without touching this episode."""
+        new = copy.copy(self)
+        for name, value in vars(self).items():
+            if isinstance(value, np.ndarray):
+                setattr(new, name, value.copy())
+        return new
+
+
 class DeliberationCore:
-    """State and dynamics of ``num_envs`` deliberation episodes.
+    """Dynamics of ``num_envs`` deliberation episodes; the state is :attr:`episode`.
+
+    ``reset`` and ``step`` are atomic: they compute a new :class:`Episode` and make it
+    current only when every solver call has succeeded and returned valid results, so a
+    call that raises leaves the env exactly as it was.
 
     Args:
         task: The benchmark.
@@ -139,29 +203,42 @@ class DeliberationCore:
             self._solver_groups.setdefault(id(solver), (solver, []))[1].append(agent)
         n = self.n_agents
         self._peer_order = (np.arange(n)[:, None] + np.arange(1, n)[None, :]) % n  # (n, n-1)
-        self.started = False
+        self.episode: Episode | None = None
+
+    @property
+    def started(self) -> bool:
+        """Whether a reset has succeeded (there is an episode to step or observe)."""
+        return self.episode is not None
 
     # ------------------------------------------------------------------ problem lookup
-    def problem_index(self, options: dict[str, Any], rng: np.random.Generator, env: int | None = None) -> int:
+    def problem_index(self, options: Mapping[str, Any], rng: np.random.Generator, env: int | None = None) -> int:
         """The problem chosen by ``options`` (``problem_index`` or ``problem_id``, a value or
         one per env when ``env`` is given), else drawn from ``rng``."""
         if "problem_index" in options and "problem_id" in options:
             raise ValueError("give options 'problem_index' or 'problem_id', not both")
         if "problem_index" in options:
-            index = self._pick(options, "problem_index", env)
-            if isinstance(index, bool) or not isinstance(index, int | np.integer):
-                raise TypeError(f"problem_index must be an integer, got {index!r}")
+            index = self.pick(options, "problem_index", env)
+            if not is_integer(index):
+                raise TypeError(f"options['problem_index'] must be an integer in [0, {len(self.problems)}), got {index!r}")
             if not 0 <= index < len(self.problems):
-                raise ValueError(f"problem_index {index} out of range [0, {len(self.problems)}) for split {self.split!r}")
+                raise ValueError(
+                    f"options['problem_index'] {index} out of range [0, {len(self.problems)}) for split {self.split!r}"
+                )
             return int(index)
         if "problem_id" in options:
-            problem_id = self._pick(options, "problem_id", env)
+            problem_id = self.pick(options, "problem_id", env)
+            if not isinstance(problem_id, str):
+                raise TypeError(f"options['problem_id'] must be a string, got {problem_id!r}")
             if problem_id not in self._problem_ids:
-                raise ValueError(f"unknown problem_id {problem_id!r} in split {self.split!r} of task {self.task.name!r}")
+                raise ValueError(
+                    f"options['problem_id']: unknown problem_id {problem_id!r} in split {self.split!r} "
+                    f"of task {self.task.name!r}"
+                )
             return self._problem_ids[problem_id]
         return int(rng.integers(len(self.problems)))
 
-    def _pick(self, options: dict[str, Any], key: str, env: int | None) -> Any:
+    def pick(self, options: Mapping[str, Any], key: str, env: int | None) -> Any:
+        """``options[key]``, or its entry for ``env`` when one value per env is expected."""
         value = options[key]
         if env is None:
             return value
@@ -171,105 +248,112 @@ class DeliberationCore:
 
     # ------------------------------------------------------------------ reset
     def reset(self, problem_indices: Sequence[int], episode_seeds: Sequence[int]) -> None:
-        """Start every env on its problem: round 0 solve and introspection."""
-        E, n = self.num_envs, self.n_agents
-        self.problem = [self.problems[i] for i in problem_indices]
-        self.episode_seed = np.array(episode_seeds, dtype=np.uint64)
-        self._base_seed = np.array(
-            [derive_seed(int(s), p.id) for s, p in zip(self.episode_seed, self.problem, strict=True)], dtype=np.uint64
-        )
-        self._parse = [functools.partial(self.task.parse, p) for p in self.problem]
-        self.round = np.zeros(E, dtype=np.int64)
-        self.active = np.ones(E, dtype=bool)
-        self.last_action = np.full((E, n), -1, dtype=np.int64)
-        self.changed = np.zeros((E, n), dtype=bool)
-        self.episode_tokens = np.zeros((E, n), dtype=np.int64)
-        self.answers: list[list[Answer]] = [[None] * n for _ in range(E)]  # type: ignore[list-item]
-        self.conf = np.zeros((E, n))
-        self.conf_method = np.full((E, n), "", dtype=object)
-        self.keys: list[list[Hashable | None]] = [[None] * n for _ in range(E)]
-        self.correct = np.zeros((E, n), dtype=bool)
-        self.profile = np.zeros((E, n, PROFILE_SIZE))
+        """Start every env on its problem: round 0 solve and introspection.
 
+        Args:
+            problem_indices: One valid index into :attr:`problems` per env.
+            episode_seeds: One episode seed in [0, 2**64) per env.
+        """
+        E, n = self.num_envs, self.n_agents
+        problem = [self.problems[i] for i in problem_indices]
+        episode_seed = np.array(episode_seeds, dtype=np.uint64)
+        ep = Episode(
+            problem=problem,
+            parse=[functools.partial(self.task.parse, p) for p in problem],
+            episode_seed=episode_seed,
+            base_seed=np.array(
+                [derive_seed(int(s), p.id) for s, p in zip(episode_seed, problem, strict=True)], dtype=np.uint64
+            ),
+            round=np.zeros(E, dtype=np.int64),
+            active=np.ones(E, dtype=bool),
+            just_ended=np.zeros(E, dtype=bool),
+            last_action=np.full((E, n), -1, dtype=np.int64),
+            changed=np.zeros((E, n), dtype=bool),
+            answers=np.full((E, n), None, dtype=object),
+            keys=np.full((E, n), None, dtype=object),
+            correct=np.zeros((E, n), dtype=bool),
+            conf=np.zeros((E, n)),
+            conf_method=np.full((E, n), "", dtype=object),
+            profile=np.zeros((E, n, PROFILE_SIZE)),
+            step_tokens=np.zeros((2, E, n), dtype=np.int64),
+            episode_tokens=np.zeros((E, n), dtype=np.int64),
+            reward_parts={name: np.zeros((E, n)) for name in REWARD_PARTS},
+        )
         cells = [(e, i) for e in range(E) for i in range(n)]
-        tokens = self._apply_answers(self._call("solve", self._turns(cells)))
-        tokens += self._introspect(cells)
-        self.step_tokens = tokens
-        self.episode_tokens += tokens.sum(0)
-        self.reward_parts = {name: np.zeros((E, n)) for name in ("local", "global", "token_cost")}
-        self.just_ended = np.zeros(E, dtype=bool)
-        self._refresh_consensus()
-        self.started = True
+        tokens = self._apply_answers(ep, self._call("solve", self._turns(ep, cells)))
+        tokens += self._introspect(ep, cells)
+        ep.step_tokens = tokens
+        ep.episode_tokens += tokens.sum(0)
+        self._refresh_consensus(ep)
+        self.episode = ep
 
     # ------------------------------------------------------------------ step
     def step(self, actions: np.ndarray) -> np.ndarray:
         """Apply validated actions (E, n) to the active envs; return rewards (E, n)."""
-        live = self.active
-        correct_before = self.correct.copy()
-        keys_before = [row[:] for row in self.keys]
-        targets = self._concede_targets()
+        before = self.episode
+        ep = before.copy()
+        live = before.active
 
         refine_cells = [(int(e), int(i)) for e, i in zip(*np.nonzero(live[:, None] & (actions == MetaAction.REFINE)))]
-        refined = self._call("refine", self._turns(refine_cells, with_peers=True))
+        refined = self._call("refine", self._turns(ep, refine_cells, with_peers=True))
 
         new_answers: dict[tuple[int, int], Answer] = dict(refined)
-        conceding = live[:, None] & (actions == MetaAction.CONCEDE) & (targets >= 0)
+        conceding = live[:, None] & (actions == MetaAction.CONCEDE) & (before.concede_target >= 0)
         for e, i in zip(*np.nonzero(conceding)):
-            peer = self.answers[e][targets[e, i]]
+            peer = before.answers[e, before.concede_target[e, i]]
             new_answers[int(e), int(i)] = Answer(peer.text, peer.decision, peer.profile)  # no tokens spent
-        tokens = self._apply_answers(new_answers)
-        self.round = self.round + live
-        tokens += self._introspect(list(new_answers))
+        tokens = self._apply_answers(ep, new_answers)
+        ep.round = before.round + live
+        tokens += self._introspect(ep, list(new_answers))
 
-        self.changed = np.where(live[:, None], False, self.changed)
+        ep.changed = np.where(live[:, None], False, before.changed)
         for e, i in new_answers:
-            self.changed[e, i] = self.keys[e][i] != keys_before[e][i]
-        self._refresh_consensus()
-        self.last_action = np.where(live[:, None], actions, self.last_action)
-        self.step_tokens = tokens
-        self.episode_tokens += tokens.sum(0)
+            ep.changed[e, i] = ep.keys[e, i] != before.keys[e, i]
+        self._refresh_consensus(ep)
+        ep.last_action = np.where(live[:, None], actions, before.last_action)
+        ep.step_tokens = tokens
+        ep.episode_tokens += tokens.sum(0)
 
-        r_local = self.correct.astype(np.float64) - correct_before
-        r_global = self.consensus_correct[:, None].astype(np.float64) - self.loo_correct
+        r_local = ep.correct.astype(np.float64) - before.correct
+        r_global = ep.consensus_correct[:, None].astype(np.float64) - ep.loo_correct
         cfg = self.rewards
-        self.reward_parts = {
+        ep.reward_parts = {
             "local": np.where(live[:, None], r_local, 0.0),
             "global": np.where(live[:, None], r_global, 0.0),
             "token_cost": np.where(live[:, None], cfg.lambda_tok * tokens.sum(0) / 1000.0, 0.0),
         }
         rewards = cfg.reward_scale * (
-            cfg.w_local * self.reward_parts["local"]
-            + cfg.w_global * self.reward_parts["global"]
-            - self.reward_parts["token_cost"]
+            cfg.w_local * ep.reward_parts["local"]
+            + cfg.w_global * ep.reward_parts["global"]
+            - ep.reward_parts["token_cost"]
         )
-        done = self.round >= self.max_rounds
+        done = ep.round >= self.max_rounds
         if self.stop_on_consensus:
-            done |= self.unanimous
-        self.just_ended = live & done
-        self.active = live & ~done
+            done |= ep.unanimous
+        ep.just_ended = live & done
+        ep.active = live & ~done
+        self.episode = ep
         return rewards
 
     # ------------------------------------------------------------------ helpers
-    def _turns(self, cells: list[tuple[int, int]], with_peers: bool = False) -> dict[tuple[int, int], Turn]:
+    def _turns(self, ep: Episode, cells: list[tuple[int, int]], with_peers: bool = False) -> dict[tuple[int, int], Turn]:
         """Turns of the given (env, agent) cells. A refine turn belongs to the round being
         played (``round + 1``); solve and introspect turns to the current round."""
         if not cells:
             return {}
         envs, agents = np.array(cells).T
-        rounds = self.round[envs] + int(with_peers)
-        seeds = turn_seeds(self._base_seed[envs], agents, rounds).tolist()
-        instructions, answers, conf = self.task.instructions, self.answers, self.conf.tolist()
+        rounds = ep.round[envs] + int(with_peers)
+        seeds = turn_seeds(ep.base_seed[envs], agents, rounds).tolist()
+        instructions, answers, conf = self.task.instructions, ep.answers, ep.conf.tolist()
         peer_order = self._peer_order.tolist()
         turns = {}
         for (e, i), r, seed in zip(cells, rounds.tolist(), seeds, strict=True):
-            problem: Problem = self.problem[e]
+            problem: Problem = ep.problem[e]
             peers: tuple[PeerAnswer, ...] = ()
             if with_peers:
-                peers = tuple(
-                    PeerAnswer(answers[e][j].text, answers[e][j].decision, conf[e][j]) for j in peer_order[i]
-                )
-            turns[e, i] = Turn(problem.question, instructions, self._parse[e], problem.answer, i, r, seed,
-                               answers[e][i], peers)
+                peers = tuple(PeerAnswer(answers[e, j].text, answers[e, j].decision, conf[e][j]) for j in peer_order[i])
+            turns[e, i] = Turn(problem.question, instructions, ep.parse[e], problem.answer, i, r, seed,
+                               answers[e, i], peers)
         return turns
 
     def _call(self, phase: str, turns: dict[tuple[int, int], Turn]) -> dict[tuple[int, int], Any]:
@@ -287,107 +371,141 @@ class DeliberationCore:
             results.update(zip(cells, outputs, strict=True))
         return results
 
-    def _introspect(self, cells: list[tuple[int, int]]) -> np.ndarray:
-        """Introspect the current answers of ``cells``; return (prompt, completion) tokens (2, E, n)."""
-        tokens = np.zeros((2, self.num_envs, self.n_agents), dtype=np.int64)
-        confidences: dict[tuple[int, int], Confidence] = self._call("introspect", self._turns(cells))
-        if not confidences:
-            return tokens
-        index = tuple(np.array(list(confidences)).T)
-        values = list(confidences.values())
-        self.conf[index] = np.clip([c.value for c in values], 0.0, 1.0)
-        self.conf_method[index] = [c.method for c in values]
-        tokens[(0, *index)] = [c.prompt_tokens for c in values]
-        tokens[(1, *index)] = [c.completion_tokens for c in values]
+    def _reject_invalid(self, cells: list[tuple[int, int]], valid: np.ndarray, what: str, got: Sequence[Any]) -> None:
+        """Raise a ``ValueError`` naming the solver of the first cell whose result is not ``valid``."""
+        if valid.all():
+            return
+        k = int(np.argmin(valid))
+        e, i = cells[k]
+        raise ValueError(
+            f"solver {self.team[i].model_id!r} returned {what} for agent_{i} (env {e}), got {got[k]!r}; "
+            "the env is unchanged"
+        )
+
+    def _check_tokens(self, cells: list[tuple[int, int]], results: Sequence[Answer | Confidence]) -> np.ndarray:
+        """(prompt, completion) tokens of ``results`` as a (2, len) array; negative counts are rejected."""
+        tokens = np.array([[r.prompt_tokens for r in results], [r.completion_tokens for r in results]])
+        self._reject_invalid(cells, (tokens >= 0).all(0), "a negative token count", [
+            (r.prompt_tokens, r.completion_tokens) for r in results
+        ])
         return tokens
 
-    def _apply_answers(self, answers: dict[tuple[int, int], Answer]) -> np.ndarray:
-        """Make ``answers`` current (decision keys, correctness, profiles); return their
-        (prompt, completion) tokens as a (2, E, n) array."""
+    def _introspect(self, ep: Episode, cells: list[tuple[int, int]]) -> np.ndarray:
+        """Introspect the current answers of ``cells``; return (prompt, completion) tokens (2, E, n)."""
+        tokens = np.zeros((2, self.num_envs, self.n_agents), dtype=np.int64)
+        confidences: dict[tuple[int, int], Confidence] = self._call("introspect", self._turns(ep, cells))
+        if not confidences:
+            return tokens
+        cells = list(confidences)
+        results = list(confidences.values())
+        given = [c.value for c in results]
+        values = np.array(given, dtype=np.float64)
+        self._reject_invalid(cells, (values >= 0.0) & (values <= 1.0), "a confidence outside [0, 1]", given)
+        index = tuple(np.array(cells).T)
+        tokens[(slice(None), *index)] = self._check_tokens(cells, results)
+        ep.conf[index] = values
+        ep.conf_method[index] = [c.method for c in results]
+        return tokens
+
+    def _apply_answers(self, ep: Episode, answers: dict[tuple[int, int], Answer]) -> np.ndarray:
+        """Make ``answers`` current in ``ep`` (decision keys, correctness, profiles); return
+        their (prompt, completion) tokens as a (2, E, n) array."""
         tokens = np.zeros((2, self.num_envs, self.n_agents), dtype=np.int64)
         if not answers:
             return tokens
-        task, correct = self.task, []
+        cells = list(answers)
+        results = list(answers.values())
+        profiles = [a.profile for a in results]
+        what = f"a profile that is not {PROFILE_SIZE} numbers in [0, 1]"
+        self._reject_invalid(cells, np.array([len(p) == PROFILE_SIZE for p in profiles]), what, profiles)
+        profile = np.array(profiles, dtype=np.float64)
+        self._reject_invalid(cells, ((profile >= 0.0) & (profile <= 1.0)).all(-1), what, profiles)
+        index = tuple(np.array(cells).T)
+        tokens[(slice(None), *index)] = self._check_tokens(cells, results)
+        task = self.task
         for (e, i), answer in answers.items():
-            problem, decision = self.problem[e], answer.decision
-            self.answers[e][i] = answer
-            self.keys[e][i] = None if decision is None else task.decision_key(problem, decision)
-            correct.append(task.is_correct(problem, decision))
-        index = tuple(np.array(list(answers)).T)
-        values = list(answers.values())
-        self.correct[index] = correct
-        self.profile[index] = [a.profile for a in values]
-        tokens[(0, *index)] = [a.prompt_tokens for a in values]
-        tokens[(1, *index)] = [a.completion_tokens for a in values]
+            problem, decision = ep.problem[e], answer.decision
+            ep.answers[e, i] = answer
+            ep.keys[e, i] = None if decision is None else task.decision_key(problem, decision)
+            ep.correct[e, i] = task.is_correct(problem, decision)
+        ep.profile[index] = profile
         return tokens
 
-    def _refresh_consensus(self) -> None:
+    def _refresh_consensus(self, ep: Episode) -> None:
+        """Recompute everything derived from the decisions and confidences of ``ep``."""
         E, n = self.num_envs, self.n_agents
         codes = np.full((E, n), -1, dtype=np.int64)
         for e in range(E):
             table: dict[Hashable, int] = {}
-            for i, key in enumerate(self.keys[e]):
+            for i, key in enumerate(ep.keys[e]):
                 if key is not None:
                     codes[e, i] = table.setdefault(key, len(table))
-        self.codes = codes
-        self.same = (codes[:, :, None] == codes[:, None, :]) & (codes[:, :, None] >= 0)
-        self.winner = plurality_winner(codes, self.conf, self.same)
-        self.loo_winner = leave_one_out_winners(codes, self.conf, self.same)
-        self.consensus_correct = correct_at(self.correct, self.winner)
-        self.loo_correct = correct_at(self.correct, self.loo_winner)
-        self.unanimous = (codes >= 0).all(1) & (codes == codes[:, :1]).all(1)
+        ep.codes = codes
+        ep.same = (codes[:, :, None] == codes[:, None, :]) & (codes[:, :, None] >= 0)
+        ep.winner = plurality_winner(codes, ep.conf, ep.same)
+        ep.loo_winner = leave_one_out_winners(codes, ep.conf, ep.same)
+        ep.consensus_correct = correct_at(ep.correct, ep.winner)
+        ep.loo_correct = correct_at(ep.correct, ep.loo_winner)
+        ep.unanimous = (codes >= 0).all(1) & (codes == codes[:, :1]).all(1)
+        ep.concede_target = self._concede_targets(ep)
 
-    def _concede_targets(self) -> np.ndarray:
-        """(E, n): the peer each agent would concede to, -1 if none (acts as PERSIST)."""
-        differs = ~self.same & (self.codes[:, None, :] >= 0)  # [e, i, j]: j holds a valid decision != i's
+    def _concede_targets(self, ep: Episode) -> np.ndarray:
+        """(E, n): the peer each agent would concede to, -1 if none (acts as PERSIST).
+
+        The one implementation of the CONCEDE rule: the env applies it and reports it in
+        ``infos[agent]["concede_target"]``, which the oracle reads.
+        """
+        differs = ~ep.same & (ep.codes[:, None, :] >= 0)  # [e, i, j]: j holds a valid decision != i's
         n = self.n_agents
         differs[:, np.arange(n), np.arange(n)] = False
         if self.concede_rule == "most_confident":
-            score = self.conf
+            score = ep.conf
         else:  # "plurality": the peers' most voted differing decision, ties by summed confidence
-            score = self.same.sum(-1) * (n + 1.0) + (self.same * self.conf[:, None, :]).sum(-1)
+            score = ep.same.sum(-1) * (n + 1.0) + (ep.same * ep.conf[:, None, :]).sum(-1)
         key = np.where(differs, score[:, None, :], -1.0)
-        target = key.argmax(-1)
+        target = key.argmax(-1)  # ties: the lowest agent index
         return np.where(key.max(-1) >= 0, target, -1)
 
     # ------------------------------------------------------------------ observations
     def observations(self) -> tuple[np.ndarray, np.ndarray]:
         """Self and peer feature arrays: (E, n, d_self) and (E, n, n-1, d_peer), float32."""
+        ep = self.episode
         E, n = self.num_envs, self.n_agents
-        count = self.same.sum(-1)
-        valid = self.codes >= 0
-        round_frac = np.broadcast_to((self.round / self.max_rounds)[:, None], (E, n))
-        is_plurality = self.same[np.arange(E)[:, None], np.arange(n)[None, :], np.maximum(self.winner, 0)[:, None]]
+        count = ep.same.sum(-1)
+        valid = ep.codes >= 0
+        round_frac = np.broadcast_to((ep.round / self.max_rounds)[:, None], (E, n))
+        is_plurality = ep.same[np.arange(E)[:, None], np.arange(n)[None, :], np.maximum(ep.winner, 0)[:, None]]
         self_obs = np.concatenate(
             [
                 np.stack(
                     [
-                        self.conf,
+                        ep.conf,
                         np.where(valid, (count - 1) / (n - 1), 0.0),
                         is_plurality,
                         valid,
-                        self.changed,
+                        ep.changed,
                         round_frac,
                     ],
                     axis=-1,
                 ),
-                self.profile,
+                ep.profile,
             ],
             axis=-1,
         ).astype(np.float32)
         order = self._peer_order  # (n, n-1)
-        agrees = np.take_along_axis(self.same, np.broadcast_to(order, (E, n, n - 1)), axis=2)
-        peer_scalar = np.stack([self.conf, count / n, valid, self.changed], axis=-1)[:, order]  # (E, n, n-1, 4)
+        agrees = np.take_along_axis(ep.same, np.broadcast_to(order, (E, n, n - 1)), axis=2)
+        peer_scalar = np.stack([ep.conf, count / n, valid, ep.changed], axis=-1)[:, order]  # (E, n, n-1, 4)
         peer_obs = np.concatenate(
-            [peer_scalar[..., :1], agrees[..., None], peer_scalar[..., 1:], self.profile[:, order]], axis=-1
+            [peer_scalar[..., :1], agrees[..., None], peer_scalar[..., 1:], ep.profile[:, order]], axis=-1
         ).astype(np.float32)
         return self_obs, peer_obs
 
     def text_observation(self, e: int, i: int) -> str:
         """The situation of agent i in env e as text (for LLM-based meta-policies)."""
-        lines = [f"Question: {self.problem[e].question}", f"Round {int(self.round[e])} of {self.max_rounds}."]
-        lines.append(f"Your answer: {self.answers[e][i].decision} (confidence {self.conf[e, i]:.2f})")
+        ep = self.episode
+        lines = [f"Question: {ep.problem[e].question}", f"Round {int(ep.round[e])} of {self.max_rounds}."]
+        lines.append(f"Your answer: {ep.answers[e, i].decision} (confidence {ep.conf[e, i]:.2f})")
         for k, j in enumerate(self._peer_order[i], start=1):
-            lines.append(f"Peer {k}: {self.answers[e][j].decision} (confidence {self.conf[e, j]:.2f})")
+            lines.append(f"Peer {k}: {ep.answers[e, j].decision} (confidence {ep.conf[e, j]:.2f})")
         lines.append("Choose PERSIST, REFINE or CONCEDE.")
         return _sanitize("\n".join(lines))

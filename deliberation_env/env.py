@@ -28,7 +28,11 @@ The episode terminates after ``max_rounds`` steps, or earlier once all agents ag
   from one's own (ties: lowest index); with ``concede_rule="plurality"``, adopt the peers'
   most voted differing decision instead. If no peer holds a differing valid decision the
   action acts as PERSIST. All agents act on the state before the step: a conceding agent
-  adopts its peer's answer as it was before the peer's own action.
+  adopts its peer's answer as it was before the peer's own action. With ties (equal
+  confidence, or equal votes and summed confidence) the lowest agent index wins, under
+  both rules. ``infos[agent]["concede_target"]`` says which agent CONCEDE would adopt
+  from next step (``None``: it would act as PERSIST); this is the env's one
+  implementation of the rule, and the oracle baseline reads it.
 
 **Consensus.** Plurality vote over valid decisions (decisions agree when the task's
 ``decision_key`` is equal); ties are broken by the summed confidence of the voters, then by
@@ -81,7 +85,26 @@ tokens_i / 1000 <= r <= reward_scale (w_local + w_global). ``infos[agent]`` hold
 ``consensus_correct``, ``decision``, ``confidence``, ``confidence_method``, ``text``,
 ``tokens`` (``prompt``, ``completion``, ``total`` of this step), ``episode_tokens``,
 ``team_reward`` (1.0 if the consensus is correct at the final step, else 0.0), ``round``,
-``action`` and ``problem_id``.
+``action``, ``problem_id`` and ``concede_target`` (the index of the agent whose answer
+CONCEDE would adopt in the next step, ``None`` if it would act as PERSIST; it holds no
+correctness: only a privileged policy such as the oracle pairs it with ``correct``).
+
+**Bad input and faults.** ``reset`` and ``step`` are atomic: they check their arguments,
+make every solver call, check every result, and only then change the env. A call that
+raises (bad actions, a bad ``seed`` or ``options``, a solver or backend error in any
+phase, an invalid solver result) leaves the observations, ``state()``, the round, the
+agents and the env's RNG exactly as they were, so a retry plays as if the failed call
+never happened. ``step`` before the first successful ``reset`` says to call ``reset``.
+
+**Confidence from solvers.** Every confidence a solver returns must be a number in
+[0, 1]; a NaN, an infinity or a value outside [0, 1] raises ``ValueError`` naming the
+solver (``model_id``), the agent and the value, rather than being clamped or replaced:
+such a value is a solver bug, and silently mapping it to some default would train on a
+signal the solver never gave. The same holds for reasoning profiles (six numbers in
+[0, 1]) and token counts (>= 0). Hence observations always lie in the observation space.
+The built-in solvers never trip this: :class:`agents.LLMAgent` maps a critic that gives
+both Yes and No probability 0 to 0.5 (no information) and clips verbalized numbers, and
+the simulated team's confidences are logistic.
 
 **Arguments.**
 
@@ -99,16 +122,25 @@ tokens_i / 1000 <= r <= reward_scale (w_local + w_global). ``infos[agent]`` hold
 - ``render_mode``: ``None`` or ``"ansi"`` (a table of the round).
 - ``task_kwargs``: keyword arguments for a task given by name.
 
+Numbers may be Python or NumPy scalars (``np.int64(3)``, ``np.float32(0.5)``,
+``np.bool_(True)``); they are stored as Python ``int`` / ``float`` / ``bool``. A bool is
+not accepted where a number is meant, nor NaN or an infinity where a finite number is.
+``reset(seed=...)`` takes None or a non-negative integer; ``options["episode_seed"]`` an
+integer in [0, 2**64); ``options["problem_index"]`` an integer in [0, len(env.problems)).
+
 **Version history.**
 
-- v0: initial release.
+- v0: initial release. Added since, without a new version because no dynamics changed
+  for valid input: ``infos[agent]["concede_target"]``; atomic ``reset`` and ``step``;
+  invalid solver results rejected (they used to be clipped, or pass NaN through).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -118,13 +150,16 @@ from pettingzoo import ParallelEnv
 from agents import LLMAgent
 from agents.base import Backend, Solver
 from deliberation_env import spaces as de_spaces
-from deliberation_env.core import CONCEDE_RULES, DeliberationCore, RewardConfig
+from deliberation_env.core import CONCEDE_RULES, DeliberationCore, RewardConfig, is_integer
 from deliberation_env.spaces import MetaAction
 from deliberation_env.tasks import Task
 from deliberation_env.tasks import get as get_task
 
 TeamSpec = str | Backend | Solver | Sequence[str | Backend | Solver]
 OBSERVATIONS = ("vector", "text", "both")
+RESET_OPTIONS = ("problem_index", "problem_id", "episode_seed")
+EPISODE_SEED_LIMIT = 2**64
+"""Episode seeds lie in [0, 2**64)."""
 
 
 @functools.cache
@@ -182,7 +217,7 @@ def build_core(
 ) -> DeliberationCore:
     """Validate the arguments shared by both front-ends and build the engine."""
     for name, value, low in (("n_agents", n_agents, 2), ("max_rounds", max_rounds, 1), ("num_envs", num_envs, 1)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        if not is_integer(value):
             raise TypeError(f"{name} must be an integer, got {value!r}")
         if value < low:
             raise ValueError(f"{name} must be >= {low}, got {value}")
@@ -190,11 +225,13 @@ def build_core(
         raise ValueError(f"concede_rule must be one of {CONCEDE_RULES}, got {concede_rule!r}")
     if observation not in OBSERVATIONS:
         raise ValueError(f"observation must be one of {OBSERVATIONS}, got {observation!r}")
-    if not isinstance(stop_on_consensus, bool):
+    if not isinstance(stop_on_consensus, bool | np.bool_):
         raise TypeError(f"stop_on_consensus must be a bool, got {stop_on_consensus!r}")
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
     rewards = RewardConfig(reward_scale, w_local, w_global, lambda_tok)
+    if task_kwargs is not None and not isinstance(task_kwargs, Mapping):
+        raise TypeError(f"task_kwargs must be a dict or None, got {task_kwargs!r}")
     if isinstance(task, str):
         task = get_task(task, **(task_kwargs or {}))
     elif task_kwargs:
@@ -203,8 +240,33 @@ def build_core(
         raise TypeError(f"task must be a task name or a Task, got {type(task).__name__}")
     return DeliberationCore(
         task, resolve_team(team, int(n_agents)), int(num_envs), int(max_rounds), split, rewards,
-        concede_rule, stop_on_consensus, observation,
+        concede_rule, bool(stop_on_consensus), observation,
     )
+
+
+def check_seed(seed: Any) -> None:
+    """Raise unless ``seed`` (of ``reset``) is None or a non-negative integer."""
+    if seed is not None and not (is_integer(seed) and seed >= 0):
+        raise ValueError(f"reset seed must be None or a non-negative integer, got {seed!r}")
+
+
+def check_options(options: Any) -> dict[str, Any]:
+    """The reset options as a dict; unknown keys warn (Gymnasium ignores them)."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"reset options must be a dict or None, got {options!r}")
+    unknown = set(options) - set(RESET_OPTIONS)
+    if unknown:  # Gymnasium convention: unknown options are ignored (PettingZoo's tests pass some)
+        warnings.warn(f"ignoring unknown reset options {sorted(unknown)}; known: {', '.join(RESET_OPTIONS)}", stacklevel=3)
+    return dict(options)
+
+
+def check_episode_seed(value: Any, where: str) -> int:
+    """``value`` as an episode seed, or an error naming ``where`` it came from and the valid range."""
+    if not (is_integer(value) and 0 <= value < EPISODE_SEED_LIMIT):
+        raise ValueError(f"{where} must be an integer in [0, 2**64), got {value!r}")
+    return int(value)
 
 
 def check_action(agent: str, action: Any) -> int:
@@ -221,20 +283,22 @@ def check_action(agent: str, action: Any) -> int:
 
 def all_infos(core: DeliberationCore, agents: Sequence[str]) -> list[dict[str, dict[str, Any]]]:
     """The per-agent info dicts of every env after a reset or step (one list entry per env)."""
-    rounds, actions = core.round.tolist(), core.last_action.tolist()
-    correct, conf, methods = core.correct.tolist(), core.conf.tolist(), core.conf_method.tolist()
-    consensus, final = core.consensus_correct.tolist(), core.just_ended.tolist()
-    prompt, completion = core.step_tokens.tolist()
-    episode_tokens = core.episode_tokens.tolist()
-    parts = {name: part.tolist() for name, part in core.reward_parts.items()}
+    ep = core.episode
+    rounds, actions = ep.round.tolist(), ep.last_action.tolist()
+    correct, conf, methods = ep.correct.tolist(), ep.conf.tolist(), ep.conf_method.tolist()
+    consensus, final = ep.consensus_correct.tolist(), ep.just_ended.tolist()
+    prompt, completion = ep.step_tokens.tolist()
+    episode_tokens = ep.episode_tokens.tolist()
+    targets = ep.concede_target.tolist()
+    parts = {name: part.tolist() for name, part in ep.reward_parts.items()}
     local, global_, cost = parts["local"], parts["global"], parts["token_cost"]
     infos = []
     for e in range(core.num_envs):
         team_reward = float(consensus[e]) if final[e] else 0.0
-        problem_id = core.problem[e].id
+        problem_id = ep.problem[e].id
         env_infos = {}
         for i, agent in enumerate(agents):
-            answer = core.answers[e][i]
+            answer = ep.answers[e, i]
             env_infos[agent] = {
                 "round": rounds[e],
                 "action": actions[e][i],
@@ -250,6 +314,7 @@ def all_infos(core: DeliberationCore, agents: Sequence[str]) -> list[dict[str, d
                     "total": prompt[e][i] + completion[e][i],
                 },
                 "episode_tokens": episode_tokens[e][i],
+                "concede_target": None if targets[e][i] < 0 else targets[e][i],
                 "team_reward": team_reward,
                 "text": answer.text,
                 "problem_id": problem_id,
@@ -316,23 +381,31 @@ class DeliberationEnv(ParallelEnv):
 
         Returns:
             ``(observations, infos)`` keyed by agent.
+
+        Raises:
+            TypeError, ValueError: On a bad ``seed`` or ``options`` (the message names the
+                argument and its valid range), or invalid solver results. The env is then
+                exactly as before the call.
         """
-        options = dict(options or {})
-        unknown = set(options) - {"problem_index", "problem_id", "episode_seed"}
-        if unknown:  # Gymnasium convention: unknown options are ignored (PettingZoo's tests pass some)
-            warnings.warn(f"ignoring unknown reset options {sorted(unknown)}; known: problem_index, problem_id, episode_seed", stacklevel=2)
-        rng = np.random.default_rng(seed) if seed is not None else self._rng
+        check_seed(seed)
+        options = check_options(options)
+        rng = np.random.default_rng(seed) if seed is not None else copy.deepcopy(self._rng)
         index = self._core.problem_index(options, rng)
         episode_seed = options.get("episode_seed", int(rng.integers(2**63 - 1)))
-        if isinstance(episode_seed, bool) or not isinstance(episode_seed, int | np.integer) or episode_seed < 0:
-            raise ValueError(f"episode_seed must be a non-negative integer, got {episode_seed!r}")
-        self._rng = rng
-        self._core.reset([index], [int(episode_seed)])
+        self._core.reset([index], [check_episode_seed(episode_seed, "options['episode_seed']")])
+        self._rng = rng  # only now: a reset that raised consumed nothing
         self.agents = list(self.possible_agents)
         return self._observations(), all_infos(self._core, self.agents)[0]
 
     def step(self, actions: dict[str, Any]):
-        """Play one round (see the module docstring). Bad input raises and changes nothing."""
+        """Play one round (see the module docstring).
+
+        Raises:
+            TypeError, ValueError: On bad actions, a step before ``reset`` or after the
+                episode ended, or invalid solver results; any error of a solver call
+                propagates. In every case the env is exactly as before the call, and a
+                retry plays the round as if the failed call never happened.
+        """
         if not self.agents:
             raise ValueError("the episode has ended (or never started): call reset() first")
         if not isinstance(actions, dict):
@@ -347,7 +420,7 @@ class DeliberationEnv(ParallelEnv):
         agents = self.agents
         observations = self._observations()
         infos = all_infos(core, agents)[0]
-        ended = bool(core.just_ended[0])
+        ended = bool(core.episode.just_ended[0])
         rewards_out = {a: float(rewards[i]) for i, a in enumerate(agents)}
         terminations = {a: ended for a in agents}
         truncations = {a: False for a in agents}
@@ -378,15 +451,15 @@ class DeliberationEnv(ParallelEnv):
         """With ``render_mode="ansi"``, a table of the round: answer, confidence, last action."""
         if self.render_mode is None or not self._core.started:
             return None
-        core = self._core
-        lines = [(f"problem {core.problem[0].id}  round {int(core.round[0])}/{core.max_rounds}  "
-                 f"consensus correct: {bool(core.consensus_correct[0])}")]
+        ep = self._core.episode
+        lines = [(f"problem {ep.problem[0].id}  round {int(ep.round[0])}/{self.max_rounds}  "
+                 f"consensus correct: {bool(ep.consensus_correct[0])}")]
         lines.append(f"{'agent':<10}{'decision':>14}{'conf':>7}{'correct':>9}  last action")
         for i, agent in enumerate(self.possible_agents):
-            action = core.last_action[0, i]
+            action = ep.last_action[0, i]
             lines.append(
-                f"{agent:<10}{core.answers[0][i].decision!s:>14}{core.conf[0, i]:>7.2f}"
-                f"{bool(core.correct[0, i])!s:>9}  {MetaAction(action).name if action >= 0 else '-'}"
+                f"{agent:<10}{ep.answers[0, i].decision!s:>14}{ep.conf[0, i]:>7.2f}"
+                f"{bool(ep.correct[0, i])!s:>9}  {MetaAction(action).name if action >= 0 else '-'}"
             )
         return "\n".join(lines)
 

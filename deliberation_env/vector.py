@@ -20,14 +20,20 @@ learner puts G rollouts of one problem in one batch.
 
 from __future__ import annotations
 
-import warnings
+import copy
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
 from deliberation_env import spaces as de_spaces
-from deliberation_env.env import all_infos, build_core
+from deliberation_env.env import (
+    all_infos,
+    build_core,
+    check_episode_seed,
+    check_options,
+    check_seed,
+)
 
 
 class DeliberationVectorEnv:
@@ -73,7 +79,9 @@ class DeliberationVectorEnv:
     @property
     def active(self) -> np.ndarray:
         """(E,) bool: envs whose episode is still running."""
-        return self._core.active.copy()
+        if not self._core.started:
+            return np.zeros(self.num_envs, dtype=bool)
+        return self._core.episode.active.copy()
 
     def observation_space(self, agent: str) -> spaces.Dict:
         """The observation space of one agent of one env."""
@@ -84,29 +92,41 @@ class DeliberationVectorEnv:
         return self._action_space
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Reset every env (see the module docstring for per-env options)."""
-        options = dict(options or {})
-        unknown = set(options) - {"problem_index", "problem_id", "episode_seed"}
-        if unknown:  # Gymnasium convention: unknown options are ignored (PettingZoo's tests pass some)
-            warnings.warn(f"ignoring unknown reset options {sorted(unknown)}; known: problem_index, problem_id, episode_seed", stacklevel=2)
-        rng = np.random.default_rng(seed) if seed is not None else self._rng
-        indices = [self._core.problem_index(options, rng, env=e) for e in range(self.num_envs)]
+        """Reset every env (see the module docstring for per-env options).
+
+        Raises:
+            TypeError, ValueError: On a bad ``seed`` or ``options`` (the message names the
+                argument, the env and the valid range), or invalid solver results. Every
+                env is then exactly as before the call.
+        """
+        check_seed(seed)
+        options = check_options(options)
+        core = self._core
+        rng = np.random.default_rng(seed) if seed is not None else copy.deepcopy(self._rng)
+        indices = [core.problem_index(options, rng, env=e) for e in range(self.num_envs)]
         if "episode_seed" in options:
-            seeds = [self._core._pick(options, "episode_seed", e) for e in range(self.num_envs)]
-            if any(isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 0 for s in seeds):
-                raise ValueError(f"episode_seed must be non-negative integers, got {options['episode_seed']!r}")
+            seeds = [
+                check_episode_seed(core.pick(options, "episode_seed", e), f"options['episode_seed'][{e}]")
+                for e in range(self.num_envs)
+            ]
         else:
             seeds = rng.integers(2**63 - 1, size=self.num_envs).tolist()
-        self._rng = rng
-        self._core.reset(indices, [int(s) for s in seeds])
+        core.reset(indices, seeds)
+        self._rng = rng  # only now: a reset that raised consumed nothing
         return self._observations(), self._infos()
 
     def step(self, actions: dict[str, Any]):
-        """Play one round in every running env. Bad input raises and changes nothing."""
+        """Play one round in every running env.
+
+        Raises:
+            TypeError, ValueError: On bad actions, a step before ``reset`` or after every
+                episode ended, or invalid solver results; any error of a solver call
+                propagates. In every case every env is exactly as before the call.
+        """
         core = self._core
         if not core.started:
-            raise ValueError("call reset() before step()")
-        if not core.active.any():
+            raise ValueError("no episode: call reset() before step()")
+        if not core.episode.active.any():
             raise ValueError("every episode has ended: call reset() first")
         if not isinstance(actions, dict):
             raise TypeError(f"actions must be a dict keyed by agent, got {type(actions).__name__}")
@@ -125,7 +145,7 @@ class DeliberationVectorEnv:
                 raise ValueError(f"actions[{agent!r}] must lie in 0..{len(de_spaces.MetaAction) - 1}, got {column}")
             table[:, i] = column
         rewards = core.step(table).astype(np.float32)
-        ended = core.just_ended | ~core.active
+        ended = core.episode.just_ended | ~core.episode.active
         return (
             self._observations(),
             {a: rewards[:, i] for i, a in enumerate(self.agents)},

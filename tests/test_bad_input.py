@@ -88,22 +88,94 @@ def test_bad_config(kwargs, error, message):
         de.parallel_env(**{"team": "simulated", **kwargs})
 
 
+def test_numpy_config_values_are_accepted_as_python_values():
+    python = de.parallel_env(team="simulated", n_agents=3, max_rounds=2, reward_scale=0.5, stop_on_consensus=True)
+    numpy = de.parallel_env(
+        team="simulated",
+        n_agents=np.int64(3),
+        max_rounds=np.int32(2),
+        reward_scale=np.float32(0.5),
+        w_local=np.int64(1),
+        stop_on_consensus=np.bool_(True),
+    )
+    python.reset(seed=3)
+    numpy.reset(seed=3)
+    expected, got = transcript(python, GOOD), transcript(numpy, GOOD)
+    assert got == expected
+    assert all(type(r) is float for r in got[1].values())
+    config = de.RewardConfig(np.float32(0.5), np.int64(2), np.float64(1.0), np.float16(0.0))
+    assert config == de.RewardConfig(0.5, 2.0, 1.0, 0.0)
+    assert all(type(value) is float for value in vars(config).values())
+    venv = de.vector_env(np.int64(2), team="simulated", n_agents=np.int8(2), stop_on_consensus=np.bool_(False))
+    venv.reset(seed=0)
+    assert venv.state().shape == (2, 2 * len(de.SELF_FEATURES))
+
+
 @pytest.mark.parametrize(
-    "options,message",
+    "kwargs,error,message",
     [
-        ({"problem_index": 10**6}, "problem_index 1000000 out of range"),
-        ({"problem_id": "nope"}, "unknown problem_id 'nope'"),
-        ({"problem_index": 1, "problem_id": "x"}, "not both"),
-        ({"episode_seed": -1}, "episode_seed must be a non-negative integer"),
+        ({"n_agents": np.bool_(True)}, TypeError, "n_agents must be an integer"),
+        ({"max_rounds": True}, TypeError, "max_rounds must be an integer"),
+        ({"max_rounds": np.float64(2.0)}, TypeError, "max_rounds must be an integer"),
+        ({"reward_scale": True}, TypeError, "reward_scale must be a finite number"),
+        ({"reward_scale": np.bool_(True)}, TypeError, "reward_scale must be a finite number"),
+        ({"reward_scale": np.float32("inf")}, TypeError, "reward_scale must be a finite number"),
+        ({"w_local": np.float64("nan")}, TypeError, "w_local must be a finite number"),
+        ({"w_local": "1"}, TypeError, "w_local must be a finite number"),
+        ({"stop_on_consensus": 1}, TypeError, "stop_on_consensus must be a bool"),
+        ({"stop_on_consensus": np.int64(1)}, TypeError, "stop_on_consensus must be a bool"),
+        ({"task_kwargs": ["difficulty", 1]}, TypeError, "task_kwargs must be a dict or None"),
     ],
 )
-def test_bad_reset_options(options, message):
+def test_numpy_lookalikes_of_the_wrong_kind_are_rejected(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        de.parallel_env(**{"team": "simulated", **kwargs})
+
+
+@pytest.mark.parametrize(
+    "seed,options,error,message",
+    [
+        (None, {"problem_index": 10**6}, ValueError, r"options\['problem_index'\] 1000000 out of range \[0, \d+\)"),
+        (None, {"problem_index": -1}, ValueError, r"options\['problem_index'\] -1 out of range \[0, \d+\)"),
+        (None, {"problem_index": 2.0}, TypeError, r"options\['problem_index'\] must be an integer in \[0, \d+\)"),
+        (None, {"problem_index": True}, TypeError, r"options\['problem_index'\] must be an integer"),
+        (None, {"problem_id": "nope"}, ValueError, r"options\['problem_id'\]: unknown problem_id 'nope'"),
+        (None, {"problem_id": ["x"]}, TypeError, r"options\['problem_id'\] must be a string"),
+        (None, {"problem_index": 1, "problem_id": "x"}, ValueError, "not both"),
+        (None, {"episode_seed": -1}, ValueError, r"options\['episode_seed'\] must be an integer in \[0, 2\*\*64\)"),
+        (None, {"episode_seed": 2**64}, ValueError, r"options\['episode_seed'\] must be an integer in \[0, 2\*\*64\)"),
+        (None, {"episode_seed": 1.0}, ValueError, r"options\['episode_seed'\] must be an integer"),
+        (None, ["problem_index", 3], TypeError, "reset options must be a dict or None"),
+        (-1, None, ValueError, "reset seed must be None or a non-negative integer, got -1"),
+        (1.5, None, ValueError, "reset seed must be None or a non-negative integer"),
+        ("3", None, ValueError, "reset seed must be None or a non-negative integer"),
+        (True, None, ValueError, "reset seed must be None or a non-negative integer"),
+    ],
+)
+def test_bad_reset_arguments_name_the_argument_and_change_nothing(seed, options, error, message):
+    env = fresh()
+    before = env.state().copy(), list(env.agents)
+    with pytest.raises(error, match=message):
+        env.reset(seed=seed, options=options)
+    np.testing.assert_array_equal(env.state(), before[0])
+    assert env.agents == before[1]
+    assert transcript(env, GOOD) == transcript(fresh(), GOOD)  # same problem, same RNG, same round
+
+
+def test_a_failed_reset_does_not_consume_the_rng():
+    env, reference = fresh(), fresh()
+    with pytest.raises(ValueError, match="episode_seed"):
+        env.reset(options={"episode_seed": 2**64})  # the problem is drawn before the seed is checked
+    _, infos = env.reset()
+    _, expected = reference.reset()
+    assert infos == expected
+
+
+def test_numpy_reset_arguments_are_accepted():
     env = de.parallel_env(team="simulated")
-    env.reset(seed=5)
-    before = env.state().copy()
-    with pytest.raises(ValueError, match=message):
-        env.reset(options=options)
-    np.testing.assert_array_equal(env.state(), before)
+    _, infos = env.reset(seed=np.int64(2), options={"problem_index": np.int32(4), "episode_seed": np.uint64(2**64 - 1)})
+    _, expected = de.parallel_env(team="simulated").reset(seed=2, options={"problem_index": 4, "episode_seed": 2**64 - 1})
+    assert infos == expected
 
 
 def test_vector_env_bad_actions():
@@ -118,5 +190,11 @@ def test_vector_env_bad_actions():
         venv.step({**good, "agent_0": np.array([0, 3, 0])})
     with pytest.raises(ValueError, match="one per env"):
         venv.reset(options={"problem_index": [0, 1]})
+    with pytest.raises(ValueError, match=r"options\['episode_seed'\]\[2\] must be an integer in \[0, 2\*\*64\)"):
+        venv.reset(options={"episode_seed": [0, 1, 2**64]})
+    with pytest.raises(ValueError, match=r"options\['problem_index'\] -1 out of range"):
+        venv.reset(options={"problem_index": [0, 1, -1]})
+    with pytest.raises(ValueError, match="reset seed must be None or a non-negative integer"):
+        venv.reset(seed=-3)
     _, _rewards, _, _, infos = venv.step(good)
     assert infos[0]["agent_0"]["round"] == 1
