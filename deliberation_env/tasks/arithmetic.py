@@ -19,11 +19,12 @@ splits are disjoint.
 
 from __future__ import annotations
 
+import numbers
 import random
 from collections.abc import Callable, Sequence
 from functools import cache
 
-from deliberation_env.tasks.base import Problem, check_split
+from deliberation_env.tasks.base import Problem, check_split, positive_int
 from deliberation_env.tasks.numeric import NumericTask
 
 LEVELS = (1, 2, 3, 4, 5)
@@ -99,9 +100,11 @@ class ArithmeticTask(NumericTask):
     """Procedural arithmetic (see the module docstring for the levels).
 
     Args:
-        difficulty: Level 1 (single-digit sums) to 5 (multi-step word problems).
-        n_train: Number of train problems.
-        n_test: Number of test problems (disjoint from train).
+        difficulty: Level 1 (single-digit sums) to 5 (multi-step word problems), an
+            integer (NumPy integers too; not a float or a boolean, which would quietly
+            seed other problems).
+        n_train: Number of train problems, an integer >= 1.
+        n_test: Number of test problems (disjoint from train), an integer >= 1.
 
     Example:
         >>> task = ArithmeticTask(difficulty=1)
@@ -113,12 +116,10 @@ class ArithmeticTask(NumericTask):
     name = "arithmetic"
 
     def __init__(self, difficulty: int = DEFAULT_DIFFICULTY, n_train: int = 800, n_test: int = 200) -> None:
-        if difficulty not in LEVELS:
-            raise ValueError(f"difficulty must be one of {LEVELS}, got {difficulty!r}")
-        if not (isinstance(n_train, int) and isinstance(n_test, int) and n_train >= 1 and n_test >= 1):
-            raise ValueError(f"n_train and n_test must be integers >= 1, got {n_train!r}, {n_test!r}")
-        self.difficulty = difficulty
-        self._problems = _generate(difficulty, n_train, n_test)
+        if isinstance(difficulty, bool) or not isinstance(difficulty, numbers.Integral) or difficulty not in LEVELS:
+            raise ValueError(f"difficulty must be one of the integers {LEVELS}, got {difficulty!r}")
+        self.difficulty = int(difficulty)
+        self._problems = _generate(self.difficulty, positive_int("n_train", n_train), positive_int("n_test", n_test))
 
     def problems(self, split: str) -> Sequence[Problem]:
         """The fixed problems of ``split``."""

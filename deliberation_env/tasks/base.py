@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+import numbers
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -61,3 +62,39 @@ def check_split(split: str) -> str:
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
     return split
+
+
+def positive_int(name: str, value: Any) -> int:
+    """``value`` as an ``int`` if it is an integer >= 1 (NumPy integers too, booleans not).
+
+    >>> positive_int("limit", 3)
+    3
+    >>> positive_int("limit", True)
+    Traceback (most recent call last):
+    ...
+    ValueError: limit must be an integer >= 1, got True
+
+    Raises:
+        ValueError: Naming the argument ``name`` otherwise.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def selection(name: str, values: Iterable[Any] | None) -> frozenset[Any] | None:
+    """A selection argument (``levels``, ``types``, ``subjects``) as a set; ``None`` stays ``None``.
+
+    Raises:
+        TypeError: If ``values`` is a single string (``"Algebra"``, which would select its
+            letters), naming ``name``.
+        ValueError: If ``values`` is empty (which would select nothing), naming ``name``.
+    """
+    if values is None:
+        return None
+    if isinstance(values, str):
+        raise TypeError(f"{name} must be a list of values, not the string {values!r} (write [{values!r}])")
+    chosen = frozenset(values)
+    if not chosen:
+        raise ValueError(f"{name} is empty, which selects no problems; use None for all")
+    return chosen

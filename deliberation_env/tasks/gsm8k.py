@@ -2,6 +2,12 @@
 
 Each line has ``question`` and ``answer``; the reference is the number after ``####``.
 "1,000", "$18" and "18.0" are all canonicalised (18, 1000, ...), so equal numbers agree.
+
+A directory with ``train.jsonl`` and ``test.jsonl`` (the release's layout) keeps its own
+split. A single file is split deterministically, half and half, by a hash of each
+question's normalized text (:func:`~deliberation_env.tasks.sources.hash_split` of
+:func:`~deliberation_env.tasks.sources.question_key`), so copies of a question land in
+the same split and the test split is never trained on.
 """
 
 from __future__ import annotations
@@ -10,27 +16,36 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from deliberation_env.tasks.base import Problem, check_split
-from deliberation_env.tasks.jsonl import field, load_problems, split_files
+from deliberation_env.tasks.base import SPLITS, Problem, check_split, positive_int
 from deliberation_env.tasks.numeric import NumericTask, canonical_number
+from deliberation_env.tasks.sources import load_split, question_key, require
 
 
-def _reference(path: Path, number: int, record: dict[str, Any]) -> str:
-    answer = field(path, number, record, "answer")
+def _reference(where: str, record: dict[str, Any]) -> str:
+    """The number after the last ``####`` of the record's answer."""
+    answer = require(where, record, "answer")
     if "####" not in answer:
-        raise ValueError(f"{path}:{number}: answer has no '#### <number>' line")
+        raise ValueError(f"{where}: answer has no '#### <number>' line")
     reference = canonical_number(answer.rsplit("####", 1)[1])
     if reference is None:
-        raise ValueError(f"{path}:{number}: the text after '####' is not a number: {answer.rsplit('####', 1)[1]!r}")
+        raise ValueError(f"{where}: the text after '####' is not a number: {answer.rsplit('####', 1)[1]!r}")
     return reference
 
 
 class GSM8KTask(NumericTask):
     """GSM8K from a directory with ``train.jsonl`` and ``test.jsonl`` (or one file).
 
+    Ids are ``gsm8k-<split>-<index in split>``.
+
     Args:
-        path: The directory (or a single JSONL file used for both splits).
-        limit: Keep only the first ``limit`` problems of each split (``None``: all).
+        path: The directory (its own split) or a single JSONL file (hash-split by
+            question, see the module docstring).
+        limit: Keep only the first ``limit`` problems of each split (``None``: all); an
+            integer >= 1 (NumPy integers too).
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist.
+        ValueError: On a bad ``limit`` or a malformed record (naming ``path:line``).
     """
 
     name = "gsm8k"
@@ -39,13 +54,17 @@ class GSM8KTask(NumericTask):
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"no such file or directory: {self.path} (GSM8K needs a local copy)")
-        if limit is not None and (not isinstance(limit, int) or limit < 1):
-            raise ValueError(f"limit must be None or an integer >= 1, got {limit!r}")
-        self.limit = limit
-        self._cache: dict[str, tuple[Problem, ...]] = {}
+        self.limit = None if limit is None else positive_int("limit", limit)
+        self._problems = {split: self._load(split) for split in SPLITS}
+
+    def _load(self, split: str) -> tuple[Problem, ...]:
+        """Every problem of ``split``, in file order."""
+        records = load_split(self.path, split, lambda where, r: question_key(require(where, r, "question")))
+        return tuple(
+            Problem(f"gsm8k-{split}-{index}", require(where, record, "question"), _reference(where, record))
+            for index, (where, record) in enumerate(records)
+        )
 
     def problems(self, split: str) -> Sequence[Problem]:
         """The problems of ``split`` (first ``limit`` only, if set)."""
-        if check_split(split) not in self._cache:
-            self._cache[split] = load_problems(split_files(self.path, split), f"gsm8k-{split}", "question", _reference)
-        return self._cache[split][: self.limit]
+        return self._problems[check_split(split)][: self.limit]

@@ -1,61 +1,27 @@
-"""Question/answer JSONL files: the ``jsonl`` task and the reader GSM8K shares."""
+"""Question/answer JSONL files: the ``jsonl`` task."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Hashable, Iterator, Sequence
+import re
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
-from deliberation_env.tasks.base import Problem, check_split
+from deliberation_env.tasks.base import SPLITS, Problem, check_split
 from deliberation_env.tasks.numeric import NUMERIC_INSTRUCTIONS, canonical_number, extract_number
+from deliberation_env.tasks.sources import (
+    Record,
+    load_split,
+    question_key,
+    require,
+    require_answer,
+)
 
 TEXT_INSTRUCTIONS = "Think step by step. End with a line of the form 'Answer: X'."
 
+ANSWER_KINDS = ("auto", "numeric", "text")
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, record)`` for each non-blank line of a JSONL file.
-
-    Raises:
-        FileNotFoundError: If ``path`` does not exist.
-        ValueError: On a line that is not a JSON object, naming ``path:line``.
-    """
-    if not path.is_file():
-        raise FileNotFoundError(f"no such JSONL file: {path}")
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{number}: not valid JSON ({error.msg})") from None
-            if not isinstance(record, dict):
-                raise ValueError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")  # noqa: TRY004 (bad data, not a bad argument)
-            yield number, record
-
-
-def field(path: Path, number: int, record: dict[str, Any], name: str) -> str:
-    """The string field ``name`` of a record, or a ``ValueError`` naming ``path:line``."""
-    if name not in record:
-        raise ValueError(f"{path}:{number}: missing field {name!r} (fields: {', '.join(record)})")
-    return str(record[name])
-
-
-def split_files(path: str | Path, split: str) -> Path:
-    """The file of ``split``: ``path`` itself if a file, else ``path/<split>.jsonl``."""
-    path = Path(path)
-    return path if path.is_file() else path / f"{check_split(split)}.jsonl"
-
-
-def load_problems(
-    path: Path, prefix: str, question_field: str, answer_of: Callable[[Path, int, dict[str, Any]], str]
-) -> tuple[Problem, ...]:
-    """Read problems from a JSONL file; ``answer_of`` extracts the reference decision."""
-    return tuple(
-        Problem(f"{prefix}-{index}", field(path, number, record, question_field), answer_of(path, number, record))
-        for index, (number, record) in enumerate(read_jsonl(path))
-    )
+_ANSWER_MARKER = re.compile("answer:", re.IGNORECASE)
 
 
 def canonical_text(text: str) -> str:
@@ -66,54 +32,100 @@ def canonical_text(text: str) -> str:
 class JSONLTask:
     """Any JSONL file of questions and answers.
 
-    Numeric answers (every reference parses as a number) are compared as numbers;
-    otherwise answers are short texts compared case- and space-insensitively, read from
-    an ``Answer: X`` line of the model's text.
+    **Splits.** A directory with ``train.jsonl`` and ``test.jsonl`` keeps its own split.
+    A single file is split deterministically, half and half, by a hash of each question's
+    normalized text (:func:`~deliberation_env.tasks.sources.hash_split` of
+    :func:`~deliberation_env.tasks.sources.question_key`): the split does not depend on
+    the file's order, and copies of a question always land in the same split, so the
+    test split is never trained on.
+
+    **Answers.** With ``answers="auto"`` the task is numeric when every answer of *both*
+    splits is a number, and text otherwise (``task.numeric`` says which). Numeric
+    answers are compared as numbers (``"1,000"`` equals ``1000``); text answers are
+    compared case- and space-insensitively, read from an ``Answer: X`` line of the
+    model's text. ``answers="numeric"`` insists on numbers: an answer that is not one is
+    an error naming its ``path:line``. ``answers="text"`` compares every answer as text.
+
+    Ids are ``<file stem>-<split>-<index in split>``.
 
     Args:
-        path: A JSONL file (used for both splits) or a directory with ``train.jsonl``
-            and ``test.jsonl``.
-        question_field: Name of the question field.
-        answer_field: Name of the answer field.
+        path: A JSONL file (hash-split) or a directory with ``train.jsonl`` and ``test.jsonl``.
+        question_field: Name of the question field (a non-empty string in every record).
+        answer_field: Name of the answer field (a non-empty string or a number).
+        answers: ``"auto"``, ``"numeric"`` or ``"text"`` (see above).
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist.
+        ValueError: On a bad ``answers`` or a malformed record (naming ``path:line``).
     """
 
     name = "jsonl"
 
-    def __init__(self, path: str | Path, question_field: str = "question", answer_field: str = "answer") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        question_field: str = "question",
+        answer_field: str = "answer",
+        answers: str = "auto",
+    ) -> None:
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"no such file or directory: {self.path}")
+        if answers not in ANSWER_KINDS:
+            raise ValueError(f"answers must be one of {ANSWER_KINDS}, got {answers!r}")
         self.question_field, self.answer_field = question_field, answer_field
-        self._cache: dict[str, tuple[Problem, ...]] = {}
-        self.numeric = all(canonical_number(p.answer) is not None for p in self._load("test"))
-        self.instructions = NUMERIC_INSTRUCTIONS if self.numeric else TEXT_INSTRUCTIONS
-
-    def _load(self, split: str) -> tuple[Problem, ...]:
-        if split not in self._cache:
-            file = split_files(self.path, split)
-            self._cache[split] = load_problems(
-                file, f"{file.stem}-{split}", self.question_field,
-                lambda p, n, r: field(p, n, r, self.answer_field),
+        records = {
+            split: load_split(
+                self.path, split, lambda where, r: question_key(require(where, r, question_field))
             )
-        return self._cache[split]
+            for split in SPLITS
+        }
+        if answers == "auto":
+            answers = "numeric" if all(
+                canonical_number(require_answer(where, r, answer_field)) is not None
+                for located in records.values()
+                for where, r in located
+            ) else "text"
+        self.numeric = answers == "numeric"
+        self.instructions = NUMERIC_INSTRUCTIONS if self.numeric else TEXT_INSTRUCTIONS
+        self._problems = {split: self._build(split, records[split]) for split in SPLITS}
 
-    def problems(self, split: str) -> Sequence[Problem]:
-        """The problems of ``split``, answers in canonical form."""
+    def _build(self, split: str, records: list[Record]) -> tuple[Problem, ...]:
+        """The problems of one split, in file order."""
         return tuple(
-            Problem(p.id, p.question, self._canonical(p.answer), p.meta) for p in self._load(check_split(split))
+            Problem(
+                f"{self.path.stem}-{split}-{index}",
+                require(where, record, self.question_field),
+                self._reference(where, record),
+            )
+            for index, (where, record) in enumerate(records)
         )
 
-    def _canonical(self, answer: str) -> str:
-        return canonical_number(answer) if self.numeric else canonical_text(answer)
+    def _reference(self, where: str, record: dict[str, Any]) -> str:
+        """A record's answer in canonical form (``ValueError`` naming ``where`` if it has none)."""
+        answer = require_answer(where, record, self.answer_field)
+        if self.numeric:
+            reference = canonical_number(answer)
+            if reference is None:
+                raise ValueError(f"{where}: answer {answer!r} is not a number (the task is numeric)")
+            return reference
+        reference = canonical_text(answer)
+        if not reference:
+            raise ValueError(f"{where}: answer {answer!r} is empty once normalized")
+        return reference
+
+    def problems(self, split: str) -> Sequence[Problem]:
+        """The problems of ``split``, answers in canonical form, in file order."""
+        return self._problems[check_split(split)]
 
     def parse(self, problem: Problem, text: str) -> str | None:
         """The number (numeric tasks) or the text after the last ``Answer:``."""
         if self.numeric:
             return extract_number(text)
-        marker = text.lower().rfind("answer:")
-        if marker < 0:
+        markers = list(_ANSWER_MARKER.finditer(text))
+        if not markers:
             return None
-        return canonical_text(text[marker + len("answer:"):].split("\n")[0]) or None
+        return canonical_text(text[markers[-1].end():].split("\n")[0]) or None
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:
         """Exact match of canonical answers."""

@@ -9,7 +9,9 @@ Hugging Face ids):
   and ``types`` select problems).
 - ``aime``, ``amc``: JSONL with ``problem`` and ``answer``.
 
-A single file is split by a hash of the problem text (half train, half test).
+A directory with ``train.jsonl`` and ``test.jsonl`` keeps its own split. A single file
+is split by a hash of the normalized problem text (half train, half test), so copies of
+a problem land in the same split. Problem ids must be unique within a task.
 
 Decisions are the model's final answer as a LaTeX string: the content of its last
 ``\\boxed{...}`` (braces balanced), else what follows the last "The answer is". Two
@@ -35,8 +37,14 @@ from typing import Any
 
 from math_verify import LatexExtractionConfig, parse, verify
 
-from deliberation_env.tasks.base import SPLITS, Problem, check_split
-from deliberation_env.tasks.sources import load_split, require
+from deliberation_env.tasks.base import SPLITS, Problem, check_split, selection
+from deliberation_env.tasks.sources import (
+    check_unique_ids,
+    load_split,
+    question_key,
+    require,
+    require_answer,
+)
 
 CHECK_TIMEOUT_S = 5
 """Seconds allowed to each math-verify parse or comparison (main thread only)."""
@@ -143,28 +151,34 @@ class _CompetitionMath:
 
     def __init__(self, path: str | Path) -> None:
         self.path = path
-        self._cache: dict[str, tuple[Problem, ...]] = {}
-        for split in SPLITS:  # fail now, not mid-episode, on a bad path or record
-            self.problems(split)
+        located = {  # read both splits now: fail here, not mid-episode, on a bad record
+            split: [
+                (where, self._problem(where, record))
+                for where, record in load_split(
+                    path, split, lambda where, r: question_key(require(where, r, "problem"))
+                )
+            ]
+            for split in SPLITS
+        }
+        check_unique_ids(located)
+        self._problems = self._select(
+            {split: tuple(problem for _, problem in pairs) for split, pairs in located.items()}
+        )
 
     def problems(self, split: str) -> Sequence[Problem]:
         """The problems of ``split``, in file order."""
-        if check_split(split) not in self._cache:
-            records = load_split(self.path, split, lambda where, r: require(where, r, "problem"))
-            self._cache[split] = tuple(self._select(self._problem(w, r) for w, r in records))
-        return self._cache[split]
+        return self._problems[check_split(split)]
 
     def _problem(self, where: str, record: dict[str, Any]) -> Problem:
         """One problem from a record (``ValueError`` naming ``where`` if malformed)."""
-        answer = _squeeze(require(where, record, "answer"))
-        if not answer:
-            raise ValueError(f"{where}: empty answer")
+        answer = _squeeze(require_answer(where, record, "answer"))
         return Problem(
             _problem_id(self.name, where, record), require(where, record, "problem"), answer
         )
 
-    def _select(self, problems: Iterable[Problem]) -> Iterable[Problem]:
-        return problems
+    def _select(self, splits: dict[str, tuple[Problem, ...]]) -> dict[str, tuple[Problem, ...]]:
+        """The problems to keep of each split (all of them; MATH selects levels and types)."""
+        return splits
 
     def parse(self, problem: Problem, text: str) -> str | None:
         """The final answer in ``text`` (see :func:`extract_answer`)."""
@@ -180,10 +194,14 @@ class _CompetitionMath:
 
 
 def _problem_id(task: str, where: str, record: dict[str, Any]) -> str:
-    """The record's own id (``unique_id`` or ``id``) if it has one, else ``task:where``."""
+    """The record's own id (``unique_id`` or ``id``: a string or an integer) if it has one,
+    else ``task:where``."""
     for field in ("unique_id", "id"):
-        if record.get(field) is not None:
-            return f"{task}:{record[field]}"
+        value = record.get(field)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return f"{task}:{value}"
+        if value is not None:
+            return f"{task}:{require(where, record, field)}"
     return f"{task}:{where}"
 
 
@@ -192,14 +210,15 @@ class MathTask(_CompetitionMath):
 
     Args:
         path: A directory with ``train.jsonl`` and ``test.jsonl``, one JSONL file
-            (hash-split), or a Hugging Face dataset id.
+            (hash-split by problem text), or a Hugging Face dataset id.
         levels: Keep only these levels (e.g. ``(4, 5)`` or ``("Level 5",)``); ``None``: all.
         types: Keep only these subjects (e.g. ``("Algebra",)``); ``None``: all.
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
         ValueError: On a malformed line (naming ``path:line``), e.g. a solution without
-            ``\\boxed{}``.
+            ``\\boxed{}``, a problem id used twice, or ``levels``/``types`` that select
+            a level or subject the data does not have.
     """
 
     name = "math"
@@ -210,37 +229,63 @@ class MathTask(_CompetitionMath):
         levels: Iterable[int | str] | None = None,
         types: Iterable[str] | None = None,
     ) -> None:
-        self.levels = None if levels is None else {_level(level) for level in levels}
-        self.types = None if types is None else set(types)
+        chosen_levels = selection("levels", levels)
+        self.levels = None if chosen_levels is None else {_level(level) for level in chosen_levels}
+        self.types = selection("types", types)
         super().__init__(path)
 
     def _problem(self, where: str, record: dict[str, Any]) -> Problem:
         if record.get("answer") is not None:
-            answer = _squeeze(str(record["answer"]))
+            answer = _squeeze(require_answer(where, record, "answer"))
         else:
             answer = last_boxed(require(where, record, "solution"))
         if not answer:
             raise ValueError(
                 f"{where}: the solution has no \\boxed{{...}} answer (and no 'answer' field)"
             )
-        meta = {key: record[key] for key in ("level", "type", "solution") if key in record}
+        meta = {
+            key: require(where, record, key)
+            for key in ("type", "solution")
+            if record.get(key) is not None
+        }
+        if record.get("level") is not None:
+            meta["level"] = _level(_level_field(where, record))
         return Problem(
             _problem_id(self.name, where, record), require(where, record, "problem"), answer, meta
         )
 
-    def _select(self, problems: Iterable[Problem]) -> Iterable[Problem]:
-        for problem in problems:
-            if self.levels is not None and _level(problem.meta.get("level", "")) not in self.levels:
-                continue
-            if self.types is not None and problem.meta.get("type") not in self.types:
-                continue
-            yield problem
+    def _select(self, splits: dict[str, tuple[Problem, ...]]) -> dict[str, tuple[Problem, ...]]:
+        """Keep the problems of the chosen levels and types (``ValueError`` if one is absent)."""
+        everything = [problem for problems in splits.values() for problem in problems]
+        for argument, wanted, field in (("levels", self.levels, "level"), ("types", self.types, "type")):
+            found = {problem.meta[field] for problem in everything if field in problem.meta}
+            if wanted is not None and not wanted <= found:
+                raise ValueError(
+                    f"{argument}: {', '.join(sorted(wanted - found))} not found in {self.path}; "
+                    f"it has: {', '.join(sorted(found)) or f'no {field!r} field'}"
+                )
+        return {split: tuple(filter(self._chosen, problems)) for split, problems in splits.items()}
+
+    def _chosen(self, problem: Problem) -> bool:
+        return (self.levels is None or problem.meta.get("level") in self.levels) and (
+            self.types is None or problem.meta.get("type") in self.types
+        )
 
 
 def _level(level: int | str) -> str:
     """``5``, ``"5"`` and ``"Level 5"`` all become ``"Level 5"``."""
+    if isinstance(level, bool) or not isinstance(level, int | str):
+        raise TypeError(f"levels must hold integers or strings like 'Level 5', got {level!r}")
     text = str(level).strip()
     return text if text.startswith("Level") else f"Level {text}"
+
+
+def _level_field(where: str, record: dict[str, Any]) -> int | str:
+    """The record's ``level``: an integer or a string (``ValueError`` naming ``where`` otherwise)."""
+    level = record["level"]
+    if isinstance(level, int) and not isinstance(level, bool):
+        return level
+    return require(where, record, "level")
 
 
 class AIMETask(_CompetitionMath):

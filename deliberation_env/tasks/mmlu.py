@@ -7,10 +7,14 @@ Two layouts are read:
   ``question, A, B, C, D, answer`` with ``answer`` a letter. ``<subject>_test.csv`` form
   the ``test`` split; ``<subject>_dev.csv`` and ``<subject>_val.csv`` (the few-shot and
   validation questions) form ``train``.
-- **JSONL** (a directory with ``train.jsonl``/``test.jsonl``, one file split by a hash of
-  the question, or a Hugging Face id such as ``"cais/mmlu:all"``): ``question``, the
-  options as ``choices`` (a list of four) or fields ``A``-``D``, ``answer`` as a letter or
-  an index 0-3, and optionally ``subject``.
+- **JSONL** (a directory with ``train.jsonl``/``test.jsonl``, kept as it is; one file
+  split by a hash of the normalized question text, so copies of a question share a
+  split; or a Hugging Face id such as ``"cais/mmlu:all"``): ``question``, the options as
+  ``choices`` (a list of four strings or numbers) or fields ``A``-``D``, ``answer`` as a
+  letter or an index 0-3, and optionally ``subject`` and ``id`` (unique within the task).
+
+Files are UTF-8 (a leading byte-order mark is allowed); a bad row or record is an error
+naming ``path:line``.
 
 Decisions are the letters ``A``-``D``.
 """
@@ -18,13 +22,22 @@ Decisions are the letters ``A``-``D``.
 from __future__ import annotations
 
 import csv
+import io
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from deliberation_env.tasks.base import Problem, check_split
-from deliberation_env.tasks.sources import load_split, require
+from deliberation_env.tasks.base import SPLITS, Problem, check_split, selection
+from deliberation_env.tasks.sources import (
+    check_unique_ids,
+    load_split,
+    optional_text,
+    question_key,
+    read_text,
+    require,
+    require_answer,
+)
 
 LETTERS = ("A", "B", "C", "D")
 
@@ -78,9 +91,11 @@ class MMLUTask:
 
     def __init__(self, path: str | Path, subjects: Iterable[str] | None = None) -> None:
         self.path = path
-        self.subjects = None if subjects is None else frozenset(subjects)
-        self._cache: dict[str, tuple[Problem, ...]] = {}
-        found = {p.meta["subject"] for split in ("train", "test") for p in self._load(split)}
+        self.subjects = selection("subjects", subjects)
+        located = {split: self._load(split) for split in SPLITS}
+        check_unique_ids(located)
+        self._problems = {split: tuple(p for _, p in pairs) for split, pairs in located.items()}
+        found = {p.meta["subject"] for problems in self._problems.values() for p in problems}
         if self.subjects is not None and not self.subjects <= found:
             unknown = ", ".join(sorted(self.subjects - found))
             raise ValueError(
@@ -91,25 +106,18 @@ class MMLUTask:
         """The problems of ``split`` of the selected subjects, ordered by subject, then file order."""
         return tuple(
             p
-            for p in self._load(check_split(split))
+            for p in self._problems[check_split(split)]
             if self.subjects is None or p.meta["subject"] in self.subjects
         )
 
-    def _load(self, split: str) -> tuple[Problem, ...]:
-        if split not in self._cache:
-            if _is_csv_release(Path(self.path)):
-                problems = [
-                    problem
-                    for file in _csv_files(Path(self.path), split)
-                    for problem in _read_csv(file)
-                ]
-            else:
-                records = load_split(
-                    self.path, split, lambda where, r: require(where, r, "question")
-                )
-                problems = [_from_record(where, record) for where, record in records]
-            self._cache[split] = tuple(problems)
-        return self._cache[split]
+    def _load(self, split: str) -> list[tuple[str, Problem]]:
+        """Every problem of ``split``, with where each was read."""
+        if _is_csv_release(Path(self.path)):
+            return [located for file in _csv_files(Path(self.path), split) for located in _read_csv(file)]
+        records = load_split(
+            self.path, split, lambda where, r: question_key(require(where, r, "question"))
+        )
+        return [(where, _from_record(where, record)) for where, record in records]
 
     def parse(self, problem: Problem, text: str) -> str | None:
         """The chosen letter (see :func:`extract_letter`)."""
@@ -141,22 +149,23 @@ def _csv_files(path: Path, split: str) -> list[Path]:
     )
 
 
-def _read_csv(file: Path) -> list[Problem]:
-    """The problems of one subject's CSV file (no header: question, A, B, C, D, answer)."""
+def _read_csv(file: Path) -> list[tuple[str, Problem]]:
+    """The problems of one subject's CSV file (no header: question, A, B, C, D, answer),
+    with where each was read."""
     subject = file.name.rsplit("_", 1)[0]
     problems = []
-    with file.open(encoding="utf-8", newline="") as rows:
-        reader = csv.reader(rows)
-        for row in reader:
-            where = f"{file}:{reader.line_num}"
-            if len(row) != 6:
-                raise ValueError(
-                    f"{where}: expected 6 columns (question, A, B, C, D, answer), got {len(row)}"
-                )
-            answer = _letter(where, row[5])
-            problems.append(
-                _problem(f"mmlu:{file.stem}:{len(problems)}", subject, row[0], row[1:5], answer)
+    reader = csv.reader(io.StringIO(read_text(file), newline=""))
+    for row in reader:
+        where = f"{file}:{reader.line_num}"
+        if len(row) != 6:
+            raise ValueError(
+                f"{where}: expected 6 columns (question, A, B, C, D, answer), got {len(row)}"
             )
+        if not row[0].strip():
+            raise ValueError(f"{where}: the question is empty")
+        answer = _letter(where, row[5])
+        problem_id = f"mmlu:{file.stem}:{len(problems)}"
+        problems.append((where, _problem(problem_id, subject, row[0], row[1:5], answer)))
     return problems
 
 
@@ -166,14 +175,30 @@ def _from_record(where: str, record: dict[str, Any]) -> Problem:
         choices = record["choices"]
         if not isinstance(choices, list | tuple) or len(choices) != 4:
             raise ValueError(f"{where}: 'choices' must be a list of four options, got {choices!r}")
+        choices = _options(where, [f"choices[{i}]" for i in range(4)], choices)
     else:
-        choices = [require(where, record, letter) for letter in LETTERS]
-    answer = _letter(where, require(where, record, "answer"))
-    subject = str(record.get("subject") or "unknown")
-    problem_id = f"mmlu:{record['id']}" if record.get("id") is not None else f"mmlu:{where}"
-    return _problem(
-        problem_id, subject, require(where, record, "question"), [str(c) for c in choices], answer
-    )
+        missing = [letter for letter in LETTERS if letter not in record]
+        if missing:
+            raise ValueError(f"{where}: no 'choices' and missing option fields {', '.join(missing)}")
+        choices = _options(where, LETTERS, [record[letter] for letter in LETTERS])
+    answer = _letter(where, require_answer(where, record, "answer"))
+    subject = optional_text(where, record, "subject") or "unknown"
+    problem_id = f"mmlu:{_record_id(where, record)}" if record.get("id") is not None else f"mmlu:{where}"
+    return _problem(problem_id, subject, require(where, record, "question"), choices, answer)
+
+
+def _options(where: str, names: Sequence[str], values: Sequence[Any]) -> list[str]:
+    """The four options as strings (each a string, possibly empty, or a number)."""
+    for name, value in zip(names, values, strict=True):
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise ValueError(f"{where}: option {name} must be a string or a number, got {value!r}")  # noqa: TRY004 (bad data, not a bad argument)
+    return [str(value) for value in values]
+
+
+def _record_id(where: str, record: dict[str, Any]) -> str:
+    """A record's ``id``: a string or an integer (``ValueError`` naming ``where`` otherwise)."""
+    value = record["id"]
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else require(where, record, "id")
 
 
 def _letter(where: str, answer: str) -> str:

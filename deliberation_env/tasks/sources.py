@@ -1,31 +1,37 @@
-"""Where benchmark records come from, and the fixed split of single-split sources.
+"""Where benchmark records come from, how they are read, and the fixed split of single-split sources.
 
 A *source* is one of:
 
-- a directory holding ``train.jsonl`` and ``test.jsonl`` (the source's own splits);
+- a directory holding ``train.jsonl`` and ``test.jsonl`` (the source's own splits, kept
+  as they are);
 - one JSONL file: its records are split by :func:`hash_split` of a per-task key (the
-  problem text, or the problem id), so the split is fixed, disjoint, independent of
-  the file's order, and duplicates of a problem land in the same split;
+  normalized problem text, see :func:`question_key`, or a real problem id), so the
+  split is fixed, disjoint, independent of the file's order, and duplicates of a
+  problem land in the same split;
 - a Hugging Face dataset id, optionally ``"id:config"`` (e.g. ``"cais/mmlu:all"``), when
   the ``datasets`` package is installed and the hub (or its cache) can be reached. Its
   ``train`` and ``test`` splits are used if it has both (with no ``train``, its ``dev``
   and ``validation`` splits form ``train``), otherwise its only split is hash-split like
   a single file.
 
-Records come with *where* they were read (``"path:line"``, or ``"id[split]:row"``), which
-every error about a record names.
+Data files are UTF-8 (a leading byte-order mark is allowed). Records come with *where*
+they were read (``"path:line"``, or ``"id[split]:row"``), which every error about a
+record names: text that is not UTF-8, a line that is not one JSON object (``NaN``,
+``Infinity`` and repeated keys included), a missing, ``null``, empty or mistyped field.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
-from collections.abc import Callable
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from deliberation_env.tasks.base import check_split
-from deliberation_env.tasks.jsonl import read_jsonl
+from deliberation_env.tasks.base import Problem, check_split
 
 TEST_FRACTION = 0.5
 """Share of a single-split source's problems that :func:`hash_split` puts in ``test``."""
@@ -47,11 +53,130 @@ def hash_split(key: str) -> str:
     return "test" if int.from_bytes(digest[:8], "big") < TEST_FRACTION * 2**64 else "train"
 
 
+def question_key(text: str) -> str:
+    """The normalized form of a problem text that :func:`hash_split` places: runs of
+    whitespace made single spaces, case folded, so copies that differ only in spacing or
+    case share a split.
+
+    >>> question_key("  What  IS 1 + 1? ") == question_key("what is 1 + 1?")
+    True
+    """
+    return " ".join(text.split()).casefold()
+
+
+def read_text(path: Path) -> str:
+    """The text of a UTF-8 data file, without a leading byte-order mark.
+
+    Raises:
+        ValueError: If the file is not UTF-8, naming ``path:line`` of the first bad byte.
+    """
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ValueError(
+            f"{path}:{line}: not UTF-8 text (byte {data[error.start]:#04x}); data files must be UTF-8"
+        ) from None
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, record)`` for each non-blank line of a JSONL file.
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist.
+        ValueError: On text that is not UTF-8 or a line that is not one JSON object
+            (``NaN``, ``Infinity`` and a key given twice count as invalid), naming ``path:line``.
+    """
+    if not path.is_file():
+        raise FileNotFoundError(f"no such JSONL file: {path}")
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line, object_pairs_hook=_object, parse_constant=_reject_constant)
+        except ValueError as error:  # json.JSONDecodeError is a ValueError, as are the hooks'
+            reason = error.msg if isinstance(error, json.JSONDecodeError) else error
+            raise ValueError(f"{path}:{number}: not valid JSON ({reason})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")  # noqa: TRY004 (bad data, not a bad argument)
+        yield number, record
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (JSON would silently keep the last)."""
+    repeated = [key for key, count in Counter(key for key, _ in pairs).items() if count > 1]
+    if repeated:
+        raise ValueError(f"key {', '.join(map(repr, repeated))} given more than once")
+    return dict(pairs)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def require(where: str, record: dict[str, Any], name: str) -> str:
-    """The field ``name`` of a record as a string; a ``ValueError`` naming ``where`` if absent."""
-    if name not in record or record[name] is None:
+    """The text field ``name`` of a record: a non-empty string.
+
+    Raises:
+        ValueError: Naming ``where`` and the field if it is missing, ``null``, not a
+            string or only whitespace.
+    """
+    value = _present(where, record, name)
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: field {name!r} must be a string, got {type(value).__name__} {value!r}")  # noqa: TRY004 (bad data, not a bad argument)
+    if not value.strip():
+        raise ValueError(f"{where}: field {name!r} is empty")
+    return value
+
+
+def require_answer(where: str, record: dict[str, Any], name: str) -> str:
+    """The answer field ``name`` of a record as text: a non-empty string, or a finite
+    JSON number (``204`` gives ``"204"``).
+
+    Raises:
+        ValueError: Naming ``where`` and the field if it is missing, ``null``, a boolean,
+            a list or object, a non-finite number, or an empty string.
+    """
+    value = _present(where, record, name)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ValueError(f"{where}: field {name!r} must be a finite number, got {value!r}")
+        return str(value)
+    return require(where, record, name)
+
+
+def optional_text(where: str, record: dict[str, Any], name: str) -> str | None:
+    """The optional text field ``name``: ``None`` if absent or ``null``, else as :func:`require`."""
+    return None if record.get(name) is None else require(where, record, name)
+
+
+def _present(where: str, record: dict[str, Any], name: str) -> Any:
+    if name not in record:
         raise ValueError(f"{where}: missing field {name!r} (fields: {', '.join(map(str, record))})")
-    return str(record[name])
+    if record[name] is None:
+        raise ValueError(f"{where}: field {name!r} is null")
+    return record[name]
+
+
+def check_unique_ids(splits: Mapping[str, Sequence[tuple[str, Problem]]]) -> None:
+    """Refuse a problem id used twice in a task (within or across splits).
+
+    Args:
+        splits: For each split, its problems with where each was read.
+
+    Raises:
+        ValueError: Naming both places that hold the repeated id.
+    """
+    first: dict[str, str] = {}
+    for located in splits.values():
+        for where, problem in located:
+            if problem.id in first:
+                raise ValueError(
+                    f"{where}: problem id {problem.id!r} is already used at {first[problem.id]}; "
+                    "ids must be unique within a task"
+                )
+            first[problem.id] = where
 
 
 def load_split(

@@ -60,9 +60,10 @@ def test_gsm8k_reads_local_jsonl(tmp_path):
     ],
 )
 def test_gsm8k_malformed_lines_name_file_and_line(tmp_path, line, message):
+    write_jsonl(tmp_path / "train.jsonl", [{"question": "fine", "answer": "#### 2"}])
     write_jsonl(tmp_path / "test.jsonl", [{"question": "ok", "answer": "#### 1"}, line])
     with pytest.raises(ValueError, match=message):
-        de.tasks.get("gsm8k", path=tmp_path).problems("test")
+        de.tasks.get("gsm8k", path=tmp_path)
 
 
 def test_gsm8k_missing_path():
@@ -73,14 +74,15 @@ def test_gsm8k_missing_path():
 def test_jsonl_task_numeric_and_text(tmp_path):
     numeric = write_jsonl(tmp_path / "n.jsonl", [{"q": "2+2?", "a": "4.0"}])
     task = de.tasks.get("jsonl", path=numeric, question_field="q", answer_field="a")
-    problem = task.problems("test")[0]
+    (problem,) = task.problems("train") + task.problems("test")  # one file: hash-split
     assert task.numeric and problem.answer == "4"
     assert task.is_correct(problem, task.parse(problem, "It is 4."))
     text = write_jsonl(tmp_path / "t.jsonl", [{"question": "Capital of France?", "answer": "Paris"}])
     task = de.tasks.get("jsonl", path=text)
-    problem = task.problems("train")[0]
+    (problem,) = task.problems("train") + task.problems("test")
     assert not task.numeric
     assert task.is_correct(problem, task.parse(problem, "Let me think.\nAnswer:  paris."))
+    assert task.is_correct(problem, task.parse(problem, "ANSWER: no.\nİİ think. Answer: Paris"))
     assert task.parse(problem, "no marker here") is None
 
 

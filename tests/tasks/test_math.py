@@ -198,10 +198,13 @@ def test_answer_field_takes_precedence_and_ids_are_kept(tmp_path):
         "answer": "2",
         "unique_id": "test/algebra/7.json",
     }
-    write_jsonl(tmp_path / "train.jsonl", [record])
+    write_jsonl(tmp_path / "train.jsonl", [{**record, "unique_id": "train/algebra/7.json"}])
     write_jsonl(tmp_path / "test.jsonl", [record])
     (problem,) = MathTask(tmp_path).problems("test")
     assert (problem.id, problem.answer) == ("math:test/algebra/7.json", "2")
+    write_jsonl(tmp_path / "train.jsonl", [record])  # the test problem's id again
+    with pytest.raises(ValueError, match=r"test\.jsonl:1: problem id 'math:test/algebra/7\.json' is already used at .*train\.jsonl:1"):
+        MathTask(tmp_path)
 
 
 @pytest.mark.parametrize(
