@@ -81,14 +81,18 @@ class JSONLTask:
             for split in SPLITS
         }
         if answers == "auto":
-            answers = "numeric" if all(
-                canonical_number(require_answer(where, r, answer_field)) is not None
-                for located in records.values()
-                for where, r in located
-            ) else "text"
+            answers = "numeric" if self._all_numeric(records) else "text"
         self.numeric = answers == "numeric"
         self.instructions = NUMERIC_INSTRUCTIONS if self.numeric else TEXT_INSTRUCTIONS
         self._problems = {split: self._build(split, records[split]) for split in SPLITS}
+
+    def _all_numeric(self, records: dict[str, list[Record]]) -> bool:
+        """Whether every answer of every split is a number."""
+        return all(
+            canonical_number(require_answer(where, record, self.answer_field)) is not None
+            for located in records.values()
+            for where, record in located
+        )
 
     def _build(self, split: str, records: list[Record]) -> tuple[Problem, ...]:
         """The problems of one split, in file order."""

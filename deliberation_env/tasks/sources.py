@@ -112,6 +112,7 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _reject_constant(name: str) -> Any:
+    """Refuse ``NaN``, ``Infinity`` and ``-Infinity``, which Python's ``json`` accepts."""
     raise ValueError(f"{name} is not a JSON number")
 
 

@@ -55,9 +55,11 @@ def test_binary_garbage_names_the_file_and_line(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", LOADERS)
-def test_a_byte_order_mark_is_accepted(tmp_path, name):
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_byte_order_mark_is_accepted(tmp_path, name, newline):
     path = tmp_path / "data.jsonl"
-    path.write_bytes(b"\xef\xbb\xbf" + "".join(line + "\n" for line in _lines(name, 6)).encode("utf-8"))
+    text = "".join(line + newline for line in _lines(name, 6)).encode("utf-8")
+    path.write_bytes(b"\xef\xbb\xbf" + text)
     task = _load(name, path)
     problems = task.problems("train") + task.problems("test")
     assert len(problems) == 6
@@ -119,6 +121,9 @@ def test_mmlu_csv_files_accept_a_bom_and_refuse_bad_bytes(tmp_path):
     assert problem.question.startswith("Is it?") and problem.answer == "A"
     (data / "bad_test.csv").write_bytes(b"Ok?,a,b,c,d,A\nBad,\xff,b,c,d,A\n")
     with pytest.raises(ValueError, match=r"bad_test\.csv:2: not UTF-8 text"):
+        tasks.get("mmlu", path=tmp_path)
+    (data / "bad_test.csv").write_text("Ok?,a,b,c,d,A\n ,a,b,c,d,A\n")
+    with pytest.raises(ValueError, match=r"bad_test\.csv:2: the question is empty"):
         tasks.get("mmlu", path=tmp_path)
 
 
