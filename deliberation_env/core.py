@@ -130,8 +130,8 @@ class Episode:
     just_ended: np.ndarray  # (E,) bool: the last step ended it
     last_action: np.ndarray  # (E, n) int, -1 before the first step
     changed: np.ndarray  # (E, n) bool: the decision changed in the last step
-    answers: np.ndarray  # (E, n) object: Answer
-    keys: np.ndarray  # (E, n) object: the task's decision key, None if unparseable
+    answers: list[list[Answer]]  # [e][i]
+    keys: list[list[Hashable | None]]  # [e][i]: the task's decision key, None if unparseable
     correct: np.ndarray  # (E, n) bool
     conf: np.ndarray  # (E, n) float in [0, 1]
     conf_method: np.ndarray  # (E, n) object: str
@@ -150,11 +150,13 @@ class Episode:
     concede_target: np.ndarray = field(init=False)  # (E, n) the agent CONCEDE adopts, -1: acts as PERSIST
 
     def copy(self) -> Episode:
-        """A copy whose arrays can be changed without touching this episode."""
+        """A copy whose arrays and answer rows can be changed without touching this episode."""
         new = copy.copy(self)
         for name, value in vars(self).items():
             if isinstance(value, np.ndarray):
                 setattr(new, name, value.copy())
+        new.answers = [row[:] for row in self.answers]
+        new.keys = [row[:] for row in self.keys]
         return new
 
 
@@ -269,8 +271,8 @@ class DeliberationCore:
             just_ended=np.zeros(E, dtype=bool),
             last_action=np.full((E, n), -1, dtype=np.int64),
             changed=np.zeros((E, n), dtype=bool),
-            answers=np.full((E, n), None, dtype=object),
-            keys=np.full((E, n), None, dtype=object),
+            answers=[[None] * n for _ in range(E)],  # type: ignore[list-item]  # filled by the solve below
+            keys=[[None] * n for _ in range(E)],
             correct=np.zeros((E, n), dtype=bool),
             conf=np.zeros((E, n)),
             conf_method=np.full((E, n), "", dtype=object),
@@ -300,7 +302,7 @@ class DeliberationCore:
         new_answers: dict[tuple[int, int], Answer] = dict(refined)
         conceding = live[:, None] & (actions == MetaAction.CONCEDE) & (before.concede_target >= 0)
         for e, i in zip(*np.nonzero(conceding)):
-            peer = before.answers[e, before.concede_target[e, i]]
+            peer = before.answers[e][before.concede_target[e, i]]
             new_answers[int(e), int(i)] = Answer(peer.text, peer.decision, peer.profile)  # no tokens spent
         tokens = self._apply_answers(ep, new_answers)
         ep.round = before.round + live
@@ -308,7 +310,7 @@ class DeliberationCore:
 
         ep.changed = np.where(live[:, None], False, before.changed)
         for e, i in new_answers:
-            ep.changed[e, i] = ep.keys[e, i] != before.keys[e, i]
+            ep.changed[e, i] = ep.keys[e][i] != before.keys[e][i]
         self._refresh_consensus(ep)
         ep.last_action = np.where(live[:, None], actions, before.last_action)
         ep.step_tokens = tokens
@@ -351,9 +353,9 @@ class DeliberationCore:
             problem: Problem = ep.problem[e]
             peers: tuple[PeerAnswer, ...] = ()
             if with_peers:
-                peers = tuple(PeerAnswer(answers[e, j].text, answers[e, j].decision, conf[e][j]) for j in peer_order[i])
+                peers = tuple(PeerAnswer(answers[e][j].text, answers[e][j].decision, conf[e][j]) for j in peer_order[i])
             turns[e, i] = Turn(problem.question, instructions, ep.parse[e], problem.answer, i, r, seed,
-                               answers[e, i], peers)
+                               answers[e][i], peers)
         return turns
 
     def _call(self, phase: str, turns: dict[tuple[int, int], Turn]) -> dict[tuple[int, int], Any]:
@@ -425,8 +427,8 @@ class DeliberationCore:
         task = self.task
         for (e, i), answer in answers.items():
             problem, decision = ep.problem[e], answer.decision
-            ep.answers[e, i] = answer
-            ep.keys[e, i] = None if decision is None else task.decision_key(problem, decision)
+            ep.answers[e][i] = answer
+            ep.keys[e][i] = None if decision is None else task.decision_key(problem, decision)
             ep.correct[e, i] = task.is_correct(problem, decision)
         ep.profile[index] = profile
         return tokens
@@ -504,8 +506,8 @@ class DeliberationCore:
         """The situation of agent i in env e as text (for LLM-based meta-policies)."""
         ep = self.episode
         lines = [f"Question: {ep.problem[e].question}", f"Round {int(ep.round[e])} of {self.max_rounds}."]
-        lines.append(f"Your answer: {ep.answers[e, i].decision} (confidence {ep.conf[e, i]:.2f})")
+        lines.append(f"Your answer: {ep.answers[e][i].decision} (confidence {ep.conf[e, i]:.2f})")
         for k, j in enumerate(self._peer_order[i], start=1):
-            lines.append(f"Peer {k}: {ep.answers[e, j].decision} (confidence {ep.conf[e, j]:.2f})")
+            lines.append(f"Peer {k}: {ep.answers[e][j].decision} (confidence {ep.conf[e, j]:.2f})")
         lines.append("Choose PERSIST, REFINE or CONCEDE.")
         return _sanitize("\n".join(lines))

@@ -298,7 +298,7 @@ def all_infos(core: DeliberationCore, agents: Sequence[str]) -> list[dict[str, d
         problem_id = ep.problem[e].id
         env_infos = {}
         for i, agent in enumerate(agents):
-            answer = ep.answers[e, i]
+            answer = ep.answers[e][i]
             env_infos[agent] = {
                 "round": rounds[e],
                 "action": actions[e][i],
@@ -458,7 +458,7 @@ class DeliberationEnv(ParallelEnv):
         for i, agent in enumerate(self.possible_agents):
             action = ep.last_action[0, i]
             lines.append(
-                f"{agent:<10}{ep.answers[0, i].decision!s:>14}{ep.conf[0, i]:>7.2f}"
+                f"{agent:<10}{ep.answers[0][i].decision!s:>14}{ep.conf[0, i]:>7.2f}"
                 f"{bool(ep.correct[0, i])!s:>9}  {MetaAction(action).name if action >= 0 else '-'}"
             )
         return "\n".join(lines)
