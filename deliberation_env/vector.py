@@ -16,6 +16,11 @@ its final state) until the next reset; stepping after every env has ended is an 
 ``problem_index`` / ``problem_id`` and ``episode_seed``. Envs with equal problem and
 episode seed share round 0 exactly (common random numbers), which is how a group
 learner puts G rollouts of one problem in one batch.
+
+``reset`` and ``step`` are atomic for the whole batch, as in the parallel env: a call
+that raises (bad input, a solver or backend fault in any phase, an invalid solver
+result) leaves every env, and the RNG, exactly as they were. ``infos[e][agent]`` holds
+the same keys as the parallel env's, ``concede_target`` included.
 """
 
 from __future__ import annotations
