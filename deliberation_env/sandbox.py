@@ -1,92 +1,114 @@
-"""Run model-written Python in a sandbox: a fresh, limited process, never the env's.
+"""Run model-written Python in a sandbox, and judge it with tests it cannot reach.
 
->>> result = run_python("print(6 * 7)", timeout_s=10)
->>> result.passed, result.reason, result.stdout
-(True, 'passed', '42\\n')
+>>> run_python("print(6 * 7)", timeout_s=10).stdout
+'42\\n'
+>>> request = JudgeRequest("def add(a, b):\\n    return a + b\\n", "def check(f):\\n    assert f(2, 3) == 5\\n", "add")
+>>> verdict = judge_python(request)
+>>> verdict.passed, verdict.reason
+(True, 'passed')
 
-Every call starts a fresh interpreter (``python -I -S``: no ``PYTHON*`` variables, no
-user site-packages, and the env's site-packages on ``sys.path`` without running their
-``.pth`` files) with the code on stdin, and waits for it at most ``timeout_s`` seconds of
-wall-clock time. :func:`run_many` runs many programs concurrently (threads
-that each wait on one process), which is how HumanEval checks stay fast.
+Two APIs:
 
-What is isolated, and how (the *isolation* of a result says which mode ran):
+* :func:`run_python` / :func:`run_many` run a program; ``SandboxResult.passed`` means only
+  that it *ran to its end*. The code shares the process that reports this, so a program
+  written to deceive can fake it: it is **not a verdict**.
+* :func:`judge_python` / :func:`judge_many` give the **verdict** on a candidate program
+  from trusted tests (``check(candidate)``, HumanEval's form). One interpreter starts per
+  check; it forks two processes. The *candidate* runs the program and then only answers
+  calls of its entry point: arguments in, the result (or the exception's type name) out,
+  both as plain built-in values (``None``, ``bool``, ``int``, ``float``, ``complex``,
+  ``str``, ``bytes``, ``list``, ``tuple``, ``dict``, ``set``, ``frozenset``; exact types, no
+  pickle, depth and size limits: ``deliberation_env/_sandbox_codec.py``). The *judge*
+  runs the task's setup (the prompt's helpers), binds the entry point to a proxy whose
+  calls the candidate answers, evaluates the probe expressions, calls ``check(proxy)`` and
+  alone writes the verdict to a socket the candidate never holds. Anything that is not a
+  decodable answer (an object of the candidate's own class, an exit, a crash, silence
+  until the timeout) fails; exit codes, output and files are never evidence of passing.
+  The judge reads the tests after the candidate was forked, so they are never in its
+  memory, and the task's data files can be hidden from it (``hidden_paths``).
 
-* **Always** (``"rlimits"`` mode and up):
+  How this differs from EvalPlus (``evalplus.eval.untrusted_check``): EvalPlus computes
+  the expected outputs from the reference solution in the trusted parent, but the
+  comparison ``out == expected`` runs inside the process that executes the candidate,
+  which reports the outcome through shared memory (``multiprocessing.Value``/``Array``)
+  it can write itself, and its ``reliability_guard`` (disabling ``os.kill``,
+  ``shutil.rmtree``, ...) is a guard against accidents, not a boundary. Here the
+  candidate's process decides nothing: the comparison runs in another process under
+  another uid, on values decoded by the judge, and the candidate has no descriptor of
+  the verdict channel.
 
-  - Hard resource limits, set before the code runs: CPU time (``RLIMIT_CPU``, one
-    second above ``timeout_s``), address space (``RLIMIT_AS``: ``memory_mb``), processes
-    and threads (``RLIMIT_NPROC``: ``max_processes``, see below for how exact), size of
-    any file written, stdout and stderr included (``RLIMIT_FSIZE``), open files
-    (``RLIMIT_NOFILE``), no core dumps.
-  - Wall clock: after ``timeout_s`` the sandbox is killed. After every run, whatever
-    the code started is killed too: in namespace mode by the kernel, as root by killing
-    every process of the run's uid, otherwise by killing its process group (processes
-    that left the group with ``setsid`` then survive until their CPU-time limit, or
-    forever if they only sleep).
-  - A scrubbed environment: only ``PATH``, ``LANG``, ``HOME``/``TMPDIR`` (the temporary
-    working directory) and single-thread settings for numeric libraries. The parent's
-    variables are never passed.
-  - A temporary working directory, removed afterwards.
-  - The code's parent is a supervisor process, not the env: ``os.kill(os.getppid(), 9)``
-    cannot reach the env (in namespace mode it fails; otherwise it ends the sandbox).
-  - ``socket.socket`` is replaced by a class that refuses to open: a guard against
-    accidents only; code can still reach ``_socket`` or ``ctypes``.
-  - Standard streams: stdin is empty; stdout and stderr are kept up to
-    ``MAX_OUTPUT_CHARS`` characters each.
+What is guaranteed, and how (``isolation`` on every result says which mode ran):
 
-* **When the env runs as root and the kernel allows namespaces** (``"namespaces"`` mode,
-  the case in the project's containers):
+* **Always** (``"rlimits"`` mode and up): hard resource limits set before the code runs
+  (``RLIMIT_CPU`` one second above ``timeout_s``, ``RLIMIT_AS`` ``memory_mb`` *per
+  process*, ``RLIMIT_NPROC`` ``max_processes``, ``RLIMIT_FSIZE`` on every file written,
+  stdout and stderr included, 64 descriptors, no core dumps); the wall clock (after
+  ``timeout_s`` the sandbox is killed, and whatever the code started is killed after
+  every run: by the kernel in namespace mode, as root by killing every process of the
+  run's uids, otherwise by killing its process group); a scrubbed environment (``PATH``,
+  ``LANG``, ``HOME``/``TMPDIR``, single-thread settings for numeric libraries); a
+  temporary working directory, removed afterwards; a supervisor between the code and
+  the env; ``socket.socket`` refusing to open (a guard against accidents only); stdin
+  empty; stdout and stderr kept up to ``MAX_OUTPUT_CHARS`` characters. The bootstrap,
+  supervisor and judge are non-dumpable (``PR_SET_DUMPABLE`` 0): a process of the same
+  uid can neither ptrace them nor open their ``/proc/<pid>/fd`` or ``mem``.
 
-  - The code runs as a dedicated, unprivileged uid (a fresh one per run, with no
-    account): it cannot write anything that is not world-writable, cannot read the env's
-    ``/proc/<pid>/environ`` or any file readable only by its owner, and cannot signal
-    processes of other users. ``RLIMIT_NPROC`` then counts only this run's processes and
-    threads, so a fork bomb stops at ``max_processes``.
-  - New PID namespace: the code's supervisor is PID 1; when it exits or is killed, the
-    kernel kills every process the code started.
-  - New network namespace with no interfaces (not even loopback up): no network at all.
-  - New mount namespace with private, size-limited tmpfs on ``/tmp``, ``/var/tmp`` and
-    ``/dev/shm`` (the working directory is on it): files written there vanish with the
-    run and never reach the host's disks. A directory others may not enter that holds
-    the interpreter's libraries (pyenv under ``/root``) is covered by an empty tmpfs
-    with only those libraries mounted back, so the rest of it stays invisible.
+* **As root, with namespaces** (``"namespaces"`` mode, the project's containers and CI):
+  the verdict is unforgeable by the candidate. The candidate and the judge each run as
+  their own unprivileged uid, allocated without collision across processes (see
+  :func:`_sandbox_uids`), so ``RLIMIT_NPROC`` is exact and the candidate can signal,
+  ptrace or read the ``/proc`` entries of no other process, the judge included. New PID
+  (the supervisor is PID 1: when it ends the kernel kills everything left), network (no
+  interfaces), IPC (SysV shared memory, semaphores and queues die with the run) and UTS
+  namespaces. A mount namespace in which every mount is read-only except private,
+  size-limited tmpfs on ``/tmp``, ``/var/tmp`` and ``/dev/shm`` (the working directory is
+  there): nothing written reaches the host. The interpreter's library directories stay
+  visible (bound back over those tmpfs, or over an empty tmpfs on a directory the
+  sandbox uid may not enter, such as pyenv under ``/root``), and ``hidden_paths`` are
+  covered (an empty tmpfs over a directory, ``/dev/null`` over a file). Needs Linux 5.12+
+  (``mount_setattr``).
 
-  As root without namespaces (a container without ``CAP_SYS_ADMIN``) the code still runs
-  as a dedicated uid with its exact process limit, but in ``"rlimits"`` mode otherwise;
-  modules it imports must then be readable by any user.
+* **Not guaranteed in either mode**: the code can read every world-readable file that
+  is not hidden, and call any syscall (no seccomp). ``memory_mb`` bounds each process,
+  not the run: a run may hold ``max_processes`` times as much (no cgroup is used: on
+  hosts with cgroup v2 and delegated ``memory``/``pids`` controllers a per-run cgroup
+  would bound it; this project's containers have only cgroup v1 there).
 
-* **Not isolated in either mode**: the code can *read* every file that is world-readable
-  (the package's sources, datasets, system files), see host process names in ``/proc``,
-  use CPU and memory up to its limits (it competes with the env), and call any syscall
-  (there is no seccomp filter). Without root (``"rlimits"`` mode) it also runs as the
-  env's user: it can write wherever that user can, read that user's files and
-  processes' environments, signal that user's processes, and open network connections
-  (beyond the Python guard); its process limit counts the user's existing processes
-  plus ``max_processes``. Untrusted code without root belongs in a container.
-  Finally, the outcome is reported by the process that runs the code: code written to
-  deceive (rather than buggy or careless code) could forge a pass.
+* **Without root** (``"rlimits"`` mode as an ordinary user) the code runs as the env's
+  user: it can write wherever that user can, read that user's files, signal that
+  user's processes (ending the judge, which only fails the check), open network
+  connections below the Python guard, and its process limit counts that user's
+  processes too. Nothing is hidden. The candidate cannot ptrace the non-dumpable judge,
+  and the verdict socket cannot be reopened through ``/proc``; but the env process
+  itself is dumpable, so where the kernel lets a process trace its ancestors (Yama
+  ``ptrace_scope`` 0 or no Yama) the candidate can read the env's memory (the tests)
+  or take its descriptors (``pidfd_getfd``) and forge a verdict. Without root, judge
+  only code you would run yourself, or run the env in a container as root.
 """
 
 from __future__ import annotations
 
-import itertools
+import contextlib
+import fcntl
 import json
 import math
 import os
 import signal
 import site
+import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from deliberation_env._sandbox_codec import MAX_MESSAGE_BYTES
+
 MAX_OUTPUT_CHARS = 100_000
-"""Characters of stdout and of stderr kept in a :class:`SandboxResult`."""
+"""Characters of stdout and of stderr kept in a result."""
 
 REASONS = (
     "passed",  # the code ran to its end
@@ -100,15 +122,27 @@ REASONS = (
 )
 """Every ``SandboxResult.reason``, each with what it means."""
 
+VERDICT_REASONS = (
+    "passed",  # check(candidate) returned and the candidate answered every call
+    "failed",  # the tests raised: a failed assertion, or an exception of a call
+    "load_error",  # the program raised or exited before defining a callable entry point
+    "bad_answer",  # an answer that is not a plain built-in value, or the candidate ended
+    "timeout",  # the wall-clock limit (a candidate that stops answering ends here)
+    "judge_error",  # the task's own setup or tests do not load: nothing was judged
+    "no_verdict",  # the judge ended without writing a verdict (e.g. killed by a limit)
+)
+"""Every ``Verdict.reason``, each with what it means; only ``"passed"`` passes."""
+
 _CHILD = Path(__file__).with_name("_sandbox_child.py")
 _UID_BASE = 2_000_000_000
-_uids = itertools.count()
+_UID_SLOTS = 10_000
+_UID_LOCKS = Path("/run/deliberation_env/sandbox-uids")
 _TERMINATE_GRACE_S = 2.0
 
 
 @dataclass(frozen=True)
 class SandboxResult:
-    """What happened to one program.
+    """What happened to one program (not a verdict: see the module docstring).
 
     Attributes:
         passed: The code ran to its end (an explicit exit, even ``sys.exit(0)``, does not).
@@ -129,6 +163,89 @@ class SandboxResult:
     isolation: str = "rlimits"
 
 
+@dataclass(frozen=True)
+class JudgeRequest:
+    """A candidate program and the trusted code that judges it.
+
+    Attributes:
+        program: The candidate's source; it must define ``entry_point``.
+        tests: Trusted source defining ``check(candidate)``, which raises if the candidate
+            is wrong (HumanEval's ``test`` field).
+        entry_point: The name of the candidate's function.
+        setup: Trusted source run in the judge before ``tests`` (e.g. a HumanEval prompt,
+            whose helper functions the tests use).
+        probes: Trusted expressions evaluated in the judge with ``entry_point`` bound to
+            the candidate (e.g. ``"add(1, 2)"``); their results make ``Verdict.behaviour``.
+    """
+
+    program: str
+    tests: str
+    entry_point: str
+    setup: str = ""
+    probes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The trusted verdict on a candidate program.
+
+    Attributes:
+        passed: ``check(candidate)`` returned and the candidate answered every call with a
+            plain built-in value; decided by the judge process alone.
+        reason: One of :data:`VERDICT_REASONS`.
+        detail: A short explanation: the failed assertion and its line in the tests, the
+            candidate's exception, or what was wrong with an answer.
+        behaviour: For each probe, ``repr`` of its decoded result (a SHA-256 digest if
+            longer than 1,000 characters) or ``"raised <ExceptionType>"``; ``None`` if the
+            probes could not all run (the candidate did not load or broke the protocol).
+        stdout: The candidate's standard output, at most ``MAX_OUTPUT_CHARS`` characters.
+        stderr: The candidate's standard error, at most ``MAX_OUTPUT_CHARS`` characters.
+        duration: Wall-clock seconds, including the interpreter's start.
+        isolation: ``"namespaces"`` or ``"rlimits"`` (see the module docstring).
+    """
+
+    passed: bool
+    reason: str
+    detail: str
+    behaviour: tuple[str, ...] | None
+    stdout: str
+    stderr: str
+    duration: float
+    isolation: str
+
+
+@dataclass(frozen=True)
+class _Limits:
+    timeout_s: float
+    memory_mb: int
+    max_processes: int
+    max_file_mb: int
+
+    def __post_init__(self) -> None:
+        if min(self.timeout_s, self.memory_mb, self.max_processes, self.max_file_mb) <= 0:
+            raise ValueError(
+                f"sandbox limits must be positive; got timeout_s={self.timeout_s}, "
+                f"memory_mb={self.memory_mb}, max_processes={self.max_processes}, "
+                f"max_file_mb={self.max_file_mb}"
+            )
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the parent saw of one sandbox run."""
+
+    timed_out: bool
+    returncode: int
+    records: list[dict]
+    stdout: str
+    stderr: str
+    duration: float
+
+    @property
+    def isolation(self) -> str:
+        return _run_isolation(self.records)
+
+
 def run_python(
     code: str,
     timeout_s: float = 10.0,
@@ -142,59 +259,32 @@ def run_python(
     Args:
         code: The program's source.
         timeout_s: Wall-clock limit; the CPU-time limit is one second more, rounded up.
-        memory_mb: Address-space limit of the process, in MiB.
+        memory_mb: Address-space limit of each process, in MiB.
         max_processes: Processes and threads the code may have at once (see the module
             docstring for how exact this is).
         max_file_mb: Largest file the code may write, stdout and stderr included, in MiB.
 
     Returns:
         The outcome; a failing or hostile program is a result, never an exception here.
+        Its ``passed`` is not a verdict (see :func:`judge_python`).
 
     Raises:
         ValueError: If a limit is not positive.
     """
-    if timeout_s <= 0 or memory_mb <= 0 or max_processes <= 0 or max_file_mb <= 0:
-        raise ValueError(
-            f"sandbox limits must be positive; got timeout_s={timeout_s}, "
-            f"memory_mb={memory_mb}, max_processes={max_processes}, max_file_mb={max_file_mb}"
-        )
-    start = time.perf_counter()
-    uid = _UID_BASE + (os.getpid() % 10_000) * 100_000 + next(_uids) % 100_000
-    with (
-        tempfile.TemporaryDirectory(prefix="sandbox-") as workdir,
-        tempfile.TemporaryFile() as stdout,
-        tempfile.TemporaryFile() as stderr,
-        tempfile.TemporaryFile() as status,
-    ):
-        root = os.geteuid() == 0
-        if root:
-            os.chown(workdir, uid, uid)
-        config = {
-            "uid": uid if root else None,
-            "cpu_s": _cpu_limit_s(timeout_s),
-            "memory_mb": memory_mb,
-            "file_mb": max_file_mb,
-            "tmpfs_mb": 4 * max_file_mb,
-            "processes": max_processes,
-            "workdir": workdir,
-            "site_packages": site.getsitepackages(),
-            "status_fd": status.fileno(),
-        }
-        timed_out, returncode = _run(code, config, workdir, stdout, stderr, status, timeout_s)
-        duration = time.perf_counter() - start
-        isolation, outcome = _parse_status(_read(status))
-        if root and isolation == "rlimits":
-            _kill_uid(uid)  # what left the process group (in namespaces the kernel did it)
-        reason, detail = _reason(timed_out, returncode, outcome, timeout_s)
-        return SandboxResult(
-            passed=reason == "passed",
-            reason=reason,
-            stdout=_read(stdout),
-            stderr=_read(stderr),
-            duration=duration,
-            detail=detail,
-            isolation=isolation,
-        )
+    limits = _Limits(timeout_s, memory_mb, max_processes, max_file_mb)
+    run = _sandboxed("run", [{"code": code}], limits, hidden_paths=())
+    outcomes = [r for r in run.records if r.get("outcome") in REASONS]
+    outcome = (outcomes[-1]["outcome"], str(outcomes[-1].get("detail", ""))) if outcomes else None
+    reason, detail = _reason(run.timed_out, run.returncode, outcome, timeout_s)
+    return SandboxResult(
+        passed=reason == "passed",
+        reason=reason,
+        stdout=run.stdout,
+        stderr=run.stderr,
+        duration=run.duration,
+        detail=detail,
+        isolation=run.isolation,
+    )
 
 
 def run_many(
@@ -209,7 +299,7 @@ def run_many(
     Args:
         codes: The programs.
         timeout_s: Wall-clock limit of each program.
-        memory_mb: Address-space limit of each program, in MiB.
+        memory_mb: Address-space limit of each process, in MiB.
         max_workers: Programs running at once (default: twice the number of CPUs, since
             a sandbox spends part of its life starting and stopping; see BENCHMARKS.md).
 
@@ -220,21 +310,163 @@ def run_many(
         return list(pool.map(lambda code: run_python(code, timeout_s, memory_mb), codes))
 
 
-def _run(code, config, workdir, stdout, stderr, status, timeout_s) -> tuple[bool, int]:
-    """Start the child, feed it the code, enforce the wall clock; (timed out, exit status)."""
-    process = subprocess.Popen(
+def judge_python(
+    request: JudgeRequest,
+    timeout_s: float = 10.0,
+    memory_mb: int = 512,
+    *,
+    max_processes: int = 32,
+    max_file_mb: int = 16,
+    hidden_paths: Sequence[str | Path] = (),
+) -> Verdict:
+    """The trusted verdict on ``request.program`` (see the module docstring).
+
+    Args:
+        request: The candidate, its tests and probes.
+        timeout_s: Wall-clock limit of the whole check; the CPU-time limit of each
+            process is one second more, rounded up.
+        memory_mb: Address-space limit of each process (candidate and judge), in MiB.
+        max_processes: Processes and threads the candidate may have at once.
+        max_file_mb: Largest file the candidate may write, its output included, in MiB.
+        hidden_paths: Files and directories the candidate must not read (the tests'
+            data files): covered inside the sandbox (namespace mode only).
+
+    Returns:
+        The verdict; a failing or hostile program is a verdict, never an exception here.
+
+    Raises:
+        ValueError: If a limit is not positive.
+    """
+    limits = _Limits(timeout_s, memory_mb, max_processes, max_file_mb)
+    frames = [
+        {"code": request.program, "entry_point": request.entry_point},
+        {
+            "setup": request.setup,
+            "tests": request.tests,
+            "entry_point": request.entry_point,
+            "probes": list(request.probes),
+        },
+    ]
+    run = _sandboxed("judge", frames, limits, hidden_paths=hidden_paths)
+    verdicts = [r for r in run.records if r.get("reason") in VERDICT_REASONS]
+    if verdicts:
+        record = verdicts[-1]
+        reason, detail, behaviour = record["reason"], record["detail"], record["behaviour"]
+    elif run.timed_out:
+        reason, detail, behaviour = "timeout", f"wall-clock limit of {timeout_s:g} s", None
+    else:
+        reason, behaviour = "no_verdict", None
+        detail = f"the judge ended without a verdict (sandbox exit status {run.returncode})"
+    return Verdict(
+        passed=reason == "passed",
+        reason=reason,
+        detail=detail,
+        behaviour=None if behaviour is None else tuple(behaviour),
+        stdout=run.stdout,
+        stderr=run.stderr,
+        duration=run.duration,
+        isolation=run.isolation,
+    )
+
+
+def judge_many(
+    requests: Iterable[JudgeRequest],
+    timeout_s: float = 10.0,
+    memory_mb: int = 512,
+    *,
+    max_workers: int | None = None,
+    hidden_paths: Sequence[str | Path] = (),
+) -> list[Verdict]:
+    """:func:`judge_python` for many requests, several at a time.
+
+    Args:
+        requests: The candidates to judge.
+        timeout_s: Wall-clock limit of each check.
+        memory_mb: Address-space limit of each process, in MiB.
+        max_workers: Checks running at once (default: twice the number of CPUs).
+        hidden_paths: Files and directories no candidate may read.
+
+    Returns:
+        One verdict per request, in order.
+    """
+    with ThreadPoolExecutor(max_workers or 2 * (os.cpu_count() or 1)) as pool:
+        return list(
+            pool.map(
+                lambda r: judge_python(r, timeout_s, memory_mb, hidden_paths=hidden_paths),
+                requests,
+            )
+        )
+
+
+def _sandboxed(
+    mode: str, frames: list[dict], limits: _Limits, hidden_paths: Sequence[str | Path]
+) -> _Run:
+    """Start the child in ``mode``, feed it ``frames``, enforce the wall clock, collect."""
+    start = time.perf_counter()
+    root = os.geteuid() == 0
+    with (
+        _sandbox_uids() if root else contextlib.nullcontext((None, None)) as (uid, judge_uid),
+        tempfile.TemporaryDirectory(prefix="sandbox-") as workdir,
+        tempfile.TemporaryFile() as stdout,
+        tempfile.TemporaryFile() as stderr,
+    ):
+        channel, child_channel = socket.socketpair()
+        with channel:
+            with child_channel:
+                if root:
+                    os.chown(workdir, uid, uid)
+                config = {
+                    "mode": mode,
+                    "uid": uid,
+                    "judge_uid": judge_uid,
+                    "cpu_s": _cpu_limit_s(limits.timeout_s),
+                    "memory_mb": limits.memory_mb,
+                    "file_mb": limits.max_file_mb,
+                    "tmpfs_mb": 4 * limits.max_file_mb,
+                    "processes": limits.max_processes,
+                    "workdir": workdir,
+                    "site_packages": site.getsitepackages(),
+                    "hidden": [os.path.abspath(p) for p in hidden_paths],
+                    "channel_fd": child_channel.fileno(),
+                }
+                process = _start(config, workdir, stdout, stderr)
+            timed_out = _feed_and_wait(process, frames, limits.timeout_s)
+            records = _records(_drain(channel))
+        if root and _run_isolation(records) == "rlimits":
+            for each in (uid, judge_uid):
+                _kill_uid(each)  # what left the process group (in namespaces the kernel did it)
+        return _Run(
+            timed_out=timed_out,
+            returncode=process.returncode,
+            records=records,
+            stdout=_read(stdout),
+            stderr=_read(stderr),
+            duration=time.perf_counter() - start,
+        )
+
+
+def _start(config: dict, workdir: str, stdout, stderr) -> subprocess.Popen:
+    return subprocess.Popen(
         [sys.executable, "-I", "-S", str(_CHILD), json.dumps(config)],
         stdin=subprocess.PIPE,
         stdout=stdout,
         stderr=stderr,
-        pass_fds=(status.fileno(),),
+        pass_fds=(config["channel_fd"],),
         cwd=workdir,
         env=_scrubbed_environment(workdir),
         start_new_session=True,
     )
+
+
+def _feed_and_wait(process: subprocess.Popen, frames: list[dict], timeout_s: float) -> bool:
+    """Write the frames to the child's stdin, wait at most ``timeout_s``; whether it timed out.
+
+    Frames are length-prefixed ASCII JSON (a lone surrogate in the code travels escaped).
+    """
+    payload = b"".join(_frame(frame) for frame in frames)
     timed_out = False
     try:
-        process.communicate(code.encode(), timeout=timeout_s)
+        process.communicate(payload, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
         process.terminate()  # the bootstrap kills the supervisor (and so the namespace)
@@ -245,25 +477,84 @@ def _run(code, config, workdir, stdout, stderr, status, timeout_s) -> tuple[bool
             process.wait()
     finally:
         _kill_group(process.pid)
-    return timed_out, process.returncode
+    return timed_out
+
+
+def _frame(frame: dict) -> bytes:
+    data = json.dumps(frame).encode("ascii")
+    if len(data) > MAX_MESSAGE_BYTES:
+        raise ValueError(f"sandbox request of {len(data)} bytes; the limit is {MAX_MESSAGE_BYTES}")
+    return len(data).to_bytes(8, "big") + data
+
+
+def _drain(channel: socket.socket) -> str:
+    """What is waiting on the result channel, without waiting for more."""
+    channel.setblocking(False)
+    chunks = []
+    with contextlib.suppress(BlockingIOError):
+        while chunk := channel.recv(2**16):
+            chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def _records(text: str) -> list[dict]:
+    """The JSON-object lines of the result channel (others are ignored)."""
+    records = []
+    for line in text.splitlines():
+        with contextlib.suppress(ValueError):
+            record = json.loads(line)
+            if isinstance(record, dict):
+                records.append(record)
+    return records
+
+
+def _run_isolation(records: list[dict]) -> str:
+    modes = [r["isolation"] for r in records if r.get("isolation") in ("namespaces", "rlimits")]
+    return modes[0] if modes else "rlimits"
+
+
+@contextlib.contextmanager
+def _sandbox_uids() -> Iterator[tuple[int, int]]:
+    """Two uids (candidate, judge) that no other run on this machine holds meanwhile.
+
+    Slot ``i`` owns uids ``2_000_000_000 + 2i`` and ``+ 2i + 1``; a run holds an exclusive
+    ``flock`` on ``/run/deliberation_env/sandbox-uids/<i>.lock`` until its processes are
+    dead, and takes the lowest free slot. Chosen over random uids because a lock is a
+    proof, not a probability; over a single counter because the kernel releases an
+    ``flock`` when its holder dies, so a crashed env leaves no stale reservation, and the
+    files are bounded by the largest number of concurrent runs.
+
+    Raises:
+        RuntimeError: If all slots are held.
+    """
+    _UID_LOCKS.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for slot in range(_UID_SLOTS):
+        fd = os.open(_UID_LOCKS / f"{slot}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            yield _UID_BASE + 2 * slot, _UID_BASE + 2 * slot + 1
+        finally:
+            os.close(fd)
+        return
+    raise RuntimeError(f"all {_UID_SLOTS} sandbox uid slots under {_UID_LOCKS} are in use")
 
 
 def _kill_group(pgid: int) -> None:
     """Kill what is left of the sandbox's process group (``rlimits`` mode leftovers)."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _kill_uid(uid: int) -> None:
-    """Kill every live process of the run's dedicated uid, until none is left."""
+    """Kill every live process of a run's dedicated uid, until none is left."""
     while pids := _live_processes(uid):
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 def _live_processes(uid: int) -> list[int]:
@@ -301,31 +592,10 @@ def _cpu_limit_s(timeout_s: float) -> int:
     return math.ceil(timeout_s) + 1
 
 
-def _parse_status(text: str) -> tuple[str, tuple[str, str] | None]:
-    """The isolation mode and the code's (outcome, detail) from the status file.
-
-    The code shares the process that writes the outcome and could write to the file
-    itself: lines that are not the child's records are ignored.
-    """
-    isolation, outcome = "rlimits", None
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(record, dict):
-            continue
-        if record.get("isolation") in ("namespaces", "rlimits"):
-            isolation = record["isolation"]
-        if record.get("outcome") in REASONS:
-            outcome = (record["outcome"], str(record.get("detail", "")))
-    return isolation, outcome
-
-
 def _reason(
     timed_out: bool, returncode: int, outcome: tuple[str, str] | None, timeout_s: float
 ) -> tuple[str, str]:
-    """Classify a run: (reason, detail)."""
+    """Classify a ``run_python`` run: (reason, detail)."""
     if timed_out:
         return "timeout", f"wall-clock limit of {timeout_s:g} s"
     if outcome is not None and (outcome[0] != "passed" or returncode == 0):

