@@ -30,9 +30,9 @@ The episode terminates after ``max_rounds`` steps, or earlier once all agents ag
   action acts as PERSIST. All agents act on the state before the step: a conceding agent
   adopts its peer's answer as it was before the peer's own action. With ties (equal
   confidence, or equal votes and summed confidence) the lowest agent index wins, under
-  both rules. ``infos[agent]["concede_target"]`` says which agent CONCEDE would adopt
-  from next step (``None``: it would act as PERSIST); this is the env's one
-  implementation of the rule, and the oracle baseline reads it.
+  both rules. ``infos[agent]["concede_target"]`` says whose answer CONCEDE would adopt
+  in the next step (``None``: it would act as PERSIST); it comes from the env's one
+  implementation of the rule, which the oracle baseline reads instead of its own copy.
 
 **Consensus.** Plurality vote over valid decisions (decisions agree when the task's
 ``decision_key`` is equal); ties are broken by the summed confidence of the voters, then by
