@@ -1,20 +1,34 @@
-"""CachedBackend: hits and misses, offline replay, several processes, a killed writer."""
+"""CachedBackend: hits and misses, offline replay, several processes, a killed writer;
+damaged, old, read-only and full files; normalized keys; a backend miscounting."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
+import numpy as np
 import pytest
 from agent_fakes import FakeBackend
 
 from agents import CachedBackend
 from agents.base import BackendError, GenerationRequest, LogprobRequest
-from agents.cache import CacheMissError, cache_clear, cache_stats
+from agents.cache import (
+    CacheFileError,
+    CacheMissError,
+    cache_clear,
+    cache_stats,
+)
 
 
 def request(text: str, seed: int = 0, **kwargs) -> GenerationRequest:
@@ -164,3 +178,212 @@ def test_killed_mid_batch_keeps_finished_chunks(tmp_path):
     assert 10 <= len(stored) < 110 and len(stored) % 5 == 0  # whole chunks only
     assert all(text.startswith("text of killed-") for _, text in stored)
     assert cache_stats(path)["generations"] == len(stored)
+
+
+# ------------------------------------------------------------- nothing wrong is served
+def test_a_flipped_byte_is_a_miss_regenerated_online_and_an_error_offline(tmp_path):
+    path = tmp_path / "c.sqlite"
+    original = CachedBackend(FakeBackend(), path).generate([request("a", 4)])
+    assert original[0].text == "Some steps.\nThe answer is 4."
+    data = path.read_bytes()
+    assert data.count(b"The answer is 4.") == 1  # the row is in the file itself
+    path.write_bytes(data.replace(b"The answer is 4.", b"The answer is 5."))
+
+    offline = CachedBackend(FakeBackend(), path, offline=True)
+    with (
+        pytest.warns(RuntimeWarning, match="1 rows of fake:model failed their checksum"),
+        pytest.raises(CacheMissError, match=r"1 cached in a corrupt row \(checksum mismatch\)"),
+    ):
+        offline.generate([request("a", 4)])
+
+    inner = FakeBackend()
+    with pytest.warns(RuntimeWarning, match="failed their checksum .* regenerated and replaced"):
+        assert CachedBackend(inner, path).generate([request("a", 4)]) == original
+    assert len(inner.calls) == 1
+    assert CachedBackend(FakeBackend(), path, offline=True).generate([request("a", 4)]) == original
+
+
+def test_rows_of_an_older_version_are_never_served_unverified(tmp_path):
+    path = tmp_path / "c.sqlite"
+    original = CachedBackend(FakeBackend(), path).generate([request("a", 4), request("b", 5)])
+    with sqlite3.connect(path) as db:  # the file as an older version wrote it, one row stale
+        db.execute("ALTER TABLE generations DROP COLUMN checksum")
+        db.execute("UPDATE generations SET text = 'stale' WHERE text LIKE '%answer is 4.'")
+
+    offline = CachedBackend(FakeBackend(), path, offline=True)
+    with (
+        pytest.warns(RuntimeWarning, match="1 rows .* older version without a checksum"),
+        pytest.raises(CacheMissError, match="1 cached without a checksum by an older version"),
+    ):
+        offline.generate([request("a", 4)])
+
+    inner = FakeBackend()
+    with pytest.warns(RuntimeWarning, match="cannot be verified; .* regenerated and replaced"):
+        again = CachedBackend(inner, path).generate([request("a", 4), request("b", 5)])
+    assert again == original and [len(requests) for _, requests in inner.calls] == [2]
+    replay = CachedBackend(FakeBackend(), path, offline=True)
+    assert replay.generate([request("a", 4), request("b", 5)]) == original
+    assert cache_stats(path)["generations"] == 2  # replaced, not duplicated
+
+
+def test_a_backend_returning_too_few_or_too_many_results_is_a_named_error(tmp_path):
+    class Miscounting(FakeBackend):
+        def __init__(self, extra: int):
+            super().__init__()
+            self.extra = extra
+
+        def generate(self, requests):
+            results = super().generate(requests)
+            return results[: len(results) + self.extra] if self.extra < 0 else results * 2
+
+    path = tmp_path / "c.sqlite"
+    for extra, returned in ((-1, 1), (1, 4)):
+        cache = CachedBackend(Miscounting(extra), path, chunk_size=2)
+        with pytest.raises(
+            BackendError, match=rf"fake:model .* returned {returned} results for 2 requests"
+        ):
+            cache.generate([request("a", 1), request("b", 2)])
+    assert cache_stats(path)["generations"] == 0
+
+
+# ----------------------------------------------------------------- unusable files
+def test_garbage_and_truncated_files_are_clear_errors_naming_the_file(tmp_path):
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"this is not a database\n" * 100)
+    for offline in (False, True):
+        with pytest.raises(
+            CacheFileError, match=rf"{garbage} is not a SQLite database .* move it away"
+        ):
+            CachedBackend(FakeBackend(), garbage, offline=offline)
+    with pytest.raises(CacheFileError, match=str(garbage)):
+        cache_stats(garbage)
+    assert garbage.read_bytes() == b"this is not a database\n" * 100  # changed nothing
+
+    truncated = tmp_path / "truncated.sqlite"
+    many = [request("long question " * 40, seed) for seed in range(300)]
+    CachedBackend(FakeBackend(), truncated).generate(many)
+    truncated.write_bytes(truncated.read_bytes()[: truncated.stat().st_size // 2])
+    for offline in (False, True):
+        with pytest.raises(
+            CacheFileError, match=rf"{truncated} is not a SQLite database or is damaged"
+        ):
+            CachedBackend(FakeBackend(), truncated, offline=offline).generate(many)
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A fresh directory any user can enter (pytest's temporary directories are private)."""
+    with tempfile.TemporaryDirectory() as directory:
+        os.chmod(directory, 0o755)
+        yield Path(directory)
+        os.chmod(directory, 0o755)  # writable again, to be removed
+
+
+@contextmanager
+def unprivileged() -> Iterator[None]:
+    """Act as an unprivileged user: root writes through any file permission."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.setegid(65534)
+    os.seteuid(65534)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
+
+
+@pytest.mark.parametrize("read_only", ["file", "directory"])
+def test_offline_replay_from_read_only_media(shared_dir, read_only):
+    path = shared_dir / "c.sqlite"
+    original = CachedBackend(FakeBackend(), path).generate([request("a", 4)])
+    path.chmod(0o444)
+    shared_dir.chmod(0o555 if read_only == "directory" else 0o777)
+    inner = FakeBackend()
+    with unprivileged():
+        replay = CachedBackend(inner, path, offline=True)
+        assert replay.generate([request("a", 4)]) == original
+        with pytest.raises(CacheMissError, match="1 not cached"):
+            replay.generate([request("new")])
+        assert cache_stats(path)["generations"] == 1
+        with pytest.raises(CacheFileError, match=rf"{path} cannot be written .* offline=True"):
+            CachedBackend(inner, path)
+    assert inner.calls == []
+
+
+def test_a_full_disk_warns_and_returns_the_completions_uncached(tmp_path, monkeypatch):
+    path = tmp_path / "c.sqlite"
+    cache = CachedBackend(FakeBackend(), path)
+    cached = cache.generate([request("before")])
+    connect = sqlite3.connect
+
+    def connect_to_a_full_database(*args, **kwargs):  # no page can be added: SQLITE_FULL
+        db = connect(*args, **kwargs)
+        db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0]}")
+        return db
+
+    monkeypatch.setattr(sqlite3, "connect", connect_to_a_full_database)
+    many = [request("long question " * 40, seed) for seed in range(100)]
+    with pytest.warns(
+        RuntimeWarning, match=rf"{path}: the disk is full .* returned but not cached"
+    ):
+        results = cache.generate([request("before"), *many])
+    assert results[0] == cached[0]
+    assert [r.text for r in results[1:]] == [r.text for r in FakeBackend().generate(many)]
+    monkeypatch.undo()
+    assert len(rows(path)) == 1  # intact, the failed transactions rolled back
+
+
+# ------------------------------------------------------------------------ keys
+def test_equal_parameter_values_make_equal_keys(tmp_path):
+    path = tmp_path / "c.sqlite"
+    inner = FakeBackend()
+    cache = CachedBackend(inner, path)
+    plain = request("a", 3, temperature=0.0, top_p=0.5, max_tokens=9)
+    cache.generate([plain])
+    variants = [
+        request("a", 3, temperature=0, top_p=0.5, max_tokens=9),
+        request(
+            "a",
+            np.int64(3),
+            temperature=np.float64(0.0),
+            top_p=np.float64(0.5),
+            max_tokens=np.int32(9),
+        ),
+        request("a", np.uint8(3), temperature=np.int64(0), top_p=0.5, max_tokens=9),
+    ]
+    offline = CachedBackend(FakeBackend(), path, offline=True)
+    assert offline.generate(variants) == cache.generate(variants) == cache.generate([plain]) * 3
+    assert len(inner.calls) == 1
+
+
+def test_keys_of_plain_values_are_those_of_earlier_versions(tmp_path):
+    path = tmp_path / "c.sqlite"
+    messages = ({"role": "system", "content": "Be brief."}, {"role": "user", "content": "a"})
+    ask = GenerationRequest(
+        messages, max_tokens=64, temperature=0.3, top_p=0.9, seed=7, stop=("\n",)
+    )
+    CachedBackend(FakeBackend(), path).generate([ask])
+    earlier = ("generate", "fake:model", messages, 64, 0.3, 0.9, 7, ("\n",))
+    expected = hashlib.sha256(json.dumps(earlier, sort_keys=True).encode()).hexdigest()
+    assert [key for key, _ in rows(path)] == [expected]
+
+
+@pytest.mark.parametrize(
+    ("bad", "parameter"),
+    [
+        (request("a", 3.5), "seed"),
+        (request("a", max_tokens=9.0), "max_tokens"),
+        (request("a", temperature="hot"), "temperature"),
+        (request("a", top_p=None), "top_p"),
+        (request("a", stop="\n"), "stop"),
+        (GenerationRequest(({"role": "user", "content": 5},)), "messages"),
+    ],
+)
+def test_values_that_cannot_be_keys_are_type_errors_naming_the_parameter(tmp_path, bad, parameter):
+    inner = FakeBackend()
+    cache = CachedBackend(inner, tmp_path / "c.sqlite")
+    with pytest.raises(TypeError, match=rf"^{parameter} must"):
+        cache.generate([request("fine"), bad])
+    assert inner.calls == [] and cache_stats(tmp_path / "c.sqlite")["generations"] == 0
