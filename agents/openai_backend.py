@@ -1,11 +1,22 @@
 """Any OpenAI-compatible chat server (vLLM, llama.cpp server, Ollama) through ``openai``.
 
-A batch is sent as concurrent requests (at most ``max_concurrency`` at once, from a
-thread pool), so servers with parallel slots or continuous batching see the whole
-round. Each request is retried on connection errors, timeouts, rate limits and server
-errors with exponential backoff (``backoff_s * 2**attempt``); after ``max_retries``
-retries a :class:`~agents.base.BackendError` names the backend, the server and the
-request. Client errors (a bad request) are not retried.
+A batch is sent as concurrent requests (at most ``max_concurrency`` at once) from
+``openai``'s async client, on an event loop of its own in a worker thread (so it also
+works from code that runs a loop, e.g. a notebook); servers with parallel slots or
+continuous batching see the whole round.
+
+``timeout_s`` is a deadline for a whole attempt of a request: connecting, sending, the
+server's wait and reading the complete body. A server that trickles its answer cannot
+hold a call longer: the attempt is cancelled and its connection closed. Each retry has
+a deadline of its own, so one request takes at most ``(max_retries + 1) * timeout_s``
+plus the backoff waits.
+
+An attempt that fails is retried with exponential backoff (``backoff_s * 2**attempt``):
+connection errors, the deadline, rate limits, server errors and malformed responses (a
+body that is not JSON, such as a proxy's HTML page; no ``choices``; no message
+content; a field of the wrong type). After ``max_retries`` retries a
+:class:`~agents.base.BackendError` names the backend and its model, the server, the
+request and what was wrong. Client errors (a bad request) are not retried.
 
 Log-probabilities come from the chat API's ``logprobs=True, top_logprobs=k`` on a
 one-token greedy completion: a candidate is scored by the top entry whose token text,
@@ -15,10 +26,13 @@ stripped of spaces, equals the candidate; a candidate outside the top ``k`` is `
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+import asyncio
+from asyncio import sleep
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
+
+import pydantic
 
 from agents.base import (
     BackendError,
@@ -41,10 +55,71 @@ _RETRYABLE = (
     openai.RateLimitError,
     openai.InternalServerError,
 )
-_T = TypeVar("_T")
+_Request = TypeVar("_Request")
+_Result = TypeVar("_Result")
 _PROBE = ({"role": "user", "content": "Say yes."},)
 
 
+# ------------------------------------------------- what a response must hold
+class _TopLogprob(pydantic.BaseModel):
+    token: str
+    logprob: float
+
+
+class _TokenLogprobs(pydantic.BaseModel):
+    top_logprobs: list[_TopLogprob]
+
+
+class _Logprobs(pydantic.BaseModel):
+    content: list[_TokenLogprobs] | None = None
+
+
+class _Message(pydantic.BaseModel):
+    content: str
+
+
+class _Choice(pydantic.BaseModel):
+    message: _Message
+    finish_reason: str | None = None
+    logprobs: _Logprobs | None = None
+
+
+class _Usage(pydantic.BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class _Completion(pydantic.BaseModel):
+    """The parts of a chat completion this backend reads (other fields are ignored)."""
+
+    choices: list[_Choice] = pydantic.Field(min_length=1)
+    usage: _Usage | None = None
+
+
+class _MalformedResponse(ValueError):
+    """A response body that is not a chat completion."""
+
+
+def _parse(body: bytes) -> _Completion:
+    """The completion in ``body``.
+
+    Raises:
+        _MalformedResponse: Not JSON, or not a chat completion; the message lists each
+            problem by field and quotes the start of the body.
+    """
+    try:
+        return _Completion.model_validate_json(body)
+    except pydantic.ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(map(str, problem['loc'])) or 'body'}: {problem['msg']}"
+            for problem in error.errors(include_url=False)
+        )
+        raise _MalformedResponse(
+            f"malformed response ({problems}); the body starts {body[:100]!r}"
+        ) from None
+
+
+# ------------------------------------------------------------------ the backend
 class OpenAIBackend:
     """A model behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
@@ -54,7 +129,8 @@ class OpenAIBackend:
         api_key: The API key (local servers accept anything).
         max_concurrency: Most requests in flight at once.
         max_retries: Retries of a failing request before giving up.
-        timeout_s: Timeout of one HTTP request, in seconds.
+        timeout_s: Deadline of one attempt of a request, from connecting to the last
+            byte of the response, in seconds; each retry has its own.
         backoff_s: Wait before the first retry; doubled at each further retry.
         supports_logprobs: Whether the server returns log-probabilities; ``None``
             asks it once, on first use (an LLM agent asks when it is built). Give it
@@ -84,24 +160,19 @@ class OpenAIBackend:
         self.base_url = base_url
         self.model = model
         self.model_id = f"openai:{model}"
+        self.api_key = api_key
         self.max_concurrency = max_concurrency
         self.max_retries = max_retries
+        self.timeout_s = timeout_s
         self.backoff_s = backoff_s
         self.top_logprobs = top_logprobs
         self._supports_logprobs = supports_logprobs
-        # The client's own retries are off: this class retries, with its own error message.
-        self._client = openai.OpenAI(
-            base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0
-        )
 
     @property
     def supports_logprobs(self) -> bool:
         """Whether the server returns log-probabilities (asked once if not configured)."""
         if self._supports_logprobs is None:
-            probe = self._call(lambda: self._score_call(_PROBE), "logprobs probe")
-            self._supports_logprobs = bool(
-                probe.choices[0].logprobs and probe.choices[0].logprobs.content
-            )
+            self._supports_logprobs = self._map(self._probe_one, [_PROBE])[0]
         return self._supports_logprobs
 
     # ------------------------------------------------------------------ protocol
@@ -114,9 +185,11 @@ class OpenAIBackend:
         return self._map(self._score_one, requests)
 
     # ------------------------------------------------------------------ one request
-    def _generate_one(self, index: int, request: GenerationRequest) -> Generation:
-        response = self._call(
-            lambda: self._client.chat.completions.create(
+    async def _generate_one(
+        self, client: openai.AsyncOpenAI, index: int, request: GenerationRequest
+    ) -> Generation:
+        completion = await self._call(
+            lambda: client.chat.completions.with_raw_response.create(
                 model=self.model,
                 messages=list(request.messages),
                 max_tokens=request.max_tokens,
@@ -127,20 +200,23 @@ class OpenAIBackend:
             ),
             f"generate request {index} (seed {request.seed}, {_summary(request.messages)})",
         )
-        choice = response.choices[0]
+        choice = completion.choices[0]
+        usage = completion.usage or _Usage()
         return Generation(
-            text=choice.message.content or "",
-            prompt_tokens=response.usage.prompt_tokens if response.usage else 0,
-            completion_tokens=response.usage.completion_tokens if response.usage else 0,
+            text=choice.message.content,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
             finish_reason="length" if choice.finish_reason == "length" else "stop",
         )
 
-    def _score_one(self, index: int, request: LogprobRequest) -> LogprobResult:
-        response = self._call(
-            lambda: self._score_call(request.messages),
+    async def _score_one(
+        self, client: openai.AsyncOpenAI, index: int, request: LogprobRequest
+    ) -> LogprobResult:
+        completion = await self._call(
+            lambda: self._score_call(client, request.messages),
             f"logprobs request {index} ({_summary(request.messages)})",
         )
-        logprobs = response.choices[0].logprobs
+        logprobs = completion.choices[0].logprobs
         top = logprobs.content[0].top_logprobs if logprobs and logprobs.content else []
         best: dict[str, float] = {}
         for entry in top:
@@ -148,11 +224,18 @@ class OpenAIBackend:
             best[token] = max(entry.logprob, best.get(token, float("-inf")))
         return LogprobResult(
             tuple(best.get(candidate) for candidate in request.candidates),
-            prompt_tokens=response.usage.prompt_tokens if response.usage else 0,
+            prompt_tokens=(completion.usage or _Usage()).prompt_tokens,
         )
 
-    def _score_call(self, messages: Sequence[Message]):
-        return self._client.chat.completions.create(
+    async def _probe_one(
+        self, client: openai.AsyncOpenAI, index: int, messages: Sequence[Message]
+    ) -> bool:
+        completion = await self._call(lambda: self._score_call(client, messages), "logprobs probe")
+        logprobs = completion.choices[0].logprobs
+        return bool(logprobs and logprobs.content)
+
+    def _score_call(self, client: openai.AsyncOpenAI, messages: Sequence[Message]):
+        return client.chat.completions.with_raw_response.create(
             model=self.model,
             messages=list(messages),
             max_tokens=1,
@@ -161,32 +244,68 @@ class OpenAIBackend:
             top_logprobs=self.top_logprobs,
         )
 
-    # ------------------------------------------------------------ retries, threads
-    def _call(self, send: Callable[[], _T], what: str) -> _T:
-        """``send()`` with retries and backoff; a :class:`BackendError` in the end."""
-        attempt = 0
-        while True:
+    # ------------------------------------------------- deadline, retries, parsing
+    async def _call(self, send: Callable[[], Awaitable], what: str) -> _Completion:
+        """``send()`` under the deadline, parsed; retried with backoff; a
+        :class:`BackendError` in the end."""
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                await sleep(self.backoff_s * 2 ** (attempt - 1))
             try:
-                return send()
-            except _RETRYABLE as error:
-                if attempt == self.max_retries:
-                    raise BackendError(
-                        f"openai backend {self.model_id} at {self.base_url}: {what} failed after "
-                        f"{attempt + 1} attempts: {type(error).__name__}: {error}"
-                    ) from error
-                time.sleep(self.backoff_s * 2**attempt)
-                attempt += 1
+                async with asyncio.timeout(self.timeout_s):
+                    response = await send()
+                return _parse(response.content)
+            except (*_RETRYABLE, _MalformedResponse) as error:
+                last, failure = error, f"{type(error).__name__}: {error}"
+            except TimeoutError as error:
+                last, failure = error, f"no complete response within timeout_s={self.timeout_s}"
             except openai.APIError as error:
                 raise BackendError(
                     f"openai backend {self.model_id} at {self.base_url}: {what} was refused: "
                     f"{type(error).__name__}: {error}"
                 ) from error
+        raise BackendError(
+            f"openai backend {self.model_id} at {self.base_url}: {what} failed after "
+            f"{self.max_retries + 1} attempts: {failure}"
+        ) from last
 
-    def _map(self, one: Callable[[int, _T], object], requests: Sequence[_T]) -> list:
-        if len(requests) <= 1:
-            return [one(index, request) for index, request in enumerate(requests)]
-        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(requests))) as pool:
-            return list(pool.map(one, range(len(requests)), requests))
+    # ---------------------------------------------------------------- concurrency
+    def _map(
+        self,
+        one: Callable[[openai.AsyncOpenAI, int, _Request], Awaitable[_Result]],
+        requests: Sequence[_Request],
+    ) -> list[_Result]:
+        """``one`` for every request, on an event loop in a worker thread."""
+        if not requests:
+            return []
+        with ThreadPoolExecutor(max_workers=1) as worker:
+            return worker.submit(asyncio.run, self._gather(one, requests)).result()
+
+    async def _gather(
+        self,
+        one: Callable[[openai.AsyncOpenAI, int, _Request], Awaitable[_Result]],
+        requests: Sequence[_Request],
+    ) -> list[_Result]:
+        """Every request, ``max_concurrency`` in flight; the first failure (in request
+        order) is raised once all are done."""
+        slots = asyncio.Semaphore(self.max_concurrency)
+
+        async def limited(index: int, request: _Request) -> _Result:
+            async with slots:
+                return await one(client, index, request)
+
+        # The client's own retries are off: this class retries, with its own error message.
+        async with openai.AsyncOpenAI(
+            base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s, max_retries=0
+        ) as client:
+            outcomes = await asyncio.gather(
+                *(limited(index, request) for index, request in enumerate(requests)),
+                return_exceptions=True,
+            )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return outcomes
 
     def __repr__(self) -> str:
         return f"OpenAIBackend({self.model!r}, base_url={self.base_url!r})"

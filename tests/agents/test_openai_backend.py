@@ -1,18 +1,25 @@
-"""The openai backend against a real llama.cpp server on 127.0.0.1, then with it stopped."""
+"""The openai backend against a real llama.cpp server on 127.0.0.1, then with it stopped;
+and against small stdlib HTTP servers that answer badly, slowly or not at all."""
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from agent_fakes import make_turn
 
-from agents import CachedBackend, LLMAgent, prompts
-from agents.base import BackendError, GenerationRequest, LogprobRequest
+from agents import CachedBackend, LLMAgent, openai_backend, prompts
+from agents.base import BackendError, Generation, GenerationRequest, LogprobRequest
 from agents.cache import cache_stats
 from agents.llamacpp_backend import LlamaCppBackend, default_model_path
 from agents.openai_backend import OpenAIBackend
@@ -68,7 +75,19 @@ def server(tmp_path_factory):
     process.wait(timeout=10)
 
 
-def test_team_turns_through_a_server_then_a_clear_error_when_it_is_gone(server, tmp_path):
+@pytest.fixture
+def backoffs(monkeypatch) -> list[float]:
+    """The backoff waits of the openai backend, recorded instead of slept."""
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(openai_backend, "sleep", record)
+    return waits
+
+
+def test_team_turns_through_a_server_then_a_clear_error_when_it_is_gone(server, tmp_path, backoffs):
     base_url, process = server
     backend = OpenAIBackend(
         base_url, MODEL, max_concurrency=4, max_retries=2, backoff_s=0.05, timeout_s=30
@@ -98,13 +117,215 @@ def test_team_turns_through_a_server_then_a_clear_error_when_it_is_gone(server, 
     rows_before = cache_stats(path)["generations"]
     process.terminate()
     process.wait(timeout=10)
-    started = time.monotonic()
+    backoffs.clear()
     with pytest.raises(
         BackendError,
         match=r"openai:smollm2 at http://127\.0\.0\.1:\d+/v1: generate request 0 .* failed after 3 attempts",
     ):
         agent.backend.generate([GenerationRequest(({"role": "user", "content": "new"},))])
-    assert time.monotonic() - started >= 0.05 + 0.1  # it backed off between the retries
+    assert backoffs == [0.05, 0.1]  # it backed off between the retries, doubling the wait
     assert cache_stats(path)["generations"] == rows_before == 3
     replay = LLMAgent(CachedBackend(backend, path, offline=True), max_tokens=24).solve(turns)
     assert replay == answers
+
+
+# --------------------------------------------------------------- stub servers
+def completion(text: str = "The answer is 7.", **extra) -> bytes:
+    """A well-formed chat completion body."""
+    body = {
+        "id": "x",
+        "object": "chat.completion",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
+    }
+    return json.dumps({**body, **extra}).encode()
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` on a free local port, in a thread; yields the API root URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def replying(replies: list[tuple[int, str, bytes]], received: list[dict]):
+    """A handler answering the k-th POST with ``replies[k]`` (the last one repeats) as
+    (status, content type, body), recording each request body in ``received``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            status, content_type, body = replies[min(len(received), len(replies)) - 1]
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    return Handler
+
+
+def ask(text: str = "What is 3 + 4?") -> list[GenerationRequest]:
+    return [GenerationRequest(({"role": "user", "content": text},), seed=3)]
+
+
+MALFORMED = {
+    "plain text": ("text/plain", b"not json at all", r"body: Invalid JSON"),
+    "an HTML page": (
+        "text/html",
+        b"<html><body>502 Bad Gateway</body></html>",
+        r"Invalid JSON.*<html>",
+    ),
+    "no choices": (
+        "application/json",
+        b'{"id": "x", "object": "chat.completion"}',
+        r"choices: Field required",
+    ),
+    "empty choices": (
+        "application/json",
+        b'{"choices": []}',
+        r"choices: List should have at least 1 item",
+    ),
+    "no message": (
+        "application/json",
+        b'{"choices": [{"finish_reason": "stop"}]}',
+        r"choices\.0\.message: Field required",
+    ),
+    "no content": (
+        "application/json",
+        b'{"choices": [{"message": {"role": "assistant", "content": null}}]}',
+        r"choices\.0\.message\.content: Input should be a valid string",
+    ),
+    "choices not a list": (
+        "application/json",
+        b'{"choices": "none"}',
+        r"choices: Input should be a valid array",
+    ),
+    "content a number": (
+        "application/json",
+        b'{"choices": [{"message": {"content": 5}}]}',
+        r"message\.content: Input should be a valid string",
+    ),
+    "usage a string": (
+        "application/json",
+        completion(usage={"prompt_tokens": "many"}),
+        r"usage\.prompt_tokens: Input should be a valid integer",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_malformed_responses_are_retried_then_a_named_backend_error(case, backoffs):
+    content_type, body, problem = MALFORMED[case]
+    received: list[dict] = []
+    with serving(replying([(200, content_type, body)], received)) as url:
+        backend = OpenAIBackend(url, "stub", max_retries=2, backoff_s=0.25, supports_logprobs=False)
+        with pytest.raises(BackendError) as error:
+            backend.generate(ask())
+    message = str(error.value)
+    assert f"openai backend openai:stub at {url}: generate request 0 (seed 3," in message
+    assert "failed after 3 attempts: _MalformedResponse: malformed response" in message
+    assert re.search(problem, message), message
+    assert len(received) == 3 and backoffs == [0.25, 0.5]
+
+
+def test_malformed_log_probabilities_are_a_named_backend_error():
+    choice = {"message": {"content": "Yes"}, "logprobs": {"content": [{"top_logprobs": "Yes"}]}}
+    body = completion(choices=[choice])
+    received: list[dict] = []
+    with serving(replying([(200, "application/json", body)], received)) as url:
+        backend = OpenAIBackend(url, "stub", max_retries=0, supports_logprobs=True)
+        with pytest.raises(
+            BackendError, match=r"logprobs request 0 .*top_logprobs: Input should be a valid array"
+        ):
+            backend.next_token_logprobs(
+                [LogprobRequest(({"role": "user", "content": "ok?"},), ("Yes", "No"))]
+            )
+    assert len(received) == 1 and received[0]["logprobs"] is True
+
+
+def test_a_malformed_answer_then_a_good_one_is_served(backoffs):
+    received: list[dict] = []
+    replies = [
+        (200, "text/html", b"<html>busy</html>"),
+        (200, "application/json", completion("The answer is 7.")),
+    ]
+    with serving(replying(replies, received)) as url:
+        backend = OpenAIBackend(url, "stub", max_retries=2, backoff_s=0.1, supports_logprobs=False)
+        assert backend.generate(ask()) == [Generation("The answer is 7.", 11, 5, "stop")]
+    assert len(received) == 2 and backoffs == [0.1]
+    assert received[1]["seed"] == 3 and received[1]["messages"][-1]["content"] == "What is 3 + 4?"
+
+
+def test_server_errors_back_off_doubling_and_client_errors_are_not_retried(backoffs):
+    received: list[dict] = []
+    with serving(
+        replying([(503, "application/json", b'{"error": "overloaded"}')], received)
+    ) as url:
+        backend = OpenAIBackend(url, "stub", max_retries=3, backoff_s=0.5, supports_logprobs=False)
+        with pytest.raises(BackendError, match="failed after 4 attempts: InternalServerError"):
+            backend.generate(ask())
+    assert len(received) == 4 and backoffs == [0.5, 1.0, 2.0]
+
+    received.clear()
+    backoffs.clear()
+    with serving(
+        replying([(400, "application/json", b'{"error": "bad request"}')], received)
+    ) as url:
+        backend = OpenAIBackend(url, "stub", max_retries=3, supports_logprobs=False)
+        with pytest.raises(
+            BackendError, match="generate request 0 .* was refused: BadRequestError"
+        ):
+            backend.generate(ask())
+    assert len(received) == 1 and backoffs == []
+
+
+class Trickle(BaseHTTPRequestHandler):
+    """Sends a whole well-formed response (status line, headers and body) one byte at
+    a time, 12 s in all. Records how many bytes went out and whether the client hung
+    up first."""
+
+    response = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    payload = (response % len(completion())) + completion()
+    delay = 12.0 / len(payload)
+    sent = 0
+    hung_up = False
+    finished = threading.Event()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        try:
+            for byte in range(len(self.payload)):
+                self.wfile.write(self.payload[byte : byte + 1])
+                type(self).sent += 1
+                time.sleep(self.delay)
+        except (BrokenPipeError, ConnectionResetError):
+            type(self).hung_up = True
+        finally:
+            type(self).finished.set()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_timeout_is_a_deadline_for_the_whole_request():
+    with serving(Trickle) as url:
+        backend = OpenAIBackend(url, "stub", timeout_s=1.0, max_retries=0, supports_logprobs=False)
+        with pytest.raises(
+            BackendError,
+            match=r"failed after 1 attempts: no complete response within timeout_s=1\.0",
+        ):
+            backend.generate(ask())
+        assert Trickle.finished.wait(timeout=30)  # the server's side is over: hung up on, or done
+    assert Trickle.hung_up and Trickle.sent < len(Trickle.payload)
