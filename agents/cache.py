@@ -135,7 +135,7 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     """Open with ``mode=ro``; on read-only media, where SQLite cannot create the WAL
     index next to the file, open it as ``immutable`` (nobody can be writing to it)."""
     if not path.is_file():
-        raise FileNotFoundError(f"no such file: {path}")
+        raise FileNotFoundError(path)
     uri = path.resolve().as_uri()
     try:
         return _checked(sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S))
@@ -158,6 +158,10 @@ def _checked(db: sqlite3.Connection) -> sqlite3.Connection:
 def _file_error(path: Path, error: sqlite3.Error | OSError, read_only: bool) -> CacheFileError:
     """The error to raise for ``error`` on the cache at ``path``, saying what to do."""
     where = f"response cache {path}"
+    if isinstance(error, FileNotFoundError):
+        return CacheFileError(
+            f"{where} does not exist: check the path, or fill it with offline=False"
+        )
     if isinstance(error, OSError):
         return CacheFileError(f"{where} cannot be opened: {error}")
     code = (error.sqlite_errorcode or 0) & 0xFF
@@ -261,12 +265,11 @@ def _strings(name: str, values: object) -> list[str]:
 
 def _messages(messages: Sequence[Message]) -> list[dict[str, str]]:
     """``messages`` as plain dicts of strings."""
-    if not all(
-        isinstance(message, dict)
-        and all(isinstance(k, str) and isinstance(v, str) for k, v in message.items())
-        for message in messages
-    ):
-        raise TypeError(f"messages must be dicts of strings, got {messages!r}"[:300])
+    for message in messages:
+        if not isinstance(message, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in message.items()
+        ):
+            raise TypeError(f"messages must be dicts of strings, got {message!r:.200}")
     return [{str(k): str(v) for k, v in message.items()} for message in messages]
 
 

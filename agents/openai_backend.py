@@ -255,8 +255,10 @@ class OpenAIBackend:
                 async with asyncio.timeout(self.timeout_s):
                     response = await send()
                 return _parse(response.content)
-            except (*_RETRYABLE, _MalformedResponse) as error:
+            except _RETRYABLE as error:
                 last, failure = error, f"{type(error).__name__}: {error}"
+            except _MalformedResponse as error:
+                last, failure = error, str(error)
             except TimeoutError as error:
                 last, failure = error, f"no complete response within timeout_s={self.timeout_s}"
             except openai.APIError as error:

@@ -235,7 +235,7 @@ def test_malformed_responses_are_retried_then_a_named_backend_error(case, backof
             backend.generate(ask())
     message = str(error.value)
     assert f"openai backend openai:stub at {url}: generate request 0 (seed 3," in message
-    assert "failed after 3 attempts: _MalformedResponse: malformed response" in message
+    assert "failed after 3 attempts: malformed response (" in message
     assert re.search(problem, message), message
     assert len(received) == 3 and backoffs == [0.25, 0.5]
 
@@ -329,3 +329,38 @@ def test_timeout_is_a_deadline_for_the_whole_request():
             backend.generate(ask())
         assert Trickle.finished.wait(timeout=30)  # the server's side is over: hung up on, or done
     assert Trickle.hung_up and Trickle.sent < len(Trickle.payload)
+
+
+def test_a_batch_is_sent_max_concurrency_requests_at_a_time():
+    lock = threading.Lock()
+    both_arrived = threading.Barrier(2, timeout=10)  # passes only if two requests overlap
+    seen = {"in_flight": 0, "peak": 0, "seeds": []}
+
+    class Pairs(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            seed = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["seed"]
+            with lock:
+                seen["in_flight"] += 1
+                seen["peak"] = max(seen["peak"], seen["in_flight"])
+                seen["seeds"].append(seed)
+            both_arrived.wait()
+            with lock:
+                seen["in_flight"] -= 1  # before answering: the next request cannot be here yet
+            body = completion(f"The answer is {seed}.")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    requests = [GenerationRequest(({"role": "user", "content": "q"},), seed=s) for s in range(4)]
+    with serving(Pairs) as url:
+        backend = OpenAIBackend(
+            url, "stub", max_concurrency=2, max_retries=0, supports_logprobs=False
+        )
+        results = backend.generate(requests)
+    assert [r.text for r in results] == [f"The answer is {s}." for s in range(4)]  # in order
+    assert seen["peak"] == 2 and sorted(seen["seeds"]) == [0, 1, 2, 3]

@@ -259,6 +259,11 @@ def test_garbage_and_truncated_files_are_clear_errors_naming_the_file(tmp_path):
         cache_stats(garbage)
     assert garbage.read_bytes() == b"this is not a database\n" * 100  # changed nothing
 
+    missing = tmp_path / "missing.sqlite"
+    with pytest.raises(CacheFileError, match=rf"{missing} does not exist"):
+        CachedBackend(FakeBackend(), missing, offline=True)
+    assert not missing.exists()
+
     truncated = tmp_path / "truncated.sqlite"
     many = [request("long question " * 40, seed) for seed in range(300)]
     CachedBackend(FakeBackend(), truncated).generate(many)
