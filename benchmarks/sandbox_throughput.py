@@ -1,8 +1,9 @@
-"""Sandbox throughput: HumanEval checks per second with the sandbox pool.
+"""Sandbox throughput: HumanEval verdicts per second with the sandbox pool.
 
-Runs the hidden tests of all 164 canonical HumanEval solutions (each a fresh sandboxed
-process: see :mod:`deliberation_env.sandbox`) with ``run_many`` at several pool sizes,
-and the start-up cost of one trivial sandboxed program, then prints a Markdown table.
+Judges all 164 canonical HumanEval solutions on the verdict path (each check one fresh
+sandbox: a candidate process answering a trusted judge process, see
+:mod:`deliberation_env.sandbox`) with ``judge_many`` at several pool sizes, and the
+start-up cost of one trivial check, then prints a Markdown table.
 
     python benchmarks/sandbox_throughput.py [--workers 1 2 4 8] [--repeats 3]
 """
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 import tyro
 
-from deliberation_env.sandbox import run_many, run_python
+from deliberation_env.sandbox import JudgeRequest, judge_many, judge_python
 from deliberation_env.tasks.humaneval import HumanEvalTask
 
 
@@ -34,26 +35,27 @@ class Args:
 def main(args: Args) -> None:
     task = HumanEvalTask(timeout_s=args.timeout_s)
     problems = task.problems("train") + task.problems("test")
-    programs = [task.program(p, p.answer) for p in problems]
-    isolation = run_python("pass").isolation
-    startup = statistics.median(run_python("pass").duration for _ in range(20))
+    requests = [task.request(p, p.answer) for p in problems]
+    trivial = JudgeRequest("def f():\n    pass\n", "def check(f):\n    f()\n", "f")
+    isolation = judge_python(trivial).isolation
+    startup = statistics.median(judge_python(trivial).duration for _ in range(20))
 
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; isolation: {isolation}"
     )
-    print(f"one trivial program (`pass`), median of 20: {startup * 1000:.0f} ms\n")
+    print(f"one trivial check (one call of `pass`), median of 20: {startup * 1000:.0f} ms\n")
     print("| workers | checks/s (median) | seconds for 164 | passed |")
     print("|--------:|------------------:|----------------:|-------:|")
     for workers in args.workers:
         seconds, passed = [], 0
         for _ in range(args.repeats):
             start = time.perf_counter()
-            results = run_many(programs, args.timeout_s, max_workers=workers)
+            verdicts = judge_many(requests, args.timeout_s, max_workers=workers)
             seconds.append(time.perf_counter() - start)
-            passed = sum(r.passed for r in results)
+            passed = sum(v.passed for v in verdicts)
         median = statistics.median(seconds)
         print(
-            f"| {workers} | {len(programs) / median:.1f} | {median:.2f} | {passed}/{len(programs)} |"
+            f"| {workers} | {len(requests) / median:.1f} | {median:.2f} | {passed}/{len(requests)} |"
         )
 
 

@@ -314,6 +314,7 @@ def _block_sockets() -> None:
 def _serve_candidate(request: dict, config: dict, workdir: str, calls: int, answers: int) -> None:
     """Candidate: run the program, then answer calls of its entry point until the judge stops."""
     _confine(config, config["uid"], workdir)
+    _LIBC.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own /proc entries are its own: nothing to hide
     _block_sockets()
     namespace = {"__name__": "__main__"}
     try:

@@ -403,7 +403,7 @@ def _sandboxed(
 ) -> _Run:
     """Start the child in ``mode``, feed it ``frames``, enforce the wall clock, collect."""
     start = time.perf_counter()
-    root = os.geteuid() == 0
+    root = _privileged()
     with (
         _sandbox_uids() if root else contextlib.nullcontext((None, None)) as (uid, judge_uid),
         tempfile.TemporaryDirectory(prefix="sandbox-") as workdir,
@@ -511,6 +511,11 @@ def _records(text: str) -> list[dict]:
 def _run_isolation(records: list[dict]) -> str:
     modes = [r["isolation"] for r in records if r.get("isolation") in ("namespaces", "rlimits")]
     return modes[0] if modes else "rlimits"
+
+
+def _privileged() -> bool:
+    """Whether the env runs as root, which dedicated uids and namespaces need."""
+    return os.geteuid() == 0
 
 
 @contextlib.contextmanager
