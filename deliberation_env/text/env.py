@@ -1,0 +1,514 @@
+"""Text deliberation: the LLM agents are the policies, their completions the actions.
+
+============================  ==============================================================
+Import                        ``from deliberation_env.text import text_env; text_env(...)``
+Registry id                   ``"text-deliberation-v0"`` (:data:`deliberation_env.text.ENV_ID`)
+Actions                       any ``str`` (space: ``Text(ACTION_MAX_LENGTH, charset=BMP)``)
+Parallel API                  Yes
+Agents                        ``agent_0 ... agent_{n-1}``; n as the protocol seats (math:
+                              n >= 2; writing: n = 2)
+Observation space             ``Text(max_length=derived, charset=BMP)``: the agent's prompt
+============================  ==============================================================
+
+This is the MAGRPO paper's setting (Liu et al., arXiv 2508.04652): each agent is an LLM
+policy, the environment holds no model. The meta-action env (:mod:`deliberation_env.env`)
+is the other seat: there the LLMs are part of the dynamics.
+
+**Episode.** One episode is one problem. ``reset`` picks it (``options``
+``{"problem_index": k}`` or ``{"problem_id": "..."}``, else the env's seeded RNG; an
+``"episode_seed"`` option fixes the episode seed, else it is drawn) and returns each
+agent's first prompt. Each ``step`` takes one text per agent, scores the team's texts
+with the protocol and returns the next prompts, which carry the protocol's external
+feedback (math: the peers' answers of this turn). The episode terminates after
+``max_turns`` steps, or as soon as the joint reward reaches ``stop_threshold`` (when
+given). There is no truncation.
+
+**Protocols** (:mod:`deliberation_env.text.protocols`): ``"math"``
+(:class:`~deliberation_env.text.protocols.math.MathProtocol`: n solvers answer in
+parallel, the team's answer is their plurality vote; later turns show the peers'
+answers), the default of every answer task (arithmetic, gsm8k, math, aime, amc, jsonl,
+mmlu); writing (:class:`~deliberation_env.text.protocols.writing.WritingProtocol`:
+summarization or expansion on a JSONL corpus, by two writers), given as an instance; or
+any object implementing :class:`~deliberation_env.text.protocols.base.TextProtocol`.
+The coding protocol of ``humaneval`` (its default) is not built in yet: asking for it
+raises ``NotImplementedError``.
+
+**Observations.** ``obs[agent]`` is the agent's prompt rendered as text
+(:func:`~deliberation_env.text.protocols.base.render`: ``role: content`` blocks);
+``infos[agent]["messages"]`` holds the same prompt as chat messages, for a chat model.
+The charset is the Unicode Basic Multilingual Plane without surrogates and without
+control characters other than tab and newline; any other character (NUL, a lone
+surrogate, an emoji) is replaced by U+FFFD, in the messages too. Agent-written text in
+a prompt is quoted: the agent's own previous text is cut to ``QUOTE_CHARS`` characters
+and the feedback to ``FEEDBACK_CHARS``, each ending with ``" [...truncated]"`` when cut.
+``max_length`` is derived at construction: the longest prompt the protocol builds for any
+problem of the split and any agent, at turn 0 and with quotes of full length; a prompt
+that still exceeds it (a protocol whose prompts do not grow with their quotes) raises a
+``ValueError`` naming the protocol instead of being cut.
+
+**Actions.** Any ``str``, including the empty string, huge text, NUL bytes, lone
+surrogates and text that claims a reward: it is data that the protocol scores, and earns
+only what the protocol's checks give it. A non-string is a ``TypeError`` naming the agent.
+The action space is what ``sample()`` draws from; it does not bound what is accepted.
+
+**Rewards.** Every agent receives the same reward, ``reward_scale`` * R, where R is the
+protocol's joint reward of the turn's texts (MAGRPO's joint objective), at every step.
+``infos[agent]["reward_components"]`` (after a step) holds the protocol's named parts,
+``"joint"`` (R) and ``"contribution"``: R minus R with this agent's text replaced by the
+protocol's neutral text (leave-one-out; unscaled). Bounds: reward_scale * low <= reward
+<= reward_scale * high for the protocol's ``reward_range`` (low, high) (math:
+[0, 1 + format_weight]; writing: [0, 1]); each contribution lies in [low - high, high - low].
+
+**Infos** (per agent): ``role``, ``turn`` (turns played), ``messages`` (the next prompt),
+``seed`` (the seed of the agent's next completion: derived from the episode seed, the
+problem, the agent and the turn, as in the meta env; :class:`agents.TextPolicy` uses it),
+``active`` (the agent acts next), ``problem_id``; after a step also ``text`` (the text it
+played), ``team_output`` (the protocol's combination: math, the voted answer) and
+``reward_components``.
+
+**Bad input.** ``reset`` and ``step`` are atomic: a bad ``seed``, ``options`` or action
+dict, or a protocol fault, raises an error naming what is wrong and leaves the env (its
+episode, its RNG) exactly as it was.
+
+**Arguments.**
+
+- ``task``: a task name (``de.tasks.names()``) or a :class:`~deliberation_env.tasks.Task`;
+  default ``"arithmetic"`` when the protocol comes from the task. Not with a protocol
+  instance, which brings its own problems.
+- ``protocol``: ``None`` (the task's default), ``"math"``, ``"coding"`` (not built in
+  yet) or a protocol instance.
+- ``n_agents`` (default 2), ``max_turns`` (>= 1, default 1), ``split`` (``"train"`` /
+  ``"test"``), ``reward_scale`` (> 0), ``stop_threshold`` (``None`` or a finite number),
+  ``task_kwargs`` (for a task given by name), ``render_mode`` (``None`` or ``"ansi"``).
+
+**Version history.**
+
+- v0: initial release (math and writing protocols).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from agents.base import Message
+from agents.seeding import derive_seed, turn_seeds
+from deliberation_env.core import is_integer, is_number
+from deliberation_env.env import check_episode_seed, check_options, check_seed
+from deliberation_env.tasks import Problem, Task
+from deliberation_env.tasks import get as get_task
+from deliberation_env.text.protocols.base import (
+    QUOTE_CHARS,
+    Outcome,
+    TextProtocol,
+    check_outcome,
+    prompt_charset,
+    quote,
+    render,
+    sanitize,
+)
+from deliberation_env.text.protocols.math import MathProtocol
+
+ACTION_MAX_LENGTH = 4_096
+"""Longest text the action space's ``sample()`` draws (any longer ``str`` is accepted)."""
+FEEDBACK_CHARS = 4 * QUOTE_CHARS
+"""Most characters of one agent's feedback in a prompt."""
+PROTOCOLS = ("math", "coding")
+
+
+def resolve_protocol(
+    task: str | Task | None, protocol: str | TextProtocol | None, task_kwargs: Mapping[str, Any] | None
+) -> TextProtocol:
+    """The protocol of the env's ``task`` and ``protocol`` arguments (module docstring).
+
+    Raises:
+        NotImplementedError: For the coding protocol (``humaneval``'s default).
+        TypeError, ValueError: On a bad or conflicting argument, naming it.
+    """
+    if task_kwargs is not None and not isinstance(task_kwargs, Mapping):
+        raise TypeError(f"task_kwargs must be a dict or None, got {task_kwargs!r}")
+    if isinstance(protocol, TextProtocol):
+        if task is not None or task_kwargs:
+            raise ValueError("give a task or a protocol instance, not both: the protocol brings its problems")
+        return protocol
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be None, one of {PROTOCOLS} or a TextProtocol instance, got {protocol!r}")
+    if isinstance(task, str) or task is None:
+        task = get_task(task or "arithmetic", **(task_kwargs or {}))
+    elif task_kwargs:
+        raise ValueError("task_kwargs are only used with a task name, not a Task instance")
+    elif not isinstance(task, Task):
+        raise TypeError(f"task must be a task name or a Task, got {type(task).__name__}")
+    if protocol == "coding" or (protocol is None and task.name == "humaneval"):
+        raise NotImplementedError(
+            f"task {task.name!r} needs the coding protocol (helper + main, level reward), which is not "
+            "implemented yet; use an answer task with protocol='math', or pass your own TextProtocol"
+        )
+    return MathProtocol(task)
+
+
+def _integer(name: str, value: Any, low: int) -> int:
+    if not is_integer(value):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class EnvState:
+    """One env's episode: its problem, its turn and the agents' next prompts.
+
+    Attributes:
+        problem: The episode's problem.
+        base_seed: ``derive_seed(episode seed, problem id)``.
+        turn: Turns played.
+        active: The episode is running.
+        messages: Per agent, the prompt of its next turn (sanitized).
+        texts: Per agent, the text it played last turn (``None`` before the first step).
+        outcome: The protocol's outcome of the last turn.
+        contributions: Per agent, its leave-one-out contribution to the last turn's R.
+        reward: ``reward_scale`` * R of the last step this env played.
+    """
+
+    problem: Problem
+    base_seed: int
+    turn: int
+    active: bool
+    messages: tuple[tuple[Message, ...], ...]
+    texts: tuple[str, ...] | None = None
+    outcome: Outcome | None = None
+    contributions: tuple[float, ...] | None = None
+    reward: float = 0.0
+
+
+class TextEngine:
+    """The dynamics of ``num_envs`` text episodes in lockstep (both front-ends use it).
+
+    Every method that changes the engine computes the new states first and assigns them
+    last, so a call that raises changes nothing.
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        task: str | Task | None = None,
+        protocol: str | TextProtocol | None = None,
+        n_agents: int = 2,
+        max_turns: int = 1,
+        split: str = "train",
+        reward_scale: float = 1.0,
+        stop_threshold: float | None = None,
+        task_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.num_envs = _integer("num_envs", num_envs, 1)
+        self.n_agents = _integer("n_agents", n_agents, 2)
+        self.max_turns = _integer("max_turns", max_turns, 1)
+        if split not in ("train", "test"):
+            raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+        if not (is_number(reward_scale) and 0 < reward_scale < math.inf):
+            raise ValueError(f"reward_scale must be a finite number > 0, got {reward_scale!r}")
+        if stop_threshold is not None and not (is_number(stop_threshold) and math.isfinite(stop_threshold)):
+            raise ValueError(f"stop_threshold must be None or a finite number, got {stop_threshold!r}")
+        self.protocol = resolve_protocol(task, protocol, task_kwargs)
+        self.split, self.reward_scale = split, float(reward_scale)
+        self.stop_threshold = None if stop_threshold is None else float(stop_threshold)
+        self.roles = tuple(self.protocol.roles(self.n_agents))
+        self.problems = self.protocol.problems(split)
+        if not self.problems:
+            raise ValueError(f"protocol {self.protocol.name!r} has no problems in split {split!r}")
+        self._problem_ids = {p.id: k for k, p in enumerate(self.problems)}
+        self.max_prompt_length = self._longest_prompt()
+        self.states: list[EnvState] | None = None
+
+    # ------------------------------------------------------------------ prompts
+    def _longest_prompt(self) -> int:
+        """The longest rendered prompt over problems and agents, at turn 0 and with full quotes."""
+        previous, feedback = "x" * QUOTE_CHARS, "x" * FEEDBACK_CHARS
+        return max(
+            len(render(self.protocol.prompt(problem, self.roles, agent, quoted, fed)))
+            for problem in self.problems
+            for agent in range(self.n_agents)
+            for quoted, fed in ((None, None), (previous, feedback))
+        )
+
+    def _prompt(self, problem: Problem, agent: int, outcome: Outcome | None, texts: Sequence[str] | None):
+        """The sanitized next prompt of ``agent`` (turn 0 when ``outcome`` is ``None``)."""
+        if outcome is None:
+            chat = self.protocol.prompt(problem, self.roles, agent, None, None)
+        else:
+            chat = self.protocol.prompt(
+                problem, self.roles, agent, quote(texts[agent]), quote(outcome.feedback[agent], FEEDBACK_CHARS)
+            )
+        messages = tuple({"role": m["role"], "content": sanitize(m["content"])} for m in chat)
+        length = len(render(messages))
+        if length > self.max_prompt_length:
+            raise ValueError(
+                f"protocol {self.protocol.name!r} built a prompt of {length} characters for agent_{agent} on "
+                f"problem {problem.id!r}, longer than the observation space's max_length "
+                f"{self.max_prompt_length} (derived at construction): its prompts must grow with their quotes"
+            )
+        return messages
+
+    # ------------------------------------------------------------------ problems and seeds
+    def problem_index(self, options: Mapping[str, Any], rng: np.random.Generator, env: int | None = None) -> int:
+        """The problem of ``options`` (one value, or one per env when ``env`` is given),
+        else one drawn from ``rng``."""
+        if "problem_index" in options and "problem_id" in options:
+            raise ValueError("give options 'problem_index' or 'problem_id', not both")
+        count = len(self.problems)
+        if "problem_index" in options:
+            index = self.pick(options, "problem_index", env)
+            if not (is_integer(index) and 0 <= index < count):
+                raise ValueError(f"options['problem_index'] must be an integer in [0, {count}), got {index!r}")
+            return int(index)
+        if "problem_id" in options:
+            problem_id = self.pick(options, "problem_id", env)
+            if not isinstance(problem_id, str) or problem_id not in self._problem_ids:
+                raise ValueError(f"options['problem_id']: unknown problem id {problem_id!r} in split {self.split!r}")
+            return self._problem_ids[problem_id]
+        return int(rng.integers(count))
+
+    def pick(self, options: Mapping[str, Any], key: str, env: int | None) -> Any:
+        """``options[key]``, or its entry for ``env`` when one value per env is expected."""
+        value = options[key]
+        if env is None:
+            return value
+        if isinstance(value, str) or not isinstance(value, Sequence | np.ndarray) or len(value) != self.num_envs:
+            raise ValueError(f"options[{key!r}] must be a sequence of {self.num_envs} values (one per env), got {value!r}")
+        return value[env]
+
+    # ------------------------------------------------------------------ dynamics
+    def reset(self, problem_indices: Sequence[int], episode_seeds: Sequence[int]) -> None:
+        """Start every env on its problem, with its episode seed."""
+        states = []
+        for index, seed in zip(problem_indices, episode_seeds, strict=True):
+            problem = self.problems[index]
+            messages = tuple(self._prompt(problem, i, None, None) for i in range(self.n_agents))
+            states.append(EnvState(problem, derive_seed(int(seed), problem.id), 0, True, messages))
+        self.states = states
+
+    def step(self, actions: Sequence[Sequence[str] | None]) -> None:
+        """Play one turn in every active env; ``actions[e]`` is ignored for ended envs."""
+        states = [
+            self._play(state, actions[e]) if state.active else dataclasses.replace(state, reward=0.0)
+            for e, state in enumerate(self.states)
+        ]
+        self.states = states
+
+    def _play(self, state: EnvState, texts: Sequence[str]) -> EnvState:
+        protocol, problem, n = self.protocol, state.problem, self.n_agents
+        texts = tuple(texts)
+        outcome = check_outcome(protocol, protocol.score(problem, texts), n)
+        contributions = []
+        for i in range(n):
+            left_out = texts[:i] + (protocol.neutral_text(problem, i),) + texts[i + 1 :]
+            contributions.append(outcome.reward - check_outcome(protocol, protocol.score(problem, left_out), n).reward)
+        turn = state.turn + 1
+        done = turn >= self.max_turns or (self.stop_threshold is not None and outcome.reward >= self.stop_threshold)
+        return EnvState(
+            problem=problem,
+            base_seed=state.base_seed,
+            turn=turn,
+            active=not done,
+            messages=tuple(self._prompt(problem, i, outcome, texts) for i in range(n)),
+            texts=texts,
+            outcome=outcome,
+            contributions=tuple(contributions),
+            reward=self.reward_scale * outcome.reward,
+        )
+
+    # ------------------------------------------------------------------ views
+    def observations(self, e: int) -> list[str]:
+        """Per agent, env ``e``'s next prompt as text."""
+        return [render(messages) for messages in self.states[e].messages]
+
+    def infos(self, e: int, agents: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Env ``e``'s per-agent infos (see the module docstring)."""
+        state = self.states[e]
+        n = self.n_agents
+        seeds = turn_seeds(
+            np.full(n, state.base_seed, dtype=np.uint64), np.arange(n), np.full(n, state.turn)
+        ).tolist()
+        infos = {}
+        for i, agent in enumerate(agents):
+            info: dict[str, Any] = {
+                "role": self.roles[i],
+                "turn": state.turn,
+                "messages": state.messages[i],
+                "seed": seeds[i],
+                "active": state.active,
+                "problem_id": state.problem.id,
+            }
+            if state.outcome is not None:
+                info["text"] = state.texts[i]
+                info["team_output"] = state.outcome.output
+                info["reward_components"] = {
+                    **state.outcome.parts,
+                    "joint": float(state.outcome.reward),
+                    "contribution": state.contributions[i],
+                }
+            infos[agent] = info
+        return infos
+
+
+def check_text(agent: str, action: Any) -> str:
+    """``action`` if it is a ``str``, else a ``TypeError`` naming the agent."""
+    if not isinstance(action, str):
+        raise TypeError(f"action of {agent} must be a str (the agent's text), got {type(action).__name__} {action!r:.80}")
+    return action
+
+
+@dataclass(frozen=True)
+class Spaces:
+    """The observation and action spaces of an engine (built once per env)."""
+
+    observation: spaces.Text
+    action: spaces.Text
+
+    @classmethod
+    def of(cls, engine: TextEngine) -> Spaces:
+        """Spaces fitting every prompt of ``engine``."""
+        charset = prompt_charset()
+        return cls(
+            spaces.Text(max_length=engine.max_prompt_length, min_length=0, charset=charset),
+            spaces.Text(max_length=ACTION_MAX_LENGTH, min_length=0, charset=charset),
+        )
+
+
+class TextDeliberationEnv(ParallelEnv):
+    """A team of LLM policies collaborating on one problem per episode (module docstring).
+
+    Example:
+        >>> env = TextDeliberationEnv(task="arithmetic", n_agents=2, max_turns=2)
+        >>> obs, infos = env.reset(seed=0, options={"problem_index": 0})
+        >>> print(obs["agent_0"])
+        system: You are one of 2 agents solving a problem together. Each agent answers; the team's answer is the majority vote.
+        <BLANKLINE>
+        user: What is 9 + 4 + 5?
+        <BLANKLINE>
+        Solve the problem step by step. End with a line of the form 'The answer is N.' where N is a number.
+        >>> obs, rewards, terms, truncs, infos = env.step({"agent_0": "The answer is 18.", "agent_1": "17"})
+        >>> rewards["agent_0"], infos["agent_0"]["reward_components"]["correct"]
+        (1.1, 1.0)
+        >>> [round(infos[a]["reward_components"]["contribution"], 6) for a in env.agents]
+        [1.05, 0.05]
+        >>> "Agent 1: 17" in obs["agent_0"]
+        True
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "text_deliberation_v0",
+        "render_modes": ["ansi"],
+        "is_parallelizable": True,
+    }
+
+    def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.render_mode = render_mode
+        self._engine = TextEngine(1, **kwargs)
+        self.possible_agents = [f"agent_{i}" for i in range(self._engine.n_agents)]
+        self.agents: list[str] = []
+        self.max_turns = self._engine.max_turns
+        self._spaces = Spaces.of(self._engine)
+        self._rng = np.random.default_rng()
+
+    @property
+    def protocol(self) -> TextProtocol:
+        """The collaboration protocol."""
+        return self._engine.protocol
+
+    @property
+    def problems(self) -> Sequence[Problem]:
+        """The problems of the env's split (what ``problem_index`` indexes)."""
+        return self._engine.problems
+
+    def observation_space(self, agent: str) -> spaces.Text:
+        """The (cached) observation space: every prompt fits it."""
+        return self._spaces.observation
+
+    def action_space(self, agent: str) -> spaces.Text:
+        """The (cached) action space (any ``str`` is accepted)."""
+        return self._spaces.action
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Start an episode: pick the problem, return the first prompts.
+
+        Args:
+            seed: Seeds the env's RNG (problem choice and episode seed).
+            options: ``problem_index`` or ``problem_id``; ``episode_seed``.
+
+        Returns:
+            ``(observations, infos)`` keyed by agent.
+
+        Raises:
+            TypeError, ValueError: On a bad ``seed`` or ``options``, naming it; the env is
+                then exactly as before.
+        """
+        check_seed(seed)
+        options = check_options(options)
+        rng = np.random.default_rng(seed) if seed is not None else copy.deepcopy(self._rng)
+        index = self._engine.problem_index(options, rng)
+        episode_seed = options.get("episode_seed", int(rng.integers(2**63 - 1)))
+        self._engine.reset([index], [check_episode_seed(episode_seed, "options['episode_seed']")])
+        self._rng = rng
+        self.agents = list(self.possible_agents)
+        return self._observations(), self._engine.infos(0, self.agents)
+
+    def step(self, actions: dict[str, Any]):
+        """Score the team's texts and return the next prompts (see the module docstring).
+
+        Raises:
+            TypeError, ValueError: On a step outside an episode, an action dict without
+                exactly the live agents, a non-string action or a protocol fault; the env
+                is then exactly as before.
+        """
+        if not self.agents:
+            raise ValueError("the episode has ended (or never started): call reset() first")
+        if not isinstance(actions, dict):
+            raise TypeError(f"actions must be a dict keyed by agent, got {type(actions).__name__}")
+        missing = [a for a in self.agents if a not in actions]
+        extra = [a for a in actions if a not in self.agents]
+        if missing or extra:
+            raise ValueError(f"actions must have exactly the live agents {self.agents}: missing {missing}, unknown {extra}")
+        self._engine.step([[check_text(a, actions[a]) for a in self.possible_agents]])
+        state = self._engine.states[0]
+        agents = self.agents
+        ended = not state.active
+        if ended:
+            self.agents = []
+        return (
+            self._observations(),
+            {a: state.reward for a in agents},
+            {a: ended for a in agents},
+            {a: False for a in agents},
+            self._engine.infos(0, agents),
+        )
+
+    def _observations(self) -> dict[str, str]:
+        return dict(zip(self.possible_agents, self._engine.observations(0), strict=True))
+
+    def render(self) -> str | None:
+        """With ``render_mode="ansi"``: the turn, each agent's last text (cut) and the reward parts."""
+        if self.render_mode is None or self._engine.states is None:
+            return None
+        state = self._engine.states[0]
+        lines = [f"problem {state.problem.id}  turn {state.turn}/{self.max_turns}  protocol {self.protocol.name}"]
+        if state.outcome is not None:
+            parts = ", ".join(f"{name} {value:.3g}" for name, value in state.outcome.parts.items())
+            lines.append(f"R = {state.outcome.reward:.3g} ({parts}); team output: {quote(str(state.outcome.output), 60)}")
+            for agent, role, text in zip(self.possible_agents, self._engine.roles, state.texts, strict=True):
+                lines.append(f"{agent} ({role}): {quote(text, 60)!r}")
+        return "\n".join(lines)
+
+    def close(self) -> None:
+        """Nothing to release: the env holds no model."""

@@ -1,0 +1,155 @@
+"""The math protocol: n agents answer in parallel and the team's answer is their vote.
+
+**Roles.** Every agent is a ``"solver"`` (n >= 2). At turn 0 each one solves the problem
+on its own; at each later turn it sees its own previous solution and, as external
+feedback, the answers of the other agents of the last turn (in relative order i+1,
+i+2, ... mod n, so an agent never learns its index), and answers again: a debate.
+Answers are parsed by the task (its ``parse``), so any package task with decisions
+works: arithmetic, gsm8k, math, aime, amc, jsonl, mmlu. HumanEval programs need the
+coding protocol instead (not built in yet).
+
+**Team output.** A plurality vote over the parsed decisions (decisions agree when the
+task's ``decision_key`` is equal); a tie goes to the decision whose first holder has the
+lowest agent index; unparseable texts do not vote. A drafter-and-verifier variant is not
+offered: the agents of a parallel env act at the same time, so a verifier could only
+check the draft of the turn before, which is what the debate's feedback already gives.
+
+**Reward.** With d_i the decision of agent i (``None`` if its text has none) and v the
+voted decision (``None`` if no agent has one):
+
+- ``correct`` = 1[v is not None and the task's ``is_correct(v)``]
+- ``format`` = (1/n) sum_i 1[d_i is not None]    (the share of parseable answers)
+- R = ``correct`` + ``format_weight`` * ``format``, so 0 <= R <= 1 + ``format_weight``.
+
+The neutral text of every role is the empty string: an agent left out does not vote.
+Text that only *claims* success ("the answer is correct, reward=1") earns nothing: only
+the task's parser and checker decide.
+
+Example:
+    >>> from deliberation_env import tasks
+    >>> protocol = MathProtocol(tasks.get("arithmetic"))
+    >>> problem = protocol.problems("test")[0]
+    >>> outcome = protocol.score(problem, [f"The answer is {problem.answer}.", "I do not know."])
+    >>> outcome.parts["correct"], outcome.parts["format"], outcome.reward
+    (1.0, 0.5, 1.05)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+
+from agents.base import Message
+from deliberation_env.core import is_number
+from deliberation_env.tasks import Problem, Task
+from deliberation_env.text.protocols.base import Outcome, chat, quote
+
+DECISION_CHARS = 200
+"""Most characters of one peer decision shown in feedback (longer ones are cut, marked)."""
+NO_ANSWER = "no answer"
+"""How feedback shows a peer whose text has no parseable answer."""
+
+SYSTEM = (
+    "You are one of {n} agents solving a problem together. Each agent answers; the team's "
+    "answer is the majority vote."
+)
+FIRST = "{question}\n\n{instructions}"
+LATER = (
+    "{question}\n\nYour previous solution:\n{previous}\n\n{feedback}\n\n"
+    "Check your solution against theirs and solve the problem again. {instructions}"
+)
+
+
+class MathProtocol:
+    """Parallel answers and a plurality vote, on any answer task (see the module docstring).
+
+    Args:
+        task: A package task (``deliberation_env.tasks.get(...)``) other than HumanEval.
+        format_weight: Weight of the ``format`` part, a finite number >= 0.
+
+    Raises:
+        ValueError: On a negative or non-finite ``format_weight``, or a code task.
+    """
+
+    name = "math"
+
+    def __init__(self, task: Task, format_weight: float = 0.1) -> None:
+        if not isinstance(task, Task):
+            raise TypeError(f"task must be a Task, got {type(task).__name__}")
+        if task.name == "humaneval":
+            raise ValueError("task 'humaneval' needs the coding protocol, not the math protocol")
+        if not (is_number(format_weight) and 0.0 <= format_weight < math.inf):
+            raise ValueError(f"format_weight must be a finite number >= 0, got {format_weight!r}")
+        self.task = task
+        self.format_weight = float(format_weight)
+        self.reward_range = (0.0, 1.0 + self.format_weight)
+
+    def roles(self, n_agents: int) -> tuple[str, ...]:
+        """``("solver",) * n_agents``, for any n >= 2."""
+        if n_agents < 2:
+            raise ValueError(f"the math protocol needs n_agents >= 2, got {n_agents}")
+        return ("solver",) * n_agents
+
+    def problems(self, split: str) -> Sequence[Problem]:
+        """The task's problems of ``split``."""
+        return self.task.problems(split)
+
+    def prompt(
+        self, problem: Problem, roles: tuple[str, ...], agent: int, previous: str | None, feedback: str | None
+    ) -> tuple[Message, ...]:
+        """Turn 0: the question and the task's answer format; later: also the agent's
+        previous solution and the peers' answers (``feedback``)."""
+        system = SYSTEM.format(n=len(roles))
+        instructions = self.task.instructions
+        if previous is None:
+            return chat(system, FIRST.format(question=problem.question, instructions=instructions))
+        return chat(
+            system,
+            LATER.format(question=problem.question, previous=previous, feedback=feedback, instructions=instructions),
+        )
+
+    def score(self, problem: Problem, texts: Sequence[str]) -> Outcome:
+        """The vote, the reward parts and each agent's feedback (its peers' answers)."""
+        decisions = [self.task.parse(problem, text) for text in texts]
+        voted = self.vote(problem, decisions)
+        correct = float(voted is not None and self.task.is_correct(problem, voted))
+        parsed = sum(decision is not None for decision in decisions) / len(decisions)
+        n = len(texts)
+        feedback = tuple(
+            "Answers of the other agents:\n"
+            + "\n".join(
+                f"- Agent {k}: {_shown(decisions[(i + k) % n])}" for k in range(1, n)
+            )
+            for i in range(n)
+        )
+        return Outcome(
+            reward=correct + self.format_weight * parsed,
+            parts={"correct": correct, "format": parsed},
+            feedback=feedback,
+            output=voted,
+        )
+
+    def vote(self, problem: Problem, decisions: Sequence[str | None]) -> str | None:
+        """The plurality decision; ties go to the lowest index of a first holder.
+
+        >>> from deliberation_env import tasks
+        >>> protocol = MathProtocol(tasks.get("arithmetic"))
+        >>> protocol.vote(protocol.problems("test")[0], ["5", None, "7", "7", "5"])
+        '5'
+        """
+        votes: dict[Hashable, list[int]] = {}
+        for agent, decision in enumerate(decisions):
+            if decision is not None:
+                votes.setdefault(self.task.decision_key(problem, decision), []).append(agent)
+        if not votes:
+            return None
+        holders = max(votes.values(), key=lambda agents: (len(agents), -agents[0]))
+        return decisions[holders[0]]
+
+    def neutral_text(self, problem: Problem, agent: int) -> str:
+        """The empty text: no answer, no vote."""
+        return ""
+
+
+def _shown(decision: str | None) -> str:
+    return NO_ANSWER if decision is None else quote(decision, DECISION_CHARS)

@@ -1,0 +1,285 @@
+"""The writing protocol: two agents write one text together, scored by structure and style.
+
+After the writing collaborations of the MAGRPO paper (Liu et al., "LLM Collaboration
+With Multi-Agent RL", arXiv 2508.04652, section on writing): TL;DR-style summarization
+and arXiv-abstract-style expansion, rewarded by length-ratio, vocabulary and transition
+metrics. The formulas below are this package's own (the word lists and thresholds are
+ours, the TL;DR thresholds follow the paper's released reward), stated exactly.
+
+**Corpus.** Any JSONL file, or a directory with ``train.jsonl`` and ``test.jsonl`` (see
+:mod:`deliberation_env.tasks.sources`): one JSON object per line whose ``text_field``
+(default ``"text"``) is the source document, a non-empty string; other fields are
+ignored. A single file is split in half by a hash of each document's normalized text. A
+malformed line is a ``ValueError`` naming ``path:line``. Problem ids are
+``<file stem>-<split>-<index>``. No corpus ships with the package.
+
+**Modes and roles** (exactly 2 agents; the team's output is part 0, a blank line, part 1):
+
+- ``"summarize"`` (TL;DR): agent_0 (``summary``) writes a one- or two-sentence TL;DR of
+  the document, agent_1 (``detail``) a longer, detailed summary.
+- ``"expand"`` (arXiv abstract -> introduction): the document is an abstract; agent_0
+  (``background``) writes the introduction's paragraph on background and motivation,
+  agent_1 (``method``) the paragraph on the approach and results, of similar length.
+
+**Metrics.** words(x) = the ``\\w+`` runs of ``x.lower()``; W_k = words(part k);
+U_k = set(W_k) minus :data:`STOPWORDS`; with the mode's :class:`WritingTargets`:
+
+- ``structure`` s = 1[min_words <= |W_k| <= max_words for k = 0 and 1]
+- ``length_ratio`` L = trapezoid(rho), rho = |W_1| / |W_0| (rho = 0 if |W_0| = 0), where
+  trapezoid(x) = 0 for x <= a or x >= d, (x - a)/(b - a) for a < x < b, 1 for
+  b <= x <= c, (d - x)/(d - c) for c < x < d, with (a, b, c, d) = ``ratio``
+- ``vocabulary`` V = clip((nu - lo) / (hi - lo), 0, 1), nu = |U_1| / |U_0| (nu = 0 if
+  U_0 is empty), with (lo, hi) = ``vocabulary``
+- ``transitions`` T = min(1, m / :data:`TRANSITION_TARGET`), m = the number of
+  categories of :data:`TRANSITIONS` with at least one phrase in the team's output (whole
+  words, case-insensitive)
+
+and the joint reward R = s (L + V + T) / 3, so 0 <= R <= 1. The structure gate means a
+missing, one-word or runaway part earns nothing. The neutral text of both roles is the
+empty string, which fails the structure gate: each agent's leave-one-out contribution
+is R itself (both parts are needed).
+
+**Feedback** for the next turn: the partner's part and the team's four scores.
+
+Example:
+    >>> words("Don't panic: 42 towels!")
+    ['don', 't', 'panic', '42', 'towels']
+    >>> trapezoid(1.35, (1.1, 1.6, 3.2, 5.0))
+    0.5
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from agents.base import Message
+from deliberation_env.tasks import Problem
+from deliberation_env.tasks.base import check_split
+from deliberation_env.tasks.sources import load_split, question_key, require
+from deliberation_env.text.protocols.base import Outcome, chat, quote
+
+
+@dataclass(frozen=True)
+class WritingTargets:
+    """The thresholds of one mode (see the module docstring for the formulas).
+
+    Attributes:
+        min_words: Fewest words a part may have to pass the structure gate.
+        max_words: Most words a part may have to pass the structure gate.
+        ratio: (a, b, c, d) of the length-ratio trapezoid, a < b <= c < d.
+        vocabulary: (lo, hi) of the vocabulary ramp, lo < hi.
+    """
+
+    min_words: int
+    max_words: int
+    ratio: tuple[float, float, float, float]
+    vocabulary: tuple[float, float]
+
+    def __post_init__(self) -> None:
+        a, b, c, d = self.ratio
+        lo, hi = self.vocabulary
+        if not 1 <= self.min_words <= self.max_words:
+            raise ValueError(f"need 1 <= min_words <= max_words, got {self.min_words}, {self.max_words}")
+        if not 0 <= a < b <= c < d:
+            raise ValueError(f"ratio must be (a, b, c, d) with 0 <= a < b <= c < d, got {self.ratio}")
+        if not 0 <= lo < hi:
+            raise ValueError(f"vocabulary must be (lo, hi) with 0 <= lo < hi, got {self.vocabulary}")
+
+
+MODES = {
+    "summarize": WritingTargets(8, 256, (1.1, 1.6, 3.2, 5.0), (1.3, 2.0)),
+    "expand": WritingTargets(32, 256, (0.8, 1.0, 1.3, 1.5), (0.7, 1.0)),
+}
+"""Default targets per mode: the TL;DR ratios follow the paper's released reward
+(lengths in words here); the expansion ratio asks for paragraphs of similar length."""
+
+ROLES = {"summarize": ("summary", "detail"), "expand": ("background", "method")}
+
+STOPWORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did",
+    "do", "does", "for", "from", "had", "has", "have", "he", "her", "his", "i", "if", "in",
+    "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "she", "so",
+    "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
+    "to", "us", "was", "we", "were", "what", "when", "which", "who", "will", "with", "would",
+    "you", "your",
+})
+"""Words left out of the vocabulary metric."""
+
+TRANSITIONS = {
+    "addition": ("furthermore", "moreover", "additionally", "in addition", "also"),
+    "example": ("for example", "for instance", "such as", "in particular", "specifically"),
+    "contrast": ("however", "although", "whereas", "nevertheless", "on the other hand", "in contrast"),
+    "cause": ("therefore", "thus", "consequently", "as a result", "because", "hence"),
+    "sequence": ("first", "second", "then", "next", "finally", "subsequently"),
+    "summary": ("in summary", "in conclusion", "overall", "in short", "to summarize"),
+}
+"""Transition phrases by category."""
+TRANSITION_TARGET = 3
+"""Categories of transitions that earn the full ``transitions`` score."""
+
+_WORD = re.compile(r"\w+")
+_CATEGORY_PATTERNS = {
+    category: re.compile(r"\b(?:" + "|".join(map(re.escape, phrases)) + r")\b", re.IGNORECASE)
+    for category, phrases in TRANSITIONS.items()
+}
+PEER_QUOTE_CHARS = 1_000
+"""Most characters of the partner's part shown in feedback."""
+
+SYSTEM = "You are one of two writers producing one text together; each writes one part."
+INSTRUCTIONS = {
+    "summary": (
+        "Write a TL;DR of the text below: one or two sentences. Your partner writes a longer, "
+        "detailed summary that follows yours."
+    ),
+    "detail": (
+        "Write a detailed summary of the text below in one paragraph, two to three times as long "
+        "as a one-sentence TL;DR, in varied words, linked by transitions (however, therefore, for "
+        "example). Your partner writes the TL;DR that comes before yours."
+    ),
+    "background": (
+        "The text below is the abstract of a paper. Write the first paragraph of its introduction: "
+        "the background and the motivation. Your partner writes the second paragraph, on the "
+        "approach and the results, of about the same length."
+    ),
+    "method": (
+        "The text below is the abstract of a paper. Write the second paragraph of its introduction: "
+        "the approach and the results, in varied words, linked by transitions. Your partner writes "
+        "the first paragraph, on the background and the motivation, of about the same length."
+    ),
+}
+
+
+def words(text: str) -> list[str]:
+    """The lowercase ``\\w+`` runs of ``text``."""
+    return _WORD.findall(text.lower())
+
+
+def trapezoid(x: float, corners: tuple[float, float, float, float]) -> float:
+    """0 outside (a, d), 1 on [b, c], linear in between (see the module docstring)."""
+    a, b, c, d = corners
+    if x <= a or x >= d:
+        return 0.0
+    if x < b:
+        return (x - a) / (b - a)
+    if x <= c:
+        return 1.0
+    return (d - x) / (d - c)
+
+
+def ramp(x: float, bounds: tuple[float, float]) -> float:
+    """clip((x - lo) / (hi - lo), 0, 1).
+
+    >>> ramp(2.0, (1.0, 3.0)), ramp(4.0, (1.0, 3.0)), ramp(0.0, (1.0, 3.0))
+    (0.5, 1.0, 0.0)
+    """
+    lo, hi = bounds
+    return min(1.0, max(0.0, (x - lo) / (hi - lo)))
+
+
+def transition_categories(text: str) -> list[str]:
+    """The categories of :data:`TRANSITIONS` with a phrase in ``text`` (whole words).
+
+    >>> transition_categories("However, it rains. Thus we stay; also, something.")
+    ['addition', 'contrast', 'cause']
+    """
+    return [category for category, pattern in _CATEGORY_PATTERNS.items() if pattern.search(text)]
+
+
+def metrics(first: str, second: str, targets: WritingTargets) -> dict[str, float]:
+    """``structure``, ``length_ratio``, ``vocabulary`` and ``transitions`` of two parts
+    (formulas in the module docstring).
+
+    >>> metrics("one two three four five six seven eight", "x " * 20, MODES["summarize"])
+    {'structure': 1.0, 'length_ratio': 1.0, 'vocabulary': 0.0, 'transitions': 0.0}
+    """
+    w0, w1 = words(first), words(second)
+    u0, u1 = set(w0) - STOPWORDS, set(w1) - STOPWORDS
+    in_bounds = all(targets.min_words <= len(w) <= targets.max_words for w in (w0, w1))
+    rho = len(w1) / len(w0) if w0 else 0.0
+    nu = len(u1) / len(u0) if u0 else 0.0
+    found = transition_categories(f"{first}\n\n{second}")
+    return {
+        "structure": float(in_bounds),
+        "length_ratio": trapezoid(rho, targets.ratio),
+        "vocabulary": ramp(nu, targets.vocabulary),
+        "transitions": min(1.0, len(found) / TRANSITION_TARGET),
+    }
+
+
+class WritingProtocol:
+    """Two writers, one text (see the module docstring).
+
+    Args:
+        path: The corpus: a JSONL file or a directory with ``train.jsonl`` and ``test.jsonl``.
+        mode: ``"summarize"`` or ``"expand"``.
+        text_field: The field holding each source document.
+        targets: Thresholds replacing the mode's defaults (:data:`MODES`).
+
+    Raises:
+        ValueError: On an unknown ``mode``, or (when problems are read) a malformed line,
+            naming ``path:line``.
+        FileNotFoundError: If ``path`` does not exist.
+    """
+
+    name = "writing"
+    reward_range = (0.0, 1.0)
+
+    def __init__(
+        self, path: str | Path, mode: str = "summarize", text_field: str = "text", targets: WritingTargets | None = None
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {tuple(MODES)}, got {mode!r}")
+        if not Path(path).exists():
+            raise FileNotFoundError(f"no such corpus file or directory: {path}")
+        self.path, self.mode, self.text_field = Path(path), mode, text_field
+        self.targets = targets or MODES[mode]
+        self._problems: dict[str, tuple[Problem, ...]] = {}
+
+    def roles(self, n_agents: int) -> tuple[str, ...]:
+        """The mode's two roles; the protocol seats exactly 2 agents."""
+        if n_agents != 2:
+            raise ValueError(f"the writing protocol needs n_agents == 2, got {n_agents}")
+        return ROLES[self.mode]
+
+    def problems(self, split: str) -> Sequence[Problem]:
+        """The documents of ``split`` (read once, then kept)."""
+        if check_split(split) not in self._problems:
+            records = load_split(self.path, split, lambda where, record: question_key(self._text(where, record)))
+            self._problems[split] = tuple(
+                Problem(f"{self.path.stem}-{split}-{k}", self._text(where, record), "", {"where": where})
+                for k, (where, record) in enumerate(records)
+            )
+        return self._problems[split]
+
+    def _text(self, where: str, record: dict) -> str:
+        return require(where, record, self.text_field)
+
+    def prompt(
+        self, problem: Problem, roles: tuple[str, ...], agent: int, previous: str | None, feedback: str | None
+    ) -> tuple[Message, ...]:
+        """The role's instruction and the document; later turns add the agent's previous
+        part and the feedback."""
+        user = f"{INSTRUCTIONS[roles[agent]]}\n\nText:\n{problem.question}"
+        if previous is not None:
+            user += f"\n\nYour previous part:\n{previous}\n\n{feedback}\n\nRevise your part."
+        return chat(SYSTEM, user)
+
+    def score(self, problem: Problem, texts: Sequence[str]) -> Outcome:
+        """The four metrics and R of the two parts (formulas in the module docstring)."""
+        parts = metrics(texts[0], texts[1], self.targets)
+        reward = parts["structure"] * (parts["length_ratio"] + parts["vocabulary"] + parts["transitions"]) / 3.0
+        roles = ROLES[self.mode]
+        scores = ", ".join(f"{name} {value:.2f}" for name, value in parts.items())
+        feedback = tuple(
+            f"Your partner ({roles[1 - i]}) wrote:\n{quote(texts[1 - i], PEER_QUOTE_CHARS)}\n\n"
+            f"Scores of the team's text (0 to 1): {scores}."
+            for i in range(2)
+        )
+        return Outcome(reward, parts, feedback, f"{texts[0]}\n\n{texts[1]}")
+
+    def neutral_text(self, problem: Problem, agent: int) -> str:
+        """The empty text (it fails the structure gate)."""
+        return ""

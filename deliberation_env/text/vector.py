@@ -1,0 +1,160 @@
+"""Many text episodes stepped in lockstep: G copies of one problem form a group.
+
+Layout (E = ``num_envs``, keyed by agent like the parallel env):
+
+- ``obs[agent]``: a list of E prompts (str);
+- actions: ``{agent: a sequence of E str}``; the entries of envs that have ended are
+  ignored (any value);
+- ``rewards[agent]``: float32 (E,); ``terminations[agent]``, ``truncations[agent]``: bool (E,);
+- ``infos``: a list of E dicts, each keyed by agent like the parallel env's infos.
+
+``reset(seed, options)`` resets every env; options give one value per env:
+``problem_index`` / ``problem_id`` and ``episode_seed``. Without ``episode_seed`` each env
+draws its own, so G envs on one problem sample G different completions from a seeded
+policy (:class:`agents.TextPolicy`) while the whole batch replays from ``seed``. Env e
+behaves exactly like a parallel env reset with env e's problem and episode seed.
+
+An env that ended (``stop_threshold``) ignores later actions and reports zero reward
+(its infos keep its final state, with ``active`` False) until the next reset; stepping
+after every env has ended is an error.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from deliberation_env.env import check_episode_seed, check_options, check_seed
+from deliberation_env.tasks import Problem
+from deliberation_env.text.env import Spaces, TextEngine, check_text
+from deliberation_env.text.protocols.base import TextProtocol
+
+
+class TextDeliberationVectorEnv:
+    """``num_envs`` text episodes in lockstep (see the module docstring).
+
+    Args:
+        num_envs: Number of episodes stepped together.
+        **kwargs: The parallel env's arguments (task, protocol, n_agents, max_turns, ...).
+
+    Example:
+        >>> venv = TextDeliberationVectorEnv(3, task="arithmetic", n_agents=2)
+        >>> obs, infos = venv.reset(seed=0, options={"problem_index": [4, 4, 4]})
+        >>> len(obs["agent_0"]), len({info["agent_0"]["seed"] for info in infos})
+        (3, 3)
+        >>> obs, rewards, terms, truncs, infos = venv.step({a: ["The answer is 3."] * 3 for a in venv.agents})
+        >>> rewards["agent_1"].shape, bool(terms["agent_1"].all())
+        ((3,), True)
+    """
+
+    def __init__(self, num_envs: int, **kwargs: Any) -> None:
+        self._engine = TextEngine(num_envs, **kwargs)
+        self.num_envs = self._engine.num_envs
+        self.n_agents = self._engine.n_agents
+        self.max_turns = self._engine.max_turns
+        self.possible_agents = [f"agent_{i}" for i in range(self.n_agents)]
+        self.agents = list(self.possible_agents)
+        self._spaces = Spaces.of(self._engine)
+        self._rng = np.random.default_rng()
+
+    @property
+    def protocol(self) -> TextProtocol:
+        """The collaboration protocol."""
+        return self._engine.protocol
+
+    @property
+    def problems(self) -> Sequence[Problem]:
+        """The problems of the split (what ``problem_index`` indexes)."""
+        return self._engine.problems
+
+    @property
+    def active(self) -> np.ndarray:
+        """(E,) bool: envs whose episode is still running."""
+        if self._engine.states is None:
+            return np.zeros(self.num_envs, dtype=bool)
+        return np.array([state.active for state in self._engine.states])
+
+    def observation_space(self, agent: str) -> spaces.Text:
+        """The observation space of one agent of one env."""
+        return self._spaces.observation
+
+    def action_space(self, agent: str) -> spaces.Text:
+        """The action space of one agent of one env (any ``str`` is accepted)."""
+        return self._spaces.action
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Reset every env (per-env options: see the module docstring).
+
+        Raises:
+            TypeError, ValueError: On a bad ``seed`` or ``options``, naming it and the
+                env; every env is then exactly as before.
+        """
+        check_seed(seed)
+        options = check_options(options)
+        engine = self._engine
+        rng = np.random.default_rng(seed) if seed is not None else copy.deepcopy(self._rng)
+        indices = [engine.problem_index(options, rng, env=e) for e in range(self.num_envs)]
+        if "episode_seed" in options:
+            seeds = [
+                check_episode_seed(engine.pick(options, "episode_seed", e), f"options['episode_seed'][{e}]")
+                for e in range(self.num_envs)
+            ]
+        else:
+            seeds = rng.integers(2**63 - 1, size=self.num_envs).tolist()
+        engine.reset(indices, seeds)
+        self._rng = rng
+        return self._observations(), self._infos()
+
+    def step(self, actions: dict[str, Any]):
+        """Play one turn in every running env.
+
+        Raises:
+            TypeError, ValueError: On a step before ``reset`` or after every episode
+                ended, actions without exactly the agents or one text per env, a
+                non-string text of a running env, or a protocol fault; every env is
+                then exactly as before.
+        """
+        engine = self._engine
+        active = self.active
+        if engine.states is None:
+            raise ValueError("no episode: call reset() before step()")
+        if not active.any():
+            raise ValueError("every episode has ended: call reset() first")
+        if not isinstance(actions, dict):
+            raise TypeError(f"actions must be a dict keyed by agent, got {type(actions).__name__}")
+        missing = [a for a in self.agents if a not in actions]
+        extra = [a for a in actions if a not in self.agents]
+        if missing or extra:
+            raise ValueError(f"actions must have exactly the agents {self.agents}: missing {missing}, unknown {extra}")
+        for agent in self.agents:
+            column = actions[agent]
+            if isinstance(column, str) or not isinstance(column, Sequence | np.ndarray) or len(column) != self.num_envs:
+                raise ValueError(f"actions[{agent!r}] must be a sequence of {self.num_envs} texts (one per env)")
+        table = [
+            [check_text(f"{agent} (env {e})", actions[agent][e]) for agent in self.agents] if active[e] else None
+            for e in range(self.num_envs)
+        ]
+        engine.step(table)
+        rewards = np.array([state.reward for state in engine.states], dtype=np.float32)
+        ended = ~self.active
+        return (
+            self._observations(),
+            {a: rewards.copy() for a in self.agents},
+            {a: ended.copy() for a in self.agents},
+            {a: np.zeros(self.num_envs, dtype=bool) for a in self.agents},
+            self._infos(),
+        )
+
+    def _observations(self) -> dict[str, list[str]]:
+        per_env = [self._engine.observations(e) for e in range(self.num_envs)]
+        return {agent: [prompts[i] for prompts in per_env] for i, agent in enumerate(self.agents)}
+
+    def _infos(self) -> list[dict[str, dict[str, Any]]]:
+        return [self._engine.infos(e, self.agents) for e in range(self.num_envs)]
+
+    def close(self) -> None:
+        """Nothing to release."""
