@@ -1,0 +1,136 @@
+"""The writing protocol: metrics and reward by hand, corpus errors, and reward bounds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from text_fakes import DOCUMENTS, write_corpus
+
+from deliberation_env.text import WritingProtocol, text_env
+from deliberation_env.text.protocols.base import check_outcome
+from deliberation_env.text.protocols.writing import MODES, metrics, transition_categories
+
+
+def corpus_dir(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_corpus(corpus / "train.jsonl", DOCUMENTS[:6])
+    write_corpus(corpus / "test.jsonl", DOCUMENTS[6:])
+    return corpus
+
+
+def numbered(prefix: str, count: int) -> str:
+    return " ".join(f"{prefix}{k}" for k in range(count))
+
+
+def test_a_perfect_tldr_pair_by_hand(tmp_path):
+    summary = "alpha beta gamma delta epsilon zeta eta theta iota kappa"  # 10 words, 10 content words
+    detail = "however therefore for example " + numbered("word", 17) + " the the the the"
+    # 25 words (rho = 2.5: L = 1); content words: however, therefore, example, word0..16 = 20
+    # (nu = 2.0: V = 1); transitions: contrast, cause, example (T = 1).
+    protocol = WritingProtocol(corpus_dir(tmp_path))
+    outcome = protocol.score(protocol.problems("train")[0], [summary, detail])
+    assert outcome.parts == {"structure": 1.0, "length_ratio": 1.0, "vocabulary": 1.0, "transitions": 1.0}
+    assert outcome.reward == 1.0
+    assert outcome.output == f"{summary}\n\n{detail}"
+
+
+def test_a_partial_tldr_pair_by_hand():
+    summary = numbered("alpha", 10) + " " + numbered("alpha", 10)  # 20 words, 10 content words
+    detail = "however " + numbered("beta", 15) + " the" * 11  # 27 words, 16 content words
+    # rho = 27/20 = 1.35: L = (1.35 - 1.1) / 0.5 = 0.5; nu = 1.6: V = 0.3 / 0.7; T = 1/3.
+    parts = metrics(summary, detail, MODES["summarize"])
+    assert parts == pytest.approx({"structure": 1.0, "length_ratio": 0.5, "vocabulary": 3 / 7, "transitions": 1 / 3})
+
+
+def test_an_expansion_pair_by_hand():
+    background = numbered("w", 40)
+    method = numbered("v", 40) + " the" * 16
+    # rho = 56/40 = 1.4: L = (1.5 - 1.4) / 0.2 = 0.5; nu = 1.0: V = (1.0 - 0.7) / 0.3 = 1; T = 0.
+    parts = metrics(background, method, MODES["expand"])
+    assert parts == pytest.approx({"structure": 1.0, "length_ratio": 0.5, "vocabulary": 1.0, "transitions": 0.0})
+
+
+def test_the_structure_gate_zeroes_the_reward(tmp_path):
+    protocol = WritingProtocol(corpus_dir(tmp_path))
+    problem = protocol.problems("train")[0]
+    detail = "however therefore for example " + numbered("word", 17)
+    assert protocol.score(problem, ["too short", detail]).reward == 0.0
+    assert protocol.score(problem, [numbered("a", 10), numbered("b", 300)]).reward == 0.0
+
+
+def test_transitions_match_whole_words_only():
+    assert transition_categories("Athens is thusly alsoish") == []
+    assert transition_categories("In summary, first we ate.") == ["sequence", "summary"]
+
+
+def test_both_writers_contribute_the_whole_reward_and_read_each_other(tmp_path):
+    env = text_env(protocol=WritingProtocol(corpus_dir(tmp_path)), max_turns=2)
+    env.reset(seed=0)
+    summary = numbered("alpha", 10)
+    detail = "however therefore for example " + numbered("word", 17)
+    obs, rewards, _, _, infos = env.step({"agent_0": summary, "agent_1": detail})
+    assert rewards["agent_0"] == pytest.approx(1.0)
+    for agent in env.possible_agents:
+        assert infos[agent]["reward_components"]["contribution"] == pytest.approx(1.0)
+    assert detail in obs["agent_0"] and summary in obs["agent_1"]
+    assert "length_ratio 1.00" in obs["agent_0"]
+    assert [infos[a]["role"] for a in env.possible_agents] == ["summary", "detail"]
+
+
+def test_documents_are_read_from_a_single_file_split_in_two(tmp_path):
+    path = write_corpus(tmp_path / "posts.jsonl", DOCUMENTS)
+    protocol = WritingProtocol(path, mode="expand")
+    train, test = protocol.problems("train"), protocol.problems("test")
+    assert sorted(p.question for p in train + test) == sorted(DOCUMENTS)
+    assert train[0].id == "posts-train-0"
+
+
+def test_a_custom_text_field(tmp_path):
+    path = tmp_path / "abstracts.jsonl"
+    path.write_text(json.dumps({"abstract": "We study things."}) + "\n", encoding="utf-8")
+    protocol = WritingProtocol(path, text_field="abstract")
+    assert [p.question for p in protocol.problems("train") + protocol.problems("test")] == ["We study things."]
+
+
+@pytest.mark.parametrize(
+    ("second_line", "match"),
+    [
+        ("{not json", "not valid JSON"),
+        (json.dumps({"title": "no text"}), "missing field 'text'"),
+        (json.dumps({"text": ""}), "field 'text' is empty"),
+        (json.dumps({"text": 5}), "must be a string"),
+    ],
+)
+def test_a_malformed_line_is_named_by_path_and_line(tmp_path, second_line, match):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "train.jsonl").write_text(json.dumps({"text": "fine"}) + "\n" + second_line + "\n", encoding="utf-8")
+    write_corpus(corpus / "test.jsonl", DOCUMENTS[:2])
+    with pytest.raises(ValueError, match=f"train.jsonl:2: .*{match}"):
+        text_env(protocol=WritingProtocol(corpus))
+
+
+def test_a_missing_corpus_or_mode_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nowhere.jsonl"):
+        WritingProtocol(tmp_path / "nowhere.jsonl")
+    with pytest.raises(ValueError, match="mode"):
+        WritingProtocol(corpus_dir(tmp_path), mode="poetry")
+
+
+@pytest.fixture(scope="module")
+def protocols(tmp_path_factory):
+    path = write_corpus(tmp_path_factory.mktemp("corpus") / "posts.jsonl", DOCUMENTS)
+    return {mode: WritingProtocol(path, mode=mode) for mode in MODES}
+
+
+@settings(max_examples=200, deadline=None)
+@given(first=st.text(max_size=400), second=st.text(max_size=400), mode=st.sampled_from(sorted(MODES)))
+def test_every_part_and_the_reward_lie_in_zero_one(protocols, first, second, mode):
+    protocol = protocols[mode]
+    outcome = check_outcome(protocol, protocol.score(protocol.problems("train")[0], [first, second]), 2)
+    assert all(0.0 <= value <= 1.0 for value in outcome.parts.values())
+    assert 0.0 <= outcome.reward <= 1.0
