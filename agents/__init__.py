@@ -39,6 +39,7 @@ from agents.base import (
 from agents.cache import DEFAULT_CACHE_PATH, CachedBackend
 from agents.llm_agent import LLMAgent
 from agents.simulated import SimulatedTeam
+from agents.text_policy import TextPolicy
 
 _BACKENDS = {
     "llamacpp": "agents.llamacpp_backend:LlamaCppBackend",
@@ -90,6 +91,7 @@ __all__ = [
     "PeerAnswer",
     "SimulatedTeam",
     "Solver",
+    "TextPolicy",
     "Turn",
     "make_backend",
     "smollm2_agent",

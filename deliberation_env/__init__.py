@@ -17,6 +17,12 @@ from deliberation_env import tasks
 from deliberation_env.core import RewardConfig
 from deliberation_env.env import DeliberationEnv
 from deliberation_env.spaces import PEER_FEATURES, SELF_FEATURES, MetaAction
+from deliberation_env.text import (
+    TextDeliberationEnv,
+    TextDeliberationVectorEnv,
+    text_env,
+    text_vector_env,
+)
 from deliberation_env.vector import DeliberationVectorEnv
 
 __version__ = "0.1.0"
@@ -37,10 +43,10 @@ def vector_env(num_envs: int, **kwargs: Any) -> DeliberationVectorEnv:
     return DeliberationVectorEnv(num_envs, **kwargs)
 
 
-_REGISTRY = {"deliberation-v0": parallel_env}
+_REGISTRY = {"deliberation-v0": parallel_env, "text-deliberation-v0": text_env}
 
 
-def make(env_id: str, **kwargs: Any) -> DeliberationEnv:
+def make(env_id: str, **kwargs: Any) -> DeliberationEnv | TextDeliberationEnv:
     """Build a registered env by versioned id, e.g. ``make("deliberation-v0", team="simulated")``."""
     if env_id not in _REGISTRY:
         raise ValueError(f"unknown env id {env_id!r}; registered: {', '.join(_REGISTRY)}")
@@ -54,9 +60,13 @@ __all__ = [
     "DeliberationVectorEnv",
     "MetaAction",
     "RewardConfig",
+    "TextDeliberationEnv",
+    "TextDeliberationVectorEnv",
     "env",
     "make",
     "parallel_env",
     "tasks",
+    "text_env",
+    "text_vector_env",
     "vector_env",
 ]

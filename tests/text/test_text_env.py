@@ -10,7 +10,8 @@ from helpers import FixedTask
 from pettingzoo.test import parallel_api_test
 from text_fakes import DOCUMENTS, write_corpus
 
-from deliberation_env.text import ENV_ID, Outcome, TextProtocol, WritingProtocol, make, text_env
+import deliberation_env as de
+from deliberation_env.text import Outcome, TextProtocol, WritingProtocol, text_env
 from deliberation_env.text.protocols.base import chat
 
 ANSWER_7 = (("What is 3 + 4?", "7"),)
@@ -232,10 +233,10 @@ def test_writing_needs_exactly_two_agents(tmp_path):
 
 
 def test_registry_id_builds_the_env():
-    env = make(ENV_ID, task="arithmetic", n_agents=3)
+    env = de.make("text-deliberation-v0", task="arithmetic", n_agents=3)
     assert env.possible_agents == ["agent_0", "agent_1", "agent_2"]
     with pytest.raises(ValueError, match="text-deliberation-v0"):
-        make("text-deliberation-v9")
+        de.make("text-deliberation-v9")
 
 
 def test_render_ansi_shows_the_reward_and_the_texts():
