@@ -38,6 +38,7 @@ from __future__ import annotations
 import builtins
 import ctypes
 import errno
+import fcntl
 import hashlib
 import importlib.util
 import json
@@ -214,8 +215,9 @@ def _supervise(request: dict, config: dict, namespaces: bool) -> None:
     calls, answers = os.pipe(), os.pipe()
     candidate = os.fork()
     if candidate == 0:
-        _keep_descriptors(calls[0], answers[1])
-        _serve_candidate(request, config, workdir, calls[0], answers[1])
+        mine = _above_descriptor_limit(calls[0]), _above_descriptor_limit(answers[1])
+        _keep_descriptors(*mine)
+        _serve_candidate(request, config, workdir, *mine)
     material = _read_frame(0)
     judge = os.fork()
     if judge == 0:
@@ -292,9 +294,9 @@ def _run_user_code(code: str, config: dict, workdir: str) -> None:
 
 
 def _above_descriptor_limit(fd: int) -> int:
-    """A copy of ``fd`` numbered above the code's descriptor limit, which it cannot close by
-    closing the descriptors it may open; the original is closed."""
-    high = os.dup2(fd, _NOFILE + 1)
+    """``fd`` moved above the code's descriptor limit: a program that closes every
+    descriptor it could have opened (3 to 63) keeps it."""
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD, _NOFILE)
     os.close(fd)
     return high
 
