@@ -6,7 +6,8 @@ Registry id                   ``de.make("deliberation-v0", ...)``
 Actions                       Discrete(3): PERSIST, REFINE, CONCEDE (:class:`MetaAction`)
 Parallel API                  Yes (``de.env(...)`` gives the AEC form)
 Agents                        ``agent_0 ... agent_{n-1}``, n >= 2, no upper limit
-Observation space             Dict(self: Box(0, 1, (12,)), peers: Box(0, 1, (n-1, 11)))
+Observation space             Dict(self: Box(0, 1, (12,)), peers: Box(0, 1, (n-1, 11)));
+                              ``observation="flat"``: Box(0, 1, (12 + 11 (n-1),))
 State space                   Box(0, 1, (n * 12,)): every agent's ``self`` row
 ============================  ==============================================================
 
@@ -67,6 +68,21 @@ index  feature               meaning
 5-10   profile_*             the peer's reasoning profile
 =====  ====================  ===================================================
 
+With ``observation="flat"`` each observation is one float32 vector instead of the dict,
+in the space ``Box(0, 1, (12 + 11 (n-1),))``, which every tool that takes 1-D Box
+observations consumes as it is (RLlib's default encoders, TorchRL, BenchMARL, SuperSuit's
+observation wrappers): the same numbers, laid out as
+
+=======================  ============================================================
+index                    feature
+=======================  ============================================================
+0-11                     the ``self`` row, index by index as above
+12 + 11 (k-1) + j        feature j of peer k's row (k = 1 .. n-1, j = 0 .. 10, as above)
+=======================  ============================================================
+
+``de.spaces.flat_features(n)`` names every index (``self/confidence``, ...,
+``peer_1/confidence``, ...). The Dict stays the default.
+
 With ``observation="text"`` the dict holds only ``text`` (a ``Text`` space: the question,
 the answers and confidences, rendered for LLM-based meta-policies); ``"both"`` holds all
 three keys.
@@ -88,6 +104,18 @@ tokens_i / 1000 <= r <= reward_scale (w_local + w_global). ``infos[agent]`` hold
 ``action``, ``problem_id`` and ``concede_target`` (the index of the agent whose answer
 CONCEDE would adopt in the next step, ``None`` if it would act as PERSIST; it holds no
 correctness: only a privileged policy such as the oracle pairs it with ``correct``).
+
+**Numeric infos.** With ``infos="numeric"`` every agent's info holds numbers only, each a
+Python float, under the same keys at every reset and step (TorchRL and BenchMARL turn
+every info value into a tensor): nested parts are flattened to ``reward_components/local``,
+``reward_components/global``, ``reward_components/token_cost``, ``tokens/prompt``,
+``tokens/completion``, ``tokens/total``; booleans are 0.0 / 1.0; ``round``, ``action``
+(-1.0 before the first step), ``confidence``, ``episode_tokens``, ``team_reward`` are as
+above; ``concede_target`` is the agent index, or -1.0 where the rich infos hold None
+(not NaN, which is unequal to itself and breaks PettingZoo's seed tests; not dropped,
+which would change the keys between steps). ``decision``, ``confidence_method``,
+``text`` and ``problem_id`` are left out: they are text, or a decision of any type.
+Rich infos (``infos="rich"``) stay the default.
 
 **Bad input and faults.** ``reset`` and ``step`` are atomic: they check their arguments,
 make every solver call, check every result, and only then change the env. A call that
@@ -114,12 +142,16 @@ the simulated team's confidences are logistic.
   (SmolLM2-135M-Instruct through llama.cpp, responses cached in SQLite:
   :func:`agents.smollm2_agent`), a backend or a solver for all agents, or a list with one
   per agent. Default ``"smollm2"``.
-- ``n_agents`` (>= 2), ``max_rounds`` (>= 1), ``split`` (``"train"`` / ``"test"``).
+- ``n_agents`` (>= 2), ``max_rounds`` (>= 1, default 3), ``split`` (``"train"`` / ``"test"``).
+- ``max_cycles``: PettingZoo's name for ``max_rounds`` (its ``max_cycles_test`` passes it);
+  give one of the two.
 - ``reward_scale`` (> 0), ``w_local``, ``w_global``, ``lambda_tok`` (>= 0).
 - ``concede_rule``: ``"most_confident"`` or ``"plurality"``.
 - ``stop_on_consensus``: end once all agents hold the same valid decision.
-- ``observation``: ``"vector"``, ``"text"`` or ``"both"``.
-- ``render_mode``: ``None`` or ``"ansi"`` (a table of the round).
+- ``observation``: ``"vector"`` (the Dict, default), ``"flat"``, ``"text"`` or ``"both"``.
+- ``infos``: ``"rich"`` (default) or ``"numeric"``.
+- ``render_mode``: ``None``, ``"ansi"`` (``render()`` returns a table of the round) or
+  ``"human"`` (``render()`` prints it).
 - ``task_kwargs``: keyword arguments for a task given by name.
 
 Numbers may be Python or NumPy scalars (``np.int64(3)``, ``np.float32(0.5)``,
@@ -132,7 +164,8 @@ integer in [0, 2**64); ``options["problem_index"]`` an integer in [0, len(env.pr
 
 - v0: initial release. Added since, without a new version because no dynamics changed
   for valid input: ``infos[agent]["concede_target"]``; atomic ``reset`` and ``step``;
-  invalid solver results rejected (they used to be clipped, or pass NaN through).
+  invalid solver results rejected (they used to be clipped, or pass NaN through);
+  ``observation="flat"``, ``infos="numeric"``, ``render_mode="human"``, ``max_cycles``.
 """
 
 from __future__ import annotations
@@ -156,7 +189,12 @@ from deliberation_env.tasks import Task
 from deliberation_env.tasks import get as get_task
 
 TeamSpec = str | Backend | Solver | Sequence[str | Backend | Solver]
-OBSERVATIONS = ("vector", "text", "both")
+OBSERVATIONS = ("vector", "text", "both", "flat")
+INFOS = ("rich", "numeric")
+TEXT_INFOS = frozenset({"decision", "confidence_method", "text", "problem_id"})
+"""Rich info keys that ``infos="numeric"`` leaves out (text, or a decision of any type)."""
+NO_CONCEDE_TARGET = -1.0
+"""``concede_target`` in numeric infos when CONCEDE would act as PERSIST (rich infos: None)."""
 RESET_OPTIONS = ("problem_index", "problem_id", "episode_seed")
 EPISODE_SEED_LIMIT = 2**64
 """Episode seeds lie in [0, 2**64)."""
@@ -204,7 +242,7 @@ def build_core(
     task: str | Task = "arithmetic",
     team: TeamSpec = "smollm2",
     n_agents: int = 3,
-    max_rounds: int = 3,
+    max_rounds: int | None = None,
     split: str = "train",
     reward_scale: float = 1.0,
     w_local: float = 1.0,
@@ -214,8 +252,18 @@ def build_core(
     stop_on_consensus: bool = False,
     observation: str = "vector",
     task_kwargs: dict[str, Any] | None = None,
+    max_cycles: int | None = None,
 ) -> DeliberationCore:
-    """Validate the arguments shared by both front-ends and build the engine."""
+    """Validate the arguments shared by both front-ends and build the engine.
+
+    ``max_cycles`` is PettingZoo's name for ``max_rounds`` (its ``max_cycles_test`` passes
+    it); give one of them, or neither for 3 rounds.
+    """
+    if max_rounds is not None and max_cycles is not None:
+        raise ValueError(
+            f"give max_rounds or max_cycles (PettingZoo's name for it), not both: got {max_rounds!r} and {max_cycles!r}"
+        )
+    max_rounds = next((value for value in (max_rounds, max_cycles) if value is not None), 3)
     for name, value, low in (("n_agents", n_agents, 2), ("max_rounds", max_rounds, 1), ("num_envs", num_envs, 1)):
         if not is_integer(value):
             raise TypeError(f"{name} must be an integer, got {value!r}")
@@ -242,6 +290,13 @@ def build_core(
         task, resolve_team(team, int(n_agents)), int(num_envs), int(max_rounds), split, rewards,
         concede_rule, bool(stop_on_consensus), observation,
     )
+
+
+def check_infos(infos: Any) -> str:
+    """``infos`` (the env argument) if it is one of :data:`INFOS`, else a ``ValueError``."""
+    if infos not in INFOS:
+        raise ValueError(f"infos must be one of {INFOS}, got {infos!r}")
+    return infos
 
 
 def check_seed(seed: Any) -> None:
@@ -323,6 +378,43 @@ def all_infos(core: DeliberationCore, agents: Sequence[str]) -> list[dict[str, d
     return infos
 
 
+def numeric_info(info: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+    """One agent's rich info as numbers only (``infos="numeric"``, see the module docstring).
+
+    Nested parts become ``"<part>/<name>"`` keys, every value a Python float; the
+    :data:`TEXT_INFOS` keys are left out and a ``concede_target`` of None becomes
+    :data:`NO_CONCEDE_TARGET`. The keys are the same at every reset and step.
+
+    Example:
+        >>> numeric_info({"round": 1, "reward_components": {"local": 1.0}, "text": "42", "concede_target": None})
+        {'round': 1.0, 'reward_components/local': 1.0, 'concede_target': -1.0}
+    """
+    numbers: dict[str, float] = {}
+    for key, value in info.items():
+        if key in TEXT_INFOS:
+            continue
+        if isinstance(value, Mapping):
+            numbers.update(numeric_info(value, f"{prefix}{key}/"))
+        elif key == "concede_target" and value is None:
+            numbers[prefix + key] = NO_CONCEDE_TARGET
+        else:
+            numbers[prefix + key] = float(value)
+    return numbers
+
+
+def encode_infos(infos: list[dict[str, dict[str, Any]]], mode: str) -> list[dict[str, dict[str, Any]]]:
+    """The per-env infos of :func:`all_infos` in the ``infos`` mode ``"rich"`` or ``"numeric"``."""
+    if mode == "rich":
+        return infos
+    return [{agent: numeric_info(info) for agent, info in env_infos.items()} for env_infos in infos]
+
+
+def flat_observations(core: DeliberationCore) -> np.ndarray:
+    """(E, n, d) float32: each agent's ``self`` row, then its peer rows flattened (``observation="flat"``)."""
+    self_obs, peer_obs = core.observations()
+    return np.concatenate([self_obs, peer_obs.reshape(*peer_obs.shape[:2], -1)], axis=-1)
+
+
 class DeliberationEnv(ParallelEnv):
     """A team of LLM agents deliberating on one problem per episode (see the module doc).
 
@@ -337,12 +429,17 @@ class DeliberationEnv(ParallelEnv):
         ['global', 'local', 'token_cost']
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"name": "deliberation_v0", "render_modes": ["ansi"], "is_parallelizable": True}
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "deliberation_v0",
+        "render_modes": ["ansi", "human"],
+        "is_parallelizable": True,
+    }
 
-    def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+    def __init__(self, render_mode: str | None = None, infos: str = "rich", **kwargs: Any) -> None:
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}")
         self.render_mode = render_mode
+        self.info_mode = check_infos(infos)
         self._core = build_core(1, **kwargs)
         n = self._core.n_agents
         self.possible_agents = [f"agent_{i}" for i in range(n)]
@@ -363,7 +460,7 @@ class DeliberationEnv(ParallelEnv):
         """The problems of the env's split (what ``problem_index`` indexes)."""
         return self._core.problems
 
-    def observation_space(self, agent: str) -> spaces.Dict:
+    def observation_space(self, agent: str) -> spaces.Dict | spaces.Box:
         """The (cached) observation space; identical for all agents."""
         return self._observation_space
 
@@ -395,7 +492,7 @@ class DeliberationEnv(ParallelEnv):
         self._core.reset([index], [check_episode_seed(episode_seed, "options['episode_seed']")])
         self._rng = rng  # only now: a reset that raised consumed nothing
         self.agents = list(self.possible_agents)
-        return self._observations(), all_infos(self._core, self.agents)[0]
+        return self._observations(), self._infos()
 
     def step(self, actions: dict[str, Any]):
         """Play one round (see the module docstring).
@@ -419,7 +516,7 @@ class DeliberationEnv(ParallelEnv):
         core = self._core
         agents = self.agents
         observations = self._observations()
-        infos = all_infos(core, agents)[0]
+        infos = self._infos()
         ended = bool(core.episode.just_ended[0])
         rewards_out = {a: float(rewards[i]) for i, a in enumerate(agents)}
         terminations = {a: ended for a in agents}
@@ -428,8 +525,13 @@ class DeliberationEnv(ParallelEnv):
             self.agents = []
         return observations, rewards_out, terminations, truncations, infos
 
-    def _observations(self) -> dict[str, dict[str, Any]]:
+    def _infos(self) -> dict[str, dict[str, Any]]:
+        return encode_infos(all_infos(self._core, self.agents), self.info_mode)[0]
+
+    def _observations(self) -> dict[str, Any]:
         core = self._core
+        if core.observation == "flat":
+            return dict(zip(self.possible_agents, flat_observations(core)[0], strict=True))
         obs: dict[str, dict[str, Any]] = {a: {} for a in self.possible_agents}
         if core.observation in ("vector", "both"):
             self_obs, peer_obs = core.observations()
@@ -448,9 +550,16 @@ class DeliberationEnv(ParallelEnv):
         return self._core.observations()[0][0].reshape(-1)
 
     def render(self) -> str | None:
-        """With ``render_mode="ansi"``, a table of the round: answer, confidence, last action."""
+        """A table of the round (answer, confidence, last action): returned with
+        ``render_mode="ansi"``, printed with ``"human"`` (which returns None)."""
         if self.render_mode is None or not self._core.started:
             return None
+        if self.render_mode == "human":
+            print(self._table())
+            return None
+        return self._table()
+
+    def _table(self) -> str:
         ep = self._core.episode
         lines = [(f"problem {ep.problem[0].id}  round {int(ep.round[0])}/{self.max_rounds}  "
                  f"consensus correct: {bool(ep.consensus_correct[0])}")]

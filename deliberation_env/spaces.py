@@ -44,13 +44,31 @@ PEER_FEATURES = (
 
 assert len(SELF_FEATURES) == 6 + PROFILE_SIZE and len(PEER_FEATURES) == 5 + PROFILE_SIZE
 
+
+
+def flat_features(n_agents: int) -> tuple[str, ...]:
+    """Names of the ``observation="flat"`` entries, by index: ``self/<feature>`` for the
+    :data:`SELF_FEATURES`, then ``peer_<k>/<feature>`` for the :data:`PEER_FEATURES` of the
+    k-th peer row (k = 1 .. n-1, relative order i+1, i+2, ... mod n)."""
+    names = [f"self/{name}" for name in SELF_FEATURES]
+    for k in range(1, n_agents):
+        names += [f"peer_{k}/{name}" for name in PEER_FEATURES]
+    return tuple(names)
+
+
 TEXT_CHARSET = frozenset(string.printable)
 """Characters of the text observation; others are replaced by ``?``."""
 TEXT_MAX_LENGTH = 16_384
 
 
-def observation_space(n_agents: int, observation: str) -> spaces.Dict:
-    """The observation space of one agent (identical for all agents)."""
+def observation_space(n_agents: int, observation: str) -> spaces.Dict | spaces.Box:
+    """The observation space of one agent (identical for all agents).
+
+    A ``Dict`` for ``"vector"``, ``"text"`` and ``"both"``; for ``"flat"`` one float32
+    ``Box(0, 1, (len(flat_features(n_agents)),))`` (the ``self`` row, then the peer rows flattened).
+    """
+    if observation == "flat":
+        return spaces.Box(0.0, 1.0, shape=(len(flat_features(n_agents)),), dtype="float32")
     parts: dict[str, spaces.Space] = {}
     if observation in ("vector", "both"):
         parts["self"] = spaces.Box(0.0, 1.0, shape=(len(SELF_FEATURES),), dtype="float32")

@@ -3,7 +3,8 @@
 Layout (E = ``num_envs``, n agents, keyed by agent like the parallel env):
 
 - ``obs[agent]``: ``{"self": float32 (E, 12), "peers": float32 (E, n-1, 11)}`` (plus
-  ``"text"``: a list of E strings, with ``observation="text"`` or ``"both"``);
+  ``"text"``: a list of E strings, with ``observation="text"`` or ``"both"``); with
+  ``observation="flat"``, one float32 array (E, 12 + 11 (n-1)) (the parallel env's layout);
 - ``rewards[agent]``: float32 (E,); ``terminations[agent]``, ``truncations[agent]``: bool (E,);
 - ``infos``: a list of E dicts, each keyed by agent like the parallel env's infos;
 - actions: ``{agent: int array (E,)}``.
@@ -20,7 +21,8 @@ learner puts G rollouts of one problem in one batch.
 ``reset`` and ``step`` are atomic for the whole batch, as in the parallel env: a call
 that raises (bad input, a solver or backend fault in any phase, an invalid solver
 result) leaves every env, and the RNG, exactly as they were. ``infos[e][agent]`` holds
-the same keys as the parallel env's, ``concede_target`` included.
+the same keys as the parallel env's, ``concede_target`` included; with
+``infos="numeric"``, the parallel env's numbers-only infos.
 """
 
 from __future__ import annotations
@@ -36,8 +38,11 @@ from deliberation_env.env import (
     all_infos,
     build_core,
     check_episode_seed,
+    check_infos,
     check_options,
     check_seed,
+    encode_infos,
+    flat_observations,
 )
 
 
@@ -46,7 +51,8 @@ class DeliberationVectorEnv:
 
     Args:
         num_envs: Number of episodes stepped together.
-        **kwargs: The parallel env's arguments (task, team, n_agents, max_rounds, ...).
+        infos: ``"rich"`` or ``"numeric"``, as in the parallel env.
+        **kwargs: The parallel env's arguments (task, team, n_agents, max_rounds, observation, ...).
 
     Example:
         >>> import numpy as np, deliberation_env as de
@@ -60,7 +66,8 @@ class DeliberationVectorEnv:
         ((4,), 4)
     """
 
-    def __init__(self, num_envs: int, **kwargs: Any) -> None:
+    def __init__(self, num_envs: int, infos: str = "rich", **kwargs: Any) -> None:
+        self.info_mode = check_infos(infos)
         self._core = build_core(num_envs, **kwargs)
         self.num_envs = self._core.num_envs
         self.n_agents = self._core.n_agents
@@ -88,7 +95,7 @@ class DeliberationVectorEnv:
             return np.zeros(self.num_envs, dtype=bool)
         return self._core.episode.active.copy()
 
-    def observation_space(self, agent: str) -> spaces.Dict:
+    def observation_space(self, agent: str) -> spaces.Dict | spaces.Box:
         """The observation space of one agent of one env."""
         return self._observation_space
 
@@ -159,8 +166,11 @@ class DeliberationVectorEnv:
             self._infos(),
         )
 
-    def _observations(self) -> dict[str, dict[str, Any]]:
+    def _observations(self) -> dict[str, Any]:
         core = self._core
+        if core.observation == "flat":
+            flat = flat_observations(core)
+            return {agent: flat[:, i] for i, agent in enumerate(self.agents)}
         obs: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
         if core.observation in ("vector", "both"):
             self_obs, peer_obs = core.observations()
@@ -173,7 +183,7 @@ class DeliberationVectorEnv:
         return obs
 
     def _infos(self) -> list[dict[str, dict[str, Any]]]:
-        return all_infos(self._core, self.agents)
+        return encode_infos(all_infos(self._core, self.agents), self.info_mode)
 
     def state(self) -> np.ndarray:
         """(E, n * 12): every agent's ``self`` row per env, for centralized critics."""
