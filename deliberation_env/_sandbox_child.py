@@ -39,7 +39,6 @@ import builtins
 import ctypes
 import errno
 import fcntl
-import hashlib
 import importlib.util
 import json
 import os
@@ -49,10 +48,9 @@ import socket
 import stat
 import sys
 import traceback
-from pathlib import Path
 
 _codec_spec = importlib.util.spec_from_file_location(
-    "_sandbox_codec", Path(__file__).with_name("_sandbox_codec.py")
+    "_sandbox_codec", os.path.join(os.path.dirname(__file__), "_sandbox_codec.py")
 )
 codec = importlib.util.module_from_spec(_codec_spec)
 _codec_spec.loader.exec_module(codec)
@@ -516,6 +514,8 @@ def _show(value: object) -> str:
         return f"<{type(value).__name__} too large to show>"
     if len(text) <= _MAX_SHOWN_CHARS:
         return text
+    import hashlib  # here, not at the top: every sandbox would pay for its import
+
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -69,7 +69,9 @@ What is guaranteed, and how (``isolation`` on every result says which mode ran):
   (``mount_setattr``).
 
 * **Not guaranteed in either mode**: the code can read every world-readable file that
-  is not hidden, and call any syscall (no seccomp). ``memory_mb`` bounds each process,
+  is not hidden, see the host's processes in ``/proc`` (names and command lines, not
+  the memory or descriptors of another uid's processes), and call any syscall (no
+  seccomp). ``memory_mb`` bounds each process,
   not the run: a run may hold ``max_processes`` times as much (no cgroup is used: on
   hosts with cgroup v2 and delegated ``memory``/``pids`` controllers a per-run cgroup
   would bound it; this project's containers have only cgroup v1 there).

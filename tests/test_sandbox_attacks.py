@@ -352,3 +352,12 @@ def test_the_codec_refuses_user_classes_and_subclasses():
     for value in (Int(1), [object()], {1: Int(2)}):
         with pytest.raises(CodecError, match="type"):
             encode(value)
+
+
+def test_behaviour_shows_results_and_digests_long_ones():
+    program = "def f(n):\n    if n < 0:\n        raise ValueError(n)\n    return 'x' * n\n"
+    probes = ("f(2)", "f(5000)", "f(-1)")
+    verdict = judge_python(JudgeRequest(program, "def check(f):\n    pass\n", "f", probes=probes))
+    short, long, raised = verdict.behaviour
+    assert (short, raised) == ("'xx'", "raised ValueError")
+    assert long.startswith("sha256:") and len(long) == len("sha256:") + 64
