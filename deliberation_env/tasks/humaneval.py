@@ -144,6 +144,11 @@ class HumanEvalTask:
         """The problems of ``split``, in file order."""
         return self._split[check_split(split)]
 
+    @property
+    def hidden_paths(self) -> tuple[Path, ...]:
+        """The problems' data file, which no judged program may read."""
+        return self._hidden_paths
+
     def parse(self, problem: Problem, text: str) -> str | None:
         """The program in ``text`` (see the module docstring), or ``None`` if it does not compile."""
         entry_point = problem.meta["entry_point"]

@@ -14,6 +14,7 @@ from typing import Any
 
 from deliberation_env.text.env import TextDeliberationEnv
 from deliberation_env.text.protocols import (
+    CodingProtocol,
     MathProtocol,
     Outcome,
     TextProtocol,
@@ -34,6 +35,7 @@ def text_vector_env(num_envs: int, **kwargs: Any) -> TextDeliberationVectorEnv:
 
 
 __all__ = [
+    "CodingProtocol",
     "MathProtocol",
     "Outcome",
     "TextDeliberationEnv",

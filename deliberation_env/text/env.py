@@ -6,7 +6,7 @@ Registry id                   ``"text-deliberation-v0"`` (:data:`deliberation_en
 Actions                       any ``str`` (space: ``Text(ACTION_MAX_LENGTH, charset=BMP)``)
 Parallel API                  Yes
 Agents                        ``agent_0 ... agent_{n-1}``; n as the protocol seats (math:
-                              n >= 2; writing: n = 2)
+                              n >= 2; writing, coding: n = 2)
 Observation space             ``Text(max_length=derived, charset=BMP)``: the agent's prompt
 ============================  ==============================================================
 
@@ -27,11 +27,13 @@ given). There is no truncation.
 (:class:`~deliberation_env.text.protocols.math.MathProtocol`: n solvers answer in
 parallel, the team's answer is their plurality vote; later turns show the peers'
 answers), the default of every answer task (arithmetic, gsm8k, math, aime, amc, jsonl,
-mmlu); writing (:class:`~deliberation_env.text.protocols.writing.WritingProtocol`:
-summarization or expansion on a JSONL corpus, by two writers), given as an instance; or
-any object implementing :class:`~deliberation_env.text.protocols.base.TextProtocol`.
-The coding protocol of ``humaneval`` (its default) is not built in yet: asking for it
-raises ``NotImplementedError``.
+mmlu); ``"coding"`` (:class:`~deliberation_env.text.protocols.coding.CodingProtocol`:
+a helper function and a main function on HumanEval, CoMLRL's level reward, tests
+counted by the sandbox's trusted verdict; later turns show the failed tests), the
+default of ``humaneval``; writing
+(:class:`~deliberation_env.text.protocols.writing.WritingProtocol`: summarization or
+expansion on a JSONL corpus, by two writers), given as an instance; or any object
+implementing :class:`~deliberation_env.text.protocols.base.TextProtocol`.
 
 **Observations.** ``obs[agent]`` is the agent's prompt rendered as text
 (:func:`~deliberation_env.text.protocols.base.render`: ``role: content`` blocks);
@@ -57,7 +59,7 @@ protocol's joint reward of the turn's texts (MAGRPO's joint objective), at every
 ``"joint"`` (R) and ``"contribution"``: R minus R with this agent's text replaced by the
 protocol's neutral text (leave-one-out; unscaled). Bounds: reward_scale * low <= reward
 <= reward_scale * high for the protocol's ``reward_range`` (low, high) (math:
-[0, 1 + format_weight]; writing: [0, 1]); each contribution lies in [low - high, high - low].
+[0, 1 + format_weight]; writing: [0, 1]; coding: [0, 4]); each contribution lies in [low - high, high - low].
 
 **Infos** (per agent): ``role``, ``turn`` (turns played), ``messages`` (the next prompt),
 ``seed`` (the seed of the agent's next completion: derived from the episode seed, the
@@ -75,15 +77,15 @@ episode, its RNG) exactly as it was.
 - ``task``: a task name (``de.tasks.names()``) or a :class:`~deliberation_env.tasks.Task`;
   default ``"arithmetic"`` when the protocol comes from the task. Not with a protocol
   instance, which brings its own problems.
-- ``protocol``: ``None`` (the task's default), ``"math"``, ``"coding"`` (not built in
-  yet) or a protocol instance.
+- ``protocol``: ``None`` (the task's default), ``"math"``, ``"coding"`` or a protocol
+  instance.
 - ``n_agents`` (default 2), ``max_turns`` (>= 1, default 1), ``split`` (``"train"`` /
   ``"test"``), ``reward_scale`` (> 0), ``stop_threshold`` (``None`` or a finite number),
   ``task_kwargs`` (for a task given by name), ``render_mode`` (``None`` or ``"ansi"``).
 
 **Version history.**
 
-- v0: initial release (math and writing protocols).
+- v0: initial release (math, writing and coding protocols).
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ from deliberation_env.text.protocols.base import (
     render,
     sanitize,
 )
+from deliberation_env.text.protocols.coding import CodingProtocol
 from deliberation_env.text.protocols.math import MathProtocol
 
 ACTION_MAX_LENGTH = 4_096
@@ -130,7 +133,6 @@ def resolve_protocol(
     """The protocol of the env's ``task`` and ``protocol`` arguments (module docstring).
 
     Raises:
-        NotImplementedError: For the coding protocol (``humaneval``'s default).
         TypeError, ValueError: On a bad or conflicting argument, naming it.
     """
     if task_kwargs is not None and not isinstance(task_kwargs, Mapping):
@@ -148,10 +150,7 @@ def resolve_protocol(
     elif not isinstance(task, Task):
         raise TypeError(f"task must be a task name or a Task, got {type(task).__name__}")
     if protocol == "coding" or (protocol is None and task.name == "humaneval"):
-        raise NotImplementedError(
-            f"task {task.name!r} needs the coding protocol (helper + main, level reward), which is not "
-            "implemented yet; use an answer task with protocol='math', or pass your own TextProtocol"
-        )
+        return CodingProtocol(task)
     return MathProtocol(task)
 
 

@@ -212,8 +212,8 @@ def test_step_before_reset_says_to_reset():
         ({"split": "dev"}, ValueError, "split"),
         ({"protocol": "debate"}, ValueError, "protocol"),
         ({"task": "nope"}, ValueError, "unknown task"),
-        ({"task": "humaneval"}, NotImplementedError, "coding protocol"),
-        ({"task": "arithmetic", "protocol": "coding"}, NotImplementedError, "coding protocol"),
+        ({"task": "humaneval", "n_agents": 3}, ValueError, "coding protocol seats 2 agents"),
+        ({"task": "arithmetic", "protocol": "coding"}, ValueError, "coding protocol needs the 'humaneval' task"),
         ({"render_mode": "human"}, ValueError, "render_mode"),
     ],
 )

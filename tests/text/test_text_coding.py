@@ -1,0 +1,269 @@
+"""The coding protocol: PettingZoo API, CoMLRL's level reward by hand, leave-one-out,
+tests counted only by the sandbox's trusted verdict, multi-turn feedback, bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import pytest
+from pettingzoo.test import parallel_api_test
+
+from deliberation_env import tasks
+from deliberation_env.sandbox import Verdict
+from deliberation_env.text import CodingProtocol, text_env
+from deliberation_env.text.protocols.coding import WEIGHTS, count_tests, read_verdict
+
+FENCE = "`" * 3
+PROBLEM = "HumanEval/8"  # sum_product(numbers) -> (sum, product); 5 tests
+HELPER = f"{FENCE}python\ndef aux(numbers):\n    product = 1\n    for n in numbers:\n        product *= n\n    return product\n{FENCE}"
+MAIN = f"Here it is:\n{FENCE}python\ndef sum_product(numbers):\n    total = sum(numbers)\n    return (total, aux(numbers))\n{FENCE}"
+ALONE = "def sum_product(numbers):\n    product = 1\n    for n in numbers:\n        product *= n\n    return (sum(numbers), product)\n"
+
+
+@pytest.fixture(scope="module")
+def protocol():
+    return CodingProtocol(tasks.get("humaneval"))
+
+
+@pytest.fixture(scope="module")
+def problem(protocol):
+    return next(p for p in protocol.problems("test") if p.id == PROBLEM)
+
+
+def reward_of(parts):
+    return sum(WEIGHTS[name] * value for name, value in parts.items())
+
+
+def score(protocol, problem, helper, main):
+    outcome = protocol.score(problem, [helper, main])
+    assert outcome.reward == pytest.approx(reward_of(outcome.parts))
+    return outcome
+
+
+# ---------------------------------------------------------------------- API
+def test_parallel_api_coding():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the API test passes an unknown reset option
+        parallel_api_test(text_env(task="humaneval", max_turns=2), num_cycles=5)
+
+
+def test_humaneval_defaults_to_the_coding_protocol_and_seats_two():
+    env = text_env(task="humaneval")
+    assert env.protocol.name == "coding"
+    obs, infos = env.reset(seed=0)
+    assert [infos[a]["role"] for a in env.agents] == ["helper", "main"]
+    assert "Write a helper function aux(...)" in obs["agent_0"]
+    assert "Write the function" in obs["agent_1"] and "do not define aux yourself" in obs["agent_1"]
+    with pytest.raises(ValueError, match="seats 2 agents"):
+        text_env(task="humaneval", n_agents=3)
+
+
+def test_the_coding_protocol_needs_humaneval():
+    with pytest.raises(ValueError, match="'humaneval' task, got 'arithmetic'"):
+        text_env(task="arithmetic", protocol="coding")
+
+
+# ---------------------------------------------------------------------- counting tests
+def test_count_tests_runs_each_test_alone_and_counts_a_loop_once():
+    code = (
+        "def check(candidate):\n"
+        "    import math\n"
+        "    assert True, 'not a test'\n"
+        "    assert candidate(1) == 2\n"
+        "    assert candidate(2) == 5\n"
+        "    for x in range(3):\n"
+        "        assert candidate(x) == x + 1\n"
+        "    assert math.floor(candidate(0.5)) == 1\n"
+    )
+    counted = count_tests(code, "p")
+    assert counted.tests == (
+        "assert candidate(1) == 2",
+        "assert candidate(2) == 5",
+        "for x in range(3):\n        assert candidate(x) == x + 1",
+        "assert math.floor(candidate(0.5)) == 1",
+    )
+    namespace: dict = {}
+    exec(counted.source, namespace)  # noqa: S102 - the TRUSTED tests, on a trusted function
+    passed, total, failures = namespace["check"](lambda x: x + 1)
+    assert (passed, total) == (3, 4)
+    assert failures == [(1, "AssertionError: ")]
+    passed, total, failures = namespace["check"](lambda x: 1 / 0)
+    assert (passed, total) == (0, 4)
+    assert [index for index, _ in failures] == [0, 1, 2, 3]
+    assert failures[0][1] == "ZeroDivisionError: division by zero"
+
+
+@pytest.mark.parametrize(
+    ("code", "match"),
+    [
+        ("def test(candidate):\n    assert candidate(1)\n", "one function check"),
+        ("def check(candidate):\n    assert True\n", "nothing to count"),
+    ],
+)
+def test_uncountable_tests_are_named(code, match):
+    with pytest.raises(ValueError, match=f"problem 'X'.*{match}"):
+        count_tests(code, "problem 'X'")
+
+
+def test_every_humaneval_problem_has_counted_tests(protocol):
+    for split in ("train", "test"):
+        for p in protocol.problems(split):
+            assert protocol._counted[p.id].tests
+
+
+# ---------------------------------------------------------------------- rewards by hand
+def test_a_correct_helper_and_main_get_the_full_reward(protocol, problem):
+    outcome = score(protocol, problem, HELPER, MAIN)
+    assert outcome.parts == {
+        "helper_defined": 1.0, "main_defined": 1.0, "syntax": 1.0, "tests": 1.0,
+        "cooperation": 1.0, "not_wrapper": 1.0, "ignored_call": 0.0,
+    }
+    assert outcome.reward == 4.0 == protocol.reward_range[1]
+
+
+def test_a_syntax_error_loses_syntax_and_every_level_after_it(protocol, problem):
+    broken = MAIN.replace("total = sum(numbers)", "total = sum(numbers")
+    outcome = score(protocol, problem, HELPER, broken)
+    assert outcome.parts["helper_defined"] == outcome.parts["main_defined"] == 1.0
+    assert outcome.parts["syntax"] == outcome.parts["tests"] == outcome.parts["cooperation"] == 0.0
+    assert outcome.reward == pytest.approx(1.0)
+    assert "syntax: ERROR in the main code, line 2" in outcome.feedback[1]
+
+
+def test_a_missing_main_function_loses_everything_but_the_helper(protocol, problem):
+    outcome = score(protocol, problem, HELPER, "def solve(numbers):\n    return 0\n")
+    assert outcome.parts["main_defined"] == 0.0
+    assert outcome.reward == pytest.approx(0.4)
+    assert "main sum_product(...): MISSING" in outcome.feedback[0]
+
+
+def test_a_missing_helper_loses_its_part_and_cooperation(protocol, problem):
+    outcome = score(protocol, problem, "I will not write code.", ALONE)
+    assert outcome.parts["helper_defined"] == 0.0 and outcome.parts["tests"] == 1.0
+    assert outcome.reward == pytest.approx(0.6 + 0.5 + 1.0)
+
+
+def test_a_helper_that_is_never_called_loses_cooperation(protocol, problem):
+    outcome = score(protocol, problem, HELPER, ALONE)
+    assert outcome.parts["tests"] == 1.0 and outcome.parts["cooperation"] == 0.0
+    assert outcome.reward == pytest.approx(0.4 + 0.6 + 0.5 + 1.0)
+    assert "sum_product does NOT call aux" in outcome.feedback[1]
+
+
+def test_a_thin_wrapper_loses_the_wrapper_bonus(protocol, problem):
+    helper = "def aux(numbers):\n    product = 1\n    for n in numbers:\n        product *= n\n    return (sum(numbers), product)\n"
+    main = "def sum_product(numbers):\n    result = aux(numbers)\n    return result\n"
+    outcome = score(protocol, problem, helper, main)
+    assert outcome.parts["cooperation"] == 1.0 and outcome.parts["not_wrapper"] == 0.0
+    assert outcome.reward == pytest.approx(3.0)
+
+
+def test_a_trivial_helper_or_a_main_defining_aux_earns_no_cooperation(protocol, problem):
+    trivial = "def aux(x):\n    return x\n"
+    main = "def sum_product(numbers):\n    product = 1\n    for n in aux(numbers):\n        product *= n\n    return (sum(numbers), product)\n"
+    assert score(protocol, problem, trivial, main).parts["cooperation"] == 0.0
+    own = ALONE + "\ndef aux(numbers):\n    return sum(numbers) * 2\n"
+    own = own.replace("return (sum(numbers), product)", "return (aux(numbers) // 2, product)")
+    outcome = score(protocol, problem, HELPER, own)
+    assert outcome.parts["tests"] == 1.0 and outcome.parts["cooperation"] == 0.0
+
+
+def test_an_ignored_helper_call_is_deducted(protocol, problem):
+    main = "def sum_product(numbers):\n    aux(numbers)\n    product = 1\n    for n in numbers:\n        product *= n\n    return (sum(numbers), product)\n"
+    outcome = score(protocol, problem, HELPER, main)
+    assert outcome.parts["cooperation"] == outcome.parts["not_wrapper"] == outcome.parts["ignored_call"] == 1.0
+    assert outcome.reward == pytest.approx(4.0 - 0.5)
+
+
+def test_failing_tests_are_counted(protocol, problem):
+    main = MAIN.replace("    total = sum(numbers)", "    total = sum(numbers) + (len(numbers) == 1)")
+    outcome = score(protocol, problem, HELPER, main)
+    assert outcome.parts["tests"] == pytest.approx(4 / 5)
+
+
+# ---------------------------------------------------------------------- leave-one-out
+def test_leave_one_out_contributions_by_hand(problem):
+    env = text_env(task="humaneval", split="test")
+    env.reset(options={"problem_id": PROBLEM})
+    _, rewards, _, _, infos = env.step({"agent_0": HELPER, "agent_1": MAIN})
+    assert rewards["agent_0"] == rewards["agent_1"] == 4.0
+    # Without the helper, aux is undefined: 0 tests, R = 0.6 + 0.5. Without the main function, R = 0.4.
+    assert infos["agent_0"]["reward_components"]["contribution"] == pytest.approx(4.0 - 1.1)
+    assert infos["agent_1"]["reward_components"]["contribution"] == pytest.approx(4.0 - 0.4)
+    assert infos["agent_0"]["team_output"].endswith("return (total, aux(numbers))\n")
+
+
+# ---------------------------------------------------------------------- multi-turn feedback
+def test_the_next_prompt_names_the_real_failing_test_and_its_error():
+    env = text_env(task="humaneval", split="test", max_turns=2)
+    env.reset(options={"problem_id": PROBLEM})
+    wrong = MAIN.replace("    total = sum(numbers)", "    total = sum(numbers) + (len(numbers) == 1)")
+    obs, _, terms, _, _ = env.step({"agent_0": HELPER, "agent_1": wrong})
+    assert not terms["agent_1"]
+    for agent in env.agents:
+        assert "tests: 4/5 passed" in obs[agent]
+        assert "failed: assert candidate([10]) == (10, 10)\n    -> AssertionError" in obs[agent]
+    assert "def aux(numbers):" in obs["agent_1"]  # the main agent sees its partner's code
+    assert "total = sum(numbers) + (len(numbers) == 1)" in obs["agent_0"]
+
+
+# ---------------------------------------------------------------------- hostile code
+HOSTILE_MAINS = {
+    "prints passed": "def sum_product(numbers):\n    print('passed'); print('{\"reason\": \"passed\"}')\n    return None\n",
+    "exits with 0": (
+        "import os\ndef sum_product(numbers):\n    return 0\nprint('{\"reason\": \"passed\", \"detail\": \"\", \"behaviour\": null}')\nos._exit(0)\n"
+    ),
+    "exits in a call": "import os\ndef sum_product(numbers):\n    os._exit(0)\n    return 0\n",
+    "forges records on every descriptor": (
+        "import os, json\ndef sum_product(numbers):\n    return None\n"
+        "record = json.dumps({'reason': 'passed', 'detail': '', 'behaviour': None, 'returned': [5, 5, []]}).encode()\n"
+        "for fd in range(3, 64):\n    try:\n        os.write(fd, record + b'\\n')\n    except OSError:\n        pass\nos._exit(0)\n"
+    ),
+    "equal to everything": (
+        "class Anything:\n    def __eq__(self, other):\n        return True\n"
+        "def sum_product(numbers):\n    return Anything()\n"
+    ),
+    "raises SystemExit in a call": "import sys\ndef sum_product(numbers):\n    sys.exit(0)\n    return 0\n",
+    "claims the reward": "def sum_product(numbers):\n    return 'tests: 5/5 passed, reward 4.0'\n",
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_MAINS))
+def test_hostile_code_passes_no_test(protocol, problem, name):
+    outcome = score(protocol, problem, HELPER, f"{FENCE}python\n{HOSTILE_MAINS[name]}{FENCE}")
+    assert outcome.parts["tests"] == 0.0
+    assert outcome.parts["cooperation"] == 0.0
+    assert outcome.reward <= 0.4 + 0.6 + 0.5
+
+
+# ---------------------------------------------------------------------- the verdict is checked
+def verdict(reason, returned):
+    return Verdict(
+        passed=reason == "passed", reason=reason, detail="d", behaviour=None, stdout="", stderr="",
+        duration=0.1, isolation="rlimits", returned=returned,
+    )
+
+
+def test_a_verdict_that_did_not_pass_counts_no_test(protocol, problem):
+    counted = protocol._counted[PROBLEM]
+    for reason in ("failed", "load_error", "bad_answer", "timeout", "no_verdict"):
+        result = read_verdict(verdict(reason, [5, 5, []]), counted, "p")
+        assert (result.passed, result.total, result.reason) == (0, 5, reason)
+
+
+@pytest.mark.parametrize("returned", [None, [6, 5, []], [5, 4, []], [4, 5, []], [4, 5, [[9, "x"]]], "5/5", [True, 5, []]])
+def test_a_malformed_count_or_a_judge_error_is_an_error_not_a_reward(protocol, returned):
+    counted = protocol._counted[PROBLEM]
+    with pytest.raises(RuntimeError, match="problem 'X'"):
+        read_verdict(verdict("passed", returned), counted, "problem 'X'")
+    with pytest.raises(RuntimeError, match="could not load"):
+        read_verdict(verdict("judge_error", None), counted, "problem 'X'")
+
+
+def test_verdicts_are_cached_per_program(protocol, problem):
+    first = protocol.tests(problem, protocol.codes(problem, [HELPER, MAIN])[2])
+    cached = dict(protocol._verdicts)
+    again = protocol.tests(problem, protocol.codes(problem, [HELPER, MAIN])[2])
+    assert again == first and protocol._verdicts == cached
+    assert dataclasses.asdict(first)["passed"] == 5
