@@ -24,8 +24,8 @@ Two APIs:
   alone writes the verdict to a socket the candidate never holds. Anything that is not a
   decodable answer (an object of the candidate's own class, an exit, a crash, silence
   until the timeout) fails; exit codes, output and files are never evidence of passing.
-  The judge reads the tests after the candidate was forked, so they are never in its
-  memory, and the task's data files can be hidden from it (``hidden_paths``).
+  The tests are read after the candidate is forked, so they are never in the
+  candidate's memory, and the task's data files can be hidden from it (``hidden_paths``).
 
   How this differs from EvalPlus (``evalplus.eval.untrusted_check``): EvalPlus computes
   the expected outputs from the reference solution in the trusted parent, but the
@@ -71,21 +71,30 @@ What is guaranteed, and how (``isolation`` on every result says which mode ran):
 * **Not guaranteed in either mode**: the code can read every world-readable file that
   is not hidden, see the host's processes in ``/proc`` (names and command lines, not
   the memory or descriptors of another uid's processes), and call any syscall (no
-  seccomp). ``memory_mb`` bounds each process,
-  not the run: a run may hold ``max_processes`` times as much (no cgroup is used: on
-  hosts with cgroup v2 and delegated ``memory``/``pids`` controllers a per-run cgroup
-  would bound it; this project's containers have only cgroup v1 there).
+  seccomp). ``memory_mb`` bounds the address space of each process, not the run: a
+  candidate may hold up to ``max_processes`` times ``memory_mb`` (threads share one
+  address space), the judge ``memory_mb`` more, and the private tmpfs ``4 * max_file_mb``
+  MiB each. No cgroup bounds the total: that needs cgroup v2 with the ``memory`` and
+  ``pids`` controllers delegated to the env's cgroup, which this project's containers
+  do not have (they mount those controllers as cgroup v1, which the sandbox does not
+  use); run the env in a container with a memory limit.
+
+* **As root without namespaces** (a container without ``CAP_SYS_ADMIN``): the dedicated
+  uids, their exact process limits and non-dumpable judge still hold, so the verdict
+  stays the judge's; nothing is hidden or read-only beyond file permissions, and modules
+  the code imports must be readable by any user.
 
 * **Without root** (``"rlimits"`` mode as an ordinary user) the code runs as the env's
-  user: it can write wherever that user can, read that user's files, signal that
-  user's processes (ending the judge, which only fails the check), open network
-  connections below the Python guard, and its process limit counts that user's
-  processes too. Nothing is hidden. The candidate cannot ptrace the non-dumpable judge,
-  and the verdict socket cannot be reopened through ``/proc``; but the env process
-  itself is dumpable, so where the kernel lets a process trace its ancestors (Yama
-  ``ptrace_scope`` 0 or no Yama) the candidate can read the env's memory (the tests)
-  or take its descriptors (``pidfd_getfd``) and forge a verdict. Without root, judge
-  only code you would run yourself, or run the env in a container as root.
+  user: it can write wherever that user can, read that user's files, signal that user's
+  processes (ending the judge, which only fails the check), open network connections
+  below the Python guard, and its process limit counts that user's processes too.
+  Nothing is hidden, and the tests are readable: the env's own descriptors (the pipe
+  that carries them) can be reopened through ``/proc/<env pid>/fd``. The candidate
+  cannot ptrace the non-dumpable judge, and the verdict socket cannot be reopened
+  through ``/proc``; but where the kernel lets a process trace its ancestors (Yama
+  ``ptrace_scope`` 0, or no Yama) the candidate can take the env's descriptors
+  (``pidfd_getfd``) or memory and forge a verdict. Without root, judge only code you
+  would run yourself, or run the env in a container as root.
 """
 
 from __future__ import annotations
