@@ -39,7 +39,6 @@ import builtins
 import ctypes
 import errno
 import fcntl
-import importlib.util
 import json
 import os
 import resource
@@ -47,13 +46,13 @@ import signal
 import socket
 import stat
 import sys
-import traceback
 
-_codec_spec = importlib.util.spec_from_file_location(
-    "_sandbox_codec", os.path.join(os.path.dirname(__file__), "_sandbox_codec.py")
-)
-codec = importlib.util.module_from_spec(_codec_spec)
-_codec_spec.loader.exec_module(codec)
+# The codec next to this file; the package's directory is on the path for this import
+# only, so that its modules never shadow those the sandboxed code imports.
+sys.path.insert(0, os.path.dirname(__file__))
+import _sandbox_codec as codec
+
+del sys.path[0]
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUTS = 0x04000000
@@ -521,6 +520,8 @@ def _show(value: object) -> str:
 
 def _where(error: BaseException) -> str:
     """The exception and the line of the tests it came from."""
+    import traceback  # here, not at the top: a run that raises nothing never pays for it
+
     lines = [
         line
         for frame, line in traceback.walk_tb(error.__traceback__)
@@ -586,6 +587,8 @@ def _flush_streams() -> None:
 
 def _print_traceback(error: BaseException) -> None:
     """Print the traceback of the code's exception, without this module's frame."""
+    import traceback  # here, not at the top: a run that raises nothing never pays for it
+
     traceback.print_exception(error.with_traceback(error.__traceback__.tb_next))
 
 
