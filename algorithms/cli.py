@@ -29,11 +29,13 @@ from rich.console import Console
 from rich.table import Table
 
 import deliberation_env as de
-from agents import make_backend, smollm2_agent
-from agents.base import Solver
-from algorithms import baselines, harness, plots
+from agents import SMOLLM2_TEMPERATURE, CachedBackend, make_backend, smollm2_agent
+from agents.base import Backend, Solver
+from agents.cache import DEFAULT_CACHE_PATH
+from algorithms import baselines, harness, plots, text_eval
 from algorithms.evaluate import EvalResult, evaluate
 from deliberation_env.tasks.arithmetic import DEFAULT_DIFFICULTY
+from deliberation_env.text import CodingProtocol
 
 console = Console(width=shutil.get_terminal_size((120, 40)).columns)
 
@@ -88,10 +90,19 @@ class Run:
     """SQLite response cache (default: ``~/.cache/deliberation_env/``)."""
     offline: bool = False
     """Serve every LLM call from the cache; a miss is an error (exact replay)."""
+    env: str = "meta"
+    """``meta`` (the meta-action env) or ``text`` (the text-action env: the MAGRPO paper's
+    coding baselines with a frozen SmolLM2 team; task ``humaneval``; see ``run_text``)."""
+    samples: int = 1
+    """``--env text``: samples per problem (pass@k and accuracy@k for every k <= samples)."""
 
 
 def run(cfg: Run) -> dict[str, Any]:
     """The main job (see :class:`Run`)."""
+    if cfg.env == "text":
+        return run_text(cfg)
+    if cfg.env != "meta":
+        raise ValueError(f"--env must be 'meta' or 'text', got {cfg.env!r}")
     started = time.perf_counter()
     team = build_team(cfg.team, cfg.offline, cfg.cache)
     venv = de.vector_env(
@@ -129,6 +140,46 @@ def run(cfg: Run) -> dict[str, Any]:
     (folder / "results.json").write_text(json.dumps(record, indent=2))
     console.print(results_table(results, title))
     console.print(f"wrote {folder / 'results.json'} and {', '.join(str(f) for f in figures)} ({elapsed:.0f} s)")
+    return record
+
+
+def run_text(cfg: Run, backend: Backend | None = None) -> dict[str, Any]:
+    """``deliberate run --env text --task humaneval``: the coding baselines of
+    :mod:`algorithms.text_eval` with a frozen team (SmolLM2 through the response cache, or
+    ``backend``): table, ``results.json`` and ``reward_parts.png``. ``--n-problems`` counts
+    HumanEval problems; about 8 take 10 minutes on 2 CPU cores the first time."""
+    if cfg.task != "humaneval":
+        raise ValueError(f"--env text evaluates the coding baselines on task 'humaneval', got --task {cfg.task!r}")
+    started = time.perf_counter()
+    if backend is None:
+        backend = CachedBackend(make_backend("llamacpp"), path=cfg.cache or DEFAULT_CACHE_PATH, offline=cfg.offline)
+    protocol = CodingProtocol(de.tasks.get("humaneval", **task_kwargs(cfg.task, cfg.difficulty, cfg.path)))
+    console.print(f"[bold]helper + main, 2 x {backend.model_id}[/bold] on humaneval ({cfg.split}, "
+                  f"{cfg.n_problems} problems, {cfg.samples} sample(s) each)")
+    summaries = text_eval.evaluate_baselines(
+        protocol, backend, cfg.n_problems, samples=cfg.samples, seed=cfg.seed, split=cfg.split,
+        temperature=SMOLLM2_TEMPERATURE,
+    )
+    elapsed = time.perf_counter() - started
+    folder = cfg.out_dir / (cfg.name or f"{cfg.team}-text-humaneval")
+    folder.mkdir(parents=True, exist_ok=True)
+    title = f"helper + main, 2 x {backend.model_id} on humaneval"
+    figure = text_eval.plot_reward_parts(summaries, folder / "reward_parts.png", title)
+    record = {
+        "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
+        "model_id": backend.model_id,
+        "env": "text-deliberation-v0",
+        "protocol": "coding",
+        "deliberation_env_version": de.__version__,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, python {platform.python_version()}",
+        "elapsed_s": round(elapsed, 1),
+        "results": summaries,
+        "figures": [str(figure)],
+    }
+    (folder / "results.json").write_text(json.dumps(record, indent=2))
+    console.print(text_eval.results_table(summaries, title))
+    console.print(f"wrote {folder / 'results.json'} and {figure} ({elapsed:.0f} s)")
     return record
 
 

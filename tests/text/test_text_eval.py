@@ -1,0 +1,145 @@
+"""Metrics of the text env on hand-computed values, and the coding baselines of
+``deliberate run --env text`` with a scripted backend (no LLM)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from agents.base import Generation
+from algorithms import cli, text_eval
+from algorithms.text_eval import Episode, accuracy_at_k, pass_at_k, summarize
+
+
+# ---------------------------------------------------------------------- metrics by hand
+@pytest.mark.parametrize(
+    ("n", "c", "k", "expected"),
+    [
+        (1, 1, 1, 1.0),
+        (5, 0, 1, 0.0),
+        (5, 2, 1, 2 / 5),
+        (5, 2, 2, 1 - 3 / 10),  # C(3, 2) / C(5, 2) = 3 / 10
+        (10, 3, 5, 1 - 21 / 252),  # C(7, 5) = 21, C(10, 5) = 252
+        (4, 2, 3, 1.0),  # n - c < k: every 3 of 4 contain a correct one
+    ],
+)
+def test_pass_at_k_on_hand_values(n, c, k, expected):
+    assert pass_at_k(n, c, k) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("n", "c", "k"), [(3, 4, 1), (3, 1, 0), (3, 1, 4), (3, -1, 1)])
+def test_pass_at_k_refuses_impossible_counts(n, c, k):
+    with pytest.raises(ValueError, match=f"n={n}, c={c}, k={k}"):
+        pass_at_k(n, c, k)
+
+
+def test_accuracy_at_k_is_the_expected_best_of_k():
+    scores = [0.2, 1.0, 0.0, 0.6]
+    # k = 2: the 6 pairs' maxima: .2 1 .6 1 1 .6 -> 4.4 / 6
+    assert accuracy_at_k(scores, 1) == pytest.approx(0.45)
+    assert accuracy_at_k(scores, 2) == pytest.approx(4.4 / 6)
+    assert accuracy_at_k(scores, 4) == pytest.approx(1.0)
+    binary = [1.0, 0.0, 0.0, 1.0, 0.0]
+    assert accuracy_at_k(binary, 2) == pytest.approx(pass_at_k(5, 2, 2))
+    with pytest.raises(ValueError, match="k=5"):
+        accuracy_at_k(scores, 5)
+    with pytest.raises(ValueError, match="finite"):
+        accuracy_at_k([float("nan")], 1)
+
+
+def episode(problem, tests, reward, tokens=10, contributions=(1.0, 2.0)):
+    return Episode(problem, reward, {"tests": tests, "syntax": 1.0}, contributions, tokens)
+
+
+def test_summarize_by_hand():
+    episodes = [episode("a", 1.0, 4.0), episode("a", 0.5, 2.0), episode("b", 0.0, 1.0), episode("b", 0.0, 1.0)]
+    summary = summarize("x", episodes, ks=(1, 2, 3))
+    assert summary["problems"] == summary["samples_per_problem"] == 2
+    assert summary["reward"] == pytest.approx(2.0)
+    assert summary["parts"] == {"tests": pytest.approx(0.375), "syntax": 1.0}
+    assert summary["pass@1"] == pytest.approx((0.5 + 0.0) / 2)
+    assert summary["pass@2"] == pytest.approx((1.0 + 0.0) / 2)
+    assert summary["accuracy@1"] == pytest.approx((0.75 + 0.0) / 2)
+    assert "pass@3" not in summary  # more than the samples of a problem
+    assert summary["tokens_per_problem"] == 20
+    assert summary["contributions"] == [1.0, 2.0]
+    with pytest.raises(ValueError, match="'x': no episode"):
+        summarize("x", [])
+
+
+def test_summarize_math_reports_accuracy_without_pass_at_k():
+    episodes = [Episode("a", 1.1, {"correct": 1.0, "format": 1.0}, (0.5, 0.5), 3), Episode("b", 0.1, {"correct": 0.0, "format": 1.0}, (0.0, 0.0), 3)]
+    summary = summarize("vote", episodes)
+    assert summary["parts"]["correct"] == 0.5 and "pass@1" not in summary
+
+
+# ---------------------------------------------------------------------- baselines, scripted
+class ScriptedCoder:
+    """Helper prompts get a helper; main prompts a main function calling it; a single
+    agent a function of its own. Each completion costs 7 tokens; prompts are recorded."""
+
+    model_id = "scripted:coder"
+    supports_logprobs = False
+
+    def __init__(self):
+        self.prompts: list[str] = []
+
+    def generate(self, requests):
+        out = []
+        for request in requests:
+            prompt = request.messages[-1]["content"]
+            self.prompts.append(prompt)
+            if "Write a helper function" in prompt:
+                text = "```python\ndef aux(args):\n    return list(args)[::-1]\n```"
+            elif main := re.search(r"Write the function (\w+)", prompt):
+                text = f"```python\ndef {main[1]}(*args):\n    values = aux(args)\n    return values[0] if values else None\n```"
+            else:
+                entry = re.findall(r"def (\w+)", prompt)[-1]
+                text = f"```python\ndef {entry}(*args):\n    return None\n```"
+            out.append(Generation(text, 10, 7, "stop"))
+        return out
+
+    def next_token_logprobs(self, requests):
+        raise NotImplementedError
+
+
+def test_run_text_writes_table_results_and_plot(tmp_path, capsys):
+    backend = ScriptedCoder()
+    cfg = cli.Run(env="text", task="humaneval", n_problems=2, samples=2, out_dir=tmp_path, name="t")
+    record = cli.run_text(cfg, backend=backend)
+    folder = tmp_path / "t"
+    saved = json.loads((folder / "results.json").read_text())
+    assert saved["results"] == record["results"]
+    assert (folder / "reward_parts.png").stat().st_size > 0
+    by_name = {s["baseline"]: s for s in record["results"]}
+    assert list(by_name) == list(text_eval.BASELINES)
+    for summary in by_name.values():
+        assert summary["problems"] == 2 and summary["samples_per_problem"] == 2
+        assert 0.0 <= summary["pass@1"] <= summary["pass@2"] <= 1.0
+    # Tokens: 1 completion per problem-sample (single), 2 (concatenation, pipeline), 4 (discussion).
+    assert [by_name[b]["tokens_per_problem"] for b in text_eval.BASELINES] == [14, 28, 28, 56]
+    assert by_name["single"]["parts"]["helper_defined"] == 0.0  # the helper's text is neutral
+    for name in ("concatenation", "pipeline", "discussion"):
+        assert by_name[name]["parts"]["helper_defined"] == by_name[name]["parts"]["main_defined"] == 1.0
+    assert any("Your partner's helper:\n```python\ndef aux(args):" in p for p in backend.prompts)
+    assert any("Your partner's code:" in p for p in backend.prompts)
+    out = capsys.readouterr().out
+    assert "pipeline" in out and "discussion" in out
+
+
+def test_run_text_refuses_other_tasks(tmp_path):
+    with pytest.raises(ValueError, match="--task 'arithmetic'"):
+        cli.run_text(cli.Run(env="text", task="arithmetic", out_dir=tmp_path), backend=ScriptedCoder())
+
+
+def test_unknown_env_and_baseline_are_named(tmp_path):
+    with pytest.raises(ValueError, match="--env must be 'meta' or 'text', got 'txt'"):
+        cli.run(cli.Run(env="txt", out_dir=tmp_path))
+    from deliberation_env import tasks
+    from deliberation_env.text import CodingProtocol
+
+    protocol = CodingProtocol(tasks.get("humaneval"))
+    with pytest.raises(ValueError, match="unknown baselines \\['debate'\\]"):
+        text_eval.evaluate_baselines(protocol, ScriptedCoder(), 1, baselines=("debate",))
