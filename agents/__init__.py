@@ -77,6 +77,15 @@ def smollm2_agent(cache: str | Path | None = None, offline: bool = False, **agen
     return LLMAgent(backend, **{"temperature": SMOLLM2_TEMPERATURE, **agent_kwargs})
 
 
+def __getattr__(name: str) -> Any:
+    """``agents.TrainableLM``, imported on first use (it loads torch, transformers and peft)."""
+    if name == "TrainableLM":
+        from agents.trainable_lm import TrainableLM
+
+        return TrainableLM
+    raise AttributeError(f"module 'agents' has no attribute {name!r}")
+
+
 __all__ = [
     "Answer",
     "Backend",
@@ -92,6 +101,7 @@ __all__ = [
     "SimulatedTeam",
     "Solver",
     "TextPolicy",
+    "TrainableLM",
     "Turn",
     "make_backend",
     "smollm2_agent",

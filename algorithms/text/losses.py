@@ -1,0 +1,264 @@
+"""Reward -> return -> advantage -> token loss for LLM-weight learners, as pure functions.
+
+The group advantage functions themselves live in :mod:`algorithms.advantages` (shared
+with the meta-policy learners); this module adds what token-level learning needs:
+
+=============================  =============================================================
+function                       what
+=============================  =============================================================
+``discounted_returns``         per-turn returns G_t = r_t + gamma G_{t+1}
+``cross_returns``              "cross" pairing: each agent's sample scored by the mean joint
+                               reward of every joint action that contains it
+``baseline_advantages``        CoMLRL's MAGRPO baselines: mean, rloo, max, raw
+``token_weights``              sequence-mean vs token-mean aggregation, as per-token weights
+``aggregate``                  the weighted sum of per-token values
+``clipped_token_loss``         the clipped-ratio policy gradient per token
+``k3_kl``                      the k3 estimator of KL(pi || pi_ref) per token
+``text_policy_loss``           clipped policy gradient + beta * KL, aggregated
+=============================  =============================================================
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+
+from algorithms.advantages import magrpo_advantages
+
+Aggregation = Literal["token", "sequence"]
+Baseline = Literal["mean", "rloo", "max", "raw"]
+
+
+def discounted_returns(rewards: torch.Tensor, gamma: float) -> torch.Tensor:
+    r"""Returns per turn, turn first: :math:`G_t = r_t + \gamma\, G_{t+1}`, :math:`G_{T} = 0`.
+
+    Args:
+        rewards: (T, ...) rewards of turns 0 .. T-1 (0 after an episode ended).
+        gamma: Discount in [0, 1].
+
+    Returns:
+        (T, ...) returns.
+
+    Example:
+        >>> discounted_returns(torch.tensor([1.0, 0.0, 2.0]), gamma=0.5)
+        tensor([1.5000, 1.0000, 2.0000])
+    """
+    if not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma must lie in [0, 1], got {gamma}")
+    returns = torch.zeros_like(rewards)
+    following = torch.zeros_like(rewards[0])
+    for turn in range(rewards.shape[0] - 1, -1, -1):
+        following = rewards[turn] + gamma * following
+        returns[turn] = following
+    return returns
+
+
+def cross_returns(joint: torch.Tensor, n_agents: int) -> torch.Tensor:
+    r"""The "cross" pairing: each agent's G samples, scored over all G^n joint actions.
+
+    Joint action c of a group combines sample :math:`g_i(c)` of every agent i, where
+    :math:`g_i(c)` is digit i of c in base G, agent 0 the most significant. The return of
+    agent i's sample g is the mean joint reward of the :math:`G^{n-1}` joint actions that
+    contain it:
+
+    .. math:: R_{i,g} = G^{-(n-1)} \sum_{c:\, g_i(c) = g} R(c).
+
+    Args:
+        joint: (B, G^n) joint rewards of B groups.
+        n_agents: n >= 1.
+
+    Returns:
+        (B, G, n) per-agent sample returns.
+
+    Example:
+        >>> cross_returns(torch.tensor([[0.0, 1.0, 2.0, 3.0]]), n_agents=2)[0]
+        tensor([[0.5000, 1.0000],
+                [2.5000, 2.0000]])
+    """
+    num_groups, combos = joint.shape
+    group_size = round(combos ** (1.0 / n_agents))
+    if group_size**n_agents != combos:
+        raise ValueError(f"cross pairing needs G^n joint rewards per group, got {combos} for n={n_agents}")
+    grid = joint.reshape(num_groups, *([group_size] * n_agents))
+    columns = []
+    for agent in range(n_agents):
+        others = tuple(1 + k for k in range(n_agents) if k != agent)
+        columns.append(grid.mean(dim=others) if others else grid)
+    return torch.stack(columns, dim=2)
+
+
+def baseline_advantages(rewards: torch.Tensor, baseline: Baseline = "mean") -> torch.Tensor:
+    r"""MAGRPO's advantages with CoMLRL's choice of baseline b (groups of G, (B, G)).
+
+    .. math:: A_g = R_g - b_g, \qquad b_g = \begin{cases}
+        \frac1G \sum_h R_h & \text{mean (MAGRPO, via magrpo\_advantages)} \\
+        \frac1{G-1} \sum_{h \ne g} R_h & \text{rloo (MARLOO)} \\
+        \max_h R_h & \text{max (MAREMAX: only the group's best is not pushed down)} \\
+        0 & \text{raw (MAREINFORCE)}
+    \end{cases}
+
+    Args:
+        rewards: (B, G) finite returns, G >= 2.
+        baseline: ``"mean"``, ``"rloo"``, ``"max"`` or ``"raw"``.
+
+    Returns:
+        (B, G) advantages.
+
+    Example:
+        >>> r = torch.tensor([[0.0, 1.0, 2.0]])
+        >>> [baseline_advantages(r, b).tolist()[0] for b in ("mean", "rloo", "max", "raw")]
+        [[-1.0, 0.0, 1.0], [-1.5, 0.0, 1.5], [-2.0, -1.0, 0.0], [0.0, 1.0, 2.0]]
+    """
+    centred = magrpo_advantages(rewards)  # also checks rewards
+    if baseline == "mean":
+        return centred
+    if baseline == "rloo":  # R_g - (sum - R_g)/(G-1) = G/(G-1) (R_g - mean)
+        group_size = rewards.shape[1]
+        return centred * group_size / (group_size - 1)
+    if baseline == "max":
+        return rewards - rewards.max(dim=1, keepdim=True).values
+    if baseline == "raw":
+        return rewards.clone()
+    raise ValueError(f"baseline must be 'mean', 'rloo', 'max' or 'raw', got {baseline!r}")
+
+
+def token_weights(lengths: torch.Tensor, aggregation: Aggregation) -> torch.Tensor:
+    r"""The weight of each token of sequence i in the batch loss, one value per sequence.
+
+    For N sequences of lengths :math:`|o_i|` and per-token values :math:`\ell_{i,t}`:
+
+    .. math::
+
+        \text{sequence mean (GRPO)}:\ L = \frac1N \sum_i \frac{1}{|o_i|} \sum_t \ell_{i,t}
+            \ \Rightarrow\ w_i = \frac{1}{N |o_i|}; \qquad
+        \text{token mean (DAPO)}:\ L = \frac{\sum_i \sum_t \ell_{i,t}}{\sum_i |o_i|}
+            \ \Rightarrow\ w_i = \frac{1}{\sum_j |o_j|}.
+
+    Weights of the whole minibatch make a loss summed over micro-batches equal the
+    minibatch's loss (gradient accumulation is exact).
+
+    Args:
+        lengths: (N,) token counts, each >= 1.
+        aggregation: ``"sequence"`` or ``"token"``.
+
+    Returns:
+        (N,) float weights.
+
+    Example:
+        >>> token_weights(torch.tensor([1, 3]), "sequence"), token_weights(torch.tensor([1, 3]), "token")
+        (tensor([0.5000, 0.1667]), tensor([0.2500, 0.2500]))
+    """
+    lengths = lengths.to(torch.float32)
+    if lengths.ndim != 1 or not (lengths >= 1).all():
+        raise ValueError(f"lengths must be a 1-D tensor of counts >= 1, got {lengths.tolist()}")
+    if aggregation == "sequence":
+        return 1.0 / (len(lengths) * lengths)
+    if aggregation == "token":
+        return torch.full_like(lengths, 1.0 / lengths.sum().item())
+    raise ValueError(f"aggregation must be 'token' or 'sequence', got {aggregation!r}")
+
+
+def aggregate(values: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    r""":math:`\sum_i w_i \sum_t m_{i,t}\, v_{i,t}` for (N, T) values and mask and (N,) weights.
+
+    Example:
+        >>> values, mask = torch.tensor([[4.0, 0.0], [1.0, 2.0]]), torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+        >>> aggregate(values, mask, token_weights(mask.sum(1), "sequence"))  # (4 + 1.5) / 2
+        tensor(2.7500)
+    """
+    return (values * mask * weights[:, None]).sum()
+
+
+def clipped_token_loss(
+    logp: torch.Tensor, logp_old: torch.Tensor, advantages: torch.Tensor, clip_eps: float
+) -> torch.Tensor:
+    r"""The clipped surrogate per token, negated (PPO, as GRPO applies it to tokens):
+
+    .. math::
+
+        \rho_{i,t} = \exp(\log\pi_\theta(o_{i,t}) - \log\pi_{old}(o_{i,t})), \qquad
+        \ell_{i,t} = -\min\big(\rho_{i,t} A_i,\ \operatorname{clip}(\rho_{i,t}, 1-\epsilon, 1+\epsilon) A_i\big).
+
+    At :math:`\log\pi_{old} = \operatorname{sg}(\log\pi_\theta)` (one pass over fresh
+    samples) :math:`\rho = 1` and :math:`\nabla \ell_{i,t} = -A_i \nabla\log\pi_\theta(o_{i,t})`:
+    exactly REINFORCE, MAGRPO's update.
+
+    Args:
+        logp: (N, T) log-probabilities under the current policy.
+        logp_old: (N, T) under the sampling policy (no gradient).
+        advantages: (N,) one advantage per sequence, shared by its tokens.
+        clip_eps: epsilon > 0.
+
+    Returns:
+        (N, T) per-token losses (padding is masked by :func:`aggregate`).
+
+    Example:
+        >>> clipped_token_loss(torch.log(torch.tensor([[0.9, 0.5]])), torch.log(torch.tensor([[0.5, 0.5]])),
+        ...                    torch.tensor([2.0]), clip_eps=0.2)
+        tensor([[-2.4000, -2.0000]])
+    """
+    if not (logp.ndim == 2 and logp.shape == logp_old.shape and advantages.shape == logp.shape[:1]):
+        raise ValueError(
+            f"need logp and logp_old of one (N, T) shape and advantages (N,), got {tuple(logp.shape)}, "
+            f"{tuple(logp_old.shape)}, {tuple(advantages.shape)}"
+        )
+    ratio = torch.exp(logp - logp_old)
+    gains = advantages[:, None]
+    return -torch.min(ratio * gains, torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * gains)
+
+
+def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    r"""The k3 estimator of KL(pi || pi_ref) per sampled token (Schulman 2020; GRPO):
+
+    .. math:: k_3 = \exp(\log\pi_{ref} - \log\pi) - (\log\pi_{ref} - \log\pi) - 1 \ \ge 0,
+
+    unbiased for the KL when the tokens are sampled from pi, and 0 where pi = pi_ref.
+
+    Example:
+        >>> k3_kl(torch.log(torch.tensor([0.5])), torch.log(torch.tensor([0.25])))
+        tensor([0.1931])
+    """
+    log_ratio = ref_logp - logp
+    return torch.exp(log_ratio) - log_ratio - 1.0
+
+
+def text_policy_loss(
+    logp: torch.Tensor,
+    logp_old: torch.Tensor,
+    ref_logp: torch.Tensor | None,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    weights: torch.Tensor,
+    clip_eps: float,
+    kl_coef: float,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    r"""The aggregated token loss: :math:`L = \sum_i w_i \sum_t m_{i,t} (\ell_{i,t} + \beta k_{3,i,t})`.
+
+    (:func:`clipped_token_loss`, :func:`k3_kl`, weights from :func:`token_weights`.)
+
+    Args:
+        logp, logp_old: (N, T) log-probabilities (current, sampling policy).
+        ref_logp: (N, T) under the reference policy, or ``None`` when ``kl_coef`` is 0.
+        advantages: (N,).
+        mask: (N, T), 1 where a token is.
+        weights: (N,) token weights of these sequences.
+        clip_eps: epsilon > 0.
+        kl_coef: beta >= 0.
+
+    Returns:
+        The scalar loss and detached statistics aggregated with the same weights:
+        ``policy`` (the surrogate part), ``kl`` (k3, 0 without a reference),
+        ``clip_frac`` (share of clipped ratios).
+
+    Raises:
+        ValueError: If ``kl_coef`` > 0 and ``ref_logp`` is ``None``.
+    """
+    if kl_coef > 0 and ref_logp is None:
+        raise ValueError("kl_coef > 0 needs the reference log-probabilities ref_logp")
+    policy = aggregate(clipped_token_loss(logp, logp_old, advantages, clip_eps), mask, weights)
+    kl = aggregate(k3_kl(logp, ref_logp), mask, weights) if ref_logp is not None else torch.zeros(())
+    with torch.no_grad():
+        clipped = ((torch.exp(logp - logp_old) - 1.0).abs() > clip_eps).float()
+        stats = {"policy": policy.detach(), "kl": kl.detach(), "clip_frac": aggregate(clipped, mask, weights)}
+    return policy + kl_coef * kl, stats

@@ -1,0 +1,123 @@
+"""``train(config)``: build the model, the env and the learner from a config, and run it.
+
+This is what ``deliberate train --env text --algo NAME`` calls with the learner's config
+(``TEXT_CONFIGS[NAME]``), and what examples and benchmarks call from Python::
+
+    from algorithms.text import TextMAGRPOConfig, train
+    result = train(TextMAGRPOConfig(model="tiny", updates=2, run_dir="runs/text"))
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import deliberation_env as de
+from agents.text_policy import TextPolicy
+from agents.trainable_lm import TrainableLM, default_lora, tiny_model
+from algorithms.text.base import TextPolicyGradientLearner
+from algorithms.text.config import TextLearnerConfig
+from algorithms.text.learners import TEXT_LEARNERS
+
+SUMMARY = "summary.json"
+ADAPTERS = "adapters"
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` returns.
+
+    Attributes:
+        learner: The trained learner (its ``lm`` holds the trained weights).
+        history: The metrics of every update run by this call.
+        before: Held-out greedy evaluation before training (empty without ``eval_problems``).
+        after: The same after training.
+    """
+
+    learner: TextPolicyGradientLearner
+    history: list[dict[str, float]]
+    before: dict[str, float]
+    after: dict[str, float]
+
+
+def learner_class(config: TextLearnerConfig) -> type[TextPolicyGradientLearner]:
+    """The learner whose config class ``config`` is (exactly)."""
+    for learner in TEXT_LEARNERS.values():
+        if type(config) is learner.config_class:
+            return learner
+    names = ", ".join(learner.config_class.__name__ for learner in TEXT_LEARNERS.values())
+    raise TypeError(f"config must be one of {names}, got {type(config).__name__}")
+
+
+def build_lm(config: TextLearnerConfig, agents: list[str]) -> TrainableLM:
+    """The trainable policy of ``agents`` described by ``config`` (model, layout, LoRA)."""
+    settings: dict[str, Any] = {
+        "finetune": config.finetune,
+        "separate": config.separate_models,
+        "lora": default_lora(config.lora_rank, config.lora_alpha, config.lora_targets),
+        "batch_size": config.batch_size,
+        "seed": config.seed,
+    }
+    if config.model == "tiny":
+        model, tokenizer = tiny_model(seed=config.seed)
+        return TrainableLM(model, tokenizer, agents, **settings)
+    if config.model:
+        return TrainableLM.from_pretrained(config.model, agents, **settings)
+    from agents.llamacpp_backend import default_model_path
+
+    return TrainableLM.from_pretrained(default_model_path(), agents, **settings)
+
+
+def build_env(config: TextLearnerConfig, num_envs: int, split: str = "train") -> Any:
+    """The text vector env of ``config`` (math protocol on its task)."""
+    return de.text_vector_env(
+        num_envs,
+        task=config.task,
+        task_kwargs=dict(config.task_kwargs),
+        n_agents=config.n_agents,
+        max_turns=config.max_turns,
+        reward_scale=config.reward_scale,
+        split=split,
+    )
+
+
+def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = None) -> TrainResult:
+    """Train the agents not in ``frozen`` with the learner of ``config``'s class.
+
+    With ``config.run_dir``: metrics.jsonl, checkpoint.pt (resumed from when present),
+    ``adapters/agent_k`` (peft format) and summary.json (config, before/after evaluation).
+
+    Args:
+        config: A :class:`TextMAGRPOConfig`, :class:`TextGRPOConfig` or :class:`TextSoftRankPOConfig`.
+        frozen: Policies of agents that do not learn, ``{agent: TextPolicy}``.
+
+    Returns:
+        A :class:`TrainResult`.
+    """
+    learner_type = learner_class(config)
+    venv = build_env(config, config.num_envs)
+    frozen = dict(frozen or {})
+    lm = build_lm(config, [a for a in venv.possible_agents if a not in frozen])
+    learner = learner_type(config, lm, venv, frozen)
+    held_out = []
+    if config.eval_problems:
+        eval_env = build_env(config, min(config.eval_problems, 16), split="test")
+        held_out = list(range(min(config.eval_problems, len(eval_env.problems))))
+    before = learner.evaluate(eval_env, held_out) if held_out else {}
+    history = learner.learn(config.updates, config.run_dir or None, config.checkpoint_every, config.progress)
+    after = learner.evaluate(eval_env, held_out) if held_out else {}
+    if config.run_dir:
+        folder = Path(config.run_dir)
+        lm.save_adapters(folder / ADAPTERS)
+        summary = {"algo": learner.name, "config": _jsonable(config), "before": before, "after": after}
+        (folder / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return TrainResult(learner, history, before, after)
+
+
+def _jsonable(config: TextLearnerConfig) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(config).items()}
