@@ -466,7 +466,7 @@ class CodingProtocol:
         problems = {problem.id: problem for problem, _ in pairs}
         missing = list(dict.fromkeys((p.id, program) for p, program in pairs if (p.id, program) not in self._verdicts))
         verdicts = judge_many(
-            [self._request(problems[pid], program) for pid, program in missing],
+            [self.request(problems[pid], program) for pid, program in missing],
             self.task.timeout_s,
             self.task.memory_mb,
             hidden_paths=self.task.hidden_paths,
@@ -476,7 +476,9 @@ class CodingProtocol:
             read_verdict(self._verdicts[p.id, program], self._counted[p.id], f"problem {p.id!r}") for p, program in pairs
         ]
 
-    def _request(self, problem: Problem, program: str) -> JudgeRequest:
+    def request(self, problem: Problem, program: str) -> JudgeRequest:
+        """What the sandbox judges for a team's program: the program, the counting tests,
+        the entry point, and the prompt as the judge's setup (its helper functions)."""
         return JudgeRequest(
             program=program,
             tests=self._counted[problem.id].source,

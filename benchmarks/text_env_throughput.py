@@ -1,0 +1,105 @@
+"""Text env throughput: steps per second with precomputed completions, against the sandbox.
+
+The env's own cost, with no model: completions are written beforehand and every step
+scores them with the protocol, including each agent's leave-one-out score.
+
+- math: ``text_vector_env`` on arithmetic, every agent answering; steps of all envs.
+- coding: HumanEval's canonical solution split into a helper (``aux`` holding the
+  canonical body) and a main function calling it, so every step runs the trusted
+  verdict: the team's program and the program without the helper (the main agent's
+  neutral text has no function, so it is not judged). Every program is judged once.
+- sandbox: ``judge_many`` on the same team programs, one worker, and with 4 workers: the
+  checks per second that bound the coding env.
+
+    python benchmarks/text_env_throughput.py [--math-steps 2000] [--coding-problems 40]
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import dataclass
+
+import tyro
+
+from deliberation_env import tasks
+from deliberation_env.sandbox import judge_many
+from deliberation_env.text import CodingProtocol, text_env, text_vector_env
+
+
+@dataclass
+class Args:
+    math_steps: int = 2000
+    """Env steps of the math protocol (in vector envs of ``num_envs``)."""
+    num_envs: int = 8
+    """Envs of the math vector env."""
+    coding_problems: int = 40
+    """HumanEval problems (one coding step each)."""
+
+
+def split_solution(problem) -> tuple[str, str]:
+    """The canonical solution as a helper ``aux`` with the canonical body, and a main
+    function that calls it with the same arguments."""
+    prompt, entry = problem.meta["prompt"], problem.meta["entry_point"]
+    body = problem.answer[len(prompt) :]
+    signature = prompt[prompt.rindex(f"def {entry}(") :].split(":\n", 1)[0]
+    arguments = signature[signature.index("(") + 1 : signature.rindex(")")]
+    names = [a.split(":")[0].split("=")[0].strip() for a in arguments.split(",") if a.strip()]
+    helper = signature.replace(f"def {entry}(", "def aux(", 1) + ":\n" + body
+    main = f"def {entry}({', '.join(names)}):\n    results = [aux({', '.join(names)})]\n    return results[0]\n"
+    return helper, main
+
+
+def math_steps_per_s(args: Args) -> float:
+    venv = text_vector_env(args.num_envs, task="arithmetic", n_agents=3, max_turns=1)
+    answers = {agent: ["The answer is 7."] * args.num_envs for agent in venv.possible_agents}
+    venv.reset(seed=0)
+    steps = 0
+    started = time.perf_counter()
+    while steps < args.math_steps:
+        venv.reset()
+        venv.step(answers)
+        steps += args.num_envs
+    return steps / (time.perf_counter() - started)
+
+
+def coding_steps_per_s(args: Args) -> tuple[float, float, list]:
+    env = text_env(task="humaneval", split="test")
+    problems = list(env.problems)[: args.coding_problems]
+    texts = [split_solution(p) for p in problems]
+    rewards = []
+    started = time.perf_counter()
+    for index, (helper, main) in enumerate(texts):
+        env.reset(options={"problem_index": index})
+        _, reward, _, _, _ = env.step({"agent_0": helper, "agent_1": main})
+        rewards.append(reward["agent_0"])
+    elapsed = time.perf_counter() - started
+    programs = [env.protocol.codes(p, t)[2] for p, t in zip(problems, texts, strict=True)]
+    return len(texts) / elapsed, sum(r == 4.0 for r in rewards) / len(rewards), list(zip(problems, programs, strict=True))
+
+
+def sandbox_checks_per_s(task, pairs: list, workers: int) -> float:
+    """Checks per second of ``judge_many`` on the team programs (a fresh protocol: no cache)."""
+    protocol = CodingProtocol(task)
+    requests = [protocol.request(p, program) for p, program in pairs]
+    started = time.perf_counter()
+    judge_many(requests, max_workers=workers, hidden_paths=task.hidden_paths)
+    return len(requests) / (time.perf_counter() - started)
+
+
+def main(args: Args) -> None:
+    math_rate = math_steps_per_s(args)
+    coding_rate, full, pairs = coding_steps_per_s(args)
+    task = tasks.get("humaneval")
+    one, four = (sandbox_checks_per_s(task, pairs, w) for w in (1, 4))
+    print(f"machine: {platform.machine()}, python {platform.python_version()}")
+    print("| what | per second |")
+    print("|---|---:|")
+    print(f"| math protocol, 3 agents: env steps (vector env of {args.num_envs}) | {math_rate:,.0f} |")
+    print(f"| coding protocol: env steps, judged ({args.coding_problems} problems; {full:.0%} scored 4.0) | {coding_rate:.1f} |")
+    print(f"| sandbox: checks, 1 worker | {one:.1f} |")
+    print(f"| sandbox: checks, 4 workers | {four:.1f} |")
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
