@@ -480,7 +480,7 @@ def _verdict(material: dict, proxy: _Proxy) -> dict:
     namespace[material["entry_point"]] = proxy
     behaviour = _probe(material["probes"], namespace)
     try:
-        check(proxy)
+        returned = check(proxy)
     except _CandidateFailure:
         pass  # recorded by the proxy
     except BaseException as error:  # noqa: BLE001 - whatever stops the tests fails them
@@ -488,7 +488,11 @@ def _verdict(material: dict, proxy: _Proxy) -> dict:
             return {"reason": "failed", "detail": _where(error), "behaviour": behaviour}
     if proxy.failure is not None:
         return {"reason": proxy.failure.reason, "detail": proxy.failure.detail}
-    return {"reason": "passed", "detail": "", "behaviour": behaviour}
+    try:
+        message = codec.encode(returned).decode("ascii")
+    except codec.CodecError as error:  # e.g. a huge answer of the candidate's, passed on
+        return {"reason": "failed", "detail": f"check returned what cannot be sent: {error}"}
+    return {"reason": "passed", "detail": "", "behaviour": behaviour, "returned": message}
 
 
 def _probe(calls: list[str], namespace: dict) -> list[str] | None:

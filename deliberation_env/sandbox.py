@@ -116,7 +116,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from deliberation_env._sandbox_codec import MAX_MESSAGE_BYTES
+from deliberation_env._sandbox_codec import MAX_MESSAGE_BYTES, decode
 
 MAX_OUTPUT_CHARS = 100_000
 """Characters of stdout and of stderr kept in a result."""
@@ -135,7 +135,8 @@ REASONS = (
 
 VERDICT_REASONS = (
     "passed",  # check(candidate) returned and the candidate answered every call
-    "failed",  # the tests raised: a failed assertion, or an exception of a call
+    "failed",  # the tests raised (a failed assertion, an exception of a call), or
+    #            check returned a value the codec cannot send
     "load_error",  # the program raised or exited before defining a callable entry point
     "bad_answer",  # an answer that is not a plain built-in value, or the candidate ended
     "timeout",  # the wall-clock limit (a candidate that stops answering ends here)
@@ -213,6 +214,9 @@ class Verdict:
         stderr: The candidate's standard error, at most ``MAX_OUTPUT_CHARS`` characters.
         duration: Wall-clock seconds, including the interpreter's start.
         isolation: ``"namespaces"`` or ``"rlimits"`` (see the module docstring).
+        returned: What ``check(candidate)`` returned, as plain built-in values (the
+            codec's: a tuple stays a tuple); ``None`` unless passed. Tests that count
+            what passed (rather than raise at the first failure) return their count here.
     """
 
     passed: bool
@@ -223,6 +227,7 @@ class Verdict:
     stderr: str
     duration: float
     isolation: str
+    returned: object = None
 
 
 @dataclass(frozen=True)
@@ -360,9 +365,12 @@ def judge_python(
     ]
     run = _sandboxed("judge", frames, limits, hidden_paths=hidden_paths)
     verdicts = [r for r in run.records if r.get("reason") in VERDICT_REASONS]
+    returned = None
     if verdicts:
         record = verdicts[-1]
         reason, detail, behaviour = record["reason"], record["detail"], record["behaviour"]
+        if reason == "passed":
+            returned = decode(record["returned"].encode("ascii"))
     elif run.timed_out:
         reason, detail, behaviour = "timeout", f"wall-clock limit of {timeout_s:g} s", None
     else:
@@ -377,6 +385,7 @@ def judge_python(
         stderr=run.stderr,
         duration=run.duration,
         isolation=run.isolation,
+        returned=returned,
     )
 
 

@@ -114,6 +114,21 @@ def test_run_many_keeps_order_and_runs_concurrently():
     assert [(r.reason, r.stdout) for r in results] == [("passed", f"{i}\n") for i in range(4)]
 
 
+def test_the_verdict_carries_what_check_returned():
+    tests = (
+        "def check(candidate):\n"
+        "    results = [candidate(x) == 2 * x for x in range(3)]\n"
+        "    return (sum(results), len(results), [repr(candidate(1))])\n"
+    )
+    verdict = judge_python(JudgeRequest("def double(x):\n    return x + 1\n", tests, "double"))
+    assert (verdict.passed, verdict.returned) == (True, (1, 3, ["2"]))
+    unsendable = judge_python(
+        JudgeRequest("def f():\n    pass\n", "def check(f):\n    return object\n", "f")
+    )
+    assert (unsendable.passed, unsendable.reason, unsendable.returned) == (False, "failed", None)
+    assert "cannot be sent" in unsendable.detail
+
+
 def test_rlimits_mode_still_runs_and_reports(monkeypatch):
     monkeypatch.setattr(sandbox, "_privileged", lambda: False)  # as if not root
     ran = run_python("import os\nos.closerange(3, 64)\nprint('ran')")
