@@ -1,0 +1,131 @@
+"""agents.TrainableLM on a tiny random Llama: seeded sampling, log-probs, layouts, persistence."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+CHAT = ({"role": "user", "content": "What is 9 + 4?"},)
+OTHER = ({"role": "system", "content": "A much longer system prompt, padded on the left."}, *CHAT)
+
+
+def test_agents_exports_trainable_lm_lazily():
+    import agents
+    from agents.trainable_lm import TrainableLM
+
+    assert agents.TrainableLM is TrainableLM
+    with pytest.raises(AttributeError, match="Nope"):
+        agents.Nope  # noqa: B018
+
+
+def test_a_seed_fixes_the_completion_whatever_shares_its_batch(make_lm):
+    lm = make_lm(batch_size=8)
+    alone = lm.sample("agent_0", [CHAT], [7], max_new_tokens=12)[0]
+    batch = lm.sample("agent_0", [OTHER, CHAT, CHAT], [3, 7, 8], max_new_tokens=12)
+    assert batch[1].token_ids == alone.token_ids and batch[1].text == alone.text
+    assert batch[2].token_ids != alone.token_ids  # another seed, another stream
+    assert alone.prompt_ids == tuple(lm.encode(CHAT))
+    assert len(alone.token_ids) == len(alone.logprobs) == 12 and alone.finish_reason == "length"
+
+
+def test_sampled_logprobs_match_the_scored_ones(make_lm):
+    lm = make_lm()
+    completions = lm.sample("agent_1", [CHAT, OTHER], [1, 2], max_new_tokens=10, temperature=0.7)
+    logp, mask = lm.logprobs(
+        "agent_1", [c.prompt_ids for c in completions], [c.token_ids for c in completions], temperature=0.7
+    )
+    assert logp.requires_grad and mask.sum(1).tolist() == [10.0, 10.0]
+    for row, completion in enumerate(completions):
+        assert logp[row].detach().tolist() == pytest.approx(list(completion.logprobs), abs=1e-4)
+
+
+def test_greedy_sampling_ignores_the_seed(make_lm):
+    lm = make_lm()
+    first, second = lm.sample("agent_0", [CHAT, CHAT], [1, 2], max_new_tokens=6, temperature=0.0)
+    assert first.token_ids == second.token_ids
+
+
+def test_one_adapter_per_agent_on_one_base_and_the_reference_is_the_base(make_lm):
+    lm = make_lm()
+    base = lm.seats["agent_0"].model
+    assert lm.seats["agent_1"].model is base  # one shared base
+    own = {id(p) for p in lm.parameters("agent_0")}
+    assert own and own.isdisjoint(id(p) for p in lm.parameters("agent_1"))
+    completion = lm.sample("agent_0", [CHAT], [0], max_new_tokens=5)[0]
+    args = ([completion.prompt_ids], [completion.token_ids])
+    reference, _ = lm.logprobs("agent_0", *args, reference=True)
+    assert not reference.requires_grad
+    assert torch.equal(lm.logprobs("agent_0", *args)[0].detach(), reference)  # LoRA B starts at 0
+    with torch.no_grad():
+        for parameter in lm.parameters("agent_0"):
+            parameter.add_(0.05)
+    assert not torch.allclose(lm.logprobs("agent_0", *args)[0], reference)
+    assert torch.equal(lm.logprobs("agent_0", *args, reference=True)[0], reference)
+    assert torch.equal(lm.logprobs("agent_1", *args)[0].detach(), reference)  # agent_1's adapter untouched
+
+
+@pytest.mark.parametrize(("finetune", "separate"), [("lora", True), ("full", False), ("full", True)])
+def test_other_layouts(make_lm, finetune, separate):
+    lm = make_lm(finetune=finetune, separate=separate)
+    models = {id(seat.model) for seat in lm.seats.values()}
+    assert len(models) == (2 if separate else 1)
+    shared = {id(p) for p in lm.parameters("agent_0")} & {id(p) for p in lm.parameters("agent_1")}
+    assert bool(shared) == (not separate)
+    completion = lm.sample("agent_0", [CHAT], [0], max_new_tokens=4)[0]
+    args = ([completion.prompt_ids], [completion.token_ids])
+    reference = lm.logprobs("agent_0", *args, reference=True)[0]
+    with torch.no_grad():
+        for parameter in lm.parameters("agent_0"):
+            parameter.add_(0.01)
+    assert not torch.allclose(lm.logprobs("agent_0", *args)[0], reference)
+    assert torch.equal(lm.logprobs("agent_0", *args, reference=True)[0], reference)  # the base is kept
+
+
+def test_save_and_load_adapters_in_peft_format(make_lm, tmp_path):
+    from peft import PeftModel
+
+    from agents.trainable_lm import tiny_model
+
+    trained = make_lm()
+    with torch.no_grad():
+        for parameter in trained.parameters("agent_1"):
+            parameter.add_(0.1)
+    folders = trained.save_adapters(tmp_path)
+    assert [f.name for f in folders] == ["agent_0", "agent_1"]
+    assert (tmp_path / "agent_1" / "adapter_model.safetensors").is_file()
+    fresh = make_lm()
+    fresh.load_adapters(tmp_path)
+    for ours, theirs in zip(trained.state_dict()["agent_1"].values(), fresh.state_dict()["agent_1"].values()):
+        assert torch.equal(ours, theirs)
+    # served elsewhere: plain peft on a plain base gives the same log-probabilities
+    base, _ = tiny_model(seed=0)
+    served = PeftModel.from_pretrained(base, tmp_path / "agent_1").eval()
+    ids = torch.tensor([trained.encode(CHAT)])
+    with trained._acting("agent_1") as model, torch.no_grad():
+        assert torch.allclose(model(input_ids=ids).logits, served(input_ids=ids).logits, atol=1e-5)
+    with pytest.raises(FileNotFoundError, match="agent_0"):
+        make_lm().load_adapters(tmp_path / "absent")
+
+
+def test_bad_input_is_named(make_lm):
+    from agents.trainable_lm import TrainableLM, tiny_model
+
+    lm = make_lm()
+    with pytest.raises(KeyError, match="agent_7"):
+        lm.sample("agent_7", [CHAT], [0])
+    with pytest.raises(ValueError, match="one seed per chat"):
+        lm.sample("agent_0", [CHAT, CHAT], [0])
+    with pytest.raises(ValueError, match="top_p"):
+        lm.sample("agent_0", [CHAT], [0], top_p=0.0)
+    with pytest.raises(ValueError, match="non-empty"):
+        lm.logprobs("agent_0", [[1, 2]], [[]])
+    with pytest.raises(ValueError, match="expects"):
+        lm.load_state_dict({"agent_9": {}})
+    model, tokenizer = tiny_model()
+    tokenizer.chat_template = None
+    with pytest.raises(ValueError, match="chat template"):
+        TrainableLM(model, tokenizer, ["agent_0"])
+    with pytest.raises(ValueError, match="finetune"):
+        TrainableLM(*tiny_model(), ["agent_0"], finetune="half")
+    with pytest.raises(FileNotFoundError, match="nothing is downloaded"):
+        TrainableLM.from_pretrained("/nonexistent/model", ["agent_0"])
