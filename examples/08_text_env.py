@@ -2,11 +2,17 @@
 
 In the meta-action env (examples 01-07) the LLMs are part of the environment. Here they
 are the agents: each action is a completion. A frozen team is any backend behind
-``agents.TextPolicy``; this example uses a tiny scripted backend (it reads the sum in
-the question and, seeded by the request, sometimes slips by one) so it runs instantly,
-or SmolLM2 with ``--backend smollm2`` (responses cached in SQLite).
+``agents.TextPolicy``. The default is one coding episode on HumanEval (the MAGRPO
+paper's collaboration): a helper agent writes ``aux``, a main agent writes the entry
+point; the sandbox's trusted verdict counts the hidden tests, and the next prompt shows
+the failed ones. ``--task arithmetic`` plays the math protocol instead.
 
-    python examples/08_text_env.py [--episodes 3] [--max-turns 2] [--backend scripted|smollm2]
+The scripted backends run instantly (the coder's helper is right, its first main
+function is off by one on one test, and it fixes that once the feedback names the test);
+``--backend smollm2`` uses SmolLM2 (responses cached in SQLite).
+
+    python examples/08_text_env.py [--task humaneval|arithmetic] [--episodes 1] [--max-turns 2]
+        [--backend scripted|smollm2]
 """
 
 from __future__ import annotations
@@ -41,12 +47,37 @@ class ScriptedSolver:
         raise NotImplementedError("the scripted solver has no log-probabilities")
 
 
+class ScriptedCoder:
+    """A text backend for HumanEval/8 (sum_product): a product helper, and a main function
+    that gets a one-element list wrong until its feedback names the failing test."""
+
+    model_id = "scripted:coder"
+    supports_logprobs = False
+
+    def generate(self, requests):
+        completions = []
+        for request in requests:
+            prompt = request.messages[-1]["content"]
+            if "Write a helper function" in prompt:
+                code = "def aux(numbers):\n    product = 1\n    for n in numbers:\n        product *= n\n    return product"
+            else:
+                slip = " + (len(numbers) == 1)" if "failed: assert" not in prompt else ""
+                code = f"def sum_product(numbers):\n    total = sum(numbers){slip}\n    return (total, aux(numbers))"
+            completions.append(Generation(f"```python\n{code}\n```", 0, 0, "stop"))
+        return completions
+
+    def next_token_logprobs(self, requests):
+        raise NotImplementedError("the scripted coder has no log-probabilities")
+
+
 @dataclass
 class Args:
-    episodes: int = 3
+    task: str = "humaneval"
+    """``humaneval`` (the coding protocol: helper + main) or ``arithmetic`` (the math protocol)."""
+    episodes: int = 1
     """Episodes (problems) to play."""
     n_agents: int = 3
-    """Solvers in the team."""
+    """Solvers in the math team (the coding protocol seats 2)."""
     max_turns: int = 2
     """Turns per episode; from turn 2 on each prompt shows the peers' answers."""
     backend: str = "scripted"
@@ -56,20 +87,32 @@ class Args:
 
 
 def main(args: Args) -> None:
-    backend = ScriptedSolver() if args.backend == "scripted" else CachedBackend(
-        make_backend("llamacpp"), path=DEFAULT_CACHE_PATH
-    )
-    policy = TextPolicy(backend, max_tokens=128)
-    env = text_env(task="arithmetic", n_agents=args.n_agents, max_turns=args.max_turns, render_mode="ansi")
-    obs, infos = env.reset(seed=args.seed)
+    coding = args.task == "humaneval"
+    if args.backend == "scripted":
+        backend = ScriptedCoder() if coding else ScriptedSolver()
+    else:
+        backend = CachedBackend(make_backend("llamacpp"), path=DEFAULT_CACHE_PATH)
+    policy = TextPolicy(backend, max_tokens=256 if coding else 128)
+    n_agents = 2 if coding else args.n_agents
+    env = text_env(task=args.task, n_agents=n_agents, max_turns=args.max_turns, split="test", render_mode="ansi")
+    # The scripted coder knows one problem (HumanEval/8); SmolLM2 and the math team take any.
+    options = {"problem_id": "HumanEval/8"} if coding and args.backend == "scripted" else None
+    obs, infos = env.reset(seed=args.seed, options=options)
     for episode in range(args.episodes):
-        print(f"=== episode {episode}: first prompt of agent_0 ===\n{obs['agent_0']}\n")
+        print(f"=== episode {episode}: problem {infos['agent_0']['problem_id']} ===")
         while env.agents:
-            obs, rewards, _, _, infos = env.step(policy.act(obs, infos))
+            for agent in env.agents:
+                print(f"--- prompt of {agent} ({infos[agent]['role']}), turn {infos[agent]['turn']} ---\n{obs[agent]}\n")
+            actions = policy.act(obs, infos)
+            for agent, text in actions.items():
+                print(f"--- completion of {agent} ---\n{text}\n")
+            obs, rewards, _, _, infos = env.step(actions)
             print(env.render())
+            parts = {k: round(v, 3) for k, v in infos["agent_0"]["reward_components"].items() if k != "contribution"}
             contributions = {a: round(infos[a]["reward_components"]["contribution"], 3) for a in env.possible_agents}
-            print(f"reward {rewards['agent_0']:.3f}; leave-one-out contributions {contributions}\n")
-        obs, infos = env.reset()
+            print(f"reward {rewards['agent_0']:.3f}; parts {parts}")
+            print(f"leave-one-out contributions {contributions}\n")
+        obs, infos = env.reset(options=options)
 
 
 if __name__ == "__main__":
