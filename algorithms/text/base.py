@@ -265,7 +265,8 @@ class TextPolicyGradientLearner(abc.ABC):
             for i, agent in enumerate(self.agents):
                 own = [infos[e][agent] for _, e in live]
                 if agent in self.frozen:
-                    written = self.frozen[agent].act_vector({agent: [obs[agent][e] for _, e in live]}, own)[agent]
+                    observed = {agent: [obs[agent][e] for _, e in live]}
+                    written = self.frozen[agent].act_vector(observed, [infos[e] for _, e in live])[agent]
                 else:
                     completions = self.lm.sample(
                         agent,

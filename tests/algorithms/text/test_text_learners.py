@@ -1,0 +1,216 @@
+"""The LLM-weight learners on a tiny random Llama and a protocol whose reward always varies."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from text_learner_fakes import HashProtocol, ScriptedBackend
+
+from agents.text_policy import TextPolicy
+from algorithms.advantages import softrank_advantages
+from algorithms.text import (
+    TextGRPO,
+    TextGRPOConfig,
+    TextMAGRPO,
+    TextMAGRPOConfig,
+    TextSoftRankPO,
+    TextSoftRankPOConfig,
+)
+from deliberation_env.text import text_vector_env
+
+SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "batch_size": 4, "progress": False}
+
+
+def make_learner(
+    make_lm, learner=TextMAGRPO, config=None, agents=("agent_0", "agent_1"), frozen=None, lm=None, **env
+):
+    config = config or learner.config_class(**SMALL)
+    venv = text_vector_env(
+        config.num_envs, protocol=HashProtocol(), n_agents=config.n_agents, max_turns=config.max_turns, **env
+    )
+    return learner(config, make_lm(agents=agents, **(lm or {})), venv, frozen or {})
+
+
+def snapshot(module):
+    return {name: tensor.detach().clone() for name, tensor in module.state_dict().items()}
+
+
+def changed(before, module):
+    return sorted(name for name, tensor in module.state_dict().items() if not torch.equal(before[name], tensor))
+
+
+@pytest.mark.parametrize("learner", [TextMAGRPO, TextGRPO, TextSoftRankPO])
+def test_an_update_changes_only_the_trainable_adapters(make_lm, learner):
+    backend = ScriptedBackend()
+    frozen = {"agent_1": TextPolicy(backend, max_tokens=4)}
+    config = learner.config_class(**SMALL, **({} if learner is TextMAGRPO else {"kl_coef": 0.1}))
+    subject = make_learner(make_lm, learner, config, agents=["agent_0"], frozen=frozen)
+    model = subject.lm.seats["agent_0"].model
+    before = snapshot(model)
+    metrics = subject.train_step()
+    moved = changed(before, model)
+    assert moved and all("lora_" in name for name in moved)  # the base stays bit-identical
+    assert metrics["adv/abs_mean"] > 0
+    assert len(backend.requests) == config.num_envs  # the frozen agent played every env, through its backend
+
+
+def test_every_trainable_agent_moves_its_own_adapter_only(make_lm):
+    subject = make_learner(make_lm, TextGRPO, TextGRPOConfig(**SMALL, credit="contribution"))
+    model = subject.lm.seats["agent_0"].model
+    before = snapshot(model)
+    subject.train_step()
+    moved = changed(before, model)
+    assert any(".agent_0." in name for name in moved) and any(".agent_1." in name for name in moved)
+    assert all("lora_" in name for name in moved)
+
+
+def test_full_finetuning_keeps_the_reference(make_lm):
+    config = TextSoftRankPOConfig(**SMALL, finetune="full")
+    subject = make_learner(make_lm, TextSoftRankPO, config, lm={"finetune": "full"})
+    seat = subject.lm.seats["agent_0"]
+    reference, weights = snapshot(seat.reference), snapshot(seat.model)
+    subject.train_step()
+    assert changed(weights, seat.model) and not changed(reference, seat.reference)
+
+
+RETURNS = torch.tensor([[[0.0, 1.0], [1.0, 1.0], [2.0, 4.0]]])  # (B=1, G=3, n=2)
+
+
+@pytest.mark.parametrize(
+    ("baseline", "agent_0", "agent_1"),
+    [
+        ("mean", [-1.0, 0.0, 1.0], [-1.0, -1.0, 2.0]),
+        ("rloo", [-1.5, 0.0, 1.5], [-1.5, -1.5, 3.0]),
+        ("max", [-2.0, -1.0, 0.0], [-3.0, -3.0, 0.0]),
+        ("raw", [0.0, 1.0, 2.0], [1.0, 1.0, 4.0]),
+    ],
+)
+def test_magrpo_advantages_per_baseline_by_hand(make_lm, baseline, agent_0, agent_1):
+    subject = make_learner(make_lm, config=TextMAGRPOConfig(**SMALL, baseline=baseline))
+    advantages = subject.compute_advantages(RETURNS)[0]
+    assert advantages[:, 0].tolist() == pytest.approx(agent_0)
+    assert advantages[:, 1].tolist() == pytest.approx(agent_1)
+
+
+def test_grpo_and_softrankpo_advantages_per_agent_by_hand(make_lm):
+    grpo = make_learner(make_lm, TextGRPO, TextGRPOConfig(**SMALL, eps=0.0)).compute_advantages(RETURNS)[0]
+    root = (2 / 3) ** 0.5  # population std of (0, 1, 2)
+    assert grpo[:, 0].tolist() == pytest.approx([-1 / root, 0.0, 1 / root])
+    assert grpo[:, 1].tolist() == pytest.approx([-1 / 2**0.5, -1 / 2**0.5, 2 / 2**0.5])  # std of (1, 1, 4) is sqrt 2
+    soft = make_learner(make_lm, TextSoftRankPO).compute_advantages(RETURNS)[0]
+    assert soft[:, 0].tolist() == pytest.approx(softrank_advantages(RETURNS[:, :, 0], tau=0.5)[0].tolist())
+    assert soft[0, 1] == soft[1, 1] < 0 < soft[2, 1]  # ties get equal advantages
+
+
+def run(make_lm, tmp_path, name, updates, learner=TextGRPO, **overrides):
+    config = learner.config_class(**{**SMALL, "update_epochs": 2, "num_minibatches": 2, "kl_coef": 0.05, **overrides})
+    subject = make_learner(make_lm, learner, config)
+    subject.learn(updates, tmp_path / name)
+    return subject
+
+
+def test_resume_equals_an_uninterrupted_run(make_lm, tmp_path):
+    straight = run(make_lm, tmp_path, "straight", 2)
+    run(make_lm, tmp_path, "resumed", 1)
+    resumed = run(make_lm, tmp_path, "resumed", 2)  # a new process would do the same: load, continue
+    assert resumed.update == 2
+    for agent, weights in straight.lm.state_dict().items():
+        for name, tensor in weights.items():
+            assert torch.equal(tensor, resumed.lm.state_dict()[agent][name]), name
+    ours, theirs = straight.optimizer.state_dict()["state"], resumed.optimizer.state_dict()["state"]
+    assert all(torch.equal(ours[k]["exp_avg_sq"], theirs[k]["exp_avg_sq"]) for k in ours)
+    assert straight.rng.bit_generator.state == resumed.rng.bit_generator.state
+    lines = [json.loads(line) for line in (tmp_path / "resumed" / "metrics.jsonl").read_text().splitlines()]
+    assert [line["charts/update"] for line in lines] == [1.0, 2.0]
+    straight_lines = (tmp_path / "straight" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["rewards/joint/mean"] for line in straight_lines] == [
+        line["rewards/joint/mean"] for line in lines
+    ]
+
+
+def test_metrics_name_every_reward_part_and_agent(make_lm, tmp_path):
+    subject = run(make_lm, tmp_path, "m", 1, TextMAGRPO, update_epochs=1, num_minibatches=1, kl_coef=0.0)
+    (line,) = (tmp_path / "m" / "metrics.jsonl").read_text().splitlines()
+    metrics = json.loads(line)
+    for key in ("rewards/hash/mean", "rewards/joint/mean", "rewards/contribution/agent_0",
+                "rewards/contribution/agent_1", "tokens/agent_0", "losses/policy", "losses/kl", "adv/abs_mean"):
+        assert key in metrics, key
+    assert subject.update == 1
+    with pytest.raises(ValueError, match="'grpo'"):
+        make_learner(make_lm, TextGRPO).load(tmp_path / "m" / "checkpoint.pt")
+    other = make_learner(make_lm, config=TextMAGRPOConfig(**{**SMALL, "learning_rate": 1.0}))
+    with pytest.raises(ValueError, match="learning_rate"):
+        other.load(tmp_path / "m" / "checkpoint.pt")
+
+
+def test_multi_turn_credit_is_the_discounted_return_of_later_turns(make_lm):
+    config = TextMAGRPOConfig(**{**SMALL, "max_turns": 2, "gamma": 0.5, "baseline": "raw"})
+    subject = make_learner(make_lm, config=config)
+    rollouts = subject.collect()
+    assert rollouts.rewards.shape == (2, 2, 2, 2)
+    assert {s.turn for s in rollouts.samples} == {0, 1} and len(rollouts.samples) == 2 * 4 * 2
+    from algorithms.text.losses import discounted_returns
+
+    returns = discounted_returns(rollouts.rewards, 0.5)
+    assert torch.allclose(returns[0], rollouts.rewards[0] + 0.5 * rollouts.rewards[1])
+    assert torch.equal(subject.compute_advantages(returns[1]), returns[1])  # raw: A = G_t
+
+
+def test_cross_pairing_scores_every_combination_of_the_agents_samples(make_lm):
+    config = TextMAGRPOConfig(**{**SMALL, "groups_per_update": 1, "pairing": "cross"})
+    assert config.num_envs == 4
+    subject = make_learner(make_lm, config=config)
+    rollouts = subject.collect()
+    by_agent = {a: [s.completion.text for s in rollouts.samples if s.agent == a] for a in ("agent_0", "agent_1")}
+    assert all(len(texts) == 2 for texts in by_agent.values())  # G samples per agent, not G^n
+    protocol, problem = HashProtocol(), subject.venv.problems[0]
+    joint = [
+        protocol.score(problem, [by_agent["agent_0"][c // 2], by_agent["agent_1"][c % 2]]).reward for c in range(4)
+    ]
+    per_sample = rollouts.rewards[0, 0]  # (G, n)
+    assert per_sample[:, 0].tolist() == pytest.approx([(joint[0] + joint[1]) / 2, (joint[2] + joint[3]) / 2])
+    assert per_sample[:, 1].tolist() == pytest.approx([(joint[0] + joint[2]) / 2, (joint[1] + joint[3]) / 2])
+
+
+def test_evaluate_plays_each_problem_greedily(make_lm):
+    subject = make_learner(make_lm)
+    venv = text_vector_env(2, protocol=HashProtocol(), n_agents=2)
+    first = subject.evaluate(venv, [0, 1, 2])
+    assert set(first) == {"eval/hash", "eval/joint"}
+    assert subject.evaluate(venv, [0, 1, 2], seed=5) == first  # greedy: the episode seed does not matter
+
+
+def test_bad_setups_are_named(make_lm):
+    with pytest.raises(ValueError, match="missing \\['agent_1'\\]"):
+        make_learner(make_lm, agents=["agent_0"])
+    with pytest.raises(ValueError, match="in both \\['agent_1'\\]"):
+        make_learner(make_lm, frozen={"agent_1": TextPolicy(ScriptedBackend())})
+    with pytest.raises(TypeError, match="TextPolicy"):
+        make_learner(make_lm, agents=["agent_0"], frozen={"agent_1": ScriptedBackend()})
+    with pytest.raises(TypeError, match="TextGRPOConfig"):
+        make_learner(make_lm, TextGRPO, TextMAGRPOConfig(**SMALL))
+    config = TextMAGRPOConfig(**SMALL)
+    with pytest.raises(ValueError, match="num_envs=3"):
+        TextMAGRPO(config, make_lm(), text_vector_env(3, protocol=HashProtocol(), n_agents=2))
+    wrong_scale = make_learner(make_lm, reward_scale=2.0)
+    with pytest.raises(ValueError, match="reward_scale"):
+        wrong_scale.train_step()
+
+
+@pytest.mark.parametrize(
+    ("config", "match"),
+    [
+        ({"update_epochs": 2}, "update_epochs=1"),
+        ({"credit": "contribution"}, "credit='joint'"),
+        ({"baseline": "median"}, "baseline"),
+        ({"group_size": 1}, "group_size"),
+        ({"pairing": "cross", "max_turns": 2}, "max_turns=1"),
+        ({"temperature": 0.0}, "temperature"),
+        ({"aggregation": "batch"}, "aggregation"),
+    ],
+)
+def test_magrpo_config_invariants(config, match):
+    with pytest.raises(ValueError, match=match):
+        TextMAGRPOConfig(**config)
