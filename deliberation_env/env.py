@@ -259,11 +259,7 @@ def build_core(
     ``max_cycles`` is PettingZoo's name for ``max_rounds`` (its ``max_cycles_test`` passes
     it); give one of them, or neither for 3 rounds.
     """
-    if max_rounds is not None and max_cycles is not None:
-        raise ValueError(
-            f"give max_rounds or max_cycles (PettingZoo's name for it), not both: got {max_rounds!r} and {max_cycles!r}"
-        )
-    max_rounds = next((value for value in (max_rounds, max_cycles) if value is not None), 3)
+    max_rounds = with_max_cycles("max_rounds", max_rounds, max_cycles, default=3)
     for name, value, low in (("n_agents", n_agents, 2), ("max_rounds", max_rounds, 1), ("num_envs", num_envs, 1)):
         if not is_integer(value):
             raise TypeError(f"{name} must be an integer, got {value!r}")
@@ -290,6 +286,17 @@ def build_core(
         task, resolve_team(team, int(n_agents)), int(num_envs), int(max_rounds), split, rewards,
         concede_rule, bool(stop_on_consensus), observation,
     )
+
+
+def with_max_cycles(name: str, value: Any, max_cycles: Any, default: int) -> Any:
+    """The episode length from the env's own argument ``name`` or PettingZoo's ``max_cycles``.
+
+    Raises:
+        ValueError: When both are given.
+    """
+    if value is not None and max_cycles is not None:
+        raise ValueError(f"give {name} or max_cycles (PettingZoo's name for it), not both: got {value!r} and {max_cycles!r}")
+    return next((v for v in (value, max_cycles) if v is not None), default)
 
 
 def check_infos(infos: Any) -> str:

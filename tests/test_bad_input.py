@@ -78,7 +78,7 @@ def test_step_after_the_episode_ended():
         ({"team": ["simulated", "simulated"]}, ValueError, "team lists 2 members but n_agents is 3"),
         ({"team": 42}, TypeError, "team must be a preset name"),
         ({"team": ["simulated", 42, "simulated"]}, TypeError, "team member must be"),
-        ({"render_mode": "human"}, ValueError, "render_mode must be None or 'ansi'"),
+        ({"render_mode": "rgb_array"}, ValueError, "render_mode must be None, 'ansi' or 'human'"),
         ({"task": "arithmetic", "task_kwargs": {"difficulty": 9}}, ValueError, "difficulty must be one of"),
         ({"task": FixedTask(), "task_kwargs": {"x": 1}}, ValueError, "task_kwargs are only used"),
     ],

@@ -79,9 +79,11 @@ episode, its RNG) exactly as it was.
   instance, which brings its own problems.
 - ``protocol``: ``None`` (the task's default), ``"math"``, ``"coding"`` or a protocol
   instance.
-- ``n_agents`` (default 2), ``max_turns`` (>= 1, default 1), ``split`` (``"train"`` /
+- ``n_agents`` (default 2), ``max_turns`` (>= 1, default 1; ``max_cycles``, PettingZoo's
+  name for it, may be given instead), ``split`` (``"train"`` /
   ``"test"``), ``reward_scale`` (> 0), ``stop_threshold`` (``None`` or a finite number),
-  ``task_kwargs`` (for a task given by name), ``render_mode`` (``None`` or ``"ansi"``).
+  ``task_kwargs`` (for a task given by name), ``render_mode`` (``None``, ``"ansi"``:
+  ``render()`` returns the turn's table, or ``"human"``: it prints it).
 
 **Version history.**
 
@@ -104,7 +106,7 @@ from pettingzoo import ParallelEnv
 from agents.base import Message
 from agents.seeding import derive_seed, turn_seeds
 from deliberation_env.core import is_integer, is_number
-from deliberation_env.env import check_episode_seed, check_options, check_seed
+from deliberation_env.env import check_episode_seed, check_options, check_seed, with_max_cycles
 from deliberation_env.tasks import Problem, Task
 from deliberation_env.tasks import get as get_task
 from deliberation_env.text.protocols.base import (
@@ -202,15 +204,16 @@ class TextEngine:
         task: str | Task | None = None,
         protocol: str | TextProtocol | None = None,
         n_agents: int = 2,
-        max_turns: int = 1,
+        max_turns: int | None = None,
         split: str = "train",
         reward_scale: float = 1.0,
         stop_threshold: float | None = None,
         task_kwargs: Mapping[str, Any] | None = None,
+        max_cycles: int | None = None,
     ) -> None:
         self.num_envs = _integer("num_envs", num_envs, 1)
         self.n_agents = _integer("n_agents", n_agents, 2)
-        self.max_turns = _integer("max_turns", max_turns, 1)
+        self.max_turns = _integer("max_turns", with_max_cycles("max_turns", max_turns, max_cycles, default=1), 1)
         if split not in ("train", "test"):
             raise ValueError(f"split must be 'train' or 'test', got {split!r}")
         if not (is_number(reward_scale) and 0 < reward_scale < math.inf):
@@ -406,13 +409,13 @@ class TextDeliberationEnv(ParallelEnv):
 
     metadata: ClassVar[dict[str, Any]] = {
         "name": "text_deliberation_v0",
-        "render_modes": ["ansi"],
+        "render_modes": ["ansi", "human"],
         "is_parallelizable": True,
     }
 
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}")
         self.render_mode = render_mode
         self._engine = TextEngine(1, **kwargs)
         self.possible_agents = [f"agent_{i}" for i in range(self._engine.n_agents)]
@@ -497,9 +500,16 @@ class TextDeliberationEnv(ParallelEnv):
         return dict(zip(self.possible_agents, self._engine.observations(0), strict=True))
 
     def render(self) -> str | None:
-        """With ``render_mode="ansi"``: the turn, each agent's last text (cut) and the reward parts."""
+        """The turn, each agent's last text (cut) and the reward parts: returned with
+        ``render_mode="ansi"``, printed with ``"human"`` (which returns None)."""
         if self.render_mode is None or self._engine.states is None:
             return None
+        if self.render_mode == "human":
+            print(self._table())
+            return None
+        return self._table()
+
+    def _table(self) -> str:
         state = self._engine.states[0]
         lines = [f"problem {state.problem.id}  turn {state.turn}/{self.max_turns}  protocol {self.protocol.name}"]
         if state.outcome is not None:

@@ -214,7 +214,7 @@ def test_step_before_reset_says_to_reset():
         ({"task": "nope"}, ValueError, "unknown task"),
         ({"task": "humaneval", "n_agents": 3}, ValueError, "coding protocol seats 2 agents"),
         ({"task": "arithmetic", "protocol": "coding"}, ValueError, "coding protocol needs the 'humaneval' task"),
-        ({"render_mode": "human"}, ValueError, "render_mode"),
+        ({"render_mode": "rgb_array"}, ValueError, "render_mode"),
     ],
 )
 def test_bad_construction_arguments_are_named(kwargs, error, match):
