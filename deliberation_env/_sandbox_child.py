@@ -14,7 +14,8 @@ Processes, each with one job:
    its exit status. On ``SIGTERM`` (the parent's wall-clock timeout) it kills the
    supervisor, which in namespace mode takes the whole namespace down with it.
 2. *supervisor* (PID 1 of the new PID namespace in namespace mode): creates the working
-   directory, forks the processes below and waits for them. It dies with the bootstrap.
+   directory and forks the process below; in ``judge`` mode it then becomes the judge.
+   It dies with the bootstrap, and in namespace mode everything dies with it.
 3. ``run`` mode (:func:`deliberation_env.sandbox.run_python`): the *user process* sets
    the limits, drops to the sandbox uid, runs the code and writes its outcome to the
    result channel (moved above the code's descriptor limit, so that closing its own
@@ -26,8 +27,9 @@ Processes, each with one job:
      then serves calls: it reads an encoded argument tuple, calls the entry point and
      writes back the encoded result or the exception's type name. It is forked before
      the second frame (the tests) is read, so the tests are never in its memory.
-   - the *judge* (trusted) reads nothing the candidate wrote but codec messages. It
-     drops to its own uid, marks itself non-dumpable, runs the task's setup and tests
+   - the *judge* (the supervisor, trusted) reads nothing the candidate wrote but codec
+     messages. It reads the tests, keeps only the verdict channel and its two protocol
+     pipes, drops to its own uid, stays non-dumpable, runs the task's setup and tests
      with the entry point bound to a proxy whose calls the candidate answers, evaluates
      the probe expressions through the proxy, calls ``check(proxy)`` and alone writes the
      verdict to the result channel, which the candidate never holds.
@@ -215,16 +217,11 @@ def _supervise(request: dict, config: dict, namespaces: bool) -> None:
         mine = _above_descriptor_limit(calls[0]), _above_descriptor_limit(answers[1])
         _keep_descriptors(*mine)
         _serve_candidate(request, config, workdir, *mine)
+    # The supervisor becomes the judge (one fork fewer). Its exit ends the candidate: as
+    # PID 1 it takes the namespace down; otherwise the parent kills the process group.
     material = _read_frame(0)
-    judge = os.fork()
-    if judge == 0:
-        _keep_descriptors(config["channel_fd"], calls[1], answers[0], quiet=True)
-        _judge(material, config, calls[1], answers[0])
-    for fd in (*calls, *answers):
-        os.close(fd)
-    status = _wait_status(judge)
-    os.kill(candidate, signal.SIGKILL)
-    os._exit(status)
+    _keep_descriptors(config["channel_fd"], calls[1], answers[0], quiet=True)
+    _judge(material, config, calls[1], answers[0])
 
 
 def _keep_descriptors(*keep: int, quiet: bool = False) -> None:

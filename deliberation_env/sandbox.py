@@ -14,7 +14,7 @@ Two APIs:
   written to deceive can fake it: it is **not a verdict**.
 * :func:`judge_python` / :func:`judge_many` give the **verdict** on a candidate program
   from trusted tests (``check(candidate)``, HumanEval's form). One interpreter starts per
-  check; it forks two processes. The *candidate* runs the program and then only answers
+  check; its supervisor forks the candidate, then becomes the judge. The *candidate* runs the program and then only answers
   calls of its entry point: arguments in, the result (or the exception's type name) out,
   both as plain built-in values (``None``, ``bool``, ``int``, ``float``, ``complex``,
   ``str``, ``bytes``, ``list``, ``tuple``, ``dict``, ``set``, ``frozenset``; exact types, no
