@@ -81,7 +81,10 @@ index                    feature
 =======================  ============================================================
 
 ``de.spaces.flat_features(n)`` names every index (``self/confidence``, ...,
-``peer_1/confidence``, ...). The Dict stays the default.
+``peer_1/confidence``, ...). The Dict stays the default; TorchRL's wrapper takes it too,
+but TorchRL's ``SerialEnv`` and ``ParallelEnv`` over it fail on the key ``self`` (a TorchRL
+bug: ``Composite.__init__() got multiple values for argument 'self'``), which the flat
+vector, having no keys, avoids.
 
 With ``observation="text"`` the dict holds only ``text`` (a ``Text`` space: the question,
 the answers and confidences, rendered for LLM-based meta-policies); ``"both"`` holds all
