@@ -29,8 +29,8 @@ included when the model stopped, so learning to stop is learned too) and their
 log-probabilities under the policy pi = softmax(logits / temperature) (top-p truncation
 is part of sampling, not of pi, as in TRL).
 
-**Log-probabilities for the loss** (:meth:`TrainableLM.logprobs`): one right-padded
-forward pass of prompt + completion per batch, differentiable, or under the reference
+**Log-probabilities for the loss** (:meth:`TrainableLM.logprobs`): one left-padded
+forward pass of prompt + completion per batch (logits only at the completions' positions), differentiable, or under the reference
 policy with ``reference=True`` (no gradient).
 
 **Checkpoints**: :meth:`TrainableLM.save_adapters` writes each agent's adapter in peft
@@ -380,18 +380,17 @@ class TrainableLM:
     def _score(
         self, model: torch.nn.Module, prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]], temperature: float
     ) -> list[torch.Tensor]:
-        sequences = [list(p) + list(c) for p, c in zip(prompts, completions, strict=True)]
-        width = max(len(s) for s in sequences)
-        ids = torch.full((len(sequences), width), self._pad_id, dtype=torch.long, device=self.device)
-        attention = torch.zeros_like(ids)
-        for row, sequence in enumerate(sequences):
-            ids[row, : len(sequence)] = torch.tensor(sequence)
-            attention[row, : len(sequence)] = 1
-        logits = model(input_ids=ids, attention_mask=attention).logits.float()
+        """Left-padded like sampling, so every completion ends at the last position and only
+        the logits of the last ``longest + 1`` positions are computed."""
+        ids, mask = _left_pad([list(p) + list(c) for p, c in zip(prompts, completions, strict=True)], self._pad_id, self.device)
+        keep = max(len(c) for c in completions) + 1
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=keep).logits.float()
         rows = []
-        for row, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
-            start = len(prompt) - 1  # the logits at position k predict token k + 1
-            predicted = logits[row, start : start + len(completion)] / temperature
+        for row, completion in enumerate(completions):
+            # kept position k holds the prediction of the token after it: the completion's
+            # n tokens are predicted at kept positions keep - n - 1 .. keep - 2
+            predicted = logits[row, keep - len(completion) - 1 : keep - 1] / temperature
             target = torch.tensor(completion, device=self.device)[:, None]
             rows.append(torch.log_softmax(predicted, dim=-1).gather(1, target)[:, 0])
         return rows
