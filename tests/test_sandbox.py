@@ -84,32 +84,43 @@ def test_non_positive_limits_are_refused(bad):
         run_python("pass", **bad)
 
 
-def _rendezvous(name: str, names: list[str]) -> str:
-    """Code that names its process ``name`` and waits until it has seen every one of
-    ``names`` alive: programs that do not overlap never all get past it."""
+def _rendezvous(group: str, member: int, size: int) -> str:
+    """Code that waits until the ``size`` members of ``group`` overlapped in time: programs
+    that do not run concurrently never all get past it.
+
+    Each names its process ``<group><member>a`` (arrived) and waits until it has seen every
+    member; then it renames itself ``...d`` (done) and waits until no member is still
+    ``...a``. A member exits only when all have seen everyone, so none waits forever.
+    """
     return (
         "import ctypes, os, time\n"
-        f"ctypes.CDLL(None).prctl(15, {name.encode()!r})  # PR_SET_NAME\n"
-        "def alive():\n"
+        "def name(state):\n"
+        f"    ctypes.CDLL(None).prctl(15, b'{group}{member}' + state)  # PR_SET_NAME\n"
+        "def members():\n"
         "    names = set()\n"
         "    for pid in filter(str.isdigit, os.listdir('/proc')):\n"
         "        try: names.add(open(f'/proc/{pid}/comm').read().strip())\n"
         "        except OSError: pass\n"
-        "    return names\n"
-        f"waiting = set({names!r})\n"
-        "while waiting:\n"
-        "    waiting -= alive()\n"
+        f"    return {{n for n in names if n.startswith({group!r})}}\n"
+        "name(b'a')\n"
+        "seen = set()\n"
+        f"while len(seen) < {size}:\n"
+        "    seen |= {n[:-1] for n in members()}\n"
+        "    time.sleep(0.01)\n"
+        "name(b'd')\n"
+        "while any(n.endswith('a') for n in members()):\n"
         "    time.sleep(0.01)\n"
     )
 
 
-def _names(count: int) -> list[str]:
-    return [f"sbx{os.getpid() % 10**6}-{i}" for i in range(count)]
+def _group() -> str:
+    """A process-name prefix no other test run uses at the same time."""
+    return f"s{os.getpid() % 10**6}-{os.urandom(1).hex()}-"
 
 
 def test_run_many_keeps_order_and_runs_concurrently():
-    names = _names(4)
-    codes = [_rendezvous(name, names) + f"print({i})" for i, name in enumerate(names)]
+    group = _group()
+    codes = [_rendezvous(group, i, 4) + f"print({i})" for i in range(4)]
     results = run_many(codes, timeout_s=60, max_workers=4)
     assert [(r.reason, r.stdout) for r in results] == [("passed", f"{i}\n") for i in range(4)]
 
@@ -353,8 +364,8 @@ class TestHostileCode:
 
     @needs_namespaces
     def test_concurrent_runs_get_distinct_uids(self):
-        names = _names(4)
-        codes = [_rendezvous(name, names) + "print(os.getuid())" for name in names]
+        group = _group()
+        codes = [_rendezvous(group, i, 4) + "print(os.getuid())" for i in range(4)]
         results = run_many(codes, timeout_s=60, max_workers=4)
         assert len({int(r.stdout) for r in results}) == 4
 
