@@ -17,6 +17,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
 	$(BIN)/pip install -e '.[dev]'
+	# BenchMARL without its torchvision requirement (see the integrations extra in pyproject.toml)
+	$(BIN)/pip install --no-deps benchmarl==1.5.2
 	touch $@
 
 install: $(VENV)/.installed
