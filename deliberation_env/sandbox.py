@@ -104,6 +104,7 @@ import fcntl
 import json
 import math
 import os
+import select
 import signal
 import site
 import socket
@@ -482,22 +483,53 @@ def _feed_and_wait(process: subprocess.Popen, frames: list[dict], timeout_s: flo
     """Write the frames to the child's stdin, wait at most ``timeout_s``; whether it timed out.
 
     Frames are length-prefixed ASCII JSON (a lone surrogate in the code travels escaped).
+    The wait is on a pidfd, which wakes the moment the child ends (``Popen.wait`` with a
+    timeout polls, sleeping up to 50 ms past the end of every run).
     """
     payload = b"".join(_frame(frame) for frame in frames)
-    timed_out = False
+    deadline = time.monotonic() + timeout_s
+    pidfd = os.pidfd_open(process.pid)
     try:
-        process.communicate(payload, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        ended = _write_until(process.stdin, payload, pidfd, deadline) and bool(
+            select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()))[0]
+        )
+        if ended:
+            process.wait()
+            return False
         process.terminate()  # the bootstrap kills the supervisor (and so the namespace)
         try:
             process.wait(_TERMINATE_GRACE_S)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        return True
     finally:
+        os.close(pidfd)
         _kill_group(process.pid)
-    return timed_out
+
+
+def _write_until(stdin, payload: bytes, pidfd: int, deadline: float) -> bool:
+    """Write ``payload`` to the child's stdin and close it; ``False`` if the deadline came
+    first. A child that ended without reading it all is not an error (its result says why)."""
+    fd, view = stdin.fileno(), memoryview(payload)
+    os.set_blocking(fd, False)
+    try:
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            ended, writable, _ = select.select([pidfd], [fd], [], left)
+            if writable:
+                with contextlib.suppress(BlockingIOError):
+                    view = view[os.write(fd, view[: 2**16]) :]
+            elif ended:
+                return True
+    except BrokenPipeError:
+        pass
+    finally:
+        with contextlib.suppress(BrokenPipeError):
+            stdin.close()
+    return True
 
 
 def _frame(frame: dict) -> bytes:
