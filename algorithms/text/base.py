@@ -26,7 +26,8 @@ objects (any backend). :class:`TextPolicyGradientLearner` reads straight down:
    and one minibatch, pi_old is the current policy detached (ratio 1: REINFORCE's
    gradient); otherwise pi_old is scored once, before the first step.
 
-**Metrics** (one dict per update, a line of ``metrics.jsonl``): ``rewards/joint/mean``
+**Metrics** (one dict per update, a line of ``metrics.jsonl`` with ``step``, ``episodes``
+and ``time`` as :mod:`algorithms.metrics` writes them): ``rewards/joint/mean``
 and ``rewards/{part}/mean`` for each part of the protocol (e.g. ``correct``,
 ``format``), ``rewards/contribution/{agent}``, ``returns/mean``, ``adv/abs_mean``,
 ``losses/{policy,kl,clip_frac}``, ``tokens/{agent}`` (mean completion length) and
@@ -51,6 +52,7 @@ from tqdm.auto import tqdm
 from agents.seeding import derive_seed
 from agents.text_policy import TextPolicy
 from agents.trainable_lm import Completion, TrainableLM
+from algorithms.metrics import MetricLogger
 from algorithms.text.config import TextLearnerConfig
 from algorithms.text.losses import (
     cross_returns,
@@ -400,20 +402,31 @@ class TextPolicyGradientLearner(abc.ABC):
         return scored
 
     # ------------------------------------------------------------------ running and checkpoints
-    def learn(self, updates: int, run_dir: str | Path | None = None, checkpoint_every: int = 0, progress: bool = True):
+    def learn(
+        self,
+        updates: int,
+        run_dir: str | Path | None = None,
+        checkpoint_every: int = 0,
+        progress: bool = True,
+        tensorboard: bool = False,
+    ) -> list[dict[str, float]]:
         """Run updates until ``self.update == updates``, resuming from ``run_dir`` if it holds a checkpoint.
 
-        Each update's metrics are appended to ``run_dir/metrics.jsonl`` (lines of updates
-        after the checkpoint, from a killed run, are dropped on resume); the checkpoint is
-        written every ``checkpoint_every`` updates and at the end.
+        Each update's metrics go to ``run_dir/metrics.jsonl`` through
+        :class:`~algorithms.metrics.MetricLogger` (and TensorBoard if asked); lines of
+        updates after the checkpoint, from a killed run, are dropped on resume. The
+        checkpoint is written every ``checkpoint_every`` updates and at the end.
 
         Returns:
             The metrics of the updates run by this call.
         """
-        folder = Path(run_dir) if run_dir else None
-        if folder is not None and (folder / CHECKPOINT).exists():
-            self.load(folder / CHECKPOINT)
-            _keep_metrics_until(folder / METRICS, self.update)
+        logger = None
+        if run_dir:
+            folder = Path(run_dir)
+            if (folder / CHECKPOINT).exists():
+                self.load(folder / CHECKPOINT)
+                _keep_metrics_until(folder / METRICS, self.update)
+            logger = MetricLogger(folder, tensorboard=tensorboard)
         history = []
         bar = tqdm(total=updates, initial=min(self.update, updates), disable=not progress, desc=self.name)
         while self.update < updates:
@@ -421,13 +434,13 @@ class TextPolicyGradientLearner(abc.ABC):
             history.append(metrics)
             bar.update(1)
             bar.set_postfix(reward=f"{metrics.get('rewards/joint/mean', float('nan')):.3f}")
-            if folder is not None:
-                folder.mkdir(parents=True, exist_ok=True)
-                with (folder / METRICS).open("a", encoding="utf-8") as stream:
-                    stream.write(json.dumps(metrics) + "\n")
+            if logger is not None:
+                logger.log(self.update, self.update * self.venv.num_envs, metrics)
                 if self.update == updates or (checkpoint_every and self.update % checkpoint_every == 0):
-                    self.save(folder / CHECKPOINT)
+                    self.save(logger.run_dir / CHECKPOINT)
         bar.close()
+        if logger is not None:
+            logger.close()
         return history
 
     def state_dict(self) -> dict[str, Any]:
@@ -516,4 +529,4 @@ def _keep_metrics_until(path: Path, update: int) -> None:
     """Drop the lines of ``path`` logged after ``update`` (a run killed after its checkpoint)."""
     if path.exists():
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        path.write_text("".join(line for line in lines if json.loads(line)["charts/update"] <= update), encoding="utf-8")
+        path.write_text("".join(line for line in lines if json.loads(line)["step"] <= update), encoding="utf-8")

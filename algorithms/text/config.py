@@ -98,8 +98,10 @@ class TextLearnerConfig:
     """Held-out (test split) problems to evaluate greedily before and after training; 0: none."""
     progress: bool = True
     """Show a progress bar."""
+    tensorboard: bool = False
+    """Also log to TensorBoard in ``run_dir`` (needs the ``tensorboard`` extra)."""
 
-    RUN_FIELDS = ("updates", "run_dir", "checkpoint_every", "eval_problems", "progress")
+    RUN_FIELDS = ("updates", "run_dir", "checkpoint_every", "eval_problems", "progress", "tensorboard")
     """Fields a resumed run may change."""
 
     def __post_init__(self) -> None:

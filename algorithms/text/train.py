@@ -107,7 +107,9 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
         eval_env = build_env(config, min(config.eval_problems, 16), split="test")
         held_out = list(range(min(config.eval_problems, len(eval_env.problems))))
     before = learner.evaluate(eval_env, held_out) if held_out else {}
-    history = learner.learn(config.updates, config.run_dir or None, config.checkpoint_every, config.progress)
+    history = learner.learn(
+        config.updates, config.run_dir or None, config.checkpoint_every, config.progress, config.tensorboard
+    )
     after = learner.evaluate(eval_env, held_out) if held_out else {}
     if config.run_dir:
         folder = Path(config.run_dir)
