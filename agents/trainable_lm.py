@@ -225,7 +225,7 @@ class TrainableLM:
             return
         seat.model.set_adapter(seat.adapter)
         for parameter in self.parameters(agent):
-            parameter.requires_grad_(True)  # set_adapter may mark them frozen; only this agent's adapter
+            parameter.requires_grad_(True)  # set_adapter froze the other adapters; this one trains
         if reference:
             with seat.model.disable_adapter():
                 yield seat.model
@@ -396,17 +396,26 @@ class TrainableLM:
         return rows
 
     # ------------------------------------------------------------------ persistence
-    def state_dict(self) -> dict[str, dict[str, torch.Tensor]]:
-        """The trainable weights, per agent (a shared full model once, under its first agent)."""
-        state: dict[str, dict[str, torch.Tensor]] = {}
-        seen: set[int] = set()
+    def _owners(self) -> list[str]:
+        """The agents whose weights a checkpoint holds: every LoRA agent; for full
+        fine-tuning, the first agent of each distinct model."""
+        owners, seen = [], set()
         for agent, seat in self.seats.items():
+            if seat.adapter is not None or id(seat.model) not in seen:
+                owners.append(agent)
+                seen.add(id(seat.model))
+        return owners
+
+    def state_dict(self) -> dict[str, dict[str, torch.Tensor]]:
+        """The trainable weights (copies), keyed by the agents of :meth:`_owners`."""
+        state = {}
+        for agent in self._owners():
+            seat = self.seats[agent]
             if seat.adapter is not None:
                 weights = get_peft_model_state_dict(seat.model, adapter_name=seat.adapter)
-                state[agent] = {name: tensor.detach().clone() for name, tensor in weights.items()}
-            elif id(seat.model) not in seen:
-                seen.add(id(seat.model))
-                state[agent] = {name: tensor.detach().clone() for name, tensor in seat.model.state_dict().items()}
+            else:
+                weights = seat.model.state_dict()
+            state[agent] = {name: tensor.detach().clone() for name, tensor in weights.items()}
         return state
 
     def load_state_dict(self, state: Mapping[str, Mapping[str, torch.Tensor]]) -> None:
@@ -415,8 +424,8 @@ class TrainableLM:
         Raises:
             ValueError: If ``state`` holds other agents than this policy's layout expects.
         """
-        expected = set(self.state_dict())
-        if set(state) != expected:
+        expected = self._owners()
+        if sorted(state) != sorted(expected):
             raise ValueError(f"weights are for agents {sorted(state)}, this TrainableLM expects {sorted(expected)}")
         for agent, weights in state.items():
             seat = self.seats[agent]

@@ -79,6 +79,11 @@ def test_other_layouts(make_lm, finetune, separate):
             parameter.add_(0.01)
     assert not torch.allclose(lm.logprobs("agent_0", *args)[0], reference)
     assert torch.equal(lm.logprobs("agent_0", *args, reference=True)[0], reference)  # the base is kept
+    restored = make_lm(finetune=finetune, separate=separate)
+    state = lm.state_dict()
+    assert sorted(state) == (["agent_0", "agent_1"] if separate or finetune == "lora" else ["agent_0"])
+    restored.load_state_dict(state)
+    assert torch.equal(restored.logprobs("agent_0", *args)[0], lm.logprobs("agent_0", *args)[0])
 
 
 def test_save_and_load_adapters_in_peft_format(make_lm, tmp_path):
