@@ -19,7 +19,7 @@ import platform
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Union
@@ -29,55 +29,36 @@ from rich.console import Console
 from rich.table import Table
 
 import deliberation_env as de
-from agents import SMOLLM2_TEMPERATURE, CachedBackend, make_backend, smollm2_agent
+from agents import SMOLLM2_TEMPERATURE
 from agents.base import Backend, Solver
-from agents.cache import DEFAULT_CACHE_PATH
+from agents.specs import backend_from_spec
 from algorithms import baselines, harness, plots, text_eval
 from algorithms.evaluate import EvalResult, evaluate
-from deliberation_env.tasks.arithmetic import DEFAULT_DIFFICULTY
+from deliberation_env.config import EnvConfig
 from deliberation_env.text import CodingProtocol
 
 console = Console(width=shutil.get_terminal_size((120, 40)).columns)
 
-def task_kwargs(task: str, difficulty: int, path: str | None) -> dict[str, Any]:
-    """Keyword arguments for a task given by name on the command line."""
-    if task == "arithmetic":
-        return {"difficulty": difficulty}
-    return {"path": path} if path else {}
-
-
-def build_team(team: str, offline: bool, cache: Path | None) -> Solver:
-    """The team preset ``team``; ``smollm2`` goes through the SQLite response cache."""
-    if team == "simulated":
-        return make_backend("simulated")
-    if team == "smollm2":
-        return smollm2_agent(cache=cache, offline=offline)
-    raise ValueError(f"unknown team {team!r}; use 'smollm2' or 'simulated'")
-
-
 # ---------------------------------------------------------------------------- run
+DEFAULT_PROBLEMS = {"meta": 24, "text": 8}
+"""``--n-problems`` by ``--env``: 24 arithmetic problems take the meta env's SmolLM2 team
+about 8 minutes on 2 CPU cores, 8 HumanEval problems the text env's about 10."""
+
+
 @dataclass
 class Run:
     """Evaluate the heuristic baselines with a team on a task: table, results.json, plots."""
 
+    env_args: tyro.conf.OmitArgPrefixes[EnvConfig] = field(
+        default_factory=lambda: EnvConfig(team="smollm2", split="test", max_rounds=2)
+    )
+    """The env (:class:`deliberation_env.config.EnvConfig`): ``--task``, ``--path``,
+    ``--team``, ``--n-agents``, ``--max-rounds``, ``--temperature``, ... (no prefix)."""
     name: str | None = None
     """Run name; results go to ``<out_dir>/<name>/`` (default: ``<team>-<task>``)."""
-    task: str = "arithmetic"
-    """Task name (``deliberate tasks list``)."""
-    difficulty: int = DEFAULT_DIFFICULTY
-    """Arithmetic difficulty, 1 (single-digit sums) to 5 (word problems)."""
-    path: str | None = None
-    """Data path for file-based tasks (gsm8k, math, mmlu, ...)."""
-    team: str = "smollm2"
-    """``smollm2`` (SmolLM2-135M-Instruct via llama.cpp, cached) or ``simulated`` (no LLM)."""
-    n_agents: int = 3
-    """Agents in the team."""
-    max_rounds: int = 2
-    """Deliberation rounds after the initial answers."""
-    n_problems: int = 24
-    """Held-out problems to evaluate on (the first n of the split)."""
-    split: str = "test"
-    """Problem split."""
+    n_problems: int | None = None
+    """Held-out problems to evaluate on (the first n of the split); None: the env's default
+    (:data:`DEFAULT_PROBLEMS`)."""
     policies: tuple[str, ...] = ("independent", "debate", "minority-concedes", "confidence-threshold")
     """Baselines to evaluate (``algorithms.baselines``)."""
     num_envs: int = 8
@@ -86,48 +67,56 @@ class Run:
     """Evaluation seed (episode seeds derive from it and the problem)."""
     out_dir: Path = Path("runs")
     """Where run folders go."""
-    cache: Path | None = None
-    """SQLite response cache (default: ``~/.cache/deliberation_env/``)."""
-    offline: bool = False
-    """Serve every LLM call from the cache; a miss is an error (exact replay)."""
     env: str = "meta"
     """``meta`` (the meta-action env) or ``text`` (the text-action env: the MAGRPO paper's
-    coding baselines with a frozen SmolLM2 team; task ``humaneval``; see ``run_text``)."""
+    coding baselines with a frozen team of one backend; task ``humaneval``; see ``run_text``)."""
     samples: int = 1
     """``--env text``: samples per problem (pass@k and accuracy@k for every k <= samples)."""
+
+    def __post_init__(self) -> None:
+        if self.env not in DEFAULT_PROBLEMS:
+            raise ValueError(f"--env must be 'meta' or 'text', got {self.env!r}")
+        if self.n_problems is None:
+            self.n_problems = DEFAULT_PROBLEMS[self.env]
+        if self.n_problems < 1:
+            raise ValueError(f"--n-problems must be >= 1, got {self.n_problems}")
+
+    def run_name(self) -> str:
+        """The run folder's name: ``name``, else ``<team>-<task>`` (``<team>-text-<task>``)."""
+        team = "+".join(self.env_args.team) if isinstance(self.env_args.team, tuple) else str(self.env_args.team)
+        team = team.rsplit("/", 1)[-1].replace(":", "-").replace("#", "-")
+        kind = "-text" if self.env == "text" else ""
+        return self.name or f"{team}{kind}-{self.env_args.task}"
 
 
 def run(cfg: Run) -> dict[str, Any]:
     """The main job (see :class:`Run`)."""
     if cfg.env == "text":
         return run_text(cfg)
-    if cfg.env != "meta":
-        raise ValueError(f"--env must be 'meta' or 'text', got {cfg.env!r}")
     started = time.perf_counter()
-    team = build_team(cfg.team, cfg.offline, cfg.cache)
-    venv = de.vector_env(
-        cfg.num_envs, task=cfg.task, team=team, n_agents=cfg.n_agents, max_rounds=cfg.max_rounds,
-        split=cfg.split, task_kwargs=task_kwargs(cfg.task, cfg.difficulty, cfg.path),
-    )
+    args = cfg.env_args
+    team = args.build_team()
+    venv = args.make(cfg.num_envs, team=team)
     n_problems = min(cfg.n_problems, len(venv.problems))
     policies = [baselines.get(name) for name in cfg.policies]
-    kind = "SIMULATED team, no LLM" if team.model_id.startswith("simulated") else "LLM team"
-    console.print(f"[bold]{cfg.n_agents} x {team.model_id}[/bold] ({kind}) on {cfg.task} ({cfg.split}, "
-                  f"{n_problems} problems, {cfg.max_rounds} rounds)")
+    model_id = team_title(team)
+    model_ids = sorted({solver.model_id for solver in team})
+    kind = "SIMULATED team, no LLM" if all(s.model_id.startswith("simulated") for s in team) else "LLM team"
+    console.print(f"[bold]{model_id}[/bold] ({kind}) on {args.task} ({args.split}, "
+                  f"{n_problems} problems, {args.max_rounds} rounds)")
     results = [evaluate(policy, venv, range(n_problems), seed=cfg.seed) for policy in policies]
     elapsed = time.perf_counter() - started
 
-    name = cfg.name or f"{cfg.team}-{cfg.task}"
-    folder = cfg.out_dir / name
+    folder = cfg.out_dir / cfg.run_name()
     folder.mkdir(parents=True, exist_ok=True)
-    title = f"{cfg.n_agents} x {team.model_id} on {cfg.task}"
+    title = f"{model_id} on {args.task}"
     figures = [
         plots.accuracy_per_round(results, folder / "accuracy_per_round.png", title),
-        plots.reliability_diagram(results, folder / "reliability.png", f"Introspective confidence\n{team.model_id}"),
+        plots.reliability_diagram(results, folder / "reliability.png", f"Introspective confidence\n{model_id}"),
     ]
     record = {
-        "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
-        "model_id": team.model_id,
+        "config": json.loads(json.dumps(asdict(cfg), default=str)),
+        "model_id": model_ids[0] if len(model_ids) == 1 else [solver.model_id for solver in team],
         "team_kind": kind,
         "env": "deliberation-v0",
         "deliberation_env_version": de.__version__,
@@ -143,30 +132,39 @@ def run(cfg: Run) -> dict[str, Any]:
     return record
 
 
+def team_title(team: list[Solver]) -> str:
+    """``3 x <model id>`` for a homogeneous team, else the model ids joined by ``+``."""
+    ids = [solver.model_id for solver in team]
+    return f"{len(ids)} x {ids[0]}" if len(set(ids)) == 1 else " + ".join(ids)
+
+
 def run_text(cfg: Run, backend: Backend | None = None) -> dict[str, Any]:
     """``deliberate run --env text --task humaneval``: the coding baselines of
     :mod:`algorithms.text_eval` with a frozen team (SmolLM2 through the response cache, or
     ``backend``): table, ``results.json`` and ``reward_parts.png``. ``--n-problems`` counts
     HumanEval problems; about 8 take 10 minutes on 2 CPU cores the first time."""
-    if cfg.task != "humaneval":
-        raise ValueError(f"--env text evaluates the coding baselines on task 'humaneval', got --task {cfg.task!r}")
+    args = cfg.env_args
+    if args.task != "humaneval":
+        raise ValueError(f"--env text evaluates the coding baselines on task 'humaneval', got --task {args.task!r}")
+    if not isinstance(args.team, str):
+        raise TypeError(f"--env text runs a frozen team of one backend: give one --team spec, got {args.team!r}")
     started = time.perf_counter()
     if backend is None:
-        backend = CachedBackend(make_backend("llamacpp"), path=cfg.cache or DEFAULT_CACHE_PATH, offline=cfg.offline)
-    protocol = CodingProtocol(de.tasks.get("humaneval", **task_kwargs(cfg.task, cfg.difficulty, cfg.path)))
-    console.print(f"[bold]helper + main, 2 x {backend.model_id}[/bold] on humaneval ({cfg.split}, "
+        backend = backend_from_spec(args.team, args.cache, args.offline)
+    protocol = CodingProtocol(args.build_task())
+    console.print(f"[bold]helper + main, 2 x {backend.model_id}[/bold] on humaneval ({args.split}, "
                   f"{cfg.n_problems} problems, {cfg.samples} sample(s) each)")
     summaries = text_eval.evaluate_baselines(
-        protocol, backend, cfg.n_problems, samples=cfg.samples, seed=cfg.seed, split=cfg.split,
-        temperature=SMOLLM2_TEMPERATURE,
+        protocol, backend, cfg.n_problems, samples=cfg.samples, seed=cfg.seed, split=args.split,
+        temperature=SMOLLM2_TEMPERATURE if args.temperature is None else args.temperature,
     )
     elapsed = time.perf_counter() - started
-    folder = cfg.out_dir / (cfg.name or f"{cfg.team}-text-humaneval")
+    folder = cfg.out_dir / cfg.run_name()
     folder.mkdir(parents=True, exist_ok=True)
     title = f"helper + main, 2 x {backend.model_id} on humaneval"
     figure = text_eval.plot_reward_parts(summaries, folder / "reward_parts.png", title)
     record = {
-        "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
+        "config": json.loads(json.dumps(asdict(cfg), default=str)),
         "model_id": backend.model_id,
         "env": "text-deliberation-v0",
         "protocol": "coding",
@@ -240,7 +238,7 @@ def tasks(cfg: Tasks) -> None:
         console.print(table)
         return
     show = cfg.command
-    task = de.tasks.get(show.name, **task_kwargs(show.name, DEFAULT_DIFFICULTY, show.path))
+    task = de.tasks.get(show.name, **({"path": show.path} if show.path else {}))
     problems = task.problems(show.split)
     problem = problems[show.index]
     console.print(f"[bold]{show.name}[/bold]: {(type(task).__doc__ or '').strip().splitlines()[0]}")

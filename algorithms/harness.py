@@ -37,8 +37,6 @@ import torch
 from scipy import stats
 from tqdm.auto import tqdm
 
-import deliberation_env as de
-from agents import make_backend
 from algorithms import baselines, learning_plots
 from algorithms.evaluate import evaluate
 from algorithms.learners import (
@@ -53,6 +51,19 @@ from algorithms.learners import (
 from algorithms.metrics import MetricLogger, read_metrics
 from algorithms.network import MetaPolicyNetwork
 from algorithms.policy import Policy
+from deliberation_env.config import EnvConfig, SimulatedTeamConfig
+
+__all__ = [
+    "CompareConfig",
+    "EnvConfig",
+    "SimulatedTeamConfig",
+    "TrainConfig",
+    "compare",
+    "load_network",
+    "mean_ci",
+    "summarize",
+    "train",
+]
 
 Algo = Literal["softrankpo", "grpo", "magrpo", "sft"]
 ACTIONS = ("persist", "refine", "concede")
@@ -60,69 +71,9 @@ EVAL_BATCH = 256
 """Most test envs stepped together during an evaluation."""
 
 
-@dataclass
-class SimulatedTeamConfig:
-    """Knobs of the simulated team (:mod:`agents.simulated`); one value per agent or one for all."""
-
-    skill: tuple[float, ...] = (0.8, 0.55, 0.35)
-    """P(correct first answer) per agent."""
-    refine_gain: tuple[float, ...] = (0.6,)
-    """How strongly REFINE pulls a wrong agent to the peers' correct answer."""
-    self_fix: tuple[float, ...] = (0.1,)
-    """P(a wrong agent fixes its answer alone when refining)."""
-    corruption: tuple[float, ...] = (0.3,)
-    """How strongly wrong peers pull a correct refining agent away."""
-    calibration: float = 1.5
-    """Logit separation of confidence between correct and wrong answers (0: uninformative)."""
-    confidence_noise: float = 1.0
-    """Standard deviation of the confidence logit noise."""
-
-
-@dataclass
-class EnvConfig:
-    """The env of every learner and baseline of a run or comparison (``de.vector_env`` args)."""
-
-    task: str = "arithmetic"
-    """Task name (``de.tasks.names()``)."""
-    difficulty: int = 3
-    """Arithmetic difficulty (``task == "arithmetic"`` only); the learning benchmarks use 3."""
-    team: Literal["simulated", "smollm2"] = "simulated"
-    """Team preset; ``simulated`` is built from ``simulated`` below."""
-    simulated: SimulatedTeamConfig = field(default_factory=SimulatedTeamConfig)
-    """The simulated team's knobs (used when ``team == "simulated"``)."""
-    n_agents: int = 3
-    """Agents in the team (>= 2)."""
-    max_rounds: int = 3
-    """Deliberation rounds per episode."""
-    reward_scale: float = 1.0
-    """Multiplies every reward (the scale ablation varies it)."""
-    w_local: float = 1.0
-    """Weight of r_local (own correctness change)."""
-    w_global: float = 1.0
-    """Weight of r_global (leave-one-out consensus contribution)."""
-    lambda_tok: float = 0.0
-    """Token cost per 1000 tokens spent in a step."""
-
-    def make(self, num_envs: int, split: str = "train") -> Any:
-        """A ``de.vector_env`` of ``num_envs`` envs on ``split``."""
-        team = (
-            make_backend("simulated", **dataclasses.asdict(self.simulated))
-            if self.team == "simulated"
-            else self.team
-        )
-        return de.vector_env(
-            num_envs,
-            task=self.task,
-            team=team,
-            n_agents=self.n_agents,
-            max_rounds=self.max_rounds,
-            split=split,
-            task_kwargs={"difficulty": self.difficulty} if self.task == "arithmetic" else None,
-            reward_scale=self.reward_scale,
-            w_local=self.w_local,
-            w_global=self.w_global,
-            lambda_tok=self.lambda_tok,
-        )
+def default_env() -> EnvConfig:
+    """The env of the learning benchmarks: the simulated team on arithmetic at difficulty 3."""
+    return EnvConfig(team="simulated", difficulty=3)
 
 
 @dataclass
@@ -131,8 +82,9 @@ class TrainConfig:
 
     algo: Algo = "softrankpo"
     """Learner to train."""
-    env: EnvConfig = field(default_factory=EnvConfig)
-    """The training env; evaluation uses the same env on the test split."""
+    env: EnvConfig = field(default_factory=default_env)
+    """The training env (:class:`deliberation_env.config.EnvConfig`, any task and team);
+    evaluation uses the same env on the test split."""
     updates: int = 100
     """Updates of ``algo``; each plays ``num_envs`` training episodes."""
     sft_updates: int = 20

@@ -81,7 +81,7 @@ def run_compare(args: Args) -> dict:
     recipe = args.what == "recipe"
     updates = 2 if args.quick else (60 if recipe else args.updates)
     train = TrainConfig(
-        env=EnvConfig(simulated=DELIBERATION_MATTERS),
+        env=EnvConfig(team="simulated", difficulty=3, simulated=DELIBERATION_MATTERS),
         updates=updates,
         sft_updates=(1 if args.quick else 20) if recipe else 0,
         eval_every=max(1, updates // 10),

@@ -137,14 +137,19 @@ The built-in solvers never trip this: :class:`agents.LLMAgent` maps a critic tha
 both Yes and No probability 0 to 0.5 (no information) and clips verbalized numbers, and
 the simulated team's confidences are logistic.
 
-**Arguments.**
+**Arguments** (one home: :class:`deliberation_env.config.EnvConfig`, which the vector
+env, the training harness and the ``deliberate`` command line share).
 
 - ``task``: a task name (``de.tasks.names()``) or a :class:`Task` instance. Default
-  ``"arithmetic"``.
-- ``team``: ``"simulated"`` (the synthetic team of :mod:`agents.simulated`), ``"smollm2"``
-  (SmolLM2-135M-Instruct through llama.cpp, responses cached in SQLite:
-  :func:`agents.smollm2_agent`), a backend or a solver for all agents, or a list with one
-  per agent. Default ``"smollm2"``.
+  ``"arithmetic"``. ``path`` (file-based tasks), ``difficulty`` (arithmetic only) and
+  ``task_kwargs`` (any other keyword of the task) go to a task given by name.
+- ``team``: one spec for all agents or a list with one per agent (heterogeneous team).
+  A spec is ``"simulated"`` (the synthetic team of :mod:`agents.simulated`, tuned by
+  ``simulated``), ``"smollm2"`` (SmolLM2-135M-Instruct through llama.cpp), a backend spec
+  (``"llamacpp:<gguf>"``, ``"transformers:<model dir>"``, ``"openai:<base_url>#<model>"``,
+  ``"vllm:<model>"``: :mod:`agents.specs`), a backend or a solver. Default ``"smollm2"``.
+  Members given by spec share one solver per distinct spec and are served through the
+  SQLite response cache (``cache``, ``offline``) with ``temperature`` and ``max_tokens``.
 - ``n_agents`` (>= 2), ``max_rounds`` (>= 1, default 3), ``split`` (``"train"`` / ``"test"``).
 - ``max_cycles``: PettingZoo's name for ``max_rounds`` (its ``max_cycles_test`` passes it);
   give one of the two.
@@ -155,7 +160,6 @@ the simulated team's confidences are logistic.
 - ``infos``: ``"rich"`` (default) or ``"numeric"``.
 - ``render_mode``: ``None``, ``"ansi"`` (``render()`` returns a table of the round) or
   ``"human"`` (``render()`` prints it).
-- ``task_kwargs``: keyword arguments for a task given by name.
 
 Numbers may be Python or NumPy scalars (``np.int64(3)``, ``np.float32(0.5)``,
 ``np.bool_(True)``); they are stored as Python ``int`` / ``float`` / ``bool``. A bool is
@@ -168,13 +172,14 @@ integer in [0, 2**64); ``options["problem_index"]`` an integer in [0, len(env.pr
 - v0: initial release. Added since, without a new version because no dynamics changed
   for valid input: ``infos[agent]["concede_target"]``; atomic ``reset`` and ``step``;
   invalid solver results rejected (they used to be clipped, or pass NaN through);
-  ``observation="flat"``, ``infos="numeric"``, ``render_mode="human"``, ``max_cycles``.
+  ``observation="flat"``, ``infos="numeric"``, ``render_mode="human"``, ``max_cycles``;
+  team spec strings, ``path``, ``difficulty``, ``temperature``, ``max_tokens``, ``cache``,
+  ``offline``, ``simulated``.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -183,16 +188,12 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from agents import LLMAgent
-from agents.base import Backend, Solver
 from deliberation_env import spaces as de_spaces
-from deliberation_env.core import CONCEDE_RULES, DeliberationCore, RewardConfig, is_integer
+from deliberation_env.config import EnvConfig
+from deliberation_env.core import DeliberationCore, is_integer
 from deliberation_env.spaces import MetaAction
 from deliberation_env.tasks import Task
-from deliberation_env.tasks import get as get_task
 
-TeamSpec = str | Backend | Solver | Sequence[str | Backend | Solver]
-OBSERVATIONS = ("vector", "text", "both", "flat")
 INFOS = ("rich", "numeric")
 TEXT_INFOS = frozenset({"decision", "confidence_method", "text", "problem_id"})
 """Rich info keys that ``infos="numeric"`` leaves out (text, or a decision of any type)."""
@@ -203,103 +204,21 @@ EPISODE_SEED_LIMIT = 2**64
 """Episode seeds lie in [0, 2**64)."""
 
 
-@functools.cache
-def _preset(name: str) -> Solver:
-    """The shared solver of a preset team name (built once per process)."""
-    if name == "simulated":
-        from agents.simulated import SimulatedTeam
-
-        return SimulatedTeam()
-    if name == "smollm2":
-        from agents import smollm2_agent
-
-        return smollm2_agent()
-    raise ValueError(f"unknown team preset {name!r}; presets: 'simulated', 'smollm2'")
-
-
-def _member(spec: str | Backend | Solver) -> Solver:
-    if isinstance(spec, str):
-        return _preset(spec)
-    if isinstance(spec, Solver):
-        return spec
-    if isinstance(spec, Backend):
-        return LLMAgent(spec)
-    raise TypeError(f"a team member must be a preset name, a Backend or a Solver, got {type(spec).__name__}")
-
-
-def resolve_team(team: TeamSpec, n_agents: int) -> list[Solver]:
-    """One solver per agent from a team specification (see the module docstring)."""
-    if isinstance(team, str | Backend | Solver):
-        member = _member(team)
-        return [member] * n_agents
-    if not isinstance(team, Sequence):
-        raise TypeError(f"team must be a preset name, a Backend, a Solver or a list of them, got {type(team).__name__}")
-    members = list(team)
-    if len(members) != n_agents:
-        raise ValueError(f"team lists {len(members)} members but n_agents is {n_agents}")
-    return [_member(spec) for spec in members]
-
-
-def build_core(
-    num_envs: int,
-    task: str | Task = "arithmetic",
-    team: TeamSpec = "smollm2",
-    n_agents: int = 3,
-    max_rounds: int | None = None,
-    split: str = "train",
-    reward_scale: float = 1.0,
-    w_local: float = 1.0,
-    w_global: float = 1.0,
-    lambda_tok: float = 0.0,
-    concede_rule: str = "most_confident",
-    stop_on_consensus: bool = False,
-    observation: str = "vector",
-    task_kwargs: dict[str, Any] | None = None,
-    max_cycles: int | None = None,
-) -> DeliberationCore:
-    """Validate the arguments shared by both front-ends and build the engine.
-
-    ``max_cycles`` is PettingZoo's name for ``max_rounds`` (its ``max_cycles_test`` passes
-    it); give one of them, or neither for 3 rounds.
-    """
-    max_rounds = with_max_cycles("max_rounds", max_rounds, max_cycles, default=3)
-    for name, value, low in (("n_agents", n_agents, 2), ("max_rounds", max_rounds, 1), ("num_envs", num_envs, 1)):
-        if not is_integer(value):
-            raise TypeError(f"{name} must be an integer, got {value!r}")
-        if value < low:
-            raise ValueError(f"{name} must be >= {low}, got {value}")
-    if concede_rule not in CONCEDE_RULES:
-        raise ValueError(f"concede_rule must be one of {CONCEDE_RULES}, got {concede_rule!r}")
-    if observation not in OBSERVATIONS:
-        raise ValueError(f"observation must be one of {OBSERVATIONS}, got {observation!r}")
-    if not isinstance(stop_on_consensus, bool | np.bool_):
-        raise TypeError(f"stop_on_consensus must be a bool, got {stop_on_consensus!r}")
-    if split not in ("train", "test"):
-        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
-    rewards = RewardConfig(reward_scale, w_local, w_global, lambda_tok)
-    if task_kwargs is not None and not isinstance(task_kwargs, Mapping):
-        raise TypeError(f"task_kwargs must be a dict or None, got {task_kwargs!r}")
-    if isinstance(task, str):
-        task = get_task(task, **(task_kwargs or {}))
-    elif task_kwargs:
-        raise ValueError("task_kwargs are only used with a task name, not a Task instance")
-    elif not isinstance(task, Task):
-        raise TypeError(f"task must be a task name or a Task, got {type(task).__name__}")
-    return DeliberationCore(
-        task, resolve_team(team, int(n_agents)), int(num_envs), int(max_rounds), split, rewards,
-        concede_rule, bool(stop_on_consensus), observation,
-    )
-
-
-def with_max_cycles(name: str, value: Any, max_cycles: Any, default: int) -> Any:
-    """The episode length from the env's own argument ``name`` or PettingZoo's ``max_cycles``.
+def build_core(num_envs: int, **kwargs: Any) -> DeliberationCore:
+    """Build the engine of both front-ends from the env's arguments (:class:`EnvConfig`).
 
     Raises:
-        ValueError: When both are given.
+        TypeError, ValueError: Naming the bad argument, before any task or team is built.
     """
-    if value is not None and max_cycles is not None:
-        raise ValueError(f"give {name} or max_cycles (PettingZoo's name for it), not both: got {value!r} and {max_cycles!r}")
-    return next((v for v in (value, max_cycles) if v is not None), default)
+    if not is_integer(num_envs):
+        raise TypeError(f"num_envs must be an integer, got {num_envs!r}")
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    config = EnvConfig(**kwargs)
+    return DeliberationCore(
+        config.build_task(), config.build_team(), int(num_envs), config.max_rounds, config.split,
+        config.reward_config(), config.concede_rule, config.stop_on_consensus, config.observation,
+    )
 
 
 def check_infos(infos: Any) -> str:

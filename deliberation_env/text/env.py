@@ -105,8 +105,9 @@ from pettingzoo import ParallelEnv
 
 from agents.base import Message
 from agents.seeding import derive_seed, turn_seeds
+from deliberation_env.config import with_max_cycles
 from deliberation_env.core import is_integer, is_number
-from deliberation_env.env import check_episode_seed, check_options, check_seed, with_max_cycles
+from deliberation_env.env import check_episode_seed, check_options, check_seed
 from deliberation_env.tasks import Problem, Task
 from deliberation_env.tasks import get as get_task
 from deliberation_env.text.protocols.base import (

@@ -16,7 +16,7 @@ SMALL = {"groups_per_update": 2, "group_size": 4, "hidden_size": 16, "num_heads"
 
 def tiny(tmp_path, **overrides) -> TrainConfig:
     settings = {
-        "env": EnvConfig(max_rounds=2),
+        "env": EnvConfig(team="simulated", difficulty=3, max_rounds=2),
         "updates": 2,
         "sft_updates": 1,
         "eval_every": 2,

@@ -11,6 +11,7 @@ import pytest
 from agents.base import Generation
 from algorithms import cli, text_eval
 from algorithms.text_eval import Episode, accuracy_at_k, pass_at_k, summarize
+from deliberation_env.config import EnvConfig
 
 
 # ---------------------------------------------------------------------- metrics by hand
@@ -107,7 +108,7 @@ class ScriptedCoder:
 
 def test_run_text_writes_table_results_and_plot(tmp_path, capsys):
     backend = ScriptedCoder()
-    cfg = cli.Run(env="text", task="humaneval", n_problems=2, samples=2, out_dir=tmp_path, name="t")
+    cfg = cli.Run(EnvConfig(task="humaneval", split="test"), env="text", n_problems=2, samples=2, out_dir=tmp_path, name="t")
     record = cli.run_text(cfg, backend=backend)
     folder = tmp_path / "t"
     saved = json.loads((folder / "results.json").read_text())
@@ -131,7 +132,7 @@ def test_run_text_writes_table_results_and_plot(tmp_path, capsys):
 
 def test_run_text_refuses_other_tasks(tmp_path):
     with pytest.raises(ValueError, match="--task 'arithmetic'"):
-        cli.run_text(cli.Run(env="text", task="arithmetic", out_dir=tmp_path), backend=ScriptedCoder())
+        cli.run_text(cli.Run(EnvConfig(task="arithmetic"), env="text", out_dir=tmp_path), backend=ScriptedCoder())
 
 
 def test_unknown_env_and_baseline_are_named(tmp_path):

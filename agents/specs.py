@@ -1,0 +1,121 @@
+"""Team members from spec strings, the form the command line and config files use.
+
+=====================================  =====================================================
+spec                                   member
+=====================================  =====================================================
+``simulated``                          the synthetic team of :mod:`agents.simulated` (no LLM)
+``smollm2``                            SmolLM2-135M-Instruct through llama.cpp (the default)
+``llamacpp`` / ``llamacpp:<gguf>``     a GGUF file through llama.cpp (default: SmolLM2)
+``transformers:<model dir or id>``     a local transformers model
+``openai:<base_url>#<model>``          an OpenAI-compatible server (vLLM, llama.cpp, Ollama)
+``vllm:<model>``                       vLLM in process (a CUDA machine)
+=====================================  =====================================================
+
+Every LLM member is an :class:`agents.LLMAgent` over a backend wrapped in the SQLite
+response cache. A bad spec raises ``ValueError`` naming it before any model is loaded.
+
+>>> parse_spec("openai:http://localhost:8000/v1#Qwen2.5-7B-Instruct")
+('openai', {'base_url': 'http://localhost:8000/v1', 'model': 'Qwen2.5-7B-Instruct'})
+>>> parse_spec("llamacpp")
+('llamacpp', {})
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from agents.base import Backend, Solver
+from agents.cache import DEFAULT_CACHE_PATH, CachedBackend
+from agents.llm_agent import LLMAgent
+
+PRESETS = ("simulated", "smollm2")
+BACKEND_SPECS = ("llamacpp[:<gguf>]", "transformers:<model>", "openai:<base_url>#<model>", "vllm:<model>")
+SPEC_FORMS = ", ".join((*PRESETS, *BACKEND_SPECS))
+"""Every form a spec may take, for error messages."""
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """Split a backend spec into the backend name and its keyword arguments.
+
+    Args:
+        spec: A spec of the module table other than a preset.
+
+    Raises:
+        ValueError: When ``spec`` has none of the forms, naming it and the forms.
+    """
+    name, _, rest = spec.partition(":")
+    if name == "llamacpp":
+        return name, ({"model_path": rest} if rest else {})
+    if name in ("transformers", "vllm") and rest:
+        return name, {"model": rest}
+    if name == "openai" and rest:
+        base_url, _, model = rest.rpartition("#")
+        if base_url and model:
+            return name, {"base_url": base_url, "model": model}
+    raise ValueError(f"bad team spec {spec!r}: use one of {SPEC_FORMS}")
+
+
+def check_spec(spec: str) -> None:
+    """Raise ``ValueError`` naming ``spec`` if it is neither a preset nor a backend spec."""
+    if spec not in PRESETS:
+        parse_spec(spec)
+
+
+@functools.cache
+def backend_from_spec(spec: str, cache: str | None = None, offline: bool = False) -> Backend:
+    """The cached backend of a spec (one per process and arguments, so that agents and envs
+    given the same spec share one loaded model and one batched call).
+
+    Args:
+        spec: ``smollm2`` or a backend spec of the module table.
+        cache: The response cache file (default :data:`agents.cache.DEFAULT_CACHE_PATH`).
+        offline: Serve every request from the cache; a miss is an error.
+    """
+    from agents import make_backend
+
+    if spec == "simulated":
+        raise ValueError("team spec 'simulated' has no text backend: it is a synthetic solver")
+    name, kwargs = ("llamacpp", {}) if spec == "smollm2" else parse_spec(spec)
+    backend = make_backend(name, **kwargs)
+    return CachedBackend(backend, path=Path(cache) if cache else DEFAULT_CACHE_PATH, offline=offline)
+
+
+def member_from_spec(
+    spec: str,
+    *,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    cache: str | None = None,
+    offline: bool = False,
+    simulated: dict[str, Any] | None = None,
+) -> Solver:
+    """The team member a spec names.
+
+    Args:
+        spec: A spec of the module table.
+        temperature: Sampling temperature of an LLM member (default: SmolLM2's tuned
+            temperature for ``smollm2``, else :class:`LLMAgent`'s).
+        max_tokens: Most completion tokens per LLM answer (default :class:`LLMAgent`'s).
+        cache: The response cache file of an LLM member.
+        offline: Serve every LLM request from the cache; a miss is an error.
+        simulated: Keyword arguments of :class:`agents.SimulatedTeam` for ``simulated``.
+
+    Raises:
+        ValueError: For a bad spec, or sampling settings given to the simulated team.
+    """
+    from agents import SMOLLM2_TEMPERATURE
+    from agents.simulated import SimulatedTeam
+
+    check_spec(spec)
+    if spec == "simulated":
+        if temperature is not None or max_tokens is not None:
+            raise ValueError("temperature and max_tokens apply to LLM team members, not to team spec 'simulated'")
+        return SimulatedTeam(**(simulated or {}))
+    sampling = {"temperature": SMOLLM2_TEMPERATURE} if spec == "smollm2" else {}
+    if temperature is not None:
+        sampling["temperature"] = temperature
+    if max_tokens is not None:
+        sampling["max_tokens"] = max_tokens
+    return LLMAgent(backend_from_spec(spec, cache, offline), **sampling)

@@ -1,0 +1,286 @@
+"""The meta-action env's arguments, in one place: :class:`EnvConfig`.
+
+``de.parallel_env(**kwargs)`` and ``de.vector_env(num_envs, **kwargs)`` build an
+``EnvConfig(**kwargs)``; the training harness and the ``deliberate`` command line nest it
+(``deliberate run --task gsm8k --path data/gsm8k --team llamacpp:model.gguf``,
+``deliberate train --env.team simulated``), so every entry point takes the same arguments
+with the same defaults, documentation and checks. A bad argument raises an error naming
+it before anything is built.
+
+>>> config = EnvConfig(task="arithmetic", team="simulated", difficulty=2, max_rounds=2)
+>>> config.task_arguments()
+{'difficulty': 2}
+>>> EnvConfig(team="no-such-backend")
+Traceback (most recent call last):
+...
+ValueError: bad team spec 'no-such-backend': use one of simulated, smollm2, llamacpp[:<gguf>], \
+transformers:<model>, openai:<base_url>#<model>, vllm:<model>
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import numpy as np
+import tyro
+from tyro.constructors import PrimitiveConstructorSpec
+
+from agents.base import Backend, Solver
+from agents.llm_agent import LLMAgent
+from agents.specs import check_spec, member_from_spec
+from deliberation_env.core import CONCEDE_RULES, RewardConfig, is_integer, is_number
+from deliberation_env.tasks import Task
+
+TeamMember = str | Backend | Solver
+TeamSpec = TeamMember | Sequence[TeamMember]
+OBSERVATIONS = ("vector", "text", "both", "flat")
+SPLITS = ("train", "test")
+DEFAULT_MAX_ROUNDS = 3
+
+
+TEAM_ON_THE_COMMAND_LINE = PrimitiveConstructorSpec(
+    nargs="+",
+    metavar="SPEC [SPEC ...]",
+    instance_from_str=lambda specs: specs[0] if len(specs) == 1 else tuple(specs),
+    is_instance=lambda team: True,
+    str_from_instance=lambda team: [team] if isinstance(team, str) else [str(member) for member in team],
+)
+"""``--team a`` is one spec for every agent; ``--team a b c`` one spec per agent."""
+TASK_ON_THE_COMMAND_LINE = PrimitiveConstructorSpec(
+    nargs=1,
+    metavar="NAME",
+    instance_from_str=lambda args: args[0],
+    is_instance=lambda task: True,
+    str_from_instance=lambda task: [task if isinstance(task, str) else task.name],
+)
+"""``--task NAME``: a task name (a Task instance is for Python callers)."""
+
+
+def with_max_cycles(name: str, value: Any, max_cycles: Any, default: int) -> Any:
+    """The episode length from the env's own argument ``name`` or PettingZoo's ``max_cycles``.
+
+    Raises:
+        ValueError: When both are given.
+    """
+    if value is not None and max_cycles is not None:
+        raise ValueError(f"give {name} or max_cycles (PettingZoo's name for it), not both: got {value!r} and {max_cycles!r}")
+    return next((v for v in (value, max_cycles) if v is not None), default)
+
+
+@dataclass(frozen=True)
+class SimulatedTeamConfig:
+    """Knobs of the simulated team (:mod:`agents.simulated`); one value per agent or one for all."""
+
+    skill: tuple[float, ...] = (0.8, 0.55, 0.35)
+    """P(correct first answer) per agent."""
+    refine_gain: tuple[float, ...] = (0.6,)
+    """How strongly REFINE pulls a wrong agent to the peers' correct answer."""
+    self_fix: tuple[float, ...] = (0.1,)
+    """P(a wrong agent fixes its answer alone when refining)."""
+    corruption: tuple[float, ...] = (0.3,)
+    """How strongly wrong peers pull a correct refining agent away."""
+    calibration: float = 1.5
+    """Logit separation of confidence between correct and wrong answers (0: uninformative)."""
+    confidence_noise: float = 1.0
+    """Standard deviation of the confidence logit noise."""
+
+
+@dataclass
+class EnvConfig:
+    """Every argument of the meta-action env (``de.parallel_env``, ``de.vector_env``), but
+    the front-ends' own ``render_mode`` and ``infos``. Documented in :mod:`deliberation_env.env`.
+    """
+
+    # Task
+    task: Annotated[str | Task, TASK_ON_THE_COMMAND_LINE] = "arithmetic"
+    """Task name (``deliberate tasks list``); from Python also a :class:`Task` instance."""
+    path: str | None = None
+    """Data file or folder of a file-based task (gsm8k, math, aime, amc, mmlu, jsonl, humaneval)."""
+    difficulty: int | None = None
+    """Arithmetic difficulty, 1 (single-digit sums) to 5 (word problems); None: 1. Task
+    ``arithmetic`` only."""
+    task_kwargs: tyro.conf.Suppress[dict[str, Any] | None] = None
+    """Further keyword arguments of a task given by name (``de.tasks.get(task, **task_kwargs)``)."""
+    split: str = "train"
+    """Problem split, ``train`` or ``test``."""
+
+    # Team
+    team: Annotated[TeamSpec, TEAM_ON_THE_COMMAND_LINE] = "smollm2"
+    """One spec for every agent or one per agent (heterogeneous team): ``simulated``,
+    ``smollm2``, ``llamacpp[:<gguf>]``, ``transformers:<model>``,
+    ``openai:<base_url>#<model>``, ``vllm:<model>`` (:mod:`agents.specs`); from Python
+    also a Backend or a Solver."""
+    n_agents: int = 3
+    """Agents in the team (>= 2)."""
+    temperature: float | None = None
+    """Sampling temperature of the LLM members given by spec (None: the member's default)."""
+    max_tokens: int | None = None
+    """Most completion tokens per LLM answer of members given by spec (None: the default)."""
+    cache: str | None = None
+    """SQLite response cache of LLM members given by spec (None: ``~/.cache/deliberation_env/``)."""
+    offline: bool = False
+    """Serve every LLM call of members given by spec from the cache; a miss is an error."""
+    simulated: SimulatedTeamConfig = field(default_factory=SimulatedTeamConfig)
+    """The simulated team's knobs (members given as ``simulated``)."""
+
+    # Episode
+    max_rounds: int | None = None
+    """Deliberation rounds per episode (>= 1; None: 3)."""
+    max_cycles: tyro.conf.Suppress[int | None] = None
+    """PettingZoo's name for ``max_rounds`` (its ``max_cycles_test`` passes it); give one."""
+    concede_rule: str = "most_confident"
+    """Whose answer CONCEDE adopts: ``most_confident`` or ``plurality``."""
+    stop_on_consensus: bool = False
+    """End an episode once all agents hold the same valid decision."""
+    observation: str = "vector"
+    """``vector`` (a Dict), ``flat`` (one vector), ``text`` or ``both``."""
+
+    # Reward: r = reward_scale (w_local r_local + w_global r_global - lambda_tok tokens / 1000)
+    reward_scale: float = 1.0
+    """Multiplies every reward (> 0)."""
+    w_local: float = 1.0
+    """Weight of r_local (own correctness change)."""
+    w_global: float = 1.0
+    """Weight of r_global (leave-one-out consensus contribution)."""
+    lambda_tok: float = 0.0
+    """Token cost per 1000 tokens spent in a step (>= 0)."""
+
+    def __post_init__(self) -> None:
+        self.max_rounds = with_max_cycles("max_rounds", self.max_rounds, self.max_cycles, DEFAULT_MAX_ROUNDS)
+        self.max_cycles = None  # folded into max_rounds, so that dataclasses.replace keeps working
+        self._check_numbers()
+        for name, value, choices in (
+            ("concede_rule", self.concede_rule, CONCEDE_RULES),
+            ("observation", self.observation, OBSERVATIONS),
+        ):
+            if value not in choices:
+                raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+        if self.split not in SPLITS:
+            raise ValueError(f"split must be 'train' or 'test', got {self.split!r}")
+        if not isinstance(self.stop_on_consensus, bool | np.bool_):
+            raise TypeError(f"stop_on_consensus must be a bool, got {self.stop_on_consensus!r}")
+        self.stop_on_consensus = bool(self.stop_on_consensus)
+        self.reward_config()
+        self.task_arguments()
+        self._check_team()
+        self._check_sampling()
+
+    def _check_numbers(self) -> None:
+        for name, low in (("n_agents", 2), ("max_rounds", 1), ("max_tokens", 1)):
+            value = getattr(self, name)
+            if value is None and name == "max_tokens":
+                continue
+            if not is_integer(value):
+                raise TypeError(f"{name} must be an integer, got {value!r}")
+            if value < low:
+                raise ValueError(f"{name} must be >= {low}, got {value}")
+            setattr(self, name, int(value))
+        if self.temperature is not None and not (is_number(self.temperature) and 0 <= self.temperature < np.inf):
+            raise ValueError(f"temperature must be a finite number >= 0 or None, got {self.temperature!r}")
+
+    def _check_team(self) -> None:
+        members = self.members()
+        if len(members) != self.n_agents:
+            raise ValueError(f"team lists {len(members)} members but n_agents is {self.n_agents}")
+        for member in members:
+            if isinstance(member, str):
+                check_spec(member)
+            elif not isinstance(member, Backend | Solver):
+                raise TypeError(
+                    f"a team member must be a spec string, a Backend or a Solver, got {type(member).__name__}"
+                )
+
+    def _check_sampling(self) -> None:
+        llm_specs = [m for m in self.members() if isinstance(m, str) and m != "simulated"]
+        given = [name for name in ("temperature", "max_tokens") if getattr(self, name) is not None]
+        if given and not llm_specs:
+            raise ValueError(f"{' and '.join(given)} apply to LLM members given by spec, and team {self.team!r} has none")
+
+    def members(self) -> list[TeamMember]:
+        """The team as one spec, Backend or Solver per agent (not yet built)."""
+        if isinstance(self.team, str | Backend | Solver):
+            return [self.team] * self.n_agents
+        if not isinstance(self.team, Sequence):
+            raise TypeError(
+                f"team must be a spec string, a Backend, a Solver or a list of them, got {type(self.team).__name__}"
+            )
+        return list(self.team)
+
+    def reward_config(self) -> RewardConfig:
+        """The validated reward weights."""
+        return RewardConfig(self.reward_scale, self.w_local, self.w_global, self.lambda_tok)
+
+    def task_arguments(self) -> dict[str, Any]:
+        """The keyword arguments of the task given by name: ``task_kwargs`` plus ``path`` and
+        ``difficulty``.
+
+        Raises:
+            ValueError: When an argument is given twice, ``difficulty`` is given for a task
+                other than arithmetic, or arguments are given with a Task instance.
+        """
+        if self.task_kwargs is not None and not isinstance(self.task_kwargs, Mapping):
+            raise TypeError(f"task_kwargs must be a dict or None, got {self.task_kwargs!r}")
+        shortcuts = {k: v for k, v in (("path", self.path), ("difficulty", self.difficulty)) if v is not None}
+        arguments = dict(self.task_kwargs or {})
+        for name in set(shortcuts) & set(arguments):
+            raise ValueError(f"{name} is given twice, as an argument and in task_kwargs")
+        arguments.update(shortcuts)
+        if not isinstance(self.task, str):
+            if arguments:
+                raise ValueError(
+                    f"task_kwargs are only used with a task name, not a Task instance (nor are path and "
+                    f"difficulty); got {sorted(arguments)}"
+                )
+            if not isinstance(self.task, Task):
+                raise TypeError(f"task must be a task name or a Task, got {type(self.task).__name__}")
+        elif "difficulty" in arguments and self.task != "arithmetic":
+            raise ValueError(
+                f"difficulty is an argument of task 'arithmetic' only, got task {self.task!r} "
+                "(leave difficulty unset: --difficulty None)"
+            )
+        return arguments
+
+    def build_task(self) -> Task:
+        """The task instance (loads its data)."""
+        from deliberation_env.tasks import get
+
+        return self.task if not isinstance(self.task, str) else get(self.task, **self.task_arguments())
+
+    def build_team(self) -> list[Solver]:
+        """One solver per agent; agents given the same spec or object share one solver (and
+        so one batched call per phase)."""
+        built: dict[Any, Solver] = {}
+        for member in self.members():
+            key = member if isinstance(member, str) else id(member)
+            if key not in built:
+                built[key] = self._build_member(member)
+        return [built[m if isinstance(m, str) else id(m)] for m in self.members()]
+
+    def _build_member(self, member: TeamMember) -> Solver:
+        if isinstance(member, Solver):
+            return member
+        if isinstance(member, Backend):
+            return LLMAgent(member)
+        if member == "simulated":
+            return member_from_spec(member, simulated=dataclasses.asdict(self.simulated))
+        return member_from_spec(
+            member,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            cache=self.cache,
+            offline=self.offline,
+        )
+
+    def kwargs(self) -> dict[str, Any]:
+        """The arguments as keywords of ``de.parallel_env`` / ``de.vector_env`` (not copied)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def make(self, num_envs: int, **overrides: Any) -> Any:
+        """A ``de.vector_env`` of ``num_envs`` envs with these arguments and ``overrides``
+        (e.g. ``split="test"``)."""
+        from deliberation_env.vector import DeliberationVectorEnv
+
+        return DeliberationVectorEnv(num_envs, **dataclasses.replace(self, **overrides).kwargs())

@@ -1,0 +1,160 @@
+"""One home for the env's arguments (``deliberation_env.config``) and team specs
+(``agents.specs``): what the env, the vector env, the harness and the CLI all take."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import tyro
+
+import agents
+import deliberation_env as de
+from agents import LLMAgent
+from agents.base import Generation, LogprobResult
+from agents.cache import CachedBackend
+from agents.simulated import SimulatedTeam
+from agents.specs import backend_from_spec, parse_spec
+from algorithms import cli, harness
+from deliberation_env.config import EnvConfig, SimulatedTeamConfig
+
+
+class FakeBackend:
+    """A backend that answers ``The answer is 4.`` and is always half sure; records its calls."""
+
+    model_id = "fake:model"
+    supports_logprobs = True
+
+    def __init__(self):
+        self.calls = 0
+
+    def generate(self, requests):
+        self.calls += 1
+        return [Generation("The answer is 4.", prompt_tokens=10, completion_tokens=5, finish_reason="stop") for _ in requests]
+
+    def next_token_logprobs(self, requests):
+        return [LogprobResult((-1.0, -1.0), prompt_tokens=10) for _ in requests]
+
+
+def write_gsm8k(folder):
+    """A two-split GSM8K folder of three problems each."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "test"):
+        lines = [
+            {"question": f"What is {k} + {k}?", "answer": f"{k} plus {k}.\n#### {2 * k}"} for k in range(1, 4)
+        ]
+        (folder / f"{split}.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("spec", "parsed"),
+    [
+        ("llamacpp", ("llamacpp", {})),
+        ("llamacpp:/models/q.gguf", ("llamacpp", {"model_path": "/models/q.gguf"})),
+        ("transformers:/models/qwen", ("transformers", {"model": "/models/qwen"})),
+        ("vllm:Qwen/Qwen2.5-7B-Instruct", ("vllm", {"model": "Qwen/Qwen2.5-7B-Instruct"})),
+        ("openai:http://h:8000/v1#Llama-3.1-8B", ("openai", {"base_url": "http://h:8000/v1", "model": "Llama-3.1-8B"})),
+    ],
+)
+def test_backend_specs_parse_into_make_backend_arguments(spec, parsed):
+    assert parse_spec(spec) == parsed
+
+
+@pytest.mark.parametrize("spec", ["gpt-9", "openai:http://h:8000/v1", "openai:#m", "transformers", "vllm:", ""])
+def test_a_bad_spec_is_named_before_anything_is_built(spec):
+    with pytest.raises(ValueError, match=f"bad team spec {spec!r}"):
+        EnvConfig(team=spec)
+    with pytest.raises(ValueError, match=f"bad team spec {spec!r}"):
+        de.parallel_env(team=["simulated", spec, "simulated"])
+
+
+def test_a_spec_builds_a_cached_llm_agent_with_the_sampling_settings(tmp_path, monkeypatch):
+    made = []
+
+    def fake_make_backend(name, **kwargs):
+        made.append((name, kwargs))
+        return FakeBackend()
+
+    monkeypatch.setattr(agents, "make_backend", fake_make_backend)
+    backend_from_spec.cache_clear()
+    spec = "openai:http://127.0.0.1:9/v1#tiny"
+    config = EnvConfig(team=spec, temperature=0.2, max_tokens=64, cache=str(tmp_path / "c.db"))
+    team = config.build_team()
+    assert made == [("openai", {"base_url": "http://127.0.0.1:9/v1", "model": "tiny"})]
+    member = team[0]
+    assert all(solver is member for solver in team)
+    assert isinstance(member, LLMAgent) and isinstance(member.backend, CachedBackend)
+    assert (member.temperature, member.max_tokens, member.backend.path) == (0.2, 64, tmp_path / "c.db")
+    dataclasses.replace(config, temperature=None).build_team()  # the same spec and cache: the same backend
+    assert len(made) == 1
+    backend_from_spec.cache_clear()
+
+
+def test_sampling_settings_without_an_llm_member_are_refused():
+    with pytest.raises(ValueError, match="temperature apply to LLM members given by spec"):
+        EnvConfig(team="simulated", temperature=0.5)
+
+
+def test_heterogeneous_team_shares_one_solver_per_spec_or_object():
+    backend = FakeBackend()
+    team = EnvConfig(team=["simulated", backend, "simulated", backend], n_agents=4).build_team()
+    assert team[0] is team[2] and isinstance(team[0], SimulatedTeam)
+    assert team[1] is team[3] and isinstance(team[1], LLMAgent) and team[1].backend is backend
+    venv = de.vector_env(2, team=["simulated", backend, "simulated", backend], n_agents=4, max_rounds=1)
+    obs, _ = venv.reset(seed=0)
+    assert obs["agent_3"]["peers"].shape == (2, 3, 11)
+    assert backend.calls  # the fake member answered
+
+
+def test_simulated_knobs_reach_the_team():
+    config = EnvConfig(team="simulated", simulated=SimulatedTeamConfig(skill=(0.1,), calibration=0.0))
+    assert config.build_team()[0].model_id == "simulated:skill=0.1,calibration=0"
+
+
+def test_path_and_difficulty_become_task_arguments(tmp_path):
+    write_gsm8k(tmp_path)
+    env = de.parallel_env(task="gsm8k", path=str(tmp_path), team="simulated", split="test")
+    assert [p.id for p in env.problems] == ["gsm8k-test-0", "gsm8k-test-1", "gsm8k-test-2"]
+    assert de.parallel_env(task="arithmetic", difficulty=5, team="simulated").task.difficulty == 5
+    with pytest.raises(ValueError, match="difficulty is an argument of task 'arithmetic' only, got task 'gsm8k'"):
+        EnvConfig(task="gsm8k", path=str(tmp_path), difficulty=2)
+    with pytest.raises(ValueError, match="path is given twice"):
+        EnvConfig(task="gsm8k", path=str(tmp_path), task_kwargs={"path": str(tmp_path)})
+
+
+def test_the_harness_and_the_cli_nest_the_same_config():
+    assert harness.EnvConfig is EnvConfig
+    assert [f.name for f in dataclasses.fields(harness.TrainConfig().env)] == [f.name for f in dataclasses.fields(EnvConfig)]
+    train = tyro.cli(cli.Command, args=["train", "--env.team", "simulated", "simulated", "--env.n-agents", "2"])
+    assert train.env.team == ("simulated", "simulated")
+    run = tyro.cli(cli.Command, args=["run", "--task", "gsm8k", "--path", "data", "--team", "llamacpp:m.gguf"])
+    assert (run.env_args.task, run.env_args.path, run.env_args.team) == ("gsm8k", "data", "llamacpp:m.gguf")
+    assert run.env_args.split == "test"
+
+
+def test_run_defaults_its_problem_count_per_env():
+    assert cli.Run().n_problems == 24
+    assert cli.Run(env="text").n_problems == 8
+    assert cli.Run(env="text", n_problems=3).n_problems == 3
+
+
+def test_deliberate_run_takes_any_task_with_its_data(tmp_path, capsys):
+    data = write_gsm8k(tmp_path / "gsm8k")
+    cli.main([
+        "run", "--task", "gsm8k", "--path", str(data), "--team", "simulated", "--n-problems", "3",
+        "--policies", "independent", "debate", "--out-dir", str(tmp_path / "runs"), "--name", "g",
+    ])
+    record = json.loads((tmp_path / "runs" / "g" / "results.json").read_text())
+    assert record["config"]["env_args"]["task"] == "gsm8k"
+    assert [r["policy"] for r in record["results"]] == ["independent", "debate"]
+    assert all(r["n_problems"] == 3 for r in record["results"])
+    assert "on gsm8k" in capsys.readouterr().out
+
+
+def test_deliberate_run_names_a_bad_team_spec(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--team", "simulated", "simulatd", "simulated", "--out-dir", str(tmp_path)])
+    assert "bad team spec 'simulatd'" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
