@@ -33,6 +33,7 @@ from agents import SMOLLM2_TEMPERATURE
 from agents.base import Backend, Solver
 from agents.specs import backend_from_spec
 from algorithms import baselines, harness, plots, text_eval
+from algorithms.compute_matched import compute_matched
 from algorithms.evaluate import EvalResult, evaluate
 from deliberation_env.config import EnvConfig
 from deliberation_env.text import CodingProtocol
@@ -105,6 +106,7 @@ def run(cfg: Run) -> dict[str, Any]:
     console.print(f"[bold]{model_id}[/bold] ({kind}) on {args.task} ({args.split}, "
                   f"{n_problems} problems, {args.max_rounds} rounds)")
     results = [evaluate(policy, venv, range(n_problems), seed=cfg.seed) for policy in policies]
+    matched = compute_matched(team[0], args, results, range(n_problems), cfg.seed, cfg.num_envs)
     elapsed = time.perf_counter() - started
 
     folder = cfg.out_dir / cfg.run_name()
@@ -124,10 +126,11 @@ def run(cfg: Run) -> dict[str, Any]:
         "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, python {platform.python_version()}",
         "elapsed_s": round(elapsed, 1),
         "results": [r.summary() for r in results],
+        "compute_matched": [r.summary() for r in matched],
         "figures": [str(f) for f in figures],
     }
     (folder / "results.json").write_text(json.dumps(record, indent=2))
-    console.print(results_table(results, title))
+    console.print(results_table([*results, *matched], title))
     console.print(f"wrote {folder / 'results.json'} and {', '.join(str(f) for f in figures)} ({elapsed:.0f} s)")
     return record
 
@@ -193,7 +196,10 @@ def results_table(results: list[EvalResult], title: str) -> Table:
             f"{r.consensus_accuracy[-1]:.3f}", f"{r.tokens_per_problem:,.0f}",
             f"{shares['persist']:.2f}", f"{shares['refine']:.2f}", f"{shares['concede']:.2f}",
         )
-    table.caption = "acc: mean individual accuracy; cons: plurality consensus accuracy; @0: initial answers"
+    table.caption = (
+        "acc: mean individual accuracy; cons: plurality consensus accuracy; @0: initial answers; "
+        "single agent and self-consistency k: the first member alone, k matching the costliest row's tokens"
+    )
     return table
 
 
