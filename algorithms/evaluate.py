@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 import deliberation_env as de
 from agents.seeding import derive_seed
 from algorithms.policy import Policy
+from deliberation_env.spaces import ACTION_NAMES
 
 
 @dataclass
@@ -117,7 +118,7 @@ def evaluate(
         accuracy=correct.mean(axis=(0, 2)).tolist(),
         consensus_accuracy=consensus.mean(axis=0).tolist(),
         tokens_per_problem=float(tokens.mean()),
-        action_shares={action.name.lower(): float(s) for action, s in zip(de.MetaAction, shares, strict=True)},
+        action_shares={name: float(s) for name, s in zip(ACTION_NAMES, shares, strict=True)},
         confidence=conf_all,
         correct=correct_all,
         final_consensus=consensus[:, -1].tolist(),

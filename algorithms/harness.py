@@ -66,7 +66,6 @@ __all__ = [
 ]
 
 Algo = Literal["softrankpo", "grpo", "magrpo", "sft"]
-ACTIONS = ("persist", "refine", "concede")
 EVAL_BATCH = 256
 """Most test envs stepped together during an evaluation."""
 

@@ -18,8 +18,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from scipy import stats
 
+from deliberation_env.spaces import ACTION_NAMES
+
 METRIC = "eval/consensus_accuracy"
-ACTIONS = ("persist", "refine", "concede")
 Rows = list[dict[str, Any]]
 
 
@@ -138,13 +139,13 @@ def final_accuracy(finals: Rows, baseline_rows: Rows, path: Path) -> None:
 def action_shares(curves: Rows, finals: Rows, path: Path) -> None:
     """Training shares of PERSIST / REFINE / CONCEDE per learner (scale closest to 1)."""
     scale = _reference_scale(finals)
-    per_action = {a: _series(curves, f"actions/{a}_share") for a in ACTIONS}
+    per_action = {a: _series(curves, f"actions/{a}_share") for a in ACTION_NAMES}
     algos = sorted({algo for algo, s in per_action["persist"] if s == scale})
     fig, axes = plt.subplots(
         1, len(algos), figsize=(4.5 * len(algos), 3.6), squeeze=False, sharey=True
     )
     for ax, algo in zip(axes[0], algos, strict=True):
-        for k, action in enumerate(ACTIONS):
+        for k, action in enumerate(ACTION_NAMES):
             episodes, values = per_action[action][(algo, scale)]
             mean, half = _band(values)
             ax.plot(episodes, mean, color=f"C{k}", label=action)

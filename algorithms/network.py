@@ -23,8 +23,9 @@ import torch
 from torch import nn
 
 from algorithms.policy import Actions, Infos, Observations
+from deliberation_env.spaces import N_ACTIONS
 
-NUM_ACTIONS = 3
+NUM_ACTIONS = N_ACTIONS
 
 
 class MetaPolicyNetwork(nn.Module):

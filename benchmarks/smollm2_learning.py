@@ -45,6 +45,7 @@ from algorithms.evaluate import EvalResult, evaluate
 from algorithms.harness import CompareConfig, EnvConfig, TrainConfig, compare, load_network
 from algorithms.learners import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig
 from algorithms.network import NetworkPolicy
+from deliberation_env.spaces import ACTION_NAMES
 
 ENV = EnvConfig(team="smollm2", difficulty=1, max_rounds=1)
 """The default task and team of ``make run``, one round per episode."""
@@ -260,7 +261,7 @@ def report(args: Args) -> dict:
     print("| policy | consensus acc. | mean individual acc. | tokens / problem | persist / refine / concede |")
     print("|---|---:|---:|---:|---|")
     for name, r in rows.items():
-        shares = " / ".join(f"{r[f'{a}_share']:.0%}" for a in ("persist", "refine", "concede"))
+        shares = " / ".join(f"{r[f'{a}_share']:.0%}" for a in ACTION_NAMES)
         print(
             f"| {name} | {r['consensus_accuracy']:.3f} | {r['accuracy']:.3f} "
             f"| {r['tokens_per_problem']:,.0f} | {shares} |"

@@ -22,6 +22,8 @@ class MetaAction(enum.IntEnum):
 
 
 N_ACTIONS = len(MetaAction)
+ACTION_NAMES = tuple(action.name.lower() for action in MetaAction)
+"""``("persist", "refine", "concede")``: the actions as metric keys and table columns name them."""
 
 SELF_FEATURES = (
     "confidence",

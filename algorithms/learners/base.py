@@ -31,8 +31,7 @@ import torch
 
 from algorithms.losses import kl_regularized_policy_loss
 from algorithms.network import NUM_ACTIONS, MetaPolicyNetwork, NetworkPolicy, stack_observations
-
-ACTION_NAMES = ("persist", "refine", "concede")
+from deliberation_env.spaces import ACTION_NAMES
 
 
 def per_agent_groups(

@@ -1,0 +1,23 @@
+"""The action vocabulary is written once (``MetaAction``) and every table and metric reads it."""
+
+from __future__ import annotations
+
+import deliberation_env as de
+from algorithms import baselines, cli
+from algorithms.evaluate import evaluate
+from algorithms.network import NUM_ACTIONS
+from deliberation_env.spaces import ACTION_NAMES
+
+
+def test_names_follow_the_enum():
+    assert ACTION_NAMES == ("persist", "refine", "concede")
+    assert [de.MetaAction[name.upper()] for name in ACTION_NAMES] == list(de.MetaAction)
+    assert NUM_ACTIONS == len(de.MetaAction)
+
+
+def test_evaluation_shares_and_table_columns_use_the_names():
+    venv = de.vector_env(4, team="simulated", max_rounds=1)
+    result = evaluate(baselines.get("debate"), venv, range(4), progress=False)
+    assert tuple(result.action_shares) == ACTION_NAMES and result.action_shares["refine"] == 1.0
+    columns = [column.header for column in cli.results_table([result], "t").columns]
+    assert columns[-len(ACTION_NAMES):] == list(ACTION_NAMES)
