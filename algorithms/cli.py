@@ -5,6 +5,8 @@
 - ``deliberate train --algo softrankpo ...``: train one learner (:mod:`algorithms.harness`).
 - ``deliberate compare --algos softrankpo grpo magrpo --seeds 5 ...``: optimizers on the same
   env, problems and budget, with learning curves, final accuracies and ablations.
+- ``deliberate run|train|compare --config FILE``: start from a YAML/JSON config file
+  (:mod:`algorithms.config_files`; the paper experiments are in ``examples/configs/``).
 - ``deliberate tasks list`` / ``deliberate tasks show NAME [--path ...]``.
 - ``deliberate cache stats`` / ``deliberate cache clear``.
 
@@ -32,10 +34,11 @@ import deliberation_env as de
 from agents import SMOLLM2_TEMPERATURE
 from agents.base import Backend, Solver
 from agents.specs import backend_from_spec
-from algorithms import baselines, harness, plots, text_eval
+from algorithms import baselines, config_files, harness, plots, text_eval
 from algorithms.compute_matched import compute_matched
 from algorithms.evaluate import EvalResult, evaluate
 from deliberation_env.config import EnvConfig
+from deliberation_env.spaces import ACTION_NAMES
 from deliberation_env.text import CodingProtocol
 
 console = Console(width=shutil.get_terminal_size((120, 40)).columns)
@@ -187,14 +190,14 @@ def run_text(cfg: Run, backend: Backend | None = None) -> dict[str, Any]:
 def results_table(results: list[EvalResult], title: str) -> Table:
     """A rich table of evaluation results."""
     table = Table(title=title)
-    for column in ("policy", "acc@0", "acc@end", "cons@0", "cons@end", "tokens/problem", "persist", "refine", "concede"):
+    for column in ("policy", "acc@0", "acc@end", "cons@0", "cons@end", "tokens/problem", *ACTION_NAMES):
         table.add_column(column, justify="left" if column == "policy" else "right")
     for r in results:
         shares = r.action_shares
         table.add_row(
             r.policy, f"{r.accuracy[0]:.3f}", f"{r.accuracy[-1]:.3f}", f"{r.consensus_accuracy[0]:.3f}",
             f"{r.consensus_accuracy[-1]:.3f}", f"{r.tokens_per_problem:,.0f}",
-            f"{shares['persist']:.2f}", f"{shares['refine']:.2f}", f"{shares['concede']:.2f}",
+            *(f"{shares[name]:.2f}" for name in ACTION_NAMES),
         )
     table.caption = (
         "acc: mean individual accuracy; cons: plurality consensus accuracy; @0: initial answers; "
@@ -337,10 +340,30 @@ def split_comma_lists(argv: list[str]) -> list[str]:
     return out
 
 
+CONFIGURABLE = {"run": Run, "train": harness.TrainConfig, "compare": harness.CompareConfig}
+"""The subcommands that take ``--config FILE`` (:mod:`algorithms.config_files`)."""
+
+
+def parse(args: list[str]) -> Any:
+    """The config of a command line; ``run|train|compare --config FILE ...`` starts from the
+    file's values, which the other flags override."""
+    flag = next((k for k, arg in enumerate(args) if arg == "--config" or arg.startswith("--config=")), None)
+    if flag is None:
+        return tyro.cli(Command, args=args, prog="deliberate")
+    command = args[0] if args else ""
+    if command not in CONFIGURABLE:
+        raise SystemExit(f"deliberate: --config works with {', '.join(CONFIGURABLE)}, not {command!r}")
+    _, equals, path = args[flag].partition("=")
+    rest = args[1:flag] + args[flag + (1 if equals else 2):]
+    if not equals:
+        path = args[flag + 1] if flag + 1 < len(args) else ""
+    default = config_files.load(path, command, CONFIGURABLE[command])
+    return tyro.cli(CONFIGURABLE[command], args=rest, default=default, prog=f"deliberate {command}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``deliberate`` console script."""
-    args = split_comma_lists(sys.argv[1:] if argv is None else argv)
-    cfg = tyro.cli(Command, args=args, prog="deliberate")
+    cfg = parse(split_comma_lists(sys.argv[1:] if argv is None else argv))
     _HANDLERS[type(cfg)](cfg)
 
 
