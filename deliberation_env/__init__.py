@@ -14,6 +14,7 @@ from pettingzoo.utils import parallel_to_aec
 from pettingzoo.utils.env import AECEnv
 
 from deliberation_env import tasks
+from deliberation_env.config import EnvConfig
 from deliberation_env.core import RewardConfig
 from deliberation_env.env import DeliberationEnv
 from deliberation_env.spaces import PEER_FEATURES, SELF_FEATURES, MetaAction
@@ -58,6 +59,7 @@ __all__ = [
     "SELF_FEATURES",
     "DeliberationEnv",
     "DeliberationVectorEnv",
+    "EnvConfig",
     "MetaAction",
     "RewardConfig",
     "TextDeliberationEnv",

@@ -125,7 +125,7 @@ def test_path_and_difficulty_become_task_arguments(tmp_path):
 
 
 def test_the_harness_and_the_cli_nest_the_same_config():
-    assert harness.EnvConfig is EnvConfig
+    assert harness.EnvConfig is EnvConfig is de.EnvConfig
     assert [f.name for f in dataclasses.fields(harness.TrainConfig().env)] == [f.name for f in dataclasses.fields(EnvConfig)]
     train = tyro.cli(cli.Command, args=["train", "--env.team", "simulated", "simulated", "--env.n-agents", "2"])
     assert train.env.team == ("simulated", "simulated")

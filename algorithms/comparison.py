@@ -1,0 +1,220 @@
+"""Optimizer comparisons: same env, same problems, same budget (``deliberate compare``).
+
+``compare(CompareConfig(...))`` runs ``train`` for every algorithm x seed x reward scale
+with the same env, problems, warm start and budget, evaluates the baselines of
+:mod:`algorithms.baselines` on the same held-out problems, and writes to ``out_dir``:
+
+=========================  ============================================================
+file                       content
+=========================  ============================================================
+``curves.csv``             one row per (reward scale, algorithm, seed, evaluation)
+``final.csv``              final held-out metrics per run, then per baseline
+``summary.json``           mean and 95% CI over seeds per (reward scale, algorithm), the
+                           baselines, and the share of the best-heuristic-to-oracle gap
+                           each learner closes
+``learning_curves.png``    held-out consensus accuracy vs training episodes, 95% bands
+``final_accuracy.png``     final held-out accuracy per algorithm with 95% CIs
+``action_shares.png``      PERSIST / REFINE / CONCEDE shares over training
+``reward_scale.png``       final accuracy vs reward scale per algorithm (the ablation)
+=========================  ============================================================
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+from tqdm.auto import tqdm
+
+from algorithms import baselines, learning_plots
+from algorithms.learners import LEARNERS
+from algorithms.metrics import read_metrics
+from algorithms.training import EVAL_BATCH, Algo, TrainConfig, held_out, train
+
+
+@dataclass
+class CompareConfig:
+    """An optimizer comparison (``deliberate compare``): every algorithm x seed x reward scale."""
+
+    algos: tuple[Algo, ...] = ("softrankpo", "grpo", "magrpo")
+    """Learners to compare; ``sft`` adds the warm start itself as a row."""
+    seeds: int = 3
+    """Seeds per (algorithm, reward scale): seeds 0 .. seeds-1."""
+    reward_scales: tuple[float, ...] = (1.0,)
+    """Reward scales to run every learner under (the ablation); baselines do not depend on it."""
+    baselines: tuple[str, ...] = (
+        "independent",
+        "debate",
+        "minority-concedes",
+        "confidence-threshold",
+        "random",
+        "oracle",
+    )
+    """Baselines (:mod:`algorithms.baselines`) evaluated on the same held-out problems and seeds."""
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(progress=False))
+    """Template of every run: env, budget (``updates``, batch sizes), warm start, evaluation
+    (its ``algo``, ``seed``, ``run_dir`` and ``env.reward_scale`` are set per run)."""
+    out_dir: str = "runs/compare"
+    """Directory for every run's files and the comparison's CSV, JSON and plots."""
+    progress: bool = True
+    """Show a progress bar over the runs."""
+
+    def __post_init__(self) -> None:
+        unknown = [a for a in self.algos if a not in LEARNERS]
+        if unknown or not self.algos:
+            raise ValueError(
+                f"algos must be a non-empty subset of {sorted(LEARNERS)}, got {self.algos}"
+            )
+        unknown = [b for b in self.baselines if b not in baselines.BASELINES]
+        if unknown:
+            raise ValueError(f"unknown baselines {unknown}; known: {sorted(baselines.BASELINES)}")
+        if self.seeds < 1:
+            raise ValueError(f"seeds must be >= 1, got {self.seeds}")
+        if not self.reward_scales or min(self.reward_scales) <= 0:
+            raise ValueError(f"reward_scales must be positive numbers, got {self.reward_scales}")
+        sizes = {a: getattr(self.train, a).num_envs for a in self.algos if a != "sft"}
+        if len(set(sizes.values())) > 1:
+            raise ValueError(
+                f"every learner must get the same budget, but episodes per update differ: {sizes}; "
+                "set the same groups_per_update and group_size for each algorithm"
+            )
+        if "sft" in self.algos and not self.train.sft_updates:
+            raise ValueError("algos includes 'sft' but train.sft_updates is 0: give it SFT updates")
+
+
+def compare(cfg: CompareConfig) -> dict[str, Any]:
+    """Run the comparison, write its files (see the module docstring) and return the summary."""
+    out_dir = Path(cfg.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2))
+    learners = [a for a in cfg.algos if a != "sft"]
+    runs = cfg.seeds * (len(cfg.reward_scales) * len(learners) + bool(cfg.train.sft_updates))
+    curves: list[dict[str, Any]] = []
+    finals: list[dict[str, Any]] = []
+    with tqdm(total=runs, desc="compare", unit="run", disable=not cfg.progress) as bar:
+        for seed in range(cfg.seeds):
+            warm_start = cfg.train.warm_start
+            if cfg.train.sft_updates and not warm_start:
+                run_dir = out_dir / "sft" / f"seed{seed}"
+                final = train(
+                    dataclasses.replace(
+                        cfg.train,
+                        algo="sft",
+                        updates=cfg.train.sft_updates,
+                        seed=seed,
+                        run_dir=str(run_dir),
+                    )
+                )
+                warm_start = str(run_dir / "checkpoint.pt")
+                if "sft" in cfg.algos:
+                    for scale in cfg.reward_scales:  # the warm start is the same at every scale
+                        _collect(curves, finals, run_dir, final, "sft", scale, seed)
+                bar.update()
+            for scale in cfg.reward_scales:
+                env = dataclasses.replace(cfg.train.env, reward_scale=scale)
+                for algo in learners:
+                    run_dir = out_dir / f"scale{scale:g}" / algo / f"seed{seed}"
+                    final = train(
+                        dataclasses.replace(
+                            cfg.train,
+                            algo=algo,
+                            env=env,
+                            seed=seed,
+                            warm_start=warm_start,
+                            run_dir=str(run_dir),
+                        )
+                    )
+                    _collect(curves, finals, run_dir, final, algo, scale, seed)
+                    bar.set_postfix(
+                        last=f"{algo}@{scale:g}: {final['eval/consensus_accuracy']:.3f}"
+                    )
+                    bar.update()
+    baseline_rows = _evaluate_baselines(cfg)
+    _write_csv(out_dir / "curves.csv", curves)
+    _write_csv(out_dir / "final.csv", finals + baseline_rows)
+    summary = summarize(finals, baseline_rows)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    learning_plots.write_all(out_dir, curves, finals, baseline_rows)
+    return summary
+
+
+def _collect(
+    curves: list,
+    finals: list,
+    run_dir: Path,
+    final: dict[str, float],
+    algo: str,
+    scale: float,
+    seed: int,
+) -> None:
+    tags = {"algo": algo, "reward_scale": scale, "seed": seed}
+    curves.extend({**tags, **record} for record in read_metrics(run_dir / "metrics.jsonl"))
+    finals.append({**tags, **final})
+
+
+def _evaluate_baselines(cfg: CompareConfig) -> list[dict[str, Any]]:
+    """Every baseline on the held-out episodes, once per seed (only ``random`` uses the seed)."""
+    rows = []
+    test_venv = cfg.train.env.make(min(cfg.train.eval_problems, EVAL_BATCH), split="test")
+    for seed in range(cfg.seeds):
+        for name in cfg.baselines:
+            policy = baselines.get(name, seed=seed) if name == "random" else baselines.get(name)
+            metrics = held_out(policy, test_venv, cfg.train)
+            rows.append({"algo": name, "reward_scale": "", "seed": seed, **metrics})
+    return rows
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    with path.open("w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def mean_ci(values: list[float]) -> dict[str, float]:
+    """Mean and the half-width of its 95% Student-t confidence interval (0 for one value)."""
+    values_array = np.asarray(values, dtype=float)
+    n = len(values_array)
+    half = 0.0
+    if n > 1:
+        half = float(stats.t.ppf(0.975, n - 1) * values_array.std(ddof=1) / np.sqrt(n))
+    return {"mean": float(values_array.mean()), "ci95": half, "n": n}
+
+
+def summarize(
+    finals: list[dict[str, Any]],
+    baseline_rows: list[dict[str, Any]],
+    metric: str = "eval/consensus_accuracy",
+) -> dict[str, Any]:
+    """Mean and 95% CI of ``metric`` per (algorithm, reward scale) and per baseline, and the
+    share of the gap between the best heuristic baseline and the oracle that each learner
+    closes: (learner - best heuristic) / (oracle - best heuristic), ``None`` if the oracle
+    is not above the best heuristic."""
+
+    def grouped(rows: list[dict[str, Any]], key) -> dict[str, dict[str, float]]:
+        groups: dict[str, list[float]] = {}
+        for row in rows:
+            groups.setdefault(key(row), []).append(row[metric])
+        return {name: mean_ci(values) for name, values in groups.items()}
+
+    learners = grouped(finals, lambda row: f"{row['algo']}@{row['reward_scale']:g}")
+    heuristics = grouped(baseline_rows, lambda row: row["algo"])
+    summary: dict[str, Any] = {"metric": metric, "learners": learners, "baselines": heuristics}
+    if "oracle" in heuristics and len(heuristics) > 1:
+        best_name, best = max(
+            ((k, v) for k, v in heuristics.items() if k != "oracle"), key=lambda kv: kv[1]["mean"]
+        )
+        gap = heuristics["oracle"]["mean"] - best["mean"]
+        summary["best_heuristic"] = best_name
+        summary["gap_closed"] = {
+            name: (stat["mean"] - best["mean"]) / gap if gap > 0 else None
+            for name, stat in learners.items()
+        }
+    return summary

@@ -1,0 +1,221 @@
+"""Training runs: one learner, its evaluations, logs and checkpoints (``deliberate train``).
+
+``train(TrainConfig(...))`` trains one learner (optionally after an SFT warm start),
+evaluates it greedily on held-out problems every ``eval_every`` updates, logs JSONL
+metrics (:mod:`algorithms.metrics`) and checkpoints, and resumes from its run directory.
+:func:`load_network` reads any learner's checkpoint back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from tqdm.auto import tqdm
+
+from algorithms import baselines
+from algorithms.evaluate import evaluate
+from algorithms.learners import (
+    LEARNERS,
+    SFT,
+    GRPOConfig,
+    Learner,
+    MAGRPOConfig,
+    SFTConfig,
+    SoftRankPOConfig,
+)
+from algorithms.metrics import MetricLogger, read_metrics
+from algorithms.network import MetaPolicyNetwork
+from algorithms.policy import Policy
+from deliberation_env.config import EnvConfig
+
+Algo = Literal["softrankpo", "grpo", "magrpo", "sft"]
+EVAL_BATCH = 256
+"""Most test envs stepped together during an evaluation."""
+
+
+def default_env() -> EnvConfig:
+    """The env of the learning benchmarks: the simulated team on arithmetic at difficulty 3."""
+    return EnvConfig(team="simulated", difficulty=3)
+
+
+@dataclass
+class TrainConfig:
+    """One training run (``deliberate train``)."""
+
+    algo: Algo = "softrankpo"
+    """Learner to train."""
+    env: EnvConfig = field(default_factory=default_env)
+    """The training env (:class:`deliberation_env.config.EnvConfig`, any task and team);
+    evaluation uses the same env on the test split."""
+    updates: int = 100
+    """Updates of ``algo``; each plays ``num_envs`` training episodes."""
+    sft_updates: int = 20
+    """SFT warm-start updates before a policy-gradient learner (its initial policy and KL
+    reference); 0 starts from a fresh network. Ignored for ``algo=sft`` or with ``warm_start``."""
+    warm_start: str = ""
+    """Path of an SFT checkpoint to start from instead of training one."""
+    eval_every: int = 10
+    """Evaluate on held-out problems every this many updates, and at the end."""
+    eval_problems: int = 200
+    """Held-out (test split) problems per evaluation: the first ``eval_problems``."""
+    eval_seed: int = 0
+    """Seed of the held-out episodes; keep it fixed across runs so that every run and
+    baseline is evaluated on identical episodes (common random numbers)."""
+    seed: int = 0
+    """Seed of the run's training; overrides the learner configs' ``seed``."""
+    problem_pool: int = 0
+    """Train on the first this many training problems only (0: all); overrides the learner
+    configs' ``problem_pool``."""
+    seed_pool: int = 0
+    """Episode seeds from ``{0, ..., seed_pool - 1}`` (0: fresh ones), so that an LLM team's
+    rollouts repeat and the response cache serves them; overrides the learner configs'."""
+    run_dir: str = "runs/train"
+    """Directory for metrics.jsonl, checkpoints and summary.json."""
+    resume: bool = True
+    """Continue from ``run_dir``'s checkpoints if there are any."""
+    tensorboard: bool = False
+    """Also log to TensorBoard (needs the ``tensorboard`` extra)."""
+    progress: bool = True
+    """Show a progress bar."""
+    softrankpo: SoftRankPOConfig = field(default_factory=SoftRankPOConfig)
+    """SoftRankPO settings (used when ``algo == "softrankpo"``)."""
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    """GRPO settings."""
+    magrpo: MAGRPOConfig = field(default_factory=MAGRPOConfig)
+    """MAGRPO settings."""
+    sft: SFTConfig = field(default_factory=SFTConfig)
+    """SFT settings (the warm start, or ``algo == "sft"``)."""
+
+    def __post_init__(self) -> None:
+        if self.algo not in LEARNERS:
+            raise ValueError(f"algo must be one of {sorted(LEARNERS)}, got {self.algo!r}")
+        for name in ("updates", "eval_every", "eval_problems"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.sft_updates < 0:
+            raise ValueError(f"sft_updates must be >= 0 (0: no warm start), got {self.sft_updates}")
+        if self.warm_start and not Path(self.warm_start).is_file():
+            raise ValueError(
+                f"warm_start {self.warm_start!r} is not a file: give an SFT checkpoint "
+                "(e.g. <run_dir>/sft/checkpoint.pt) or leave it empty"
+            )
+
+    def learner_config(self, algo: str) -> Any:
+        """The config of ``algo`` with the run's seed and pools."""
+        return dataclasses.replace(
+            getattr(self, algo),
+            seed=self.seed,
+            problem_pool=self.problem_pool,
+            seed_pool=self.seed_pool,
+        )
+
+
+def held_out(policy: Policy, venv: Any, cfg: TrainConfig) -> dict[str, float]:
+    """Greedy held-out metrics (``eval/...``) of ``policy`` on the run's fixed test problems.
+
+    Args:
+        policy: The policy to evaluate.
+        venv: A test-split vector env (``cfg.env.make(n, split="test")``).
+        cfg: The run's config (how many problems, which episode seed).
+    """
+    result = evaluate(policy, venv, range(cfg.eval_problems), seed=cfg.eval_seed, progress=False)
+    return {
+        "eval/accuracy": result.accuracy[-1],
+        "eval/consensus_accuracy": result.consensus_accuracy[-1],
+        "eval/tokens": result.tokens_per_problem,
+        **{f"eval/{action}_share": share for action, share in result.action_shares.items()},
+    }
+
+
+def _run_learner(
+    learner: Learner, cfg: TrainConfig, updates: int, run_dir: Path, label: str
+) -> dict[str, float]:
+    """Train ``learner`` up to ``updates`` updates in ``run_dir`` (resuming), evaluating."""
+    checkpoint = run_dir / "checkpoint.pt"
+    if cfg.resume and checkpoint.is_file():
+        learner.load(checkpoint)
+    test_venv = cfg.env.make(min(cfg.eval_problems, EVAL_BATCH), split="test")
+    logger = MetricLogger(run_dir, tensorboard=cfg.tensorboard)
+    if learner.update == 0:  # the curve starts at the initial (e.g. warm-started) policy
+        logger.log(0, 0, held_out(learner.policy(), test_venv, cfg))
+    final: dict[str, float] = {}
+    with tqdm(
+        total=updates, initial=learner.update, desc=label, disable=not cfg.progress, leave=False
+    ) as bar:
+        while learner.update < updates:
+            metrics = learner.train_step()
+            if learner.update % cfg.eval_every == 0 or learner.update == updates:
+                metrics.update(held_out(learner.policy(), test_venv, cfg))
+                final = {k: v for k, v in metrics.items() if k.startswith("eval/")}
+            # Checkpoint every update: a resumed run repeats no update and no log line.
+            learner.save(checkpoint)
+            logger.log(learner.update, learner.episodes, metrics)
+            bar.set_postfix(acc=f"{metrics.get('rewards/team/mean', float('nan')):.3f}")
+            bar.update()
+    logger.close()
+    if not final:  # a finished run resumed: its last evaluation is in the log
+        final = {
+            k: v
+            for k, v in read_metrics(run_dir / "metrics.jsonl")[-1].items()
+            if k.startswith("eval/")
+        }
+    return final
+
+
+def train(cfg: TrainConfig) -> dict[str, float]:
+    """Train ``cfg.algo`` (after an SFT warm start if configured); return its final held-out
+    metrics.
+
+    Writes ``metrics.jsonl``, ``checkpoint.pt``, ``config.json`` and ``summary.json`` in
+    ``cfg.run_dir`` (the warm start in ``run_dir/sft``); re-running with ``resume``
+    continues from the checkpoints.
+    """
+    run_dir = Path(cfg.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2))
+    torch.set_num_threads(1)  # tiny networks: threads cost more than they give
+    teacher = baselines.Oracle()
+    if cfg.algo == "sft":
+        config = cfg.learner_config("sft")
+        learner: Learner = SFT(config, cfg.env.make(config.num_envs), teacher)
+        final = _run_learner(learner, cfg, cfg.updates, run_dir, f"sft seed {cfg.seed}")
+    else:
+        warm = None
+        if cfg.warm_start:
+            warm = load_network(cfg.warm_start, cfg.env)
+        elif cfg.sft_updates:
+            sft_config = cfg.learner_config("sft")
+            sft = SFT(sft_config, cfg.env.make(sft_config.num_envs), teacher)
+            _run_learner(
+                sft,
+                dataclasses.replace(cfg, eval_every=cfg.sft_updates),
+                cfg.sft_updates,
+                run_dir / "sft",
+                f"sft seed {cfg.seed}",
+            )
+            warm = sft.network
+        config = cfg.learner_config(cfg.algo)
+        learner = LEARNERS[cfg.algo](config, cfg.env.make(config.num_envs), warm_start=warm)
+        final = _run_learner(learner, cfg, cfg.updates, run_dir, f"{cfg.algo} seed {cfg.seed}")
+    (run_dir / "summary.json").write_text(json.dumps(final, indent=2))
+    return final
+
+
+def load_network(path: str | Path, env: EnvConfig) -> MetaPolicyNetwork:
+    """The network of a learner checkpoint (any algorithm), for warm starts and evaluation."""
+    state = torch.load(path, weights_only=False)
+    config = state["config"]
+    space = env.make(1).observation_space("agent_0")
+    network = MetaPolicyNetwork(
+        space["self"].shape[-1],
+        space["peers"].shape[-1],
+        config["hidden_size"],
+        config["num_heads"],
+    )
+    network.load_state_dict(state["network"])
+    return network
