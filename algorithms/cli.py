@@ -51,7 +51,8 @@ about 8 minutes on 2 CPU cores, 8 HumanEval problems the text env's about 10."""
 
 @dataclass
 class Run:
-    """Evaluate the heuristic baselines with a team on a task: table, results.json, plots."""
+    """Evaluate the heuristic baselines with a team on a task: table, results.json, plots.
+    ``--config FILE`` starts from a config file (``examples/configs/``)."""
 
     env_args: tyro.conf.OmitArgPrefixes[EnvConfig] = field(
         default_factory=lambda: EnvConfig(team="smollm2", split="test", max_rounds=2)
@@ -61,8 +62,8 @@ class Run:
     name: str | None = None
     """Run name; results go to ``<out_dir>/<name>/`` (default: ``<team>-<task>``)."""
     n_problems: int | None = None
-    """Held-out problems to evaluate on (the first n of the split); None: the env's default
-    (:data:`DEFAULT_PROBLEMS`)."""
+    """Held-out problems to evaluate on (the first n of the split); None: 24 for ``--env
+    meta``, 8 for ``--env text``."""
     policies: tuple[str, ...] = ("independent", "debate", "minority-concedes", "confidence-threshold")
     """Baselines to evaluate (``algorithms.baselines``)."""
     num_envs: int = 8

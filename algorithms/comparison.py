@@ -40,7 +40,8 @@ from algorithms.training import EVAL_BATCH, Algo, TrainConfig, held_out, train
 
 @dataclass
 class CompareConfig:
-    """An optimizer comparison (``deliberate compare``): every algorithm x seed x reward scale."""
+    """An optimizer comparison (``deliberate compare``): every algorithm x seed x reward scale
+    (``--config FILE`` starts from a config file)."""
 
     algos: tuple[Algo, ...] = ("softrankpo", "grpo", "magrpo")
     """Learners to compare; ``sft`` adds the warm start itself as a row."""

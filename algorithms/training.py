@@ -45,7 +45,7 @@ def default_env() -> EnvConfig:
 
 @dataclass
 class TrainConfig:
-    """One training run (``deliberate train``)."""
+    """One training run (``deliberate train``; ``--config FILE`` starts from a config file)."""
 
     algo: Algo = "softrankpo"
     """Learner to train."""
