@@ -18,6 +18,7 @@ import torch
 from tqdm.auto import tqdm
 
 from algorithms import baselines
+from algorithms.checkpoints import load_checkpoint
 from algorithms.evaluate import evaluate
 from algorithms.learners import (
     LEARNERS,
@@ -208,7 +209,7 @@ def train(cfg: TrainConfig) -> dict[str, float]:
 
 def load_network(path: str | Path, env: EnvConfig) -> MetaPolicyNetwork:
     """The network of a learner checkpoint (any algorithm), for warm starts and evaluation."""
-    state = torch.load(path, weights_only=False)
+    state = load_checkpoint(path)
     config = state["config"]
     space = env.make(1).observation_space("agent_0")
     network = MetaPolicyNetwork(

@@ -31,8 +31,9 @@ from tyro.constructors import PrimitiveConstructorSpec
 from agents.base import Backend, Solver
 from agents.llm_agent import LLMAgent
 from agents.specs import check_spec, member_from_spec
-from deliberation_env.core import CONCEDE_RULES, RewardConfig, is_integer, is_number
+from deliberation_env.core import CONCEDE_RULES, RewardConfig
 from deliberation_env.tasks import Task
+from deliberation_env.values import is_integer, is_number
 
 TeamMember = str | Backend | Solver
 TeamSpec = TeamMember | Sequence[TeamMember]

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
-import numbers
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,20 +20,12 @@ from agents.base import Answer, Confidence, PeerAnswer, Solver, Turn
 from agents.profile import PROFILE_SIZE
 from agents.seeding import derive_seed, turn_seeds
 from deliberation_env.spaces import TEXT_CHARSET, TEXT_MAX_LENGTH, MetaAction
+from deliberation_env.starts import Starts
 from deliberation_env.tasks import Problem, Task
+from deliberation_env.values import is_number
 
 CONCEDE_RULES = ("most_confident", "plurality")
 REWARD_PARTS = ("local", "global", "token_cost")
-
-
-def is_integer(value: Any) -> bool:
-    """Whether ``value`` is an integer (Python or NumPy), not a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
-
-
-def is_number(value: Any) -> bool:
-    """Whether ``value`` is a real number (Python or NumPy), not a bool."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
 
 
 @dataclass(frozen=True)
@@ -198,7 +189,7 @@ class DeliberationCore:
         self.problems = task.problems(split)
         if not self.problems:
             raise ValueError(f"task {task.name!r} has no problems in split {split!r}")
-        self._problem_ids = {p.id: i for i, p in enumerate(self.problems)}
+        self.starts = Starts(self.problems, split, task.name, num_envs)
         # Agents that share a solver object are served by one batched call.
         self._solver_groups: dict[int, tuple[Solver, list[int]]] = {}
         for agent, solver in enumerate(self.team):
@@ -211,42 +202,6 @@ class DeliberationCore:
     def started(self) -> bool:
         """Whether a reset has succeeded (there is an episode to step or observe)."""
         return self.episode is not None
-
-    # ------------------------------------------------------------------ problem lookup
-    def problem_index(self, options: Mapping[str, Any], rng: np.random.Generator, env: int | None = None) -> int:
-        """The problem chosen by ``options`` (``problem_index`` or ``problem_id``, a value or
-        one per env when ``env`` is given), else drawn from ``rng``."""
-        if "problem_index" in options and "problem_id" in options:
-            raise ValueError("give options 'problem_index' or 'problem_id', not both")
-        if "problem_index" in options:
-            index = self.pick(options, "problem_index", env)
-            if not is_integer(index):
-                raise TypeError(f"options['problem_index'] must be an integer in [0, {len(self.problems)}), got {index!r}")
-            if not 0 <= index < len(self.problems):
-                raise ValueError(
-                    f"options['problem_index'] {index} out of range [0, {len(self.problems)}) for split {self.split!r}"
-                )
-            return int(index)
-        if "problem_id" in options:
-            problem_id = self.pick(options, "problem_id", env)
-            if not isinstance(problem_id, str):
-                raise TypeError(f"options['problem_id'] must be a string, got {problem_id!r}")
-            if problem_id not in self._problem_ids:
-                raise ValueError(
-                    f"options['problem_id']: unknown problem_id {problem_id!r} in split {self.split!r} "
-                    f"of task {self.task.name!r}"
-                )
-            return self._problem_ids[problem_id]
-        return int(rng.integers(len(self.problems)))
-
-    def pick(self, options: Mapping[str, Any], key: str, env: int | None) -> Any:
-        """``options[key]``, or its entry for ``env`` when one value per env is expected."""
-        value = options[key]
-        if env is None:
-            return value
-        if isinstance(value, str) or not isinstance(value, Sequence | np.ndarray) or len(value) != self.num_envs:
-            raise ValueError(f"options[{key!r}] must be a sequence of {self.num_envs} values (one per env), got {value!r}")
-        return value[env]
 
     # ------------------------------------------------------------------ reset
     def reset(self, problem_indices: Sequence[int], episode_seeds: Sequence[int]) -> None:

@@ -179,8 +179,6 @@ integer in [0, 2**64); ``options["problem_index"]`` an integer in [0, len(env.pr
 
 from __future__ import annotations
 
-import copy
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -190,18 +188,16 @@ from pettingzoo import ParallelEnv
 
 from deliberation_env import spaces as de_spaces
 from deliberation_env.config import EnvConfig
-from deliberation_env.core import DeliberationCore, is_integer
+from deliberation_env.core import DeliberationCore
 from deliberation_env.spaces import MetaAction
 from deliberation_env.tasks import Task
+from deliberation_env.values import is_integer
 
 INFOS = ("rich", "numeric")
 TEXT_INFOS = frozenset({"decision", "confidence_method", "text", "problem_id"})
 """Rich info keys that ``infos="numeric"`` leaves out (text, or a decision of any type)."""
 NO_CONCEDE_TARGET = -1.0
 """``concede_target`` in numeric infos when CONCEDE would act as PERSIST (rich infos: None)."""
-RESET_OPTIONS = ("problem_index", "problem_id", "episode_seed")
-EPISODE_SEED_LIMIT = 2**64
-"""Episode seeds lie in [0, 2**64)."""
 
 
 def build_core(num_envs: int, **kwargs: Any) -> DeliberationCore:
@@ -226,31 +222,6 @@ def check_infos(infos: Any) -> str:
     if infos not in INFOS:
         raise ValueError(f"infos must be one of {INFOS}, got {infos!r}")
     return infos
-
-
-def check_seed(seed: Any) -> None:
-    """Raise unless ``seed`` (of ``reset``) is None or a non-negative integer."""
-    if seed is not None and not (is_integer(seed) and seed >= 0):
-        raise ValueError(f"reset seed must be None or a non-negative integer, got {seed!r}")
-
-
-def check_options(options: Any) -> dict[str, Any]:
-    """The reset options as a dict; unknown keys warn (Gymnasium ignores them)."""
-    if options is None:
-        return {}
-    if not isinstance(options, Mapping):
-        raise TypeError(f"reset options must be a dict or None, got {options!r}")
-    unknown = set(options) - set(RESET_OPTIONS)
-    if unknown:  # Gymnasium convention: unknown options are ignored (PettingZoo's tests pass some)
-        warnings.warn(f"ignoring unknown reset options {sorted(unknown)}; known: {', '.join(RESET_OPTIONS)}", stacklevel=3)
-    return dict(options)
-
-
-def check_episode_seed(value: Any, where: str) -> int:
-    """``value`` as an episode seed, or an error naming ``where`` it came from and the valid range."""
-    if not (is_integer(value) and 0 <= value < EPISODE_SEED_LIMIT):
-        raise ValueError(f"{where} must be an integer in [0, 2**64), got {value!r}")
-    return int(value)
 
 
 def check_action(agent: str, action: Any) -> int:
@@ -413,12 +384,8 @@ class DeliberationEnv(ParallelEnv):
                 argument and its valid range), or invalid solver results. The env is then
                 exactly as before the call.
         """
-        check_seed(seed)
-        options = check_options(options)
-        rng = np.random.default_rng(seed) if seed is not None else copy.deepcopy(self._rng)
-        index = self._core.problem_index(options, rng)
-        episode_seed = options.get("episode_seed", int(rng.integers(2**63 - 1)))
-        self._core.reset([index], [check_episode_seed(episode_seed, "options['episode_seed']")])
+        indices, seeds, rng = self._core.starts.draw(seed, options, self._rng, per_env=False)
+        self._core.reset(indices, seeds)
         self._rng = rng  # only now: a reset that raised consumed nothing
         self.agents = list(self.possible_agents)
         return self._observations(), self._infos()

@@ -27,7 +27,6 @@ the same keys as the parallel env's, ``concede_target`` included; with
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import numpy as np
@@ -37,10 +36,7 @@ from deliberation_env import spaces as de_spaces
 from deliberation_env.env import (
     all_infos,
     build_core,
-    check_episode_seed,
     check_infos,
-    check_options,
-    check_seed,
     encode_infos,
     flat_observations,
 )
@@ -111,18 +107,8 @@ class DeliberationVectorEnv:
                 argument, the env and the valid range), or invalid solver results. Every
                 env is then exactly as before the call.
         """
-        check_seed(seed)
-        options = check_options(options)
         core = self._core
-        rng = np.random.default_rng(seed) if seed is not None else copy.deepcopy(self._rng)
-        indices = [core.problem_index(options, rng, env=e) for e in range(self.num_envs)]
-        if "episode_seed" in options:
-            seeds = [
-                check_episode_seed(core.pick(options, "episode_seed", e), f"options['episode_seed'][{e}]")
-                for e in range(self.num_envs)
-            ]
-        else:
-            seeds = rng.integers(2**63 - 1, size=self.num_envs).tolist()
+        indices, seeds, rng = core.starts.draw(seed, options, self._rng, per_env=True)
         core.reset(indices, seeds)
         self._rng = rng  # only now: a reset that raised consumed nothing
         return self._observations(), self._infos()

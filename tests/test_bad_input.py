@@ -192,7 +192,7 @@ def test_vector_env_bad_actions():
         venv.reset(options={"problem_index": [0, 1]})
     with pytest.raises(ValueError, match=r"options\['episode_seed'\]\[2\] must be an integer in \[0, 2\*\*64\)"):
         venv.reset(options={"episode_seed": [0, 1, 2**64]})
-    with pytest.raises(ValueError, match=r"options\['problem_index'\] -1 out of range"):
+    with pytest.raises(ValueError, match=r"options\['problem_index'\]\[2\] -1 out of range"):
         venv.reset(options={"problem_index": [0, 1, -1]})
     with pytest.raises(ValueError, match="reset seed must be None or a non-negative integer"):
         venv.reset(seed=-3)

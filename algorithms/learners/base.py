@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from algorithms.checkpoints import load_checkpoint, save_checkpoint
 from algorithms.losses import kl_regularized_policy_loss
 from algorithms.network import NUM_ACTIONS, MetaPolicyNetwork, NetworkPolicy, stack_observations
 from deliberation_env.spaces import ACTION_NAMES
@@ -209,15 +210,11 @@ class Learner(abc.ABC):
 
     def save(self, path: str | Path) -> None:
         """Write a checkpoint atomically (a killed run keeps the previous one)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(path.suffix + ".tmp")
-        torch.save(self.state_dict(), partial)
-        partial.replace(path)
+        save_checkpoint(self.state_dict(), path)
 
     def load(self, path: str | Path) -> None:
         """Resume from a checkpoint written by :meth:`save`."""
-        self.load_state_dict(torch.load(path, weights_only=False))
+        self.load_state_dict(load_checkpoint(path))
 
 
 @dataclass

@@ -52,6 +52,7 @@ from tqdm.auto import tqdm
 from agents.seeding import derive_seed
 from agents.text_policy import TextPolicy
 from agents.trainable_lm import Completion, TrainableLM
+from algorithms.checkpoints import load_checkpoint, save_checkpoint
 from algorithms.metrics import MetricLogger
 from algorithms.text.config import TextLearnerConfig
 from algorithms.text.losses import (
@@ -476,15 +477,11 @@ class TextPolicyGradientLearner(abc.ABC):
 
     def save(self, path: str | Path) -> None:
         """Write a checkpoint atomically (a killed run keeps the previous one)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(path.suffix + ".tmp")
-        torch.save(self.state_dict(), partial)
-        partial.replace(path)
+        save_checkpoint(self.state_dict(), path)
 
     def load(self, path: str | Path) -> None:
         """Resume from a checkpoint written by :meth:`save`."""
-        self.load_state_dict(torch.load(path, weights_only=False))
+        self.load_state_dict(load_checkpoint(path))
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()

@@ -92,7 +92,6 @@ episode, its RNG) exactly as it was.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
@@ -106,8 +105,7 @@ from pettingzoo import ParallelEnv
 from agents.base import Message
 from agents.seeding import derive_seed, turn_seeds
 from deliberation_env.config import with_max_cycles
-from deliberation_env.core import is_integer, is_number
-from deliberation_env.env import check_episode_seed, check_options, check_seed
+from deliberation_env.starts import Starts
 from deliberation_env.tasks import Problem, Task
 from deliberation_env.tasks import get as get_task
 from deliberation_env.text.protocols.base import (
@@ -122,6 +120,7 @@ from deliberation_env.text.protocols.base import (
 )
 from deliberation_env.text.protocols.coding import CodingProtocol
 from deliberation_env.text.protocols.math import MathProtocol
+from deliberation_env.values import is_integer, is_number
 
 ACTION_MAX_LENGTH = 4_096
 """Longest text the action space's ``sample()`` draws (any longer ``str`` is accepted)."""
@@ -228,7 +227,7 @@ class TextEngine:
         self.problems = self.protocol.problems(split)
         if not self.problems:
             raise ValueError(f"protocol {self.protocol.name!r} has no problems in split {split!r}")
-        self._problem_ids = {p.id: k for k, p in enumerate(self.problems)}
+        self.starts = Starts(self.problems, split, self.protocol.name, self.num_envs)
         self.max_prompt_length = self._longest_prompt()
         self.states: list[EnvState] | None = None
 
@@ -262,33 +261,6 @@ class TextEngine:
         return messages
 
     # ------------------------------------------------------------------ problems and seeds
-    def problem_index(self, options: Mapping[str, Any], rng: np.random.Generator, env: int | None = None) -> int:
-        """The problem of ``options`` (one value, or one per env when ``env`` is given),
-        else one drawn from ``rng``."""
-        if "problem_index" in options and "problem_id" in options:
-            raise ValueError("give options 'problem_index' or 'problem_id', not both")
-        count = len(self.problems)
-        if "problem_index" in options:
-            index = self.pick(options, "problem_index", env)
-            if not (is_integer(index) and 0 <= index < count):
-                raise ValueError(f"options['problem_index'] must be an integer in [0, {count}), got {index!r}")
-            return int(index)
-        if "problem_id" in options:
-            problem_id = self.pick(options, "problem_id", env)
-            if not isinstance(problem_id, str) or problem_id not in self._problem_ids:
-                raise ValueError(f"options['problem_id']: unknown problem id {problem_id!r} in split {self.split!r}")
-            return self._problem_ids[problem_id]
-        return int(rng.integers(count))
-
-    def pick(self, options: Mapping[str, Any], key: str, env: int | None) -> Any:
-        """``options[key]``, or its entry for ``env`` when one value per env is expected."""
-        value = options[key]
-        if env is None:
-            return value
-        if isinstance(value, str) or not isinstance(value, Sequence | np.ndarray) or len(value) != self.num_envs:
-            raise ValueError(f"options[{key!r}] must be a sequence of {self.num_envs} values (one per env), got {value!r}")
-        return value[env]
-
     # ------------------------------------------------------------------ dynamics
     def reset(self, problem_indices: Sequence[int], episode_seeds: Sequence[int]) -> None:
         """Start every env on its problem, with its episode seed."""
@@ -457,13 +429,9 @@ class TextDeliberationEnv(ParallelEnv):
             TypeError, ValueError: On a bad ``seed`` or ``options``, naming it; the env is
                 then exactly as before.
         """
-        check_seed(seed)
-        options = check_options(options)
-        rng = np.random.default_rng(seed) if seed is not None else copy.deepcopy(self._rng)
-        index = self._engine.problem_index(options, rng)
-        episode_seed = options.get("episode_seed", int(rng.integers(2**63 - 1)))
-        self._engine.reset([index], [check_episode_seed(episode_seed, "options['episode_seed']")])
-        self._rng = rng
+        indices, seeds, rng = self._engine.starts.draw(seed, options, self._rng, per_env=False)
+        self._engine.reset(indices, seeds)
+        self._rng = rng  # only now: a reset that raised consumed nothing
         self.agents = list(self.possible_agents)
         return self._observations(), self._engine.infos(0, self.agents)
 

@@ -21,14 +21,12 @@ after every env has ended is an error.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from deliberation_env.env import check_episode_seed, check_options, check_seed
 from deliberation_env.tasks import Problem
 from deliberation_env.text.env import Spaces, TextEngine, check_text
 from deliberation_env.text.protocols.base import TextProtocol
@@ -93,18 +91,8 @@ class TextDeliberationVectorEnv:
             TypeError, ValueError: On a bad ``seed`` or ``options``, naming it and the
                 env; every env is then exactly as before.
         """
-        check_seed(seed)
-        options = check_options(options)
         engine = self._engine
-        rng = np.random.default_rng(seed) if seed is not None else copy.deepcopy(self._rng)
-        indices = [engine.problem_index(options, rng, env=e) for e in range(self.num_envs)]
-        if "episode_seed" in options:
-            seeds = [
-                check_episode_seed(engine.pick(options, "episode_seed", e), f"options['episode_seed'][{e}]")
-                for e in range(self.num_envs)
-            ]
-        else:
-            seeds = rng.integers(2**63 - 1, size=self.num_envs).tolist()
+        indices, seeds, rng = engine.starts.draw(seed, options, self._rng, per_env=True)
         engine.reset(indices, seeds)
         self._rng = rng
         return self._observations(), self._infos()

@@ -178,18 +178,18 @@ def test_bad_actions_raise_and_change_nothing(actions, error, match):
 
 
 @pytest.mark.parametrize(
-    ("options", "match"),
+    ("options", "error", "match"),
     [
-        ({"problem_index": 99}, "problem_index"),
-        ({"problem_index": "0"}, "problem_index"),
-        ({"problem_id": "nope"}, "problem_id"),
-        ({"problem_index": 0, "problem_id": "fixed-0"}, "not both"),
-        ({"episode_seed": -1}, "episode_seed"),
+        ({"problem_index": 99}, ValueError, "problem_index"),
+        ({"problem_index": "0"}, TypeError, "problem_index"),
+        ({"problem_id": "nope"}, ValueError, "problem_id"),
+        ({"problem_index": 0, "problem_id": "fixed-0"}, ValueError, "not both"),
+        ({"episode_seed": -1}, ValueError, "episode_seed"),
     ],
 )
-def test_bad_reset_options_raise_naming_the_option(options, match):
+def test_bad_reset_options_raise_naming_the_option(options, error, match):
     env = text_env(task=FixedTask(ANSWER_7), n_agents=2)
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         env.reset(options=options)
     with pytest.raises(ValueError, match="call reset"):
         env.step({"agent_0": "7", "agent_1": "7"})

@@ -40,9 +40,9 @@ import math
 from collections.abc import Hashable, Sequence
 
 from agents.base import Message
-from deliberation_env.core import is_number
 from deliberation_env.tasks import Problem, Task
 from deliberation_env.text.protocols.base import Outcome, chat, quote
+from deliberation_env.values import is_number
 
 DECISION_CHARS = 200
 """Most characters of one peer decision shown in feedback (longer ones are cut, marked)."""
