@@ -70,8 +70,11 @@ def _third_party(names: set[str]) -> set[str]:
     return {name for name in names if name not in sys.stdlib_module_names and name not in ours}
 
 
+DISTRIBUTIONS = metadata.packages_distributions()  # module -> distributions; slow: read once
+
+
 def _providers(module: str) -> set[str]:
-    return {_normalize(d) for d in metadata.packages_distributions().get(module, [])}
+    return {_normalize(d) for d in DISTRIBUTIONS.get(module, [])}
 
 
 SOURCES = sorted(path for package in PACKAGES for path in (ROOT / package).rglob("*.py"))
