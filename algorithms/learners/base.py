@@ -4,7 +4,8 @@ A learner owns a parameter-shared :class:`~algorithms.network.MetaPolicyNetwork`
 it against a vector env (``de.vector_env``) through the public API only, and saves and
 resumes from checkpoints. :class:`PolicyGradientLearner` reads straight down:
 
-1. ``collect``: B problems, G rollouts each, from the same start state (equal
+1. ``collect``: B problems, G rollouts each, played by :meth:`Learner.play` (the rollout
+   loop every learner shares, SFT included) from the same start state (equal
    ``problem_index`` and ``episode_seed`` give an identical round 0); the policy samples
    every agent's meta-action every round.
 2. ``compute_advantages``: returns (B, G, n_agents) -> advantages (B, G, n_agents). This is
@@ -21,7 +22,7 @@ import abc
 import copy
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -109,10 +110,47 @@ class LearnerConfig:
             )
 
 
+@dataclass
+class Round:
+    """One round of :meth:`Learner.play`, as the sampling policy saw and acted on it.
+
+    Rows of the tensors are agent-major, like
+    :func:`~algorithms.network.stack_observations`: row ``k * num_envs + e`` is agent k of
+    env e.
+
+    Attributes:
+        obs: The vector env's observations before the step.
+        infos: Its per-env infos before the step.
+        self_features: (n_agents * num_envs, d_self) stacked observations.
+        peer_features: (n_agents * num_envs, n_agents - 1, d_peer) their peer rows.
+        logits: (n_agents * num_envs, NUM_ACTIONS) the network's logits.
+        actions: (n_agents * num_envs,) int64 meta-actions sampled from them.
+        live: (n_agents * num_envs,) bool, True where the env's episode is still running.
+        rewards: Per-agent rewards of the step, set once the caller has resumed :meth:`play`.
+        step_infos: Per-env infos after the step, set with ``rewards``.
+    """
+
+    obs: dict[str, Any]
+    infos: list[dict[str, Any]]
+    self_features: torch.Tensor
+    peer_features: torch.Tensor
+    logits: torch.Tensor
+    actions: torch.Tensor
+    live: torch.Tensor
+    rewards: dict[str, np.ndarray] | None = None
+    step_infos: list[dict[str, Any]] | None = None
+
+    @property
+    def logp(self) -> torch.Tensor:
+        """(n_agents * num_envs,) log-probabilities of the sampled actions."""
+        return torch.log_softmax(self.logits, -1).gather(1, self.actions[:, None]).squeeze(1)
+
+
 class Learner(abc.ABC):
     """A trainable meta-policy: network, optimizer, counters, checkpoints.
 
-    Subclasses implement :meth:`train_step` (one collect-and-update cycle).
+    Subclasses implement :meth:`train_step` (one collect-and-update cycle) and collect
+    their batches with :meth:`play`, the one rollout loop they share.
 
     Args:
         config: The learner's config.
@@ -171,9 +209,46 @@ class Learner(abc.ABC):
     def sample_problems(self, count: int) -> tuple[np.ndarray, np.ndarray]:
         """``count`` training problem indices and episode seeds, from the learner's RNG
         (within ``problem_pool`` and ``seed_pool`` when they are set)."""
-        problems = self.rng.integers(self.config.problem_pool or len(self.venv.problems), size=count)
+        problems = self.rng.integers(
+            self.config.problem_pool or len(self.venv.problems), size=count
+        )
         seeds = self.rng.integers(self.config.seed_pool or 2**62, size=count)
         return problems, seeds
+
+    @torch.no_grad()
+    def play(self, problems: np.ndarray, seeds: np.ndarray) -> Iterator[Round]:
+        """Play one episode per env with the sampling policy, a :class:`Round` at a time.
+
+        Each round is yielded before the env steps with its sampled actions; when the
+        caller resumes, the env steps and the round's ``rewards`` and ``step_infos`` are set.
+
+        Args:
+            problems: (num_envs,) problem index of each env.
+            seeds: (num_envs,) episode seed of each env.
+
+        Yields:
+            The rounds, until every episode has ended or ``max_rounds`` is reached.
+        """
+        venv, n_agents = self.venv, len(self.agents)
+        obs, infos = venv.reset(
+            options={"problem_index": problems.tolist(), "episode_seed": seeds.tolist()}
+        )
+        for _ in range(venv.max_rounds):
+            live = torch.as_tensor(np.tile(venv.active, n_agents))
+            if not live.any():
+                return
+            self_features, peer_features = stack_observations(obs, self.agents)
+            logits = self.network(self_features, peer_features)
+            actions = torch.multinomial(
+                torch.softmax(logits, -1), 1, generator=self.generator
+            ).squeeze(1)
+            played = Round(obs, infos, self_features, peer_features, logits, actions, live)
+            yield played
+            per_agent = actions.numpy().reshape(n_agents, venv.num_envs)
+            obs, played.rewards, _, _, infos = venv.step(
+                {a: per_agent[i] for i, a in enumerate(self.agents)}
+            )
+            played.step_infos = infos
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
@@ -329,46 +404,30 @@ class PolicyGradientLearner(Learner):
         """Play B problems G times each with the sampling policy (see the module docstring)."""
         venv, config, n_agents = self.venv, self.config, len(self.agents)
         problems, seeds = self.sample_problems(config.groups_per_update)
-        obs, infos = venv.reset(
-            options={
-                "problem_index": np.repeat(problems, config.group_size).tolist(),
-                "episode_seed": np.repeat(seeds, config.group_size).tolist(),
-            }
+        rounds = list(
+            self.play(np.repeat(problems, config.group_size), np.repeat(seeds, config.group_size))
         )
-        steps: list[tuple[torch.Tensor, ...]] = []
+        steps = [
+            (
+                played.self_features[played.live],
+                played.peer_features[played.live],
+                played.actions[played.live],
+                played.logp[played.live],
+                played.live.nonzero()[:, 0],
+            )
+            for played in rounds
+        ]
         returns = np.zeros((venv.num_envs, n_agents))
         parts = {
             name: np.zeros((venv.num_envs, n_agents)) for name in ("local", "global", "token_cost")
         }
-        for _ in range(venv.max_rounds):
-            # Rows are agent-major, like stack_observations: row k * num_envs + e.
-            live = torch.as_tensor(np.tile(venv.active, n_agents))
-            if not live.any():
-                break
-            self_features, peer_features = stack_observations(obs, self.agents)
-            logits = self.network(self_features, peer_features)
-            actions = torch.multinomial(
-                torch.softmax(logits, -1), 1, generator=self.generator
-            ).squeeze(1)
-            logp = torch.log_softmax(logits, -1).gather(1, actions[:, None]).squeeze(1)
-            steps.append(
-                (
-                    self_features[live],
-                    peer_features[live],
-                    actions[live],
-                    logp[live],
-                    live.nonzero()[:, 0],
-                )
-            )
-            per_agent = actions.numpy().reshape(n_agents, venv.num_envs)
-            obs, rewards, _, _, infos = venv.step(
-                {a: per_agent[i] for i, a in enumerate(self.agents)}
-            )
-            returns += np.stack([rewards[a] for a in self.agents], axis=1)
-            for e, env_infos in enumerate(infos):
+        for played in rounds:
+            returns += np.stack([played.rewards[a] for a in self.agents], axis=1)
+            for e, env_infos in enumerate(played.step_infos):
                 for i, agent in enumerate(self.agents):
                     for name, value in env_infos[agent]["reward_components"].items():
                         parts[name][e, i] += value
+        infos = rounds[-1].step_infos
         self_features, peer_features, actions, logp, rows = (
             torch.cat(column) for column in zip(*steps)
         )

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from algorithms.learners.base import ACTION_NAMES, Learner, LearnerConfig, check_positive
-from algorithms.network import NUM_ACTIONS, MetaPolicyNetwork, stack_observations
+from algorithms.network import NUM_ACTIONS, MetaPolicyNetwork
 from algorithms.policy import Policy
 
 
@@ -105,30 +105,17 @@ class SFT(Learner):
     @torch.no_grad()
     def collect(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, float]]:
         """Play one episode per env with the sampling policy; label states with the teacher."""
-        venv, n_agents = self.venv, len(self.agents)
-        problems, seeds = self.sample_problems(venv.num_envs)
-        obs, infos = venv.reset(
-            options={"problem_index": problems.tolist(), "episode_seed": seeds.tolist()}
-        )
         columns: list[tuple[torch.Tensor, ...]] = []
         agreement = []
-        for _ in range(venv.max_rounds):
-            live = torch.as_tensor(np.tile(venv.active, n_agents))
-            if not live.any():
-                break
-            self_features, peer_features = stack_observations(obs, self.agents)
-            teacher = self.teacher.act(obs, infos)
+        for played in self.play(*self.sample_problems(self.venv.num_envs)):
+            teacher = self.teacher.act(played.obs, played.infos)
             labels = torch.as_tensor(
                 np.concatenate([teacher[a] for a in self.agents]), dtype=torch.int64
             )
-            logits = self.network(self_features, peer_features)
-            actions = torch.multinomial(
-                torch.softmax(logits, -1), 1, generator=self.generator
-            ).squeeze(1)
-            columns.append((self_features[live], peer_features[live], labels[live]))
-            agreement.append((logits.argmax(-1) == labels)[live].double().mean().item())
-            per_agent = actions.numpy().reshape(n_agents, venv.num_envs)
-            obs, _, _, _, infos = venv.step({a: per_agent[i] for i, a in enumerate(self.agents)})
+            live = played.live
+            columns.append((played.self_features[live], played.peer_features[live], labels[live]))
+            agreement.append((played.logits.argmax(-1) == labels)[live].double().mean().item())
+        infos = played.step_infos  # after the last step: the episodes' outcomes
         self_features, peer_features, labels = (torch.cat(column) for column in zip(*columns))
         shares = torch.bincount(labels, minlength=NUM_ACTIONS).double() / len(labels)
         metrics = {

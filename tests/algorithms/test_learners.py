@@ -167,6 +167,21 @@ def test_stop_on_consensus_drops_transitions_of_ended_episodes():
     assert torch.isfinite(learner.compute_advantages(rollout.returns, rollout.team_rewards)).all()
 
 
+def test_play_shows_each_round_before_stepping_the_env():
+    config = SFTConfig(episodes_per_update=12, hidden_size=16, num_heads=2)
+    venv = venv_for(config, stop_on_consensus=True)
+    learner = SFT(config, venv, AlwaysRefine())
+    rounds = []
+    for played in learner.play(*learner.sample_problems(venv.num_envs)):
+        assert played.rewards is None and played.step_infos is None  # not stepped yet
+        assert torch.equal(played.live, torch.as_tensor(np.tile(venv.active, len(learner.agents))))
+        if rounds:  # the previous round's step produced this round's infos
+            assert played.infos is rounds[-1].step_infos
+        rounds.append(played)
+    assert len(rounds) == venv.max_rounds and all(played.rewards for played in rounds)
+    assert rounds[0].live.all() and not rounds[-1].live.all()  # some episodes ended after round 1
+
+
 def test_sft_clones_its_teacher():
     config = SFTConfig(episodes_per_update=16, learning_rate=1e-2, hidden_size=16, num_heads=2)
     venv = venv_for(config)
