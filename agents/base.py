@@ -16,9 +16,10 @@ question, the task's answer-format instruction and its parser) as plain values.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 Message = dict[str, str]
 """A chat message, ``{"role": "system" | "user" | "assistant", "content": str}``."""
@@ -150,8 +151,6 @@ class Turn:
         question: The problem statement.
         instructions: The task's answer-format instruction, appended to prompts.
         parse: The task's parser, text -> canonical decision or ``None``.
-        reference: The reference decision. Read only by simulated solvers, which have no
-            text model and must know what "correct" is; never put into a prompt.
         agent: Agent index in the team.
         round: Deliberation round (0 for the initial solve).
         seed: Seed derived from (episode seed, problem, agent, round).
@@ -162,7 +161,6 @@ class Turn:
     question: str
     instructions: str
     parse: Callable[[str], str | None]
-    reference: str
     agent: int
     round: int
     seed: int
@@ -206,3 +204,50 @@ class Solver(Protocol):
     def introspect(self, turns: Sequence[Turn]) -> list[Confidence]:
         """Judge ``turn.previous``: the probability that it is correct."""
         ...
+
+
+class PrivilegedSolver(ABC):
+    """A team member that is handed the ground truth: the reference decision of every turn.
+
+    The environment passes ``references`` (one reference decision per turn, in order) only
+    to solvers that subclass this class; a plain :class:`Solver` never sees them. It is
+    meant for solvers with no text model, such as :class:`agents.SimulatedTeam`, which must
+    know what "correct" is to simulate being right or wrong.
+    """
+
+    model_id: str
+
+    @abstractmethod
+    def solve(self, turns: Sequence[Turn], references: Sequence[str]) -> list[Answer]:
+        """Round 0: answer each question independently."""
+
+    @abstractmethod
+    def refine(self, turns: Sequence[Turn], references: Sequence[str]) -> list[Answer]:
+        """Re-solve given one's previous answer and the peers' answers and confidences."""
+
+    @abstractmethod
+    def introspect(self, turns: Sequence[Turn], references: Sequence[str]) -> list[Confidence]:
+        """Judge ``turn.previous``: the probability that it is correct."""
+
+
+def call_solver(
+    solver: Solver | PrivilegedSolver, phase: str, turns: Sequence[Turn], references: Sequence[str]
+) -> list[Any]:
+    """Ask ``solver`` to play ``phase`` on ``turns``, handing it ``references`` only if it is privileged.
+
+    The one place where ground truth is passed on: the environment and solver wrappers
+    call solvers through it, so a plain :class:`Solver` never receives a reference.
+
+    Args:
+        solver: The solver to call.
+        phase: ``"solve"``, ``"refine"`` or ``"introspect"``.
+        turns: The turns of the batch.
+        references: The reference decision of each turn's problem, in the order of ``turns``.
+
+    Returns:
+        The solver's results, one per turn.
+    """
+    method = getattr(solver, phase)
+    if isinstance(solver, PrivilegedSolver):
+        return method(turns, references)
+    return method(turns)

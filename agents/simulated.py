@@ -4,6 +4,10 @@ It exists for teaching, for fast optimizer comparisons and so the env's tests ru
 seconds. Its texts start with ``[simulated]`` and its ``model_id`` with ``simulated:``,
 so its results cannot be mistaken for a real LLM's.
 
+It is a :class:`~agents.base.PrivilegedSolver`: having no text model, it must know what
+"correct" is, so the environment hands it the reference decision of every turn as a
+separate ``references`` argument (turns themselves never carry it).
+
 The model, for agent i (every parameter is a scalar or one value per agent):
 
 - **solve** (round 0): correct with probability ``skill[i]``; a wrong answer is drawn
@@ -33,7 +37,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import expit, ndtri
 
-from agents.base import Answer, Confidence, Turn
+from agents.base import Answer, Confidence, PrivilegedSolver, Turn
 from agents.profile import PROFILE_SIZE
 from agents.seeding import uniforms
 
@@ -50,7 +54,7 @@ def _per_agent(name: str, value: float | Sequence[float], low: float, high: floa
     return values
 
 
-class SimulatedTeam:
+class SimulatedTeam(PrivilegedSolver):
     """Calibrated synthetic solvers (see the module docstring for the model).
 
     Per-agent parameters take a scalar (all agents) or a sequence indexed by agent,
@@ -71,8 +75,8 @@ class SimulatedTeam:
     Example:
         >>> from agents.base import Turn
         >>> team = SimulatedTeam(skill=1.0, parse_failure=0.0)
-        >>> turn = Turn("1+1?", "", lambda text: None, reference="2", agent=0, round=0, seed=7)
-        >>> team.solve([turn])[0].decision
+        >>> turn = Turn("1+1?", "", lambda text: None, agent=0, round=0, seed=7)
+        >>> team.solve([turn], references=["2"])[0].decision
         '2'
     """
 
@@ -108,30 +112,32 @@ class SimulatedTeam:
         self.model_id = f"simulated:skill={skills},calibration={self.calibration:g}"
 
     # ------------------------------------------------------------------ Solver API
-    def solve(self, turns: Sequence[Turn]) -> list[Answer]:
+    def solve(self, turns: Sequence[Turn], references: Sequence[str]) -> list[Answer]:
         """Round-0 answers: correct with probability ``skill``."""
         seeds, agents = self._seeds_agents(turns)
         p_correct = self.skill[agents % self.skill.size]
         prompt = np.array([len(t.question) // 4 + 60 for t in turns])
-        return self._answers(turns, seeds, p_correct, self.solve_tokens, prompt)
+        return self._answers(turns, references, seeds, p_correct, self.solve_tokens, prompt)
 
-    def refine(self, turns: Sequence[Turn]) -> list[Answer]:
+    def refine(self, turns: Sequence[Turn], references: Sequence[str]) -> list[Answer]:
         """Refined answers, pulled towards the confidence-weighted correct peers."""
         seeds, agents = self._seeds_agents(turns)
-        support = np.array([self._correct_support(t) for t in turns])
-        was_correct = np.array([t.previous.decision == t.reference for t in turns])
+        rows = list(zip(turns, references, strict=True))
+        support = np.array([self._correct_support(t, reference) for t, reference in rows])
+        was_correct = np.array([t.previous.decision == reference for t, reference in rows])
         stay = 1.0 - self.corruption[agents % self.corruption.size] * (1.0 - support)
         fix = self.self_fix[agents % self.self_fix.size] + self.refine_gain[agents % self.refine_gain.size] * support
         p_correct = np.clip(np.where(was_correct, stay, fix), 0.0, 1.0)
         prompt = np.array(
             [len(t.question) // 4 + 90 + t.previous.completion_tokens + 20 * len(t.peers) for t in turns]
         )
-        return self._answers(turns, seeds, p_correct, self.refine_tokens, prompt)
+        return self._answers(turns, references, seeds, p_correct, self.refine_tokens, prompt)
 
-    def introspect(self, turns: Sequence[Turn]) -> list[Confidence]:
+    def introspect(self, turns: Sequence[Turn], references: Sequence[str]) -> list[Confidence]:
         """Confidences whose informativeness is set by ``calibration``."""
         seeds, _ = self._seeds_agents(turns)
-        sign = np.array([1.0 if t.previous.decision == t.reference else -1.0 for t in turns])
+        rows = zip(turns, references, strict=True)
+        sign = np.array([1.0 if t.previous.decision == reference else -1.0 for t, reference in rows])
         noise = ndtri(uniforms(seeds, _CONF))
         values = expit(self.calibration * sign + self.confidence_noise * noise)
         return [
@@ -147,11 +153,11 @@ class SimulatedTeam:
         return seeds, agents
 
     @staticmethod
-    def _correct_support(turn: Turn) -> float:
+    def _correct_support(turn: Turn, reference: str) -> float:
         total = sum(peer.confidence for peer in turn.peers)
         if total <= 0.0:
             return 0.0
-        return sum(p.confidence for p in turn.peers if p.decision == turn.reference) / total
+        return sum(p.confidence for p in turn.peers if p.decision == reference) / total
 
     def _distractor(self, reference: str, k: int) -> str:
         try:
@@ -160,7 +166,13 @@ class SimulatedTeam:
             return f"wrong-{k}"
 
     def _answers(
-        self, turns: Sequence[Turn], seeds: np.ndarray, p_correct: np.ndarray, mean_tokens: int, prompt: np.ndarray
+        self,
+        turns: Sequence[Turn],
+        references: Sequence[str],
+        seeds: np.ndarray,
+        p_correct: np.ndarray,
+        mean_tokens: int,
+        prompt: np.ndarray,
     ) -> list[Answer]:
         correct = uniforms(seeds, _CORRECT) < p_correct
         which = (uniforms(seeds, _DISTRACTOR) * self.distractors).astype(np.int64)
@@ -170,14 +182,17 @@ class SimulatedTeam:
         eps = ndtri(np.stack([uniforms(seeds, _PROFILE + k) for k in range(PROFILE_SIZE)], axis=1))
         profiles = np.clip(0.5 + 0.1 * sign + 0.2 * eps, 0.0, 1.0).tolist()
         answers = []
-        rows = zip(turns, unparsed.tolist(), correct.tolist(), which.tolist(), profiles, prompt.tolist(), completion.tolist())
-        for turn, unparsed_n, correct_n, which_n, profile, prompt_n, completion_n in rows:
+        rows = zip(
+            turns, references, unparsed.tolist(), correct.tolist(), which.tolist(), profiles, prompt.tolist(),
+            completion.tolist(), strict=True,
+        )
+        for turn, reference, unparsed_n, correct_n, which_n, profile, prompt_n, completion_n in rows:
             if unparsed_n:
                 decision = None
             elif correct_n:
-                decision = turn.reference
+                decision = reference
             else:
-                decision = self._distractor(turn.reference, which_n)
+                decision = self._distractor(reference, which_n)
             text = f"[simulated] agent {turn.agent} round {turn.round}: the answer is {decision}."
             answers.append(Answer(text, decision, tuple(profile), prompt_n, completion_n))
         return answers

@@ -20,35 +20,36 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agents.base import Answer, Confidence, Solver, Turn
+from agents.base import Answer, Confidence, PrivilegedSolver, Solver, Turn, call_solver
 from algorithms import baselines
 from algorithms.evaluate import EvalResult, evaluate
 from deliberation_env.config import EnvConfig
 
 
 @dataclass(frozen=True)
-class OneAgent:
+class OneAgent(PrivilegedSolver):
     """``solver`` answering every agent's turn as its agent 0: k agents are k samples of one
-    agent (their seeds still differ by agent index)."""
+    agent (their seeds still differ by agent index). The reference decisions it is handed
+    reach ``solver`` only if that is privileged too (:func:`agents.base.call_solver`)."""
 
-    solver: Solver
+    solver: Solver | PrivilegedSolver
 
     @property
     def model_id(self) -> str:
         """The wrapped solver's model id."""
         return self.solver.model_id
 
-    def solve(self, turns: Sequence[Turn]) -> list[Answer]:
+    def solve(self, turns: Sequence[Turn], references: Sequence[str]) -> list[Answer]:
         """Round-0 answers of agent 0."""
-        return self.solver.solve(as_agent_zero(turns))
+        return call_solver(self.solver, "solve", as_agent_zero(turns), references)
 
-    def refine(self, turns: Sequence[Turn]) -> list[Answer]:
+    def refine(self, turns: Sequence[Turn], references: Sequence[str]) -> list[Answer]:
         """Refined answers of agent 0 (unused: the baselines only PERSIST)."""
-        return self.solver.refine(as_agent_zero(turns))
+        return call_solver(self.solver, "refine", as_agent_zero(turns), references)
 
-    def introspect(self, turns: Sequence[Turn]) -> list[Confidence]:
+    def introspect(self, turns: Sequence[Turn], references: Sequence[str]) -> list[Confidence]:
         """Confidences of agent 0."""
-        return self.solver.introspect(as_agent_zero(turns))
+        return call_solver(self.solver, "introspect", as_agent_zero(turns), references)
 
 
 def as_agent_zero(turns: Sequence[Turn]) -> list[Turn]:

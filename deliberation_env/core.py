@@ -9,14 +9,13 @@ Consensus, leave-one-out consensus and observations are computed on arrays.
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from agents.base import Answer, Confidence, PeerAnswer, Solver, Turn
+from agents.base import Answer, Confidence, PeerAnswer, Solver, Turn, call_solver
 from agents.profile import PROFILE_SIZE
 from agents.seeding import derive_seed, turn_seeds
 from deliberation_env.spaces import TEXT_CHARSET, TEXT_MAX_LENGTH, MetaAction
@@ -98,6 +97,19 @@ def correct_at(correct: np.ndarray, winner: np.ndarray) -> np.ndarray:
     """
     index = np.maximum(winner, 0).reshape(winner.shape[0], -1)
     return np.take_along_axis(correct, index, axis=1).reshape(winner.shape) & (winner >= 0)
+
+
+def _parser(task: Task, problem: Problem) -> Callable[[str], str | None]:
+    """``task.parse`` of ``problem`` as a function of the text alone, for :attr:`Turn.parse`.
+
+    A closure, not a ``functools.partial``: a partial's repr shows the problem, reference
+    answer included, so a solver that logs its turns would leak the ground truth.
+    """
+
+    def parse(text: str) -> str | None:
+        return task.parse(problem, text)
+
+    return parse
 
 
 def _sanitize(text: str) -> str:
@@ -216,7 +228,7 @@ class DeliberationCore:
         episode_seed = np.array(episode_seeds, dtype=np.uint64)
         ep = Episode(
             problem=problem,
-            parse=[functools.partial(self.task.parse, p) for p in problem],
+            parse=[_parser(self.task, p) for p in problem],
             episode_seed=episode_seed,
             base_seed=np.array(
                 [derive_seed(int(s), p.id) for s, p in zip(episode_seed, problem, strict=True)], dtype=np.uint64
@@ -237,7 +249,7 @@ class DeliberationCore:
             reward_parts={name: np.zeros((E, n)) for name in REWARD_PARTS},
         )
         cells = [(e, i) for e in range(E) for i in range(n)]
-        tokens = self._apply_answers(ep, self._call("solve", self._turns(ep, cells)))
+        tokens = self._apply_answers(ep, self._call(ep, "solve", self._turns(ep, cells)))
         tokens += self._introspect(ep, cells)
         ep.step_tokens = tokens
         ep.episode_tokens += tokens.sum(0)
@@ -252,7 +264,7 @@ class DeliberationCore:
         live = before.active
 
         refine_cells = [(int(e), int(i)) for e, i in zip(*np.nonzero(live[:, None] & (actions == MetaAction.REFINE)))]
-        refined = self._call("refine", self._turns(ep, refine_cells, with_peers=True))
+        refined = self._call(ep, "refine", self._turns(ep, refine_cells, with_peers=True))
 
         new_answers: dict[tuple[int, int], Answer] = dict(refined)
         conceding = live[:, None] & (actions == MetaAction.CONCEDE) & (before.concede_target >= 0)
@@ -305,22 +317,26 @@ class DeliberationCore:
         peer_order = self._peer_order.tolist()
         turns = {}
         for (e, i), r, seed in zip(cells, rounds.tolist(), seeds, strict=True):
-            problem: Problem = ep.problem[e]
             peers: tuple[PeerAnswer, ...] = ()
             if with_peers:
                 peers = tuple(PeerAnswer(answers[e][j].text, answers[e][j].decision, conf[e][j]) for j in peer_order[i])
-            turns[e, i] = Turn(problem.question, instructions, ep.parse[e], problem.answer, i, r, seed,
-                               answers[e][i], peers)
+            turns[e, i] = Turn(ep.problem[e].question, instructions, ep.parse[e], i, r, seed, answers[e][i], peers)
         return turns
 
-    def _call(self, phase: str, turns: dict[tuple[int, int], Turn]) -> dict[tuple[int, int], Any]:
-        """One call per solver with all of its turns; results keyed like ``turns``."""
+    def _call(self, ep: Episode, phase: str, turns: dict[tuple[int, int], Turn]) -> dict[tuple[int, int], Any]:
+        """One call per solver with all of its turns; results keyed like ``turns``.
+
+        Only a :class:`~agents.base.PrivilegedSolver` is also given the reference decisions
+        of its turns' problems (:func:`~agents.base.call_solver`); every other solver sees
+        the turns alone.
+        """
         results: dict[tuple[int, int], Any] = {}
         for solver, agents in self._solver_groups.values():
             cells = list(turns) if len(agents) == self.n_agents else [c for c in turns if c[1] in agents]
             if not cells:
                 continue
-            outputs = getattr(solver, phase)([turns[c] for c in cells])
+            references = [ep.problem[e].answer for e, _ in cells]
+            outputs = call_solver(solver, phase, [turns[c] for c in cells], references)
             if len(outputs) != len(cells):
                 raise RuntimeError(
                     f"solver {solver.model_id!r} returned {len(outputs)} results for {len(cells)} {phase} turns"
@@ -350,7 +366,7 @@ class DeliberationCore:
     def _introspect(self, ep: Episode, cells: list[tuple[int, int]]) -> np.ndarray:
         """Introspect the current answers of ``cells``; return (prompt, completion) tokens (2, E, n)."""
         tokens = np.zeros((2, self.num_envs, self.n_agents), dtype=np.int64)
-        confidences: dict[tuple[int, int], Confidence] = self._call("introspect", self._turns(ep, cells))
+        confidences: dict[tuple[int, int], Confidence] = self._call(ep, "introspect", self._turns(ep, cells))
         if not confidences:
             return tokens
         cells = list(confidences)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import deliberation_env as de
-from agents.base import BackendError
+from agents.base import BackendError, PrivilegedSolver
 from agents.simulated import SimulatedTeam
 
 ROUND_ACTIONS = [{"agent_0": 1, "agent_1": 2, "agent_2": 0}, {"agent_0": 1, "agent_1": 1, "agent_2": 2}]
@@ -14,7 +14,7 @@ ROUND_ACTIONS = [{"agent_0": 1, "agent_1": 2, "agent_2": 0}, {"agent_0": 1, "age
 SCRIPT = [("reset", 3), ("step", 0), ("step", 1), ("reset", None), ("step", 1), ("step", 0)]
 
 
-class FaultySolver:
+class FaultySolver(PrivilegedSolver):
     """The simulated team, except that the ``fail_at``-th call of ``phase`` raises."""
 
     def __init__(self, phase: str | None = None, fail_at: int = 0):
@@ -23,21 +23,21 @@ class FaultySolver:
         self.phase, self.fail_at = phase, fail_at
         self.count = 0
 
-    def _call(self, phase, turns):
+    def _call(self, phase, turns, references):
         if phase == self.phase:
             self.count += 1
             if self.count == self.fail_at:
                 raise BackendError(f"backend {self.model_id!r} failed on {phase} call {self.count}")
-        return getattr(self.inner, phase)(turns)
+        return getattr(self.inner, phase)(turns, references)
 
-    def solve(self, turns):
-        return self._call("solve", turns)
+    def solve(self, turns, references):
+        return self._call("solve", turns, references)
 
-    def refine(self, turns):
-        return self._call("refine", turns)
+    def refine(self, turns, references):
+        return self._call("refine", turns, references)
 
-    def introspect(self, turns):
-        return self._call("introspect", turns)
+    def introspect(self, turns, references):
+        return self._call("introspect", turns, references)
 
 
 def call(env, kind, arg):

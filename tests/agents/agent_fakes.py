@@ -57,7 +57,6 @@ def make_turn(
         question,
         NUMERIC_INSTRUCTIONS,
         extract_number,
-        "7",
         agent,
         round,
         seed,

@@ -10,35 +10,36 @@ from typing import Any
 import pytest
 
 import deliberation_env as de
-from agents.base import Answer, Confidence, Turn
+from agents.base import Answer, Confidence, PrivilegedSolver, Turn
 from agents.profile import PROFILE_SIZE
 from deliberation_env.tasks.humaneval import HumanEvalTask
 
 
-class ScriptedSolver:
-    """A team member that writes ``reply(turn)`` and is always 90% confident."""
+class ScriptedSolver(PrivilegedSolver):
+    """A team member that writes ``reply(turn, reference)`` and is always 90% confident;
+    privileged, so that it can script right answers from the reference."""
 
     model_id = "scripted"
 
-    def __init__(self, reply: Callable[[Turn], str]) -> None:
+    def __init__(self, reply: Callable[[Turn, str], str]) -> None:
         self.reply = reply
 
-    def solve(self, turns: Sequence[Turn]) -> list[Answer]:
-        return [self._answer(turn) for turn in turns]
+    def solve(self, turns: Sequence[Turn], references: Sequence[str]) -> list[Answer]:
+        return [self._answer(turn, reference) for turn, reference in zip(turns, references, strict=True)]
 
-    def refine(self, turns: Sequence[Turn]) -> list[Answer]:
-        return [self._answer(turn) for turn in turns]
+    def refine(self, turns: Sequence[Turn], references: Sequence[str]) -> list[Answer]:
+        return [self._answer(turn, reference) for turn, reference in zip(turns, references, strict=True)]
 
-    def introspect(self, turns: Sequence[Turn]) -> list[Confidence]:
+    def introspect(self, turns: Sequence[Turn], references: Sequence[str]) -> list[Confidence]:
         return [Confidence(0.9, "verbalized") for _ in turns]
 
-    def _answer(self, turn: Turn) -> Answer:
-        text = self.reply(turn)
+    def _answer(self, turn: Turn, reference: str) -> Answer:
+        text = self.reply(turn, reference)
         return Answer(text, turn.parse(text), (0.5,) * PROFILE_SIZE)
 
 
 def run_episode(
-    right: Callable[[Turn], str], wrong: Callable[[Turn], str], **task: Any
+    right: Callable[[Turn, str], str], wrong: Callable[[Turn, str], str], **task: Any
 ) -> list[dict]:
     """Two right agents and one wrong one on the first test problem; all persist for two rounds.
 
@@ -73,10 +74,10 @@ def test_math_episode(tmp_path):
     (tmp_path / "math.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     history = run_episode(
         task=de.tasks.get("math", path=tmp_path / "math.jsonl"),
-        right=lambda turn: (
-            f"Step by step... so the answer is $\\boxed{{\\frac{{{2 * int(turn.reference)}}}{{2}}}}$."
+        right=lambda turn, reference: (
+            f"Step by step... so the answer is $\\boxed{{\\frac{{{2 * int(reference)}}}{{2}}}}$."
         ),
-        wrong=lambda turn: "The answer is 1000.",
+        wrong=lambda turn, reference: "The answer is 1000.",
     )
     assert_right_right_wrong(history)
     assert history[0]["agent_2"]["decision"] == "1000"
@@ -89,8 +90,8 @@ def test_aime_and_amc_episodes(tmp_path, name):
     history = run_episode(
         task=name,  # by name, as users do
         task_kwargs={"path": tmp_path / "data.jsonl"},
-        right=lambda turn: f"\\boxed{{{turn.reference}}}",
-        wrong=lambda turn: "\\boxed{-1}",
+        right=lambda turn, reference: f"\\boxed{{{reference}}}",
+        wrong=lambda turn, reference: "\\boxed{-1}",
     )
     assert_right_right_wrong(history)
 
@@ -103,8 +104,8 @@ def test_mmlu_episode(tmp_path):
     history = run_episode(
         task="mmlu",
         task_kwargs={"path": tmp_path},
-        right=lambda turn: f"Let me think. Answer: {turn.reference}",
-        wrong=lambda turn: "Answer: " + ("B" if turn.reference == "A" else "A"),
+        right=lambda turn, reference: f"Let me think. Answer: {reference}",
+        wrong=lambda turn, reference: "Answer: " + ("B" if reference == "A" else "A"),
     )
     assert_right_right_wrong(history)
 
@@ -113,16 +114,16 @@ def test_humaneval_episode():
     task = HumanEvalTask()
     history = run_episode(
         task=task,
-        right=lambda turn: f"Here you go:\n```python\n{turn.reference}```",
-        wrong=lambda turn: "```python\n" + turn.question + "    return None\n```",
+        right=lambda turn, reference: f"Here you go:\n```python\n{reference}```",
+        wrong=lambda turn, reference: "```python\n" + turn.question + "    return None\n```",
     )
     assert_right_right_wrong(history)
     assert history[-1]["agent_0"]["problem_id"] == task.problems("test")[0].id
 
 
 def test_humaneval_conceding_agent_adopts_the_behaviourally_different_answer():
-    right = ScriptedSolver(lambda turn: f"```python\n{turn.reference}```")
-    wrong = ScriptedSolver(lambda turn: "```python\n" + turn.question + "    return None\n```")
+    right = ScriptedSolver(lambda turn, reference: f"```python\n{reference}```")
+    wrong = ScriptedSolver(lambda turn, reference: "```python\n" + turn.question + "    return None\n```")
     env = de.parallel_env(
         task=HumanEvalTask(), team=[right, right, wrong], n_agents=3, max_rounds=1, split="test"
     )
