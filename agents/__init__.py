@@ -33,6 +33,7 @@ from agents.base import (
     LogprobRequest,
     LogprobResult,
     PeerAnswer,
+    PrivilegedSolver,
     Solver,
     Turn,
 )
@@ -98,6 +99,7 @@ __all__ = [
     "LogprobRequest",
     "LogprobResult",
     "PeerAnswer",
+    "PrivilegedSolver",
     "SimulatedTeam",
     "Solver",
     "TextPolicy",
