@@ -5,6 +5,10 @@
 - ``deliberate train --algo softrankpo ...``: train one learner (:mod:`algorithms.harness`).
 - ``deliberate compare --algos softrankpo grpo magrpo --seeds 5 ...``: optimizers on the same
   env, problems and budget, with learning curves, final accuracies and ablations.
+- ``deliberate train --env text --algo magrpo ...``: train the LLMs themselves on the text-action
+  env (:func:`algorithms.text.train`; the learner's config fields are the options).
+- ``deliberate compare --env text --algos magrpo,grpo,softrankpo --seeds 2 ...``: the LLM-weight
+  learners x seeds on the same settings: a table and ``compare.json``.
 - ``deliberate run|train|compare --config FILE``: start from a YAML/JSON config file
   (:mod:`algorithms.config_files`; the paper experiments are in ``examples/configs/``).
 - ``deliberate tasks list`` / ``deliberate tasks show NAME [--path ...]``.
@@ -35,6 +39,7 @@ from agents import SMOLLM2_TEMPERATURE
 from agents.base import Backend, Solver
 from agents.specs import backend_from_spec
 from algorithms import baselines, config_files, harness, plots, text_eval
+from algorithms import text as text_learners
 from algorithms.compute_matched import compute_matched
 from algorithms.evaluate import EvalResult, evaluate
 from deliberation_env.config import EnvConfig
@@ -207,6 +212,158 @@ def results_table(results: list[EvalResult], title: str) -> Table:
     return table
 
 
+# ---------------------------------------------------------------------------- train/compare --env text
+TEXT_COMPARE_FILE = "compare.json"
+"""The results file of ``deliberate compare --env text`` (in ``<out_dir>/<name>/``)."""
+
+
+@dataclass
+class TextCompare:
+    """Compare the LLM-weight learners (``algorithms.text``) over seeds on the same settings:
+    a summary table and ``<out_dir>/<name>/compare.json``; each run's files in
+    ``<out_dir>/<name>/<algo>/seed<k>/``."""
+
+    learner: tyro.conf.OmitArgPrefixes[text_learners.TextLearnerConfig] = field(
+        default_factory=text_learners.TextLearnerConfig
+    )
+    """The settings every learner shares (``--model``, ``--task``, ``--updates``, ...; no
+    prefix). Those left at their default keep each learner's own default (SoftRankPO's
+    ``kl_coef`` 0.02); ``seed`` and ``run_dir`` are set per run."""
+    algos: tuple[str, ...] = ("magrpo", "grpo", "softrankpo")
+    """Learners to compare (``algorithms.text.TEXT_CONFIGS``)."""
+    seeds: int = 2
+    """Seeds per learner: 0 .. seeds-1."""
+    name: str = "text-compare"
+    """Results go to ``<out_dir>/<name>/``."""
+    out_dir: Path = Path("runs")
+    """Where run folders go."""
+
+    def __post_init__(self) -> None:
+        unknown = [a for a in self.algos if a not in text_learners.TEXT_CONFIGS]
+        if unknown or not self.algos:
+            raise ValueError(f"--algos must be a non-empty subset of {sorted(text_learners.TEXT_CONFIGS)}, got {self.algos}")
+        if self.seeds < 1:
+            raise ValueError(f"--seeds must be >= 1, got {self.seeds}")
+
+    def run_config(self, algo: str, seed: int) -> text_learners.TextLearnerConfig:
+        """The config of ``algo`` at ``seed``: the shared settings that differ from their
+        defaults over the learner's own defaults, and its run folder."""
+        defaults = asdict(text_learners.TextLearnerConfig())
+        given = {k: v for k, v in asdict(self.learner).items() if v != defaults[k]}
+        run_dir = self.out_dir / self.name / algo / f"seed{seed}"
+        return text_learners.TEXT_CONFIGS[algo](**{**given, "seed": seed, "run_dir": str(run_dir)})
+
+
+def text_command(argv: list[str]) -> tuple[str, list[str]] | None:
+    """``(command, the other arguments)`` when ``argv`` is ``train|compare --env text ...``, else None.
+
+    >>> text_command(["train", "--env", "text", "--algo", "grpo"])
+    ('train', ['--algo', 'grpo'])
+    """
+    if not argv or argv[0] not in ("train", "compare"):
+        return None
+    for k, arg in enumerate(argv):
+        if arg == "--env=text":
+            return argv[0], argv[1:k] + argv[k + 1:]
+        if arg == "--env" and k + 1 < len(argv) and argv[k + 1] == "text":
+            return argv[0], argv[1:k] + argv[k + 2:]
+    return None
+
+
+def parse_text_train(args: list[str]) -> text_learners.TextLearnerConfig:
+    """The learner config of ``deliberate train --env text --algo NAME ...`` (default magrpo)."""
+    algo, rest = "magrpo", list(args)
+    for k, arg in enumerate(args):
+        if arg.startswith("--algo="):
+            algo, rest = arg.partition("=")[2], args[:k] + args[k + 1:]
+        elif arg == "--algo":
+            if k + 1 >= len(args):
+                raise SystemExit("deliberate train --env text: --algo needs a name")
+            algo, rest = args[k + 1], args[:k] + args[k + 2:]
+    if algo not in text_learners.TEXT_CONFIGS:
+        raise SystemExit(
+            f"deliberate train --env text: --algo must be one of {sorted(text_learners.TEXT_CONFIGS)}, got {algo!r}"
+        )
+    return tyro.cli(text_learners.TEXT_CONFIGS[algo], args=rest, prog=f"deliberate train --env text --algo {algo}")
+
+
+def train_text(config: text_learners.TextLearnerConfig) -> dict[str, Any]:
+    """``deliberate train --env text``: train with :func:`algorithms.text.train`; print the
+    last update's rewards and the held-out evaluation; return the final metrics."""
+    result = text_learners.train(config)
+    final = result.history[-1] if result.history else {}
+    console.print(text_train_table(type(result.learner).__name__, final, result.before, result.after))
+    if config.run_dir:
+        console.print(f"wrote metrics.jsonl, checkpoint.pt, adapters and summary.json to {config.run_dir}")
+    return {**final, **{f"after/{k}": v for k, v in result.after.items()}}
+
+
+def text_train_table(title: str, final: dict[str, float], before: dict[str, float], after: dict[str, float]) -> Table:
+    """The last update's metrics and the held-out evaluation before and after training."""
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key in ("rewards/joint/mean", "rewards/correct/mean", "rewards/format/mean"):
+        if key in final:
+            table.add_row(f"last update {key}", f"{final[key]:.3f}")
+    for key, value in before.items():
+        table.add_row(f"held-out {key}", f"{value:.3f} -> {after[key]:.3f}")
+    return table
+
+
+TEXT_COMPARE_METRICS = ("rewards/joint/mean", "rewards/correct/mean", "eval/joint", "eval/correct")
+"""What ``compare --env text`` summarizes per learner: the last update's rewards and, with
+``--eval-problems``, the held-out greedy evaluation after training."""
+
+
+def compare_text(cfg: TextCompare) -> dict[str, Any]:
+    """``deliberate compare --env text``: every learner x seed; table and ``compare.json``."""
+    runs = []
+    for algo in cfg.algos:
+        for seed in range(cfg.seeds):
+            result = text_learners.train(cfg.run_config(algo, seed))
+            final = result.history[-1] if result.history else {}
+            runs.append({"algo": algo, "seed": seed, "final": final, "before": result.before, "after": result.after})
+    summary = {algo: summarize_text_runs([r for r in runs if r["algo"] == algo]) for algo in cfg.algos}
+    folder = cfg.out_dir / cfg.name
+    record = {
+        "config": json.loads(json.dumps(asdict(cfg), default=str)),
+        "env": "text-deliberation-v0",
+        "deliberation_env_version": de.__version__,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "summary": summary,
+        "runs": runs,
+    }
+    (folder / TEXT_COMPARE_FILE).write_text(json.dumps(record, indent=2))
+    console.print(text_compare_table(summary, f"LLM-weight learners, {cfg.seeds} seed(s), {cfg.learner.updates} updates"))
+    console.print(f"wrote {folder / TEXT_COMPARE_FILE}")
+    return record
+
+
+def summarize_text_runs(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Mean and 95% CI over the seeds of one learner's runs, per :data:`TEXT_COMPARE_METRICS`
+    that every run has."""
+    values = [{**run["final"], **run["after"]} for run in runs]
+    return {
+        metric: harness.mean_ci([v[metric] for v in values])
+        for metric in TEXT_COMPARE_METRICS
+        if all(metric in v for v in values)
+    }
+
+
+def text_compare_table(summary: dict[str, dict[str, dict[str, float]]], title: str) -> Table:
+    """Mean +- 95% CI over seeds of each learner's final metrics."""
+    metrics = [m for m in TEXT_COMPARE_METRICS if any(m in row for row in summary.values())]
+    table = Table(title=title)
+    table.add_column("algo")
+    for metric in metrics:
+        table.add_column(metric, justify="right")
+    for algo, row in summary.items():
+        table.add_row(algo, *(f"{row[m]['mean']:.3f} +- {row[m]['ci95']:.3f}" if m in row else "-" for m in metrics))
+    table.caption = "last update's rewards and held-out greedy evaluation after training; mean +- 95% CI over seeds"
+    return table
+
+
 # ---------------------------------------------------------------------------- tasks
 @dataclass
 class TasksList:
@@ -362,10 +519,26 @@ def parse(args: list[str]) -> Any:
     return tyro.cli(CONFIGURABLE[command], args=rest, default=default, prog=f"deliberate {command}")
 
 
+def parse_text(command: str, args: list[str]) -> text_learners.TextLearnerConfig | TextCompare:
+    """The config of ``deliberate train|compare --env text ...`` (no ``--config`` files yet)."""
+    if any(arg == "--config" or arg.startswith("--config=") for arg in args):
+        raise SystemExit(f"deliberate {command} --env text: --config files are not supported yet; give the options")
+    if command == "train":
+        return parse_text_train(args)
+    return tyro.cli(TextCompare, args=args, prog="deliberate compare --env text")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``deliberate`` console script."""
-    cfg = parse(split_comma_lists(sys.argv[1:] if argv is None else argv))
-    _HANDLERS[type(cfg)](cfg)
+    args = split_comma_lists(sys.argv[1:] if argv is None else argv)
+    text = text_command(args)
+    if text is None:
+        cfg = parse(args)
+        _HANDLERS[type(cfg)](cfg)
+    elif isinstance(cfg := parse_text(*text), TextCompare):
+        compare_text(cfg)
+    else:
+        train_text(cfg)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,88 @@
+"""``deliberate train --env text`` and ``deliberate compare --env text``, in-process with the
+tiny random model and one short update (issue 11)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from algorithms import cli
+from algorithms.text import TextGRPOConfig, TextSoftRankPOConfig
+
+TINY = ["--model", "tiny", "--groups-per-update", "1", "--group-size", "2", "--max-new-tokens", "4",
+        "--no-progress"]  # fmt: skip
+
+
+def test_train_text_writes_the_run_files_and_prints_the_table(tmp_path, capsys):
+    run_dir = tmp_path / "grpo-run"
+    cli.main(["train", "--env", "text", "--algo", "grpo", *TINY, "--updates", "2", "--eps", "0.001",
+              "--eval-problems", "2", "--run-dir", str(run_dir)])  # fmt: skip
+
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["charts/update"] for line in lines] == [1.0, 2.0]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["algo"] == "grpo"
+    assert summary["config"]["eps"] == 0.001
+    assert set(summary["after"]) == {"eval/correct", "eval/format", "eval/joint"}
+    assert (run_dir / "checkpoint.pt").is_file()
+    assert {"agent_0", "agent_1"} <= {p.name for p in (run_dir / "adapters").iterdir()}
+    out = capsys.readouterr().out
+    assert "TextGRPO" in out
+    assert "held-out eval/joint" in out
+
+
+def test_train_text_parses_the_learners_own_config():
+    config = cli.parse_text(*cli.text_command(["train", "--env=text", "--algo=softrankpo", "--tau", "0.25"]))
+    assert type(config) is TextSoftRankPOConfig
+    assert config.tau == 0.25
+    assert config.kl_coef == 0.02
+
+
+def test_train_text_rejects_an_unknown_algo_by_name():
+    with pytest.raises(SystemExit, match="--algo must be one of .*'ppo'"):
+        cli.main(["train", "--env", "text", "--algo", "ppo"])
+
+
+def test_train_text_rejects_another_learners_option():
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--env", "text", "--algo", "magrpo", "--tau", "0.25"])
+
+
+def test_compare_text_runs_algos_by_seeds_and_writes_the_table_and_json(tmp_path, capsys):
+    cli.main(["compare", "--env", "text", "--algos", "magrpo,grpo", "--seeds", "2", *TINY, "--updates", "1",
+              "--name", "cmp", "--out-dir", str(tmp_path)])  # fmt: skip
+
+    folder = tmp_path / "cmp"
+    for algo in ("magrpo", "grpo"):
+        for seed in (0, 1):
+            summary = json.loads((folder / algo / f"seed{seed}" / "summary.json").read_text())
+            assert (summary["algo"], summary["config"]["seed"]) == (algo, seed)
+    record = json.loads((folder / cli.TEXT_COMPARE_FILE).read_text())
+    assert [(r["algo"], r["seed"]) for r in record["runs"]] == [("magrpo", 0), ("magrpo", 1), ("grpo", 0), ("grpo", 1)]
+    assert record["summary"]["grpo"]["rewards/joint/mean"]["n"] == 2
+    assert "eval/joint" not in record["summary"]["grpo"]  # no --eval-problems: no held-out column
+    out = capsys.readouterr().out
+    assert "magrpo" in out and "grpo" in out
+    assert "rewards/joint/mean" in out
+
+
+def test_compare_text_keeps_each_learners_defaults_under_shared_settings(tmp_path):
+    cfg = cli.parse_text("compare", ["--model", "tiny", "--learning-rate", "0.001", "--out-dir", str(tmp_path)])
+    softrankpo = cfg.run_config("softrankpo", 1)
+    assert type(softrankpo) is TextSoftRankPOConfig
+    assert (softrankpo.learning_rate, softrankpo.kl_coef, softrankpo.seed) == (0.001, 0.02, 1)
+    assert softrankpo.run_dir == str(tmp_path / "text-compare" / "softrankpo" / "seed1")
+    assert type(cfg.run_config("grpo", 0)) is TextGRPOConfig
+
+
+def test_compare_text_rejects_unknown_algos_and_bad_seeds():
+    with pytest.raises(ValueError, match="--algos must be a non-empty subset"):
+        cli.TextCompare(algos=("magrpo", "ppo"))
+    with pytest.raises(ValueError, match="--seeds must be >= 1"):
+        cli.TextCompare(seeds=0)
+
+
+def test_meta_train_is_not_routed_to_the_text_learners():
+    assert cli.text_command(["train", "--algo", "grpo"]) is None
+    assert cli.text_command(["compare", "--env", "meta"]) is None
