@@ -86,3 +86,8 @@ def test_compare_text_rejects_unknown_algos_and_bad_seeds():
 def test_meta_train_is_not_routed_to_the_text_learners():
     assert cli.text_command(["train", "--algo", "grpo"]) is None
     assert cli.text_command(["compare", "--env", "meta"]) is None
+
+
+def test_text_commands_refuse_a_config_file_by_name():
+    with pytest.raises(SystemExit, match="--config files are not supported"):
+        cli.main(["compare", "--env", "text", "--config", "examples/configs/none.yaml"])
