@@ -58,11 +58,11 @@ def as_agent_zero(turns: Sequence[Turn]) -> list[Turn]:
 
 
 def samples_of_one_agent(
-    member: Solver, config: EnvConfig, k: int, problems: Sequence[int], seed: int, num_envs: int
+    member: Solver, config: EnvConfig, k: int, problems: Sequence[int], seed: int, num_envs: int, label: str
 ) -> EvalResult:
     """k answers of ``member`` per problem, never revised, on ``config``'s task and split."""
     venv = config.make(num_envs, team=OneAgent(member), n_agents=k, max_rounds=1, stop_on_consensus=False)
-    return evaluate(baselines.get("independent"), venv, problems, seed=seed, progress=False)
+    return evaluate(baselines.get("independent"), venv, problems, seed=seed, label=label)
 
 
 def compute_matched(
@@ -79,7 +79,7 @@ def compute_matched(
         seed: The evaluation seed of the team's results.
         num_envs: Episodes stepped together.
     """
-    pair = samples_of_one_agent(member, config, 2, problems, seed, num_envs)
+    pair = samples_of_one_agent(member, config, 2, problems, seed, num_envs, "eval single agent")
     single_accuracy = pair.accuracy[0]  # mean over two samples: one sample's expected accuracy
     single = dataclasses.replace(
         pair,
@@ -90,5 +90,5 @@ def compute_matched(
     )
     budget = max(result.tokens_per_problem for result in team_results)
     k = max(2, round(budget / single.tokens_per_problem))
-    votes = samples_of_one_agent(member, config, k, problems, seed, num_envs)
+    votes = samples_of_one_agent(member, config, k, problems, seed, num_envs, f"eval self-consistency k={k}")
     return [single, dataclasses.replace(votes, policy=f"self-consistency k={k}")]

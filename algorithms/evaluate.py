@@ -61,6 +61,7 @@ def evaluate(
     problem_indices: Sequence[int],
     seed: int = 0,
     progress: bool = True,
+    label: str | None = None,
 ) -> EvalResult:
     """Run one episode per problem and aggregate accuracy, tokens and actions.
 
@@ -70,6 +71,7 @@ def evaluate(
         problem_indices: Problems to evaluate on, ``venv.num_envs`` at a time.
         seed: Evaluation seed; problem k always gets episode seed f(seed, problem id).
         progress: Show a progress bar.
+        label: The progress bar's label (default: ``eval <policy name>``).
 
     Returns:
         The aggregated :class:`EvalResult`.
@@ -83,7 +85,7 @@ def evaluate(
     action_counts = np.zeros(len(de.MetaAction))
     conf_all: list[float] = []
     correct_all: list[bool] = []
-    bar = tqdm(total=len(problem_indices), desc=f"eval {policy.name}", unit="problem", disable=not progress)
+    bar = tqdm(total=len(problem_indices), desc=label or f"eval {policy.name}", unit="problem", disable=not progress)
     for start in range(0, len(problem_indices), E):
         chunk = list(problem_indices[start : start + E])
         n_real = len(chunk)
