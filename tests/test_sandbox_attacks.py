@@ -7,6 +7,8 @@ uid change), where the judge still decides alone.
 
 from __future__ import annotations
 
+import colorsys
+import email
 import os
 from pathlib import Path
 
@@ -281,8 +283,10 @@ def test_the_tests_are_never_in_the_candidates_memory(mode, leaked):
 
 @needs_namespaces
 def test_hidden_paths_cannot_be_read():
-    hidden_dir = Path(sandbox.__file__).parent / "tasks"
-    hidden_file = Path(sandbox.__file__).with_name("_sandbox_codec.py")
+    # Standard-library paths: visible in every sandbox wherever the checkout lives (a
+    # checkout under /tmp is behind the sandbox's private /tmp anyway).
+    hidden_dir = Path(email.__file__).parent
+    hidden_file = Path(colorsys.__file__)
     program = (
         "import os\n"
         "def add(a, b):\n"
