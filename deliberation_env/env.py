@@ -191,7 +191,7 @@ from deliberation_env.config import EnvConfig
 from deliberation_env.core import DeliberationCore
 from deliberation_env.spaces import MetaAction
 from deliberation_env.tasks import Task
-from deliberation_env.values import is_integer
+from deliberation_env.values import check_action_keys, is_integer
 
 INFOS = ("rich", "numeric")
 TEXT_INFOS = frozenset({"decision", "confidence_method", "text", "problem_id"})
@@ -401,12 +401,7 @@ class DeliberationEnv(ParallelEnv):
         """
         if not self.agents:
             raise ValueError("the episode has ended (or never started): call reset() first")
-        if not isinstance(actions, dict):
-            raise TypeError(f"actions must be a dict keyed by agent, got {type(actions).__name__}")
-        missing = [a for a in self.agents if a not in actions]
-        extra = [a for a in actions if a not in self.agents]
-        if missing or extra:
-            raise ValueError(f"actions must have exactly the live agents {self.agents}: missing {missing}, unknown {extra}")
+        check_action_keys(actions, self.agents)
         row = np.array([[check_action(a, actions[a]) for a in self.possible_agents]])
         rewards = self._core.step(row)[0]
         core = self._core

@@ -40,6 +40,7 @@ from deliberation_env.env import (
     encode_infos,
     flat_observations,
 )
+from deliberation_env.values import check_action_keys
 
 
 class DeliberationVectorEnv:
@@ -126,12 +127,7 @@ class DeliberationVectorEnv:
             raise ValueError("no episode: call reset() before step()")
         if not core.episode.active.any():
             raise ValueError("every episode has ended: call reset() first")
-        if not isinstance(actions, dict):
-            raise TypeError(f"actions must be a dict keyed by agent, got {type(actions).__name__}")
-        missing = [a for a in self.agents if a not in actions]
-        extra = [a for a in actions if a not in self.agents]
-        if missing or extra:
-            raise ValueError(f"actions must have exactly the agents {self.agents}: missing {missing}, unknown {extra}")
+        check_action_keys(actions, self.agents)
         table = np.empty((self.num_envs, self.n_agents), dtype=np.int64)
         for i, agent in enumerate(self.agents):
             column = np.asarray(actions[agent])

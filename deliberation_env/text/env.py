@@ -120,7 +120,7 @@ from deliberation_env.text.protocols.base import (
 )
 from deliberation_env.text.protocols.coding import CodingProtocol
 from deliberation_env.text.protocols.math import MathProtocol
-from deliberation_env.values import is_integer, is_number
+from deliberation_env.values import check_action_keys, is_integer, is_number
 
 ACTION_MAX_LENGTH = 4_096
 """Longest text the action space's ``sample()`` draws (any longer ``str`` is accepted)."""
@@ -445,12 +445,7 @@ class TextDeliberationEnv(ParallelEnv):
         """
         if not self.agents:
             raise ValueError("the episode has ended (or never started): call reset() first")
-        if not isinstance(actions, dict):
-            raise TypeError(f"actions must be a dict keyed by agent, got {type(actions).__name__}")
-        missing = [a for a in self.agents if a not in actions]
-        extra = [a for a in actions if a not in self.agents]
-        if missing or extra:
-            raise ValueError(f"actions must have exactly the live agents {self.agents}: missing {missing}, unknown {extra}")
+        check_action_keys(actions, self.agents)
         self._engine.step([[check_text(a, actions[a]) for a in self.possible_agents]])
         state = self._engine.states[0]
         agents = self.agents

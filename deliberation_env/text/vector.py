@@ -30,6 +30,7 @@ from gymnasium import spaces
 from deliberation_env.tasks import Problem
 from deliberation_env.text.env import Spaces, TextEngine, check_text
 from deliberation_env.text.protocols.base import TextProtocol
+from deliberation_env.values import check_action_keys
 
 
 class TextDeliberationVectorEnv:
@@ -112,12 +113,7 @@ class TextDeliberationVectorEnv:
             raise ValueError("no episode: call reset() before step()")
         if not active.any():
             raise ValueError("every episode has ended: call reset() first")
-        if not isinstance(actions, dict):
-            raise TypeError(f"actions must be a dict keyed by agent, got {type(actions).__name__}")
-        missing = [a for a in self.agents if a not in actions]
-        extra = [a for a in actions if a not in self.agents]
-        if missing or extra:
-            raise ValueError(f"actions must have exactly the agents {self.agents}: missing {missing}, unknown {extra}")
+        check_action_keys(actions, self.agents)
         for agent in self.agents:
             column = actions[agent]
             if isinstance(column, str) or not isinstance(column, Sequence | np.ndarray) or len(column) != self.num_envs:
