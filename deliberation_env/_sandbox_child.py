@@ -41,6 +41,7 @@ import builtins
 import ctypes
 import errno
 import fcntl
+import importlib.util
 import json
 import os
 import resource
@@ -49,12 +50,18 @@ import socket
 import stat
 import sys
 
-# The codec next to this file; the package's directory is on the path for this import
-# only, so that its modules never shadow those the sandboxed code imports.
-sys.path.insert(0, os.path.dirname(__file__))
-import _sandbox_codec as codec
 
-del sys.path[0]
+def _load_codec():
+    """The codec next to this file, loaded by its path: the package's directory never goes
+    on ``sys.path``, where its modules could shadow those the sandboxed code imports."""
+    path = os.path.join(os.path.dirname(__file__), "_sandbox_codec.py")
+    spec = importlib.util.spec_from_file_location("_sandbox_codec", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+codec = _load_codec()
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUTS = 0x04000000

@@ -66,7 +66,7 @@ def _imports(path: Path) -> tuple[set[str], set[str]]:
 
 
 def _third_party(names: set[str]) -> set[str]:
-    ours = set(PACKAGES) | {"__future__"} | {path.stem for path in SOURCES}  # sibling modules
+    ours = set(PACKAGES) | {"__future__"}
     return {name for name in names if name not in sys.stdlib_module_names and name not in ours}
 
 
