@@ -25,7 +25,7 @@ import platform
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Union
@@ -227,7 +227,7 @@ class TextCompare:
         default_factory=text_learners.TextLearnerConfig
     )
     """The settings every learner shares (``--model``, ``--task``, ``--updates``, ...; no
-    prefix). Those left at their default keep each learner's own default (SoftRankPO's
+    prefix). Those neither given nor changed keep each learner's own default (SoftRankPO's
     ``kl_coef`` 0.02); ``seed`` and ``run_dir`` are set per run."""
     algos: tuple[str, ...] = ("magrpo", "grpo", "softrankpo")
     """Learners to compare (``algorithms.text.TEXT_CONFIGS``)."""
@@ -237,6 +237,8 @@ class TextCompare:
     """Results go to ``<out_dir>/<name>/``."""
     out_dir: Path = Path("runs")
     """Where run folders go."""
+    given: tyro.conf.Suppress[frozenset[str]] = frozenset()
+    """Shared settings given on the command line, even at their default (``--kl-coef 0``)."""
 
     def __post_init__(self) -> None:
         unknown = [a for a in self.algos if a not in text_learners.TEXT_CONFIGS]
@@ -246,10 +248,10 @@ class TextCompare:
             raise ValueError(f"--seeds must be >= 1, got {self.seeds}")
 
     def run_config(self, algo: str, seed: int) -> text_learners.TextLearnerConfig:
-        """The config of ``algo`` at ``seed``: the shared settings that differ from their
-        defaults over the learner's own defaults, and its run folder."""
+        """The config of ``algo`` at ``seed``: the shared settings given or changed over the
+        learner's own defaults, and its run folder."""
         defaults = asdict(text_learners.TextLearnerConfig())
-        given = {k: v for k, v in asdict(self.learner).items() if v != defaults[k]}
+        given = {k: v for k, v in asdict(self.learner).items() if k in self.given or v != defaults[k]}
         run_dir = self.out_dir / self.name / algo / f"seed{seed}"
         return text_learners.TEXT_CONFIGS[algo](**{**given, "seed": seed, "run_dir": str(run_dir)})
 
@@ -525,7 +527,9 @@ def parse_text(command: str, args: list[str]) -> text_learners.TextLearnerConfig
         raise SystemExit(f"deliberate {command} --env text: --config files are not supported yet; give the options")
     if command == "train":
         return parse_text_train(args)
-    return tyro.cli(TextCompare, args=args, prog="deliberate compare --env text")
+    compare = tyro.cli(TextCompare, args=args, prog="deliberate compare --env text")
+    flags = {arg[2:].split("=", 1)[0].replace("-", "_") for arg in args if arg.startswith("--")}
+    return replace(compare, given=frozenset(flags & set(asdict(compare.learner))))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -91,3 +91,10 @@ def test_meta_train_is_not_routed_to_the_text_learners():
 def test_text_commands_refuse_a_config_file_by_name():
     with pytest.raises(SystemExit, match="--config files are not supported"):
         cli.main(["compare", "--env", "text", "--config", "examples/configs/none.yaml"])
+
+
+def test_compare_text_passes_a_shared_setting_given_at_its_default():
+    given = cli.parse_text("compare", ["--algos", "softrankpo", "--kl-coef", "0", "--model", "tiny"])
+    assert given.run_config("softrankpo", 0).kl_coef == 0.0
+    left = cli.parse_text("compare", ["--algos", "softrankpo", "--model", "tiny"])
+    assert left.run_config("softrankpo", 0).kl_coef == TextSoftRankPOConfig().kl_coef > 0
