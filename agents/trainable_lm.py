@@ -49,10 +49,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import torch
+
 from agents.base import Message
 
 try:
-    import torch
     from peft import (
         LoraConfig,
         PeftModel,
@@ -69,10 +70,19 @@ try:
     )
 
     from agents.transformers_backend import _eos_ids, _sample
+
+    _MISSING_EXTRA: ImportError | None = None
 except ImportError as error:  # pragma: no cover - depends on the installed extras
-    raise ImportError(
-        "agents.TrainableLM needs torch, transformers and peft: pip install 'deliberation-env[train]'"
-    ) from error
+    _MISSING_EXTRA = error  # importable without the extra (the CLI imports the learners); raised on use
+
+
+def _require_train_extra() -> None:
+    """Raise the error naming the extra when transformers or peft is missing."""
+    if _MISSING_EXTRA is not None:
+        raise ImportError(
+            "agents.TrainableLM needs transformers and peft: pip install 'deliberation-env[train]'"
+        ) from _MISSING_EXTRA
+
 
 Finetune = Literal["lora", "full"]
 DEFAULT_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
@@ -110,6 +120,7 @@ class _Seat:
 
 def default_lora(rank: int = 8, alpha: float = 16.0, targets: Sequence[str] = DEFAULT_LORA_TARGETS) -> LoraConfig:
     """A LoRA config for causal LMs: ``rank``, ``alpha``, no dropout (deterministic passes)."""
+    _require_train_extra()
     return LoraConfig(r=rank, lora_alpha=alpha, target_modules=list(targets), lora_dropout=0.0, task_type="CAUSAL_LM")
 
 
@@ -144,6 +155,7 @@ class TrainableLM:
         batch_size: int = 16,
         seed: int = 0,
     ) -> None:
+        _require_train_extra()
         agents = list(agents)
         if not agents or len(set(agents)) != len(agents):
             raise ValueError(f"agents must be distinct agent names, at least one, got {agents!r}")
@@ -189,6 +201,7 @@ class TrainableLM:
         Raises:
             FileNotFoundError: If ``path`` does not exist.
         """
+        _require_train_extra()
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"TrainableLM: no local model at {path} (nothing is downloaded)")
@@ -503,6 +516,7 @@ def tiny_model(seed: int = 0, hidden_size: int = 32, layers: int = 2) -> tuple[P
         hidden_size: Width of the model (divisible by 4).
         layers: Transformer blocks.
     """
+    _require_train_extra()
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 

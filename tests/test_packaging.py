@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 import sys
 import tomllib
 from importlib import metadata
@@ -100,3 +101,26 @@ def test_imports_are_provided_by_runtime_dependencies_or_an_extra(path):
         assert providers & (RUNTIME | EXTRAS), (
             f"{path.relative_to(ROOT)} imports {module!r}, which only the dev extras provide"
         )
+
+
+def test_the_packages_import_with_the_runtime_dependencies_only():
+    """What ``make run`` imports loads with every module of the extras blocked: an import of
+    one of our modules at module level can pull an extra in too (the CLI once did, through
+    the LLM-weight learners)."""
+    extras_only = sorted(
+        module
+        for module, dists in DISTRIBUTIONS.items()
+        if module.isidentifier() and module not in PACKAGES and not {_normalize(d) for d in dists} & RUNTIME
+    )
+    program = (
+        "import sys\n"
+        f"BLOCKED = set({extras_only!r})\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in BLOCKED:\n"
+        "            raise ImportError(f'{name} comes only with an extra')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import algorithms.cli, deliberation_env, agents\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], check=False, cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
