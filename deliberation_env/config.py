@@ -71,6 +71,39 @@ def with_max_cycles(name: str, value: Any, max_cycles: Any, default: int) -> Any
     return next((v for v in (value, max_cycles) if v is not None), default)
 
 
+def task_arguments(
+    task: Any, task_kwargs: Mapping[str, Any] | None, path: str | None, difficulty: int | None
+) -> dict[str, Any]:
+    """The keyword arguments of a task given by name: ``task_kwargs`` plus ``path`` and
+    ``difficulty`` (the shortcuts of both env families' configs).
+
+    Raises:
+        TypeError, ValueError: When an argument is given twice, ``difficulty`` is given for
+            a task other than arithmetic, or arguments are given with a Task instance.
+    """
+    if task_kwargs is not None and not isinstance(task_kwargs, Mapping):
+        raise TypeError(f"task_kwargs must be a dict or None, got {task_kwargs!r}")
+    shortcuts = {k: v for k, v in (("path", path), ("difficulty", difficulty)) if v is not None}
+    arguments = dict(task_kwargs or {})
+    for name in set(shortcuts) & set(arguments):
+        raise ValueError(f"{name} is given twice, as an argument and in task_kwargs")
+    arguments.update(shortcuts)
+    if not isinstance(task, str):
+        if arguments:
+            raise ValueError(
+                f"task_kwargs are only used with a task name, not a Task instance (nor are path and "
+                f"difficulty); got {sorted(arguments)}"
+            )
+        if not isinstance(task, Task):
+            raise TypeError(f"task must be a task name or a Task, got {type(task).__name__}")
+    elif "difficulty" in arguments and task != "arithmetic":
+        raise ValueError(
+            f"difficulty is an argument of task 'arithmetic' only, got task {task!r} "
+            "(leave difficulty unset: --difficulty None)"
+        )
+    return arguments
+
+
 @dataclass(frozen=True)
 class SimulatedTeamConfig:
     """Knobs of the simulated team (:mod:`agents.simulated`); one value per agent or one for all."""
@@ -215,34 +248,8 @@ class EnvConfig:
         return RewardConfig(self.reward_scale, self.w_local, self.w_global, self.lambda_tok)
 
     def task_arguments(self) -> dict[str, Any]:
-        """The keyword arguments of the task given by name: ``task_kwargs`` plus ``path`` and
-        ``difficulty``.
-
-        Raises:
-            ValueError: When an argument is given twice, ``difficulty`` is given for a task
-                other than arithmetic, or arguments are given with a Task instance.
-        """
-        if self.task_kwargs is not None and not isinstance(self.task_kwargs, Mapping):
-            raise TypeError(f"task_kwargs must be a dict or None, got {self.task_kwargs!r}")
-        shortcuts = {k: v for k, v in (("path", self.path), ("difficulty", self.difficulty)) if v is not None}
-        arguments = dict(self.task_kwargs or {})
-        for name in set(shortcuts) & set(arguments):
-            raise ValueError(f"{name} is given twice, as an argument and in task_kwargs")
-        arguments.update(shortcuts)
-        if not isinstance(self.task, str):
-            if arguments:
-                raise ValueError(
-                    f"task_kwargs are only used with a task name, not a Task instance (nor are path and "
-                    f"difficulty); got {sorted(arguments)}"
-                )
-            if not isinstance(self.task, Task):
-                raise TypeError(f"task must be a task name or a Task, got {type(self.task).__name__}")
-        elif "difficulty" in arguments and self.task != "arithmetic":
-            raise ValueError(
-                f"difficulty is an argument of task 'arithmetic' only, got task {self.task!r} "
-                "(leave difficulty unset: --difficulty None)"
-            )
-        return arguments
+        """The keyword arguments of the task given by name (:func:`task_arguments`)."""
+        return task_arguments(self.task, self.task_kwargs, self.path, self.difficulty)
 
     def build_task(self) -> Task:
         """The task instance (loads its data)."""

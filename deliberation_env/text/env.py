@@ -93,8 +93,7 @@ episode, its RNG) exactly as it was.
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -104,10 +103,9 @@ from pettingzoo import ParallelEnv
 
 from agents.base import Message
 from agents.seeding import derive_seed, turn_seeds
-from deliberation_env.config import with_max_cycles
 from deliberation_env.starts import Starts
-from deliberation_env.tasks import Problem, Task
-from deliberation_env.tasks import get as get_task
+from deliberation_env.tasks import Problem
+from deliberation_env.text.config import TextEnvConfig
 from deliberation_env.text.protocols.base import (
     QUOTE_CHARS,
     Outcome,
@@ -117,51 +115,22 @@ from deliberation_env.text.protocols.base import (
     quote,
     render,
     sanitize,
+    score_many,
 )
-from deliberation_env.text.protocols.coding import CodingProtocol
-from deliberation_env.text.protocols.math import MathProtocol
-from deliberation_env.values import check_action_keys, is_integer, is_number
+from deliberation_env.values import check_action_keys, is_integer
 
 ACTION_MAX_LENGTH = 4_096
 """Longest text the action space's ``sample()`` draws (any longer ``str`` is accepted)."""
 FEEDBACK_CHARS = 4 * QUOTE_CHARS
 """Most characters of one agent's feedback in a prompt."""
-PROTOCOLS = ("math", "coding")
 
 
-def resolve_protocol(
-    task: str | Task | None, protocol: str | TextProtocol | None, task_kwargs: Mapping[str, Any] | None
-) -> TextProtocol:
-    """The protocol of the env's ``task`` and ``protocol`` arguments (module docstring).
-
-    Raises:
-        TypeError, ValueError: On a bad or conflicting argument, naming it.
-    """
-    if task_kwargs is not None and not isinstance(task_kwargs, Mapping):
-        raise TypeError(f"task_kwargs must be a dict or None, got {task_kwargs!r}")
-    if isinstance(protocol, TextProtocol):
-        if task is not None or task_kwargs:
-            raise ValueError("give a task or a protocol instance, not both: the protocol brings its problems")
-        return protocol
-    if protocol is not None and protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be None, one of {PROTOCOLS} or a TextProtocol instance, got {protocol!r}")
-    if isinstance(task, str) or task is None:
-        task = get_task(task or "arithmetic", **(task_kwargs or {}))
-    elif task_kwargs:
-        raise ValueError("task_kwargs are only used with a task name, not a Task instance")
-    elif not isinstance(task, Task):
-        raise TypeError(f"task must be a task name or a Task, got {type(task).__name__}")
-    if protocol == "coding" or (protocol is None and task.name == "humaneval"):
-        return CodingProtocol(task)
-    return MathProtocol(task)
-
-
-def _integer(name: str, value: Any, low: int) -> int:
-    if not is_integer(value):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return int(value)
+def _check_num_envs(num_envs: Any) -> int:
+    if not is_integer(num_envs):
+        raise TypeError(f"num_envs must be an integer, got {num_envs!r}")
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    return int(num_envs)
 
 
 @dataclass(frozen=True)
@@ -198,36 +167,17 @@ class TextEngine:
     last, so a call that raises changes nothing.
     """
 
-    def __init__(
-        self,
-        num_envs: int,
-        task: str | Task | None = None,
-        protocol: str | TextProtocol | None = None,
-        n_agents: int = 2,
-        max_turns: int | None = None,
-        split: str = "train",
-        reward_scale: float = 1.0,
-        stop_threshold: float | None = None,
-        task_kwargs: Mapping[str, Any] | None = None,
-        max_cycles: int | None = None,
-    ) -> None:
-        self.num_envs = _integer("num_envs", num_envs, 1)
-        self.n_agents = _integer("n_agents", n_agents, 2)
-        self.max_turns = _integer("max_turns", with_max_cycles("max_turns", max_turns, max_cycles, default=1), 1)
-        if split not in ("train", "test"):
-            raise ValueError(f"split must be 'train' or 'test', got {split!r}")
-        if not (is_number(reward_scale) and 0 < reward_scale < math.inf):
-            raise ValueError(f"reward_scale must be a finite number > 0, got {reward_scale!r}")
-        if stop_threshold is not None and not (is_number(stop_threshold) and math.isfinite(stop_threshold)):
-            raise ValueError(f"stop_threshold must be None or a finite number, got {stop_threshold!r}")
-        self.protocol = resolve_protocol(task, protocol, task_kwargs)
-        self.split, self.reward_scale = split, float(reward_scale)
-        self.stop_threshold = None if stop_threshold is None else float(stop_threshold)
+    def __init__(self, num_envs: int, config: TextEnvConfig) -> None:
+        self.num_envs = _check_num_envs(num_envs)
+        self.config = config
+        self.n_agents, self.max_turns, self.split = config.n_agents, config.max_turns, config.split
+        self.reward_scale, self.stop_threshold = float(config.reward_scale), config.stop_threshold
+        self.protocol = config.build_protocol()
         self.roles = tuple(self.protocol.roles(self.n_agents))
-        self.problems = self.protocol.problems(split)
+        self.problems = self.protocol.problems(self.split)
         if not self.problems:
-            raise ValueError(f"protocol {self.protocol.name!r} has no problems in split {split!r}")
-        self.starts = Starts(self.problems, split, self.protocol.name, self.num_envs)
+            raise ValueError(f"protocol {self.protocol.name!r} has no problems in split {self.split!r}")
+        self.starts = Starts(self.problems, self.split, self.protocol.name, self.num_envs)
         self.max_prompt_length = self._longest_prompt()
         self.states: list[EnvState] | None = None
 
@@ -272,21 +222,41 @@ class TextEngine:
         self.states = states
 
     def step(self, actions: Sequence[Sequence[str] | None]) -> None:
-        """Play one turn in every active env; ``actions[e]`` is ignored for ended envs."""
-        states = [
-            self._play(state, actions[e]) if state.active else dataclasses.replace(state, reward=0.0)
+        """Play one turn in every active env; ``actions[e]`` is ignored for ended envs.
+
+        Every team of the turn, and every team with one agent's text left out, is scored
+        in one :func:`~deliberation_env.text.protocols.base.score_many` call (the coding
+        protocol judges all their programs in one batch of sandbox checks).
+        """
+        played = {e: tuple(actions[e]) for e, state in enumerate(self.states) if state.active}
+        teams = [team for e, texts in played.items() for team in self._teams(self.states[e].problem, texts)]
+        outcomes = iter(self._score(teams))
+        per_env = self.n_agents + 1
+        self.states = [
+            self._next(state, played[e], [next(outcomes) for _ in range(per_env)])
+            if e in played
+            else dataclasses.replace(state, reward=0.0)
             for e, state in enumerate(self.states)
         ]
-        self.states = states
 
-    def _play(self, state: EnvState, texts: Sequence[str]) -> EnvState:
-        protocol, problem, n = self.protocol, state.problem, self.n_agents
-        texts = tuple(texts)
-        outcome = check_outcome(protocol, protocol.score(problem, texts), n)
-        contributions = []
-        for i in range(n):
-            left_out = texts[:i] + (protocol.neutral_text(problem, i),) + texts[i + 1 :]
-            contributions.append(outcome.reward - check_outcome(protocol, protocol.score(problem, left_out), n).reward)
+    def _teams(self, problem: Problem, texts: tuple[str, ...]) -> list[tuple[Problem, tuple[str, ...]]]:
+        """The team's texts, then the texts with each agent's replaced by its neutral text."""
+        neutral = [self.protocol.neutral_text(problem, i) for i in range(self.n_agents)]
+        return [(problem, texts)] + [(problem, (*texts[:i], neutral[i], *texts[i + 1 :])) for i in range(self.n_agents)]
+
+    def _score(self, teams: Sequence[tuple[Problem, tuple[str, ...]]]) -> list[Outcome]:
+        """The checked outcomes of ``teams``, scored in one batch."""
+        outcomes = score_many(self.protocol, teams)
+        if len(outcomes) != len(teams):
+            raise ValueError(
+                f"protocol {self.protocol.name!r}: score_many returned {len(outcomes)} outcomes for {len(teams)} teams"
+            )
+        return [check_outcome(self.protocol, outcome, self.n_agents) for outcome in outcomes]
+
+    def _next(self, state: EnvState, texts: tuple[str, ...], outcomes: Sequence[Outcome]) -> EnvState:
+        """The state after ``texts``: ``outcomes`` are the team's, then each leave-one-out's."""
+        outcome, left_out = outcomes[0], outcomes[1:]
+        problem, n = state.problem, self.n_agents
         turn = state.turn + 1
         done = turn >= self.max_turns or (self.stop_threshold is not None and outcome.reward >= self.stop_threshold)
         return EnvState(
@@ -297,7 +267,7 @@ class TextEngine:
             messages=tuple(self._prompt(problem, i, outcome, texts) for i in range(n)),
             texts=texts,
             outcome=outcome,
-            contributions=tuple(contributions),
+            contributions=tuple(outcome.reward - other.reward for other in left_out),
             reward=self.reward_scale * outcome.reward,
         )
 
@@ -390,7 +360,7 @@ class TextDeliberationEnv(ParallelEnv):
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}")
         self.render_mode = render_mode
-        self._engine = TextEngine(1, **kwargs)
+        self._engine = TextEngine(1, TextEnvConfig(**kwargs))
         self.possible_agents = [f"agent_{i}" for i in range(self._engine.n_agents)]
         self.agents: list[str] = []
         self.max_turns = self._engine.max_turns

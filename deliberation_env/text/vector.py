@@ -28,6 +28,7 @@ import numpy as np
 from gymnasium import spaces
 
 from deliberation_env.tasks import Problem
+from deliberation_env.text.config import TextEnvConfig
 from deliberation_env.text.env import Spaces, TextEngine, check_text
 from deliberation_env.text.protocols.base import TextProtocol
 from deliberation_env.values import check_action_keys
@@ -51,7 +52,7 @@ class TextDeliberationVectorEnv:
     """
 
     def __init__(self, num_envs: int, **kwargs: Any) -> None:
-        self._engine = TextEngine(num_envs, **kwargs)
+        self._engine = TextEngine(num_envs, TextEnvConfig(**kwargs))
         self.num_envs = self._engine.num_envs
         self.n_agents = self._engine.n_agents
         self.max_turns = self._engine.max_turns

@@ -7,6 +7,8 @@ parts, the external feedback each agent reads at the next turn, and the *neutral
 of a role (what stands in for an agent's text when its leave-one-out contribution is
 computed). Everything is a function of the problem and the list of the agents' texts,
 so a protocol holds no episode state and the env can score a team as often as it needs.
+A protocol may also score many teams in one call (:class:`BatchScoring`, optional): the
+env then hands it every team of a turn at once.
 
 The env never trusts a protocol's output blindly: a reward outside
 :attr:`TextProtocol.reward_range`, a non-finite part or feedback of the wrong length is
@@ -154,6 +156,30 @@ class TextProtocol(Protocol):
     def neutral_text(self, problem: Problem, agent: int) -> str:
         """What replaces ``agent``'s text for its leave-one-out contribution."""
         ...
+
+
+@runtime_checkable
+class BatchScoring(Protocol):
+    """What a protocol may add to score many teams at once (optional).
+
+    The env scores every team of a turn, across the envs of a vector env and with each
+    agent's text left out, in one call: a protocol with :meth:`score_many` gets them all
+    (the coding protocol sends every program to the sandbox in one concurrent batch); any
+    other protocol is asked :meth:`TextProtocol.score` once per team (:func:`score_many`).
+    """
+
+    def score_many(self, teams: Sequence[tuple[Problem, Sequence[str]]]) -> list[Outcome]:
+        """One :class:`Outcome` per ``(problem, texts)`` of ``teams``, in order, each equal
+        to what :meth:`TextProtocol.score` gives for it."""
+        ...
+
+
+def score_many(protocol: TextProtocol, teams: Sequence[tuple[Problem, Sequence[str]]]) -> list[Outcome]:
+    """The outcomes of ``teams``: the protocol's own :meth:`BatchScoring.score_many` when
+    it has one, else one :meth:`TextProtocol.score` per team."""
+    if isinstance(protocol, BatchScoring):
+        return list(protocol.score_many(teams))
+    return [protocol.score(problem, texts) for problem, texts in teams]
 
 
 def check_outcome(protocol: TextProtocol, outcome: Outcome, n_agents: int) -> Outcome:

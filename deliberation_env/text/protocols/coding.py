@@ -261,6 +261,11 @@ class Analysis:
     wrapper: bool = False
     ignored_call: bool = False
 
+    @property
+    def tested(self) -> bool:
+        """The program reaches the tests: the main function is defined and everything compiles."""
+        return self.main_defined and not self.syntax_errors
+
 
 def analyse(helper_code: str, main_code: str, program: str, entry_point: str) -> Analysis:
     """What the syntax of the two codes says (no code runs)."""
@@ -428,34 +433,19 @@ class CodingProtocol:
 
     def score(self, problem: Problem, texts: Sequence[str]) -> Outcome:
         """The level reward of a helper text and a main text (module docstring)."""
-        helper_code, main_code, program = self.codes(problem, texts)
-        analysis = analyse(helper_code, main_code, program, problem.meta["entry_point"])
-        parts = dict.fromkeys(WEIGHTS, 0.0)
-        parts["helper_defined"] = float(analysis.helper_defined)
-        parts["main_defined"] = float(analysis.main_defined)
-        tests = None
-        if analysis.main_defined and not analysis.syntax_errors:
-            parts["syntax"] = 1.0
-            tests = self.tests(problem, program)
-            parts["tests"] = tests.passed / tests.total
-            cooperation = (
-                tests.passed > 0
-                and analysis.helper_defined
-                and analysis.calls_helper
-                and not analysis.helper_trivial
-                and not analysis.main_defines_helper
-            )
-            if cooperation:
-                parts["cooperation"] = 1.0
-                parts["not_wrapper"] = float(not analysis.wrapper)
-                parts["ignored_call"] = float(analysis.ignored_call)
-        reward = sum(WEIGHTS[name] * value for name, value in parts.items())
-        report = _report(problem, analysis, tests)
-        feedback = (
-            _feedback(report, "main agent", main_code, entry=None),
-            _feedback(report, "helper agent", helper_code, entry=problem.meta["entry_point"], analysis=analysis),
-        )
-        return Outcome(reward=reward, parts=parts, feedback=feedback, output=program)
+        return self.score_many([(problem, texts)])[0]
+
+    def score_many(self, teams: Sequence[tuple[Problem, Sequence[str]]]) -> list[Outcome]:
+        """:meth:`score` of many teams; every program that reaches the tests is judged in
+        one :meth:`judge` call, so the sandbox checks them concurrently."""
+        read = [(problem, self.codes(problem, texts)) for problem, texts in teams]
+        analyses = [analyse(*codes, problem.meta["entry_point"]) for problem, codes in read]
+        judged = [(problem, codes[2]) for (problem, codes), analysis in zip(read, analyses, strict=True) if analysis.tested]
+        results = iter(self.judge(judged))
+        return [
+            _outcome(problem, codes, analysis, next(results) if analysis.tested else None)
+            for (problem, codes), analysis in zip(read, analyses, strict=True)
+        ]
 
     def tests(self, problem: Problem, program: str) -> TestResult:
         """The trusted count of the tests ``program`` passes (verdicts are cached)."""
@@ -489,6 +479,36 @@ class CodingProtocol:
     def neutral_text(self, problem: Problem, agent: int) -> str:
         """The empty text: no helper, or no main function."""
         return ""
+
+
+def _outcome(problem: Problem, codes: tuple[str, str, str], analysis: Analysis, tests: TestResult | None) -> Outcome:
+    """The level reward, its parts and the feedback of a team's codes (module docstring);
+    ``tests`` is the trusted count when ``analysis.tested``, else ``None``."""
+    helper_code, main_code, program = codes
+    parts = dict.fromkeys(WEIGHTS, 0.0)
+    parts["helper_defined"] = float(analysis.helper_defined)
+    parts["main_defined"] = float(analysis.main_defined)
+    if tests is not None:
+        parts["syntax"] = 1.0
+        parts["tests"] = tests.passed / tests.total
+        cooperation = (
+            tests.passed > 0
+            and analysis.helper_defined
+            and analysis.calls_helper
+            and not analysis.helper_trivial
+            and not analysis.main_defines_helper
+        )
+        if cooperation:
+            parts["cooperation"] = 1.0
+            parts["not_wrapper"] = float(not analysis.wrapper)
+            parts["ignored_call"] = float(analysis.ignored_call)
+    reward = sum(WEIGHTS[name] * value for name, value in parts.items())
+    report = _report(problem, analysis, tests)
+    feedback = (
+        _feedback(report, "main agent", main_code, entry=None),
+        _feedback(report, "helper agent", helper_code, entry=problem.meta["entry_point"], analysis=analysis),
+    )
+    return Outcome(reward=reward, parts=parts, feedback=feedback, output=program)
 
 
 def _code(text: str, name: str) -> str:

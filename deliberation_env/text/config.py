@@ -1,0 +1,162 @@
+"""The text-action env's arguments, in one place: :class:`TextEnvConfig`.
+
+``de.text_env(**kwargs)``, ``de.text_vector_env(num_envs, **kwargs)`` and
+``de.make("text-deliberation-v0", **kwargs)`` build a ``TextEnvConfig(**kwargs)``; the
+LLM-weight learners' configs extend it (:class:`algorithms.text.TextLearnerConfig`), so
+``deliberate train --env text --task gsm8k --path data/gsm8k`` and ``--config`` files take
+the same arguments with the same defaults, documentation and checks. A bad argument
+raises an error naming it before any task is loaded or protocol built. The meta-action
+env's counterpart is :class:`deliberation_env.config.EnvConfig`.
+
+>>> config = TextEnvConfig(task="arithmetic", difficulty=2, n_agents=3, max_turns=2)
+>>> config.task_arguments(), config.max_turns
+({'difficulty': 2}, 2)
+>>> TextEnvConfig(protocol="debate")
+Traceback (most recent call last):
+...
+ValueError: protocol must be None, one of ('math', 'coding') or a TextProtocol instance, got 'debate'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import tyro
+from tyro.constructors import PrimitiveConstructorSpec
+
+from deliberation_env.config import SPLITS, task_arguments, with_max_cycles
+from deliberation_env.tasks import Task, names
+from deliberation_env.tasks import get as get_task
+from deliberation_env.text.protocols.base import TextProtocol
+from deliberation_env.text.protocols.coding import CodingProtocol
+from deliberation_env.text.protocols.math import MathProtocol
+from deliberation_env.values import is_integer, is_number
+
+PROTOCOLS = ("math", "coding")
+"""Protocols given by name (the writing protocol needs its corpus: give an instance)."""
+CODE_TASKS = ("humaneval",)
+"""Tasks whose default protocol is ``"coding"`` (every other task's is ``"math"``)."""
+DEFAULT_TASK = "arithmetic"
+"""The task of a config that names none and brings no protocol instance."""
+
+
+def _name_on_the_command_line(metavar: str) -> PrimitiveConstructorSpec:
+    """``--task NAME`` / ``--protocol NAME``: a name, or ``None`` (instances are for Python callers)."""
+    return PrimitiveConstructorSpec(
+        nargs=1,
+        metavar=metavar,
+        instance_from_str=lambda args: None if args[0] == "None" else args[0],
+        is_instance=lambda value: True,
+        str_from_instance=lambda value: [value if isinstance(value, str) else "None" if value is None else value.name],
+    )
+
+
+@dataclass
+class TextEnvConfig:
+    """Every argument of the text-action env (``de.text_env``, ``de.text_vector_env``) but
+    the front-end's own ``render_mode``. Documented in :mod:`deliberation_env.text.env`."""
+
+    # Task and protocol
+    task: Annotated[str | Task | None, _name_on_the_command_line("NAME")] = None
+    """Task name (``deliberate tasks list``) or, from Python, a :class:`Task`; None:
+    ``arithmetic``. Not with a protocol instance, which brings its own problems."""
+    path: str | None = None
+    """Data file or folder of a file-based task (gsm8k, math, aime, amc, mmlu, jsonl, humaneval)."""
+    difficulty: int | None = None
+    """Arithmetic difficulty, 1 to 5; None: 1. Task ``arithmetic`` only."""
+    task_kwargs: dict[str, int | float | str] | None = None
+    """Further keyword arguments of a task given by name (``de.tasks.get(task, **task_kwargs)``)."""
+    protocol: Annotated[str | TextProtocol | None, _name_on_the_command_line("NAME")] = None
+    """How the team collaborates: None (the task's default: ``coding`` for humaneval,
+    ``math`` for every other task), ``math``, ``coding``, or from Python a
+    :class:`~deliberation_env.text.protocols.base.TextProtocol` instance (e.g. a
+    ``WritingProtocol``)."""
+    split: str = "train"
+    """Problem split, ``train`` or ``test``."""
+
+    # Episode
+    n_agents: int = 2
+    """Agents in the team (>= 2; the coding and writing protocols seat exactly 2)."""
+    max_turns: int | None = None
+    """Turns per episode (>= 1; None: 1); from turn 2 each prompt carries the feedback."""
+    max_cycles: tyro.conf.Suppress[int | None] = None
+    """PettingZoo's name for ``max_turns`` (its ``max_cycles_test`` passes it); give one."""
+    stop_threshold: float | None = None
+    """End an episode early once the joint reward R reaches this value (None: never)."""
+
+    # Reward
+    reward_scale: float = 1.0
+    """Multiplies the joint reward in ``rewards`` (> 0; the parts in infos are unscaled)."""
+
+    def __post_init__(self) -> None:
+        self.max_turns = with_max_cycles("max_turns", self.max_turns, self.max_cycles, 1)
+        self.max_cycles = None  # folded into max_turns, so that dataclasses.replace keeps working
+        for name, low in (("n_agents", 2), ("max_turns", 1)):
+            value = getattr(self, name)
+            if not is_integer(value):
+                raise TypeError(f"{name} must be an integer, got {value!r}")
+            if value < low:
+                raise ValueError(f"{name} must be >= {low}, got {value}")
+            setattr(self, name, int(value))
+        if self.split not in SPLITS:
+            raise ValueError(f"split must be 'train' or 'test', got {self.split!r}")
+        if not (is_number(self.reward_scale) and 0 < self.reward_scale < math.inf):
+            raise ValueError(f"reward_scale must be a finite number > 0, got {self.reward_scale!r}")
+        if self.stop_threshold is not None and not (is_number(self.stop_threshold) and math.isfinite(self.stop_threshold)):
+            raise ValueError(f"stop_threshold must be None or a finite number, got {self.stop_threshold!r}")
+        self._check_protocol()
+
+    def _check_protocol(self) -> None:
+        """The protocol and the task agree (nothing is loaded)."""
+        if isinstance(self.protocol, TextProtocol):
+            given = [name for name in ("task", "path", "difficulty", "task_kwargs") if getattr(self, name)]
+            if given:
+                raise ValueError(
+                    f"give a task or a protocol instance, not both: the protocol brings its problems (got {given})"
+                )
+            return
+        if self.protocol is not None and self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be None, one of {PROTOCOLS} or a TextProtocol instance, got {self.protocol!r}")
+        task = DEFAULT_TASK if self.task is None else self.task
+        task_arguments(task, self.task_kwargs, self.path, self.difficulty)
+        if isinstance(task, str) and task not in names():
+            raise ValueError(f"unknown task {task!r}; known: {', '.join(names())}")
+        name = task if isinstance(task, str) else task.name
+        if self.protocol == "coding" and name not in CODE_TASKS:
+            raise ValueError(f"the coding protocol needs the 'humaneval' task, got {name!r}")
+        if self.protocol == "math" and name in CODE_TASKS:
+            raise ValueError(f"task {name!r} needs protocol 'coding' (or None), not 'math'")
+
+    def task_arguments(self) -> dict[str, Any]:
+        """The keyword arguments of the task given by name: ``task_kwargs`` plus ``path`` and
+        ``difficulty``."""
+        return task_arguments(DEFAULT_TASK if self.task is None else self.task, self.task_kwargs, self.path, self.difficulty)
+
+    def build_task(self) -> Task:
+        """The task instance (loads its data); only without a protocol instance."""
+        task = DEFAULT_TASK if self.task is None else self.task
+        return task if isinstance(task, Task) else get_task(task, **self.task_arguments())
+
+    def build_protocol(self) -> TextProtocol:
+        """The protocol instance: the one given, or the named (or task's default) protocol
+        on the task (loads the task's data)."""
+        if isinstance(self.protocol, TextProtocol):
+            return self.protocol
+        task = self.build_task()
+        coding = self.protocol == "coding" or (self.protocol is None and task.name in CODE_TASKS)
+        return CodingProtocol(task) if coding else MathProtocol(task)
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """The env's arguments as keywords of ``de.text_env`` / ``de.text_vector_env`` (of
+        this class's fields only: a learner config that extends it passes just these)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(TextEnvConfig)}
+
+    def make(self, num_envs: int, **overrides: Any) -> Any:
+        """A ``de.text_vector_env`` of ``num_envs`` envs with these arguments and ``overrides``
+        (e.g. ``split="test"``)."""
+        from deliberation_env.text.vector import TextDeliberationVectorEnv
+
+        return TextDeliberationVectorEnv(num_envs, **{**self.env_kwargs(), **overrides})
