@@ -1,20 +1,26 @@
 """The configs of the LLM-weight learners: one dataclass per learner, every field documented.
 
-Grouped as TRL groups its configs: the model, the env, the rollouts, the optimization
-and the run. ``__post_init__`` checks every invariant and says how to fix it.
+Grouped as TRL groups its configs: the env (:class:`~deliberation_env.text.config.TextEnvConfig`,
+the one home of the text env's arguments, which every learner config extends), the model,
+the rollouts, the optimization and the run. ``__post_init__`` checks every invariant and says how to fix it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from algorithms.learners.base import check_positive
+from deliberation_env.text.config import TextEnvConfig
 
 
 @dataclass
-class TextLearnerConfig:
-    """What every LLM-weight learner shares."""
+class TextLearnerConfig(TextEnvConfig):
+    """What every LLM-weight learner shares: the env's arguments (:class:`TextEnvConfig`:
+    ``task``, ``path``, ``difficulty``, ``task_kwargs``, ``protocol``, ``n_agents``,
+    ``max_turns``, ``stop_threshold``, ``reward_scale``; ``split`` is the training split,
+    held-out evaluation uses ``test``), then the model, the rollouts, the optimization and
+    the run."""
 
     # ------------------------------------------------------------------ model
     model: str = ""
@@ -30,18 +36,6 @@ class TextLearnerConfig:
     """LoRA scaling alpha (the update is scaled by alpha / r)."""
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
     """Module names that get adapters."""
-
-    # ------------------------------------------------------------------ env
-    task: str = "arithmetic"
-    """A task with answers (the math protocol): arithmetic, gsm8k, math, ..."""
-    task_kwargs: dict[str, int | float | str] = field(default_factory=dict)
-    """The task's arguments, e.g. ``{"difficulty": 1}`` for arithmetic."""
-    n_agents: int = 2
-    """Agents of the team (trainable and frozen)."""
-    max_turns: int = 1
-    """Turns per episode; from turn 2 each prompt shows the peers' answers."""
-    reward_scale: float = 1.0
-    """Multiplies the joint reward."""
 
     # ------------------------------------------------------------------ rollouts
     groups_per_update: int = 4
@@ -105,13 +99,11 @@ class TextLearnerConfig:
     """Fields a resumed run may change."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_positive(
             self,
             "lora_rank",
             "lora_alpha",
-            "n_agents",
-            "max_turns",
-            "reward_scale",
             "groups_per_update",
             "max_new_tokens",
             "temperature",

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import deliberation_env as de
 from agents.text_policy import TextPolicy
 from agents.trainable_lm import TrainableLM, default_lora, tiny_model
 from algorithms.text.base import TextPolicyGradientLearner
 from algorithms.text.config import TextLearnerConfig
 from algorithms.text.learners import TEXT_LEARNERS
+from deliberation_env.text import TextDeliberationVectorEnv
 
 SUMMARY = "summary.json"
 ADAPTERS = "adapters"
@@ -71,17 +71,10 @@ def build_lm(config: TextLearnerConfig, agents: list[str]) -> TrainableLM:
     return TrainableLM.from_pretrained(default_model_path(), agents, **settings)
 
 
-def build_env(config: TextLearnerConfig, num_envs: int, split: str = "train") -> Any:
-    """The text vector env of ``config`` (math protocol on its task)."""
-    return de.text_vector_env(
-        num_envs,
-        task=config.task,
-        task_kwargs=dict(config.task_kwargs),
-        n_agents=config.n_agents,
-        max_turns=config.max_turns,
-        reward_scale=config.reward_scale,
-        split=split,
-    )
+def build_env(config: TextLearnerConfig, num_envs: int, split: str | None = None) -> TextDeliberationVectorEnv:
+    """The text vector env of ``config``'s env arguments (:class:`TextEnvConfig`, which it
+    extends), on ``split`` (None: ``config.split``, the training split)."""
+    return config.make(num_envs, **({} if split is None else {"split": split}))
 
 
 def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = None) -> TrainResult:
