@@ -10,7 +10,8 @@
 - ``deliberate compare --env text --algos magrpo,grpo,softrankpo --seeds 2 ...``: the LLM-weight
   learners x seeds on the same settings: a table and ``compare.json``.
 - ``deliberate run|train|compare --config FILE``: start from a YAML/JSON config file
-  (:mod:`algorithms.config_files`; the paper experiments are in ``examples/configs/``).
+  (:mod:`algorithms.config_files`; the paper experiments are in ``examples/configs/``); a
+  ``train``/``compare`` file with ``env: text`` is for ``--env text``.
 - ``deliberate tasks list`` / ``deliberate tasks show NAME [--path ...]``.
 - ``deliberate cache stats`` / ``deliberate cache clear``.
 
@@ -272,9 +273,13 @@ def text_command(argv: list[str]) -> tuple[str, list[str]] | None:
     return None
 
 
-def parse_text_train(args: list[str]) -> text_learners.TextLearnerConfig:
-    """The learner config of ``deliberate train --env text --algo NAME ...`` (default magrpo)."""
-    algo, rest = "magrpo", list(args)
+def parse_text_train(
+    args: list[str], data: dict[str, Any] | None = None, where: str = ""
+) -> text_learners.TextLearnerConfig:
+    """The learner config of ``deliberate train --env text --algo NAME ...`` (default magrpo),
+    over the fields ``data`` of the config file ``where`` (its ``algo`` when no ``--algo``)."""
+    data = dict(data or {})
+    algo, rest = data.pop("algo", "magrpo"), list(args)
     for k, arg in enumerate(args):
         if arg.startswith("--algo="):
             algo, rest = arg.partition("=")[2], args[:k] + args[k + 1:]
@@ -286,7 +291,9 @@ def parse_text_train(args: list[str]) -> text_learners.TextLearnerConfig:
         raise SystemExit(
             f"deliberate train --env text: --algo must be one of {sorted(text_learners.TEXT_CONFIGS)}, got {algo!r}"
         )
-    return tyro.cli(text_learners.TEXT_CONFIGS[algo], args=rest, prog=f"deliberate train --env text --algo {algo}")
+    cls = text_learners.TEXT_CONFIGS[algo]
+    default = config_files.build(cls, data, where) if data else None
+    return tyro.cli(cls, args=rest, default=default, prog=f"deliberate train --env text --algo {algo}")
 
 
 def train_text(config: text_learners.TextLearnerConfig) -> dict[str, Any]:
@@ -504,45 +511,79 @@ CONFIGURABLE = {"run": Run, "train": harness.TrainConfig, "compare": harness.Com
 """The subcommands that take ``--config FILE`` (:mod:`algorithms.config_files`)."""
 
 
-def parse(args: list[str]) -> Any:
-    """The config of a command line; ``run|train|compare --config FILE ...`` starts from the
-    file's values, which the other flags override."""
+def config_flag(args: list[str]) -> tuple[str | None, list[str]]:
+    """``(the FILE of --config FILE, the other arguments)``; ``(None, args)`` without it.
+
+    >>> config_flag(["train", "--config=a.yaml", "--updates", "3"])
+    ('a.yaml', ['train', '--updates', '3'])
+    """
     flag = next((k for k, arg in enumerate(args) if arg == "--config" or arg.startswith("--config=")), None)
     if flag is None:
+        return None, list(args)
+    _, equals, path = args[flag].partition("=")
+    if equals:
+        return path, args[:flag] + args[flag + 1:]
+    return (args[flag + 1] if flag + 1 < len(args) else ""), args[:flag] + args[flag + 2:]
+
+
+def parse(args: list[str]) -> Any:
+    """The config of a command line; ``run|train|compare --config FILE ...`` starts from the
+    file's values, which the other flags override. A ``train``/``compare`` file with
+    ``env: text`` is for the LLM-weight learners (:func:`parse_text`)."""
+    path, rest = config_flag(args)
+    if path is None:
         return tyro.cli(Command, args=args, prog="deliberate")
     command = args[0] if args else ""
     if command not in CONFIGURABLE:
         raise SystemExit(f"deliberate: --config works with {', '.join(CONFIGURABLE)}, not {command!r}")
-    _, equals, path = args[flag].partition("=")
-    rest = args[1:flag] + args[flag + (1 if equals else 2):]
-    if not equals:
-        path = args[flag + 1] if flag + 1 < len(args) else ""
+    if command in ("train", "compare") and config_files.read(path).get("env") == "text":
+        return parse_text(command, args[1:])
     default = config_files.load(path, command, CONFIGURABLE[command])
-    return tyro.cli(CONFIGURABLE[command], args=rest, default=default, prog=f"deliberate {command}")
+    return tyro.cli(CONFIGURABLE[command], args=rest[1:], default=default, prog=f"deliberate {command}")
+
+
+def read_text_config(path: str, command: str) -> dict[str, Any]:
+    """The fields of a ``deliberate train|compare --env text`` config file (without its
+    ``command`` and ``env: text``).
+
+    Raises:
+        ValueError: Naming the file, when it is for another command or env.
+    """
+    data = config_files.read(path)
+    written_for, env = data.pop("command", None), data.pop("env", "text")
+    if written_for != command or env != "text":
+        raise ValueError(
+            f"config file {path} is for 'deliberate {written_for}' (env {env!r}), not 'deliberate {command} --env text'"
+        )
+    return data
 
 
 def parse_text(command: str, args: list[str]) -> text_learners.TextLearnerConfig | TextCompare:
-    """The config of ``deliberate train|compare --env text ...`` (no ``--config`` files yet)."""
-    if any(arg == "--config" or arg.startswith("--config=") for arg in args):
-        raise SystemExit(f"deliberate {command} --env text: --config files are not supported yet; give the options")
+    """The config of ``deliberate train|compare --env text ...``; ``--config FILE`` starts
+    from the file's values (``algo`` and the learner's fields for ``train``; ``algos``,
+    ``seeds``, ``learner: {...}`` ... for ``compare``), which the other flags override."""
+    path, rest = config_flag(args)
+    data = read_text_config(path, command) if path is not None else {}
     if command == "train":
-        return parse_text_train(args)
-    compare = tyro.cli(TextCompare, args=args, prog="deliberate compare --env text")
-    flags = {arg[2:].split("=", 1)[0].replace("-", "_") for arg in args if arg.startswith("--")}
-    return replace(compare, given=frozenset(flags & set(asdict(compare.learner))))
+        return parse_text_train(rest, data, path or "")
+    default = config_files.build(TextCompare, data, path) if data else None
+    compare = tyro.cli(TextCompare, args=rest, default=default, prog="deliberate compare --env text")
+    flags = {arg[2:].split("=", 1)[0].replace("-", "_") for arg in rest if arg.startswith("--")}
+    given = flags | set(data.get("learner", {}))
+    return replace(compare, given=frozenset(given & set(asdict(compare.learner))))
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``deliberate`` console script."""
     args = split_comma_lists(sys.argv[1:] if argv is None else argv)
     text = text_command(args)
-    if text is None:
-        cfg = parse(args)
-        _HANDLERS[type(cfg)](cfg)
-    elif isinstance(cfg := parse_text(*text), TextCompare):
+    cfg = parse(args) if text is None else parse_text(*text)
+    if isinstance(cfg, TextCompare):
         compare_text(cfg)
-    else:
+    elif isinstance(cfg, text_learners.TextLearnerConfig):
         train_text(cfg)
+    else:
+        _HANDLERS[type(cfg)](cfg)
 
 
 if __name__ == "__main__":

@@ -88,9 +88,41 @@ def test_meta_train_is_not_routed_to_the_text_learners():
     assert cli.text_command(["compare", "--env", "meta"]) is None
 
 
-def test_text_commands_refuse_a_config_file_by_name():
-    with pytest.raises(SystemExit, match="--config files are not supported"):
-        cli.main(["compare", "--env", "text", "--config", "examples/configs/none.yaml"])
+def test_train_text_starts_from_a_config_file_and_flags_override_it(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text("command: train\nenv: text\nalgo: grpo\ntask: arithmetic\ndifficulty: 2\nmax_turns: 2\neps: 0.01\n")
+    for argv in (["train", "--env", "text", "--config", str(path)], ["train", f"--config={path}"]):
+        config = cli.parse_text(*cli.text_command(argv)) if "--env" in argv else cli.parse(argv)
+        assert type(config) is TextGRPOConfig
+        assert (config.difficulty, config.max_turns, config.eps, config.group_size) == (2, 2, 0.01, 4)
+    config = cli.parse_text("train", ["--config", str(path), "--eps", "0.5", "--max-turns", "3"])
+    assert (config.max_turns, config.difficulty, config.eps) == (3, 2, 0.5)
+    with pytest.raises(ValueError, match=r"unknown TextSoftRankPOConfig fields \['eps'\]"):
+        cli.parse_text("train", ["--config", str(path), "--algo", "softrankpo"])  # the file's eps is GRPO's
+
+
+def test_compare_text_counts_the_files_learner_settings_as_given(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text('{"command": "compare", "env": "text", "algos": ["softrankpo"], "seeds": 1, "learner": {"kl_coef": 0.0}}')
+    cfg = cli.parse_text("compare", ["--config", str(path)])
+    assert (cfg.algos, cfg.seeds) == (("softrankpo",), 1)
+    assert cfg.run_config("softrankpo", 0).kl_coef == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("command: train\nenv: text\nn_agents: 1\n", r"t.yaml: n_agents must be >= 2"),
+        ("command: train\nenv: text\nteam: smollm2\n", r"t.yaml: unknown TextMAGRPOConfig fields \['team'\]"),
+        ("command: train\nenv: {team: simulated}\n", r"t.yaml is for 'deliberate train' \(env \{'team'"),
+        ("command: run\nenv: text\n", r"t.yaml is for 'deliberate run'"),
+    ],
+)
+def test_a_bad_text_config_file_is_named(tmp_path, text, match):
+    path = tmp_path / "t.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        cli.parse_text("train", ["--config", str(path)])
 
 
 def test_compare_text_passes_a_shared_setting_given_at_its_default():
