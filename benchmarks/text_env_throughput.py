@@ -8,6 +8,10 @@ scores them with the protocol, including each agent's leave-one-out score.
   canonical body) and a main function calling it, so every step runs the trusted
   verdict: the team's program and the program without the helper (the main agent's
   neutral text has no function, so it is not judged). Every program is judged once.
+  Measured two ways on the same problems: a ``text_vector_env`` of ``num_envs`` envs,
+  whose step sends every env's programs to the sandbox in one ``judge_many`` call, and a
+  single ``text_env`` stepped one problem at a time (what every step cost before the
+  batch). Each path has its own protocol, so no verdict comes from another's cache.
 - sandbox: ``judge_many`` on the same team programs, one worker, and with 4 workers: the
   checks per second that bound the coding env.
 
@@ -32,9 +36,9 @@ class Args:
     math_steps: int = 2000
     """Env steps of the math protocol (in vector envs of ``num_envs``)."""
     num_envs: int = 8
-    """Envs of the math vector env."""
+    """Envs of the math and coding vector envs."""
     coding_problems: int = 40
-    """HumanEval problems (one coding step each)."""
+    """HumanEval problems (one coding step each, per path)."""
 
 
 def split_solution(problem) -> tuple[str, str]:
@@ -63,19 +67,30 @@ def math_steps_per_s(args: Args) -> float:
     return steps / (time.perf_counter() - started)
 
 
-def coding_steps_per_s(args: Args) -> tuple[float, float, list]:
-    env = text_env(task="humaneval", split="test")
-    problems = list(env.problems)[: args.coding_problems]
+def coding_steps_per_s(args: Args) -> tuple[float, float, float, list]:
+    """Env steps per second of the coding protocol, batched (vector env) and one env at a
+    time; the share of steps scored 4.0; the (problem, team program) pairs."""
+    venv = text_vector_env(args.num_envs, task="humaneval", split="test")
+    problems = list(venv.problems)[: args.coding_problems]
     texts = [split_solution(p) for p in problems]
     rewards = []
     started = time.perf_counter()
+    for first in range(0, len(problems), args.num_envs):
+        indices = [min(k, len(problems) - 1) for k in range(first, first + args.num_envs)]
+        venv.reset(options={"problem_index": indices})
+        _, reward, _, _, _ = venv.step({f"agent_{i}": [texts[k][i] for k in indices] for i in range(2)})
+        rewards.extend(reward["agent_0"][: len(problems) - first].tolist())
+    batched = len(problems) / (time.perf_counter() - started)
+
+    env = text_env(task="humaneval", split="test")
+    started = time.perf_counter()
     for index, (helper, main) in enumerate(texts):
         env.reset(options={"problem_index": index})
-        _, reward, _, _, _ = env.step({"agent_0": helper, "agent_1": main})
-        rewards.append(reward["agent_0"])
-    elapsed = time.perf_counter() - started
+        env.step({"agent_0": helper, "agent_1": main})
+    one_by_one = len(texts) / (time.perf_counter() - started)
     programs = [env.protocol.codes(p, t)[2] for p, t in zip(problems, texts, strict=True)]
-    return len(texts) / elapsed, sum(r == 4.0 for r in rewards) / len(rewards), list(zip(problems, programs, strict=True))
+    full = sum(r == 4.0 for r in rewards) / len(rewards)
+    return batched, one_by_one, full, list(zip(problems, programs, strict=True))
 
 
 def sandbox_checks_per_s(task, pairs: list, workers: int) -> float:
@@ -89,14 +104,16 @@ def sandbox_checks_per_s(task, pairs: list, workers: int) -> float:
 
 def main(args: Args) -> None:
     math_rate = math_steps_per_s(args)
-    coding_rate, full, pairs = coding_steps_per_s(args)
+    batched, one_by_one, full, pairs = coding_steps_per_s(args)
     task = tasks.get("humaneval")
     one, four = (sandbox_checks_per_s(task, pairs, w) for w in (1, 4))
     print(f"machine: {platform.machine()}, python {platform.python_version()}")
     print("| what | per second |")
     print("|---|---:|")
     print(f"| math protocol, 3 agents: env steps (vector env of {args.num_envs}) | {math_rate:,.0f} |")
-    print(f"| coding protocol: env steps, judged ({args.coding_problems} problems; {full:.0%} scored 4.0) | {coding_rate:.1f} |")
+    print(f"| coding protocol: env steps, vector env of {args.num_envs}, one judge_many call per step "
+          f"({args.coding_problems} problems; {full:.0%} scored 4.0) | {batched:.1f} |")
+    print(f"| coding protocol: env steps, one env at a time | {one_by_one:.1f} |")
     print(f"| sandbox: checks, 1 worker | {one:.1f} |")
     print(f"| sandbox: checks, 4 workers | {four:.1f} |")
 
