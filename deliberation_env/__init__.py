@@ -21,6 +21,7 @@ from deliberation_env.spaces import PEER_FEATURES, SELF_FEATURES, MetaAction
 from deliberation_env.text import (
     TextDeliberationEnv,
     TextDeliberationVectorEnv,
+    TextEnvConfig,
     text_env,
     text_vector_env,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "RewardConfig",
     "TextDeliberationEnv",
     "TextDeliberationVectorEnv",
+    "TextEnvConfig",
     "env",
     "make",
     "parallel_env",

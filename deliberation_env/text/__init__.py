@@ -5,15 +5,18 @@
 >>> env.possible_agents
 ['agent_0', 'agent_1', 'agent_2']
 
-See :mod:`deliberation_env.text.env` for agents, spaces, protocols, rewards and arguments.
+See :mod:`deliberation_env.text.env` for agents, spaces, protocols, rewards and arguments
+(:class:`TextEnvConfig`, their one home).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from deliberation_env.text.config import TextEnvConfig
 from deliberation_env.text.env import TextDeliberationEnv
 from deliberation_env.text.protocols import (
+    BatchScoring,
     CodingProtocol,
     MathProtocol,
     Outcome,
@@ -35,11 +38,13 @@ def text_vector_env(num_envs: int, **kwargs: Any) -> TextDeliberationVectorEnv:
 
 
 __all__ = [
+    "BatchScoring",
     "CodingProtocol",
     "MathProtocol",
     "Outcome",
     "TextDeliberationEnv",
     "TextDeliberationVectorEnv",
+    "TextEnvConfig",
     "TextProtocol",
     "WritingProtocol",
     "WritingTargets",

@@ -72,17 +72,21 @@ played), ``team_output`` (the protocol's combination: math, the voted answer) an
 dict, or a protocol fault, raises an error naming what is wrong and leaves the env (its
 episode, its RNG) exactly as it was.
 
-**Arguments.**
+**Arguments** (one home: :class:`deliberation_env.text.config.TextEnvConfig`, which the
+vector env, ``de.make`` and the LLM-weight learners' configs and command line share; a bad
+argument is an error naming it before any task is loaded).
 
 - ``task``: a task name (``de.tasks.names()``) or a :class:`~deliberation_env.tasks.Task`;
   default ``"arithmetic"`` when the protocol comes from the task. Not with a protocol
   instance, which brings its own problems.
+- ``path``, ``difficulty``, ``task_kwargs``: the arguments of a task given by name (a data
+  file or folder; arithmetic's level; any other keyword of ``de.tasks.get``).
 - ``protocol``: ``None`` (the task's default), ``"math"``, ``"coding"`` or a protocol
   instance.
 - ``n_agents`` (default 2), ``max_turns`` (>= 1, default 1; ``max_cycles``, PettingZoo's
   name for it, may be given instead), ``split`` (``"train"`` /
   ``"test"``), ``reward_scale`` (> 0), ``stop_threshold`` (``None`` or a finite number),
-  ``task_kwargs`` (for a task given by name), ``render_mode`` (``None``, ``"ansi"``:
+  and the front-end's own ``render_mode`` (``None``, ``"ansi"``:
   ``render()`` returns the turn's table, or ``"human"``: it prints it).
 
 **Version history.**

@@ -39,7 +39,8 @@ class TextDeliberationVectorEnv:
 
     Args:
         num_envs: Number of episodes stepped together.
-        **kwargs: The parallel env's arguments (task, protocol, n_agents, max_turns, ...).
+        **kwargs: The parallel env's arguments (:class:`~deliberation_env.text.config.TextEnvConfig`:
+            task, protocol, n_agents, max_turns, ...).
 
     Example:
         >>> venv = TextDeliberationVectorEnv(3, task="arithmetic", n_agents=2)

@@ -6,7 +6,7 @@ feedback, the answers of the other agents of the last turn (in relative order i+
 i+2, ... mod n, so an agent never learns its index), and answers again: a debate.
 Answers are parsed by the task (its ``parse``), so any package task with decisions
 works: arithmetic, gsm8k, math, aime, amc, jsonl, mmlu. HumanEval programs need the
-coding protocol instead (not built in yet).
+coding protocol instead (:mod:`deliberation_env.text.protocols.coding`).
 
 **Team output.** A plurality vote over the parsed decisions (decisions agree when the
 task's ``decision_key`` is equal); a tie goes to the decision whose first holder has the
