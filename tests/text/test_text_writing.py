@@ -121,6 +121,22 @@ def test_a_missing_corpus_or_mode_is_named(tmp_path):
         WritingProtocol(corpus_dir(tmp_path), mode="poetry")
 
 
+def test_a_hugging_face_dataset_id_is_a_corpus(monkeypatch):
+    class FakeDatasets:
+        @staticmethod
+        def load_dataset(name, config):
+            assert (name, config) == ("org/posts", "tldr")
+            return {"train": [{"text": doc} for doc in DOCUMENTS[:6]], "test": [{"text": doc} for doc in DOCUMENTS[6:]]}
+
+    monkeypatch.setitem(__import__("sys").modules, "datasets", FakeDatasets)
+    env = text_env(protocol=WritingProtocol("org/posts:tldr"), split="test")
+    assert [p.question for p in env.problems] == DOCUMENTS[6:]
+    assert env.problems[0].meta["where"] == "org/posts:tldr[test]:0"
+    env.reset(seed=0)
+    _, rewards, _, _, _ = env.step({"agent_0": "A short summary.", "agent_1": numbered("w", 30)})
+    assert 0.0 <= rewards["agent_0"] <= 1.0
+
+
 @pytest.fixture(scope="module")
 def protocols(tmp_path_factory):
     path = write_corpus(tmp_path_factory.mktemp("corpus") / "posts.jsonl", DOCUMENTS)

@@ -6,8 +6,10 @@ and arXiv-abstract-style expansion, rewarded by length-ratio, vocabulary and tra
 metrics. The formulas below are this package's own (the word lists and thresholds are
 ours, the TL;DR thresholds follow the paper's released reward), stated exactly.
 
-**Corpus.** Any JSONL file, or a directory with ``train.jsonl`` and ``test.jsonl`` (see
-:mod:`deliberation_env.tasks.sources`): one JSON object per line whose ``text_field``
+**Corpus.** Any JSONL file, a directory with ``train.jsonl`` and ``test.jsonl``, or a
+Hugging Face dataset id (``"org/name"`` or ``"org/name:config"``, when online and the
+``hf`` extra is installed; see :mod:`deliberation_env.tasks.sources`): one record (a JSON
+object per line of a file) whose ``text_field``
 (default ``"text"``) is the source document, a non-empty string; other fields are
 ignored. A single file is split in half by a hash of each document's normalized text. A
 malformed line is a ``ValueError`` naming ``path:line``. Problem ids are
@@ -60,6 +62,9 @@ from deliberation_env.tasks import Problem
 from deliberation_env.tasks.base import check_split
 from deliberation_env.tasks.sources import load_split, question_key, require
 from deliberation_env.text.protocols.base import Outcome, chat, quote
+
+DATASET_ID = re.compile(r"[\w.-]+/[\w.-]+(?::[\w.-]+)?")
+"""A Hugging Face dataset id, ``org/name`` or ``org/name:config`` (not a local path)."""
 
 
 @dataclass(frozen=True)
@@ -213,7 +218,8 @@ class WritingProtocol:
     """Two writers, one text (see the module docstring).
 
     Args:
-        path: The corpus: a JSONL file or a directory with ``train.jsonl`` and ``test.jsonl``.
+        path: The corpus: a JSONL file, a directory with ``train.jsonl`` and ``test.jsonl``,
+            or a Hugging Face dataset id (``"org/name[:config]"``).
         mode: ``"summarize"`` or ``"expand"``.
         text_field: The field holding each source document.
         targets: Thresholds replacing the mode's defaults (:data:`MODES`).
@@ -221,7 +227,8 @@ class WritingProtocol:
     Raises:
         ValueError: On an unknown ``mode``, or (when problems are read) a malformed line,
             naming ``path:line``.
-        FileNotFoundError: If ``path`` does not exist.
+        FileNotFoundError: If ``path`` is neither an existing file or directory nor a
+            dataset id (when problems are read: a dataset id that cannot be loaded).
     """
 
     name = "writing"
@@ -232,8 +239,8 @@ class WritingProtocol:
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {tuple(MODES)}, got {mode!r}")
-        if not Path(path).exists():
-            raise FileNotFoundError(f"no such corpus file or directory: {path}")
+        if not (Path(path).exists() or DATASET_ID.fullmatch(str(path))):
+            raise FileNotFoundError(f"no such corpus file or directory (nor a dataset id 'org/name'): {path}")
         self.path, self.mode, self.text_field = Path(path), mode, text_field
         self.targets = targets or MODES[mode]
         self._problems: dict[str, tuple[Problem, ...]] = {}
@@ -247,7 +254,7 @@ class WritingProtocol:
     def problems(self, split: str) -> Sequence[Problem]:
         """The documents of ``split`` (read once, then kept)."""
         if check_split(split) not in self._problems:
-            records = load_split(self.path, split, lambda where, record: question_key(self._text(where, record)))
+            records = load_split(str(self.path), split, lambda where, record: question_key(self._text(where, record)))
             self._problems[split] = tuple(
                 Problem(f"{self.path.stem}-{split}-{k}", self._text(where, record), "", {"where": where})
                 for k, (where, record) in enumerate(records)
