@@ -40,9 +40,15 @@ def env(**kwargs: Any) -> AECEnv:
     return parallel_to_aec(DeliberationEnv(**kwargs))
 
 
-def vector_env(num_envs: int, **kwargs: Any) -> DeliberationVectorEnv:
-    """``num_envs`` episodes in lockstep, one backend call per phase (:mod:`deliberation_env.vector`)."""
-    return DeliberationVectorEnv(num_envs, **kwargs)
+def vector_env(num_envs: int, workers: int = 0, **kwargs: Any) -> DeliberationVectorEnv:
+    """``num_envs`` episodes in lockstep, one backend call per phase (:mod:`deliberation_env.vector`);
+    ``workers=N`` runs them on N Ray workers, ``worker_options`` their Ray actor options
+    (:mod:`deliberation_env.distributed`, the ``ray`` extra)."""
+    if workers == 0:
+        return DeliberationVectorEnv(num_envs, **kwargs)
+    from deliberation_env.distributed import RayVectorEnv
+
+    return RayVectorEnv("meta", num_envs, workers, **kwargs)
 
 
 _REGISTRY = {"deliberation-v0": parallel_env, "text-deliberation-v0": text_env}

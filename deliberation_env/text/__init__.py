@@ -32,9 +32,15 @@ def text_env(**kwargs: Any) -> TextDeliberationEnv:
     return TextDeliberationEnv(**kwargs)
 
 
-def text_vector_env(num_envs: int, **kwargs: Any) -> TextDeliberationVectorEnv:
-    """``num_envs`` text episodes in lockstep (:mod:`deliberation_env.text.vector`)."""
-    return TextDeliberationVectorEnv(num_envs, **kwargs)
+def text_vector_env(num_envs: int, workers: int = 0, **kwargs: Any) -> TextDeliberationVectorEnv:
+    """``num_envs`` text episodes in lockstep (:mod:`deliberation_env.text.vector`);
+    ``workers=N`` runs them on N Ray workers, ``worker_options`` their Ray actor options
+    (:mod:`deliberation_env.distributed`, the ``ray`` extra)."""
+    if workers == 0:
+        return TextDeliberationVectorEnv(num_envs, **kwargs)
+    from deliberation_env.distributed import RayVectorEnv
+
+    return RayVectorEnv("text", num_envs, workers, **kwargs)
 
 
 __all__ = [

@@ -1,0 +1,136 @@
+"""Ray workers behind the vector env API: same episodes as in-process, faults replayed, errors named."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import deliberation_env as de
+from algorithms.learners import SoftRankPO, SoftRankPOConfig
+from deliberation_env.distributed import WorkerError
+
+ray = pytest.importorskip("ray", reason="Ray is in the 'ray' extra")
+
+pytestmark = pytest.mark.timeout(180)  # a worker Ray cannot place waits forever: fail instead
+SMALL = {"num_cpus": 0}  # workers of several envs share this module's 2 CPUs
+META = {"task": "arithmetic", "team": "simulated", "max_rounds": 3}
+TEXT = {"task": "arithmetic", "n_agents": 2, "max_turns": 2}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def same(a, b) -> bool:
+    """Deep equality of env results: dicts, lists, tuples, arrays (dtype and shape too)."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+    return a == b
+
+
+def meta_actions(venv, rng):
+    return {agent: rng.integers(3, size=venv.num_envs) for agent in venv.agents}
+
+
+def text_actions(venv, rng):
+    return {agent: [f"The answer is {k}." for k in rng.integers(20, size=venv.num_envs)] for agent in venv.agents}
+
+
+def play(venv, actions, seed=3, kill=None):
+    """Every result of one batch of episodes; ``kill``: kill this worker after the first step."""
+    rng = np.random.default_rng(0)
+    results = [venv.reset(seed=seed)]
+    while venv.active.any():
+        results.append(venv.step(actions(venv, rng)))
+        if kill is not None and len(results) == 2:
+            ray.kill(venv.handles[kill], no_restart=False)
+    return results
+
+
+@pytest.fixture(scope="module")
+def meta_pair():
+    """In-process and 2-worker meta envs whose episodes end at different rounds."""
+    kwargs = dict(META, stop_on_consensus=True, observation="both")
+    workers = de.vector_env(5, workers=2, worker_options=SMALL, **kwargs)
+    yield de.vector_env(5, **kwargs), workers
+    workers.close()
+
+
+def test_meta_env_on_two_workers_plays_the_in_process_episodes(meta_pair):
+    local, remote = meta_pair
+    assert remote.nodes[0] and len(remote.handles) == 2
+    assert remote.observation_space("agent_0") == local.observation_space("agent_0")
+    expected, got = play(local, meta_actions), play(remote, meta_actions)
+    assert len(expected) > 2 and same(got, expected)
+    assert same(remote.state(), local.state())
+
+
+def test_a_killed_worker_is_restarted_and_its_episodes_replayed(meta_pair):
+    local, remote = meta_pair
+    assert same(play(remote, meta_actions, seed=5, kill=1), play(local, meta_actions, seed=5))
+    assert same(play(remote, meta_actions, seed=6), play(local, meta_actions, seed=6))  # and it goes on
+
+
+def test_bad_actions_name_the_worker_and_change_nothing(meta_pair):
+    local, remote = meta_pair
+    for venv in meta_pair:
+        venv.reset(seed=7)
+    bad = {agent: np.zeros(5, dtype=int) for agent in remote.agents}
+    bad["agent_1"][4] = 9
+    with pytest.raises(ValueError, match=r"Ray worker 1 of 2 \(envs 3..4.*must lie in 0..2"):
+        remote.step(bad)
+    with pytest.raises(ValueError, match="must be a sequence of 5 actions"):
+        remote.step({agent: np.zeros(4, dtype=int) for agent in remote.agents})
+    good = {agent: np.ones(5, dtype=int) for agent in remote.agents}
+    assert same(remote.step(good), local.step(good))
+
+
+def test_text_env_on_two_workers_plays_the_in_process_episodes():
+    local, remote = de.text_vector_env(3, **TEXT), de.text_vector_env(3, workers=2, worker_options=SMALL, **TEXT)
+    assert remote.max_turns == 2 and remote.protocol.name == local.protocol.name
+    options = {"problem_index": [4, 4, 9], "episode_seed": [1, 2, 3]}
+    assert same(remote.reset(options=options), local.reset(options=options))
+    assert same(play(remote, text_actions), play(local, text_actions))
+    remote.close()
+
+
+def test_softrankpo_trains_to_identical_metrics_on_two_workers():
+    config = SoftRankPOConfig(
+        groups_per_update=2, group_size=3, update_epochs=1, num_minibatches=1, hidden_size=16, num_heads=2
+    )
+    runs = []
+    for venv in (de.vector_env(config.num_envs, **META), de.vector_env(config.num_envs, 2, worker_options=SMALL, **META)):
+        learner = SoftRankPO(config, venv)
+        metrics = [learner.train_step() for _ in range(2)]
+        runs.append([{k: v for k, v in m.items() if k != "charts/sps"} for m in metrics])  # sps: wall time
+    assert runs[0] == runs[1]
+
+
+def test_a_worker_that_cannot_build_its_env_names_itself_and_the_cause(tmp_path):
+    missing = tmp_path / "no-such-data"
+    with pytest.raises(WorkerError, match=rf"Ray worker 0 of 2 \(envs 0..1.*could not build its env.*{missing}"):
+        de.text_vector_env(4, workers=2, worker_options=SMALL, task="gsm8k", path=str(missing))
+
+
+def test_bad_arguments_are_refused_before_any_worker_starts():
+    with pytest.raises(ValueError, match=r"workers must be in \[0, num_envs=2\]"):
+        de.vector_env(2, workers=3, **META)
+    with pytest.raises(TypeError, match="workers must be an integer"):
+        de.vector_env(2, workers=1.5, **META)
+    with pytest.raises(ValueError, match="n_agents must be >= 2"):
+        de.vector_env(2, workers=1, task="arithmetic", team="simulated", n_agents=1)
+
+
+def test_without_ray_the_error_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ImportError, match=r"deliberation-env\[ray\]"):
+        de.vector_env(2, workers=1, **META)
