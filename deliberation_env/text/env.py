@@ -169,11 +169,15 @@ class TextEngine:
 
     Every method that changes the engine computes the new states first and assigns them
     last, so a call that raises changes nothing.
+
+    Args:
+        num_envs: Episodes stepped together.
+        config: The env's arguments (checked when it was built); the protocol and its
+            problems are built here.
     """
 
     def __init__(self, num_envs: int, config: TextEnvConfig) -> None:
         self.num_envs = _check_num_envs(num_envs)
-        self.config = config
         self.n_agents, self.max_turns, self.split = config.n_agents, config.max_turns, config.split
         self.reward_scale, self.stop_threshold = float(config.reward_scale), config.stop_threshold
         self.protocol = config.build_protocol()
