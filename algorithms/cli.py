@@ -13,7 +13,7 @@
   (:mod:`algorithms.config_files`; the paper experiments are in ``examples/configs/``); a
   ``train``/``compare`` file with ``env: text`` is for ``--env text``.
 - ``deliberate tasks list`` / ``deliberate tasks show NAME [--path ...]``.
-- ``deliberate cache stats`` / ``deliberate cache clear``.
+- ``deliberate cache stats`` / ``deliberate cache clear`` / ``deliberate cache merge OUT IN [IN ...]``.
 
 The CLI sits at the top of the dependency order (algorithms -> deliberation_env -> agents)
 because ``run`` evaluates baselines, which live in ``algorithms``.
@@ -441,18 +441,37 @@ class CacheClear:
 
 
 @dataclass
+class CacheMerge:
+    """Merge the caches of several nodes into one (each node keeps its own: SQLite over a
+    network file system is unsafe); rows are verified, conflicting rows refused."""
+
+    out: tyro.conf.Positional[Path]
+    """The merged cache (created if missing)."""
+    inputs: tyro.conf.Positional[tuple[Path, ...]]
+    """The nodes' cache files."""
+
+
+@dataclass
 class Cache:
-    """Inspect or clear the SQLite response cache."""
+    """Inspect, clear or merge SQLite response caches."""
 
     command: tyro.conf.OmitArgPrefixes[
-        Annotated[CacheStats, tyro.conf.subcommand("stats", prefix_name=False)] | Annotated[CacheClear, tyro.conf.subcommand("clear", prefix_name=False)]
+        Annotated[CacheStats, tyro.conf.subcommand("stats", prefix_name=False)]
+        | Annotated[CacheClear, tyro.conf.subcommand("clear", prefix_name=False)]
+        | Annotated[CacheMerge, tyro.conf.subcommand("merge", prefix_name=False)]
     ]
 
 
 def cache(cfg: Cache) -> None:
-    """``deliberate cache stats|clear``."""
+    """``deliberate cache stats|clear|merge``."""
     from agents.cache import DEFAULT_CACHE_PATH, cache_clear, cache_stats
 
+    if isinstance(cfg.command, CacheMerge):
+        from agents.cache_merge import merge_caches
+
+        counts = merge_caches(cfg.command.out, cfg.command.inputs)
+        console.print_json(json.dumps({"out": str(cfg.command.out), **counts}))
+        return
     path = cfg.command.path or DEFAULT_CACHE_PATH
     if isinstance(cfg.command, CacheStats):
         console.print_json(json.dumps(cache_stats(path), default=str))
