@@ -10,12 +10,16 @@ batched call plus as many critic scorings. Throughput is generated tokens per se
     generates the same texts): the env's overhead.
 (b) The same requests sent one at a time, as debate scripts loop over agents.
 (c) The env run through :class:`agents.CachedBackend`: cold (empty cache) against warm.
+(d) Batch scaling (issue 14): raw ``generate`` tokens/s at batch 1, 8, 24 and 72 (arithmetic
+    solve prompts, temperature 0.3, one call per batch; "batch 1" sends 8 requests one at a
+    time) for llama.cpp, transformers (fp32, batch_size = the batch) and CTranslate2 (int8),
+    in the same run.
 
 Backends: ``transformers`` (SmolLM2 GGUF, dequantized; at several batch sizes; CUDA
 if present), ``openai`` against a ``llama_cpp.server`` started on 127.0.0.1, and the
 in-process ``llamacpp`` default.
 
-    python benchmarks/llm_throughput.py [--max-tokens 64] [--num-envs 8] [--parts a b c]
+    python benchmarks/llm_throughput.py [--max-tokens 64] [--num-envs 8] [--parts a b c d]
 """
 
 from __future__ import annotations
@@ -35,8 +39,15 @@ from pathlib import Path
 import tyro
 
 import deliberation_env as de
-from agents import CachedBackend, LLMAgent
-from agents.base import Backend, Generation, GenerationRequest, LogprobRequest, LogprobResult
+from agents import SMOLLM2_TEMPERATURE, CachedBackend, LLMAgent, prompts
+from agents.base import (
+    Backend,
+    Generation,
+    GenerationRequest,
+    LogprobRequest,
+    LogprobResult,
+    Turn,
+)
 from agents.llamacpp_backend import LlamaCppBackend, default_model_path
 
 
@@ -54,8 +65,12 @@ class Args:
     """Batch sizes of the transformers backend."""
     backends: tuple[str, ...] = ("transformers", "openai", "llamacpp")
     """Backends for (a) and (b)."""
-    parts: tuple[str, ...] = ("a", "b", "c")
+    parts: tuple[str, ...] = ("a", "b", "c", "d")
     """Which measurements to run."""
+    scaling_batches: tuple[int, ...] = (1, 8, 24, 72)
+    """Batch sizes of part (d)."""
+    scaling_backends: tuple[str, ...] = ("llamacpp", "transformers", "ctranslate2")
+    """Backends of part (d)."""
     device: str | None = None
     """Device of the transformers backend (default: CUDA if present)."""
 
@@ -151,6 +166,62 @@ def compare(label: str, backend: Backend, args: Args, parts: set[str]) -> None:
         )
 
 
+def solve_requests(count: int, args: Args) -> list[GenerationRequest]:
+    """Round-0 requests of ``count`` distinct arithmetic test problems, as the default team sends them."""
+    task = de.tasks.get("arithmetic", difficulty=args.difficulty)
+    problems = task.problems("test")[:count]
+    return [
+        GenerationRequest(
+            prompts.solve_messages(
+                Turn(p.question, task.instructions, parse=lambda text: None, agent=0, round=0, seed=i)
+            ),
+            max_tokens=args.max_tokens,
+            temperature=SMOLLM2_TEMPERATURE,
+            seed=i,
+        )
+        for i, p in enumerate(problems)
+    ]
+
+
+def make_scaling_backend(name: str, args: Args) -> Backend:
+    """A backend of part (d) on the bundled SmolLM2."""
+    if name == "llamacpp":
+        return LlamaCppBackend()
+    if name == "transformers":
+        from agents.transformers_backend import TransformersBackend
+
+        return TransformersBackend(default_model_path(), device=args.device)
+    from agents.ctranslate2_backend import CTranslate2Backend
+
+    return CTranslate2Backend()
+
+
+def batch_scaling(args: Args) -> None:
+    """Part (d): generated tokens/s of each backend at each batch size."""
+    sizes = sorted(args.scaling_batches)
+    print(
+        "\n| (d) backend, tokens/s | "
+        + " | ".join(f"batch {b}" for b in sizes)
+        + " |\n|---|"
+        + "---:|" * len(sizes),
+        flush=True,
+    )
+    requests = solve_requests(max(max(sizes), 8), args)
+    for name in args.scaling_backends:
+        backend = make_scaling_backend(name, args)
+        backend.generate(requests[:2])  # untimed warm-up
+        cells = []
+        for size in sizes:
+            if name == "transformers":
+                backend.batch_size = size
+            batches = [[r] for r in requests[:8]] if size == 1 else [requests[:size]]
+            start = time.perf_counter()
+            tokens = sum(g.completion_tokens for batch in batches for g in backend.generate(batch))
+            cells.append(f"{tokens / (time.perf_counter() - start):.0f}")
+        print(f"| {backend.model_id} | " + " | ".join(cells) + " |", flush=True)
+        del backend
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -198,9 +269,10 @@ def main(args: Args) -> None:
         f"arithmetic level {args.difficulty}, {platform.machine()} ({os.cpu_count()} cores), "
         f"load average {os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d')}"
     )
-    print("| part, backend | requests | tokens | env tokens/s | other tokens/s | ratio |")
-    print("|---|---:|---:|---:|---:|---:|", flush=True)
     parts = {"a", "b"} & set(args.parts)
+    if parts:
+        print("| part, backend | requests | tokens | env tokens/s | other tokens/s | ratio |")
+        print("|---|---:|---:|---:|---:|---:|", flush=True)
     if parts and "transformers" in args.backends:
         from agents.transformers_backend import TransformersBackend
 
@@ -235,6 +307,8 @@ def main(args: Args) -> None:
         print(
             f"| vector_env round 0 | {len(recorded.generations)} | {cold:.2f} | {warm:.3f} | {cold / warm:,.0f}x |"
         )
+    if "d" in args.parts:
+        batch_scaling(args)
 
 
 if __name__ == "__main__":
