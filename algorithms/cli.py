@@ -9,6 +9,8 @@
   env (:func:`algorithms.text.train`; the learner's config fields are the options).
 - ``deliberate compare --env text --algos magrpo,grpo,softrankpo --seeds 2 ...``: the LLM-weight
   learners x seeds on the same settings: a table and ``compare.json``.
+- ``deliberate train|compare --workers N ...``: the env's episodes on N Ray workers (the ``ray``
+  extra; short for ``--env.workers N`` / ``--train.env.workers N``, :mod:`deliberation_env.distributed`).
 - ``deliberate run|train|compare --config FILE``: start from a YAML/JSON config file
   (:mod:`algorithms.config_files`; the paper experiments are in ``examples/configs/``); a
   ``train``/``compare`` file with ``env: text`` is for ``--env text``.
@@ -91,6 +93,8 @@ class Run:
             self.n_problems = DEFAULT_PROBLEMS[self.env]
         if self.n_problems < 1:
             raise ValueError(f"--n-problems must be >= 1, got {self.n_problems}")
+        if self.env_args.workers:
+            raise ValueError("run evaluates in this process: --workers is for train and compare")
 
     def run_name(self) -> str:
         """The run folder's name: ``name``, else ``<team>-<task>`` (``<team>-text-<task>``)."""
@@ -498,6 +502,22 @@ _HANDLERS = {
 }
 
 
+WORKERS_FLAG = {"train": "--env.workers", "compare": "--train.env.workers"}
+"""What ``--workers`` stands for in each subcommand (the env config's field)."""
+
+
+def expand_workers_flag(argv: list[str]) -> list[str]:
+    """``train|compare --workers N``: the env config's ``workers`` field under its nested name.
+
+    >>> expand_workers_flag(["compare", "--workers=2", "--seeds", "3"])
+    ['compare', '--train.env.workers=2', '--seeds', '3']
+    """
+    if not argv or argv[0] not in WORKERS_FLAG:
+        return argv
+    full = WORKERS_FLAG[argv[0]]
+    return [full + arg[len("--workers"):] if arg == "--workers" or arg.startswith("--workers=") else arg for arg in argv]
+
+
 LIST_FLAGS = ("--algos", "--reward-scales", "--baselines")
 """Flags whose values may also be written as comma lists (``--algos softrankpo,grpo``)."""
 
@@ -596,7 +616,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``deliberate`` console script."""
     args = split_comma_lists(sys.argv[1:] if argv is None else argv)
     text = text_command(args)
-    cfg = parse(args) if text is None else parse_text(*text)
+    cfg = parse(expand_workers_flag(args)) if text is None else parse_text(*text)
     if isinstance(cfg, TextCompare):
         compare_text(cfg)
     elif isinstance(cfg, text_learners.TextLearnerConfig):

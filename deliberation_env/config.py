@@ -182,6 +182,11 @@ class EnvConfig:
     lambda_tok: float = 0.0
     """Token cost per 1000 tokens spent in a step (>= 0)."""
 
+    # Scale-out
+    workers: int = 0
+    """Ray workers that run a vector env's episodes (0: in this process; the ``ray`` extra,
+    :mod:`deliberation_env.distributed`); a single env always runs in this process."""
+
     def __post_init__(self) -> None:
         self.max_rounds = with_max_cycles("max_rounds", self.max_rounds, self.max_cycles, DEFAULT_MAX_ROUNDS)
         self.max_cycles = None  # folded into max_rounds, so that dataclasses.replace keeps working
@@ -203,7 +208,7 @@ class EnvConfig:
         self._check_sampling()
 
     def _check_numbers(self) -> None:
-        for name, low in (("n_agents", 2), ("max_rounds", 1), ("max_tokens", 1)):
+        for name, low in (("n_agents", 2), ("max_rounds", 1), ("max_tokens", 1), ("workers", 0)):
             value = getattr(self, name)
             if value is None and name == "max_tokens":
                 continue
@@ -288,7 +293,9 @@ class EnvConfig:
 
     def make(self, num_envs: int, **overrides: Any) -> Any:
         """A ``de.vector_env`` of ``num_envs`` envs with these arguments and ``overrides``
-        (e.g. ``split="test"``)."""
-        from deliberation_env.vector import DeliberationVectorEnv
+        (e.g. ``split="test"``), on ``workers`` Ray workers if that is > 0 (at most one per env)."""
+        from deliberation_env import vector_env
 
-        return DeliberationVectorEnv(num_envs, **dataclasses.replace(self, **overrides).kwargs())
+        config = dataclasses.replace(self, **overrides)
+        workers = min(config.workers, num_envs) if is_integer(num_envs) else config.workers
+        return vector_env(num_envs, **dataclasses.replace(config, workers=workers).kwargs())

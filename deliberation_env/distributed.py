@@ -37,8 +37,11 @@ import numpy as np
 from deliberation_env.starts import Starts
 from deliberation_env.values import check_action_keys, is_integer
 
-DEFAULT_WORKER_OPTIONS = {"num_cpus": 1, "max_restarts": 3, "scheduling_strategy": "SPREAD"}
-"""Ray actor options of a worker; ``worker_options`` overrides them (e.g. ``{"num_gpus": 1}``)."""
+DEFAULT_WORKER_OPTIONS = {"max_restarts": 3, "scheduling_strategy": "SPREAD"}
+"""Ray actor options of a worker; ``worker_options`` overrides them. Without ``num_cpus``
+a worker needs a free CPU to be placed but holds none while it runs (Ray's default for
+actors), so several vector envs' workers share a machine; ``{"num_gpus": 1}`` gives each
+worker a GPU of its own (and holds it)."""
 
 
 class WorkerError(RuntimeError):

@@ -158,6 +158,8 @@ env, the training harness and the ``deliberate`` command line share).
 - ``stop_on_consensus``: end once all agents hold the same valid decision.
 - ``observation``: ``"vector"`` (the Dict, default), ``"flat"``, ``"text"`` or ``"both"``.
 - ``infos``: ``"rich"`` (default) or ``"numeric"``.
+- ``workers``: vector envs only (``de.vector_env``, ``EnvConfig.make``): Ray workers that
+  run the episodes (0, the default: in this process; :mod:`deliberation_env.distributed`).
 - ``render_mode``: ``None``, ``"ansi"`` (``render()`` returns a table of the round) or
   ``"human"`` (``render()`` prints it).
 
@@ -211,6 +213,11 @@ def build_core(num_envs: int, **kwargs: Any) -> DeliberationCore:
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     config = EnvConfig(**kwargs)
+    if config.workers:
+        raise ValueError(
+            f"workers={config.workers} is an argument of de.vector_env and EnvConfig.make (Ray workers); "
+            "the parallel env and DeliberationVectorEnv run in this process"
+        )
     return DeliberationCore(
         config.build_task(), config.build_team(), int(num_envs), config.max_rounds, config.split,
         config.reward_config(), config.concede_rule, config.stop_on_consensus, config.observation,

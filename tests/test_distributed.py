@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import numpy as np
 import pytest
 
 import deliberation_env as de
+from algorithms.cli import expand_workers_flag, main, parse
 from algorithms.learners import SoftRankPO, SoftRankPOConfig
-from deliberation_env.distributed import WorkerError
+from deliberation_env.distributed import RayVectorEnv, WorkerError
 
 ray = pytest.importorskip("ray", reason="Ray is in the 'ray' extra")
 
 pytestmark = pytest.mark.timeout(180)  # a worker Ray cannot place waits forever: fail instead
-SMALL = {"num_cpus": 0}  # workers of several envs share this module's 2 CPUs
 META = {"task": "arithmetic", "team": "simulated", "max_rounds": 3}
 TEXT = {"task": "arithmetic", "n_agents": 2, "max_turns": 2}
 
@@ -60,7 +61,7 @@ def play(venv, actions, seed=3, kill=None):
 def meta_pair():
     """In-process and 2-worker meta envs whose episodes end at different rounds."""
     kwargs = dict(META, stop_on_consensus=True, observation="both")
-    workers = de.vector_env(5, workers=2, worker_options=SMALL, **kwargs)
+    workers = de.vector_env(5, workers=2, **kwargs)
     yield de.vector_env(5, **kwargs), workers
     workers.close()
 
@@ -95,7 +96,7 @@ def test_bad_actions_name_the_worker_and_change_nothing(meta_pair):
 
 
 def test_text_env_on_two_workers_plays_the_in_process_episodes():
-    local, remote = de.text_vector_env(3, **TEXT), de.text_vector_env(3, workers=2, worker_options=SMALL, **TEXT)
+    local, remote = de.text_vector_env(3, **TEXT), de.text_vector_env(3, workers=2, **TEXT)
     assert remote.max_turns == 2 and remote.protocol.name == local.protocol.name
     options = {"problem_index": [4, 4, 9], "episode_seed": [1, 2, 3]}
     assert same(remote.reset(options=options), local.reset(options=options))
@@ -108,17 +109,45 @@ def test_softrankpo_trains_to_identical_metrics_on_two_workers():
         groups_per_update=2, group_size=3, update_epochs=1, num_minibatches=1, hidden_size=16, num_heads=2
     )
     runs = []
-    for venv in (de.vector_env(config.num_envs, **META), de.vector_env(config.num_envs, 2, worker_options=SMALL, **META)):
+    for venv in (de.vector_env(config.num_envs, **META), de.vector_env(config.num_envs, 2, **META)):
         learner = SoftRankPO(config, venv)
         metrics = [learner.train_step() for _ in range(2)]
         runs.append([{k: v for k, v in m.items() if k != "charts/sps"} for m in metrics])  # sps: wall time
     assert runs[0] == runs[1]
 
 
+def test_env_config_make_runs_on_its_workers():
+    config = de.EnvConfig(**META, workers=2)
+    remote, local = config.make(4, split="test"), de.EnvConfig(**META).make(4, split="test")
+    assert isinstance(remote, RayVectorEnv) and remote.workers == 2
+    assert same(play(remote, meta_actions), play(local, meta_actions))
+    remote.close()
+
+
+def test_deliberate_train_with_workers_logs_the_in_process_run(tmp_path):
+    tiny = ["--updates", "2", "--sft-updates", "0", "--eval-problems", "3", "--eval-every", "1", "--no-progress"]
+    tiny += ["--softrankpo.groups-per-update", "2", "--softrankpo.group-size", "2", "--softrankpo.hidden-size", "16"]
+    main(["train", *tiny, "--run-dir", str(tmp_path / "local")])
+    main(["train", *tiny, "--workers", "2", "--run-dir", str(tmp_path / "ray")])
+    logs = []
+    for run in ("local", "ray"):
+        lines = (tmp_path / run / "metrics.jsonl").read_text().splitlines()
+        logs.append([{k: v for k, v in json.loads(line).items() if k not in ("charts/sps", "time")} for line in lines])
+    assert len(logs[0]) == 3 and logs[0] == logs[1]
+    assert json.loads((tmp_path / "ray" / "config.json").read_text())["env"]["workers"] == 2
+
+
+def test_workers_flag_of_compare_and_run(capsys):
+    assert parse(expand_workers_flag(["compare", "--workers", "3"])).train.env.workers == 3
+    with pytest.raises(SystemExit):
+        parse(["run", "--workers", "2"])
+    assert "run evaluates in this process" in capsys.readouterr().err
+
+
 def test_a_worker_that_cannot_build_its_env_names_itself_and_the_cause(tmp_path):
     missing = tmp_path / "no-such-data"
     with pytest.raises(WorkerError, match=rf"Ray worker 0 of 2 \(envs 0..1.*could not build its env.*{missing}"):
-        de.text_vector_env(4, workers=2, worker_options=SMALL, task="gsm8k", path=str(missing))
+        de.text_vector_env(4, workers=2, task="gsm8k", path=str(missing))
 
 
 def test_bad_arguments_are_refused_before_any_worker_starts():
@@ -126,6 +155,10 @@ def test_bad_arguments_are_refused_before_any_worker_starts():
         de.vector_env(2, workers=3, **META)
     with pytest.raises(TypeError, match="workers must be an integer"):
         de.vector_env(2, workers=1.5, **META)
+    with pytest.raises(ValueError, match="workers must be >= 0"):
+        de.EnvConfig(**META, workers=-1)
+    with pytest.raises(ValueError, match="workers=2 is an argument of de.vector_env"):
+        de.parallel_env(**META, workers=2)
     with pytest.raises(ValueError, match="n_agents must be >= 2"):
         de.vector_env(2, workers=1, task="arithmetic", team="simulated", n_agents=1)
 
