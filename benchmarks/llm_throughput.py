@@ -13,7 +13,7 @@ batched call plus as many critic scorings. Throughput is generated tokens per se
 (d) Batch scaling (issue 14): raw ``generate`` tokens/s at batch 1, 8, 24 and 72 (arithmetic
     solve prompts, temperature 0.3, one call per batch; "batch 1" sends 8 requests one at a
     time) for llama.cpp, transformers (fp32, batch_size = the batch) and CTranslate2 (int8),
-    in the same run.
+    in the same run; in parentheses, the same tokens per CPU second of the process.
 
 Backends: ``transformers`` (SmolLM2 GGUF, dequantized; at several batch sizes; CUDA
 if present), ``openai`` against a ``llama_cpp.server`` started on 127.0.0.1, and the
@@ -197,7 +197,9 @@ def make_scaling_backend(name: str, args: Args) -> Backend:
 
 
 def batch_scaling(args: Args) -> None:
-    """Part (d): generated tokens/s of each backend at each batch size."""
+    """Part (d): generated tokens per second of each backend at each batch size, and in
+    parentheses per CPU second of this process (all its threads): on a machine shared with
+    other jobs the wall-clock rate measures the scheduler as much as the backend."""
     sizes = sorted(args.scaling_batches)
     print(
         "\n| (d) backend, tokens/s | "
@@ -215,9 +217,10 @@ def batch_scaling(args: Args) -> None:
             if name == "transformers":
                 backend.batch_size = size
             batches = [[r] for r in requests[:8]] if size == 1 else [requests[:size]]
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             tokens = sum(g.completion_tokens for batch in batches for g in backend.generate(batch))
-            cells.append(f"{tokens / (time.perf_counter() - start):.0f}")
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+            cells.append(f"{tokens / wall:.0f} ({tokens / cpu:.0f})")
         print(f"| {backend.model_id} | " + " | ".join(cells) + " |", flush=True)
         del backend
 
