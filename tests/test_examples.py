@@ -11,9 +11,9 @@ import pytest
 EXAMPLES = Path(__file__).parents[1] / "examples"
 
 
-def run_example(name: str, *args: str) -> str:
+def run_example(name: str, *args: str, timeout: int = 300) -> str:
     result = subprocess.run(
-        [sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, timeout=timeout, check=False
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
@@ -61,3 +61,18 @@ def test_07_real_llm_team(tmp_path):
     out = run_example("07_real_llm_team.py", *args)
     assert "llamacpp:SmolLM2-135M-Instruct" in out and "by logprob" in out
     assert run_example("07_real_llm_team.py", *args) == out  # replayed from the cache, identically
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "args"),
+    [
+        ("10_rllib.py", "ray.rllib", ["--batch-size", "64"]),
+        ("11_torchrl.py", "torchrl", ["--frames-per-batch", "24", "--minibatch-size", "12", "--epochs", "1"]),
+        ("12_benchmarl.py", "benchmarl", ["--frames-per-batch", "24"]),
+    ],
+)
+def test_ecosystem_tool_examples(name, module, args):
+    pytest.importorskip(module, reason=f"examples/{name} needs {module}: pip install 'deliberation-env[integrations]'")
+    out = run_example(name, "--iterations", "2", "--eval-problems", "8", *args, timeout=600)  # Ray starts slowly
+    assert "iteration 2: " in out or "2 iterations" in out
+    assert "held-out consensus accuracy: untrained" in out
