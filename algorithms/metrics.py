@@ -1,4 +1,9 @@
-"""Metric logging: one JSON object per line (JSONL), TensorBoard optional.
+"""Metric logging: one JSON object per line (JSONL); TensorBoard and Weights & Biases optional.
+
+TensorBoard (``tensorboard=True``, the ``tensorboard`` extra) and Weights & Biases
+(``wandb_project=NAME``, the ``wandb`` extra; ``WANDB_MODE=offline`` keeps it on disk,
+under ``<run_dir>/wandb``) get every metric of a record under the same name as the JSONL
+file, at the record's ``step``.
 
 Every record has ``step`` (the learner update), ``episodes`` (training episodes so far)
 and ``time`` (seconds since the logger opened), plus any of these metrics:
@@ -34,52 +39,86 @@ name                            meaning
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 
 class MetricLogger:
-    """Appends metric records to ``<run_dir>/metrics.jsonl`` (and TensorBoard if asked).
+    """Appends metric records to ``<run_dir>/metrics.jsonl`` (and TensorBoard or Weights &
+    Biases if asked).
 
     Appending means a resumed run continues the same file.
 
     Args:
         run_dir: Directory of the run; created if missing.
-        tensorboard: Also write TensorBoard events to ``run_dir`` (needs ``tensorboard``).
+        tensorboard: Also write TensorBoard events to ``run_dir`` (the ``tensorboard`` extra).
+        wandb_project: Also log to this Weights & Biases project (the ``wandb`` extra);
+            ``""``: not at all.
+        config: The run's settings, recorded as the Weights & Biases run's config.
+
+    Raises:
+        ImportError: When an asked-for logger's extra is not installed, naming the extra;
+            nothing is created then.
     """
 
-    def __init__(self, run_dir: str | Path, tensorboard: bool = False):
+    def __init__(
+        self,
+        run_dir: str | Path,
+        tensorboard: bool = False,
+        wandb_project: str = "",
+        config: dict[str, Any] | None = None,
+    ):
+        board = _import_extra("torch.utils.tensorboard", "tensorboard") if tensorboard else None
+        wandb = _import_extra("wandb", "wandb", option="wandb_project") if wandb_project else None
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.run_dir / "metrics.jsonl"
         self.start = time.perf_counter()
-        self.writer = None
-        if tensorboard:
-            from torch.utils.tensorboard import SummaryWriter  # optional dependency
-
-            self.writer = SummaryWriter(str(self.run_dir))
+        self.writer = board.SummaryWriter(str(self.run_dir)) if board else None
+        self.wandb_run = None
+        if wandb is not None:
+            self.wandb_run = wandb.init(
+                project=wandb_project, dir=str(self.run_dir), name=str(self.run_dir), config=config
+            )
 
     def log(self, step: int, episodes: int, metrics: dict[str, float]) -> dict[str, Any]:
         """Write one record and return it."""
+        values = {name: float(value) for name, value in metrics.items()}
         record = {
             "step": step,
             "episodes": episodes,
             "time": round(time.perf_counter() - self.start, 3),
+            **values,
         }
-        record.update({name: float(value) for name, value in metrics.items()})
         with self.path.open("a") as file:
             file.write(json.dumps(record) + "\n")
         if self.writer is not None:
-            for name, value in metrics.items():
-                self.writer.add_scalar(name, float(value), step)
+            for name, value in values.items():
+                self.writer.add_scalar(name, value, step)
+        if self.wandb_run is not None:
+            self.wandb_run.log(values, step=step)
         return record
 
     def close(self) -> None:
-        """Flush and close TensorBoard, if open."""
+        """Flush and close TensorBoard and Weights & Biases, if open."""
         if self.writer is not None:
             self.writer.close()
+        if self.wandb_run is not None:
+            self.wandb_run.finish()
+
+
+def _import_extra(module: str, extra: str, option: str = "") -> ModuleType:
+    """``module``, or an ImportError saying that ``option`` (default: ``extra``) needs ``extra``."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise ImportError(
+            f"{option or extra} needs the {extra!r} extra: pip install 'deliberation-env[{extra}]' ({error})"
+        ) from error
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:

@@ -81,6 +81,9 @@ class TrainConfig:
     """Continue from ``run_dir``'s checkpoints if there are any."""
     tensorboard: bool = False
     """Also log to TensorBoard (needs the ``tensorboard`` extra)."""
+    wandb_project: str = ""
+    """Also log to this Weights & Biases project, same metric names (needs the ``wandb``
+    extra; ``WANDB_MODE=offline`` keeps it in ``run_dir/wandb``); ``""``: off."""
     progress: bool = True
     """Show a progress bar."""
     softrankpo: SoftRankPOConfig = field(default_factory=SoftRankPOConfig)
@@ -141,7 +144,7 @@ def _run_learner(
     if cfg.resume and checkpoint.is_file():
         learner.load(checkpoint)
     test_venv = cfg.env.make(min(cfg.eval_problems, EVAL_BATCH), split="test")
-    logger = MetricLogger(run_dir, tensorboard=cfg.tensorboard)
+    logger = MetricLogger(run_dir, cfg.tensorboard, cfg.wandb_project, config=dataclasses.asdict(cfg))
     if learner.update == 0:  # the curve starts at the initial (e.g. warm-started) policy
         logger.log(0, 0, held_out(learner.policy(), test_venv, cfg))
     final: dict[str, float] = {}

@@ -410,11 +410,13 @@ class TextPolicyGradientLearner(abc.ABC):
         checkpoint_every: int = 0,
         progress: bool = True,
         tensorboard: bool = False,
+        wandb_project: str = "",
     ) -> list[dict[str, float]]:
         """Run updates until ``self.update == updates``, resuming from ``run_dir`` if it holds a checkpoint.
 
         Each update's metrics go to ``run_dir/metrics.jsonl`` through
-        :class:`~algorithms.metrics.MetricLogger` (and TensorBoard if asked); lines of
+        :class:`~algorithms.metrics.MetricLogger` (and TensorBoard or the Weights & Biases
+        project ``wandb_project`` if asked); lines of
         updates after the checkpoint, from a killed run, are dropped on resume. The
         checkpoint is written every ``checkpoint_every`` updates and at the end.
 
@@ -427,7 +429,7 @@ class TextPolicyGradientLearner(abc.ABC):
             if (folder / CHECKPOINT).exists():
                 self.load(folder / CHECKPOINT)
                 _keep_metrics_until(folder / METRICS, self.update)
-            logger = MetricLogger(folder, tensorboard=tensorboard)
+            logger = MetricLogger(folder, tensorboard, wandb_project, config=_settings(self.config))
         history = []
         bar = tqdm(total=updates, initial=min(self.update, updates), disable=not progress, desc=self.name)
         while self.update < updates:

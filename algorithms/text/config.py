@@ -94,8 +94,13 @@ class TextLearnerConfig(TextEnvConfig):
     """Show a progress bar."""
     tensorboard: bool = False
     """Also log to TensorBoard in ``run_dir`` (needs the ``tensorboard`` extra)."""
+    wandb_project: str = ""
+    """Also log to this Weights & Biases project, same metric names (needs the ``wandb``
+    extra and ``run_dir``; ``WANDB_MODE=offline`` keeps it in ``run_dir/wandb``); ``""``: off."""
 
-    RUN_FIELDS = ("updates", "run_dir", "checkpoint_every", "eval_problems", "progress", "tensorboard")
+    RUN_FIELDS = (
+        "updates", "run_dir", "checkpoint_every", "eval_problems", "progress", "tensorboard", "wandb_project"
+    )
     """Fields a resumed run may change."""
 
     def __post_init__(self) -> None:
@@ -132,6 +137,8 @@ class TextLearnerConfig(TextEnvConfig):
         for name in ("kl_coef", "problem_pool", "checkpoint_every", "eval_problems", "updates"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{type(self).__name__}.{name} must be >= 0, got {getattr(self, name)}")
+        if self.wandb_project and not self.run_dir:
+            raise ValueError("wandb_project logs the metrics of run_dir: give run_dir too")
         if self.pairing == "cross" and self.max_turns != 1:
             raise ValueError("pairing='cross' scores every combination of one turn: use max_turns=1, or 'aligned'")
 

@@ -101,7 +101,8 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
         held_out = list(range(min(config.eval_problems, len(eval_env.problems))))
     before = learner.evaluate(eval_env, held_out) if held_out else {}
     history = learner.learn(
-        config.updates, config.run_dir or None, config.checkpoint_every, config.progress, config.tensorboard
+        config.updates, config.run_dir or None, config.checkpoint_every, config.progress, config.tensorboard,
+        config.wandb_project,
     )
     after = learner.evaluate(eval_env, held_out) if held_out else {}
     if config.run_dir:

@@ -1,6 +1,9 @@
 """JSONL metric logging."""
 
 import json
+import sys
+
+import pytest
 
 from algorithms.metrics import MetricLogger, read_metrics
 
@@ -33,3 +36,39 @@ def test_every_documented_issue_metric_name_is_documented():
         "adv/abs_mean",
     ]:
         assert f"``{name}``" in metrics_module.__doc__, name
+
+
+def test_wandb_offline_gets_the_jsonl_metric_names_at_the_same_steps(tmp_path, monkeypatch):
+    wandb = pytest.importorskip("wandb", reason="Weights & Biases is the 'wandb' extra")
+    from algorithms.harness import EnvConfig, TrainConfig, train
+    from algorithms.learners import SoftRankPOConfig
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    sent: list[tuple[int, set[str]]] = []
+    log = wandb.Run.log
+
+    def record_and_log(run, data, step=None, **kwargs):
+        sent.append((step, set(data)))
+        return log(run, data, step=step, **kwargs)
+
+    monkeypatch.setattr(wandb.Run, "log", record_and_log)
+    small = SoftRankPOConfig(groups_per_update=2, group_size=2, hidden_size=16, num_heads=2)
+    cfg = TrainConfig(env=EnvConfig(team="simulated", max_rounds=1), updates=2, sft_updates=0, eval_every=2,
+                      eval_problems=4, run_dir=str(tmp_path / "run"), progress=False, softrankpo=small,
+                      wandb_project="deliberation-test")
+    train(cfg)
+    records = read_metrics(tmp_path / "run" / "metrics.jsonl")
+    assert sent == [(r["step"], set(r) - {"step", "episodes", "time"}) for r in records]
+    assert "eval/accuracy" in sent[0][1] and "losses/policy" in sent[1][1]
+    assert list((tmp_path / "run" / "wandb").glob("offline-run-*/run-*.wandb"))  # the run, on disk
+
+
+def test_a_missing_extra_is_named_and_nothing_is_created(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # as if not installed
+    with pytest.raises(ImportError, match=r"wandb_project needs the 'wandb' extra: pip install 'deliberation-env\[wandb\]'"):
+        MetricLogger(tmp_path / "run", wandb_project="p")
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)
+    with pytest.raises(ImportError, match=r"tensorboard needs the 'tensorboard' extra"):
+        MetricLogger(tmp_path / "run", tensorboard=True)
+    assert not (tmp_path / "run").exists()
