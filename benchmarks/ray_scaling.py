@@ -1,0 +1,170 @@
+"""Rollout throughput on Ray workers (issue 13) with a latency-bound fake backend.
+
+The figure is about the machinery, not this CPU: every agent is an :class:`agents.LLMAgent`
+over :class:`LatencyBackend`, a documented fake that answers a batch of requests in
+``latency_s`` per chunk of at most ``batch_limit`` requests (it sleeps, as a client of a
+saturated model server waits; it computes nothing), with texts that depend only on the
+request's seed. One rollout = ``reset`` + ``max_rounds`` steps with random actions of
+``num_envs`` episodes; each phase sends ``num_envs * n_agents`` requests, so the
+in-process env waits ``ceil(num_envs * n_agents / batch_limit) * latency_s`` per phase,
+and N workers, each with its own backend (one server or GPU each), N times less.
+
+Measured, best of ``repeats`` rollouts after one warm-up rollout (worker start-up is not
+counted):
+
+- episodes/s of the in-process env (``workers=0``) and of 1, 2, 4, 8 workers, and the
+  speed-up of N workers over 1 (target: at least 0.8 N);
+- the overhead per round trip: seconds per env call (reset or step) of 1 worker minus
+  the in-process env's, with ``latency_s=0`` (nothing but the machinery).
+
+``--part learner``: SoftRankPO on the simulated team (``learner_updates`` updates of 8
+groups x 4) in process and on 1 and 2 workers: its wall time, and whether its metrics
+are identical to the in-process run's (they must be: same seeds, same episodes).
+
+    nice .venv/bin/python benchmarks/ray_scaling.py [--workers 1 2 4 8] [--latency-s 0.05]
+    nice .venv/bin/python benchmarks/ray_scaling.py --part learner [--learner-updates 5]
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import time
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+import tyro
+
+import deliberation_env as de
+from agents.base import Generation, LogprobResult
+
+
+@dataclass
+class LatencyBackend:
+    """A fake model server: ``latency_s`` per chunk of ``batch_limit`` requests, no compute.
+
+    Answers ``The answer is <seed % 10>.`` (a valid arithmetic answer) and scores the
+    critic's candidates with fixed log-probabilities, so episodes are reproducible.
+    """
+
+    latency_s: float
+    batch_limit: int
+    model_id: str = "fake:latency"
+    supports_logprobs: bool = True
+
+    def _wait(self, count: int) -> None:
+        time.sleep(self.latency_s * math.ceil(count / self.batch_limit))
+
+    def generate(self, requests):
+        """One completion per request, after the batch's latency."""
+        self._wait(len(requests))
+        return [Generation(f"Adding up.\nThe answer is {r.seed % 10}.", 30, 8, "stop") for r in requests]
+
+    def next_token_logprobs(self, requests):
+        """Fixed critic log-probabilities, after the batch's latency."""
+        self._wait(len(requests))
+        return [LogprobResult(tuple(-0.7 for _ in r.candidates), 30) for r in requests]
+
+
+@dataclass
+class Args:
+    workers: tuple[int, ...] = (1, 2, 4, 8)
+    """Worker counts to measure (the in-process env is always measured)."""
+    num_envs: int = 64
+    """Episodes per rollout."""
+    n_agents: int = 3
+    """Agents per team."""
+    max_rounds: int = 2
+    """Rounds per episode."""
+    latency_s: float = 0.05
+    """Fake latency per chunk of ``batch_limit`` requests."""
+    batch_limit: int = 8
+    """Most requests the fake serves per ``latency_s``."""
+    repeats: int = 2
+    """Timed rollouts per setting (the best counts)."""
+    part: str = "scaling"
+    """``scaling`` (the fake backend) or ``learner`` (SoftRankPO, simulated team)."""
+    learner_updates: int = 5
+    """Updates of the ``learner`` part."""
+
+
+def rollout_seconds(venv, rounds: int, seed: int) -> float:
+    """Wall time of one rollout: reset, then ``rounds`` steps of random actions."""
+    rng = np.random.default_rng(seed)
+    started = time.perf_counter()
+    venv.reset(seed=seed)
+    for _ in range(rounds):
+        venv.step({agent: rng.integers(3, size=venv.num_envs) for agent in venv.agents})
+    return time.perf_counter() - started
+
+
+def best_rollout(args: Args, workers: int, latency_s: float) -> float:
+    """Seconds of the best of ``args.repeats`` rollouts (after a warm-up) on ``workers``."""
+    backend = LatencyBackend(latency_s, args.batch_limit)
+    venv = de.vector_env(
+        args.num_envs, workers=workers, task="arithmetic", team=backend, n_agents=args.n_agents,
+        max_rounds=args.max_rounds,
+    )
+    rollout_seconds(venv, args.max_rounds, seed=0)
+    best = min(rollout_seconds(venv, args.max_rounds, seed=1 + k) for k in range(args.repeats))
+    venv.close()
+    return best
+
+
+def learner_run(workers: int, updates: int) -> tuple[float, list[dict[str, float]]]:
+    """Wall time (after the env is built) and metrics of SoftRankPO on ``workers`` workers."""
+    import torch
+
+    from algorithms.learners import SoftRankPO, SoftRankPOConfig
+
+    torch.set_num_threads(1)  # as the training harness: tiny networks, threads cost more than they give
+    config = SoftRankPOConfig(groups_per_update=8, group_size=4)
+    venv = de.vector_env(config.num_envs, workers=workers, task="arithmetic", team="simulated", difficulty=3)
+    learner = SoftRankPO(config, venv)
+    started = time.perf_counter()
+    metrics = [learner.train_step() for _ in range(updates)]
+    seconds = time.perf_counter() - started
+    venv.close()
+    return seconds, [{k: v for k, v in m.items() if k != "charts/sps"} for m in metrics]
+
+
+def learner_part(args: Args) -> None:
+    """The ``learner`` part: wall time on 0, 1, 2 workers and identical metrics."""
+    local_seconds, local_metrics = learner_run(0, args.learner_updates)
+    print(f"| in-process | {local_seconds:.1f} s | team reward {local_metrics[-1]['rewards/team/mean']:.3f} |")
+    for workers in (1, 2):
+        seconds, metrics = learner_run(workers, args.learner_updates)
+        print(f"| {workers} workers | {seconds:.1f} s | identical metrics: {metrics == local_metrics} |")
+
+
+def main(args: Args) -> None:
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    print(f"# ray_scaling, {date.today()}, {platform.machine()}; {args}")
+    if args.part == "learner":
+        learner_part(args)
+        ray.shutdown()
+        return
+    episodes = args.num_envs
+    local = best_rollout(args, 0, args.latency_s)
+    print(f"| in-process | {local:.2f} s | {episodes / local:.1f} episodes/s | |")
+    one = None
+    for workers in args.workers:
+        seconds = best_rollout(args, workers, args.latency_s)
+        if workers == 1:
+            one = seconds
+        speedup = f"{one / seconds:.2f} x ({one / seconds / workers:.2f} N)" if one else ""
+        print(f"| {workers} workers | {seconds:.2f} s | {episodes / seconds:.1f} episodes/s | {speedup} |")
+    calls = 1 + args.max_rounds
+    local0, remote0 = best_rollout(args, 0, 0.0), best_rollout(args, 1, 0.0)
+    print(
+        f"overhead per round trip (latency 0): in-process {1e3 * local0 / calls:.1f} ms per call, "
+        f"1 worker {1e3 * remote0 / calls:.1f} ms, difference {1e3 * (remote0 - local0) / calls:.1f} ms"
+    )
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
