@@ -72,3 +72,11 @@ def test_a_missing_extra_is_named_and_nothing_is_created(tmp_path, monkeypatch):
     with pytest.raises(ImportError, match=r"tensorboard needs the 'tensorboard' extra"):
         MetricLogger(tmp_path / "run", tensorboard=True)
     assert not (tmp_path / "run").exists()
+
+
+def test_the_text_learners_refuse_wandb_without_a_run_dir():
+    from algorithms.text import TextMAGRPOConfig
+
+    with pytest.raises(ValueError, match="wandb_project logs the metrics of run_dir: give run_dir too"):
+        TextMAGRPOConfig(wandb_project="p")
+    assert TextMAGRPOConfig(wandb_project="p", run_dir="runs/x").wandb_project == "p"
