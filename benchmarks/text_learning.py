@@ -7,7 +7,9 @@ vote, every agent gets the joint reward (correct vote + 0.1 x share of parseable
 answers). For each learner (TextMAGRPO, TextGRPO, TextSoftRankPO) and seed, the same
 budget of updates; the team's held-out accuracy (test split, greedy decoding) is
 measured before training (the untrained team: adapters start as the identity) and after.
-Runs resume: a finished (learner, seed) is read back from its ``summary.json``.
+Runs resume: a finished (learner, seed) is read back from its ``summary.json``, and
+``--table-only`` tabulates the finished runs without running anything (runs of several
+invocations with the same settings share ``out_dir``).
 
     nice python benchmarks/text_learning.py --algos magrpo grpo softrankpo --seeds 0 1 --updates 20
 
@@ -58,6 +60,8 @@ class Args:
     """A local model; "" is SmolLM2-135M-Instruct ("tiny" checks the script in seconds)."""
     out_dir: str = "runs/benchmarks/text-learning"
     """Where the runs and results.json go."""
+    table_only: bool = False
+    """Run nothing: tabulate the (learner, seed) runs already finished in ``out_dir``."""
 
 
 def config_of(args: Args, algo: str, seed: int, run_dir: Path):
@@ -126,17 +130,22 @@ def main(args: Args) -> None:
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     before = baseline_accuracy(args, out)
-    runs = [run(args, algo, seed, out) for algo in args.algos for seed in args.seeds]
+    if args.table_only:
+        finished = [out / f"{algo}-seed{seed}" / "summary.json" for algo in args.algos for seed in args.seeds]
+        runs = [json.loads(path.read_text()) for path in finished if path.exists()]
+        args.algos = tuple(algo for algo in args.algos if any(r["algo"] == algo for r in runs))
+    else:
+        runs = [run(args, algo, seed, out) for algo in args.algos for seed in args.seeds]
     print(f"untrained team, held-out accuracy on {args.eval_problems} problems: {before:.3f}\n")
-    print("| learner | accuracy after (mean) | change vs untrained (95% CI) | s/update |")
-    print("|---|---|---|---|")
+    print("| learner | seeds | accuracy after (mean) | change vs untrained (95% CI) | s/update |")
+    print("|---|---|---|---|---|")
     table = []
     for algo in args.algos:
         mine = [r for r in runs if r["algo"] == algo]
         after, half = interval([r["after"] for r in mine])
         per_update = np.mean([r["seconds"] / len(r["curve"]) for r in mine])
-        print(f"| {algo} | {after:.3f} | {after - before:+.3f} ± {half:.3f} | {per_update:.0f} |")
-        table.append({"algo": algo, "after": after, "change": after - before, "ci95": half})
+        print(f"| {algo} | {len(mine)} | {after:.3f} | {after - before:+.3f} ± {half:.3f} | {per_update:.0f} |")
+        table.append({"algo": algo, "seeds": len(mine), "after": after, "change": after - before, "ci95": half})
     print("\nreward curves (joint reward per update):")
     for r in runs:
         print(f"  {r['algo']} seed {r['seed']}: " + " ".join(f"{v:.2f}" for v in r["curve"]))
