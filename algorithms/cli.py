@@ -111,7 +111,8 @@ def run(cfg: Run) -> dict[str, Any]:
     started = time.perf_counter()
     args = cfg.env_args
     team = args.build_team()
-    venv = args.make(cfg.num_envs, team=team)
+    # The built members hold the sampling settings of their specs already.
+    venv = args.make(cfg.num_envs, team=team, temperature=None, max_tokens=None)
     n_problems = min(cfg.n_problems, len(venv.problems))
     policies = [baselines.get(name) for name in cfg.policies]
     model_id = team_title(team)

@@ -61,7 +61,10 @@ def samples_of_one_agent(
     member: Solver, config: EnvConfig, k: int, problems: Sequence[int], seed: int, num_envs: int, label: str
 ) -> EvalResult:
     """k answers of ``member`` per problem, never revised, on ``config``'s task and split."""
-    venv = config.make(num_envs, team=OneAgent(member), n_agents=k, max_rounds=1, stop_on_consensus=False)
+    venv = config.make(  # ``member`` is built: it holds the sampling settings of its spec already
+        num_envs, team=OneAgent(member), n_agents=k, max_rounds=1, stop_on_consensus=False,
+        temperature=None, max_tokens=None,
+    )
     return evaluate(baselines.get("independent"), venv, problems, seed=seed, label=label)
 
 
