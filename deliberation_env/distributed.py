@@ -29,6 +29,7 @@ unsafe); ``deliberate cache merge`` combines the nodes' caches afterwards.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -42,6 +43,12 @@ DEFAULT_WORKER_OPTIONS = {"max_restarts": 3, "scheduling_strategy": "SPREAD"}
 a worker needs a free CPU to be placed but holds none while it runs (Ray's default for
 actors), so several vector envs' workers share a machine; ``{"num_gpus": 1}`` gives each
 worker a GPU of its own (and holds it)."""
+
+
+RESTART_TIMEOUT_S = 600.0
+"""Longest wait for Ray to restart a worker (a real team's model loads again)."""
+RESTART_POLL_S = 0.5
+"""How often a call to a restarting worker is tried again."""
 
 
 class WorkerError(RuntimeError):
@@ -358,8 +365,8 @@ class RayVectorEnv:
         calls = [
             (k, "reset", (episode, {"problem_index": indices[p.start : p.stop], "episode_seed": seeds[p.start : p.stop]}))
             for k, p in enumerate(self._slices)
-        ]
-        results = self._gather_atomic("reset", calls)
+        ]  # explicit options: each worker plays exactly the episodes the in-process env would
+        results = self._gather("reset", calls, atomic=True)
         for (_, _, (_, slice_options)), part, (_, _, active) in zip(calls, self._slices, results, strict=True):
             part.options, part.history, part.active = slice_options, [], active
         self._rng, self._episode = rng, episode
@@ -382,7 +389,8 @@ class RayVectorEnv:
             if isinstance(column, str) or not isinstance(column, Sequence | np.ndarray) or len(column) != self.num_envs:
                 raise ValueError(f"actions[{agent!r}] must be a sequence of {self.num_envs} actions (one per env)")
         shares = split_actions(actions, [(p.start, p.stop) for p in self._slices])
-        results = self._gather_atomic("step", [(k, "step", (self._episode, share)) for k, share in enumerate(shares)])
+        calls = [(k, "step", (self._episode, share)) for k, share in enumerate(shares)]
+        results = self._gather("step", calls, atomic=True)
         for part, share, result in zip(self._slices, shares, results, strict=True):
             part.history.append(share)
             part.active = result[-1]
@@ -403,59 +411,55 @@ class RayVectorEnv:
             ray.kill(part.handle, no_restart=True)
 
     # ---------------------------------------------------------------- calls and faults
-    def _gather(self, doing: str, calls: Sequence[tuple[int, str, tuple]]) -> list[Any]:
+    def _gather(self, doing: str, calls: Sequence[tuple[int, str, tuple]], atomic: bool = False) -> list[Any]:
         """Run ``calls`` (worker, method, args) on the workers at once; their results, or an
-        error naming the worker. A worker that died is replayed and called again."""
+        error naming the first worker that failed. A worker that died is replayed and called
+        again. ``atomic``: when a call fails, the workers whose calls succeeded are put back
+        where they were (their episodes replayed), so that the batch changes nothing."""
         refs = [getattr(self._slices[k].handle, method).remote(*args) for k, method, args in calls]
-        results, failure = [], None
+        results, failures = [], []
         for (k, method, args), ref in zip(calls, refs, strict=True):
             try:
                 results.append(self._get_with_recovery(k, ref, method, args))
-            except Exception as error:  # noqa: BLE001 (re-raised below, once every call is done)
-                failure = failure or (k, error)
-                results.append(None)
-        if failure:
-            k, error = failure
-            raise self._named(k, doing, error) from error
-        return results
-
-    def _gather_atomic(self, doing: str, calls: Sequence[tuple[int, str, tuple]]) -> list[Any]:
-        """:meth:`_gather`, and when any worker fails, the others are put back where they
-        were (their episodes replayed), so that the call changes nothing."""
-        try:
-            return self._gather(doing, calls)
-        except Exception:
-            for part_index, part in enumerate(self._slices):
-                if part.options is not None:
-                    self._replay(part_index)
-            raise
+            except Exception as error:  # noqa: BLE001 (raised below, once every call is done)
+                failures.append((k, error))
+        if not failures:
+            return results
+        k, error = failures[0]
+        if atomic:
+            failed = {worker for worker, _ in failures}
+            for worker, _, _ in calls:
+                if worker not in failed and self._slices[worker].options is not None:
+                    self._replay(worker)
+        raise self._named(k, doing, error) from error
 
     def _get_with_recovery(self, k: int, ref: Any, method: str, args: tuple) -> Any:
-        """``ray.get(ref)``; if worker ``k`` died or was restarted, replay its episode and
-        call ``method`` again, up to ``max_restarts`` times."""
+        """``ray.get(ref)``, through worker ``k``'s faults: while Ray restarts it, wait (up to
+        :data:`RESTART_TIMEOUT_S`); once it died or lost its episode (up to ``max_restarts``
+        times), replay its episode before a step, and call ``method`` again."""
         ray = import_ray()
-        for attempt in range(self._restarts + 1):
+        deaths, waited = 0, 0.0
+        while True:
             try:
                 return ray.get(ref)
-            except (ray.exceptions.RayActorError, LostEpisode):
-                if attempt == self._restarts:
+            except ray.exceptions.ActorUnavailableError:  # restarting: not a new death
+                if waited >= RESTART_TIMEOUT_S:
                     raise
-                if method == "step":
-                    self._replay(k)
-                ref = getattr(self._slices[k].handle, method).remote(*args)
-        raise AssertionError("unreachable")
+                time.sleep(RESTART_POLL_S)
+                waited += RESTART_POLL_S
+            except (ray.exceptions.RayActorError, LostEpisode):
+                deaths += 1
+                if deaths > self._restarts:
+                    raise
+            if method == "step":
+                self._replay(k)
+            ref = getattr(self._slices[k].handle, method).remote(*args)
 
     def _replay(self, k: int) -> None:
         """Play worker ``k``'s current episode again: its reset options and actions so far."""
-        ray = import_ray()
         part = self._slices[k]
-        for attempt in range(self._restarts + 1):
-            try:
-                part.active = ray.get(part.handle.replay.remote(self._episode, part.options, part.history))
-                return
-            except ray.exceptions.RayActorError:
-                if attempt == self._restarts:
-                    raise
+        args = (self._episode, part.options, part.history)
+        part.active = self._get_with_recovery(k, part.handle.replay.remote(*args), "replay", args)
 
     def _named(self, k: int, doing: str, error: Exception) -> Exception:
         """The error to raise for worker ``k``'s ``error``: bad input keeps its type, with

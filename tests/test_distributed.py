@@ -81,6 +81,15 @@ def test_a_killed_worker_is_restarted_and_its_episodes_replayed(meta_pair):
     assert same(play(remote, meta_actions, seed=6), play(local, meta_actions, seed=6))  # and it goes on
 
 
+def test_a_worker_dead_beyond_its_restarts_is_an_error_naming_it():
+    venv = de.vector_env(4, workers=2, worker_options={"max_restarts": 0}, **META)
+    venv.reset(seed=0)
+    ray.kill(venv.handles[1])  # for good: no restart
+    with pytest.raises(WorkerError, match=r"Ray worker 1 of 2 \(envs 2..3.*could not step: .*Actor"):
+        venv.step({agent: np.zeros(4, dtype=int) for agent in venv.agents})
+    venv.close()
+
+
 def test_bad_actions_name_the_worker_and_change_nothing(meta_pair):
     local, remote = meta_pair
     for venv in meta_pair:
