@@ -82,11 +82,11 @@ def test_a_killed_worker_is_restarted_and_its_episodes_replayed(meta_pair):
 
 
 def test_a_worker_dead_beyond_its_restarts_is_an_error_naming_it():
-    venv = de.vector_env(4, workers=2, worker_options={"max_restarts": 0}, **META)
+    venv = de.vector_env(2, workers=1, worker_options={"max_restarts": 0}, **META)
     venv.reset(seed=0)
-    ray.kill(venv.handles[1])  # for good: no restart
-    with pytest.raises(WorkerError, match=r"Ray worker 1 of 2 \(envs 2..3.*could not step: .*Actor"):
-        venv.step({agent: np.zeros(4, dtype=int) for agent in venv.agents})
+    ray.kill(venv.handles[0])  # for good: no restart
+    with pytest.raises(WorkerError, match=r"Ray worker 0 of 1 \(envs 0..1.*could not step: .*Actor"):
+        venv.step({agent: np.zeros(2, dtype=int) for agent in venv.agents})
     venv.close()
 
 
