@@ -24,9 +24,10 @@ the same machine and thread count) gives the same texts: its stream is seeded fr
 requests' seeds, in a generator loaded for that batch alone (CTranslate2 seeds a
 decoding thread's stream once, when it first samples, so each sampled batch gets a fresh
 generator, which costs a model load of a fraction of a second). The same request in
-another batch can give another text. Exact replay of a run is the response cache's job
-(:class:`agents.CachedBackend`): every generation is stored under its request and served
-as stored. Greedy requests (temperature 0) draw nothing at random. Log-probabilities are
+another batch can give another text; behind the response cache
+(:class:`agents.CachedBackend`) only a call's misses form the batch, so a cold run and a
+partly cached one can differ. Exact replay is the cache's job: every generation is stored
+under its request and served as stored. Greedy requests (temperature 0) draw nothing at random. Log-probabilities are
 computed one prompt at a time, so they depend on the request alone.
 """
 
@@ -244,9 +245,10 @@ class CTranslate2Backend:
                 return False
             tokens, request = produced[step.batch_id], requests[step.batch_id]
             tokens.append(step.token_id)
+            if len(tokens) >= request.max_tokens:
+                return True
             return (
-                len(tokens) >= request.max_tokens
-                or _stop_index(self._decode(tokens), request.stop) is not None
+                bool(request.stop) and _stop_index(self._decode(tokens), request.stop) is not None
             )
 
         options = {
