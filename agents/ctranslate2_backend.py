@@ -238,18 +238,26 @@ class CTranslate2Backend:
 
         prompts = [self._prompt_tokens(request.messages) for request in requests]
         produced: list[list[int]] = [[] for _ in requests]
+        tokenizer = self.tokenizer
 
         def stop_row(step: ctranslate2.GenerationStepResult) -> bool:
-            """End a row at its own ``max_tokens`` or stop string (the token is kept)."""
+            """End a row at its own ``max_tokens`` or stop string (the token is kept).
+
+            CTranslate2 may release this callback on one of its decoding threads, so it
+            must not hold the backend: a backend dropped meanwhile (a temporary one) would
+            then destroy its generator on that generator's own thread, which joins itself
+            and aborts the interpreter (``Resource deadlock avoided``).
+            """
             if step.is_last:
                 return False
             tokens, request = produced[step.batch_id], requests[step.batch_id]
             tokens.append(step.token_id)
             if len(tokens) >= request.max_tokens:
                 return True
-            return (
-                bool(request.stop) and _stop_index(self._decode(tokens), request.stop) is not None
-            )
+            if not request.stop:
+                return False
+            text = tokenizer.decode(tokens, skip_special_tokens=True)
+            return _stop_index(text, request.stop) is not None
 
         options = {
             "max_length": max(request.max_tokens for request in requests),
