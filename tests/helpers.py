@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
 
 from agents.base import Answer, Confidence, Turn
+from agents.llamacpp_backend import default_model_path
 from deliberation_env.tasks import Problem
 from deliberation_env.tasks.numeric import NumericTask
 
@@ -55,3 +65,41 @@ class ScriptedSolver:
     def introspect(self, turns):
         self.calls.append(("introspect", len(turns)))
         return [Confidence(self.confidence.get(t.previous.decision, 0.5), "scripted", 3, 1) for t in turns]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def llama_server(log_dir: Path, alias: str, n_ctx: int) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``python -m llama_cpp.server`` with the cached SmolLM2 GGUF on a free local port,
+    serving it as ``alias``; yields its OpenAI-compatible base URL and its process."""
+    port = free_port()
+    log = log_dir / "server.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()),
+         "--model_alias", alias, "--host", "127.0.0.1", "--port", str(port),
+         "--n_ctx", str(n_ctx), "--verbose", "false"],
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("w"),
+    )  # fmt: skip
+    base_url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{base_url}/models", timeout=1).read()
+            break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"llama_cpp.server did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.2)
+    try:
+        yield base_url, process
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

@@ -9,14 +9,12 @@ Every run is 2 problems, 1 round, 8 tokens per answer, with a response cache of 
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers import llama_server
 
 from agents.cache import cache_stats
 from agents.llamacpp_backend import default_model_path
@@ -39,40 +37,13 @@ def gsm8k_dir(tmp_path_factory) -> Path:
     return folder
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory) -> str:
     """``python -m llama_cpp.server`` with the cached SmolLM2 GGUF (the ``server`` extra);
     yields its OpenAI-compatible base URL."""
     pytest.importorskip("llama_cpp.server.app", reason="the llama.cpp server is in the 'server' extra")
-    port = free_port()
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()),
-         "--model_alias", SERVED_MODEL, "--host", "127.0.0.1", "--port", str(port),
-         "--n_ctx", "2048", "--verbose", "false"],
-        stdout=subprocess.DEVNULL,
-        stderr=log.open("w"),
-    )
-    base_url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{base_url}/models", timeout=1).read()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"llama_cpp.server did not start: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
-    yield base_url
-    process.terminate()
-    process.wait(timeout=10)
+    with llama_server(tmp_path_factory.mktemp("server"), SERVED_MODEL, n_ctx=2048) as (base_url, _):
+        yield base_url
 
 
 def deliberate(*args: str) -> str:

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from agent_fakes import make_turn
+from helpers import llama_server
 
 from agents import CachedBackend, LLMAgent, openai_backend, prompts
 from agents.base import BackendError, Generation, GenerationRequest, LogprobRequest
@@ -27,52 +24,11 @@ from agents.openai_backend import OpenAIBackend
 MODEL = "smollm2"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A llama_cpp.server with SmolLM2 on a free local port; yields its base URL and process."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(default_model_path()),
-            "--model_alias",
-            MODEL,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "1024",
-            "--verbose",
-            "false",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=log.open("w"),
-    )
-    base_url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{base_url}/models", timeout=1).read()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"llama_cpp.server did not start: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
-    yield base_url, process
-    process.terminate()
-    process.wait(timeout=10)
+    with llama_server(tmp_path_factory.mktemp("server"), MODEL, n_ctx=1024) as running:
+        yield running
 
 
 @pytest.fixture
