@@ -208,6 +208,8 @@ class TrainableLM:
         directory, gguf_file = (path.parent, path.name) if path.suffix == ".gguf" else (path, None)
         tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=gguf_file, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=gguf_file, dtype=dtype, local_files_only=True)
+        if gguf_file is not None:
+            model = _plain_copy(model, dtype)
         return cls(model, tokenizer, agents, **kwargs)
 
     # ------------------------------------------------------------------ structure
@@ -485,6 +487,17 @@ class TrainableLM:
     def __repr__(self) -> str:
         layout = "separate" if self.separate else "shared"
         return f"TrainableLM(agents={self.agents}, finetune={self.finetune!r}, {layout})"
+
+
+def _plain_copy(model: PreTrainedModel, dtype: torch.dtype) -> PreTrainedModel:
+    """``model`` (loaded from a GGUF, so marked quantized) rebuilt from its config without
+    the mark: the same dequantized weights, but ``save_pretrained`` can write it (full
+    fine-tuning saves the model) and HF ``Trainer``-based tools accept it."""
+    config = model.config
+    del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    plain.load_state_dict(model.state_dict())
+    return plain.eval()
 
 
 def _with_adapters(model: PreTrainedModel, adapters: list[str], lora: LoraConfig) -> PeftModel:

@@ -134,3 +134,19 @@ def test_bad_input_is_named(make_lm):
         TrainableLM(*tiny_model(), ["agent_0"], finetune="half")
     with pytest.raises(FileNotFoundError, match="nothing is downloaded"):
         TrainableLM.from_pretrained("/nonexistent/model", ["agent_0"])
+
+
+def test_a_gguf_model_fully_fine_tuned_saves_and_serves(tmp_path):
+    """Regression: transformers marks a GGUF-loaded model quantized, so ``save_pretrained``
+    refused it and ``finetune="full"`` on the bundled SmolLM2 could not save."""
+    from transformers import AutoModelForCausalLM
+
+    from agents.llamacpp_backend import default_model_path
+    from agents.trainable_lm import TrainableLM
+
+    lm = TrainableLM.from_pretrained(default_model_path(), ["agent_0"], finetune="full")
+    (folder,) = lm.save_adapters(tmp_path)
+    served = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True).eval()
+    ids = torch.tensor([lm.encode(CHAT)])
+    with lm._acting("agent_0") as model, torch.no_grad():
+        assert torch.allclose(model(input_ids=ids).logits, served(input_ids=ids).logits, atol=1e-5)
