@@ -13,6 +13,7 @@ before it (a reused prefix could change floating-point results).
 from __future__ import annotations
 
 import importlib.util
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -77,6 +78,9 @@ class LlamaCppBackend:
         self._llm = llama_cpp.Llama(
             model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch, verbose=False
         )
+        # Free the model when the backend goes, or at exit while the interpreter is whole:
+        # llama_cpp's own __del__ at shutdown prints "Exception ignored ... NoneType".
+        weakref.finalize(self, self._llm.close)
         template = self._llm.metadata.get("tokenizer.chat_template")
         if template is None:
             raise ValueError(
