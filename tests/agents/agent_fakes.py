@@ -63,3 +63,23 @@ def make_turn(
         answer,
         tuple(peers),
     )
+
+
+class Counting:
+    """A pass-through backend that counts the requests reaching the model."""
+
+    def __init__(self, inner):
+        self.inner, self.model_id, self.supports_logprobs = (
+            inner,
+            inner.model_id,
+            inner.supports_logprobs,
+        )
+        self.requests = 0
+
+    def generate(self, requests):
+        self.requests += len(requests)
+        return self.inner.generate(requests)
+
+    def next_token_logprobs(self, requests):
+        self.requests += len(requests)
+        return self.inner.next_token_logprobs(requests)

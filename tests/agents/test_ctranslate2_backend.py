@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("ctranslate2", reason="the ctranslate2 extra is not installed")
 pytest.importorskip("transformers", reason="the ctranslate2 extra is not installed")
 
-from agent_fakes import make_turn
+from agent_fakes import Counting, make_turn
 
 from agents import CachedBackend, LLMAgent, make_backend, prompts
 from agents import ctranslate2_backend as ct2
@@ -40,26 +40,6 @@ REQUESTS = [
     GenerationRequest(chat("Hi"), max_tokens=16, temperature=0.0, seed=3),
     GenerationRequest(chat("Count: 1, 2, 3,"), max_tokens=20, temperature=0.7, seed=4, stop=(",",)),
 ]
-
-
-class Counting:
-    """A pass-through backend that counts the requests reaching the model."""
-
-    def __init__(self, inner):
-        self.inner, self.model_id, self.supports_logprobs = (
-            inner,
-            inner.model_id,
-            inner.supports_logprobs,
-        )
-        self.requests = 0
-
-    def generate(self, requests):
-        self.requests += len(requests)
-        return self.inner.generate(requests)
-
-    def next_token_logprobs(self, requests):
-        self.requests += len(requests)
-        return self.inner.next_token_logprobs(requests)
 
 
 def test_generate_returns_text_with_token_counts_and_finish_reasons(backend):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from agent_fakes import make_turn
+from agent_fakes import Counting, make_turn
 
 from agents import CachedBackend, LLMAgent
 from agents.base import PeerAnswer
@@ -11,26 +11,6 @@ from agents.llamacpp_backend import LlamaCppBackend
 
 QUESTIONS = ("What is 12 + 7?", "What is 9 * 3?")
 MAX_TOKENS = 40
-
-
-class Counting:
-    """A pass-through backend that counts the requests reaching the model."""
-
-    def __init__(self, inner):
-        self.inner, self.model_id, self.supports_logprobs = (
-            inner,
-            inner.model_id,
-            inner.supports_logprobs,
-        )
-        self.requests = 0
-
-    def generate(self, requests):
-        self.requests += len(requests)
-        return self.inner.generate(requests)
-
-    def next_token_logprobs(self, requests):
-        self.requests += len(requests)
-        return self.inner.next_token_logprobs(requests)
 
 
 @pytest.fixture(scope="module")
