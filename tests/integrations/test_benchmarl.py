@@ -1,59 +1,33 @@
 """BenchMARL MAPPO on the env registered as a custom task, the way BenchMARL documents it:
 a ``TaskClass`` that builds the env through TorchRL's PettingZoo wrapper, and a ``Task`` enum.
 
-The ``TaskClass`` reuses BenchMARL's PettingZoo class for the specs (observation, info,
-state, action), so only what is ours is written here.
+The ``TaskClass`` and ``Task`` are ``examples/12_benchmarl.py``'s (the tutorial's code is
+what is tested); the ``TaskClass`` reuses BenchMARL's PettingZoo class for the specs.
 """
+
+import importlib.util
+import sys
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("benchmarl", reason="BenchMARL is in the 'integrations' extra")
 from benchmarl.algorithms import MappoConfig
-from benchmarl.environments.common import Task
-from benchmarl.environments.pettingzoo.common import PettingZooClass
 from benchmarl.experiment import Experiment, ExperimentConfig
 from benchmarl.models.mlp import MlpConfig
-from torchrl.envs.libs.pettingzoo import PettingZooWrapper
-
-import deliberation_env as de
 
 
-class DeliberationTaskClass(PettingZooClass):
-    """The deliberation env as a BenchMARL task; ``config`` holds ``de.parallel_env``'s arguments."""
-
-    def get_env_fun(self, num_envs, continuous_actions, seed, device):
-        return lambda: PettingZooWrapper(
-            de.parallel_env(**self.config), categorical_actions=True, device=device, seed=seed, return_state=True
-        )
-
-    def supports_continuous_actions(self):
-        return False
-
-    def supports_discrete_actions(self):
-        return True
-
-    def has_state(self):
-        return True
-
-    def has_render(self, env):
-        return False
-
-    def max_steps(self, env):
-        return self.config["max_rounds"]
-
-    @staticmethod
-    def env_name():
-        return "deliberation"
+def load_example():
+    """``examples/12_benchmarl.py`` as a module: its task classes are the ones under test."""
+    path = Path(__file__).parents[2] / "examples" / "12_benchmarl.py"
+    spec = importlib.util.spec_from_file_location("example_12_benchmarl", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
-class DeliberationTask(Task):
-    """BenchMARL's enum of the tasks of an environment: here one."""
-
-    DELIBERATION = None
-
-    @staticmethod
-    def associated_class():
-        return DeliberationTaskClass
+DeliberationTask = load_example().DeliberationTask
 
 
 def tiny_experiment_config(save_folder) -> ExperimentConfig:
