@@ -341,7 +341,9 @@ class CachedBackend:
         offline: Open the file read-only and serve only cached results; a miss raises
             :class:`CacheMissError`.
         chunk_size: Most misses per inner backend call; each chunk is committed as
-            soon as it is generated.
+            soon as it is generated. None: the backend's ``preferred_chunk`` attribute
+            if it has one (a batching backend decodes a whole phase together), else 64 (a
+            backend that decodes one request at a time then commits every 64).
 
     Raises:
         CacheFileError: The file cannot be used (the message says why and what to do).
@@ -357,8 +359,10 @@ class CachedBackend:
         path: str | os.PathLike[str] = DEFAULT_CACHE_PATH,
         *,
         offline: bool = False,
-        chunk_size: int = 64,
+        chunk_size: int | None = None,
     ) -> None:
+        if chunk_size is None:
+            chunk_size = int(getattr(backend, "preferred_chunk", 64))
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
         self.backend = backend

@@ -165,6 +165,8 @@ class CTranslate2Backend:
     """
 
     supports_logprobs = True
+    preferred_chunk = 512
+    """Most requests a :class:`agents.cache.CachedBackend` sends per call: a whole phase."""
 
     def __init__(
         self,

@@ -74,8 +74,10 @@ class Run:
     meta``, 8 for ``--env text``."""
     policies: tuple[str, ...] = ("independent", "debate", "minority-concedes", "confidence-threshold")
     """Baselines to evaluate (``algorithms.baselines``)."""
-    num_envs: int = 8
-    """Episodes stepped together (one backend call per phase for all of them)."""
+    num_envs: int | None = None
+    """Episodes stepped together (one backend call per phase for all of them); None: every
+    problem at once, the largest batch (a batching backend such as ``ctranslate2`` decodes
+    it together; the episodes are the same for any value: seeds follow the problem)."""
     seed: int = 0
     """Evaluation seed (episode seeds derive from it and the problem)."""
     out_dir: Path = Path("runs")
@@ -93,6 +95,8 @@ class Run:
             self.n_problems = DEFAULT_PROBLEMS[self.env]
         if self.n_problems < 1:
             raise ValueError(f"--n-problems must be >= 1, got {self.n_problems}")
+        if self.num_envs is not None and self.num_envs < 1:
+            raise ValueError(f"--num-envs must be >= 1 (or omitted: every problem at once), got {self.num_envs}")
         if self.env_args.workers:
             raise ValueError("run evaluates in this process: --workers is for train and compare")
 
@@ -112,7 +116,8 @@ def run(cfg: Run) -> dict[str, Any]:
     args = cfg.env_args
     team = args.build_team()
     # The built members hold the sampling settings of their specs already.
-    venv = args.make(cfg.num_envs, team=team, temperature=None, max_tokens=None)
+    num_envs = cfg.num_envs or min(cfg.n_problems, len(args.build_task().problems(args.split)))
+    venv = args.make(num_envs, team=team, temperature=None, max_tokens=None)
     n_problems = min(cfg.n_problems, len(venv.problems))
     policies = [baselines.get(name) for name in cfg.policies]
     model_id = team_title(team)
@@ -121,7 +126,7 @@ def run(cfg: Run) -> dict[str, Any]:
     console.print(f"[bold]{model_id}[/bold] ({kind}) on {args.task} ({args.split}, "
                   f"{n_problems} problems, {args.max_rounds} rounds)")
     results = [evaluate(policy, venv, range(n_problems), seed=cfg.seed) for policy in policies]
-    matched = compute_matched(team[0], args, results, range(n_problems), cfg.seed, cfg.num_envs)
+    matched = compute_matched(team[0], args, results, range(n_problems), cfg.seed, num_envs)
     elapsed = time.perf_counter() - started
 
     folder = cfg.out_dir / cfg.run_name()

@@ -158,3 +158,19 @@ def test_deliberate_run_names_a_bad_team_spec(tmp_path, capsys):
         cli.main(["run", "--team", "simulated", "simulatd", "simulated", "--out-dir", str(tmp_path)])
     assert "bad team spec 'simulatd'" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_the_main_job_steps_every_problem_at_once_with_the_same_episodes(tmp_path, monkeypatch):
+    """By default one vector env holds every problem (one backend call per phase across
+    problems); the episodes are those of any other --num-envs (seeds follow the problem)."""
+    sizes = []
+    make = EnvConfig.make
+    monkeypatch.setattr(EnvConfig, "make", lambda self, n, **kw: sizes.append(n) or make(self, n, **kw))
+    results = {}
+    for name, extra in (("all", []), ("two", ["--num-envs", "2"])):
+        cli.main(["run", "--team", "simulated", "--n-problems", "5", "--policies", "independent", "debate",
+                  "--out-dir", str(tmp_path), "--name", name, *extra])
+        record = json.loads((tmp_path / name / "results.json").read_text())
+        results[name] = [{k: v for k, v in r.items() if k != "seconds"} for r in record["results"]]
+    assert sizes[0] == 5 and 2 in sizes
+    assert results["all"] == results["two"]

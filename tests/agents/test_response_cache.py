@@ -392,3 +392,15 @@ def test_values_that_cannot_be_keys_are_type_errors_naming_the_parameter(tmp_pat
     with pytest.raises(TypeError, match=rf"^{parameter} must"):
         cache.generate([request("fine"), bad])
     assert inner.calls == [] and cache_stats(tmp_path / "c.sqlite")["generations"] == 0
+
+
+def test_a_batching_backend_gets_a_whole_phase_per_call(tmp_path):
+    """A backend's ``preferred_chunk`` sets the chunk: 72 misses reach a batching backend in
+    one call (the main job's phase), a sequential one in chunks of 64."""
+    batching, sequential = FakeBackend(), FakeBackend()
+    batching.preferred_chunk = 512
+    phase = [request(f"q{k}", k) for k in range(72)]
+    CachedBackend(batching, tmp_path / "b.sqlite").generate(phase)
+    CachedBackend(sequential, tmp_path / "s.sqlite").generate(phase)
+    assert [len(requests) for _, requests in batching.calls] == [72]
+    assert [len(requests) for _, requests in sequential.calls] == [64, 8]
