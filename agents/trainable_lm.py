@@ -263,6 +263,7 @@ class TrainableLM:
         max_new_tokens: int = 128,
         temperature: float = 1.0,
         top_p: float = 1.0,
+        min_new_tokens: int = 0,
     ) -> list[Completion]:
         """One completion per chat, as ``agent`` (see the module docstring on seeds).
 
@@ -273,16 +274,20 @@ class TrainableLM:
             max_new_tokens: Most tokens per completion, >= 1.
             temperature: Sampling temperature, >= 0 (0: greedy).
             top_p: Nucleus mass in (0, 1].
+            min_new_tokens: No stop token is sampled before this many tokens (fixed-length
+                completions, e.g. to compare speed with other trainers). The recorded
+                log-probabilities stay those of the unconstrained policy, the ones
+                :meth:`logprobs` gives for the loss.
 
         Raises:
             ValueError: On mismatched lengths or a bad sampling setting.
         """
         if len(chats) != len(seeds):
             raise ValueError(f"sample needs one seed per chat, got {len(chats)} chats and {len(seeds)} seeds")
-        if max_new_tokens < 1 or temperature < 0 or not 0 < top_p <= 1:
+        if max_new_tokens < 1 or temperature < 0 or not 0 < top_p <= 1 or not 0 <= min_new_tokens <= max_new_tokens:
             raise ValueError(
-                f"need max_new_tokens >= 1, temperature >= 0 and top_p in (0, 1], got {max_new_tokens}, "
-                f"{temperature}, {top_p}"
+                f"need max_new_tokens >= 1, temperature >= 0, top_p in (0, 1] and 0 <= min_new_tokens <= "
+                f"max_new_tokens, got {max_new_tokens}, {temperature}, {top_p}, {min_new_tokens}"
             )
         prompts = [self.encode(chat) for chat in chats]
         completions: list[Completion] = []
@@ -290,7 +295,9 @@ class TrainableLM:
             for start in range(0, len(prompts), self.batch_size):
                 stop = start + self.batch_size
                 completions.extend(
-                    self._sample_batch(model, prompts[start:stop], seeds[start:stop], max_new_tokens, temperature, top_p)
+                    self._sample_batch(
+                        model, prompts[start:stop], seeds[start:stop], max_new_tokens, temperature, top_p, min_new_tokens
+                    )
                 )
         return completions
 
@@ -302,6 +309,7 @@ class TrainableLM:
         max_new_tokens: int,
         temperature: float,
         top_p: float,
+        min_new_tokens: int = 0,
     ) -> list[Completion]:
         rows = len(prompts)
         ids, mask = _left_pad(prompts, self._pad_id, self.device)
@@ -313,10 +321,12 @@ class TrainableLM:
         finish = [""] * rows
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
         output = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
-        for _ in range(max_new_tokens):
+        stop_ids = torch.tensor(sorted(self._stop_ids), dtype=torch.long, device=self.device)
+        for step in range(max_new_tokens):
             logits = output.logits[:, -1, :].float()
             uniforms = torch.tensor([torch.rand((), generator=g).item() for g in generators], device=self.device)
-            chosen = _sample(logits, temperatures, top_ps, uniforms)
+            allowed = logits.index_fill(1, stop_ids, float("-inf")) if step < min_new_tokens else logits
+            chosen = _sample(allowed, temperatures, top_ps, uniforms)
             scores = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(1, chosen[:, None])[:, 0]
             for row, (token, score) in enumerate(zip(chosen.tolist(), scores.tolist(), strict=True)):
                 if finish[row]:

@@ -7,7 +7,7 @@ config (:func:`agents.trainable_lm.default_lora`: rank, alpha, target modules, n
 dropout), on the same prompts (the math protocol's first-turn prompts of the first
 ``groups`` arithmetic training problems, for both agents), with the same G, the same
 temperature and the same completion length: every completion is exactly
-``new_tokens`` tokens (TRL: ``min_new_tokens = max_new_tokens``; ours: no stop token).
+``new_tokens`` tokens (``min_new_tokens = max_new_tokens`` on both sides).
 
 One update is the same work on both sides: 2 x ``groups`` prompts x G completions
 sampled, one forward and backward pass over them in micro-batches of ``batch_size``
@@ -88,6 +88,7 @@ def our_config(args: Args) -> TextGRPOConfig:
         group_size=args.group_size,
         problem_pool=args.groups,
         max_new_tokens=args.new_tokens,
+        min_new_tokens=args.new_tokens,
         temperature=1.0,
         learning_rate=1e-5,
         batch_size=args.batch_size,
@@ -99,11 +100,7 @@ def our_config(args: Args) -> TextGRPOConfig:
 def build_ours(config: TextGRPOConfig) -> TextGRPO:
     """Our learner, every completion forced to ``max_new_tokens`` tokens."""
     venv = build_env(config, config.num_envs)
-    lm = build_lm(config, venv.possible_agents)
-    # TrainableLM.sample has no min_new_tokens: with no stop token every completion runs
-    # to max_new_tokens, the work TRL's min_new_tokens = max_new_tokens forces.
-    lm._stop_ids = set()
-    return TextGRPO(config, lm, venv)
+    return TextGRPO(config, build_lm(config, venv.possible_agents), venv)
 
 
 def timed(method: Callable, seconds: list[float]) -> Callable:

@@ -278,6 +278,7 @@ class TextPolicyGradientLearner(abc.ABC):
                         max_new_tokens=config.max_new_tokens,
                         temperature=temperature,
                         top_p=config.top_p,
+                        min_new_tokens=config.min_new_tokens if temperature else 0,
                     )
                     written = [c.text for c in completions]
                     samples.extend(

@@ -48,6 +48,9 @@ class TextLearnerConfig(TextEnvConfig):
     turn only) and a sample's return is the mean over the combinations containing it."""
     max_new_tokens: int = 96
     """Most tokens per completion."""
+    min_new_tokens: int = 0
+    """No stop token before this many tokens (TRL's ``min_new_tokens``; equal-length
+    completions for speed comparisons), <= ``max_new_tokens``."""
     temperature: float = 1.0
     """Sampling temperature, > 0; the policy pi is softmax(logits / temperature)."""
     top_p: float = 1.0
@@ -132,6 +135,8 @@ class TextLearnerConfig(TextEnvConfig):
             raise ValueError(f"group_size must be >= 2 (advantages compare samples of a group), got {self.group_size}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must lie in (0, 1], got {self.top_p}")
+        if not 0 <= self.min_new_tokens <= self.max_new_tokens:
+            raise ValueError(f"min_new_tokens must lie in [0, max_new_tokens], got {self.min_new_tokens}")
         if not 0 <= self.gamma <= 1:
             raise ValueError(f"gamma must lie in [0, 1], got {self.gamma}")
         for name in ("kl_coef", "problem_pool", "checkpoint_every", "eval_problems", "updates"):

@@ -209,6 +209,7 @@ def test_bad_setups_are_named(make_lm):
         ({"pairing": "cross", "max_turns": 2}, "max_turns=1"),
         ({"temperature": 0.0}, "temperature"),
         ({"aggregation": "batch"}, "aggregation"),
+        ({"max_new_tokens": 8, "min_new_tokens": 9}, "min_new_tokens"),
     ],
 )
 def test_magrpo_config_invariants(config, match):

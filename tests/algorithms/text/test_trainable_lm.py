@@ -150,3 +150,24 @@ def test_a_gguf_model_fully_fine_tuned_saves_and_serves(tmp_path):
     ids = torch.tensor([lm.encode(CHAT)])
     with lm._acting("agent_0") as model, torch.no_grad():
         assert torch.allclose(model(input_ids=ids).logits, served(input_ids=ids).logits, atol=1e-5)
+
+
+def test_min_new_tokens_holds_back_the_stop_token_and_keeps_the_policys_logprobs():
+    from agents.trainable_lm import TrainableLM, default_lora, tiny_model
+
+    model, tokenizer = tiny_model(seed=0)
+    probe = TrainableLM(model, tokenizer, ["agent_0"], lora=default_lora(rank=4, alpha=8.0))
+    first = probe.sample("agent_0", [CHAT], [0], max_new_tokens=1, temperature=0.0)[0].token_ids[0]
+    model, tokenizer = tiny_model(seed=0)
+    model.generation_config.eos_token_id = first  # greedy decoding now stops at once
+    lm = TrainableLM(model, tokenizer, ["agent_0"], lora=default_lora(rank=4, alpha=8.0))
+    (stopped,) = lm.sample("agent_0", [CHAT], [0], max_new_tokens=8, temperature=0.0)
+    assert stopped.token_ids == (first,) and stopped.finish_reason == "stop"
+    held = lm.sample("agent_0", [CHAT, OTHER], [0, 1], max_new_tokens=8, temperature=0.0, min_new_tokens=5)
+    for completion in held:
+        assert len(completion.token_ids) >= 5 and first not in completion.token_ids[:5]
+    logp, _ = lm.logprobs("agent_0", [c.prompt_ids for c in held], [c.token_ids for c in held], temperature=1.0)
+    for row, completion in enumerate(held):
+        assert logp[row, : len(completion.logprobs)].tolist() == pytest.approx(list(completion.logprobs), abs=1e-4)
+    with pytest.raises(ValueError, match="min_new_tokens"):
+        lm.sample("agent_0", [CHAT], [0], max_new_tokens=4, min_new_tokens=5)
