@@ -127,6 +127,10 @@ class TextPolicyGradientLearner(abc.ABC):
         lm: The trainable policy; it plays the agents it was built for.
         venv: A ``de.text_vector_env`` with ``num_envs == config.num_envs``.
         frozen: The other agents' policies, ``{agent: TextPolicy}``.
+        sampler: What samples the trainable agents' completions: ``lm`` itself (default), or
+            :class:`~algorithms.text.rollout_workers.RolloutWorkers` holding copies of it on
+            Ray actors; the learner ships it ``lm``'s trainable weights before each
+            collection (only when they changed), so sampling stays on-policy.
 
     Raises:
         TypeError: On a config of another learner, or a frozen policy that is no TextPolicy.
@@ -138,7 +142,12 @@ class TextPolicyGradientLearner(abc.ABC):
     name: ClassVar[str] = "text_policy_gradient"
 
     def __init__(
-        self, config: TextLearnerConfig, lm: TrainableLM, venv: Any, frozen: Mapping[str, TextPolicy] | None = None
+        self,
+        config: TextLearnerConfig,
+        lm: TrainableLM,
+        venv: Any,
+        frozen: Mapping[str, TextPolicy] | None = None,
+        sampler: Any = None,
     ) -> None:
         if not isinstance(config, self.config_class):
             raise TypeError(f"{type(self).__name__} needs a {self.config_class.__name__}, got {type(config).__name__}")
@@ -174,6 +183,8 @@ class TextPolicyGradientLearner(abc.ABC):
         self.optimizer = torch.optim.Adam(self._parameters(self.trainable), lr=config.learning_rate)
         self.rng = np.random.default_rng(config.seed)
         self.update = 0
+        self.sampler = lm if sampler is None else sampler
+        self._weights_version = 0  # bumped whenever lm's weights change: what sampler syncs to
 
     def _parameters(self, agents: Sequence[str]) -> list[torch.nn.Parameter]:
         """The distinct trainable weights of ``agents``, in a fixed order."""
@@ -212,6 +223,8 @@ class TextPolicyGradientLearner(abc.ABC):
     def collect(self) -> Rollouts:
         """Play B problems as groups (see the module docstring)."""
         config, venv = self.config, self.venv
+        if self.sampler is not self.lm:
+            self.sampler.sync(self.lm.state_dict(), self._weights_version)
         per_group = venv.num_envs // config.groups_per_update
         problems = self.rng.integers(config.problem_pool or len(venv.problems), size=config.groups_per_update)
         episode_seeds = self.rng.integers(2**62, size=venv.num_envs)
@@ -271,7 +284,7 @@ class TextPolicyGradientLearner(abc.ABC):
                     observed = {agent: [obs[agent][e] for _, e in live]}
                     written = self.frozen[agent].act_vector(observed, [infos[e] for _, e in live])[agent]
                 else:
-                    completions = self.lm.sample(
+                    completions = (self.sampler if temperature else self.lm).sample(
                         agent,
                         [info["messages"] for info in own],
                         [derive_seed(info["seed"], tuple(info["messages"])) for info in own],
@@ -344,6 +357,7 @@ class TextPolicyGradientLearner(abc.ABC):
                 for agent in self.trainable:
                     torch.nn.utils.clip_grad_norm_(self.lm.parameters(agent), config.max_grad_norm)
                 self.optimizer.step()
+                self._weights_version += 1
         return {f"losses/{name}": value for name, value in totals.items()}
 
     def _chunks(self, samples: Sequence[Sample], minibatch: np.ndarray, weights: torch.Tensor):
@@ -474,6 +488,7 @@ class TextPolicyGradientLearner(abc.ABC):
                 f"the checkpoint's config differs in {changed}: resume with its values, or use a new run_dir"
             )
         self.lm.load_state_dict(state["weights"])
+        self._weights_version += 1
         self.optimizer.load_state_dict(state["optimizer"])
         self.rng.bit_generator.state = state["rng"]
         self.update = state["update"]
