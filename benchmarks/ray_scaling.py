@@ -23,6 +23,13 @@ are identical to the in-process run's (they must be: same seeds, same episodes).
 
     nice .venv/bin/python benchmarks/ray_scaling.py [--workers 1 2 4 8] [--latency-s 0.05]
     nice .venv/bin/python benchmarks/ray_scaling.py --part learner [--learner-updates 5]
+    .venv/bin/python benchmarks/ray_scaling.py --part text --learner-updates 3
+
+``--part text``: TextGRPO on SmolLM2-135M with LoRA (2 agents, 4 problems x G=4 per
+update, 48 new tokens) sampling in process with 2 torch threads against 2 rollout
+workers with 1 thread each (``algorithms.text.rollout_workers``; the adapters shipped
+every update): seconds per update, and whether the metrics agree. Ray niceness: Ray
+starts its workers at nice 15, so any other job on the machine starves them; run it alone.
 """
 
 from __future__ import annotations
@@ -84,9 +91,12 @@ class Args:
     repeats: int = 2
     """Timed rollouts per setting (the best counts)."""
     part: str = "scaling"
-    """``scaling`` (the fake backend) or ``learner`` (SoftRankPO, simulated team)."""
+    """``scaling`` (the fake backend), ``learner`` (SoftRankPO, simulated team) or ``text``
+    (an LLM-weight learner sampling on rollout workers)."""
     learner_updates: int = 5
-    """Updates of the ``learner`` part."""
+    """Updates of the ``learner`` and ``text`` parts."""
+    text_model: str = ""
+    """``text`` part: the model ("" is SmolLM2-135M-Instruct; "tiny" checks the script)."""
 
 
 def rollout_seconds(venv, rounds: int, seed: int) -> float:
@@ -138,13 +148,64 @@ def learner_part(args: Args) -> None:
         print(f"| {workers} workers | {seconds:.1f} s | identical metrics: {metrics == local_metrics} |")
 
 
+def text_run(workers: int, threads: int, args: Args) -> tuple[list[float], list[dict[str, float]]]:
+    """Seconds per update and metrics of TextGRPO (2 agents, LoRA) sampling in this process
+    with ``threads`` torch threads (``workers=0``) or on ``workers`` rollout workers with
+    ``threads`` threads each (the learner's own passes then use every core)."""
+    import functools
+
+    import torch
+
+    from algorithms.text import TextGRPO, TextGRPOConfig
+    from algorithms.text.rollout_workers import RolloutWorkers
+    from algorithms.text.train import build_env, build_lm
+
+    config = TextGRPOConfig(
+        model=args.text_model, task_kwargs={"difficulty": 1}, n_agents=2, groups_per_update=4, group_size=4,
+        max_new_tokens=48, temperature=0.7, learning_rate=5e-4, progress=False,
+    )  # fmt: skip
+    venv = build_env(config, config.num_envs)
+    agents = list(venv.possible_agents)
+    lm = build_lm(config, agents)
+    sampler = None
+    if workers:
+        sampler = RolloutWorkers(functools.partial(build_lm, config, agents), workers, lm, threads=threads)
+    torch.set_num_threads(threads if not workers else 2)
+    learner = TextGRPO(config, lm, venv, sampler=sampler)
+    seconds, metrics = [], []
+    for _ in range(args.learner_updates):
+        started = time.perf_counter()
+        metrics.append({k: v for k, v in learner.train_step().items() if k != "charts/seconds"})
+        seconds.append(time.perf_counter() - started)
+    if sampler is not None:
+        sampler.close()
+    return seconds, metrics
+
+
+def text_part(args: Args) -> None:
+    """The ``text`` part: an LLM-weight learner's update on 2 rollout workers x 1 thread
+    against sampling in process with 2 threads; the same metrics on both."""
+    print("| sampling | s/update, each | mean | rewards/joint/mean per update |")
+    print("|---|---|---:|---|")
+    runs = {}
+    for name, workers, threads in (("in process, 2 threads", 0, 2), ("2 rollout workers x 1 thread", 2, 1)):
+        seconds, metrics = text_run(workers, threads, args)
+        runs[name] = metrics
+        rewards = ", ".join(f"{m['rewards/joint/mean']:.3f}" for m in metrics)
+        each = ", ".join(f"{s:.1f}" for s in seconds)
+        print(f"| {name} | {each} | {np.mean(seconds):.1f} | {rewards} |", flush=True)
+    first, second = runs.values()
+    same = all(a.keys() == b.keys() and all(math.isclose(a[k], b[k], abs_tol=1e-5) for k in a) for a, b in zip(first, second))
+    print(f"same metrics (within 1e-5): {same}")
+
+
 def main(args: Args) -> None:
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     print(f"# ray_scaling, {date.today()}, {platform.machine()}; {args}")
-    if args.part == "learner":
-        learner_part(args)
+    if args.part in ("learner", "text"):
+        (learner_part if args.part == "learner" else text_part)(args)
         ray.shutdown()
         return
     episodes = args.num_envs

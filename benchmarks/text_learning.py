@@ -60,6 +60,8 @@ class Args:
     """A local model; "" is SmolLM2-135M-Instruct ("tiny" checks the script in seconds)."""
     out_dir: str = "runs/benchmarks/text-learning"
     """Where the runs and results.json go."""
+    figure: str = "docs/figures/text_learning_smollm2.png"
+    """The figure: reward curves per learner, held-out accuracy before and after; "" for none."""
     table_only: bool = False
     """Run nothing: tabulate the (learner, seed) runs already finished in ``out_dir``."""
 
@@ -126,6 +128,40 @@ def interval(values: list[float]) -> tuple[float, float]:
     return mean, float(stats.t.ppf(0.975, len(values) - 1) * stats.sem(values))
 
 
+def plot(runs: list[dict], before: float, algos: tuple[str, ...], path: Path) -> None:
+    """Left: joint reward per update (each seed thin, the mean over seeds thick); right:
+    held-out accuracy after training per seed (dots) and mean, the untrained team dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (curves, accuracy) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [2, 1]})
+    for k, algo in enumerate(algos):
+        mine = [r for r in runs if r["algo"] == algo]
+        color = f"C{k}"
+        for r in mine:
+            curves.plot(np.arange(1, len(r["curve"]) + 1), r["curve"], color=color, alpha=0.3, lw=1)
+        length = min(len(r["curve"]) for r in mine)
+        mean = np.mean([r["curve"][:length] for r in mine], axis=0)
+        curves.plot(np.arange(1, length + 1), mean, color=color, lw=2.5, label=f"{algo} ({len(mine)} seeds)")
+        afters = [r["after"] for r in mine]
+        accuracy.scatter([k] * len(afters), afters, color=color, alpha=0.6)
+        accuracy.scatter([k], [np.mean(afters)], color=color, marker="_", s=600, lw=3)
+    curves.set(xlabel="update", ylabel="joint reward (mean over the update's episodes)", title="Training reward")
+    curves.legend()
+    accuracy.axhline(before, color="grey", ls="--", label=f"untrained team {before:.3f}")
+    accuracy.set_xticks(range(len(algos)), algos)
+    accuracy.set(ylabel="held-out accuracy, greedy", title="After training (dots: seeds)", ylim=(0, 1))
+    accuracy.set_xlim(-0.5, len(algos) - 0.5)
+    accuracy.legend(loc="upper left")
+    fig.suptitle("2 x SmolLM2-135M-Instruct + LoRA, math protocol, arithmetic level 1")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(args: Args) -> None:
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -158,6 +194,9 @@ def main(args: Args) -> None:
         "date": time.strftime("%Y-%m-%d"),
     }
     (out / "results.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
+    if args.figure and runs:
+        plot(runs, before, args.algos, Path(args.figure))
+        print(f"wrote {args.figure}")
 
 
 if __name__ == "__main__":

@@ -101,8 +101,15 @@ class TextLearnerConfig(TextEnvConfig):
     """Also log to this Weights & Biases project, same metric names (needs the ``wandb``
     extra and ``run_dir``; ``WANDB_MODE=offline`` keeps it in ``run_dir/wandb``); ``""``: off."""
 
+    workers: int = 0
+    """Ray rollout workers (the ``ray`` extra): N copies of the policy sample the
+    completions, the trainable weights shipped to them before every collection, so the
+    samples are those of this process (:mod:`algorithms.text.rollout_workers`); 0: sample
+    in this process."""
+
     RUN_FIELDS = (
-        "updates", "run_dir", "checkpoint_every", "eval_problems", "progress", "tensorboard", "wandb_project"
+        "updates", "run_dir", "checkpoint_every", "eval_problems", "progress", "tensorboard", "wandb_project",
+        "workers",
     )
     """Fields a resumed run may change."""
 
@@ -139,7 +146,7 @@ class TextLearnerConfig(TextEnvConfig):
             raise ValueError(f"min_new_tokens must lie in [0, max_new_tokens], got {self.min_new_tokens}")
         if not 0 <= self.gamma <= 1:
             raise ValueError(f"gamma must lie in [0, 1], got {self.gamma}")
-        for name in ("kl_coef", "problem_pool", "checkpoint_every", "eval_problems", "updates"):
+        for name in ("kl_coef", "problem_pool", "checkpoint_every", "eval_problems", "updates", "workers"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{type(self).__name__}.{name} must be >= 0, got {getattr(self, name)}")
         if self.wandb_project and not self.run_dir:

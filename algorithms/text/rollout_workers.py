@@ -152,7 +152,6 @@ class RolloutWorkers:
         self._restarts = int(options["max_restarts"])
         actor = ray.remote(RolloutWorker).options(**options)
         self.handles = [actor.remote(build, threads) for _ in range(workers)]
-        self.agents = reference.agents
         self.version: int | None = None
         self._weights: Any = None
         try:

@@ -9,7 +9,9 @@ This is what ``deliberate train --env text --algo NAME`` calls with the learner'
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +82,10 @@ def build_env(config: TextLearnerConfig, num_envs: int, split: str | None = None
 def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = None) -> TrainResult:
     """Train the agents not in ``frozen`` with the learner of ``config``'s class.
 
+    With ``config.workers``, completions are sampled on that many Ray rollout workers
+    (:class:`~algorithms.text.rollout_workers.RolloutWorkers`, each with an equal share of
+    this machine's cores when Ray runs locally); evaluation stays in this process.
+
     With ``config.run_dir``: metrics.jsonl, checkpoint.pt (resumed from when present),
     ``adapters/agent_k`` (peft format) and summary.json (config, before/after evaluation).
 
@@ -93,17 +99,28 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
     learner_type = learner_class(config)
     venv = build_env(config, config.num_envs)
     frozen = dict(frozen or {})
-    lm = build_lm(config, [a for a in venv.possible_agents if a not in frozen])
-    learner = learner_type(config, lm, venv, frozen)
+    agents = [a for a in venv.possible_agents if a not in frozen]
+    lm = build_lm(config, agents)
+    sampler = None
+    if config.workers:
+        from algorithms.text.rollout_workers import RolloutWorkers
+
+        threads = max(1, (os.cpu_count() or 1) // config.workers)
+        sampler = RolloutWorkers(functools.partial(build_lm, config, agents), config.workers, lm, threads=threads)
+    learner = learner_type(config, lm, venv, frozen, sampler=sampler)
     held_out = []
     if config.eval_problems:
         eval_env = build_env(config, min(config.eval_problems, 16), split="test")
         held_out = list(range(min(config.eval_problems, len(eval_env.problems))))
     before = learner.evaluate(eval_env, held_out) if held_out else {}
-    history = learner.learn(
-        config.updates, config.run_dir or None, config.checkpoint_every, config.progress, config.tensorboard,
-        config.wandb_project,
-    )
+    try:
+        history = learner.learn(
+            config.updates, config.run_dir or None, config.checkpoint_every, config.progress, config.tensorboard,
+            config.wandb_project,
+        )
+    finally:
+        if sampler is not None:
+            sampler.close()
     after = learner.evaluate(eval_env, held_out) if held_out else {}
     if config.run_dir:
         folder = Path(config.run_dir)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 
 import pytest
 import torch
@@ -16,7 +17,7 @@ from deliberation_env.distributed import WorkerError
 from deliberation_env.text import text_vector_env
 
 ray = pytest.importorskip("ray", reason="Ray is in the 'ray' extra")
-from algorithms.text.rollout_workers import RolloutWorkers, base_fingerprint  # noqa: E402
+from algorithms.text.rollout_workers import RolloutWorkers, base_fingerprint
 
 pytestmark = pytest.mark.timeout(300)
 AGENTS = ["agent_0", "agent_1"]
@@ -75,3 +76,21 @@ def test_workers_that_build_another_base_are_refused():
     with pytest.raises(ValueError, match="rollout worker 1/1: .*min_new_tokens"):
         workers.sample("agent_0", [({"role": "user", "content": "1 + 1?"},)], [0], max_new_tokens=2, min_new_tokens=3)
     workers.close()
+
+
+def test_deliberate_train_text_with_workers_learns_what_it_learns_in_process(tmp_path):
+    from algorithms import cli
+
+    tiny = ["train", "--env", "text", "--algo", "grpo", "--model", "tiny", "--groups-per-update", "1",
+            "--group-size", "2", "--max-new-tokens", "4", "--no-progress", "--updates", "2"]  # fmt: skip
+    cli.main([*tiny, "--run-dir", str(tmp_path / "local")])
+    cli.main([*tiny, "--workers", "2", "--run-dir", str(tmp_path / "ray")])
+    local, remote = (
+        [json.loads(line) for line in (tmp_path / run / "metrics.jsonl").read_text().splitlines()]
+        for run in ("local", "ray")
+    )
+    for a, b in zip(local, remote, strict=True):
+        assert {k: v for k, v in a.items() if k not in ("time", "charts/seconds")} == pytest.approx(
+            {k: v for k, v in b.items() if k not in ("time", "charts/seconds")}
+        )
+    assert json.loads((tmp_path / "ray" / "summary.json").read_text())["config"]["workers"] == 2
