@@ -264,8 +264,9 @@ class CTranslate2Backend:
         options = {
             "max_length": max(request.max_tokens for request in requests),
             "include_prompt_in_result": False,
-            "callback": stop_row,
         }
+        if any(request.stop or request.max_tokens != options["max_length"] for request in requests):
+            options["callback"] = stop_row  # per token and row, in Python: only when needed
         if temperature == 0:
             results = self._generator.generate_batch(prompts, sampling_topk=1, **options)
         else:

@@ -94,6 +94,7 @@ def evaluate(
         obs, infos = venv.reset(options={"problem_index": chunk, "episode_seed": episode_seeds})
         r = 0
         while True:
+            bar.set_postfix_str(f"round {r} of {rounds} done")  # one chunk may hold every problem
             for e in range(n_real):
                 correct[start + e, r] = [infos[e][a]["correct"] for a in agents]
                 consensus[start + e, r] = infos[e][agents[0]]["consensus_correct"]

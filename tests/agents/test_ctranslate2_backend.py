@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -51,6 +52,15 @@ def test_generate_returns_text_with_token_counts_and_finish_reasons(backend):
     assert out[1].completion_tokens == 5 and out[1].finish_reason == "length"  # its own budget
     assert out[2].finish_reason == "stop" and out[2].completion_tokens < 16  # greedy reply ends
     assert "," not in out[3].text
+
+
+def test_a_batch_without_stops_or_own_budgets_decodes_the_same_without_the_callback(backend):
+    """Rows sharing max_tokens and no stop string skip the per-token Python callback; the
+    texts are those of the callback's path (forced here by a stop string that never occurs)."""
+    plain = [GenerationRequest(chat(f"What is {k} + {k}?"), max_tokens=12, temperature=0.0) for k in (3, 40)]
+    guarded = [dataclasses.replace(request, stop=("\x00",)) for request in plain]
+    assert backend.generate(plain) == backend.generate(guarded)
+    assert all(g.completion_tokens <= 12 for g in backend.generate(plain))
 
 
 def test_the_same_batch_and_seeds_give_the_same_texts(backend, cache_dir):
