@@ -482,8 +482,10 @@ class TextPolicyGradientLearner(abc.ABC):
         if state["algo"] != self.name:
             raise ValueError(f"the checkpoint is from {state['algo']!r}, not {self.name!r}: load it with that learner")
         ours = _settings(self.config)
-        if state["config"] != ours:
-            changed = sorted(k for k in ours if state["config"].get(k) != ours[k])
+        # A field added to the config after the checkpoint was written takes its default.
+        saved = {**_settings(self.config_class()), **state["config"]}
+        if saved != ours:
+            changed = sorted(k for k in ours if saved.get(k) != ours[k])
             raise ValueError(
                 f"the checkpoint's config differs in {changed}: resume with its values, or use a new run_dir"
             )

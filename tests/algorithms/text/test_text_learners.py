@@ -143,6 +143,11 @@ def test_metrics_name_every_reward_part_and_agent(make_lm, tmp_path):
     other = make_learner(make_lm, config=TextMAGRPOConfig(**{**SMALL, "learning_rate": 1.0}))
     with pytest.raises(ValueError, match="learning_rate"):
         other.load(tmp_path / "m" / "checkpoint.pt")
+    older = torch.load(tmp_path / "m" / "checkpoint.pt", weights_only=False)
+    del older["config"]["min_new_tokens"]  # a checkpoint written before the field existed
+    fresh = make_learner(make_lm)
+    fresh.load_state_dict(older)
+    assert fresh.update == 1
 
 
 def test_multi_turn_credit_is_the_discounted_return_of_later_turns(make_lm):
