@@ -178,8 +178,9 @@ class RolloutWorkers:
     def sync(self, weights: Mapping[str, Mapping[str, torch.Tensor]], version: int) -> None:
         """Make ``weights`` (the learner's ``lm.state_dict()``) version ``version`` of every worker.
 
-        The weights go into Ray's object store once; workers load them before their next
-        :meth:`sample` (a no-op when ``version`` is already current).
+        The weights go into Ray's object store once and every worker loads them before this
+        returns (a no-op when ``version`` is already current; a worker that missed them,
+        e.g. restarted, gets them again when it is next asked to sample).
         """
         if version == self.version:
             return
