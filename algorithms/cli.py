@@ -116,8 +116,11 @@ def run(cfg: Run) -> dict[str, Any]:
     args = cfg.env_args
     team = args.build_team()
     # The built members hold the sampling settings of their specs already.
-    num_envs = cfg.num_envs or min(cfg.n_problems, len(args.build_task().problems(args.split)))
-    venv = args.make(num_envs, team=team, temperature=None, max_tokens=None)
+    task = args.build_task()  # loaded once: it sizes the vector env and is handed to it
+    num_envs = cfg.num_envs or min(cfg.n_problems, len(task.problems(args.split)))
+    venv = args.make(
+        num_envs, team=team, task=task, path=None, difficulty=None, task_kwargs=None, temperature=None, max_tokens=None
+    )
     n_problems = min(cfg.n_problems, len(venv.problems))
     policies = [baselines.get(name) for name in cfg.policies]
     model_id = team_title(team)
