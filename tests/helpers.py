@@ -103,3 +103,25 @@ def llama_server(log_dir: Path, alias: str, n_ctx: int) -> Iterator[tuple[str, s
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def kill_and_wait(handle, restart: bool) -> None:
+    """Kill a Ray actor and return once its process is gone, so that the next call meets the
+    death (or the restarted actor), never the old process: ``ray.kill`` only asks the GCS,
+    and a call sent right after it can still run on the actor it was meant to kill."""
+    import ray
+
+    def pid(_actor) -> int:  # local: pickled by value, the worker need not import this module
+        import os
+
+        return os.getpid()
+
+    old = ray.get(handle.__ray_call__.remote(pid))
+    ray.kill(handle, no_restart=not restart)
+    while True:  # bounded by the test's timeout
+        try:
+            if ray.get(handle.__ray_call__.remote(pid)) != old:
+                return
+        except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError):
+            return
+        time.sleep(0.1)

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import kill_and_wait
 
 import deliberation_env as de
 from algorithms.cli import expand_workers_flag, main, parse
@@ -53,7 +54,7 @@ def play(venv, actions, seed=3, kill=None):
     while venv.active.any():
         results.append(venv.step(actions(venv, rng)))
         if kill is not None and len(results) == 2:
-            ray.kill(venv.handles[kill], no_restart=False)
+            kill_and_wait(venv.handles[kill], restart=True)
     return results
 
 
@@ -84,7 +85,7 @@ def test_a_killed_worker_is_restarted_and_its_episodes_replayed(meta_pair):
 def test_a_worker_dead_beyond_its_restarts_is_an_error_naming_it():
     venv = de.vector_env(2, workers=1, worker_options={"max_restarts": 0}, **META)
     venv.reset(seed=0)
-    ray.kill(venv.handles[0])  # for good: no restart
+    kill_and_wait(venv.handles[0], restart=False)  # for good
     with pytest.raises(WorkerError, match=r"Ray worker 0 of 1 \(envs 0..1.*could not step: .*Actor"):
         venv.step({agent: np.zeros(2, dtype=int) for agent in venv.agents})
     venv.close()

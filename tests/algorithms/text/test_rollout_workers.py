@@ -9,6 +9,7 @@ import json
 
 import pytest
 import torch
+from helpers import kill_and_wait
 from text_learner_fakes import HashProtocol
 
 from algorithms.text import TextMAGRPO, TextMAGRPOConfig
@@ -47,7 +48,7 @@ def learner(sampler_workers: int = 0, kill_after: int | None = None):
     for update in range(3):
         history.append({k: v for k, v in subject.train_step().items() if k != "charts/seconds"})
         if kill_after == update:
-            ray.kill(sampler.handles[0], no_restart=False)
+            kill_and_wait(sampler.handles[0], restart=True)
     return subject, history
 
 
