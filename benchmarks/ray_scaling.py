@@ -25,6 +25,14 @@ are identical to the in-process run's (they must be: same seeds, same episodes).
     nice .venv/bin/python benchmarks/ray_scaling.py --part learner [--learner-updates 5]
     .venv/bin/python benchmarks/ray_scaling.py --part text --learner-updates 3
 
+``--part team``: the meta-action env with the real SmolLM2 team on llama.cpp (``team_envs``
+problems x 3 agents, one round after the initial solve, at most ``team_max_tokens`` new tokens,
+no response cache): seconds per rollout in process with 1 llama.cpp thread (llama-cpp-python's
+default on 2 cores: half the cores) and with 2, then on 1 Ray worker with 2 threads and on 2
+workers with 1 thread each.
+
+    .venv/bin/python benchmarks/ray_scaling.py --part team
+
 ``--part text``: TextGRPO on SmolLM2-135M with LoRA (2 agents, 4 problems x G=4 per
 update, 48 new tokens) sampling in process with 2 torch threads against 2 rollout
 workers with 1 thread each (``algorithms.text.rollout_workers``; the adapters shipped
@@ -91,12 +99,17 @@ class Args:
     repeats: int = 2
     """Timed rollouts per setting (the best counts)."""
     part: str = "scaling"
-    """``scaling`` (the fake backend), ``learner`` (SoftRankPO, simulated team) or ``text``
-    (an LLM-weight learner sampling on rollout workers)."""
+    """``scaling`` (the fake backend), ``learner`` (SoftRankPO, simulated team), ``team``
+    (the real SmolLM2 team on llama.cpp) or ``text`` (an LLM-weight learner sampling on
+    rollout workers)."""
     learner_updates: int = 5
     """Updates of the ``learner`` and ``text`` parts."""
     text_model: str = ""
     """``text`` part: the model ("" is SmolLM2-135M-Instruct; "tiny" checks the script)."""
+    team_envs: int = 8
+    """``team`` part: problems per rollout."""
+    team_max_tokens: int = 64
+    """``team`` part: most new tokens per answer."""
 
 
 def rollout_seconds(venv, rounds: int, seed: int) -> float:
@@ -199,13 +212,62 @@ def text_part(args: Args) -> None:
     print(f"same metrics (within 1e-5): {same}")
 
 
+class ThreadedLlama:
+    """The bundled SmolLM2 on llama.cpp with ``n_threads`` decoding threads, loaded on first
+    use, so that the unloaded backend can be shipped to a Ray worker as a team."""
+
+    supports_logprobs = True
+
+    def __init__(self, n_threads: int) -> None:
+        self.n_threads, self.model_id, self._backend = n_threads, "llamacpp:SmolLM2-135M-Instruct-Q4_1", None
+
+    def _loaded(self):
+        from agents.llamacpp_backend import LlamaCppBackend
+
+        if self._backend is None:
+            self._backend = LlamaCppBackend(n_threads=self.n_threads)
+        return self._backend
+
+    def generate(self, requests):
+        return self._loaded().generate(requests)
+
+    def next_token_logprobs(self, requests):
+        return self._loaded().next_token_logprobs(requests)
+
+
+def team_part(args: Args) -> None:
+    """The ``team`` part: the llama.cpp team's rollouts in process and on Ray workers."""
+    from agents import SMOLLM2_TEMPERATURE, LLMAgent
+
+    print(f"| meta-action env, SmolLM2 on llama.cpp, {args.team_envs} problems x 3 agents | s/rollout | tokens |")
+    print("|---|---:|---:|")
+    for name, workers, threads in (
+        ("in process, 1 thread (the default)", 0, 1),
+        ("in process, 2 threads", 0, 2),
+        ("1 Ray worker x 2 threads", 1, 2),
+        ("2 Ray workers x 1 thread", 2, 1),
+    ):
+        team = LLMAgent(ThreadedLlama(threads), temperature=SMOLLM2_TEMPERATURE, max_tokens=args.team_max_tokens)
+        venv = de.vector_env(args.team_envs, workers=workers, task="arithmetic", team=team, max_rounds=1)
+        venv.reset(options={"problem_index": [0] * args.team_envs})  # warm-up: the model loads (untimed)
+        started = time.perf_counter()
+        _, infos = venv.reset(seed=1, options={"problem_index": list(range(args.team_envs))})
+        tokens = sum(info[a]["tokens"]["total"] for info in infos for a in venv.agents)
+        _, _, _, _, infos = venv.step({agent: np.ones(args.team_envs, dtype=int) for agent in venv.agents})
+        seconds = time.perf_counter() - started
+        tokens += sum(info[a]["tokens"]["total"] for info in infos for a in venv.agents)
+        print(f"| {name} | {seconds:.1f} | {tokens} |", flush=True)
+        if workers:
+            venv.close()
+
+
 def main(args: Args) -> None:
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     print(f"# ray_scaling, {date.today()}, {platform.machine()}; {args}")
-    if args.part in ("learner", "text"):
-        (learner_part if args.part == "learner" else text_part)(args)
+    if args.part in ("learner", "text", "team"):
+        {"learner": learner_part, "text": text_part, "team": team_part}[args.part](args)
         ray.shutdown()
         return
     episodes = args.num_envs

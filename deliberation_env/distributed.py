@@ -51,6 +51,18 @@ RESTART_POLL_S = 0.5
 """How often a call to a restarting worker is tried again."""
 
 
+def wait_for_restart(waited: float) -> float:
+    """Wait one poll for an actor Ray is restarting; the seconds waited in all so far.
+
+    Raises:
+        TimeoutError: Once :data:`RESTART_TIMEOUT_S` have been waited.
+    """
+    if waited >= RESTART_TIMEOUT_S:
+        raise TimeoutError(f"not back after {RESTART_TIMEOUT_S:.0f} s")
+    time.sleep(RESTART_POLL_S)
+    return waited + RESTART_POLL_S
+
+
 class WorkerError(RuntimeError):
     """A Ray worker could not build its env or died more often than it may be restarted;
     the message names the worker, its envs, its node and the cause."""
@@ -443,10 +455,7 @@ class RayVectorEnv:
             try:
                 return ray.get(ref)
             except ray.exceptions.ActorUnavailableError:  # restarting: not a new death
-                if waited >= RESTART_TIMEOUT_S:
-                    raise
-                time.sleep(RESTART_POLL_S)
-                waited += RESTART_POLL_S
+                waited = wait_for_restart(waited)
             except (ray.exceptions.RayActorError, LostEpisode):
                 deaths += 1
                 if deaths > self._restarts:

@@ -12,6 +12,7 @@ from helpers import kill_and_wait
 import deliberation_env as de
 from algorithms.cli import expand_workers_flag, main, parse
 from algorithms.learners import SoftRankPO, SoftRankPOConfig
+from deliberation_env import distributed
 from deliberation_env.distributed import RayVectorEnv, WorkerError
 
 ray = pytest.importorskip("ray", reason="Ray is in the 'ray' extra")
@@ -177,3 +178,14 @@ def test_without_ray_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ImportError, match=r"deliberation-env\[ray\]"):
         de.vector_env(2, workers=1, **META)
+
+
+def test_the_wait_for_a_restarting_worker_is_bounded(monkeypatch):
+    slept = []
+    monkeypatch.setattr(distributed.time, "sleep", slept.append)
+    monkeypatch.setattr(distributed, "RESTART_TIMEOUT_S", 1.0)
+    waited = 0.0
+    with pytest.raises(TimeoutError, match="not back after 1 s"):
+        while True:
+            waited = distributed.wait_for_restart(waited)
+    assert waited == 1.0 and slept == [distributed.RESTART_POLL_S] * 2

@@ -33,7 +33,6 @@ base (another file, another seed of a random model) is refused with a clear erro
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -42,7 +41,7 @@ import torch
 
 from agents.base import Message
 from agents.trainable_lm import Completion, TrainableLM
-from deliberation_env.distributed import RESTART_POLL_S, RESTART_TIMEOUT_S, WorkerError, import_ray
+from deliberation_env.distributed import WorkerError, import_ray, wait_for_restart
 from deliberation_env.values import is_integer
 
 DEFAULT_OPTIONS = {"max_restarts": 3, "scheduling_strategy": "SPREAD"}
@@ -234,10 +233,10 @@ class RolloutWorkers:
             try:
                 return ray.get(ref)
             except ray.exceptions.ActorUnavailableError:  # restarting
-                if waited >= RESTART_TIMEOUT_S:
-                    raise self._named(k, doing, TimeoutError(f"not back after {RESTART_TIMEOUT_S:.0f} s")) from None
-                time.sleep(RESTART_POLL_S)
-                waited += RESTART_POLL_S
+                try:
+                    waited = wait_for_restart(waited)
+                except TimeoutError as error:
+                    raise self._named(k, doing, error) from None
             except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as error:
                 cause = error.cause if isinstance(error, ray.exceptions.RayTaskError) else error
                 if isinstance(error, ray.exceptions.RayTaskError) and not isinstance(cause, StaleWeights):

@@ -63,6 +63,24 @@ def test_a_batch_without_stops_or_own_budgets_decodes_the_same_without_the_callb
     assert all(g.completion_tokens <= 12 for g in backend.generate(plain))
 
 
+def test_prompts_of_far_apart_lengths_are_decoded_in_sub_batches_with_their_own_budgets(backend):
+    """A long and a short prompt land in different sub-batches; each row still ends at its own
+    max_tokens (the callback's row numbers are the sub-batch's, mapped back to the batch's)."""
+    long = "Read this and then answer. " + "The sky is blue and the grass is green. " * 40 + "What is 2 + 2?"
+    requests = [
+        GenerationRequest(chat(long), max_tokens=3, temperature=0.0),
+        GenerationRequest(chat("What is 5 + 5?"), max_tokens=12, temperature=0.0),
+        GenerationRequest(chat(long + " Explain."), max_tokens=12, temperature=0.0),
+    ]
+    lengths = [len(backend._prompt_tokens(request.messages)) for request in requests]
+    assert len(ct2.length_buckets(lengths, 12)) == 2
+    got = backend.generate(requests)
+    assert [g.prompt_tokens for g in got] == lengths
+    assert got[0].completion_tokens == 3 and got[0].finish_reason == "length"
+    assert got[1].completion_tokens > 3 and got[2].completion_tokens > 3
+    assert backend.generate(requests[1:2]) == got[1:2]  # greedy, alone in its sub-batch either way
+
+
 def test_the_same_batch_and_seeds_give_the_same_texts(backend, cache_dir):
     first = backend.generate(REQUESTS)
     assert backend.generate(REQUESTS) == first  # the same loaded model, called again
