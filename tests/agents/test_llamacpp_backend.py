@@ -7,7 +7,7 @@ from agent_fakes import Counting, make_turn
 
 from agents import CachedBackend, LLMAgent
 from agents.base import PeerAnswer
-from agents.llamacpp_backend import LlamaCppBackend
+from agents.llamacpp_backend import LlamaCppBackend, usable_cpus
 
 QUESTIONS = ("What is 12 + 7?", "What is 9 * 3?")
 MAX_TOKENS = 40
@@ -59,6 +59,13 @@ def run_round(agent):
 
 def test_model_id_names_the_default_gguf(smollm2):
     assert smollm2.model_id == "llamacpp:SmolLM2-135M-Instruct-Q4_1"
+
+
+def test_decoding_and_prompts_use_every_cpu_unless_told(smollm2):
+    cpus = usable_cpus()
+    assert (smollm2._llm.n_threads, smollm2._llm.n_threads_batch) == (cpus, cpus)
+    one = LlamaCppBackend(n_ctx=256, n_threads=1)
+    assert (one._llm.n_threads, one._llm.n_threads_batch) == (1, 1)
 
 
 def test_real_team_round_is_reproducible_and_cached(smollm2, tmp_path):
