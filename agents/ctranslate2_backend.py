@@ -153,7 +153,7 @@ def convert_gguf(gguf: Path, work: Path) -> Path:
 
 STEP_OVERHEAD = 19.0
 """A decoding step's fixed cost, in units of one row's share of a step: on the 2-core machine
-a step of ``b`` rows took about ``(19 + b) * 1.6`` ms (BENCHMARKS.md, issue 14)."""
+a step of ``b`` rows took about ``(19 + b) * 1.6`` ms (``benchmarks/ct2_cost_model.py``)."""
 PREFILL_COST = 0.6
 """One prompt token forwarded with its sub-batch's common prefix, in the same unit (about
 1 ms a token there; stepping through a prompt token instead costs a whole step)."""

@@ -1,0 +1,55 @@
+"""The measurements behind the CTranslate2 backend's sub-batch cost model (issue 14).
+
+:func:`agents.ctranslate2_backend.length_buckets` estimates a sub-batch's cost from two
+constants, :data:`~agents.ctranslate2_backend.STEP_OVERHEAD` and
+:data:`~agents.ctranslate2_backend.PREFILL_COST`; this script measures what they stand for
+on the bundled SmolLM2 (int8, every usable CPU), each time the best of three greedy calls:
+
+- prefill: a batch of equal prompts (about 130 and 430 tokens), one new token;
+- a decoding step at batch 1, 8, 24 and 72 (32 forced new tokens minus one);
+- a batch of one short and one long prompt (51 and 351 tokens), one new token: the long
+  prompt's tail is stepped through one position at a time.
+
+    .venv/bin/python benchmarks/ct2_cost_model.py
+"""
+
+from __future__ import annotations
+
+import time
+
+from agents.ctranslate2_backend import CTranslate2Backend
+
+
+def main() -> None:
+    backend = CTranslate2Backend()
+    generator = backend._generator
+
+    def prompt(words: int) -> list[str]:
+        return backend._prompt_tokens(({"role": "user", "content": "word " * words},))
+
+    def best(prompts: list[list[str]], new_tokens: int, repeats: int = 3) -> float:
+        seconds = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            generator.generate_batch(
+                prompts, max_length=new_tokens, min_length=new_tokens, sampling_topk=1, include_prompt_in_result=False
+            )
+            seconds.append(time.perf_counter() - start)
+        return min(seconds)
+
+    for words in (100, 400):
+        tokens = prompt(words)
+        for batch in (1, 8):
+            seconds = best([tokens] * batch, 1)
+            print(f"prefill, {len(tokens)} tokens x {batch}: {seconds * 1000:.0f} ms, {seconds * 1000 / len(tokens) / batch:.2f} ms a token")
+    short = prompt(20)
+    for batch in (1, 8, 24, 72):
+        step = (best([short] * batch, 33) - best([short] * batch, 1)) / 32
+        print(f"decoding step, batch {batch}: {step * 1000:.1f} ms")
+    long = prompt(320)
+    seconds = best([short, long], 1, repeats=1)
+    print(f"one batch of a {len(short)}- and a {len(long)}-token prompt, one new token: {seconds * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
