@@ -79,14 +79,14 @@ class Args:
     """Which measurements to run."""
     scaling_batches: tuple[int, ...] = (1, 8, 24, 72)
     """Batch sizes of part (d)."""
-    scaling_backends: tuple[str, ...] = ("llamacpp", "llamacpp-2-threads", "transformers", "ctranslate2")
-    """Backends of part (d): ``llamacpp`` (llama-cpp-python's default threads: on 2 cores one
-    decoding thread), ``llamacpp-2-threads``, ``transformers``, ``ctranslate2``."""
+    scaling_backends: tuple[str, ...] = ("llamacpp-1-thread", "llamacpp", "transformers", "ctranslate2")
+    """Backends of part (d): ``llamacpp-1-thread`` (llama-cpp-python's own default on 2 cores),
+    ``llamacpp`` (our default: every usable CPU), ``transformers``, ``ctranslate2``."""
     device: str | None = None
     """Device of the transformers backend (default: CUDA if present)."""
     refine_problems: int = 24
     """Problems of part (e) (the main job's 24; three agents each)."""
-    refine_backends: tuple[str, ...] = ("llamacpp", "llamacpp-2-threads", "ctranslate2-one-batch", "ctranslate2")
+    refine_backends: tuple[str, ...] = ("llamacpp-1-thread", "llamacpp", "ctranslate2-one-batch", "ctranslate2")
     """Backends of part (e): those of part (d) and ``ctranslate2-one-batch``."""
 
 
@@ -201,9 +201,9 @@ def solve_requests(count: int, args: Args) -> list[GenerationRequest]:
 def make_scaling_backend(name: str, args: Args) -> Backend:
     """A backend of part (d) on the bundled SmolLM2."""
     if name == "llamacpp":
-        return LlamaCppBackend()
-    if name == "llamacpp-2-threads":
-        return LlamaCppBackend(n_threads=2)
+        return LlamaCppBackend()  # every usable CPU
+    if name == "llamacpp-1-thread":
+        return LlamaCppBackend(n_threads=1)
     if name == "transformers":
         from agents.transformers_backend import TransformersBackend
 
@@ -238,8 +238,7 @@ def batch_scaling(args: Args) -> None:
             tokens = sum(g.completion_tokens for batch in batches for g in backend.generate(batch))
             wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
             cells.append(f"{tokens / wall:.0f} ({tokens / cpu:.0f})")
-        label = f"{backend.model_id}{' (2 threads)' if name == 'llamacpp-2-threads' else ''}"
-        print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
+        print(f"| {name}: {backend.model_id} | " + " | ".join(cells) + " |", flush=True)
         del backend
 
 

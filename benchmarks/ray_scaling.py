@@ -28,7 +28,7 @@ are identical to the in-process run's (they must be: same seeds, same episodes).
 ``--part team``: the meta-action env with the real SmolLM2 team on llama.cpp (``team_envs``
 problems x 3 agents, one round after the initial solve, at most ``team_max_tokens`` new tokens,
 no response cache): seconds per rollout in process with 1 llama.cpp thread (llama-cpp-python's
-default on 2 cores: half the cores) and with 2, then on 1 Ray worker with 2 threads and on 2
+own default on 2 cores: half the cores) and with 2, then on 1 Ray worker with 2 threads and on 2
 workers with 1 thread each.
 
     .venv/bin/python benchmarks/ray_scaling.py --part team
@@ -242,8 +242,8 @@ def team_part(args: Args) -> None:
     print(f"| meta-action env, SmolLM2 on llama.cpp, {args.team_envs} problems x 3 agents | s/rollout | tokens |")
     print("|---|---:|---:|")
     for name, workers, threads in (
-        ("in process, 1 thread (the default)", 0, 1),
-        ("in process, 2 threads", 0, 2),
+        ("in process, 1 thread (llama-cpp-python's default on 2 cores)", 0, 1),
+        ("in process, 2 threads (ours on 2 cores: every usable CPU)", 0, 2),
         ("1 Ray worker x 2 threads", 1, 2),
         ("2 Ray workers x 1 thread", 2, 1),
     ):
