@@ -86,11 +86,12 @@ class LlamaCppBackend:
             raise FileNotFoundError(f"llamacpp backend: no GGUF file at {path}")
         self.model_path = path
         self.model_id = f"llamacpp:{path.name.removesuffix('.gguf').replace('.', '-')}"
+        threads = n_threads or usable_cpus()
         self._llm = llama_cpp.Llama(
             model_path=str(path),
             n_ctx=n_ctx,
-            n_threads=n_threads or usable_cpus(),
-            n_threads_batch=n_threads or usable_cpus(),
+            n_threads=threads,
+            n_threads_batch=threads,
             n_batch=n_batch,
             verbose=False,
         )

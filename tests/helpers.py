@@ -118,10 +118,12 @@ def kill_and_wait(handle, restart: bool) -> None:
 
     old = ray.get(handle.__ray_call__.remote(pid))
     ray.kill(handle, no_restart=not restart)
-    while True:  # bounded by the test's timeout
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # a poll: Ray says nothing when the kill lands
         try:
             if ray.get(handle.__ray_call__.remote(pid)) != old:
                 return
         except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError):
             return
         time.sleep(0.1)
+    raise AssertionError(f"actor {handle} (pid {old}) still ran 120 s after ray.kill")

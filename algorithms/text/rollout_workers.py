@@ -41,12 +41,13 @@ import torch
 
 from agents.base import Message
 from agents.trainable_lm import Completion, TrainableLM
-from deliberation_env.distributed import WorkerError, import_ray, wait_for_restart
+from deliberation_env.distributed import (
+    DEFAULT_WORKER_OPTIONS,
+    WorkerError,
+    import_ray,
+    wait_for_restart,
+)
 from deliberation_env.values import is_integer
-
-DEFAULT_OPTIONS = {"max_restarts": 3, "scheduling_strategy": "SPREAD"}
-"""Ray actor options of a rollout worker; ``worker_options`` overrides them (e.g.
-``{"num_gpus": 1}`` for a GPU each)."""
 
 
 class StaleWeights(RuntimeError):
@@ -128,7 +129,9 @@ class RolloutWorkers:
         workers: Number of Ray actors, >= 1.
         reference: The learner's policy, whose base the workers must match.
         threads: torch threads per worker (0: torch's default, every core of its node).
-        worker_options: Ray actor options over :data:`DEFAULT_OPTIONS`.
+        worker_options: Ray actor options over the env workers'
+            :data:`~deliberation_env.distributed.DEFAULT_WORKER_OPTIONS` (e.g.
+            ``{"num_gpus": 1}`` for a GPU each).
 
     Raises:
         ImportError: When Ray is not installed (naming the ``ray`` extra).
@@ -147,7 +150,7 @@ class RolloutWorkers:
         if not is_integer(workers) or isinstance(workers, bool) or workers < 1:
             raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
         ray = import_ray()
-        options = {**DEFAULT_OPTIONS, **(worker_options or {})}
+        options = {**DEFAULT_WORKER_OPTIONS, **(worker_options or {})}
         self._restarts = int(options["max_restarts"])
         actor = ray.remote(RolloutWorker).options(**options)
         self.handles = [actor.remote(build, threads) for _ in range(workers)]
