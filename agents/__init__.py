@@ -65,6 +65,12 @@ SMOLLM2_TEMPERATURE = 0.3
 """Sampling temperature of the default team: measured so the agents still disagree on
 most problems while answering more often right than at 0.7 (BENCHMARKS.md)."""
 
+SMOLLM2_TOP_K = 50
+"""The default team samples among the 50 most likely tokens (as ``transformers``'
+``generate`` does unless told): at temperature 0.3 the nucleus is almost always inside
+them, and a bounded candidate set spares a batched backend sorting the whole vocabulary
+every token (BENCHMARKS.md, issue 14)."""
+
 
 def smollm2_agent(cache: str | Path | None = None, offline: bool = False, **agent_kwargs: Any) -> LLMAgent:
     """The default team member: SmolLM2-135M-Instruct through llama.cpp, cached in SQLite.
@@ -77,7 +83,7 @@ def smollm2_agent(cache: str | Path | None = None, offline: bool = False, **agen
     from agents.llamacpp_backend import LlamaCppBackend  # loads llama.cpp
 
     backend = CachedBackend(LlamaCppBackend(), path=cache or DEFAULT_CACHE_PATH, offline=offline)
-    return LLMAgent(backend, **{"temperature": SMOLLM2_TEMPERATURE, **agent_kwargs})
+    return LLMAgent(backend, **{"temperature": SMOLLM2_TEMPERATURE, "top_k": SMOLLM2_TOP_K, **agent_kwargs})
 
 
 def __getattr__(name: str) -> Any:

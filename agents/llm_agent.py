@@ -98,6 +98,7 @@ class LLMAgent:
         max_tokens: Most tokens per solution (solve and refine).
         temperature: Sampling temperature of solutions (0 is greedy).
         top_p: Nucleus sampling mass of solutions.
+        top_k: Solutions sample among the ``top_k`` most likely tokens only (0: all).
         confidence: ``"auto"``, ``"logprob"`` or ``"verbalized"`` (module docstring).
 
     Raises:
@@ -112,6 +113,7 @@ class LLMAgent:
         max_tokens: int = 256,
         temperature: float = 0.7,
         top_p: float = 0.95,
+        top_k: int = 0,
         confidence: str = "auto",
     ) -> None:
         if confidence not in CONFIDENCE_METHODS:
@@ -123,11 +125,14 @@ class LLMAgent:
             )
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        if top_k < 0:
+            raise ValueError(f"top_k must be >= 0 (0: the whole vocabulary), got {top_k}")
         self.backend = backend
         self.model_id = backend.model_id
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.top_p = top_p
+        self.top_k = top_k
         use_logprobs = confidence == "logprob" or (
             confidence == "auto" and backend.supports_logprobs
         )
@@ -146,7 +151,7 @@ class LLMAgent:
         if not turns:
             return []
         requests = [
-            self._request(chat, turn.seed, self.max_tokens, self.temperature, self.top_p)
+            self._request(chat, turn.seed, self.max_tokens, self.temperature, self.top_p, self.top_k)
             for turn, chat in zip(turns, chats, strict=True)
         ]
         generations = self.backend.generate(requests)
@@ -215,13 +220,14 @@ class LLMAgent:
     # -------------------------------------------------------------------- helpers
     @staticmethod
     def _request(
-        chat: tuple[Message, ...], seed: int, max_tokens: int, temperature: float, top_p: float
+        chat: tuple[Message, ...], seed: int, max_tokens: int, temperature: float, top_p: float, top_k: int = 0
     ) -> GenerationRequest:
         return GenerationRequest(
             messages=chat,
             max_tokens=max_tokens,
             temperature=temperature,
             top_p=top_p,
+            top_k=top_k,
             seed=derive_seed(seed, chat),
         )
 

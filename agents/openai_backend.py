@@ -5,6 +5,11 @@ A batch is sent as concurrent requests (at most ``max_concurrency`` at once) fro
 works from code that runs a loop, e.g. a notebook); servers with parallel slots or
 continuous batching see the whole round.
 
+A request's temperature, top-p and seed go to the server as they are, and its top-k
+(when not 0) as the ``top_k`` field that vLLM, SGLang and llama.cpp's server accept
+(OpenAI's own API refuses it). The server samples in its own order: vLLM's is the
+request's (:class:`agents.base.GenerationRequest`); llama.cpp's server tempers last.
+
 ``timeout_s`` is a deadline for a whole attempt of a request: connecting, sending, the
 server's wait and reading the complete body. A server that trickles its answer cannot
 hold a call longer: the attempt is cancelled and its connection closed. Each retry has
@@ -197,6 +202,8 @@ class OpenAIBackend:
                 top_p=request.top_p,
                 seed=request.seed,
                 stop=list(request.stop) or None,
+                # not in OpenAI's API (which refuses it); vLLM, SGLang and llama.cpp's server take it
+                extra_body={"top_k": request.top_k} if request.top_k else None,
             ),
             f"generate request {index} (seed {request.seed}, {_summary(request.messages)})",
         )

@@ -103,7 +103,8 @@ def member_from_spec(
     Args:
         spec: A spec of the module table.
         temperature: Sampling temperature of an LLM member (default: SmolLM2's tuned
-            temperature for ``smollm2``, else :class:`LLMAgent`'s).
+            temperature for ``smollm2``, which also samples within the top 50 tokens,
+            else :class:`LLMAgent`'s).
         max_tokens: Most completion tokens per LLM answer (default :class:`LLMAgent`'s).
         cache: The response cache file of an LLM member.
         offline: Serve every LLM request from the cache; a miss is an error.
@@ -112,7 +113,7 @@ def member_from_spec(
     Raises:
         ValueError: For a bad spec, or sampling settings given to the simulated team.
     """
-    from agents import SMOLLM2_TEMPERATURE
+    from agents import SMOLLM2_TEMPERATURE, SMOLLM2_TOP_K
     from agents.simulated import SimulatedTeam
 
     check_spec(spec)
@@ -120,7 +121,7 @@ def member_from_spec(
         if temperature is not None or max_tokens is not None:
             raise ValueError("temperature and max_tokens apply to LLM team members, not to team spec 'simulated'")
         return SimulatedTeam(**(simulated or {}))
-    sampling = {"temperature": SMOLLM2_TEMPERATURE} if spec == "smollm2" else {}
+    sampling = {"temperature": SMOLLM2_TEMPERATURE, "top_k": SMOLLM2_TOP_K} if spec == "smollm2" else {}
     if temperature is not None:
         sampling["temperature"] = temperature
     if max_tokens is not None:

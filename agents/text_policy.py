@@ -32,12 +32,13 @@ class TextPolicy:
         max_tokens: Most tokens per completion.
         temperature: Sampling temperature (0 is greedy).
         top_p: Nucleus sampling mass.
+        top_k: Sample among the ``top_k`` most likely tokens only (0: all).
 
     Raises:
         TypeError: If ``backend`` is not a text backend (e.g. the simulated team, a
             solver with no text model).
-        ValueError: On ``max_tokens`` < 1, a negative ``temperature`` or ``top_p``
-            outside (0, 1].
+        ValueError: On ``max_tokens`` < 1, a negative ``temperature`` or ``top_k``, or
+            ``top_p`` outside (0, 1].
 
     Example:
         >>> from agents.base import Generation
@@ -52,7 +53,9 @@ class TextPolicy:
         {'agent_0': 'hi'}
     """
 
-    def __init__(self, backend: Backend, *, max_tokens: int = 256, temperature: float = 0.7, top_p: float = 0.95) -> None:
+    def __init__(
+        self, backend: Backend, *, max_tokens: int = 256, temperature: float = 0.7, top_p: float = 0.95, top_k: int = 0
+    ) -> None:
         if not isinstance(backend, Backend):
             raise TypeError(
                 f"TextPolicy needs a text Backend (generate, next_token_logprobs), got {type(backend).__name__}; "
@@ -64,8 +67,10 @@ class TextPolicy:
             raise ValueError(f"temperature must be >= 0, got {temperature!r}")
         if not 0 < top_p <= 1:
             raise ValueError(f"top_p must lie in (0, 1], got {top_p!r}")
+        if top_k < 0:
+            raise ValueError(f"top_k must be >= 0 (0: the whole vocabulary), got {top_k!r}")
         self.backend = backend
-        self.max_tokens, self.temperature, self.top_p = max_tokens, temperature, top_p
+        self.max_tokens, self.temperature, self.top_p, self.top_k = max_tokens, temperature, top_p, top_k
 
     def act(self, observations: Mapping[str, Any], infos: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
         """The actions of a parallel env's live agents (``observations`` keys them).
@@ -100,6 +105,7 @@ class TextPolicy:
                 max_tokens=self.max_tokens,
                 temperature=self.temperature,
                 top_p=self.top_p,
+                top_k=self.top_k,
                 seed=derive_seed(info["seed"], tuple(info["messages"])),
             )
             for info in infos

@@ -95,6 +95,7 @@ class TransformersBackend:
         generators = [torch.Generator().manual_seed(r.seed) for r in requests]
         temperature = torch.tensor([r.temperature for r in requests], device=self.device)
         top_p = torch.tensor([r.top_p for r in requests], device=self.device)
+        top_k = torch.tensor([r.top_k for r in requests], device=self.device)
         budget = max(r.max_tokens for r in requests)
         new_tokens: list[list[int]] = [[] for _ in requests]
         finish = [""] * len(requests)
@@ -111,7 +112,7 @@ class TransformersBackend:
             uniforms = torch.tensor(
                 [torch.rand((), generator=g).item() for g in generators], device=self.device
             )
-            chosen = _sample(output.logits[:, -1, :].float(), temperature, top_p, uniforms).tolist()
+            chosen = _sample(output.logits[:, -1, :].float(), temperature, top_p, uniforms, top_k).tolist()
             for row, token in enumerate(chosen):
                 if finish[row]:
                     continue
@@ -198,13 +199,24 @@ def _eos_ids(*values: int | list[int] | None) -> list[int]:
 
 
 def _sample(
-    logits: torch.Tensor, temperature: torch.Tensor, top_p: torch.Tensor, uniforms: torch.Tensor
+    logits: torch.Tensor,
+    temperature: torch.Tensor,
+    top_p: torch.Tensor,
+    uniforms: torch.Tensor,
+    top_k: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """One token per row: greedy where temperature is 0, else nucleus sampling by
-    inverting the CDF at the row's uniform number (so each row uses only its own stream)."""
+    """One token per row: greedy where temperature is 0, else drawn from the row's support
+    (:func:`agents.sampling.sampling_support`: temperature, then top-k where > 0, then
+    top-p) by inverting its CDF at the row's uniform number (so each row uses only its own
+    stream)."""
     greedy = logits.argmax(dim=-1)
     probs = torch.softmax(logits / temperature.clamp(min=1e-6).unsqueeze(1), dim=-1)
     sorted_probs, order = probs.sort(dim=-1, descending=True)
+    if top_k is not None:
+        k = top_k.unsqueeze(1)
+        ranks = torch.arange(sorted_probs.shape[1], device=sorted_probs.device).unsqueeze(0)
+        sorted_probs = sorted_probs.masked_fill((k > 0) & (ranks >= k), 0.0)
+        sorted_probs = sorted_probs / sorted_probs.sum(dim=-1, keepdim=True)  # top-p within the top-k
     cumulative = sorted_probs.cumsum(dim=-1)
     outside = (cumulative - sorted_probs) >= top_p.unsqueeze(1)  # keeps at least the top token
     sorted_probs = sorted_probs.masked_fill(outside, 0.0)

@@ -56,6 +56,7 @@ class VLLMBackend:
                 max_tokens=r.max_tokens,
                 temperature=r.temperature,
                 top_p=r.top_p,
+                top_k=r.top_k if r.top_k > 0 else -1,  # vLLM's order is the request's
                 seed=r.seed,
                 stop=list(r.stop) or None,
             )

@@ -47,7 +47,7 @@ from unittest import mock
 import tyro
 
 import deliberation_env as de
-from agents import SMOLLM2_TEMPERATURE, CachedBackend, LLMAgent, prompts
+from agents import SMOLLM2_TEMPERATURE, SMOLLM2_TOP_K, CachedBackend, LLMAgent, prompts
 from agents.base import (
     Answer,
     Backend,
@@ -192,6 +192,7 @@ def solve_requests(count: int, args: Args) -> list[GenerationRequest]:
             ),
             max_tokens=args.max_tokens,
             temperature=SMOLLM2_TEMPERATURE,
+            top_k=SMOLLM2_TOP_K,
             seed=i,
         )
         for i, p in enumerate(problems)
@@ -254,7 +255,7 @@ def refine_requests(problems: int) -> list[GenerationRequest]:
         for k, p in enumerate(task.problems("test")[:problems])
         for a in range(agents)
     ]
-    sampling = {"max_tokens": 256, "temperature": SMOLLM2_TEMPERATURE}
+    sampling = {"max_tokens": 256, "temperature": SMOLLM2_TEMPERATURE, "top_k": SMOLLM2_TOP_K}
     texts = [
         g.text
         for g in CTranslate2Backend().generate(
@@ -280,7 +281,8 @@ def refine_phase(args: Args) -> None:
 
     requests = refine_requests(args.refine_problems)
     print(
-        f"\n(e) refine phase: {len(requests)} requests, at most 256 new tokens, temperature {SMOLLM2_TEMPERATURE}\n"
+        f"\n(e) refine phase: {len(requests)} requests, at most 256 new tokens, temperature {SMOLLM2_TEMPERATURE}, "
+        f"top-k {SMOLLM2_TOP_K}\n"
         "| backend | prompt tokens min / median / max | generated tokens | wall s | tokens/s | sub-batches |\n"
         "|---|---|---:|---:|---:|---|",
         flush=True,

@@ -92,6 +92,16 @@ def test_a_spec_builds_a_cached_llm_agent_with_the_sampling_settings(tmp_path, m
     backend_from_spec.cache_clear()
 
 
+def test_the_default_team_spec_samples_at_smollm2s_temperature_within_the_top_k(tmp_path, monkeypatch):
+    monkeypatch.setattr(agents, "make_backend", lambda name, **kwargs: FakeBackend())
+    backend_from_spec.cache_clear()
+    member = EnvConfig(team="smollm2", cache=str(tmp_path / "c.db")).build_team()[0]
+    assert (member.temperature, member.top_k) == (agents.SMOLLM2_TEMPERATURE, agents.SMOLLM2_TOP_K) == (0.3, 50)
+    member = EnvConfig(team="smollm2", temperature=0.9, cache=str(tmp_path / "c.db")).build_team()[0]
+    assert (member.temperature, member.top_k) == (0.9, 50)
+    backend_from_spec.cache_clear()
+
+
 def test_sampling_settings_without_an_llm_member_are_refused():
     with pytest.raises(ValueError, match="temperature apply to LLM members given by spec"):
         EnvConfig(team="simulated", temperature=0.5)

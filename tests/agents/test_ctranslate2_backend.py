@@ -94,6 +94,17 @@ def test_the_same_batch_and_seeds_give_the_same_texts(backend, cache_dir):
     assert len({g.text for g in backend.generate(reseeded)}) > 1  # sampling: seeds differ
 
 
+def test_each_copy_of_the_model_draws_from_its_own_stream(backend):
+    """Two rows of one prompt fall to the two copies, one each: were both copies seeded
+    alike, the rows would draw the same numbers and write the same text."""
+    assert backend.replicas == 2
+    pair = [GenerationRequest(chat("Invent a word."), max_tokens=24, temperature=1.5, seed=s) for s in (20, 21)]
+    first, second = backend.generate(pair)
+    assert first.text != second.text
+    with pytest.raises(ValueError, match="replicas must lie in"):
+        ct2.CTranslate2Backend(backend.model_dir, n_threads=2, replicas=3)
+
+
 def test_logprobs_score_each_candidate_alike_alone_and_in_a_batch(backend):
     asks = [
         LogprobRequest(chat("Is 2 + 2 = 4? Answer Yes or No."), prompts.CRITIC_CANDIDATES),
@@ -224,3 +235,13 @@ print("ok")
         [sys.executable, "-c", program], check=False, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_top_k_one_samples_the_greedy_text_and_top_k_groups_decode_apart(backend):
+    greedy = GenerationRequest(chat("Name three fruits."), max_tokens=12, temperature=0.0)
+    top1 = [dataclasses.replace(greedy, temperature=2.0, top_k=1, seed=s) for s in range(3)]
+    wide = [dataclasses.replace(greedy, temperature=2.0, top_k=40, seed=s) for s in range(3)]
+    out = backend.generate([greedy, *top1, *wide])
+    assert [g.text for g in out[1:4]] == [out[0].text] * 3
+    assert any(g.text != out[0].text for g in out[4:])
+    assert backend.generate([dataclasses.replace(greedy, temperature=1.0, top_k=10**6)])[0].text  # all tokens

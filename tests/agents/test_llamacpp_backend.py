@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from agent_fakes import Counting, make_turn
 
@@ -104,3 +105,23 @@ def test_real_team_round_is_reproducible_and_cached(smollm2, tmp_path):
 def test_missing_gguf_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no GGUF file"):
         LlamaCppBackend(tmp_path / "nope.gguf")
+
+
+def test_sampling_follows_the_request_top_k_then_top_p_after_the_temperature(smollm2):
+    """top_k=1 at a high temperature is greedy decoding; a wider top-k at temperature 2
+    samples other texts; the mask llama.cpp draws from is the request's support."""
+    from agents.base import GenerationRequest
+    from agents.llamacpp_backend import _SupportMask
+    from agents.sampling import sampling_support
+
+    chat = ({"role": "user", "content": "Name three fruits."},)
+    greedy = smollm2.generate([GenerationRequest(chat, max_tokens=12, temperature=0.0)])[0].text
+    top1 = smollm2.generate([GenerationRequest(chat, max_tokens=12, temperature=2.0, top_k=1, seed=s) for s in range(3)])
+    assert [g.text for g in top1] == [greedy] * 3
+    hot = smollm2.generate([GenerationRequest(chat, max_tokens=12, temperature=2.0, top_k=40, seed=s) for s in range(3)])
+    assert any(g.text != greedy for g in hot)
+    logits = np.random.default_rng(0).normal(size=500).astype(np.float32)
+    request = GenerationRequest(chat, temperature=0.5, top_p=0.9, top_k=30)
+    masked = _SupportMask(request)(np.array([], dtype=np.intc), logits)
+    support = sampling_support(logits, 0.5, 30, 0.9)
+    assert np.array_equal(masked[support], logits[support]) and np.isneginf(masked[~support]).all()

@@ -20,7 +20,7 @@ def test_is_a_solver_with_the_backends_model_id():
 
 def test_solve_makes_one_call_for_all_agents_and_envs():
     backend = FakeBackend()
-    agent = LLMAgent(backend, max_tokens=50, temperature=0.3, top_p=0.9)
+    agent = LLMAgent(backend, max_tokens=50, temperature=0.3, top_p=0.9, top_k=20)
     turns = [
         make_turn(f"What is {env} + 1?", agent=a, seed=100 * env + a)
         for env in range(4)
@@ -33,7 +33,7 @@ def test_solve_makes_one_call_for_all_agents_and_envs():
     for t, request, answer in zip(turns, requests, answers):
         assert request.messages == prompts.solve_messages(t)
         assert request.messages[-1]["content"].endswith(NUMERIC_INSTRUCTIONS)
-        assert (request.max_tokens, request.temperature, request.top_p) == (50, 0.3, 0.9)
+        assert (request.max_tokens, request.temperature, request.top_p, request.top_k) == (50, 0.3, 0.9, 20)
         assert request.seed == derive_seed(t.seed, request.messages)
         assert answer.decision == str(request.seed % 10)
         assert answer.completion_tokens == 7
@@ -123,6 +123,8 @@ def test_backend_without_logprobs_uses_verbalized():
         LLMAgent(backend, confidence="logprob")
     with pytest.raises(ValueError, match="confidence must be one of"):
         LLMAgent(backend, confidence="vibes")
+    with pytest.raises(ValueError, match="top_k must be >= 0"):
+        LLMAgent(backend, top_k=-1)
 
 
 def test_parse_verbalized():

@@ -55,11 +55,12 @@ def test_key_holds_sampling_parameters_and_seed(tmp_path):
         request("a", max_tokens=9),
         request("a", temperature=0.0),
         request("a", top_p=0.5),
+        request("a", top_k=50),
         request("a", stop=("\n",)),
     ]
     cache.generate(variants)
     cache.generate(variants)
-    assert len(inner.calls) == 1 and len(inner.calls[0][1]) == 6
+    assert len(inner.calls) == 1 and len(inner.calls[0][1]) == 7
 
 
 def test_results_survive_a_new_process_and_other_model_ids_miss(tmp_path):

@@ -66,7 +66,8 @@ def test_the_simulated_team_is_not_a_text_backend():
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "match"), [({"max_tokens": 0}, "max_tokens"), ({"temperature": -1}, "temperature"), ({"top_p": 0}, "top_p")]
+    ("kwargs", "match"),
+    [({"max_tokens": 0}, "max_tokens"), ({"temperature": -1}, "temperature"), ({"top_p": 0}, "top_p"), ({"top_k": -1}, "top_k")],
 )
 def test_bad_sampling_settings_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
