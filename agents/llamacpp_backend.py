@@ -134,12 +134,13 @@ class LlamaCppBackend:
     def _generate_one(self, request: GenerationRequest) -> Generation:
         prompt = self._tokens(request.messages)
         self._llm.reset()
+        truncated = request.temperature > 0 and (request.top_k > 0 or request.top_p < 1)
         completion = self._llm.create_completion(
             prompt=prompt,
             max_tokens=request.max_tokens,
             temperature=request.temperature,
             # llama.cpp only tempers and draws, from the request's support:
-            logits_processor=llama_cpp.LogitsProcessorList([_SupportMask(request)]) if request.temperature > 0 else None,
+            logits_processor=llama_cpp.LogitsProcessorList([_SupportMask(request)]) if truncated else None,
             top_k=0,
             top_p=1.0,
             min_p=0.0,

@@ -7,7 +7,7 @@ spec                                   member
 ``smollm2``                            SmolLM2-135M-Instruct through llama.cpp (the default)
 ``llamacpp`` / ``llamacpp:<gguf>``     a GGUF file through llama.cpp (default: SmolLM2)
 ``transformers:<model dir or id>``     a local transformers model
-``ctranslate2[:<gguf or model dir>]``  batched int8 CPU decoding (default: SmolLM2, converted once)
+``ctranslate2[:<gguf or model dir>]``  batched CPU decoding (default: SmolLM2, converted once)
 ``openai:<base_url>#<model>``          an OpenAI-compatible server (vLLM, llama.cpp, Ollama)
 ``vllm:<model>``                       vLLM in process (a CUDA machine)
 =====================================  =====================================================
@@ -94,6 +94,7 @@ def member_from_spec(
     *,
     temperature: float | None = None,
     max_tokens: int | None = None,
+    top_k: int | None = None,
     cache: str | None = None,
     offline: bool = False,
     simulated: dict[str, Any] | None = None,
@@ -106,6 +107,8 @@ def member_from_spec(
             temperature for ``smollm2``, which also samples within the top 50 tokens,
             else :class:`LLMAgent`'s).
         max_tokens: Most completion tokens per LLM answer (default :class:`LLMAgent`'s).
+        top_k: An LLM member samples among its ``top_k`` most likely tokens (0: all;
+            default 50 for ``smollm2``, else :class:`LLMAgent`'s, 0).
         cache: The response cache file of an LLM member.
         offline: Serve every LLM request from the cache; a miss is an error.
         simulated: Keyword arguments of :class:`agents.SimulatedTeam` for ``simulated``.
@@ -118,12 +121,14 @@ def member_from_spec(
 
     check_spec(spec)
     if spec == "simulated":
-        if temperature is not None or max_tokens is not None:
-            raise ValueError("temperature and max_tokens apply to LLM team members, not to team spec 'simulated'")
+        if temperature is not None or max_tokens is not None or top_k is not None:
+            raise ValueError("temperature, max_tokens and top_k apply to LLM team members, not to team spec 'simulated'")
         return SimulatedTeam(**(simulated or {}))
     sampling = {"temperature": SMOLLM2_TEMPERATURE, "top_k": SMOLLM2_TOP_K} if spec == "smollm2" else {}
     if temperature is not None:
         sampling["temperature"] = temperature
     if max_tokens is not None:
         sampling["max_tokens"] = max_tokens
+    if top_k is not None:
+        sampling["top_k"] = top_k
     return LLMAgent(backend_from_spec(spec, cache, offline), **sampling)

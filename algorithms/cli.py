@@ -119,7 +119,8 @@ def run(cfg: Run) -> dict[str, Any]:
     task = args.build_task()  # loaded once: it sizes the vector env and is handed to it
     num_envs = cfg.num_envs or min(cfg.n_problems, len(task.problems(args.split)))
     venv = args.make(
-        num_envs, team=team, task=task, path=None, difficulty=None, task_kwargs=None, temperature=None, max_tokens=None
+        num_envs, team=team, task=task, path=None, difficulty=None, task_kwargs=None, temperature=None, max_tokens=None,
+        top_k=None,
     )
     n_problems = min(cfg.n_problems, len(venv.problems))
     policies = [baselines.get(name) for name in cfg.policies]

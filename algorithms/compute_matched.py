@@ -63,7 +63,7 @@ def samples_of_one_agent(
     """k answers of ``member`` per problem, never revised, on ``config``'s task and split."""
     venv = config.make(  # ``member`` is built: it holds the sampling settings of its spec already
         num_envs, team=OneAgent(member), n_agents=k, max_rounds=1, stop_on_consensus=False,
-        temperature=None, max_tokens=None,
+        temperature=None, max_tokens=None, top_k=None,
     )
     return evaluate(baselines.get("independent"), venv, problems, seed=seed, label=label)
 

@@ -3,7 +3,7 @@
 :func:`agents.ctranslate2_backend.length_buckets` estimates a sub-batch's cost from two
 constants, :data:`~agents.ctranslate2_backend.STEP_OVERHEAD` and
 :data:`~agents.ctranslate2_backend.PREFILL_COST`; this script measures what they stand for
-on the bundled SmolLM2 (int8, every usable CPU), each time the best of three greedy calls:
+on the bundled SmolLM2 (int8, one copy on every usable CPU, as when they were set), each time the best of three greedy calls:
 
 - prefill: a batch of equal prompts (about 130 and 430 tokens), one new token;
 - a decoding step at batch 1, 8, 24 and 72 (32 forced new tokens minus one);
@@ -21,8 +21,8 @@ from agents.ctranslate2_backend import CTranslate2Backend
 
 
 def main() -> None:
-    backend = CTranslate2Backend()
-    generator = backend._generator
+    backend = CTranslate2Backend(quantization="int8", replicas=1)
+    (generator,) = backend._generators
 
     def prompt(words: int) -> list[str]:
         return backend._prompt_tokens(({"role": "user", "content": "word " * words},))

@@ -12,7 +12,7 @@ batched call plus as many critic scorings. Throughput is generated tokens per se
 (c) The env run through :class:`agents.CachedBackend`: cold (empty cache) against warm.
 (d) Batch scaling (issue 14): raw ``generate`` tokens/s at batch 1, 8, 24 and 72 (arithmetic
     solve prompts, temperature 0.3, one call per batch; "batch 1" sends 8 requests one at a
-    time) for llama.cpp, transformers (fp32, batch_size = the batch) and CTranslate2 (int8),
+    time) for llama.cpp, transformers (fp32, batch_size = the batch) and CTranslate2 (float32, int8),
     in the same run; in parentheses, the same tokens per CPU second of the process.
 (e) A refine phase (issue 14): the main job's first debate round, 24 problems x 3 agents,
     each prompt holding the agent's own round-0 solution (up to 256 tokens, generated first
@@ -79,14 +79,16 @@ class Args:
     """Which measurements to run."""
     scaling_batches: tuple[int, ...] = (1, 8, 24, 72)
     """Batch sizes of part (d)."""
-    scaling_backends: tuple[str, ...] = ("llamacpp-1-thread", "llamacpp", "transformers", "ctranslate2")
+    scaling_backends: tuple[str, ...] = ("llamacpp", "transformers", "ctranslate2-1-copy", "ctranslate2", "ctranslate2-int8")
     """Backends of part (d): ``llamacpp-1-thread`` (llama-cpp-python's own default on 2 cores),
-    ``llamacpp`` (our default: every usable CPU), ``transformers``, ``ctranslate2``."""
+    ``llamacpp`` (every usable CPU), ``transformers``, ``ctranslate2-1-copy`` (one copy of
+    the model on every CPU), ``ctranslate2`` (its default: float32, two copies that split a
+    batch) and ``ctranslate2-int8`` (the same in int8)."""
     device: str | None = None
     """Device of the transformers backend (default: CUDA if present)."""
     refine_problems: int = 24
     """Problems of part (e) (the main job's 24; three agents each)."""
-    refine_backends: tuple[str, ...] = ("llamacpp-1-thread", "llamacpp", "ctranslate2-one-batch", "ctranslate2")
+    refine_backends: tuple[str, ...] = ("llamacpp", "ctranslate2-one-batch", "ctranslate2-1-copy", "ctranslate2")
     """Backends of part (e): those of part (d) and ``ctranslate2-one-batch``."""
 
 
@@ -211,7 +213,9 @@ def make_scaling_backend(name: str, args: Args) -> Backend:
         return TransformersBackend(default_model_path(), device=args.device)
     from agents.ctranslate2_backend import CTranslate2Backend
 
-    return CTranslate2Backend()
+    if name == "ctranslate2-int8":
+        return CTranslate2Backend(quantization="int8")
+    return CTranslate2Backend(replicas=1) if name == "ctranslate2-1-copy" else CTranslate2Backend()
 
 
 def batch_scaling(args: Args) -> None:

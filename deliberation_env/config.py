@@ -153,6 +153,9 @@ class EnvConfig:
     """Sampling temperature of the LLM members given by spec (None: the member's default)."""
     max_tokens: int | None = None
     """Most completion tokens per LLM answer of members given by spec (None: the default)."""
+    top_k: int | None = None
+    """LLM members given by spec sample among their ``top_k`` most likely tokens (0: all;
+    None: the member's default, 50 for ``smollm2``)."""
     cache: str | None = None
     """SQLite response cache of LLM members given by spec (None: ``~/.cache/deliberation_env/``)."""
     offline: bool = False
@@ -208,9 +211,9 @@ class EnvConfig:
         self._check_sampling()
 
     def _check_numbers(self) -> None:
-        for name, low in (("n_agents", 2), ("max_rounds", 1), ("max_tokens", 1), ("workers", 0)):
+        for name, low in (("n_agents", 2), ("max_rounds", 1), ("max_tokens", 1), ("top_k", 0), ("workers", 0)):
             value = getattr(self, name)
-            if value is None and name == "max_tokens":
+            if value is None and name in ("max_tokens", "top_k"):
                 continue
             if not is_integer(value):
                 raise TypeError(f"{name} must be an integer, got {value!r}")
@@ -234,7 +237,7 @@ class EnvConfig:
 
     def _check_sampling(self) -> None:
         llm_specs = [m for m in self.members() if isinstance(m, str) and m != "simulated"]
-        given = [name for name in ("temperature", "max_tokens") if getattr(self, name) is not None]
+        given = [name for name in ("temperature", "max_tokens", "top_k") if getattr(self, name) is not None]
         if given and not llm_specs:
             raise ValueError(f"{' and '.join(given)} apply to LLM members given by spec, and team {self.team!r} has none")
 
@@ -283,6 +286,7 @@ class EnvConfig:
             member,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
+            top_k=self.top_k,
             cache=self.cache,
             offline=self.offline,
         )

@@ -149,7 +149,7 @@ env, the training harness and the ``deliberate`` command line share).
   (``"llamacpp:<gguf>"``, ``"transformers:<model dir>"``, ``"openai:<base_url>#<model>"``,
   ``"vllm:<model>"``: :mod:`agents.specs`), a backend or a solver. Default ``"smollm2"``.
   Members given by spec share one solver per distinct spec and are served through the
-  SQLite response cache (``cache``, ``offline``) with ``temperature`` and ``max_tokens``.
+  SQLite response cache (``cache``, ``offline``) with ``temperature``, ``max_tokens`` and ``top_k``.
 - ``n_agents`` (>= 2), ``max_rounds`` (>= 1, default 3), ``split`` (``"train"`` / ``"test"``).
 - ``max_cycles``: PettingZoo's name for ``max_rounds`` (its ``max_cycles_test`` passes it);
   give one of the two.
@@ -175,7 +175,7 @@ integer in [0, 2**64); ``options["problem_index"]`` an integer in [0, len(env.pr
   for valid input: ``infos[agent]["concede_target"]``; atomic ``reset`` and ``step``;
   invalid solver results rejected (they used to be clipped, or pass NaN through);
   ``observation="flat"``, ``infos="numeric"``, ``render_mode="human"``, ``max_cycles``;
-  team spec strings, ``path``, ``difficulty``, ``temperature``, ``max_tokens``, ``cache``,
+  team spec strings, ``path``, ``difficulty``, ``temperature``, ``max_tokens``, ``top_k``, ``cache``,
   ``offline``, ``simulated``.
 """
 

@@ -97,9 +97,13 @@ def test_the_default_team_spec_samples_at_smollm2s_temperature_within_the_top_k(
     backend_from_spec.cache_clear()
     member = EnvConfig(team="smollm2", cache=str(tmp_path / "c.db")).build_team()[0]
     assert (member.temperature, member.top_k) == (agents.SMOLLM2_TEMPERATURE, agents.SMOLLM2_TOP_K) == (0.3, 50)
-    member = EnvConfig(team="smollm2", temperature=0.9, cache=str(tmp_path / "c.db")).build_team()[0]
-    assert (member.temperature, member.top_k) == (0.9, 50)
+    member = EnvConfig(team="smollm2", temperature=0.9, top_k=0, cache=str(tmp_path / "c.db")).build_team()[0]
+    assert (member.temperature, member.top_k) == (0.9, 0)
     backend_from_spec.cache_clear()
+    with pytest.raises(ValueError, match="top_k must be >= 0"):
+        EnvConfig(team="smollm2", top_k=-1)
+    with pytest.raises(ValueError, match="top_k apply to LLM members given by spec"):
+        EnvConfig(team="simulated", top_k=5)
 
 
 def test_sampling_settings_without_an_llm_member_are_refused():

@@ -44,7 +44,7 @@ REQUESTS = [
 
 
 def test_generate_returns_text_with_token_counts_and_finish_reasons(backend):
-    assert backend.model_id == "ctranslate2:SmolLM2-135M-Instruct-Q4_1-int8"
+    assert backend.model_id == "ctranslate2:SmolLM2-135M-Instruct-Q4_1-float32"
     out = backend.generate(REQUESTS)
     assert all(g.text.strip() for g in out)
     assert all(0 < g.completion_tokens <= r.max_tokens for g, r in zip(out, REQUESTS))
@@ -103,6 +103,8 @@ def test_each_copy_of_the_model_draws_from_its_own_stream(backend):
     assert first.text != second.text
     with pytest.raises(ValueError, match="replicas must lie in"):
         ct2.CTranslate2Backend(backend.model_dir, n_threads=2, replicas=3)
+    with pytest.raises(ValueError, match="quantization must be one of"):
+        ct2.CTranslate2Backend(backend.model_dir, quantization="int4")
 
 
 def test_logprobs_score_each_candidate_alike_alone_and_in_a_batch(backend):
@@ -141,7 +143,7 @@ def test_agent_round_is_replayed_from_the_response_cache(backend, tmp_path):
 
 
 def test_the_conversion_is_reused_from_the_cache(backend, cache_dir, monkeypatch):
-    def no_conversion(gguf, work):
+    def no_conversion(gguf, work, quantization):
         raise AssertionError("converted again")
 
     monkeypatch.setattr(ct2, "convert_gguf", no_conversion)
@@ -157,13 +159,13 @@ def test_a_conversion_is_announced_and_renamed_into_place_only_when_complete(
     gguf.write_bytes(b"a gguf")
     calls = []
 
-    def fake_conversion(gguf, work):
+    def fake_conversion(gguf, work, quantization):
         calls.append(work)
         (work / "out").mkdir()
         (work / "out" / "model.bin").write_bytes(b"weights")
         return work / "out"
 
-    def failing_conversion(gguf, work):
+    def failing_conversion(gguf, work, quantization):
         (work / "half").mkdir()
         raise RuntimeError("killed")
 
@@ -178,8 +180,10 @@ def test_a_conversion_is_announced_and_renamed_into_place_only_when_complete(
     assert ct2.converted_model_dir(gguf, tmp_path / "cache") == first and len(calls) == 1
     assert capsys.readouterr().err == ""
     assert (first / "model.bin").read_bytes() == b"weights"
+    int8 = ct2.converted_model_dir(gguf, tmp_path / "cache", "int8")  # another quantization: another model
+    assert int8 != first and len(calls) == 2
     gguf.write_bytes(b"another gguf")  # other bytes: another model
-    assert ct2.converted_model_dir(gguf, tmp_path / "cache") != first and len(calls) == 2
+    assert ct2.converted_model_dir(gguf, tmp_path / "cache") not in (first, int8) and len(calls) == 3
 
 
 def test_the_default_cache_follows_xdg_cache_home(tmp_path, monkeypatch):
