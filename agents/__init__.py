@@ -71,6 +71,9 @@ SMOLLM2_TOP_K = 50
 them, and a bounded candidate set spares a batched backend sorting the whole vocabulary
 every token (BENCHMARKS.md, issue 14)."""
 
+SMOLLM2_SAMPLING = {"temperature": SMOLLM2_TEMPERATURE, "top_k": SMOLLM2_TOP_K}
+""":class:`LLMAgent` sampling settings of a default team member."""
+
 
 def smollm2_agent(cache: str | Path | None = None, offline: bool = False, **agent_kwargs: Any) -> LLMAgent:
     """The default team member: SmolLM2-135M-Instruct through llama.cpp, cached in SQLite.
@@ -83,7 +86,7 @@ def smollm2_agent(cache: str | Path | None = None, offline: bool = False, **agen
     from agents.llamacpp_backend import LlamaCppBackend  # loads llama.cpp
 
     backend = CachedBackend(LlamaCppBackend(), path=cache or DEFAULT_CACHE_PATH, offline=offline)
-    return LLMAgent(backend, **{"temperature": SMOLLM2_TEMPERATURE, "top_k": SMOLLM2_TOP_K, **agent_kwargs})
+    return LLMAgent(backend, **{**SMOLLM2_SAMPLING, **agent_kwargs})
 
 
 def __getattr__(name: str) -> Any:

@@ -42,13 +42,13 @@ def sampling_support(logits: np.ndarray, temperature: float, top_k: int = 0, top
     size = z.shape[-1]
     k = size if top_k == 0 else min(top_k, size)
     candidates = np.argpartition(-z, k - 1)[:k] if k < size else np.arange(size)
-    kept = z if k == size else z[candidates]
-    peak = kept.max()
-    log_total = peak + np.log(np.exp(kept - peak).sum())
     keep = np.zeros(size, dtype=bool)
     if top_p >= 1:
         keep[candidates] = True
         return keep
+    kept = z if k == size else z[candidates]
+    peak = kept.max()
+    log_total = peak + np.log(np.exp(kept - peak).sum())
     probe = candidates if k <= PROBE else candidates[np.argpartition(-kept, PROBE - 1)[:PROBE]]
     ranked, inside = _ranked_nucleus(z, probe, log_total, top_p)
     if inside.all() and len(probe) < k:  # the nucleus may go on past the probe

@@ -116,7 +116,7 @@ def member_from_spec(
     Raises:
         ValueError: For a bad spec, or sampling settings given to the simulated team.
     """
-    from agents import SMOLLM2_TEMPERATURE, SMOLLM2_TOP_K
+    from agents import SMOLLM2_SAMPLING
     from agents.simulated import SimulatedTeam
 
     check_spec(spec)
@@ -124,7 +124,7 @@ def member_from_spec(
         if temperature is not None or max_tokens is not None or top_k is not None:
             raise ValueError("temperature, max_tokens and top_k apply to LLM team members, not to team spec 'simulated'")
         return SimulatedTeam(**(simulated or {}))
-    sampling = {"temperature": SMOLLM2_TEMPERATURE, "top_k": SMOLLM2_TOP_K} if spec == "smollm2" else {}
+    sampling = dict(SMOLLM2_SAMPLING) if spec == "smollm2" else {}
     if temperature is not None:
         sampling["temperature"] = temperature
     if max_tokens is not None:
