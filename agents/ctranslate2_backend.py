@@ -35,7 +35,7 @@ texts: its sub-batches and slices are a function of its prompts' lengths, and ea
 stream is seeded from the requests' seeds and the copy's index, in copies loaded for that
 batch alone (CTranslate2 seeds a decoding thread's stream once, when it first samples, so
 each sampled batch gets fresh copies, which costs a model load of a fraction of a second
-each). The same request in another batch can give another text; behind the response cache
+each; they replace the copies held before, so one set of copies is in memory). The same request in another batch can give another text; behind the response cache
 (:class:`agents.CachedBackend`) only a call's misses form the batch, so a cold run and a
 partly cached one can differ. Exact replay is the cache's job: every generation is stored
 under its request and served as stored. Greedy requests (temperature 0) draw nothing at
@@ -301,7 +301,8 @@ class CTranslate2Backend:
             compute_type=quantization,
             intra_threads=self.n_threads // self.replicas,
         )
-        # greedy decoding and scoring: nothing random, the same copies every call
+        # the copies held: greedy decoding and scoring draw nothing at random, so they use
+        # whichever copies a sampled call seeded last
         self._generators = [self._load() for _ in range(self.replicas)]
 
     # ------------------------------------------------------------------ generation
@@ -367,7 +368,7 @@ class CTranslate2Backend:
         # replica r decodes the r-th slice of every bucket, the buckets in order
         slices = [[part for bucket in buckets if (part := _slice(bucket, r, self.replicas))] for r in range(self.replicas)]
         if temperature == 0:
-            generators, sampling = self._generators, {"sampling_topk": 1}
+            generators, sampling = self._held(), {"sampling_topk": 1}
         else:
             top_k = top_k if top_k < len(self.tokenizer) else 0  # CTranslate2 refuses more than the vocabulary
             # CTranslate2's order is the request's: temperature, then top-k (0: none), then top-p
@@ -384,11 +385,13 @@ class CTranslate2Backend:
 
         CTranslate2 seeds a decoding thread's stream from the process-wide seed when the
         thread first samples, so each copy (one decoding thread) samples one token of
-        ``probe`` right after the seed is set, one copy at a time.
+        ``probe`` right after the seed is set, one copy at a time. The copies held before
+        are released first: only one set is in memory.
         """
         import ctranslate2
 
-        generators = []
+        generators: list[Any] = []
+        self._generators = generators  # the copies held before go first
         with _SEEDING:
             for replica in range(self.replicas):
                 ctranslate2.set_random_seed(derive_seed(seed, replica) & 0xFFFFFFFF)
@@ -396,6 +399,12 @@ class CTranslate2Backend:
                 generator.generate_batch([probe], max_length=1, include_prompt_in_result=False, **sampling)
                 generators.append(generator)
         return generators
+
+    def _held(self) -> list[Any]:
+        """The copies held (loaded again if a sampled call failed while loading its own)."""
+        if len(self._generators) != self.replicas:
+            self._generators = [self._load() for _ in range(self.replicas)]
+        return self._generators
 
     def _generation(
         self, tokens: list[int], prompt_tokens: int, request: GenerationRequest
@@ -441,7 +450,7 @@ class CTranslate2Backend:
                 results[row] = LogprobResult(scores, prompt_tokens=len(prompts[row]))
 
         rows = list(range(len(requests)))
-        _each(score, self._generators, [_slice(rows, r, self.replicas) for r in range(self.replicas)])
+        _each(score, self._held(), [_slice(rows, r, self.replicas) for r in range(self.replicas)])
         return results
 
     # -------------------------------------------------------------------- helpers

@@ -249,3 +249,33 @@ def test_top_k_one_samples_the_greedy_text_and_top_k_groups_decode_apart(backend
     assert [g.text for g in out[1:4]] == [out[0].text] * 3
     assert any(g.text != out[0].text for g in out[4:])
     assert backend.generate([dataclasses.replace(greedy, temperature=1.0, top_k=10**6)])[0].text  # all tokens
+
+
+def test_a_sampled_call_replaces_the_copies_held_and_a_failed_load_is_recovered(backend, monkeypatch):
+    """One set of copies in memory: a sampled call's seeded copies replace the held ones
+    (greedy decoding and scoring, which draw nothing at random, then use them), and a load
+    that fails midway leaves a backend that loads its copies again on the next call."""
+    greedy = GenerationRequest(chat("Name three fruits."), max_tokens=12, temperature=0.0)
+    scored = LogprobRequest(chat("Is 2 + 2 = 4? Answer Yes or No."), candidates=("Yes", "No"))
+    before = backend.generate([greedy]), backend.next_token_logprobs([scored])
+    held = list(backend._generators)
+    backend.generate([REQUESTS[0]])
+    assert len(backend._generators) == backend.replicas
+    assert not {id(g) for g in backend._generators} & {id(g) for g in held}
+    del held
+    assert (backend.generate([greedy]), backend.next_token_logprobs([scored])) == before
+
+    load, calls = backend._load, []
+
+    def failing_load():
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("out of memory")
+        return load()
+
+    monkeypatch.setattr(backend, "_load", failing_load)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        backend.generate([REQUESTS[1]])
+    monkeypatch.setattr(backend, "_load", load)
+    assert (backend.generate([greedy]), backend.next_token_logprobs([scored])) == before
+    assert len(backend._generators) == backend.replicas
