@@ -35,7 +35,8 @@ texts: its sub-batches and slices are a function of its prompts' lengths, and ea
 stream is seeded from the requests' seeds and the copy's index, in copies loaded for that
 batch alone (CTranslate2 seeds a decoding thread's stream once, when it first samples, so
 each sampled batch gets fresh copies, which costs a model load of a fraction of a second
-each; they replace the copies held before, so one set of copies is in memory). The same request in another batch can give another text; behind the response cache
+each; they replace the copies held before, so one set of copies is in memory). The same
+request in another batch can give another text; behind the response cache
 (:class:`agents.CachedBackend`) only a call's misses form the batch, so a cold run and a
 partly cached one can differ. Exact replay is the cache's job: every generation is stored
 under its request and served as stored. Greedy requests (temperature 0) draw nothing at
@@ -142,7 +143,6 @@ def convert_gguf(gguf: Path, work: Path, quantization: str = "float32") -> Path:
     Returns:
         The directory of the converted model (inside ``work``).
     """
-    from ctranslate2.converters import TransformersConverter
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(
@@ -155,10 +155,22 @@ def convert_gguf(gguf: Path, work: Path, quantization: str = "float32") -> Path:
     del config.quantization_config
     plain = AutoModelForCausalLM.from_config(config)
     plain.load_state_dict(loaded.state_dict())
-    plain.save_pretrained(work / "transformers")
+    return convert_model(plain, tokenizer, work, quantization)
+
+
+def convert_model(model: Any, tokenizer: Any, work: Path, quantization: str = "float32") -> Path:
+    """Save a plain transformers ``model`` and its ``tokenizer`` under ``work`` and convert
+    them into a CTranslate2 model in ``quantization`` (overwriting an earlier conversion there).
+
+    Returns:
+        The directory of the converted model, with the tokenizer (inside ``work``).
+    """
+    from ctranslate2.converters import TransformersConverter
+
+    model.save_pretrained(work / "transformers")
     tokenizer.save_pretrained(work / "transformers")
     converted = TransformersConverter(str(work / "transformers")).convert(
-        str(work / "ctranslate2"), quantization=quantization
+        str(work / "ctranslate2"), quantization=quantization, force=True
     )
     tokenizer.save_pretrained(converted)
     return Path(converted)

@@ -37,6 +37,7 @@ import torch
 import tyro
 from transformers import AutoModelForCausalLM
 
+from agents.ctranslate2_backend import convert_model
 from agents.trainable_lm import TrainableLM
 from algorithms.text import TextGRPOConfig
 from algorithms.text.train import build_env, build_lm
@@ -106,13 +107,10 @@ def merged_state(lm: TrainableLM, agent: str) -> dict[str, torch.Tensor]:
 def hand_over(lm: TrainableLM, agent: str, plain: torch.nn.Module, work: Path, threads: int):
     """Merge, save, convert and load: a CTranslate2 generator holding ``agent``'s weights now."""
     import ctranslate2
-    from ctranslate2.converters import TransformersConverter
 
     plain.load_state_dict(merged_state(lm, agent))
-    plain.save_pretrained(work / "merged")
-    lm.tokenizer.save_pretrained(work / "merged")
-    TransformersConverter(str(work / "merged")).convert(str(work / "ct2"), quantization="float32", force=True)
-    return ctranslate2.Generator(str(work / "ct2"), device="cpu", compute_type="float32", intra_threads=threads)
+    converted = convert_model(plain, lm.tokenizer, work)
+    return ctranslate2.Generator(str(converted), device="cpu", compute_type="float32", intra_threads=threads)
 
 
 def check_merge(lm: TrainableLM, agent: str, plain: torch.nn.Module, prompt: list[int]) -> float:
