@@ -9,10 +9,11 @@ converted once, on first use, into a CTranslate2 model (float32 unless ``quantiz
 says ``int8``; see :data:`QUANTIZATIONS` for what int8 costs in answers) under the user's
 cache directory (``$XDG_CACHE_HOME/deliberation_env/ct2/<sha256 of the GGUF>-<quantization>``,
 default ``~/.cache``): transformers reads the GGUF, a plain copy of the model is rebuilt
-from its config and saved, and CTranslate2's converter writes the model into a temporary
-directory that is renamed into place when complete. Later uses load it from there. Any
-GGUF file works the same way, and so does a directory that already holds a CTranslate2
-model with its tokenizer. Nothing is ever downloaded.
+from its config and handed to CTranslate2's converter in memory (:func:`convert_model`),
+which writes the model into a temporary directory that is renamed into place when
+complete. Later uses load it from there. Any GGUF file works the same way, and so does a
+directory that already holds a CTranslate2 model with its tokenizer. Nothing is ever
+downloaded.
 
 Prompts are rendered with the tokenizer's chat template. Requests that share a
 temperature, top-k and top-p are decoded together (identical requests once); a request's own
@@ -52,8 +53,10 @@ step, which cost about a third of the decoding time at batch 72 (BENCHMARKS.md, 
 from __future__ import annotations
 
 import functools
+import gc
 import hashlib
 import importlib.util
+import json
 import os
 import sys
 import tempfile
@@ -138,7 +141,7 @@ def convert_gguf(gguf: Path, work: Path, quantization: str = "float32") -> Path:
 
     transformers dequantizes the GGUF; the loaded model still carries the GGUF
     quantization marker in its config, which CTranslate2's converter refuses, so a plain
-    float32 copy is rebuilt from the config without it and saved for the converter.
+    float32 copy is rebuilt from the config without it and handed to the converter.
 
     Returns:
         The directory of the converted model (inside ``work``).
@@ -159,19 +162,40 @@ def convert_gguf(gguf: Path, work: Path, quantization: str = "float32") -> Path:
 
 
 def convert_model(model: Any, tokenizer: Any, work: Path, quantization: str = "float32") -> Path:
-    """Save a plain transformers ``model`` and its ``tokenizer`` under ``work`` and convert
-    them into a CTranslate2 model in ``quantization`` (overwriting an earlier conversion there).
+    """Convert a plain transformers ``model`` and its ``tokenizer`` into a CTranslate2 model
+    in ``quantization`` under ``work`` (overwriting an earlier conversion there).
+
+    The model goes to CTranslate2's converter in memory (only its config is written), and
+    the converter takes it apart as it goes: pass a model you will not use again. The
+    converter collects garbage after each layer; the objects alive before are frozen out
+    of those collections (``gc.freeze``), which in a process holding torch and transformers
+    cost seconds per conversion and free nothing of the model's.
 
     Returns:
         The directory of the converted model, with the tokenizer (inside ``work``).
     """
     from ctranslate2.converters import TransformersConverter
 
-    model.save_pretrained(work / "transformers")
-    tokenizer.save_pretrained(work / "transformers")
-    converted = TransformersConverter(str(work / "transformers")).convert(
-        str(work / "ctranslate2"), quantization=quantization, force=True
-    )
+    class InMemoryConverter(TransformersConverter):
+        def load_model(self, model_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
+            return model
+
+        def load_tokenizer(self, tokenizer_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
+            return tokenizer
+
+    model.config.save_pretrained(work / "config")
+    gc.freeze()
+    try:
+        converted = InMemoryConverter(str(work / "config")).convert(
+            str(work / "ctranslate2"), quantization=quantization, force=True
+        )
+    finally:
+        gc.unfreeze()
+    # CTranslate2 refuses to load a config whose special tokens are null (a tokenizer
+    # without a BOS token, say): an empty string names no token, as the converter's own unk
+    settings = Path(converted) / "config.json"
+    values = json.loads(settings.read_text())
+    settings.write_text(json.dumps({k: "" if k.endswith("_token") and v is None else v for k, v in values.items()}))
     tokenizer.save_pretrained(converted)
     return Path(converted)
 

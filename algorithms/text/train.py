@@ -84,7 +84,8 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
 
     With ``config.workers``, completions are sampled on that many Ray rollout workers
     (:class:`~algorithms.text.rollout_workers.RolloutWorkers`, each with an equal share of
-    this machine's cores when Ray runs locally); evaluation stays in this process.
+    this machine's cores when Ray runs locally); with ``config.sampler="ctranslate2"``, by
+    CTranslate2 in this process; evaluation stays with torch in this process.
 
     With ``config.run_dir``: metrics.jsonl, checkpoint.pt (resumed from when present),
     ``adapters/agent_k`` (peft format) and summary.json (config, before/after evaluation).
@@ -107,6 +108,10 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
 
         threads = max(1, (os.cpu_count() or 1) // config.workers)
         sampler = RolloutWorkers(functools.partial(build_lm, config, agents), config.workers, lm, threads=threads)
+    elif config.sampler == "ctranslate2":
+        from algorithms.text.ctranslate2_sampler import CTranslate2Sampler
+
+        sampler = CTranslate2Sampler(lm, exact_logprobs=False)  # the learners score with torch
     learner = learner_type(config, lm, venv, frozen, sampler=sampler)
     held_out = []
     if config.eval_problems:

@@ -171,3 +171,26 @@ def test_min_new_tokens_holds_back_the_stop_token_and_keeps_the_policys_logprobs
         assert logp[row, : len(completion.logprobs)].tolist() == pytest.approx(list(completion.logprobs), abs=1e-4)
     with pytest.raises(ValueError, match="min_new_tokens"):
         lm.sample("agent_0", [CHAT], [0], max_new_tokens=4, min_new_tokens=5)
+
+
+@pytest.mark.parametrize(("finetune", "separate"), [("lora", False), ("lora", True), ("full", True)])
+def test_merged_weights_compute_the_agents_policy_in_a_plain_model(make_lm, finetune, separate):
+    from transformers import AutoModelForCausalLM
+
+    lm = make_lm(finetune=finetune, separate=separate)
+    with torch.no_grad():
+        for parameter in lm.parameters("agent_0"):
+            parameter.add_(0.05)
+    ids = torch.tensor([lm.encode(OTHER)])
+    for agent in lm.agents:
+        with torch.no_grad(), lm._acting(agent) as model:
+            expected = model(input_ids=ids).logits
+        config = lm.seats[agent].model.config
+        plain = AutoModelForCausalLM.from_config(config).eval()
+        plain.load_state_dict(lm.merged_state_dict(agent))  # strict: every weight, under plain names
+        with torch.no_grad():
+            assert torch.allclose(plain(input_ids=ids).logits, expected, atol=1e-5)
+    assert not torch.allclose(
+        lm.merged_state_dict("agent_0")["model.layers.0.self_attn.q_proj.weight"],
+        lm.merged_state_dict("agent_1")["model.layers.0.self_attn.q_proj.weight"],
+    )

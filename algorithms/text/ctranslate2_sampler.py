@@ -1,0 +1,239 @@
+"""Rollouts sampled by CTranslate2: the learner's policy handed to a fast engine each update.
+
+Sampling is what an update of the LLM-weight learners costs (:mod:`algorithms.text.base`).
+CTranslate2 decodes a batch several times faster than torch on the CPU, but only from
+weights it has loaded, so :class:`CTranslate2Sampler` hands it the policy of each update:
+an agent's weights with its LoRA adapter merged in (:meth:`TrainableLM.merged_state_dict`)
+become a plain ``transformers`` model, CTranslate2's converter turns it into a float32
+model in a work directory (:func:`agents.ctranslate2_backend.convert_model`), and a
+``ctranslate2.Generator`` loads it. On the 2-core machine the hand-over takes about 1 s
+for SmolLM2-135M, and an update's sampling took 2.7x less time than torch's at 16
+completions, 2.9x to 3.2x less at 64 (BENCHMARKS.md, issue 14).
+
+**On-policy.** The learner calls :meth:`sync` with the version of its weights before each
+collection; a new version drops the converted models, and each agent's is converted again
+on its first sampling call. A completion always comes from the weights of its update.
+
+**The same policy as** :meth:`TrainableLM.sample`: the chat template of the policy's
+tokenizer, the whole vocabulary (no top-k), then the temperature, then top-p, the policy's
+stop tokens (kept at the end of the completion), ``min_new_tokens`` before a stop token
+may come. Merged float32 weights compute the adapted model's logits up to about 1e-4.
+
+**Seeds: per call, not per request.** CTranslate2 draws all rows of a batch from one
+random stream. Each sampling call loads its own copy of the converted model and seeds its
+stream from the call's seeds, in order, so the same call (same requests and seeds, same
+weights, same threads) gives the same completions, but a request's completion also depends
+on the other requests of its call. :meth:`TrainableLM.sample` gives a request the same
+completion whatever its batch; use it where that matters.
+
+**Log-probabilities** (:attr:`Completion.logprobs`, under softmax(logits / temperature),
+softmax(logits) when greedy, as :meth:`TrainableLM.sample` records them): CTranslate2's own
+at temperature 1 and greedy (they match torch's to about 2e-5, top-p or not); at other
+temperatures CTranslate2 reports them at temperature 1, and with ``min_new_tokens`` after
+banning the stop tokens, so then torch scores the completions instead
+(:meth:`TrainableLM.logprobs`), which costs about as much as CTranslate2's sampling
+(BENCHMARKS.md). The learners never read these (their loss scores with torch), so
+:func:`algorithms.text.train.train` builds the sampler with ``exact_logprobs=False``: in
+those two cases the log-probabilities are then NaN, never another distribution's.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import shutil
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from agents.base import Message
+from agents.ctranslate2_backend import convert_model
+from agents.llamacpp_backend import usable_cpus
+from agents.seeding import derive_seed
+from agents.trainable_lm import Completion, TrainableLM, check_sample_arguments
+
+_SEEDING = threading.Lock()
+"""CTranslate2's seed is process-wide: one copy at a time is seeded."""
+
+
+class CTranslate2Sampler:
+    """Samples a :class:`TrainableLM`'s completions with CTranslate2 (module docstring).
+
+    Give it to a learner as ``sampler=``; it samples as :meth:`TrainableLM.sample` does
+    (same arguments).
+
+    Args:
+        lm: The learner's policy (the same object the learner trains).
+        threads: CPU threads of CTranslate2 (default every CPU this process may use).
+        work_dir: Where the converted models go (default a temporary directory, removed
+            by :meth:`close`); each takes the model's float32 size on disk.
+        exact_logprobs: Score with torch where CTranslate2's log-probabilities are not the
+            policy's (module docstring); False: NaN there.
+
+    Raises:
+        ImportError: If the ``ctranslate2`` extra is not installed.
+    """
+
+    def __init__(
+        self,
+        lm: TrainableLM,
+        *,
+        threads: int | None = None,
+        work_dir: str | Path | None = None,
+        exact_logprobs: bool = True,
+    ) -> None:
+        if importlib.util.find_spec("ctranslate2") is None:
+            raise ImportError("CTranslate2Sampler needs ctranslate2: pip install 'deliberation-env[ctranslate2]'")
+        self.lm = lm
+        self.threads = threads or usable_cpus()
+        self.exact_logprobs = exact_logprobs
+        self._owned = work_dir is None
+        self.work_dir = Path(tempfile.mkdtemp(prefix="ct2-sampler-") if work_dir is None else work_dir)
+        self.version: int | None = None
+        self._converted: dict[tuple[int, str | None], Path] = {}
+        stop_ids = sorted(lm._stop_ids)
+        self._stop_ids = set(stop_ids)
+        self._end_tokens = lm.tokenizer.convert_ids_to_tokens(stop_ids)
+
+    # ------------------------------------------------------------------ weights
+    def sync(self, weights: Mapping[str, Mapping[str, torch.Tensor]], version: int) -> None:
+        """Take version ``version`` of the learner's weights (a no-op when already current).
+
+        The weights are read from ``lm`` itself when an agent first samples in this
+        version; ``weights`` (the learner's ``lm.state_dict()``) is checked against them.
+
+        Raises:
+            ValueError: If ``weights`` are not ``lm``'s current weights (a sampler built
+                on another policy than the learner's).
+        """
+        if version == self.version:
+            return
+        current = self.lm.state_dict()
+        if sorted(weights) != sorted(current) or any(
+            sorted(weights[agent]) != sorted(current[agent])
+            or any(not torch.equal(weights[agent][name], tensor) for name, tensor in current[agent].items())
+            for agent in current
+        ):
+            raise ValueError(
+                "CTranslate2Sampler samples from the TrainableLM it was built with, and these weights are "
+                "not its weights: build the sampler on the learner's lm"
+            )
+        self._drop_converted()
+        self.version = version
+
+    def _model_dir(self, agent: str) -> Path:
+        """The converted model ``agent`` acts with in the current version (converted on first use)."""
+        from transformers import AutoModelForCausalLM
+
+        seat = self.lm.seats[agent]
+        key = (id(seat.model), seat.adapter)
+        if key not in self._converted:
+            with torch.device("meta"):
+                plain = AutoModelForCausalLM.from_config(seat.model.config)
+            # the converter takes the model apart: a throwaway one over the merged tensors
+            plain.load_state_dict(self.lm.merged_state_dict(agent), assign=True)
+            plain.requires_grad_(False)
+            work = self.work_dir / str(len(self._converted))
+            self._converted[key] = convert_model(plain, self.lm.tokenizer, work)
+        return self._converted[key]
+
+    def _drop_converted(self) -> None:
+        for directory in self._converted.values():
+            shutil.rmtree(directory.parent, ignore_errors=True)
+        self._converted.clear()
+
+    # ------------------------------------------------------------------ sampling
+    def sample(
+        self,
+        agent: str,
+        chats: Sequence[Sequence[Message]],
+        seeds: Sequence[int],
+        *,
+        max_new_tokens: int = 128,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        min_new_tokens: int = 0,
+    ) -> list[Completion]:
+        """One completion per chat, as ``agent``: :meth:`TrainableLM.sample`'s arguments and
+        checks, seeded per call (module docstring).
+
+        Raises:
+            KeyError: If ``lm`` does not play ``agent``.
+            RuntimeError: If :meth:`sync` was never called.
+            ValueError: On mismatched lengths or a bad sampling setting.
+        """
+        import ctranslate2
+
+        if agent not in self.lm.seats:
+            raise KeyError(f"the sampler's TrainableLM plays {self.lm.agents}, not {agent!r}")
+        if self.version is None:
+            raise RuntimeError("CTranslate2Sampler.sync(weights, version) must come before sample")
+        check_sample_arguments(chats, seeds, max_new_tokens, temperature, top_p, min_new_tokens)
+        if not chats:
+            return []
+        model_dir = self._model_dir(agent)
+        prompts = [self.lm.encode(chat) for chat in chats]
+        tokens = [self.lm.tokenizer.convert_ids_to_tokens(prompt) for prompt in prompts]
+        if temperature == 0:
+            sampling: dict[str, Any] = {"sampling_topk": 1}
+        else:
+            sampling = {"sampling_topk": 0, "sampling_topp": top_p, "sampling_temperature": temperature}
+        logprobs: list[list[float]] = [[] for _ in prompts]
+        # CTranslate2's step log-probabilities are those of temperature 1, after min_length's ban
+        rescore = temperature not in (0, 1) or min_new_tokens > 0
+        options: dict[str, Any] = {}
+        if not rescore:
+
+            def record(step: Any) -> bool:
+                logprobs[step.batch_id].append(float(step.log_prob))
+                return False
+
+            options = {"return_scores": True, "callback": record}  # return_scores fills step.log_prob
+        with _SEEDING:
+            ctranslate2.set_random_seed(derive_seed(*seeds) & 0xFFFFFFFF)
+            generator = ctranslate2.Generator(str(model_dir), device="cpu", compute_type="float32", intra_threads=self.threads)
+            results = generator.generate_batch(
+                tokens,
+                max_length=max_new_tokens,
+                min_length=min_new_tokens,
+                end_token=self._end_tokens,
+                return_end_token=True,
+                include_prompt_in_result=False,
+                **sampling,
+                **options,
+            )
+        del generator
+        sequences = [tuple(result.sequences_ids[0]) for result in results]
+        if rescore and not self.exact_logprobs:
+            logprobs = [[math.nan] * len(ids) for ids in sequences]
+        elif rescore:
+            with torch.no_grad():
+                scored, _ = self.lm.logprobs(agent, prompts, sequences, temperature=temperature or 1.0)
+            logprobs = [row[: len(ids)].tolist() for row, ids in zip(scored, sequences, strict=True)]
+        completions = []
+        for prompt, ids, scores in zip(prompts, sequences, logprobs, strict=True):
+            stopped = bool(ids) and ids[-1] in self._stop_ids
+            completions.append(
+                Completion(
+                    text=self.lm.tokenizer.decode(list(ids), skip_special_tokens=True),
+                    prompt_ids=tuple(prompt),
+                    token_ids=ids,
+                    logprobs=tuple(scores[: len(ids)]),
+                    finish_reason="stop" if stopped else "length",
+                )
+            )
+        return completions
+
+    # ------------------------------------------------------------------ lifetime
+    def close(self) -> None:
+        """Remove the converted models (and the work directory if this sampler made it)."""
+        self._drop_converted()
+        if self._owned:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return f"CTranslate2Sampler(agents={self.lm.agents}, threads={self.threads}, version={self.version})"
