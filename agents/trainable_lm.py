@@ -425,6 +425,9 @@ class TrainableLM:
         into a model that computes what ``agent``'s policy computes: what an inference
         engine needs to sample as ``agent`` (:mod:`algorithms.text.ctranslate2_sampler`).
         The tensors are new for adapted layers and share memory with the model otherwise.
+
+        Raises:
+            NotImplementedError: For DoRA adapters (their magnitude vector is not merged).
         """
         seat = self._seat(agent)
         if seat.adapter is None:
@@ -433,6 +436,8 @@ class TrainableLM:
         state = {name.replace(".base_layer.", "."): t for name, t in base.state_dict().items() if "lora_" not in name}
         for name, module in base.named_modules():
             if isinstance(module, LoraLayer) and seat.adapter in module.lora_A:
+                if module.use_dora.get(seat.adapter):
+                    raise NotImplementedError("merged_state_dict does not merge DoRA adapters (use_dora=True)")
                 state[f"{name}.weight"] = module.base_layer.weight + module.get_delta_weight(seat.adapter)
         return state
 

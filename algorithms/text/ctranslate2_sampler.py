@@ -7,7 +7,7 @@ an agent's weights with its LoRA adapter merged in (:meth:`TrainableLM.merged_st
 become a plain ``transformers`` model, CTranslate2's converter turns it into a float32
 model in a work directory (:func:`agents.ctranslate2_backend.convert_model`), and a
 ``ctranslate2.Generator`` loads it. On the 2-core machine the hand-over takes about 1 s
-for SmolLM2-135M, and an update's sampling took 2.7x less time than torch's at 16
+for SmolLM2-135M, and an update's sampling took 2.5x to 2.7x less time than torch's at 16
 completions, 2.9x to 3.2x less at 64 (BENCHMARKS.md, issue 14).
 
 **On-policy.** The learner calls :meth:`sync` with the version of its weights before each
