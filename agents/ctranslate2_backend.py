@@ -79,8 +79,9 @@ QUANTIZATIONS = ("float32", "int8")
 1.5x faster at batch 72 but, on the bundled 135M model, answers far worse (greedy, 2 of 24
 arithmetic problems right against 7 in float32 and in transformers; BENCHMARKS.md, issue 14)."""
 
-_SEEDING = threading.Lock()
-"""CTranslate2's seed is process-wide: one sampled batch at a time seeds it."""
+SEEDING_LOCK = threading.Lock()
+"""CTranslate2's seed is process-wide: one sampled batch at a time seeds it (this backend
+and :class:`algorithms.text.ctranslate2_sampler.CTranslate2Sampler` alike)."""
 
 
 def default_cache_dir() -> Path:
@@ -250,9 +251,14 @@ def length_buckets(lengths: Sequence[int], new_tokens: int) -> list[list[int]]:
     return buckets[::-1]
 
 
+def stream_seed(seeds: Sequence[int]) -> int:
+    """The 32-bit seed of a CTranslate2 random stream, from the seeds of its requests in order."""
+    return derive_seed(*seeds) & 0xFFFFFFFF
+
+
 def batch_seed(requests: Sequence[GenerationRequest]) -> int:
     """The 32-bit seed of a batch's random stream, from its requests' seeds in order."""
-    return derive_seed(*(request.seed for request in requests)) & 0xFFFFFFFF
+    return stream_seed([request.seed for request in requests])
 
 
 class CTranslate2Backend:
@@ -428,9 +434,9 @@ class CTranslate2Backend:
 
         generators: list[Any] = []
         self._generators = generators  # the copies held before go first
-        with _SEEDING:
+        with SEEDING_LOCK:
             for replica in range(self.replicas):
-                ctranslate2.set_random_seed(derive_seed(seed, replica) & 0xFFFFFFFF)
+                ctranslate2.set_random_seed(stream_seed([seed, replica]))
                 generator = self._load()
                 generator.generate_batch([probe], max_length=1, include_prompt_in_result=False, **sampling)
                 generators.append(generator)

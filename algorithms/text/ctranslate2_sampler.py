@@ -43,7 +43,6 @@ import importlib.util
 import math
 import shutil
 import tempfile
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,13 +50,9 @@ from typing import Any
 import torch
 
 from agents.base import Message
-from agents.ctranslate2_backend import convert_model
+from agents.ctranslate2_backend import SEEDING_LOCK, convert_model, stream_seed
 from agents.llamacpp_backend import usable_cpus
-from agents.seeding import derive_seed
 from agents.trainable_lm import Completion, TrainableLM, check_sample_arguments
-
-_SEEDING = threading.Lock()
-"""CTranslate2's seed is process-wide: one copy at a time is seeded."""
 
 
 class CTranslate2Sampler:
@@ -193,8 +188,8 @@ class CTranslate2Sampler:
                 return False
 
             options = {"return_scores": True, "callback": record}  # return_scores fills step.log_prob
-        with _SEEDING:
-            ctranslate2.set_random_seed(derive_seed(*seeds) & 0xFFFFFFFF)
+        with SEEDING_LOCK:
+            ctranslate2.set_random_seed(stream_seed(seeds))
             generator = ctranslate2.Generator(str(model_dir), device="cpu", compute_type="float32", intra_threads=self.threads)
             results = generator.generate_batch(
                 tokens,
@@ -222,7 +217,7 @@ class CTranslate2Sampler:
                     text=self.lm.tokenizer.decode(list(ids), skip_special_tokens=True),
                     prompt_ids=tuple(prompt),
                     token_ids=ids,
-                    logprobs=tuple(scores[: len(ids)]),
+                    logprobs=tuple(scores),
                     finish_reason="stop" if stopped else "length",
                 )
             )

@@ -194,3 +194,12 @@ def test_merged_weights_compute_the_agents_policy_in_a_plain_model(make_lm, fine
         lm.merged_state_dict("agent_0")["model.layers.0.self_attn.q_proj.weight"],
         lm.merged_state_dict("agent_1")["model.layers.0.self_attn.q_proj.weight"],
     )
+
+
+def test_merged_weights_refuse_dora_adapters(make_lm):
+    from agents.trainable_lm import default_lora
+
+    lora = default_lora(rank=4, alpha=8.0)
+    lora.use_dora = True
+    with pytest.raises(NotImplementedError, match="DoRA"):
+        make_lm(lora=lora).merged_state_dict("agent_0")
