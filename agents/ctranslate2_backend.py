@@ -1,4 +1,4 @@
-"""CTranslate2 backend: batched decoding on the CPU (optional extra ``ctranslate2``).
+"""CTranslate2 backend: batched decoding on the CPU; in int8, the default team's backend.
 
 llama.cpp decodes one sequence at a time, so a phase's batch buys it nothing; CTranslate2's
 ``Generator.generate_batch`` decodes the whole batch together, several times faster at the
@@ -85,7 +85,10 @@ int8 products multiply unsigned 8-bit activations by signed 8-bit weights with a
 instruction that adds two products in 16 bits and saturates: 2 x 255 x 127 overflows,
 2 x 255 x 63 never does. With 8-bit weights the bundled model's answers broke (greedy, 8 of 72
 arithmetic problems right against 17 in float32; a mean KL divergence of 0.15 from float32's
-next-token distributions); with 7-bit weights it got 20 (KL 0.04; BENCHMARKS.md, issue 14)."""
+next-token distributions); with 7-bit weights it got 20 (KL 0.04). With VNNI (AVX-512 VNNI
+on the other 2-core machine) nothing saturates: 8-bit weights got 19 right (KL 0.025), 7-bit
+ones 19 too (KL 0.038). 7 bits everywhere, so that a spec names one model on every machine
+(``benchmarks/int8_quality.py``, BENCHMARKS.md, issue 14)."""
 
 INT8_FORMAT = "int8-7bit"
 """The name of the int8 weights' format in converted models' directories and model ids, so
@@ -319,7 +322,7 @@ def batch_seed(requests: Sequence[GenerationRequest]) -> int:
 
 
 class CTranslate2Backend:
-    """A causal LM decoded in batches by CTranslate2 on the CPU, int8.
+    """A causal LM decoded in batches by CTranslate2 on the CPU, in float32 or int8.
 
     Args:
         model_path: A GGUF file (converted once, see :func:`converted_model_dir`) or a

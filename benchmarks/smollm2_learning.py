@@ -1,11 +1,13 @@
 """Result 4 of issue 4: SFT, then SoftRankPO, GRPO and MAGRPO on the real SmolLM2 team,
 trained on cached rollouts.
 
-A 3 x SmolLM2-135M-Instruct team (llama.cpp, ``team="smollm2"``) on the default task
+A 3 x SmolLM2-135M-Instruct team (``team="smollm2"``: llama.cpp when BENCHMARKS.md's
+numbers were measured, int8 CTranslate2 since 2026-11-25) on the default task
 (arithmetic level 1), one deliberation round per episode. Generating text costs about
-10 s per problem on 2 CPU cores, so the learners cannot sample fresh LLM outputs for
-thousands of episodes. They do not need to: an LLM agent's output depends only on the
-episode seed, the problem and the history, so with a fixed pool of training problems and
+10 s per problem on 2 CPU cores (llama.cpp), so the learners cannot sample fresh LLM
+outputs for thousands of episodes. They do not need to: an LLM agent's request is a
+function of the episode seed, the problem and the history, and the cache serves a request
+what it stored, so with a fixed pool of training problems and
 episode seeds (``TrainConfig.problem_pool`` and ``seed_pool``) every history a learner can
 reach is generated once, stored in the response cache, and replayed from then on.
 

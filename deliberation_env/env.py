@@ -145,7 +145,7 @@ env, the training harness and the ``deliberate`` command line share).
   ``task_kwargs`` (any other keyword of the task) go to a task given by name.
 - ``team``: one spec for all agents or a list with one per agent (heterogeneous team).
   A spec is ``"simulated"`` (the synthetic team of :mod:`agents.simulated`, tuned by
-  ``simulated``), ``"smollm2"`` (SmolLM2-135M-Instruct through llama.cpp), a backend spec
+  ``simulated``), ``"smollm2"`` (SmolLM2-135M-Instruct, int8 CTranslate2), a backend spec
   (``"llamacpp:<gguf>"``, ``"transformers:<model dir>"``, ``"openai:<base_url>#<model>"``,
   ``"vllm:<model>"``: :mod:`agents.specs`), a backend or a solver. Default ``"smollm2"``.
   Members given by spec share one solver per distinct spec and are served through the

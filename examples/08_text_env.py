@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import tyro
 
-from agents import CachedBackend, Generation, make_backend
-from agents.cache import DEFAULT_CACHE_PATH
+from agents import Generation
+from agents.specs import backend_from_spec
 from agents.text_policy import TextPolicy
 from deliberation_env.text import text_env
 
@@ -81,7 +81,7 @@ class Args:
     max_turns: int = 2
     """Turns per episode; from turn 2 on each prompt shows the peers' answers."""
     backend: str = "scripted"
-    """``scripted`` (instant) or ``smollm2`` (SmolLM2-135M-Instruct through llama.cpp)."""
+    """``scripted`` (instant) or ``smollm2`` (SmolLM2-135M-Instruct, the default team's backend)."""
     seed: int = 0
     """Seed of the env (problems and episode seeds)."""
 
@@ -91,7 +91,7 @@ def main(args: Args) -> None:
     if args.backend == "scripted":
         backend = ScriptedCoder() if coding else ScriptedSolver()
     else:
-        backend = CachedBackend(make_backend("llamacpp"), path=DEFAULT_CACHE_PATH)
+        backend = backend_from_spec("smollm2")  # cached in SQLite
     policy = TextPolicy(backend, max_tokens=256 if coding else 128)
     n_agents = 2 if coding else args.n_agents
     env = text_env(task=args.task, n_agents=n_agents, max_turns=args.max_turns, split="test", render_mode="ansi")

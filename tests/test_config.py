@@ -92,6 +92,17 @@ def test_a_spec_builds_a_cached_llm_agent_with_the_sampling_settings(tmp_path, m
     backend_from_spec.cache_clear()
 
 
+def test_the_default_team_is_the_bundled_model_in_int8_ctranslate2(tmp_path, monkeypatch):
+    made = []
+    monkeypatch.setattr(agents, "make_backend", lambda name, **kwargs: made.append((name, kwargs)) or FakeBackend())
+    backend_from_spec.cache_clear()
+    assert EnvConfig().team == "smollm2"
+    EnvConfig(cache=str(tmp_path / "c.db")).build_team()
+    backend_from_spec.cache_clear()
+    agents.smollm2_agent(cache=tmp_path / "d.db")
+    assert made == [("ctranslate2", {"quantization": "int8"})] * 2
+
+
 def test_the_default_team_spec_samples_at_smollm2s_temperature_within_the_top_k(tmp_path, monkeypatch):
     monkeypatch.setattr(agents, "make_backend", lambda name, **kwargs: FakeBackend())
     backend_from_spec.cache_clear()

@@ -59,7 +59,7 @@ def test_07_real_llm_team(tmp_path):
     cache = str(tmp_path / "cache.sqlite")
     args = ("--n-problems", "2", "--max-tokens", "24", "--cache", cache)
     out = run_example("07_real_llm_team.py", *args)
-    assert "llamacpp:SmolLM2-135M-Instruct" in out and "by logprob" in out
+    assert "ctranslate2:SmolLM2-135M-Instruct" in out and "by logprob" in out
     assert run_example("07_real_llm_team.py", *args) == out  # replayed from the cache, identically
 
 

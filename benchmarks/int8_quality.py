@@ -1,0 +1,165 @@
+"""How much of float32's answers each int8 format of the bundled SmolLM2 keeps (issue 14).
+
+Three CTranslate2 models of the bundled SmolLM2-135M-Instruct GGUF, converted once as the
+backend converts them (under the user's cache directory):
+
+- ``float32``: the reference (``CTranslate2Backend()``).
+- ``int8-8bit``: the float32 model loaded with ``compute_type="int8"``: CTranslate2 quantizes
+  every weight row to [-127, 127] as it loads (its own int8).
+- ``int8-7bit``: the backend's int8 model (``CTranslate2Backend(quantization="int8")``),
+  weight rows in [-63, 63] (:data:`agents.ctranslate2_backend.INT8_WEIGHT_LEVELS`).
+
+Measured for each:
+
+- **KL**: the mean KL divergence ``KL(p_float32 || p_variant)`` of the next-token
+  distributions, teacher-forced on float32's greedy answer to each of the first
+  ``--kl-problems`` prompts (its first ``--kl-tokens`` tokens), over every answer position.
+- **top-1**: how often the variant's most likely next token there is float32's.
+- **right**: greedy answers (temperature 0, at most ``--max-tokens`` new tokens, one
+  ``generate`` call) to the first ``--problems`` arithmetic test problems that the task's
+  verifier accepts, and the greedy call's tokens per second.
+
+Whether 8-bit int8 keeps the answers depends on the CPU: without VNNI, CTranslate2's int8
+products saturate (see ``INT8_WEIGHT_LEVELS``), so the script prints the CPU's int8 features.
+
+    python benchmarks/int8_quality.py [--problems 72] [--kl-problems 48] [--variants float32 int8-7bit]
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import tyro
+from scipy.special import log_softmax
+
+import deliberation_env as de
+from agents import prompts
+from agents.base import GenerationRequest, Turn
+from agents.ctranslate2_backend import CTranslate2Backend, converted_model_dir
+from agents.llamacpp_backend import default_model_path
+
+
+@dataclass
+class Args:
+    problems: int = 72
+    """Arithmetic test problems answered greedily."""
+    kl_problems: int = 48
+    """Of those, the first ones whose float32 answers are teacher-forced for KL and top-1."""
+    kl_tokens: int = 64
+    """Answer tokens teacher-forced per problem."""
+    max_tokens: int = 96
+    """Most new tokens of a greedy answer."""
+    difficulty: int = 1
+    """Arithmetic difficulty (the main job's is 1)."""
+    variants: tuple[str, ...] = ("float32", "int8-8bit", "int8-7bit")
+    """Models compared with float32 (which is always measured first)."""
+    chunk: int = 8
+    """Sequences per teacher-forced forward pass (each holds positions x vocabulary floats)."""
+
+
+def make_backend(variant: str) -> CTranslate2Backend:
+    """The CTranslate2 backend of one variant, on one copy of the model."""
+    if variant == "float32":
+        return CTranslate2Backend(replicas=1)
+    if variant == "int8-7bit":
+        return CTranslate2Backend(quantization="int8", replicas=1)
+    if variant == "int8-8bit":
+        return CTranslate2Backend(converted_model_dir(default_model_path()), quantization="int8", replicas=1)
+    raise ValueError(f"unknown variant {variant!r}: float32, int8-8bit or int8-7bit")
+
+
+def cpu_int8_features() -> str:
+    """The CPU's int8 dot-product features (VNNI adds 8-bit products without saturating)."""
+    flags = set()
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            break
+    found = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags]
+    return ", ".join(found) or "none of avx2, avx512f, avx512_vnni, avx_vnni, amx_int8"
+
+
+def greedy(backend: CTranslate2Backend, task: de.tasks.Task, problems: list, args: Args) -> tuple[list[str], int, float]:
+    """Greedy answers to ``problems`` in one call: their texts, right answers and tokens/s."""
+    requests = [
+        GenerationRequest(
+            prompts.solve_messages(
+                Turn(p.question, task.instructions, parse=lambda text: None, agent=0, round=0, seed=i)
+            ),
+            max_tokens=args.max_tokens,
+            temperature=0.0,
+            seed=i,
+        )
+        for i, p in enumerate(problems)
+    ]
+    backend.generate(requests[:1])  # untimed warm-up
+    start = time.perf_counter()
+    generations = backend.generate(requests)
+    seconds = time.perf_counter() - start
+    texts = [g.text for g in generations]
+    right = sum(task.is_correct(p, task.parse(p, text)) for p, text in zip(problems, texts, strict=True))
+    return texts, right, sum(g.completion_tokens for g in generations) / seconds
+
+
+def teacher_forced(backend: CTranslate2Backend, sequences: list[list[str]], starts: list[int], chunk: int) -> list[np.ndarray]:
+    """Next-token log-probabilities at each answer position of each sequence (float64 rows)."""
+    import ctranslate2
+
+    generator = ctranslate2.Generator(str(backend.model_dir), device="cpu", compute_type=backend.quantization)
+    rows = []
+    for first in range(0, len(sequences), chunk):
+        part = sequences[first : first + chunk]
+        logits = np.asarray(generator.forward_batch(part))
+        for offset, sequence in enumerate(part):
+            start = starts[first + offset]
+            rows.append(log_softmax(logits[offset, start - 1 : len(sequence) - 1].astype(np.float64), axis=-1))
+    return rows
+
+
+def main(args: Args) -> None:
+    task = de.tasks.get("arithmetic", difficulty=args.difficulty)
+    problems = list(task.problems("test")[: args.problems])
+    print(f"CPU int8 features: {cpu_int8_features()}", flush=True)
+    print(
+        f"\n| variant | KL to float32 | top-1 | right of {len(problems)} | greedy tokens/s |\n"
+        "|---|---:|---:|---:|---:|",
+        flush=True,
+    )
+    reference = make_backend("float32")
+    texts, right, speed = greedy(reference, task, problems, args)
+    sequences, starts = [], []
+    for problem, text in zip(problems[: args.kl_problems], texts, strict=False):
+        messages = prompts.solve_messages(
+            Turn(problem.question, task.instructions, parse=lambda text: None, agent=0, round=0, seed=0)
+        )
+        rendered = reference.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        prompt = reference.tokenizer.tokenize(rendered, add_special_tokens=False)
+        answer = reference.tokenizer.tokenize(text, add_special_tokens=False)[: args.kl_tokens]
+        if answer:
+            sequences.append(prompt + answer)
+            starts.append(len(prompt))
+    reference_rows = teacher_forced(reference, sequences, starts, args.chunk)
+    positions = sum(len(rows) for rows in reference_rows)
+    print(f"| float32 | 0 | 1 | {right} | {speed:.0f} |", flush=True)
+    del reference
+    for variant in args.variants:
+        if variant == "float32":
+            continue
+        backend = make_backend(variant)
+        _, right, speed = greedy(backend, task, problems, args)
+        kl = top1 = 0.0
+        for p, q in zip(reference_rows, teacher_forced(backend, sequences, starts, args.chunk), strict=True):
+            kl += float((np.exp(p) * (p - q)).sum())
+            top1 += float((p.argmax(axis=-1) == q.argmax(axis=-1)).sum())
+        print(
+            f"| {variant} | {kl / positions:.4f} | {top1 / positions:.3f} | {right} | {speed:.0f} |",
+            flush=True,
+        )
+        del backend
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
