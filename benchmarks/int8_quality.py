@@ -1,6 +1,8 @@
-"""How much of float32's answers each int8 format of the bundled SmolLM2 keeps (issue 14).
+"""How much of float32's answers each int8 format of the bundled SmolLM2 keeps, and whether
+the default team's backend answers as often right as the others (issue 14).
 
-Three CTranslate2 models of the bundled SmolLM2-135M-Instruct GGUF, converted once as the
+Part ``greedy``: three
+CTranslate2 models of the bundled SmolLM2-135M-Instruct GGUF, converted once as the
 backend converts them (under the user's cache directory):
 
 - ``float32``: the reference (``CTranslate2Backend()``).
@@ -22,7 +24,14 @@ Measured for each:
 Whether 8-bit int8 keeps the answers depends on the CPU: without VNNI, CTranslate2's int8
 products saturate (see ``INT8_WEIGHT_LEVELS``), so the script prints the CPU's int8 features.
 
-    python benchmarks/int8_quality.py [--problems 72] [--kl-problems 48] [--variants float32 int8-7bit]
+Part ``sampled``: each of ``--backends`` (team specs) answers the same solve requests, as the
+default team samples them (temperature 0.3, top-k 50, at most 256 tokens), for the first
+``--sampled-problems`` problems with ``--seeds`` seeds each, in one ``generate`` call: the
+share of right answers (one standard error in parentheses) and the call's tokens per second.
+
+    python benchmarks/int8_quality.py [--parts greedy sampled] [--problems 72] [--kl-problems 48]
+        [--variants float32 int8-7bit] [--sampled-problems 120] [--seeds 3]
+        [--backends ctranslate2-int8 llamacpp]
 """
 
 from __future__ import annotations
@@ -30,16 +39,18 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import tyro
 from scipy.special import log_softmax
 
 import deliberation_env as de
-from agents import prompts
-from agents.base import GenerationRequest, Turn
+from agents import SMOLLM2_TEMPERATURE, SMOLLM2_TOP_K, make_backend, prompts
+from agents.base import Backend, GenerationRequest, Turn
 from agents.ctranslate2_backend import CTranslate2Backend, converted_model_dir
 from agents.llamacpp_backend import default_model_path
+from agents.specs import SMOLLM2_BACKEND, parse_spec
 
 
 @dataclass
@@ -58,9 +69,17 @@ class Args:
     """Models compared with float32 (which is always measured first)."""
     chunk: int = 8
     """Sequences per teacher-forced forward pass (each holds positions x vocabulary floats)."""
+    parts: tuple[str, ...] = ("greedy", "sampled")
+    """Which measurements to run."""
+    sampled_problems: int = 120
+    """Problems of part ``sampled``."""
+    seeds: int = 3
+    """Sampled answers per problem in part ``sampled``."""
+    backends: tuple[str, ...] = ("ctranslate2-int8", "ctranslate2", "llamacpp")
+    """Team specs of part ``sampled`` (``smollm2`` is ``ctranslate2-int8``)."""
 
 
-def make_backend(variant: str) -> CTranslate2Backend:
+def format_backend(variant: str) -> CTranslate2Backend:
     """The CTranslate2 backend of one variant, on one copy of the model."""
     if variant == "float32":
         return CTranslate2Backend(replicas=1)
@@ -82,26 +101,28 @@ def cpu_int8_features() -> str:
     return ", ".join(found) or "none of avx2, avx512f, avx512_vnni, avx_vnni, amx_int8"
 
 
-def greedy(backend: CTranslate2Backend, task: de.tasks.Task, problems: list, args: Args) -> tuple[list[str], int, float]:
-    """Greedy answers to ``problems`` in one call: their texts, right answers and tokens/s."""
-    requests = [
-        GenerationRequest(
-            prompts.solve_messages(
-                Turn(p.question, task.instructions, parse=lambda text: None, agent=0, round=0, seed=i)
-            ),
-            max_tokens=args.max_tokens,
-            temperature=0.0,
-            seed=i,
-        )
-        for i, p in enumerate(problems)
-    ]
-    backend.generate(requests[:1])  # untimed warm-up
+def solve_request(task: de.tasks.Task, problem: de.tasks.Problem, seed: int, **sampling: Any) -> GenerationRequest:
+    """A round-0 solve request of ``problem``, as a team member sends it."""
+    turn = Turn(problem.question, task.instructions, parse=lambda text: None, agent=0, round=0, seed=seed)
+    return GenerationRequest(prompts.solve_messages(turn), seed=seed, **sampling)
+
+
+def answer(backend: Backend, task: de.tasks.Task, problems: list, requests: list) -> tuple[list[str], int, float]:
+    """``requests`` (one per entry of ``problems``) in one call: the texts, the right answers
+    and the tokens per second (after an untimed warm-up request)."""
+    backend.generate(requests[:1])
     start = time.perf_counter()
     generations = backend.generate(requests)
     seconds = time.perf_counter() - start
     texts = [g.text for g in generations]
     right = sum(task.is_correct(p, task.parse(p, text)) for p, text in zip(problems, texts, strict=True))
     return texts, right, sum(g.completion_tokens for g in generations) / seconds
+
+
+def greedy(backend: Backend, task: de.tasks.Task, problems: list, args: Args) -> tuple[list[str], int, float]:
+    """Greedy answers to ``problems``: their texts, the right ones and tokens/s."""
+    requests = [solve_request(task, p, i, max_tokens=args.max_tokens, temperature=0.0) for i, p in enumerate(problems)]
+    return answer(backend, task, problems, requests)
 
 
 def teacher_forced(backend: CTranslate2Backend, sequences: list[list[str]], starts: list[int], chunk: int) -> list[np.ndarray]:
@@ -119,27 +140,47 @@ def teacher_forced(backend: CTranslate2Backend, sequences: list[list[str]], star
     return rows
 
 
-def main(args: Args) -> None:
-    task = de.tasks.get("arithmetic", difficulty=args.difficulty)
+def sampled(task: de.tasks.Task, args: Args) -> None:
+    """Part ``sampled``: right answers of each backend to the same sampled solve requests."""
+    problems = list(task.problems("test")[: args.sampled_problems]) * args.seeds
+    requests = [
+        solve_request(
+            task, p, i, max_tokens=256, temperature=SMOLLM2_TEMPERATURE, top_k=SMOLLM2_TOP_K
+        )
+        for i, p in enumerate(problems)
+    ]
+    print(
+        f"\n| backend | right of {len(requests)} sampled answers | tokens/s |\n|---|---:|---:|",
+        flush=True,
+    )
+    for spec in args.backends:
+        name, kwargs = parse_spec(SMOLLM2_BACKEND if spec == "smollm2" else spec)
+        backend = make_backend(name, **kwargs)
+        _, right, speed = answer(backend, task, problems, requests)
+        share = right / len(requests)
+        error = (share * (1 - share) / len(requests)) ** 0.5
+        print(f"| {spec}: {backend.model_id} | {right} = {share:.3f} ({error:.3f}) | {speed:.0f} |", flush=True)
+        del backend
+
+
+def compare_formats(task: de.tasks.Task, args: Args) -> None:
+    """Part ``greedy``: KL, top-1 and greedy right answers of each int8 format against float32."""
     problems = list(task.problems("test")[: args.problems])
-    print(f"CPU int8 features: {cpu_int8_features()}", flush=True)
     print(
         f"\n| variant | KL to float32 | top-1 | right of {len(problems)} | greedy tokens/s |\n"
         "|---|---:|---:|---:|---:|",
         flush=True,
     )
-    reference = make_backend("float32")
+    reference = format_backend("float32")
     texts, right, speed = greedy(reference, task, problems, args)
     sequences, starts = [], []
     for problem, text in zip(problems[: args.kl_problems], texts, strict=False):
-        messages = prompts.solve_messages(
-            Turn(problem.question, task.instructions, parse=lambda text: None, agent=0, round=0, seed=0)
-        )
+        messages = solve_request(task, problem, 0).messages
         rendered = reference.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         prompt = reference.tokenizer.tokenize(rendered, add_special_tokens=False)
-        answer = reference.tokenizer.tokenize(text, add_special_tokens=False)[: args.kl_tokens]
-        if answer:
-            sequences.append(prompt + answer)
+        completion = reference.tokenizer.tokenize(text, add_special_tokens=False)[: args.kl_tokens]
+        if completion:
+            sequences.append(prompt + completion)
             starts.append(len(prompt))
     reference_rows = teacher_forced(reference, sequences, starts, args.chunk)
     positions = sum(len(rows) for rows in reference_rows)
@@ -148,7 +189,7 @@ def main(args: Args) -> None:
     for variant in args.variants:
         if variant == "float32":
             continue
-        backend = make_backend(variant)
+        backend = format_backend(variant)
         _, right, speed = greedy(backend, task, problems, args)
         kl = top1 = 0.0
         for p, q in zip(reference_rows, teacher_forced(backend, sequences, starts, args.chunk), strict=True):
@@ -159,6 +200,15 @@ def main(args: Args) -> None:
             flush=True,
         )
         del backend
+
+
+def main(args: Args) -> None:
+    task = de.tasks.get("arithmetic", difficulty=args.difficulty)
+    print(f"CPU int8 features: {cpu_int8_features()}", flush=True)
+    if "greedy" in args.parts:
+        compare_formats(task, args)
+    if "sampled" in args.parts:
+        sampled(task, args)
 
 
 if __name__ == "__main__":
