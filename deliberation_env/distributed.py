@@ -11,8 +11,11 @@ learner runs on it unchanged.
 Exact replay. The driver draws every env's problem and episode seed with the in-process
 env's own code (:meth:`deliberation_env.starts.Starts.draw`) and sends them to the
 workers as explicit per-env options, so a seed gives the same episodes on 0, 1 or N
-workers (an env's episode depends only on its problem, episode seed and actions); the
-results come back in env order with the in-process env's shapes and infos.
+workers (an env's episode depends only on its problem, episode seed and actions) when the
+team's texts depend on the request alone: the simulated team, llama.cpp. The default
+team, int8 CTranslate2, samples per batch (:mod:`agents.ctranslate2_backend`), and N
+workers form other batches: its texts then replay exactly only from the response cache.
+The results come back in env order with the in-process env's shapes and infos.
 
 Faults. The driver keeps, per worker, the reset options and the actions of the current
 episode. A worker that dies is restarted by Ray (``max_restarts``); its episodes are then
