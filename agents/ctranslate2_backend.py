@@ -142,8 +142,8 @@ def converted_model_dir(gguf: Path, cache_dir: Path | None = None, quantization:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     print(
-        f"ctranslate2 backend: converting {gguf.name} to a {quantization} CTranslate2 model "
-        f"in {target} (once; about a minute)",
+        f"ctranslate2 backend: converting {gguf.name} into a CTranslate2 model "
+        f"({weight_format(quantization)}) in {target} (once; about half a minute)",
         file=sys.stderr,
         flush=True,
     )
