@@ -129,12 +129,28 @@ def _connect_writable(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     try:
-        db.execute("PRAGMA journal_mode=WAL")
+        _switch_to_wal(db)
         db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process loses no commit
     except sqlite3.Error:
         db.close()
         raise
     return db
+
+
+def _switch_to_wal(db: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode=WAL``, retried while another process holds the file for up to
+    :data:`BUSY_TIMEOUT_S`: when processes open a new file at once, SQLite reports the
+    switch busy at once rather than wait in its busy handler (it would deadlock)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            busy = (error.sqlite_errorcode or 0) & 0xFF == sqlite3.SQLITE_BUSY
+            if not busy or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _connect_read_only(path: Path) -> sqlite3.Connection:

@@ -167,6 +167,51 @@ def test_two_processes_write_concurrently(tmp_path):
     assert all(text.startswith("text of ") for _, text in stored)
 
 
+# An opener process: waits for `go` to exist, then opens (creates) the cache at `path`.
+OPENER = textwrap.dedent(
+    """
+    import os, sys
+    from agents.cache import CachedBackend
+
+    class Silent:
+        model_id, supports_logprobs = "fake:silent", False
+
+    path, ready, go = sys.argv[1:]
+    open(ready, "w").close()
+    while not os.path.exists(go):
+        pass
+    CachedBackend(Silent(), path)
+    print("done")
+    """
+)
+
+
+def test_processes_that_create_one_cache_file_at_once_all_open_it(tmp_path):
+    # SQLite reports the switch of a new file to WAL busy at once, without waiting, when
+    # another process is switching it too: without retries about one trio in three failed.
+    for trial in range(6):
+        folder = tmp_path / str(trial)
+        folder.mkdir()
+        go = folder / "go"
+        readies = [folder / f"ready{k}" for k in range(3)]
+        openers = [
+            subprocess.Popen(
+                [sys.executable, "-c", OPENER, str(folder / "c.sqlite"), str(ready), str(go)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for ready in readies
+        ]
+        while not all(ready.exists() for ready in readies):
+            assert all(opener.poll() is None for opener in openers), openers[0].communicate()
+            time.sleep(0.01)
+        go.touch()
+        for opener in openers:
+            out, err = opener.communicate(timeout=120)
+            assert opener.returncode == 0 and out.strip() == "done", err
+
+
 def test_killed_mid_batch_keeps_finished_chunks(tmp_path):
     path = tmp_path / "c.sqlite"
     writer = spawn_writer(path, "killed", 100, 0.2)  # 22 chunks of 5, 0.2 s each
