@@ -38,7 +38,7 @@ from agents.base import (
     Solver,
     Turn,
 )
-from agents.cache import DEFAULT_CACHE_PATH, CachedBackend
+from agents.cache import CachedBackend
 from agents.llm_agent import LLMAgent
 from agents.simulated import SimulatedTeam
 from agents.text_policy import TextPolicy
@@ -84,10 +84,9 @@ def smollm2_agent(cache: str | Path | None = None, offline: bool = False, **agen
         offline: Serve every request from the cache; a miss is an error.
         **agent_kwargs: Overrides of :class:`LLMAgent`'s sampling settings.
     """
-    from agents.specs import SMOLLM2_BACKEND, parse_spec
+    from agents.specs import backend_from_spec
 
-    name, kwargs = parse_spec(SMOLLM2_BACKEND)
-    backend = CachedBackend(make_backend(name, **kwargs), path=cache or DEFAULT_CACHE_PATH, offline=offline)
+    backend = backend_from_spec("smollm2", str(cache) if cache else None, offline)
     return LLMAgent(backend, **{**SMOLLM2_SAMPLING, **agent_kwargs})
 
 

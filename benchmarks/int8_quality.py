@@ -175,9 +175,7 @@ def compare_formats(task: de.tasks.Task, args: Args) -> None:
     texts, right, speed = greedy(reference, task, problems, args)
     sequences, starts = [], []
     for problem, text in zip(problems[: args.kl_problems], texts, strict=False):
-        messages = solve_request(task, problem, 0).messages
-        rendered = reference.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        prompt = reference.tokenizer.tokenize(rendered, add_special_tokens=False)
+        prompt = reference._prompt_tokens(solve_request(task, problem, 0).messages)  # as generation renders it
         completion = reference.tokenizer.tokenize(text, add_special_tokens=False)[: args.kl_tokens]
         if completion:
             sequences.append(prompt + completion)

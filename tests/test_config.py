@@ -100,6 +100,7 @@ def test_the_default_team_is_the_bundled_model_in_int8_ctranslate2(tmp_path, mon
     EnvConfig(cache=str(tmp_path / "c.db")).build_team()
     backend_from_spec.cache_clear()
     agents.smollm2_agent(cache=tmp_path / "d.db")
+    backend_from_spec.cache_clear()
     assert made == [("ctranslate2", {"quantization": "int8"})] * 2
 
 
