@@ -177,6 +177,10 @@ class TextMAGRPOConfig(TextLearnerConfig):
     baseline: Literal["mean", "rloo", "max", "raw"] = "mean"
     """CoMLRL's baseline: ``mean`` (MAGRPO), ``rloo`` (MARLOO), ``max`` (MAREMAX),
     ``raw`` (MAREINFORCE); see :func:`algorithms.text.losses.baseline_advantages`."""
+    normalize_advantages: bool = False
+    """Standardize each group's advantages after the baseline, as CoMLRL does by default
+    (``advantage_normalization=True``): the four baselines then coincide and MAGRPO equals
+    :class:`~algorithms.text.TextGRPO` with joint credit. ``False``: the paper's equation."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

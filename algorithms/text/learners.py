@@ -25,6 +25,7 @@ class TextMAGRPO(TextPolicyGradientLearner):
     A_g = R_g - mean_group(R) (or CoMLRL's rloo / max / raw baseline). One pass of one
     step per batch with pi_old = sg(pi): the clipped surrogate then has exactly the
     REINFORCE gradient -A_g grad log pi(o_{i,t}), the paper's update; no KL by default.
+    ``normalize_advantages`` standardizes A within the group, as CoMLRL's default does.
     """
 
     config_class = TextMAGRPOConfig
@@ -32,7 +33,10 @@ class TextMAGRPO(TextPolicyGradientLearner):
 
     def compute_advantages(self, returns: torch.Tensor) -> torch.Tensor:
         """Each agent's joint return minus the group baseline (aligned: equal for all agents)."""
-        return per_agent_groups(partial(baseline_advantages, baseline=self.config.baseline), returns)
+        advantages = partial(
+            baseline_advantages, baseline=self.config.baseline, normalize=self.config.normalize_advantages
+        )
+        return per_agent_groups(advantages, returns)
 
 
 class TextGRPO(TextPolicyGradientLearner):

@@ -9,7 +9,7 @@ function                       what
 ``discounted_returns``         per-turn returns G_t = r_t + gamma G_{t+1}
 ``cross_returns``              "cross" pairing: each agent's sample scored by the mean joint
                                reward of every joint action that contains it
-``baseline_advantages``        CoMLRL's MAGRPO baselines: mean, rloo, max, raw
+``baseline_advantages``        CoMLRL's MAGRPO baselines: mean, rloo, max, raw; its normalization
 ``token_weights``              sequence-mean vs token-mean aggregation, as per-token weights
 ``aggregate``                  the weighted sum of per-token values
 ``clipped_token_loss``         the clipped-ratio policy gradient per token
@@ -88,7 +88,7 @@ def cross_returns(joint: torch.Tensor, n_agents: int) -> torch.Tensor:
     return torch.stack(columns, dim=2)
 
 
-def baseline_advantages(rewards: torch.Tensor, baseline: Baseline = "mean") -> torch.Tensor:
+def baseline_advantages(rewards: torch.Tensor, baseline: Baseline = "mean", normalize: bool = False) -> torch.Tensor:
     r"""MAGRPO's advantages with CoMLRL's choice of baseline b (groups of G, (B, G)).
 
     .. math:: A_g = R_g - b_g, \qquad b_g = \begin{cases}
@@ -98,9 +98,20 @@ def baseline_advantages(rewards: torch.Tensor, baseline: Baseline = "mean") -> t
         0 & \text{raw (MAREINFORCE)}
     \end{cases}
 
+    With ``normalize`` (CoMLRL's default ``advantage_normalization=True``) the group's
+    advantages are then standardized, with the population standard deviation:
+
+    .. math:: \hat A_g = \frac{A_g - \bar A}{\max(\sigma_A, 10^{-6})}.
+
+    Every baseline above is R minus a constant of the group or a positive multiple of
+    :math:`R - \bar R`, so after standardization the four coincide, and equal GRPO's
+    advantages (:func:`~algorithms.advantages.grpo_advantages`, up to where eps enters).
+
     Args:
         rewards: (B, G) finite returns, G >= 2.
         baseline: ``"mean"``, ``"rloo"``, ``"max"`` or ``"raw"``.
+        normalize: Standardize each group's advantages (CoMLRL's default; not the paper's
+            equation, which is the unnormalized :math:`A_g = R_g - b_g`).
 
     Returns:
         (B, G) advantages.
@@ -109,7 +120,18 @@ def baseline_advantages(rewards: torch.Tensor, baseline: Baseline = "mean") -> t
         >>> r = torch.tensor([[0.0, 1.0, 2.0]])
         >>> [baseline_advantages(r, b).tolist()[0] for b in ("mean", "rloo", "max", "raw")]
         [[-1.0, 0.0, 1.0], [-1.5, 0.0, 1.5], [-2.0, -1.0, 0.0], [0.0, 1.0, 2.0]]
+        >>> baseline_advantages(r, "max", normalize=True)
+        tensor([[-1.2247,  0.0000,  1.2247]])
     """
+    advantages = _unnormalized_baseline_advantages(rewards, baseline)
+    if not normalize:
+        return advantages
+    centred = advantages - advantages.mean(dim=1, keepdim=True)
+    return centred / advantages.std(dim=1, unbiased=False, keepdim=True).clamp(min=1e-6)
+
+
+def _unnormalized_baseline_advantages(rewards: torch.Tensor, baseline: Baseline) -> torch.Tensor:
+    """:math:`A_g = R_g - b_g` of :func:`baseline_advantages`."""
     centred = magrpo_advantages(rewards)  # also checks rewards
     if baseline == "mean":
         return centred

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from algorithms.advantages import grpo_advantages
 from algorithms.text.losses import (
     aggregate,
     baseline_advantages,
@@ -136,6 +137,19 @@ def test_cross_returns_average_every_combination_containing_a_sample():
 )
 def test_baseline_advantages_by_hand(baseline, expected):
     assert baseline_advantages(torch.tensor([[1.0, 1.0, 4.0]]), baseline)[0].tolist() == pytest.approx(expected)
+
+
+def test_normalized_advantages_make_the_four_baselines_coincide_with_grpo():
+    """CoMLRL's default (advantage_normalization=True): mean, rloo, max and raw give one
+    advantage, GRPO's; an all-equal group stays 0; unnormalized, the four differ."""
+    rewards = torch.tensor([[1.0, 1.0, 4.0, 0.5], [2.0, 2.0, 2.0, 2.0], [0.0, 3.0, 1.0, 1.0]])
+    normalized = [baseline_advantages(rewards, b, normalize=True) for b in ("mean", "rloo", "max", "raw")]
+    for other in normalized[1:]:
+        torch.testing.assert_close(other, normalized[0])
+    torch.testing.assert_close(normalized[0], grpo_advantages(rewards, eps=0.0))
+    assert normalized[0][1].tolist() == [0.0] * 4
+    plain = [baseline_advantages(rewards, b) for b in ("mean", "rloo", "max", "raw")]
+    assert all(not torch.allclose(plain[0], other) for other in plain[1:])
 
 
 def test_baseline_advantages_reject_bad_input():
