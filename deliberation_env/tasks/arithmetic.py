@@ -24,7 +24,7 @@ import random
 from collections.abc import Callable, Sequence
 from functools import cache
 
-from deliberation_env.tasks.base import Problem, check_split, positive_int
+from deliberation_env.tasks.base import Problem, check_scoring, check_split, positive_int
 from deliberation_env.tasks.numeric import NumericTask
 
 LEVELS = (1, 2, 3, 4, 5)
@@ -105,20 +105,27 @@ class ArithmeticTask(NumericTask):
             seed other problems).
         n_train: Number of train problems, an integer >= 1.
         n_test: Number of test problems (disjoint from train), an integer >= 1.
+        scoring: ``"strict"`` (only "The answer is N." counts) or ``"lenient"`` (the
+            last number anywhere); see :mod:`deliberation_env.tasks.numeric`.
 
     Example:
         >>> task = ArithmeticTask(difficulty=1)
         >>> problem = task.problems("test")[0]
         >>> task.is_correct(problem, task.parse(problem, f"The answer is {problem.answer}."))
         True
+        >>> task.parse(problem, f"It is {problem.answer}.") is None  # a number, but not stated
+        True
     """
 
     name = "arithmetic"
 
-    def __init__(self, difficulty: int = DEFAULT_DIFFICULTY, n_train: int = 800, n_test: int = 200) -> None:
+    def __init__(
+        self, difficulty: int = DEFAULT_DIFFICULTY, n_train: int = 800, n_test: int = 200, scoring: str = "strict"
+    ) -> None:
         if isinstance(difficulty, bool) or not isinstance(difficulty, numbers.Integral) or difficulty not in LEVELS:
             raise ValueError(f"difficulty must be one of the integers {LEVELS}, got {difficulty!r}")
         self.difficulty = int(difficulty)
+        self.scoring = check_scoring(scoring)
         self._problems = _generate(self.difficulty, positive_int("n_train", n_train), positive_int("n_test", n_test))
 
     def problems(self, split: str) -> Sequence[Problem]:

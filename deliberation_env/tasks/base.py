@@ -1,13 +1,32 @@
-"""The task protocol: what a benchmark must provide to be deliberated on."""
+"""The task protocol: what a benchmark must provide to be deliberated on.
+
+**Scoring.** Every *answer task* (every built-in task but HumanEval, whose decisions are
+programs) takes one option, ``scoring``, that says which text holds a final answer:
+
+- ``"strict"`` (the default): the text states its final answer in the form the task's
+  ``instructions`` ask for ("The answer is N." for the numeric tasks, ``\\boxed{x}`` for
+  MATH, AIME and AMC, "Answer: X" for MMLU and text JSONL); a number elsewhere in the
+  text is not an answer, and statements of different answers in one text are no answer
+  (a text cannot hedge). Held-out scores are strict.
+- ``"lenient"``: the task's forgiving reader (the numeric tasks: the last number anywhere
+  in the text). Where a score is lenient, it is named so.
+
+Each task's docstring gives its exact grammar of both. A text cut at the token budget is
+no answer under strict scoring; the task sees only text, so whoever knows the finish
+reason applies that rule (the text env's ``text_if_cut`` info, the meta env's solvers).
+"""
 
 from __future__ import annotations
 
+import copy
 import numbers
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 SPLITS = ("train", "test")
+SCORINGS = ("strict", "lenient")
+"""The values of an answer task's ``scoring`` option (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +74,60 @@ class Task(Protocol):
         """Decisions with equal keys agree (for consensus). Most tasks return the
         decision itself; code tasks group programs by behaviour."""
         ...
+
+
+@runtime_checkable
+class AnswerTask(Task, Protocol):
+    """A task whose decisions are final answers stated in a form its prompt asks for.
+
+    Attributes:
+        scoring: ``"strict"`` or ``"lenient"``: which text ``parse`` reads as a final
+            answer (see the module docstring).
+    """
+
+    scoring: str
+
+
+def check_scoring(scoring: str) -> str:
+    """``scoring`` if it is one of :data:`SCORINGS`, else a ``ValueError`` saying what each means.
+
+    >>> check_scoring("strict")
+    'strict'
+    """
+    if scoring not in SCORINGS:
+        raise ValueError(
+            f"scoring must be 'strict' (only an answer stated in the asked form counts) or 'lenient' "
+            f"(the task's forgiving reader), got {scoring!r}"
+        )
+    return scoring
+
+
+def with_scoring(task: Task, scoring: str) -> Task:
+    """``task`` reading its answers under ``scoring``: the task itself if it already does,
+    else a shallow copy (sharing its loaded problems) with the other ``scoring``.
+
+    A task that is no :class:`AnswerTask` (HumanEval, a user's task without the option)
+    reads as it does under ``"strict"``, and has no ``"lenient"`` reading.
+
+    >>> from deliberation_env.tasks import get
+    >>> task = get("arithmetic")
+    >>> with_scoring(task, "lenient").scoring, task.scoring
+    ('lenient', 'strict')
+
+    Raises:
+        ValueError: On an unknown ``scoring``, or ``"lenient"`` for a task that is no
+            :class:`AnswerTask`.
+    """
+    check_scoring(scoring)
+    if not isinstance(task, AnswerTask):
+        if scoring == "lenient":
+            raise ValueError(f"task {task.name!r} has no lenient scoring (it takes no scoring option): use 'strict'")
+        return task
+    if task.scoring == scoring:
+        return task
+    rescored = copy.copy(task)
+    rescored.scoring = scoring
+    return rescored
 
 
 def check_split(split: str) -> str:

@@ -8,6 +8,10 @@ split. A single file is split deterministically, half and half, by a hash of eac
 question's normalized text (:func:`~deliberation_env.tasks.sources.hash_split` of
 :func:`~deliberation_env.tasks.sources.question_key`), so copies of a question land in
 the same split and the test split is never trained on.
+
+A model's answer is read as the prompt asks, "The answer is N." (``scoring="strict"``,
+the default), or as the last number anywhere in its text (``"lenient"``); see
+:mod:`deliberation_env.tasks.numeric`. The dataset's own "#### N" is not the asked form.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from deliberation_env.tasks.base import SPLITS, Problem, check_split, positive_int
+from deliberation_env.tasks.base import SPLITS, Problem, check_scoring, check_split, positive_int
 from deliberation_env.tasks.numeric import NumericTask, canonical_number
 from deliberation_env.tasks.sources import load_split, question_key, require
 
@@ -42,15 +46,17 @@ class GSM8KTask(NumericTask):
             question, see the module docstring).
         limit: Keep only the first ``limit`` problems of each split (``None``: all); an
             integer >= 1 (NumPy integers too).
+        scoring: ``"strict"`` or ``"lenient"`` (see the module docstring).
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
-        ValueError: On a bad ``limit`` or a malformed record (naming ``path:line``).
+        ValueError: On a bad ``limit`` or ``scoring``, or a malformed record (naming ``path:line``).
     """
 
     name = "gsm8k"
 
-    def __init__(self, path: str | Path, limit: int | None = None) -> None:
+    def __init__(self, path: str | Path, limit: int | None = None, scoring: str = "strict") -> None:
+        self.scoring = check_scoring(scoring)
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"no such file or directory: {self.path} (GSM8K needs a local copy)")

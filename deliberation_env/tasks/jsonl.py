@@ -7,8 +7,8 @@ from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
-from deliberation_env.tasks.base import SPLITS, Problem, check_split
-from deliberation_env.tasks.numeric import NUMERIC_INSTRUCTIONS, canonical_number, extract_number
+from deliberation_env.tasks.base import SPLITS, Problem, check_scoring, check_split
+from deliberation_env.tasks.numeric import NUMERIC_INSTRUCTIONS, canonical_number, read_number
 from deliberation_env.tasks.sources import (
     Record,
     load_split,
@@ -29,6 +29,12 @@ def canonical_text(text: str) -> str:
     return " ".join(text.strip().rstrip(".").split()).casefold()
 
 
+def _rest_of_line(text: str, start: int) -> str:
+    """The canonical text from ``start`` to the end of its line."""
+    end = text.find("\n", start)
+    return canonical_text(text[start : len(text) if end < 0 else end])
+
+
 class JSONLTask:
     """Any JSONL file of questions and answers.
 
@@ -46,6 +52,13 @@ class JSONLTask:
     model's text. ``answers="numeric"`` insists on numbers: an answer that is not one is
     an error naming its ``path:line``. ``answers="text"`` compares every answer as text.
 
+    **Scoring.** Numeric answers are read as :mod:`deliberation_env.tasks.numeric` says:
+    ``scoring="strict"`` (the default) only from "The answer is N.", ``"lenient"`` as the
+    last number anywhere. Text answers are the rest of the line after "Answer:" (any
+    case): under strict scoring every such line of the text must give the same answer (a
+    text that answers twice, differently, has none), under lenient scoring the last one
+    counts.
+
     Ids are ``<file stem>-<split>-<index in split>``.
 
     Args:
@@ -53,10 +66,11 @@ class JSONLTask:
         question_field: Name of the question field (a non-empty string in every record).
         answer_field: Name of the answer field (a non-empty string or a number).
         answers: ``"auto"``, ``"numeric"`` or ``"text"`` (see above).
+        scoring: ``"strict"`` or ``"lenient"`` (see above).
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
-        ValueError: On a bad ``answers`` or a malformed record (naming ``path:line``).
+        ValueError: On a bad ``answers`` or ``scoring``, or a malformed record (naming ``path:line``).
     """
 
     name = "jsonl"
@@ -67,7 +81,9 @@ class JSONLTask:
         question_field: str = "question",
         answer_field: str = "answer",
         answers: str = "auto",
+        scoring: str = "strict",
     ) -> None:
+        self.scoring = check_scoring(scoring)
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"no such file or directory: {self.path}")
@@ -123,13 +139,15 @@ class JSONLTask:
         return self._problems[check_split(split)]
 
     def parse(self, problem: Problem, text: str) -> str | None:
-        """The number (numeric tasks) or the text after the last ``Answer:``."""
+        """The number (numeric tasks) or the text after ``Answer:``, under the task's
+        ``scoring`` (see the class docstring)."""
         if self.numeric:
-            return extract_number(text)
-        markers = list(_ANSWER_MARKER.finditer(text))
-        if not markers:
-            return None
-        return canonical_text(text[markers[-1].end():].split("\n")[0]) or None
+            return read_number(text, self.scoring)
+        answers = [_rest_of_line(text, marker.end()) for marker in _ANSWER_MARKER.finditer(text)]
+        if self.scoring == "strict":
+            answers = [answer for answer in answers if answer]
+            return answers[0] if answers and len(set(answers)) == 1 else None
+        return (answers[-1] or None) if answers else None
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:
         """Exact match of canonical answers."""

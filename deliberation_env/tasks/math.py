@@ -13,8 +13,17 @@ A directory with ``train.jsonl`` and ``test.jsonl`` keeps its own split. A singl
 is split by a hash of the normalized problem text (half train, half test), so copies of
 a problem land in the same split. Problem ids must be unique within a task.
 
-Decisions are the model's final answer as a LaTeX string: the content of its last
-``\\boxed{...}`` (braces balanced), else what follows the last "The answer is". Two
+Decisions are the model's final answer as a LaTeX string, read under the task's
+``scoring`` option:
+
+- ``"strict"`` (the default; the prompt asks for ``\\boxed{}``): the content of the
+  ``\\boxed{...}`` (braces balanced) when every box of the text holds the same answer
+  (:func:`answer_key`), the last one's text; a text without a box, or with boxes of
+  different answers, has none (:func:`stated_answer`).
+- ``"lenient"``: the content of the last ``\\boxed{...}``, else what follows the last
+  "The answer is" (:func:`extract_answer`).
+
+Two
 decisions are the same answer when ``math-verify`` says so (``\\frac{1}{2}``, ``0.5`` and
 ``\\dfrac12``; ``[1,3)`` and ``\\left[1,3\\right)``; ``3\\sqrt{2}`` and ``\\sqrt{18}``).
 For consensus, :meth:`MathTask.decision_key` groups answers by math-verify's parsed
@@ -37,7 +46,7 @@ from typing import Any
 
 from math_verify import LatexExtractionConfig, parse, verify
 
-from deliberation_env.tasks.base import SPLITS, Problem, check_split, selection
+from deliberation_env.tasks.base import SPLITS, Problem, check_scoring, check_split, selection
 from deliberation_env.tasks.sources import (
     check_unique_ids,
     load_split,
@@ -55,6 +64,7 @@ MATH_INSTRUCTIONS = (
 )
 
 _BOXED = "\\boxed"
+_BRACES = re.compile(r"\\boxed\{|\{|\}")
 _ANSWER_IS = re.compile(r"answer is\s*:?\s*(.+)", re.IGNORECASE)
 _LATEX_EXTRACTION = (LatexExtractionConfig(),)
 
@@ -78,8 +88,41 @@ def last_boxed(text: str) -> str | None:
     return None
 
 
+def boxed(text: str) -> list[str]:
+    """The contents of every ``\\boxed{...}`` of ``text`` with balanced braces, in the order they close.
+
+    >>> boxed(r"\\boxed{1} and \\boxed{\\frac{1}{2}} but \\boxed{3")
+    ['1', '\\\\frac{1}{2}']
+    """
+    contents, opened = [], []  # opened: per open brace, where its box's content starts (None: no box)
+    for match in _BRACES.finditer(text):
+        if match.group() == "}":
+            if opened and (start := opened.pop()) is not None:
+                contents.append(text[start : match.start()].strip())
+        else:
+            opened.append(match.end() if match.group() != "{" else None)
+    return contents
+
+
+def stated_answer(text: str) -> str | None:
+    """The final answer ``text`` states in the asked form (strict scoring), or ``None``:
+    the whitespace-normalized content of its boxes when they all hold one answer.
+
+    >>> stated_answer(r"So $\\boxed{\\frac{1}{2}}$, i.e. \\boxed{0.5}.")
+    '0.5'
+    >>> stated_answer(r"\\boxed{2} or \\boxed{3}") is None, stated_answer("The answer is 2.") is None
+    (True, True)
+    """
+    answers = [_squeeze(content) for content in boxed(text)]
+    answers = [answer for answer in answers if answer]
+    if not answers or len({answer_key(answer) for answer in set(answers)}) > 1:
+        return None
+    return answers[-1]
+
+
 def extract_answer(text: str) -> str | None:
-    """The final answer in a model's text, as a whitespace-normalized string, or ``None``.
+    """The final answer in a model's text under lenient scoring, as a whitespace-normalized
+    string, or ``None``.
 
     The last ``\\boxed{...}``, else the rest of the line after the last "The answer is"
     (without surrounding ``$``/``\\(...\\)`` and a final period).
@@ -149,7 +192,8 @@ class _CompetitionMath:
     name: str
     instructions = MATH_INSTRUCTIONS
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, scoring: str = "strict") -> None:
+        self.scoring = check_scoring(scoring)
         self.path = path
         located = {  # read both splits now: fail here, not mid-episode, on a bad record
             split: [
@@ -181,8 +225,9 @@ class _CompetitionMath:
         return splits
 
     def parse(self, problem: Problem, text: str) -> str | None:
-        """The final answer in ``text`` (see :func:`extract_answer`)."""
-        return extract_answer(text)
+        """The final answer in ``text`` under the task's ``scoring`` (:func:`stated_answer`
+        when strict, :func:`extract_answer` when lenient)."""
+        return stated_answer(text) if self.scoring == "strict" else extract_answer(text)
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:
         """Whether math-verify finds ``decision`` equal to the reference."""
@@ -213,6 +258,8 @@ class MathTask(_CompetitionMath):
             (hash-split by problem text), or a Hugging Face dataset id.
         levels: Keep only these levels (e.g. ``(4, 5)`` or ``("Level 5",)``); ``None``: all.
         types: Keep only these subjects (e.g. ``("Algebra",)``); ``None``: all.
+        scoring: ``"strict"`` (only ``\\boxed{}`` answers count) or ``"lenient"`` (see the
+            module docstring).
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
@@ -228,11 +275,12 @@ class MathTask(_CompetitionMath):
         path: str | Path,
         levels: Iterable[int | str] | None = None,
         types: Iterable[str] | None = None,
+        scoring: str = "strict",
     ) -> None:
         chosen_levels = selection("levels", levels)
         self.levels = None if chosen_levels is None else {_level(level) for level in chosen_levels}
         self.types = selection("types", types)
-        super().__init__(path)
+        super().__init__(path, scoring)
 
     def _problem(self, where: str, record: dict[str, Any]) -> Problem:
         if record.get("answer") is not None:
@@ -294,6 +342,7 @@ class AIMETask(_CompetitionMath):
     Args:
         path: A directory with ``train.jsonl`` and ``test.jsonl``, one JSONL file
             (hash-split), or a Hugging Face dataset id.
+        scoring: ``"strict"`` or ``"lenient"`` (see the module docstring).
     """
 
     name = "aime"
@@ -305,6 +354,7 @@ class AMCTask(_CompetitionMath):
     Args:
         path: A directory with ``train.jsonl`` and ``test.jsonl``, one JSONL file
             (hash-split), or a Hugging Face dataset id.
+        scoring: ``"strict"`` or ``"lenient"`` (see the module docstring).
     """
 
     name = "amc"

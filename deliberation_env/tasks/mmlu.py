@@ -16,7 +16,16 @@ Two layouts are read:
 Files are UTF-8 (a leading byte-order mark is allowed); a bad row or record is an error
 naming ``path:line``.
 
-Decisions are the letters ``A``-``D``.
+Decisions are the letters ``A``-``D``, read under the task's ``scoring`` option:
+
+- ``"strict"`` (the default; the prompt asks for "Answer: X"): a *statement* is "Answer:"
+  or "answer is" (any case), then optional spaces, ``**``, ``(`` and ``:``, then a
+  capital letter A-D standing alone ("Answer: B", "**Answer:** (B)", "The answer is
+  B."); the decision is the stated letter when every statement of the text states the
+  same one; a text without a statement, or with statements of different letters, has
+  none (:func:`stated_letter`).
+- ``"lenient"``: the last "Answer: X" / "the answer is (X)" / "option X" / ``\\boxed{X}``,
+  else a reply that is just a letter (:func:`extract_letter`).
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from deliberation_env.tasks.base import SPLITS, Problem, check_split, selection
+from deliberation_env.tasks.base import SPLITS, Problem, check_scoring, check_split, selection
 from deliberation_env.tasks.sources import (
     check_unique_ids,
     load_split,
@@ -50,10 +59,24 @@ _CSV_SPLITS = {"test": ("test",), "train": ("dev", "val")}
 _MARKED = re.compile(r"(?i:answer|option|choice)\s*(?i:is)?\s*:?\s*\(?\**([ABCD])\b")
 _BOXED = re.compile(r"\\boxed\{\s*(?:\\text\{)?\s*\(?([ABCD])\)?\s*\}?\s*\}")
 _ALONE = re.compile(r"^\W*\(?([ABCD])\)?\W*$")
+_STATED = re.compile(r"\b(?i:answer)(?:\s+(?i:is)\b|\s*:)[\s*(:]*([ABCD])\b")
+
+
+def stated_letter(text: str) -> str | None:
+    """The option letter ``text`` states as its answer in the asked form (strict scoring:
+    see the module docstring), or ``None``.
+
+    >>> stated_letter("B looks tempting.\\nAnswer: C"), stated_letter("**Answer:** (C) and the answer is C.")
+    ('C', 'C')
+    >>> stated_letter("Answer: B. No wait, Answer: C"), stated_letter("C"), stated_letter("the answer is a guess")
+    (None, None, None)
+    """
+    letters = set(_STATED.findall(text))
+    return letters.pop() if len(letters) == 1 else None
 
 
 def extract_letter(text: str) -> str | None:
-    """The chosen option letter in a model's text, or ``None``.
+    """The chosen option letter in a model's text under lenient scoring, or ``None``.
 
     The last "Answer: X" / "the answer is (X)" / ``\\boxed{X}``, else a reply that is
     just a letter.
@@ -80,6 +103,8 @@ class MMLUTask:
         path: A directory of ``<subject>_{test,dev,val}.csv`` files, a directory with
             ``train.jsonl``/``test.jsonl``, one JSONL file, or a Hugging Face dataset id.
         subjects: Keep only these subjects (e.g. ``["anatomy", "virology"]``); ``None``: all.
+        scoring: ``"strict"`` (only "Answer: X" counts) or ``"lenient"`` (see the module
+            docstring).
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
@@ -89,7 +114,8 @@ class MMLUTask:
     name = "mmlu"
     instructions = MMLU_INSTRUCTIONS
 
-    def __init__(self, path: str | Path, subjects: Iterable[str] | None = None) -> None:
+    def __init__(self, path: str | Path, subjects: Iterable[str] | None = None, scoring: str = "strict") -> None:
+        self.scoring = check_scoring(scoring)
         self.path = path
         self.subjects = selection("subjects", subjects)
         located = {split: self._load(split) for split in SPLITS}
@@ -120,8 +146,9 @@ class MMLUTask:
         return [(where, _from_record(where, record)) for where, record in records]
 
     def parse(self, problem: Problem, text: str) -> str | None:
-        """The chosen letter (see :func:`extract_letter`)."""
-        return extract_letter(text)
+        """The chosen letter under the task's ``scoring`` (:func:`stated_letter` when strict,
+        :func:`extract_letter` when lenient)."""
+        return stated_letter(text) if self.scoring == "strict" else extract_letter(text)
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:
         """Whether the chosen letter is the reference letter."""

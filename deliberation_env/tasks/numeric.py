@@ -1,4 +1,22 @@
-"""Numeric answers: canonical form, extraction from model text, and a base for numeric tasks."""
+"""Numeric answers: canonical form, extraction from model text, and a base for numeric tasks.
+
+**Strict scoring** (:func:`stated_number`) reads only a final answer stated as the
+prompt asks, "The answer is N.":
+
+- a *statement* is "answer is" (any case; "The answer is", "The final answer is"),
+  an optional ``:``, optional markup (spaces, ``**``, ``$``, ``\\(``, ``\\boxed{``), then
+  a number N: an optional sign and ``$``, digits (thousands may be grouped by commas),
+  an optional decimal part or ``/denominator``; what follows N up to the period is free
+  ("The answer is 18 apples."), unless N goes on as an expression or a list: an
+  operator, a comparison, ``,`` ``;`` ``or`` ``and`` ``to`` followed by another number
+  ("The answer is 3 + 4 = 7", "The answer is 5 or 6") makes it no statement;
+- the decision is the canonical N of the statements when they all state the same
+  number; a text without a statement, or with statements of different numbers ("The
+  answer is 3. The answer is 4."), has no answer.
+
+**Lenient scoring** (:func:`extract_number`): the last ``\\boxed{...}``, else the last
+"The answer is N" / "Answer: N" / "#### N", else the last number anywhere in the text.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +35,10 @@ _NUMBER = r"[-+]?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?"
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _MARKED = re.compile(rf"(?:####|answer is|answer:|answer =)\s*\**\s*({_NUMBER})", re.IGNORECASE)
 _ANY = re.compile(_NUMBER)
+_GOES_ON = r"\s*(?:[-+*/×÷=<>^,;]|\\times|\\cdot|\\div|\bor\b|\band\b|\bto\b)\s*\$?\s*\(?[-+]?\d"
+_STATED = re.compile(
+    rf"\banswer\s+is\b:?(?:[\s*$]|\\\(|\\boxed\{{)*((?>{_NUMBER}))(?!\d)(?!{_GOES_ON})", re.IGNORECASE
+)
 
 
 def canonical_number(text: str) -> str | None:
@@ -63,18 +85,43 @@ def extract_number(text: str) -> str | None:
     return None
 
 
+def stated_number(text: str) -> str | None:
+    """The number a text states as its final answer in the asked form, canonical, or
+    ``None`` (strict scoring: see the module docstring).
+
+    >>> stated_number("3 + 4 = 7, so the answer is 7.")
+    '7'
+    >>> stated_number("8 + 0 + 9 = 17") is None
+    True
+    >>> stated_number("The answer is 3. The answer is 4.") is None
+    True
+    >>> stated_number("The final answer is **$1,250**.")
+    '1250'
+    """
+    numbers = {canonical_number(match) for match in _STATED.findall(text)} - {None}
+    return numbers.pop() if len(numbers) == 1 else None
+
+
+def read_number(text: str, scoring: str) -> str | None:
+    """The numeric answer of ``text`` under ``scoring`` (:func:`stated_number` when
+    ``"strict"``, :func:`extract_number` when ``"lenient"``)."""
+    return stated_number(text) if scoring == "strict" else extract_number(text)
+
+
 class NumericTask:
     """Shared behaviour of tasks whose decisions are numbers (arithmetic, GSM8K, ...).
 
-    Subclasses set ``name`` and implement ``problems(split)``.
+    Subclasses set ``name``, implement ``problems(split)`` and take the ``scoring`` option
+    (``"strict"`` unless they set it: see the module docstring).
     """
 
     name: str
     instructions: str = NUMERIC_INSTRUCTIONS
+    scoring: str = "strict"
 
     def parse(self, problem: Problem, text: str) -> str | None:
-        """The last numeric answer in ``text`` (see :func:`extract_number`)."""
-        return extract_number(text)
+        """The numeric answer of ``text`` under the task's ``scoring`` (:func:`read_number`)."""
+        return read_number(text, self.scoring)
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:
         """Exact match of canonical numbers."""

@@ -77,7 +77,7 @@ def test_math_episode(tmp_path):
         right=lambda turn, reference: (
             f"Step by step... so the answer is $\\boxed{{\\frac{{{2 * int(reference)}}}{{2}}}}$."
         ),
-        wrong=lambda turn, reference: "The answer is 1000.",
+        wrong=lambda turn, reference: "The answer is $\\boxed{1000}$.",
     )
     assert_right_right_wrong(history)
     assert history[0]["agent_2"]["decision"] == "1000"

@@ -43,7 +43,7 @@ def test_gsm8k_reads_local_jsonl(tmp_path):
     assert [p.answer for p in task.problems("train")] == ["1000"]
     test = task.problems("test")
     assert [p.answer for p in test] == ["18", "18"]
-    assert task.is_correct(test[0], task.parse(test[0], "She pays $18.00 in total.\n#### 18"))
+    assert task.is_correct(test[0], task.parse(test[0], "She pays $18.00 in total.\nThe answer is $18."))
     env = de.parallel_env(task=task, team="simulated", split="test")
     _, infos = env.reset(seed=0)
     assert infos["agent_0"]["problem_id"].startswith("gsm8k-test")
@@ -76,13 +76,15 @@ def test_jsonl_task_numeric_and_text(tmp_path):
     task = de.tasks.get("jsonl", path=numeric, question_field="q", answer_field="a")
     (problem,) = task.problems("train") + task.problems("test")  # one file: hash-split
     assert task.numeric and problem.answer == "4"
-    assert task.is_correct(problem, task.parse(problem, "It is 4."))
+    assert task.is_correct(problem, task.parse(problem, "It is 4. The answer is 4."))
     text = write_jsonl(tmp_path / "t.jsonl", [{"question": "Capital of France?", "answer": "Paris"}])
     task = de.tasks.get("jsonl", path=text)
     (problem,) = task.problems("train") + task.problems("test")
     assert not task.numeric
     assert task.is_correct(problem, task.parse(problem, "Let me think.\nAnswer:  paris."))
-    assert task.is_correct(problem, task.parse(problem, "ANSWER: no.\nİİ think. Answer: Paris"))
+    assert task.parse(problem, "ANSWER: no.\nİİ think. Answer: Paris") is None  # strict: two different answers
+    lenient = de.tasks.get("jsonl", path=text, scoring="lenient")
+    assert lenient.is_correct(problem, lenient.parse(problem, "ANSWER: no.\nİİ think. Answer: Paris"))
     assert task.parse(problem, "no marker here") is None
 
 

@@ -239,7 +239,10 @@ def test_aime_and_amc(tmp_path, task_class, name):
     problems = task.problems("train") + task.problems("test")
     assert len(problems) == 6
     by_answer = {p.answer: p for p in problems}
-    assert task.is_correct(by_answer["33"], task.parse(by_answer["33"], "Thus the answer is 033."))
+    assert task.is_correct(by_answer["33"], task.parse(by_answer["33"], "Thus the answer is \\boxed{033}."))
+    assert task.parse(by_answer["33"], "Thus the answer is 033.") is None  # strict: the prompt asks for a box
+    lenient = tasks.get(name, path=tmp_path / f"{name}.jsonl", scoring="lenient")
+    assert lenient.is_correct(by_answer["33"], lenient.parse(by_answer["33"], "Thus the answer is 033."))
     assert task.is_correct(
         by_answer["0.5"], task.parse(by_answer["0.5"], "$\\boxed{\\frac{1}{2}}$")
     )
