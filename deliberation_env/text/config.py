@@ -14,12 +14,13 @@ env's counterpart is :class:`deliberation_env.config.EnvConfig`.
 >>> TextEnvConfig(protocol="debate")
 Traceback (most recent call last):
 ...
-ValueError: protocol must be None, one of ('math', 'coding') or a TextProtocol instance, got 'debate'
+ValueError: protocol must be None, one of ('math', 'coding'), an import path 'module:attribute' or a TextProtocol instance, got 'debate'
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -29,6 +30,7 @@ from tyro.constructors import PrimitiveConstructorSpec
 
 from deliberation_env.config import SPLITS, task_arguments, with_max_cycles
 from deliberation_env.tasks import Task, names
+from deliberation_env.tasks.base import check_scoring
 from deliberation_env.tasks import get as get_task
 from deliberation_env.text.protocols.base import TextProtocol
 from deliberation_env.text.protocols.coding import CodingProtocol
@@ -54,6 +56,24 @@ def _name_on_the_command_line(metavar: str) -> PrimitiveConstructorSpec:
     )
 
 
+def import_protocol(path: str) -> TextProtocol:
+    """The protocol instance at ``path``, ``"module:attribute"`` (the module is imported).
+
+    >>> import_protocol("deliberation_env.text.config:DEFAULT_TASK")
+    Traceback (most recent call last):
+    ...
+    TypeError: protocol 'deliberation_env.text.config:DEFAULT_TASK' is a str, not a TextProtocol instance
+    """
+    module_name, _, attribute = path.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"protocol {path!r}: cannot import {attribute!r} from module {module_name!r} ({error})") from error
+    if not isinstance(found, TextProtocol):
+        raise TypeError(f"protocol {path!r} is a {type(found).__name__}, not a TextProtocol instance")
+    return found
+
+
 @dataclass
 class TextEnvConfig:
     """Every argument of the text-action env (``de.text_env``, ``de.text_vector_env``) but
@@ -71,7 +91,10 @@ class TextEnvConfig:
     """Further keyword arguments of a task given by name (``de.tasks.get(task, **task_kwargs)``)."""
     protocol: Annotated[str | TextProtocol | None, _name_on_the_command_line("NAME")] = None
     """How the team collaborates: None (the task's default: ``coding`` for humaneval,
-    ``math`` for every other task), ``math``, ``coding``, or from Python a
+    ``math`` for every other task), ``math``, ``coding``, the import path of a protocol
+    instance, ``"module:attribute"`` (e.g. a
+    :class:`~deliberation_env.text.protocols.function.FunctionProtocol` in the user's
+    module, as the CLI takes it), or from Python a
     :class:`~deliberation_env.text.protocols.base.TextProtocol` instance (e.g. a
     ``WritingProtocol``)."""
     split: str = "train"
@@ -88,6 +111,11 @@ class TextEnvConfig:
     """End an episode early once the joint reward R reaches this value (None: never)."""
 
     # Reward
+    scoring: str = "strict"
+    """How the math protocol reads answers: ``strict`` (only a final answer stated in the
+    form the prompt asks for counts, e.g. "The answer is N."; a completion cut at the token
+    budget is no answer) or ``lenient`` (the task's forgiving reader, e.g. the last number
+    anywhere). Not with a protocol instance, which brings its own; humaneval: strict only."""
     reward_scale: float = 1.0
     """Multiplies the joint reward in ``rewards`` (> 0; the parts in infos are unscaled)."""
 
@@ -103,6 +131,7 @@ class TextEnvConfig:
             setattr(self, name, int(value))
         if self.split not in SPLITS:
             raise ValueError(f"split must be 'train' or 'test', got {self.split!r}")
+        check_scoring(self.scoring)
         if not (is_number(self.reward_scale) and 0 < self.reward_scale < math.inf):
             raise ValueError(f"reward_scale must be a finite number > 0, got {self.reward_scale!r}")
         if self.stop_threshold is not None and not (is_number(self.stop_threshold) and math.isfinite(self.stop_threshold)):
@@ -110,8 +139,15 @@ class TextEnvConfig:
         self._check_protocol()
 
     def _check_protocol(self) -> None:
-        """The protocol and the task agree (nothing is loaded)."""
-        if isinstance(self.protocol, TextProtocol):
+        """The protocol and the task agree (nothing is loaded but an imported protocol's module)."""
+        if isinstance(self.protocol, str) and ":" in self.protocol:
+            import_protocol(self.protocol)
+        if isinstance(self.protocol, TextProtocol) or (isinstance(self.protocol, str) and ":" in self.protocol):
+            if self.scoring != "strict":
+                raise ValueError(
+                    "a protocol instance brings its own scoring: give it to the protocol "
+                    f"(MathProtocol(task, scoring={self.scoring!r})), not to the env"
+                )
             given = [name for name in ("task", "path", "difficulty", "task_kwargs") if getattr(self, name)]
             if given:
                 raise ValueError(
@@ -119,7 +155,10 @@ class TextEnvConfig:
                 )
             return
         if self.protocol is not None and self.protocol not in PROTOCOLS:
-            raise ValueError(f"protocol must be None, one of {PROTOCOLS} or a TextProtocol instance, got {self.protocol!r}")
+            raise ValueError(
+                f"protocol must be None, one of {PROTOCOLS}, an import path 'module:attribute' or a "
+                f"TextProtocol instance, got {self.protocol!r}"
+            )
         task = DEFAULT_TASK if self.task is None else self.task
         task_arguments(task, self.task_kwargs, self.path, self.difficulty)
         if isinstance(task, str) and task not in names():
@@ -129,6 +168,8 @@ class TextEnvConfig:
             raise ValueError(f"the coding protocol needs the 'humaneval' task, got {name!r}")
         if self.protocol == "math" and name in CODE_TASKS:
             raise ValueError(f"task {name!r} needs protocol 'coding' (or None), not 'math'")
+        if self.scoring == "lenient" and (self.protocol == "coding" or name in CODE_TASKS):
+            raise ValueError(f"task {name!r} is judged by its tests: it has no lenient scoring (use scoring='strict')")
 
     def task_arguments(self) -> dict[str, Any]:
         """The keyword arguments of the task given by name: ``task_kwargs`` plus ``path`` and
@@ -145,9 +186,11 @@ class TextEnvConfig:
         on the task (loads the task's data)."""
         if isinstance(self.protocol, TextProtocol):
             return self.protocol
+        if isinstance(self.protocol, str) and ":" in self.protocol:
+            return import_protocol(self.protocol)
         task = self.build_task()
         coding = self.protocol == "coding" or (self.protocol is None and task.name in CODE_TASKS)
-        return CodingProtocol(task) if coding else MathProtocol(task)
+        return CodingProtocol(task) if coding else MathProtocol(task, scoring=self.scoring)
 
     def env_kwargs(self) -> dict[str, Any]:
         """The env's arguments as keywords of ``de.text_env`` / ``de.text_vector_env`` (of
