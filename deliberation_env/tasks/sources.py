@@ -18,6 +18,7 @@ Data files are UTF-8 (a leading byte-order mark is allowed). Records come with *
 they were read (``"path:line"``, or ``"id[split]:row"``), which every error about a
 record names: text that is not UTF-8, a line that is not one JSON object (``NaN``,
 ``Infinity`` and repeated keys included), a missing, ``null``, empty or mistyped field.
+A file with no record at all is an error too, naming the file.
 """
 
 from __future__ import annotations
@@ -101,6 +102,23 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if not isinstance(record, dict):
             raise ValueError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")  # noqa: TRY004 (bad data, not a bad argument)
         yield number, record
+
+
+def read_records(path: Path) -> list[Record]:
+    """The records of a JSONL file, each with where it was read (``"path:line"``).
+
+    Raises:
+        FileNotFoundError: If ``path`` does not exist.
+        ValueError: As :func:`read_jsonl`, and if the file holds no record at all (empty,
+            or only blank lines), naming ``path``.
+    """
+    records = [(f"{path}:{line}", record) for line, record in read_jsonl(path)]
+    if not records:
+        raise ValueError(
+            f"{path}: no records (the file is empty or holds only blank lines); a data file "
+            "holds one JSON object per line"
+        )
+    return records
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -201,9 +219,9 @@ def load_split(
         file = path / f"{split}.jsonl"
         if not file.is_file():
             raise FileNotFoundError(f"{path} is a directory but has no {split}.jsonl")
-        return [(f"{file}:{line}", record) for line, record in read_jsonl(file)]
+        return read_records(file)
     if path.is_file():
-        records = [(f"{path}:{line}", record) for line, record in read_jsonl(path)]
+        records = read_records(path)
     else:
         splits = _hub_splits(str(source))
         held_out = [record for name in ("dev", "validation") for record in splits.get(name, [])]

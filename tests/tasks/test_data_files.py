@@ -112,6 +112,23 @@ def test_a_missing_directory_split_file_is_named(tmp_path, name):
         _load(name, tmp_path)
 
 
+@pytest.mark.parametrize("name", [*LOADERS, "humaneval"])
+@pytest.mark.parametrize("text", ["", "\n  \n\t\n", "\ufeff\r\n"])
+def test_a_file_with_no_records_is_refused_naming_it(tmp_path, name, text):
+    path = tmp_path / "data.jsonl"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"data\.jsonl: no records \(the file is empty"):
+        _load(name, path)
+
+
+@pytest.mark.parametrize("name", LOADERS)
+def test_an_empty_split_file_is_refused_naming_it(tmp_path, name):
+    (tmp_path / "train.jsonl").write_text("\n".join(_lines(name, 2)) + "\n")
+    (tmp_path / "test.jsonl").write_text("\n")
+    with pytest.raises(ValueError, match=r"test\.jsonl: no records"):
+        _load(name, tmp_path)
+
+
 def test_mmlu_csv_files_accept_a_bom_and_refuse_bad_bytes(tmp_path):
     data = tmp_path / "data" / "test"
     data.mkdir(parents=True)
