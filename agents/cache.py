@@ -18,26 +18,40 @@ backend that was: the llama.cpp backend, for one, drew its tokens at the tempera
 top-p until 2026-11-24 (``agents.sampling``), and its rows from before are served as they
 were stored (give a run another cache file to keep backend versions apart).
 
+A row is served only to the model that made it: ``model_id`` names the model by its bytes
+(local models: a SHA-256 of their files, :mod:`agents.fingerprint`; a server: its model
+name and URL). Rows of older versions, whose ids named a model by its file name alone,
+are never served (an offline miss says so: regenerate them with ``offline=False``).
+
 Parameters are normalized first, so equal values give equal keys: numpy scalars become
 Python numbers, ``temperature`` and ``top_p`` are floats (``0`` and ``0.0`` are one
 key), ``max_tokens``, ``top_k`` and ``seed`` integers; a value that cannot be normalized (a float
-seed, a bare string as ``stop``) is a :class:`TypeError` naming the parameter.
+or boolean seed, a bare string as ``stop``) is a :class:`TypeError` naming the parameter.
+The inner backend receives the normalized requests (a numpy seed reaches it as an ``int``).
 
 Nothing wrong is served. Every row holds a SHA-256 checksum of its key and value; a
 row whose checksum does not match (a flipped byte on disk) is a miss with a warning: it
 is regenerated and replaced, or, offline, a :class:`CacheMissError` that says the row
 was corrupt. Rows written before checksums existed (files of an older version, whose
 tables are migrated on first writable use) cannot be verified and are treated the same
-way. A backend that returns more or fewer results than requests is a
-:class:`~agents.base.BackendError`, and that chunk is not stored.
+way. So is a row whose checksum holds but whose values no backend returns (a text that is
+not a string, a token count that is not an integer >= 0, a finish reason other than
+``"stop"`` and ``"length"``, log-probabilities that are not numbers <= 0 or ``null``, or
+not one per candidate): the warning or error names its key. A backend that returns more or
+fewer results than requests, or such a value, is a :class:`~agents.base.BackendError`,
+and that chunk is not stored.
 
 The database is in WAL mode (readers never block the writer) with a busy timeout, so
 several processes (parallel runs, a learner and an evaluator) can share one file.
 ``offline=True`` opens the file read-only, serves only what is cached and raises
 :class:`CacheMissError` for the rest: an exact offline replay, also from read-only
-media. A file that cannot be used (not a database, damaged, read-only for an online
-run, locked for too long) is a :class:`CacheFileError` naming the file and what to do;
-a full disk only warns: the results just generated are returned, uncached.
+media (a read-only mount, or a file or directory without write permission; a file whose
+write-ahead log cannot be read there is read without it, with a warning). An existing file
+that cannot be written is opened read-only by an online cache too: it replays what it
+holds, and a request it does not hold is a :class:`CacheReadOnlyError` before anything is
+generated. A file that cannot be used (not a database, damaged, locked for too long, not
+there and not creatable) is a :class:`CacheFileError` naming the file and what to do; a
+full disk only warns: the results just generated are returned, uncached.
 
 The file is ``$DELIBERATION_ENV_CACHE`` if that variable is set when this module is
 imported, else ``~/.cache/deliberation_env/responses.sqlite``.
@@ -47,6 +61,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import numbers
 import operator
 import os
@@ -54,7 +69,7 @@ import sqlite3
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -89,6 +104,8 @@ _VALUES = {  # the columns a result is built from, in order; the checksum covers
     "generations": ("text", "prompt_tokens", "completion_tokens", "finish_reason"),
     "logprobs": ("logprobs", "prompt_tokens"),
 }
+FINISH_REASONS = ("stop", "length")
+"""The finish reasons a generation may have (:class:`agents.base.Generation`)."""
 
 Request = TypeVar("Request", GenerationRequest, LogprobRequest)
 Result = TypeVar("Result", Generation, LogprobResult)
@@ -106,6 +123,11 @@ class CacheFileError(BackendError):
 
 class CacheFullError(CacheFileError):
     """The disk (or the database's size limit) is full."""
+
+
+class CacheReadOnlyError(CacheMissError, CacheFileError):
+    """The cache file cannot be written (read-only media or permissions), so what it does
+    not hold cannot be generated and stored."""
 
 
 # ------------------------------------------------------------------ the file
@@ -154,16 +176,27 @@ def _switch_to_wal(db: sqlite3.Connection) -> None:
 
 
 def _connect_read_only(path: Path) -> sqlite3.Connection:
-    """Open with ``mode=ro``; on read-only media, where SQLite cannot create the WAL
-    index next to the file, open it as ``immutable`` (nobody can be writing to it)."""
+    """Open with ``mode=ro``; where SQLite cannot create the WAL index next to the file
+    (a read-only mount: SQLITE_CANTOPEN; a directory without write permission:
+    SQLITE_READONLY), open it as ``immutable`` (nobody can be writing to it). An immutable
+    file is read without its write-ahead log: a warning says so when there is one."""
     if not path.is_file():
         raise FileNotFoundError(path)
     uri = path.resolve().as_uri()
     try:
         return _checked(sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S))
     except sqlite3.OperationalError as error:
-        if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_READONLY:
+        if error.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN):
             raise
+    log = Path(f"{path}-wal")
+    if log.is_file() and log.stat().st_size:
+        warnings.warn(
+            f"response cache {path} is read from read-only media without its write-ahead log "
+            f"{log.name}: rows committed to the log alone are missing; to read them, open the file "
+            "once where it can be written (that folds the log into it)",
+            RuntimeWarning,
+            stacklevel=5,
+        )
     return _checked(sqlite3.connect(f"{uri}?immutable=1", uri=True))
 
 
@@ -204,7 +237,7 @@ def _file_error(path: Path, error: sqlite3.Error | OSError, read_only: bool) -> 
     if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM):
         if read_only:
             return CacheFileError(f"{where} cannot be read ({error}): check that it is readable")
-        return CacheFileError(
+        return CacheReadOnlyError(
             f"{where} cannot be written ({error}): make the file and its directory writable, "
             "pass another path, or replay it read-only with offline=True"
         )
@@ -238,63 +271,77 @@ def _key(*parts: object) -> str:
 
 
 def _generation_key(model_id: str, request: GenerationRequest) -> str:
+    """The key of a request :func:`_normalized` already."""
     return _key(
         "generate",
         model_id,
-        _messages(request.messages),
-        _integer("max_tokens", request.max_tokens),
-        _real("temperature", request.temperature),
-        _real("top_p", request.top_p),
-        _integer("seed", request.seed),
-        _strings("stop", request.stop),
+        request.messages,
+        request.max_tokens,
+        request.temperature,
+        request.top_p,
+        request.seed,
+        request.stop,
         # only when set, so that the keys of requests without a top-k are those of earlier versions
-        *([["top_k", top_k]] if (top_k := _integer("top_k", request.top_k)) else []),
+        *([["top_k", request.top_k]] if request.top_k else []),
     )
 
 
 def _logprob_key(model_id: str, request: LogprobRequest) -> str:
-    return _key(
-        "logprobs",
-        model_id,
+    """The key of a request :func:`_normalized` already."""
+    return _key("logprobs", model_id, request.messages, request.candidates)
+
+
+def _normalized(request: Request) -> Request:
+    """``request`` with plain Python values: what is keyed, and what the inner backend gets.
+
+    Raises:
+        TypeError: A parameter cannot be normalized; the message names it.
+    """
+    if isinstance(request, LogprobRequest):
+        return LogprobRequest(_messages(request.messages), _strings("candidates", request.candidates))
+    return GenerationRequest(
         _messages(request.messages),
-        _strings("candidates", request.candidates),
+        max_tokens=_integer("max_tokens", request.max_tokens),
+        temperature=_real("temperature", request.temperature),
+        top_p=_real("top_p", request.top_p),
+        seed=_integer("seed", request.seed),
+        stop=_strings("stop", request.stop),
+        top_k=_integer("top_k", request.top_k),
     )
 
 
 def _real(name: str, value: object) -> float:
-    """``value`` as a Python float (any int, float or numpy number)."""
+    """``value`` as a Python float (any int, float or numpy number; not a boolean)."""
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return float(value)
     raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
 
 
 def _integer(name: str, value: object) -> int:
-    """``value`` as a Python int (any int or numpy integer; not a float)."""
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(
-            f"{name} must be an integer, got {value!r} ({type(value).__name__})"
-        ) from None
+    """``value`` as a Python int (any int or numpy integer; not a float or a boolean)."""
+    if not isinstance(value, bool):
+        with suppress(TypeError):
+            return operator.index(value)
+    raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
 
 
-def _strings(name: str, values: object) -> list[str]:
-    """``values`` as a list of Python strings (a bare string is refused, not split)."""
+def _strings(name: str, values: object) -> tuple[str, ...]:
+    """``values`` as a tuple of Python strings (a bare string is refused, not split)."""
     if isinstance(values, str) or not isinstance(values, Sequence):
         raise TypeError(f"{name} must be a sequence of strings, got {values!r}")
     if not all(isinstance(value, str) for value in values):
         raise TypeError(f"{name} must hold only strings, got {values!r}")
-    return [str(value) for value in values]
+    return tuple(str(value) for value in values)
 
 
-def _messages(messages: Sequence[Message]) -> list[dict[str, str]]:
+def _messages(messages: Sequence[Message]) -> tuple[dict[str, str], ...]:
     """``messages`` as plain dicts of strings."""
     for message in messages:
         if not isinstance(message, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in message.items()
         ):
             raise TypeError(f"messages must be dicts of strings, got {message!r:.200}")
-    return [{str(k): str(v) for k, v in message.items()} for message in messages]
+    return tuple({str(k): str(v) for k, v in message.items()} for message in messages)
 
 
 # ------------------------------------------------------------------ the rows
@@ -319,9 +366,69 @@ def _to_values(result: Generation | LogprobResult) -> tuple:
 
 
 def _from_values(table: str, values: Sequence[object]) -> Generation | LogprobResult:
+    """The result of a row whose values passed :func:`row_problem`."""
     if table == "generations":
         return Generation(*values)
     return LogprobResult(tuple(json.loads(values[0])), values[1])
+
+
+def row_problem(table: str, values: Sequence[object], request: Request | None = None) -> str | None:
+    """What is wrong with a row's values (those of :data:`_VALUES`), or None if nothing is.
+
+    A row holds what a backend returns (:class:`~agents.base.Generation`,
+    :class:`~agents.base.LogprobResult`): a text, token counts that are integers >= 0, a
+    finish reason of :data:`FINISH_REASONS`, log-probabilities that are floats <= 0 (not
+    NaN) or null in a JSON list, and, given the ``request``, one of them per candidate.
+    """
+    if table == "generations":
+        text, prompt_tokens, completion_tokens, finish_reason = values
+        if not isinstance(text, str):
+            return f"text is a {type(text).__name__}, not a string"
+        if not isinstance(finish_reason, str) or finish_reason not in FINISH_REASONS:
+            return f"finish_reason is {finish_reason!r}, not one of {FINISH_REASONS}"
+        return _count_problem("prompt_tokens", prompt_tokens) or _count_problem(
+            "completion_tokens", completion_tokens
+        )
+    logprobs, prompt_tokens = values
+    scores = _json_list(logprobs)
+    if scores is None or not all(_is_logprob(score) for score in scores):
+        return f"logprobs is {logprobs!r:.100}, not a JSON list of floats <= 0 and nulls"
+    if request is not None and len(scores) != len(request.candidates):
+        return f"logprobs holds {len(scores)} scores for {len(request.candidates)} candidates"
+    return _count_problem("prompt_tokens", prompt_tokens)
+
+
+def _count_problem(name: str, value: object) -> str | None:
+    if type(value) is int and value >= 0:
+        return None
+    return f"{name} is {value!r}, not an integer >= 0"
+
+
+def _json_list(text: object) -> list | None:
+    """The list that ``text`` holds in JSON, else None."""
+    if not isinstance(text, str):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, list) else None
+
+
+def _is_logprob(score: object) -> bool:
+    return score is None or (type(score) is float and not math.isnan(score) and score <= 0.0)
+
+
+def _result_problem(table: str, result: object, request: Request) -> str | None:
+    """What is wrong with a result a backend returned, as it would be stored, or None."""
+    kind = Generation if table == "generations" else LogprobResult
+    if not isinstance(result, kind):
+        return f"a {type(result).__name__}, not a {kind.__name__}"
+    try:
+        values = _to_values(result)
+    except (TypeError, ValueError) as error:  # log-probs that JSON cannot hold
+        return f"logprobs {result.logprobs!r:.100} cannot be stored: {error}"
+    return row_problem(table, values, request)
 
 
 @dataclass
@@ -331,16 +438,18 @@ class _Lookup:
     found: dict[str, Generation | LogprobResult] = field(default_factory=dict)
     corrupt: set[str] = field(default_factory=set)
     unverified: set[str] = field(default_factory=set)
+    invalid: dict[str, str] = field(default_factory=dict)  # key: what is wrong with its values
 
 
-def _lookup(db: sqlite3.Connection, table: str, keys: Sequence[str]) -> _Lookup:
-    """The intact rows of ``keys`` in ``table``; corrupt and unverifiable rows apart."""
+def _lookup(db: sqlite3.Connection, table: str, requests: dict[str, Request]) -> _Lookup:
+    """The rows of ``requests`` (by key) in ``table`` that are intact and valid; the
+    corrupt, unverifiable and invalid ones apart."""
     lookup = _Lookup()
     columns = _column_names(db, table)
     if not columns:  # an empty file, opened read-only
         return lookup
     checksum = "checksum" if "checksum" in columns else "NULL"  # NULL: an older file, read-only
-    unique = list(dict.fromkeys(keys))
+    unique = list(requests)
     for start in range(0, len(unique), _SQL_VARIABLES):
         batch = unique[start : start + _SQL_VARIABLES]
         marks = ",".join("?" * len(batch))
@@ -348,11 +457,31 @@ def _lookup(db: sqlite3.Connection, table: str, keys: Sequence[str]) -> _Lookup:
         for key, stored, *values in db.execute(select, batch):
             if stored is None:
                 lookup.unverified.add(key)
-            elif _intact(key, values, stored):
-                lookup.found[key] = _from_values(table, values)
-            else:
+            elif not _intact(key, values, stored):
                 lookup.corrupt.add(key)
+            elif problem := row_problem(table, values, requests[key]):
+                lookup.invalid[key] = problem
+            else:
+                lookup.found[key] = _from_values(table, values)
     return lookup
+
+
+def _fingerprintless_rows(db: sqlite3.Connection, model_id: str) -> dict[str, int]:
+    """Rows by model id that an older version wrote for a model of ``model_id``'s kind,
+    under an id without the model's fingerprint (``@``); none if ``model_id`` has none."""
+    if "@" not in model_id:
+        return {}
+    kind = model_id.split(":", 1)[0]
+    counts: dict[str, int] = {}
+    for table in _TABLES:
+        if _column_names(db, table):
+            select = (
+                f"SELECT model_id, COUNT(*) FROM {table} "
+                "WHERE model_id LIKE ? || ':%' AND instr(model_id, '@') = 0 GROUP BY model_id"
+            )
+            for old_id, count in db.execute(select, (kind,)):
+                counts[old_id] = counts.get(old_id, 0) + count
+    return counts
 
 
 # ----------------------------------------------------------------- the backend
@@ -361,7 +490,8 @@ class CachedBackend:
 
     Args:
         backend: The backend that generates cache misses.
-        path: The SQLite file (created if missing, unless ``offline``).
+        path: The SQLite file (created if missing, unless ``offline``). An existing file
+            that cannot be written is opened read-only: it serves what it holds.
         offline: Open the file read-only and serve only cached results; a miss raises
             :class:`CacheMissError`.
         chunk_size: Most misses per inner backend call; each chunk is committed as
@@ -373,6 +503,8 @@ class CachedBackend:
         CacheFileError: The file cannot be used (the message says why and what to do).
 
     Attributes:
+        writable: Whether misses are generated and stored: False offline and for a
+            file that cannot be written.
         hits: Requests served from the cache since construction.
         misses: Requests sent to the inner backend since construction.
     """
@@ -398,9 +530,10 @@ class CachedBackend:
         self.hits = 0
         self.misses = 0
         # Fail now, not in the middle of a run: open (and create or migrate) the file.
-        with _open(self.path, read_only=offline) as db:
-            if not offline:
-                _create_or_migrate(db)
+        self.writable = not offline and _open_writable(self.path)
+        if not self.writable:
+            with _open(self.path, read_only=True):
+                pass
 
     # ---------------------------------------------------------------- the protocol
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
@@ -408,18 +541,22 @@ class CachedBackend:
 
         Raises:
             TypeError: A request parameter cannot be normalized into a key.
+            CacheMissError: A request is not cached and the cache is offline or read-only.
         """
-        keys = [_generation_key(self.model_id, request) for request in requests]
-        return self._serve("generations", keys, requests, self.backend.generate)
+        plain = [_normalized(request) for request in requests]
+        keys = [_generation_key(self.model_id, request) for request in plain]
+        return self._serve("generations", keys, plain, self.backend.generate)
 
     def next_token_logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
         """Cached log-probabilities; misses scored by the inner backend and stored.
 
         Raises:
             TypeError: A request parameter cannot be normalized into a key.
+            CacheMissError: A request is not cached and the cache is offline or read-only.
         """
-        keys = [_logprob_key(self.model_id, request) for request in requests]
-        return self._serve("logprobs", keys, requests, self.backend.next_token_logprobs)
+        plain = [_normalized(request) for request in requests]
+        keys = [_logprob_key(self.model_id, request) for request in plain]
+        return self._serve("logprobs", keys, plain, self.backend.next_token_logprobs)
 
     # --------------------------------------------------------------------- lookup
     def _serve(
@@ -429,30 +566,40 @@ class CachedBackend:
         requests: Sequence[Request],
         produce: Callable[[list[Request]], list[Result]],
     ) -> list[Result]:
-        with _open(self.path, read_only=self.offline) as db:
-            lookup = _lookup(db, table, keys)
+        by_key = dict(zip(keys, requests, strict=True))
+        with _open(self.path, read_only=not self.writable) as db:
+            lookup = _lookup(db, table, by_key)
         found = lookup.found
-        missing = {
-            key: request for key, request in zip(keys, requests, strict=True) if key not in found
-        }
-        self.hits += len(keys) - sum(key in missing for key in keys)
+        missing = {key: request for key, request in by_key.items() if key not in found}
+        self.hits += sum(key in found for key in keys)
         self._warn_unservable(lookup)
-        if missing and self.offline:
-            raise self._offline_miss(lookup, missing, len(keys))
+        if missing and not self.writable:
+            raise self._unservable(lookup, missing, len(keys))
         pending = list(missing.items())
         for start in range(0, len(pending), self.chunk_size):
             chunk = pending[start : start + self.chunk_size]
             results = produce([request for _, request in chunk])
             self.misses += len(chunk)
-            if len(results) != len(chunk):
-                raise BackendError(
-                    f"backend {self.model_id} ({self.backend!r}) returned {len(results)} "
-                    f"results for {len(chunk)} requests; none of them was cached"
-                )
+            self._check(table, chunk, results)
             chunk_keys = [key for key, _ in chunk]
             self._store(table, chunk_keys, results)
             found.update(zip(chunk_keys, results, strict=True))
         return [found[key] for key in keys]
+
+    def _check(self, table: str, chunk: list[tuple[str, Request]], results: list[Result]) -> None:
+        """Raise a :class:`BackendError` unless ``results`` holds one valid result per request."""
+        where = f"backend {self.model_id} ({self.backend!r})"
+        if len(results) != len(chunk):
+            raise BackendError(
+                f"{where} returned {len(results)} results for {len(chunk)} requests; "
+                "none of them was cached"
+            )
+        for (_, request), result in zip(chunk, results, strict=True):
+            if problem := _result_problem(table, result, request):
+                raise BackendError(
+                    f"{where} returned an invalid result for {_describe(request)}: {problem}; "
+                    f"none of the {len(chunk)} results of its call was cached"
+                )
 
     def _store(self, table: str, keys: list[str], results: list[Result]) -> None:
         """Write one chunk in one transaction; on a full disk, warn and keep going."""
@@ -481,11 +628,11 @@ class CachedBackend:
 
     def _warn_unservable(self, lookup: _Lookup) -> None:
         """One warning per kind of row that was found but cannot be served."""
+        then = "" if not self.writable else " but regenerated and replaced"
         if lookup.corrupt:
             warnings.warn(
                 f"response cache {self.path}: {len(lookup.corrupt)} rows of {self.model_id} "
-                "failed their checksum (the file is damaged); they are not served"
-                + ("" if self.offline else " but regenerated and replaced"),
+                f"failed their checksum (the file is damaged); they are not served{then}",
                 RuntimeWarning,
                 stacklevel=4,
             )
@@ -493,32 +640,87 @@ class CachedBackend:
             warnings.warn(
                 f"response cache {self.path}: {len(lookup.unverified)} rows of {self.model_id} "
                 "were written by an older version without a checksum and cannot be verified; "
-                "they are not served" + ("" if self.offline else " but regenerated and replaced"),
+                f"they are not served{then}",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        if lookup.invalid:
+            warnings.warn(
+                f"response cache {self.path}: {len(lookup.invalid)} rows of {self.model_id} hold "
+                f"values no backend returns ({_first_invalid(lookup)}); they are not served{then}",
                 RuntimeWarning,
                 stacklevel=4,
             )
 
-    def _offline_miss(
+    def _unservable(
         self, lookup: _Lookup, missing: dict[str, Request], total: int
     ) -> CacheMissError:
+        """The error for requests that cannot be served by a cache that cannot store them."""
+        found_unservable = len(lookup.corrupt) + len(lookup.unverified) + len(lookup.invalid)
         reasons = [
             f"{count} {why}"
             for count, why in (
-                (len(missing) - len(lookup.corrupt) - len(lookup.unverified), "not cached"),
+                (len(missing) - found_unservable, "not cached"),
                 (len(lookup.corrupt), "cached in a corrupt row (checksum mismatch)"),
                 (len(lookup.unverified), "cached without a checksum by an older version"),
+                (len(lookup.invalid), "cached with invalid values"),
             )
             if count
         ]
+        if lookup.invalid:
+            reasons[-1] += f" ({_first_invalid(lookup)})"
         first = next(iter(missing.values()))
-        return CacheMissError(
-            f"offline cache {self.path}: {len(missing)} of {total} requests of {self.model_id} "
-            f"cannot be served: {', '.join(reasons)} (first: {_describe(first)}); run once "
-            "with offline=False to generate them"
+        problem = (
+            f"{len(missing)} of {total} requests of {self.model_id} cannot be served: "
+            f"{', '.join(reasons)} (first: {_describe(first)})"
+        )
+        if self.offline:
+            return CacheMissError(
+                f"offline cache {self.path}: {problem}{self._older_rows_note()}; run once "
+                "with offline=False to generate them"
+            )
+        return CacheReadOnlyError(
+            f"response cache {self.path} cannot be written (it was opened read-only): {problem}"
+            f"{self._older_rows_note()}; to generate them, make the file and its directory "
+            "writable or copy it to a writable path (offline=True replays only what it holds)"
+        )
+
+    def _older_rows_note(self) -> str:
+        """A note on rows an older version wrote for this kind of model, if the file has any."""
+        with _open(self.path, read_only=True) as db:
+            older = _fingerprintless_rows(db, self.model_id)
+        if not older:
+            return ""
+        names = ", ".join(f"{model_id} ({count})" for model_id, count in list(older.items())[:3])
+        return (
+            f". The file holds rows of {names}, written by an older version whose model ids "
+            "named a model by its file or server name alone: they are never served, since "
+            "nothing ties them to this model's bytes"
         )
 
     def __repr__(self) -> str:
         return f"CachedBackend({self.backend!r}, path={str(self.path)!r}, offline={self.offline})"
+
+
+def _open_writable(path: Path) -> bool:
+    """Create or migrate the cache at ``path``; False if it exists but cannot be written.
+
+    Raises:
+        CacheFileError: The file cannot be used, or cannot be created.
+    """
+    try:
+        with _open(path, read_only=False) as db:
+            _create_or_migrate(db)
+    except CacheReadOnlyError:
+        if not path.is_file():
+            raise
+        return False
+    return True
+
+
+def _first_invalid(lookup: _Lookup) -> str:
+    key, problem = next(iter(lookup.invalid.items()))
+    return f"key {key}: {problem}"
 
 
 def _describe(request: GenerationRequest | LogprobRequest) -> str:

@@ -8,9 +8,13 @@ replay of the whole run on any machine.
 
 Nothing wrong is merged. Every row's checksum is verified: a corrupt row, or one written
 without a checksum by an older version, is skipped with a warning (its request is just
-generated again when replayed online). Two intact rows with the same key but different
-values cannot both be right; that is a :class:`CacheConflictError` naming the key and the
-files, and the output is left exactly as it was (one transaction).
+generated again when replayed online). A row whose checksum holds but whose values no
+backend returns (:func:`agents.cache.row_problem`: a token count that is not an integer
+>= 0, a finish reason other than "stop" and "length", ...) was not written by this package
+as it stands: that is a :class:`CacheRowError` naming the file, the key and what is wrong.
+Two intact rows with the same key but different values cannot both be right; that is a
+:class:`CacheConflictError` naming the key and the files. After either error the output is
+left exactly as it was (one transaction).
 """
 
 from __future__ import annotations
@@ -21,13 +25,25 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from agents.cache import _TABLES, _VALUES, _column_names, _create_or_migrate, _intact, _open
+from agents.cache import (
+    _TABLES,
+    _VALUES,
+    _column_names,
+    _create_or_migrate,
+    _intact,
+    _open,
+    row_problem,
+)
 
 _COLUMNS = {table: ("key", *_VALUES[table], "checksum", "model_id", "created") for table in _TABLES}
 
 
 class CacheConflictError(ValueError):
     """Two caches hold different results for the same request."""
+
+
+class CacheRowError(ValueError):
+    """A cache holds a row with a valid checksum but values that no backend returns."""
 
 
 def merge_caches(out: str | os.PathLike[str], inputs: Sequence[str | os.PathLike[str]]) -> dict[str, int]:
@@ -44,6 +60,7 @@ def merge_caches(out: str | os.PathLike[str], inputs: Sequence[str | os.PathLike
     Raises:
         ValueError: No input, or an input that is ``out`` itself.
         CacheConflictError: Two rows for one key differ; ``out`` is unchanged.
+        CacheRowError: A row's values are invalid; ``out`` is unchanged.
         CacheFileError: A file cannot be read or written (the message names it).
     """
     out = Path(out)
@@ -84,6 +101,12 @@ def _merge_table(
         if stored is None or not _intact(key, row_values, stored):
             corrupt += 1
             continue
+        if problem := row_problem(table, row_values):
+            raise CacheRowError(
+                f"{path} holds a {table} row with a valid checksum but invalid values, key {key} "
+                f"(model {model_id!r}): {problem}; nothing was merged. This package never writes "
+                f"such a row: merge without {path}, or delete the row from it"
+            )
         held = db.execute(f"SELECT {values} FROM {table} WHERE key = ?", (key,)).fetchone()
         if held is None:
             marks = ", ".join("?" * len(_COLUMNS[table]))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -26,6 +27,7 @@ from agents.base import BackendError, GenerationRequest, LogprobRequest
 from agents.cache import (
     CacheFileError,
     CacheMissError,
+    CacheReadOnlyError,
     cache_clear,
     cache_stats,
 )
@@ -346,7 +348,7 @@ def unprivileged() -> Iterator[None]:
 
 
 @pytest.mark.parametrize("read_only", ["file", "directory"])
-def test_offline_replay_from_read_only_media(shared_dir, read_only):
+def test_replay_from_read_only_media_offline_and_online(shared_dir, read_only):
     path = shared_dir / "c.sqlite"
     original = CachedBackend(FakeBackend(), path).generate([request("a", 4)])
     path.chmod(0o444)
@@ -358,9 +360,84 @@ def test_offline_replay_from_read_only_media(shared_dir, read_only):
         with pytest.raises(CacheMissError, match="1 not cached"):
             replay.generate([request("new")])
         assert cache_stats(path)["generations"] == 1
-        with pytest.raises(CacheFileError, match=rf"{path} cannot be written .* offline=True"):
-            CachedBackend(inner, path)
-    assert inner.calls == []
+        online = CachedBackend(inner, path)  # opened read-only: it replays what it holds
+        assert not online.writable and online.generate([request("a", 4)]) == original
+        with pytest.raises(CacheReadOnlyError, match=rf"{path} cannot be written .* 1 not cached"):
+            online.generate([request("a", 4), request("new")])
+    assert inner.calls == []  # nothing was generated that could not be stored
+    assert cache_stats(path)["generations"] == 1
+
+
+def test_a_cache_in_a_missing_read_only_directory_is_a_clear_error(shared_dir):
+    shared_dir.chmod(0o555)
+    with unprivileged(), pytest.raises(CacheFileError, match=rf"{shared_dir}.* cannot be written"):
+        CachedBackend(FakeBackend(), shared_dir / "new.sqlite")
+
+
+def read_only_mount(directory: Path, script: str) -> subprocess.CompletedProcess:
+    """Run ``script`` in Python with ``directory`` bind-mounted read-only over itself (a mount
+    namespace of its own: nothing changes outside), as a read-only file system would be."""
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare (util-linux) to mount a read-only file system")
+    command = (
+        f'mount --bind "{directory}" "{directory}" && mount -o remount,ro,bind "{directory}" '
+        f'&& exec "{sys.executable}" -c "$0"'
+    )
+    unshare = ["unshare", "-m"] if os.geteuid() == 0 else ["unshare", "-rm"]
+    probe = subprocess.run([*unshare, "sh", "-c", command, "pass"], check=False, capture_output=True)
+    if probe.returncode:
+        pytest.skip(f"cannot mount read-only here: {probe.stderr.decode().strip()}")
+    return subprocess.run(
+        [*unshare, "sh", "-c", command, textwrap.dedent(script)],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parent,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+
+
+@pytest.mark.parametrize("with_log", [False, True])
+def test_replay_from_a_read_only_file_system(tmp_path, with_log):
+    """On a read-only mount SQLite cannot open a WAL file with ``mode=ro`` (SQLITE_CANTOPEN);
+    it is replayed all the same, offline and online, and a miss changes nothing."""
+    path = tmp_path / "c.sqlite"
+    original = CachedBackend(FakeBackend(), path).generate([request("a", 4)])
+    if with_log:  # a killed writer left its write-ahead log (and index) beside the file
+        writer = f"""if True:
+            import os, sqlite3
+            db = sqlite3.connect({str(path)!r})
+            db.execute("UPDATE generations SET created = 0")
+            db.commit()
+            os._exit(0)
+        """
+        subprocess.run([sys.executable, "-c", writer], check=True)
+        assert Path(f"{path}-wal").stat().st_size > 0
+    before = sorted((p.name, p.read_bytes()) for p in tmp_path.iterdir())
+    result = read_only_mount(tmp_path, f"""
+        import json, warnings
+        from agent_fakes import FakeBackend
+        from agents import CachedBackend
+        from agents.base import GenerationRequest
+        from agents.cache import CacheMissError, CacheReadOnlyError, cache_stats
+        ask = lambda text, seed=0: GenerationRequest(({{"role": "user", "content": text}},), seed=seed)
+        inner = FakeBackend()
+        for offline in (True, False):
+            cache = CachedBackend(inner, {str(path)!r}, offline=offline)
+            print(json.dumps([cache.writable, cache.generate([ask("a", 4)])[0].text]))
+            try:
+                cache.generate([ask("new")])
+            except CacheMissError as error:
+                print(json.dumps([type(error).__name__, str(error)]))
+        print(json.dumps([cache_stats({str(path)!r})["generations"], len(inner.calls)]))
+    """)
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines[0] == lines[2] == [False, original[0].text]
+    assert lines[1][0] == "CacheMissError" and "1 not cached" in lines[1][1]
+    assert lines[3][0] == "CacheReadOnlyError" and f"{path} cannot be written" in lines[3][1]
+    assert lines[4] == [1, 0]
+    assert sorted((p.name, p.read_bytes()) for p in tmp_path.iterdir()) == before
 
 
 def test_a_full_disk_warns_and_returns_the_completions_uncached(tmp_path, monkeypatch):
