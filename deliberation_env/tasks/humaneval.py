@@ -262,20 +262,8 @@ class HumanEvalTask:
             hidden_paths=self._hidden_paths,
         )
         for (where, problem), verdict in zip(located, verdicts, strict=True):
-            if verdict.passed:
-                continue
-            if verdict.reason == "judge_error":
-                fault = "the judge could not run its prompt and tests"
-                fix = "fix its 'prompt' or 'test' field"
-            elif verdict.reason in UNCACHED_REASONS:
-                fault = "its canonical solution could not be judged"
-                fix = "raise timeout_s or memory_mb, or load it with validate=False"
-            else:
-                fault = "its canonical solution does not pass its tests"
-                fix = "fix its 'canonical_solution' or 'test' field"
-            raise ValueError(
-                f"{where}: problem {problem.id!r}: {fault} ({verdict.reason}: {verdict.detail}); {fix}"
-            )
+            if not verdict.passed:
+                raise _validation_error(where, problem, verdict)
 
     def problems(self, split: str) -> Sequence[Problem]:
         """The problems of ``split``, in file order."""
@@ -379,6 +367,21 @@ class HumanEvalTask:
             )
 
 
+def _validation_error(where: str, problem: Problem, verdict: Verdict) -> ValueError:
+    """Why a record whose canonical solution did not pass is refused, and what to do."""
+    if verdict.reason == "judge_error":
+        fault, fix = "the judge could not run its prompt and tests", "fix its 'prompt' or 'test' field"
+    elif verdict.reason in UNCACHED_REASONS:
+        fault = "its canonical solution could not be judged"
+        fix = "raise timeout_s or memory_mb, or load it with validate=False"
+    else:
+        fault = "its canonical solution does not pass its tests"
+        fix = "fix its 'canonical_solution' or 'test' field"
+    return ValueError(
+        f"{where}: problem {problem.id!r}: {fault} ({verdict.reason}: {verdict.detail}); {fix}"
+    )
+
+
 def _digest(request: JudgeRequest) -> str:
     """SHA-256 of everything a verdict depends on in ``request`` (the cache's key)."""
     material = json.dumps(dataclasses.astuple(request), ensure_ascii=True)
@@ -412,7 +415,8 @@ def _problem(where: str, record: dict[str, Any]) -> Problem:
 
 
 def _entry_point(where: str, record: dict[str, Any]) -> str:
-    """The ``entry_point`` field: a name a ``def`` binds as written."""
+    """The ``entry_point`` field: a name a ``def`` binds as written, and no builtin's (the
+    judge binds it to the candidate, so tests using the builtin would call the candidate)."""
     name = require(where, record, "entry_point")
     usable = (
         name.isidentifier()
@@ -425,6 +429,11 @@ def _entry_point(where: str, record: dict[str, Any]) -> str:
             f"{where}: field 'entry_point' must be the name of the function to write, a Python "
             f"identifier that is not a keyword, a dunder name or changed by NFKC normalization; "
             f"got {name!r}"
+        )
+    if name in dir(builtins):
+        raise ValueError(
+            f"{where}: field 'entry_point' {name!r} is the name of a builtin, which the judge "
+            "would replace by the candidate wherever the prompt or tests use it; rename the function"
         )
     return name
 
@@ -454,12 +463,24 @@ def _check_prompt(where: str, prompt: str, entry_point: str) -> None:
             f"{where}: field 'prompt' must end with `def {entry_point}(...)` and its "
             "docstring (the entry point the answer completes)"
         )
+    helpers = [node for statement in tree.body[:-1] for node in ast.walk(statement)]
+    if any(_binds(node, entry_point) or _reads(node, entry_point) for node in helpers):
+        raise ValueError(
+            f"{where}: field 'prompt' uses the entry point's name {entry_point!r} before its "
+            "final def; the judge binds that name to the candidate, so the prompt's helpers "
+            "(which the tests may use) would call the candidate"
+        )
 
 
 def _check_tests(where: str, tests: str, prompt: str, entry_point: str) -> None:
     """The tests compile, define ``check(candidate)`` once as a plain function, never call
     it themselves, and read no undefined global name."""
     tree = _parse(where, "test", tests, "the tests")
+    if entry_point in _global_bindings(tests):
+        raise ValueError(
+            f"{where}: field 'test' binds the entry point's name {entry_point!r}; the judge "
+            "binds that name to the candidate, so rename what the tests define"
+        )
     check = _the_check(where, tree)
     if check.decorator_list or any(
         isinstance(node, ast.Yield | ast.YieldFrom)
@@ -474,7 +495,7 @@ def _check_tests(where: str, tests: str, prompt: str, entry_point: str) -> None:
             f"{where}: field 'test': check must take the candidate as its one argument, "
             "e.g. `def check(candidate):`"
         )
-    if any(_reads_check(node) for node in _load_time_code(tree.body, class_bodies=True)):
+    if any(_reads(node, "check") for node in _load_time_code(tree.body, class_bodies=True)):
         raise ValueError(
             f"{where}: field 'test' uses check when it loads (e.g. calls it); the judge calls "
             "check(candidate) once the candidate is loaded, so remove that use"
@@ -491,7 +512,7 @@ def _the_check(where: str, tree: ast.Module) -> ast.FunctionDef:
     """The tests' one top-level ``def check``; a ``ValueError`` if there is none, several,
     an ``async`` one, or another top-level binding of ``check``."""
     bindings = [
-        node for node in _load_time_code(tree.body, class_bodies=False) if _binds_check(node)
+        node for node in _load_time_code(tree.body, class_bodies=False) if _binds(node, "check")
     ]
     if not bindings:
         raise ValueError(f"{where}: field 'test' defines no function `check(candidate)` at top level")
@@ -523,19 +544,19 @@ def _load_time_code(body: list[ast.stmt], *, class_bodies: bool) -> Iterator[ast
             stack.extend(ast.iter_child_nodes(node))
 
 
-def _binds_check(node: ast.AST) -> bool:
-    """Whether ``node`` binds the name ``check`` (a def, class, assignment, import, ...)."""
+def _binds(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` binds ``name`` (a def, class, assignment, import, ...)."""
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return node.name == "check"
+        return node.name == name
     if isinstance(node, ast.Name):
-        return node.id == "check" and not isinstance(node.ctx, ast.Load)
+        return node.id == name and not isinstance(node.ctx, ast.Load)
     if isinstance(node, ast.alias):
-        return (node.asname or node.name.split(".")[0]) == "check"
+        return (node.asname or node.name.split(".")[0]) == name
     return False
 
 
-def _reads_check(node: ast.AST) -> bool:
-    return isinstance(node, ast.Name) and node.id == "check" and isinstance(node.ctx, ast.Load)
+def _reads(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
 
 
 def _takes_one_argument(args: ast.arguments) -> bool:
@@ -553,15 +574,23 @@ def _undefined_names(prompt: str, tests: str, entry_point: str) -> dict[str, lis
     sources = {"prompt": prompt, "test": tests}
     if any(_imports_star(source) for source in sources.values()):
         return {}
-    read: dict[str, set[str]] = {field: set() for field in sources}
-    bound = {entry_point, *dir(builtins)}
-    for field, source in sources.items():
-        for table, symbol in _symbols(source):
-            if symbol.is_global() and symbol.is_referenced():
-                read[field].add(symbol.get_name())
-            if _binds_globally(table, symbol):
-                bound.add(symbol.get_name())
-    return {field: sorted(names - bound) for field, names in read.items()}
+    bound = {entry_point, *dir(builtins), *_global_bindings(prompt), *_global_bindings(tests)}
+    return {field: sorted(_global_reads(source) - bound) for field, source in sources.items()}
+
+
+def _global_reads(source: str) -> set[str]:
+    """The global names ``source`` reads, in any scope."""
+    return {
+        symbol.get_name()
+        for _, symbol in _symbols(source)
+        if symbol.is_global() and symbol.is_referenced()
+    }
+
+
+def _global_bindings(source: str) -> set[str]:
+    """The module-level names ``source`` binds (at module level, or by a ``global``
+    declaration in a function)."""
+    return {symbol.get_name() for table, symbol in _symbols(source) if _binds_globally(table, symbol)}
 
 
 def _imports_star(source: str) -> bool:

@@ -93,6 +93,41 @@ def test_a_prompt_or_solution_that_cannot_run_is_refused(tmp_path, change, messa
         HumanEvalTask(_with_bad_second_line(tmp_path, **change))
 
 
+def test_an_entry_point_named_like_a_builtin_is_refused(tmp_path):
+    # The judge binds the entry point's name to the candidate, so tests that use the
+    # builtin would ask the candidate for their expected values.
+    record = {
+        **GOOD,
+        "prompt": 'def sum(values):\n    """The sum of the values."""\n',
+        "canonical_solution": "    total = 0\n    for value in values:\n        total += value\n    return total\n",
+        "test": "def check(candidate):\n    assert candidate([1, 2, 3]) == sum([1, 2, 3])\n",
+        "entry_point": "sum",
+    }
+    path = _write(tmp_path / "data.jsonl", GOOD, {**record, "task_id": "Local/1"})
+    with pytest.raises(ValueError, match=r"data\.jsonl:2: field 'entry_point' 'sum' is the name of a builtin"):
+        HumanEvalTask(path)
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "def add(a, b):\n    return a + b\ndef check(candidate):\n    assert candidate(1, 2) == add(1, 2)\n",
+        "from operator import add\ndef check(candidate):\n    assert candidate(1, 2) == add(1, 2)\n",
+        "def check(candidate):\n    global add\n    add = lambda a, b: a + b\n    assert candidate(1, 2) == add(1, 2)\n",
+    ],
+)
+def test_tests_that_bind_the_entry_points_name_are_refused(tmp_path, test):
+    with pytest.raises(ValueError, match=r"data\.jsonl:2: field 'test' binds the entry point's name 'add'"):
+        HumanEvalTask(_with_bad_second_line(tmp_path, test=test))
+
+
+def test_prompt_helpers_that_use_the_entry_points_name_are_refused(tmp_path):
+    prompt = "def reference(a, b):\n    return add(a, b)\n\n" + GOOD["prompt"]
+    test = "def check(candidate):\n    assert candidate(1, 2) == reference(1, 2)\n"
+    with pytest.raises(ValueError, match=r"data\.jsonl:2: field 'prompt' uses the entry point's name 'add' before"):
+        HumanEvalTask(_with_bad_second_line(tmp_path, prompt=prompt, test=test))
+
+
 CHECK_BODY = "    assert candidate(1, 2) == 3\n"
 
 BAD_TESTS = [
