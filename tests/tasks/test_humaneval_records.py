@@ -230,3 +230,32 @@ def test_a_judge_error_while_scoring_raises_naming_the_problem_and_record(tmp_pa
     with pytest.raises(RuntimeError, match=r"problem 'Local/1'"):
         task.decision_key(problem, program)
     assert task.cache_info().currsize == 0
+
+
+@pytest.mark.parametrize(
+    "check_body",
+    [
+        "    assert candidate(1, 2) == helper(1, 2)\n",
+        "    import no_such_module_for_this_test\n    assert candidate(1, 2) == 3\n",
+        "    if candidate(1, 2) == 3:\n        del total\n    total = 3\n",
+    ],
+    ids=["NameError", "ImportError", "UnboundLocalError"],
+)
+def test_tests_whose_own_code_raises_are_a_judge_error_not_a_wrong_answer(tmp_path, check_body):
+    test = "def check(candidate):\n" + check_body
+    if "helper" in check_body:  # a name the static check sees bound, then deleted
+        test = "def helper(a, b):\n    return a + b\ndel helper\n" + test
+    task = HumanEvalTask(_with_bad_second_line(tmp_path, test=test), validate=False)
+    problem = next(p for p in task.problems("train") + task.problems("test") if p.id == "Local/1")
+    with pytest.raises(RuntimeError, match=r"problem 'Local/1' \(.*data\.jsonl:2\): the problem's tests raised \w+Error on their own"):
+        task.is_correct(problem, problem.answer)
+    with pytest.raises(RuntimeError, match="on their own"):
+        task.is_correct(problem, problem.answer)  # judged again: a judge fault is never kept
+    assert task.cache_info() == (0, 2, task.cache_info().maxsize, 0)
+
+
+def test_a_candidates_own_name_error_is_its_wrong_answer(tmp_path):
+    task = HumanEvalTask(_write(tmp_path / "data.jsonl", GOOD))
+    (problem,) = task.problems("train") + task.problems("test")
+    assert task.verdict(problem, task.parse(problem, "    return undefined_name")).reason == "failed"
+    assert not task.is_correct(problem, task.parse(problem, "    import no_such_module\n    return 3"))
