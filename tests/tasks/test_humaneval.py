@@ -190,23 +190,25 @@ def test_the_verdict_cache_is_bounded_least_recently_used_first(problems):
 
 
 def test_a_timeout_is_not_kept_and_the_same_program_is_judged_again(problems, monkeypatch):
+    from deliberation_env import sandbox
     from deliberation_env.tasks import humaneval
 
-    judged, judge_many = [], humaneval.judge_many
+    judged, judge_python = [], sandbox.judge_python
 
-    def counting_judge_many(requests, *args, **kwargs):  # the real sandbox, counted
-        judged.extend(requests)
-        return judge_many(requests, *args, **kwargs)
+    def counting_judge_python(request, *args, **kwargs):  # the real sandbox, counted
+        judged.append(request)
+        return judge_python(request, *args, **kwargs)
 
-    monkeypatch.setattr(humaneval, "judge_many", counting_judge_many)
+    for module in (sandbox, humaneval):  # judge_many calls sandbox.judge_python
+        monkeypatch.setattr(module, "judge_python", counting_judge_python)
     task, problem = HumanEvalTask(timeout_s=1), problems["HumanEval/2"]
     slow = task.parse(
         problem, "import time\ntime.sleep(60)\ndef truncate_number(number):\n    return number % 1.0"
     )
     assert task.verdict(problem, slow).reason == "timeout"
     assert task.cache_info().currsize == 0
-    assert not task.is_correct(problem, slow)
-    assert len(judged) == 2 and task.cache_info().misses == 2
+    assert task.check_all([(problem, slow), (problem, _truncate(task, problem, "0.0"))]) == [False, False]
+    assert len(judged) == 3 and task.cache_info().misses == 3 and task.cache_info().currsize == 1
 
 
 def test_kept_verdicts_hold_no_output(task, problems):
