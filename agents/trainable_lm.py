@@ -340,7 +340,7 @@ class TrainableLM:
                 input_ids=chosen[:, None],
                 attention_mask=mask,
                 position_ids=positions,
-                past_key_values=output.past_key_values,
+                cache=output.cache,
                 use_cache=True,
             )
         return [
