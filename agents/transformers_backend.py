@@ -133,7 +133,7 @@ class TransformersBackend:
                 input_ids=step,
                 attention_mask=mask,
                 position_ids=positions,
-                past_key_values=output.past_key_values,
+                cache=output.cache,
                 use_cache=True,
             )
         return [
