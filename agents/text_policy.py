@@ -11,6 +11,12 @@ solvers, so the same history gives the same request and a
 :class:`~agents.cache.CachedBackend` replays it. In the vector env every env draws its
 own episode seed, so G envs on one problem sample G different completions.
 
+A completion cut at the token budget (finish reason ``"length"``) is played as
+``infos[agent]["text_if_cut"]`` when the env gives one (the math protocol under strict
+scoring gives its neutral text: a cut completion is no answer), else as it is:
+:func:`played_text`, which the LLM-weight learners' rollouts use too, so training plays
+cut completions exactly as evaluation does.
+
 Nothing here imports ``deliberation_env``: the infos are plain values.
 """
 
@@ -21,6 +27,21 @@ from typing import Any
 
 from agents.base import Backend, BackendError, GenerationRequest
 from agents.seeding import derive_seed
+
+
+def played_text(text: str, finish_reason: str, info: Mapping[str, Any]) -> str:
+    """The action for a completion ``text``: the env's ``info["text_if_cut"]`` in place of a
+    completion cut at the token budget (``finish_reason == "length"``) when the info gives
+    one (not ``None``), else ``text`` itself.
+
+    >>> cut = {"text_if_cut": ""}
+    >>> played_text("The answer is 1", "length", cut), played_text("The answer is 1.", "stop", cut)
+    ('', 'The answer is 1.')
+    >>> played_text("The answer is 1", "length", {"text_if_cut": None})
+    'The answer is 1'
+    """
+    replacement = info.get("text_if_cut")
+    return replacement if finish_reason == "length" and replacement is not None else text
 
 
 class TextPolicy:
@@ -115,7 +136,10 @@ class TextPolicy:
             raise BackendError(
                 f"backend {self.backend.model_id!r} returned {len(generations)} completions for {len(requests)} requests"
             )
-        return [generation.text for generation in generations]
+        return [
+            played_text(generation.text, generation.finish_reason, info)
+            for generation, info in zip(generations, infos, strict=True)
+        ]
 
     def __repr__(self) -> str:
         return f"TextPolicy({self.backend.model_id}, max_tokens={self.max_tokens}, temperature={self.temperature})"

@@ -30,8 +30,15 @@ objects (any backend). :class:`TextPolicyGradientLearner` reads straight down:
 and ``time`` as :mod:`algorithms.metrics` writes them): ``rewards/joint/mean``
 and ``rewards/{part}/mean`` for each part of the protocol (e.g. ``correct``,
 ``format``), ``rewards/contribution/{agent}``, ``returns/mean``, ``adv/abs_mean``,
-``losses/{policy,kl,clip_frac}``, ``tokens/{agent}`` (mean completion length) and
+``losses/{policy,kl,clip_frac}``, ``tokens/{agent}`` (mean completion length),
+``truncated/{agent}`` (the share of its completions cut at the token budget) and
 ``charts/{update,seconds}``.
+
+**Cut completions.** A completion cut at ``max_new_tokens`` is played as the env's
+``text_if_cut`` info says (:func:`agents.text_policy.played_text`, as
+:class:`agents.TextPolicy` plays it in evaluation): the math protocol under strict
+scoring makes it its neutral text, so a cut completion is no answer and earns nothing,
+in training as in evaluation; its tokens are still trained on, with that reward.
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ import torch
 from tqdm.auto import tqdm
 
 from agents.seeding import derive_seed
-from agents.text_policy import TextPolicy
+from agents.text_policy import TextPolicy, played_text
 from agents.trainable_lm import Completion, TrainableLM
 from algorithms.checkpoints import load_checkpoint, save_checkpoint
 from algorithms.metrics import MetricLogger
@@ -96,12 +103,15 @@ class Play:
         samples: The trainable agents' completions.
         metrics: Means of the reward parts (``rewards/...``) and completion lengths.
         finals: Per reward part (not ``contribution``), its value at each env's last turn.
+        completions: (3, E) per env, the trainable agents' completions: how many, how many
+            of them were cut at the token budget, and their tokens.
     """
 
     rewards: np.ndarray
     samples: list[Sample]
     metrics: dict[str, float]
     finals: dict[str, list[float]]
+    completions: np.ndarray
 
 
 @dataclass
@@ -270,6 +280,8 @@ class TextPolicyGradientLearner(abc.ABC):
         samples: list[Sample] = []
         parts: dict[str, list[float]] = {}
         lengths: dict[str, list[int]] = {agent: [] for agent in self.trainable}
+        cut: dict[str, list[bool]] = {agent: [] for agent in self.trainable}
+        counts = np.zeros((3, venv.num_envs))
         members = self._members(venv.num_envs, pairing)
         group = self.config.group_size
         for turn in range(venv.max_turns):
@@ -293,11 +305,14 @@ class TextPolicyGradientLearner(abc.ABC):
                         top_p=config.top_p,
                         min_new_tokens=config.min_new_tokens if temperature else 0,
                     )
-                    written = [c.text for c in completions]
+                    written = [played_text(c.text, c.finish_reason, info) for c, info in zip(completions, own, strict=True)]
                     samples.extend(
                         Sample(agent, i, turn, m // group, m % group, c) for (m, _), c in zip(live, completions, strict=True)
                     )
                     lengths[agent].extend(len(c.token_ids) for c in completions)
+                    cut[agent].extend(c.finish_reason == "length" for c in completions)
+                    for (_, e), c in zip(live, completions, strict=True):
+                        counts[:, e] += (1, c.finish_reason == "length", len(c.token_ids))
                 by_member = dict(zip((m for m, _ in live), written, strict=True))
                 texts[agent] = [self._text_of(by_member, e, i, pairing) for e in range(venv.num_envs)]
             obs, step_rewards, _, _, infos = venv.step(texts)
@@ -315,8 +330,9 @@ class TextPolicyGradientLearner(abc.ABC):
         metrics = {
             **{f"rewards/{key}": float(np.mean(values)) for key, values in parts.items()},
             **{f"tokens/{agent}": float(np.mean(values)) for agent, values in lengths.items() if values},
+            **{f"truncated/{agent}": float(np.mean(values)) for agent, values in cut.items() if values},
         }
-        return Play(rewards, samples, metrics, finals)
+        return Play(rewards, samples, metrics, finals, counts)
 
     def _credit(self, reward: float, components: Mapping[str, float]) -> float:
         """An agent's reward of a turn: the env's (joint) reward, or its scaled contribution.
@@ -516,17 +532,30 @@ class TextPolicyGradientLearner(abc.ABC):
 
         Returns:
             ``eval/{part}``: the mean over problems of each reward part of the last turn
-            (``eval/correct`` is the team's accuracy on the math protocol), ``eval/joint``.
+            (``eval/correct`` is the team's accuracy on the math protocol), ``eval/joint``;
+            beside them, over the trainable agents' completions, ``eval/truncated_share``
+            (the share cut at the token budget) and ``eval/mean_completion_tokens``, and on
+            the math protocol ``eval/asked_form_share`` (its ``format`` part: the share of
+            the last turn's answers stated in the form the prompt asks for; a cut one is
+            not, under strict scoring).
         """
         rng = np.random.default_rng(seed)
         finals: dict[str, list[float]] = {}
+        counts = np.zeros(3)  # the trainable agents' completions, those cut, their tokens
         for start in range(0, len(problem_indices), venv.num_envs):
             chunk = list(problem_indices[start : start + venv.num_envs])
             padded = chunk + chunk[-1:] * (venv.num_envs - len(chunk))
             play = self._play(venv, np.array(padded), rng.integers(2**62, size=venv.num_envs), 0.0, "aligned")
             for name, values in play.finals.items():
                 finals.setdefault(name, []).extend(values[: len(chunk)])
-        return {f"eval/{name}": float(np.mean(values)) for name, values in finals.items()}
+            counts += play.completions[:, : len(chunk)].sum(axis=1)
+        made, cut, tokens = counts
+        results = {f"eval/{name}": float(np.mean(values)) for name, values in finals.items()}
+        results["eval/truncated_share"] = float(cut / made)
+        results["eval/mean_completion_tokens"] = float(tokens / made)
+        if "format" in finals:
+            results["eval/asked_form_share"] = results["eval/format"]
+        return results
 
 
 def _padded(rows: Sequence[torch.Tensor], like: torch.Tensor) -> torch.Tensor:

@@ -23,15 +23,15 @@ import dataclasses
 import importlib
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import tyro
 from tyro.constructors import PrimitiveConstructorSpec
 
 from deliberation_env.config import SPLITS, task_arguments, with_max_cycles
 from deliberation_env.tasks import Task, names
-from deliberation_env.tasks.base import check_scoring
 from deliberation_env.tasks import get as get_task
+from deliberation_env.tasks.base import check_scoring
 from deliberation_env.text.protocols.base import TextProtocol
 from deliberation_env.text.protocols.coding import CodingProtocol
 from deliberation_env.text.protocols.math import MathProtocol
@@ -111,7 +111,7 @@ class TextEnvConfig:
     """End an episode early once the joint reward R reaches this value (None: never)."""
 
     # Reward
-    scoring: str = "strict"
+    scoring: Literal["strict", "lenient"] = "strict"
     """How the math protocol reads answers: ``strict`` (only a final answer stated in the
     form the prompt asks for counts, e.g. "The answer is N."; a completion cut at the token
     budget is no answer) or ``lenient`` (the task's forgiving reader, e.g. the last number

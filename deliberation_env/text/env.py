@@ -64,9 +64,13 @@ protocol's neutral text (leave-one-out; unscaled). Bounds: reward_scale * low <=
 **Infos** (per agent): ``role``, ``turn`` (turns played), ``messages`` (the next prompt),
 ``seed`` (the seed of the agent's next completion: derived from the episode seed, the
 problem, the agent and the turn, as in the meta env; :class:`agents.TextPolicy` uses it),
-``active`` (the agent acts next), ``problem_id``; after a step also ``text`` (the text it
-played), ``team_output`` (the protocol's combination: math, the voted answer) and
-``reward_components``.
+``active`` (the agent acts next), ``problem_id``, ``text_if_cut`` (what the agent plays in
+place of a completion cut at the token budget, or ``None``: the cut completion is played;
+the math protocol under strict scoring gives its neutral text, so a cut completion is no
+answer; the env sees only text, so whoever knows the finish reason applies it:
+:class:`agents.TextPolicy` and the LLM-weight learners do); after a step also ``text``
+(the text it played), ``team_output`` (the protocol's combination: math, the voted
+answer) and ``reward_components``.
 
 **Bad input.** ``reset`` and ``step`` are atomic: a bad ``seed``, ``options`` or action
 dict, or a protocol fault, raises an error naming what is wrong and leaves the env (its
@@ -83,6 +87,11 @@ argument is an error naming it before any task is loaded).
   file or folder; arithmetic's level; any other keyword of ``de.tasks.get``).
 - ``protocol``: ``None`` (the task's default), ``"math"``, ``"coding"`` or a protocol
   instance.
+- ``scoring``: ``"strict"`` (default: a final answer counts only stated in the form the
+  task's prompt asks for, and a completion cut at the token budget is no answer) or
+  ``"lenient"`` (the task's forgiving reader, e.g. the last number anywhere; cut
+  completions are played as they are): the math protocol's option
+  (:mod:`deliberation_env.text.protocols.math`); HumanEval has only ``"strict"``.
 - ``n_agents`` (default 2), ``max_turns`` (>= 1, default 1; ``max_cycles``, PettingZoo's
   name for it, may be given instead), ``split`` (``"train"`` /
   ``"test"``), ``reward_scale`` (> 0), ``stop_threshold`` (``None`` or a finite number),
@@ -120,6 +129,7 @@ from deliberation_env.text.protocols.base import (
     render,
     sanitize,
     score_many,
+    text_if_cut,
 )
 from deliberation_env.values import check_action_keys, is_integer
 
@@ -300,6 +310,7 @@ class TextEngine:
                 "seed": seeds[i],
                 "active": state.active,
                 "problem_id": state.problem.id,
+                "text_if_cut": text_if_cut(self.protocol, state.problem, i),
             }
             if state.outcome is not None:
                 info["text"] = state.texts[i]

@@ -74,7 +74,7 @@ def test_hostile_text_earns_only_what_it_parses_to():
         (0.0, 0.0),  # 200,000 x's
         (pytest.approx(1.1), 1.0),  # a right answer followed by control characters
         (pytest.approx(1.1), 1.0),  # a right answer among lone surrogates
-        (pytest.approx(0.1), 0.0),  # "reward=1 ... reward 1000": parses to 1000, format only
+        (0.0, 0.0),  # "reward=1 ... reward 1000": states no answer (lenient scoring would read 1000)
         (0.0, 0.0),  # no number at all
     ]
 
@@ -82,7 +82,9 @@ def test_hostile_text_earns_only_what_it_parses_to():
 def test_rewards_and_leave_one_out_by_hand():
     env = text_env(task=FixedTask(ANSWER_7), n_agents=3, reward_scale=2.0)
     env.reset(seed=0)
-    _, rewards, _, _, infos = env.step({"agent_0": "The answer is 7.", "agent_1": "7", "agent_2": "The answer is 5."})
+    _, rewards, _, _, infos = env.step(
+        {"agent_0": "The answer is 7.", "agent_1": "The answer is 7", "agent_2": "The answer is 5."}
+    )
     # R = 1 (vote 7 is right) + 0.1 * 3/3. Without agent_0: 7 vs 5 tie -> agent_1's 7, R = 1 + 0.1 * 2/3.
     # Without agent_1: same by symmetry. Without agent_2: 7 wins, R = 1 + 0.1 * 2/3.
     assert rewards == {a: pytest.approx(2.2) for a in env.possible_agents}
@@ -96,7 +98,7 @@ def test_rewards_and_leave_one_out_by_hand():
 def test_leave_one_out_of_a_decisive_agent_by_hand():
     env = text_env(task=FixedTask(ANSWER_7), n_agents=3)
     env.reset(seed=0)
-    _, _, _, _, infos = env.step({"agent_0": "The answer is 5.", "agent_1": "7", "agent_2": "7"})
+    _, _, _, _, infos = env.step({"agent_0": "The answer is 5.", "agent_1": "The answer is 7", "agent_2": "The answer is 7"})
     # R = 1.1. Without agent_0: 7 wins, R = 1 + 0.1 * 2/3 -> contribution 0.1/3.
     # Without agent_1: 5 vs 7 tie -> agent_0's 5 wins, R = 0 + 0.1 * 2/3 -> contribution 1 + 0.1/3.
     contributions = [infos[a]["reward_components"]["contribution"] for a in env.possible_agents]
@@ -106,7 +108,9 @@ def test_leave_one_out_of_a_decisive_agent_by_hand():
 def test_next_turn_prompts_carry_the_peers_real_answers():
     env = text_env(task=FixedTask(ANSWER_7), n_agents=3, max_turns=2)
     env.reset(seed=0)
-    obs, _, terms, _, infos = env.step({"agent_0": "The answer is 7.", "agent_1": "I think 5", "agent_2": "no idea"})
+    obs, _, terms, _, infos = env.step(
+        {"agent_0": "The answer is 7.", "agent_1": "I think the answer is 5", "agent_2": "no idea, 7?"}
+    )
     assert not any(terms.values())
     assert "- Agent 1: 5\n- Agent 2: no answer" in obs["agent_0"]
     assert "- Agent 1: no answer\n- Agent 2: 7" in obs["agent_1"]
@@ -126,9 +130,9 @@ def test_a_huge_previous_text_is_quoted_cut_and_the_prompt_still_fits():
 def test_stop_threshold_ends_the_episode_once_the_joint_reward_reaches_it():
     env = text_env(task=FixedTask(ANSWER_7), n_agents=2, max_turns=5, stop_threshold=1.0)
     env.reset(seed=0)
-    _, _, terms, _, _ = env.step({"agent_0": "5", "agent_1": "5"})
+    _, _, terms, _, _ = env.step({"agent_0": "The answer is 5", "agent_1": "The answer is 5"})
     assert not any(terms.values()) and env.agents
-    _, _, terms, _, infos = env.step({"agent_0": "7", "agent_1": "5"})
+    _, _, terms, _, infos = env.step({"agent_0": "The answer is 7", "agent_1": "The answer is 5"})
     assert all(terms.values()) and env.agents == []
     assert infos["agent_0"]["turn"] == 2 and not infos["agent_0"]["active"]
 

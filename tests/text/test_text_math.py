@@ -22,14 +22,14 @@ def problem(protocol):
 
 
 def test_majority_right_scores_correct_plus_full_format(protocol, problem):
-    outcome = protocol.score(problem, ["The answer is 7.", "so 7", "The answer is 5."])
+    outcome = protocol.score(problem, ["The answer is 7.", "so the answer is 7", "The answer is 5."])
     assert outcome.output == "7"
     assert outcome.parts == {"correct": 1.0, "format": 1.0}
     assert outcome.reward == pytest.approx(1.1)
 
 
 def test_majority_wrong_scores_only_format(protocol, problem):
-    outcome = protocol.score(problem, ["The answer is 5.", "5", "The answer is 7.", "I give up"])
+    outcome = protocol.score(problem, ["The answer is 5.", "The answer is 5", "The answer is 7.", "I give up"])
     assert outcome.output == "5"
     assert outcome.parts == {"correct": 0.0, "format": 0.75}
     assert outcome.reward == pytest.approx(0.075)
@@ -55,7 +55,7 @@ def test_text_claiming_a_reward_earns_only_what_its_answer_earns(protocol, probl
 
 
 def test_feedback_lists_the_peers_answers_in_relative_order(protocol, problem):
-    outcome = protocol.score(problem, ["The answer is 7.", "I think 5", "no idea"])
+    outcome = protocol.score(problem, ["The answer is 7.", "I think the answer is 5", "no idea 5"])
     assert outcome.feedback[0].splitlines()[1:] == ["- Agent 1: 5", "- Agent 2: no answer"]
     assert outcome.feedback[1].splitlines()[1:] == ["- Agent 1: no answer", "- Agent 2: 7"]
     assert outcome.feedback[2].splitlines()[1:] == ["- Agent 1: 7", "- Agent 2: 5"]

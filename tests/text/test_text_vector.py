@@ -73,13 +73,14 @@ def test_copies_of_one_problem_draw_their_own_seeds_and_sample_different_texts()
 def test_an_env_that_ended_early_ignores_actions_and_reports_zero_reward():
     venv = text_vector_env(2, task=FixedTask((("What is 3 + 4?", "7"),)), n_agents=2, max_turns=3, stop_threshold=1.0)
     venv.reset(seed=0)
-    _, rewards, terms, _, infos = venv.step({"agent_0": ["7", "5"], "agent_1": ["7", "5"]})
+    seven, five = "The answer is 7.", "The answer is 5."
+    _, rewards, terms, _, infos = venv.step({"agent_0": [seven, five], "agent_1": [seven, five]})
     assert rewards["agent_0"].tolist() == pytest.approx([1.1, 0.1])
     assert terms["agent_0"].tolist() == [True, False]
-    _, rewards, terms, _, infos = venv.step({"agent_0": [None, "7"], "agent_1": [None, "7"]})
+    _, rewards, terms, _, infos = venv.step({"agent_0": [None, seven], "agent_1": [None, seven]})
     assert rewards["agent_0"].tolist() == pytest.approx([0.0, 1.1])
     assert terms["agent_0"].tolist() == [True, True]
-    assert infos[0]["agent_0"]["turn"] == 1 and infos[0]["agent_0"]["text"] == "7"
+    assert infos[0]["agent_0"]["turn"] == 1 and infos[0]["agent_0"]["text"] == seven
     with pytest.raises(ValueError, match="every episode has ended"):
         venv.step({"agent_0": ["7", "7"], "agent_1": ["7", "7"]})
 

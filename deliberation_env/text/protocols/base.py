@@ -9,6 +9,11 @@ computed). Everything is a function of the problem and the list of the agents' t
 so a protocol holds no episode state and the env can score a team as often as it needs.
 A protocol may also score many teams in one call (:class:`BatchScoring`, optional): the
 env then hands it every team of a turn at once.
+A protocol may also say what stands in for a completion cut at the token budget
+(:class:`CutCompletions`, optional; the math protocol under strict scoring: its neutral
+text, so a cut completion is no answer): the env only sees text, so it passes that text
+on in its infos (``text_if_cut``) to whoever knows the finish reason
+(:func:`agents.text_policy.played_text`).
 
 The env never trusts a protocol's output blindly: a reward outside
 :attr:`TextProtocol.reward_range`, a non-finite part or feedback of the wrong length is
@@ -172,6 +177,22 @@ class BatchScoring(Protocol):
         """One :class:`Outcome` per ``(problem, texts)`` of ``teams``, in order, each equal
         to what :meth:`TextProtocol.score` gives for it."""
         ...
+
+
+@runtime_checkable
+class CutCompletions(Protocol):
+    """What a protocol may add to score a completion cut at the token budget (optional)."""
+
+    def text_if_cut(self, problem: Problem, agent: int) -> str | None:
+        """What ``agent`` plays in place of a completion cut at the token budget, or
+        ``None``: the cut completion is played as it is."""
+        ...
+
+
+def text_if_cut(protocol: TextProtocol, problem: Problem, agent: int) -> str | None:
+    """The protocol's :meth:`CutCompletions.text_if_cut` when it has one, else ``None``
+    (cut completions are played as they are)."""
+    return protocol.text_if_cut(problem, agent) if isinstance(protocol, CutCompletions) else None
 
 
 def score_many(protocol: TextProtocol, teams: Sequence[tuple[Problem, Sequence[str]]]) -> list[Outcome]:

@@ -14,11 +14,21 @@ lowest agent index; unparseable texts do not vote. A drafter-and-verifier varian
 offered: the agents of a parallel env act at the same time, so a verifier could only
 check the draft of the turn before, which is what the debate's feedback already gives.
 
-**Reward.** With d_i the decision of agent i (``None`` if its text has none) and v the
-voted decision (``None`` if no agent has one):
+**Scoring** (``scoring``, see :mod:`deliberation_env.tasks.base`): ``"strict"`` (the
+default) reads a decision only from a final answer stated in the form the task's
+instructions ask for ("The answer is N.", ``\\boxed{x}``, "Answer: X"), and a completion
+cut at the token budget is no answer: the env's ``text_if_cut`` info is then the neutral
+text, which :class:`agents.TextPolicy` and the LLM-weight learners play in place of a cut
+completion (:meth:`MathProtocol.text_if_cut`). ``"lenient"`` reads the task's forgiving
+way (the numeric tasks: the last number anywhere) and plays cut completions as they are.
+
+**Reward.** With d_i the decision of agent i under the protocol's scoring (``None`` if
+its text has none), a_i its decision under strict scoring and v the voted decision
+(``None`` if no agent has one):
 
 - ``correct`` = 1[v is not None and the task's ``is_correct(v)``]
-- ``format`` = (1/n) sum_i 1[d_i is not None]    (the share of parseable answers)
+- ``format`` = (1/n) sum_i 1[a_i is not None]    (the share of answers stated in the
+  asked form, under either scoring)
 - R = ``correct`` + ``format_weight`` * ``format``, so 0 <= R <= 1 + ``format_weight``.
 
 The neutral text of every role is the empty string: an agent left out does not vote.
@@ -32,6 +42,10 @@ Example:
     >>> outcome = protocol.score(problem, [f"The answer is {problem.answer}.", "I do not know."])
     >>> outcome.parts["correct"], outcome.parts["format"], outcome.reward
     (1.0, 0.5, 1.05)
+    >>> protocol.score(problem, [problem.answer, problem.answer]).parts  # a number, not stated
+    {'correct': 0.0, 'format': 0.0}
+    >>> MathProtocol(tasks.get("arithmetic"), scoring="lenient").score(problem, [problem.answer] * 2).parts
+    {'correct': 1.0, 'format': 0.0}
 """
 
 from __future__ import annotations
@@ -41,6 +55,7 @@ from collections.abc import Hashable, Sequence
 
 from agents.base import Message
 from deliberation_env.tasks import Problem, Task
+from deliberation_env.tasks.base import check_scoring, with_scoring
 from deliberation_env.text.protocols.base import Outcome, chat, quote
 from deliberation_env.values import is_number
 
@@ -64,23 +79,32 @@ class MathProtocol:
     """Parallel answers and a plurality vote, on any answer task (see the module docstring).
 
     Args:
-        task: A package task (``deliberation_env.tasks.get(...)``) other than HumanEval.
+        task: A package task (``deliberation_env.tasks.get(...)``) other than HumanEval;
+            its answers are read under ``scoring``, whatever it was built with.
         format_weight: Weight of the ``format`` part, a finite number >= 0.
+        scoring: ``"strict"`` or ``"lenient"`` (see the module docstring).
+
+    Attributes:
+        task: The task, reading under ``scoring``.
+        scoring: ``"strict"`` or ``"lenient"``.
 
     Raises:
-        ValueError: On a negative or non-finite ``format_weight``, or a code task.
+        ValueError: On a negative or non-finite ``format_weight``, a code task, an unknown
+            ``scoring``, or ``"lenient"`` for a task without that option.
     """
 
     name = "math"
 
-    def __init__(self, task: Task, format_weight: float = 0.1) -> None:
+    def __init__(self, task: Task, format_weight: float = 0.1, scoring: str = "strict") -> None:
         if not isinstance(task, Task):
             raise TypeError(f"task must be a Task, got {type(task).__name__}")
         if task.name == "humaneval":
             raise ValueError("task 'humaneval' needs the coding protocol, not the math protocol")
         if not (is_number(format_weight) and 0.0 <= format_weight < math.inf):
             raise ValueError(f"format_weight must be a finite number >= 0, got {format_weight!r}")
-        self.task = task
+        self.scoring = check_scoring(scoring)
+        self.task = with_scoring(task, scoring)
+        self._asked_form = with_scoring(task, "strict")
         self.format_weight = float(format_weight)
         self.reward_range = (0.0, 1.0 + self.format_weight)
 
@@ -113,7 +137,8 @@ class MathProtocol:
         decisions = [self.task.parse(problem, text) for text in texts]
         voted = self.vote(problem, decisions)
         correct = float(voted is not None and self.task.is_correct(problem, voted))
-        parsed = sum(decision is not None for decision in decisions) / len(decisions)
+        stated = decisions if self.scoring == "strict" else [self._asked_form.parse(problem, t) for t in texts]
+        asked_form = sum(decision is not None for decision in stated) / len(texts)
         n = len(texts)
         feedback = tuple(
             "Answers of the other agents:\n"
@@ -123,8 +148,8 @@ class MathProtocol:
             for i in range(n)
         )
         return Outcome(
-            reward=correct + self.format_weight * parsed,
-            parts={"correct": correct, "format": parsed},
+            reward=correct + self.format_weight * asked_form,
+            parts={"correct": correct, "format": asked_form},
             feedback=feedback,
             output=voted,
         )
@@ -149,6 +174,12 @@ class MathProtocol:
     def neutral_text(self, problem: Problem, agent: int) -> str:
         """The empty text: no answer, no vote."""
         return ""
+
+    def text_if_cut(self, problem: Problem, agent: int) -> str | None:
+        """What ``agent`` plays in place of a completion cut at the token budget: under
+        strict scoring the neutral text (a cut completion is no answer); under lenient
+        scoring ``None`` (the cut completion is played as it is)."""
+        return self.neutral_text(problem, agent) if self.scoring == "strict" else None
 
 
 def _shown(decision: str | None) -> str:

@@ -24,7 +24,10 @@ def test_train_text_writes_the_run_files_and_prints_the_table(tmp_path, capsys):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["algo"] == "grpo"
     assert summary["config"]["eps"] == 0.001
-    assert set(summary["after"]) == {"eval/correct", "eval/format", "eval/joint"}
+    assert set(summary["after"]) == {
+        "eval/correct", "eval/format", "eval/joint", "eval/asked_form_share", "eval/truncated_share",
+        "eval/mean_completion_tokens",
+    }
     assert (run_dir / "checkpoint.pt").is_file()
     assert {"agent_0", "agent_1"} <= {p.name for p in (run_dir / "adapters").iterdir()}
     out = capsys.readouterr().out

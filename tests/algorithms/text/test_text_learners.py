@@ -183,7 +183,7 @@ def test_evaluate_plays_each_problem_greedily(make_lm):
     subject = make_learner(make_lm)
     venv = text_vector_env(2, protocol=HashProtocol(), n_agents=2)
     first = subject.evaluate(venv, [0, 1, 2])
-    assert set(first) == {"eval/hash", "eval/joint"}
+    assert set(first) == {"eval/hash", "eval/joint", "eval/truncated_share", "eval/mean_completion_tokens"}
     assert subject.evaluate(venv, [0, 1, 2], seed=5) == first  # greedy: the episode seed does not matter
 
 
