@@ -10,11 +10,19 @@ A request's temperature, top-p and seed go to the server as they are, and its to
 (OpenAI's own API refuses it). The server samples in its own order: vLLM's is the
 request's (:class:`agents.base.GenerationRequest`); llama.cpp's server tempers last.
 
+The model id is ``openai:<model>@<server>``, the server being the base URL without
+credentials, its default port or a trailing slash (``openai:smollm2@http://127.0.0.1:8000/v1``):
+one model name on two servers is two models to the response cache. (It cannot see the
+weights behind the name: serve other weights under another name or URL.)
+
 ``timeout_s`` is a deadline for a whole attempt of a request: connecting, sending, the
 server's wait and reading the complete body. A server that trickles its answer cannot
 hold a call longer: the attempt is cancelled and its connection closed. Each retry has
 a deadline of its own, so one request takes at most ``(max_retries + 1) * timeout_s``
-plus the backoff waits.
+plus the backoff waits; so does a batch, whose requests share that budget: when one of
+them has failed all its attempts, the batch fails at once, the requests in flight are
+cancelled and those still queued behind ``max_concurrency`` are never sent (a batch to a
+server that hangs fails as fast as one request, not once per wave of requests).
 
 An attempt that fails is retried with exponential backoff (``backoff_s * 2**attempt``):
 connection errors, the deadline, rate limits, server errors and malformed responses (a
@@ -32,6 +40,7 @@ stripped of spaces, equals the candidate; a candidate outside the top ``k`` is `
 from __future__ import annotations
 
 import asyncio
+import urllib.parse
 from asyncio import sleep
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -142,6 +151,9 @@ class OpenAIBackend:
             explicitly to build a team without a running server, e.g. for an offline
             replay from :class:`agents.CachedBackend`.
         top_logprobs: How many top next tokens to ask for when scoring candidates.
+
+    Raises:
+        ValueError: A count or time out of range, or a ``base_url`` that is not an http(s) URL.
     """
 
     def __init__(
@@ -164,7 +176,7 @@ class OpenAIBackend:
             )
         self.base_url = base_url
         self.model = model
-        self.model_id = f"openai:{model}"
+        self.model_id = f"openai:{model}@{server_name(base_url)}"
         self.api_key = api_key
         self.max_concurrency = max_concurrency
         self.max_retries = max_retries
@@ -270,11 +282,11 @@ class OpenAIBackend:
                 last, failure = error, f"no complete response within timeout_s={self.timeout_s}"
             except openai.APIError as error:
                 raise BackendError(
-                    f"openai backend {self.model_id} at {self.base_url}: {what} was refused: "
+                    f"openai backend {self.model_id}: {what} was refused: "
                     f"{type(error).__name__}: {error}"
                 ) from error
         raise BackendError(
-            f"openai backend {self.model_id} at {self.base_url}: {what} failed after "
+            f"openai backend {self.model_id}: {what} failed after "
             f"{self.max_retries + 1} attempts: {failure}"
         ) from last
 
@@ -295,29 +307,60 @@ class OpenAIBackend:
         one: Callable[[openai.AsyncOpenAI, int, _Request], Awaitable[_Result]],
         requests: Sequence[_Request],
     ) -> list[_Result]:
-        """Every request, ``max_concurrency`` in flight; the first failure (in request
-        order) is raised once all are done."""
+        """Every request, ``max_concurrency`` in flight; when one fails (after its retries)
+        the others are cancelled and its error is raised (the first in request order if
+        several failed at once)."""
         slots = asyncio.Semaphore(self.max_concurrency)
 
         async def limited(index: int, request: _Request) -> _Result:
-            async with slots:
-                return await one(client, index, request)
+            await slots.acquire()
+            result = await one(client, index, request)  # a failure keeps its slot: nothing more is sent
+            slots.release()
+            return result
 
         # The client's own retries are off: this class retries, with its own error message.
         async with openai.AsyncOpenAI(
             base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s, max_retries=0
         ) as client:
-            outcomes = await asyncio.gather(
-                *(limited(index, request) for index, request in enumerate(requests)),
-                return_exceptions=True,
-            )
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                raise outcome
-        return outcomes
+            tasks = [asyncio.create_task(limited(k, request)) for k, request in enumerate(requests)]
+            try:
+                await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+        for task in tasks:
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()
+        return [task.result() for task in tasks]
 
     def __repr__(self) -> str:
         return f"OpenAIBackend({self.model!r}, base_url={self.base_url!r})"
+
+
+def server_name(base_url: str) -> str:
+    """``base_url`` as a model id names its server: scheme and host in lower case, no
+    credentials, default port, fragment or trailing slash.
+
+    >>> server_name("HTTP://user:secret@LocalHost:80/v1/")
+    'http://localhost/v1'
+
+    Raises:
+        ValueError: ``base_url`` is not an http(s) URL with a host.
+    """
+    parts = urllib.parse.urlsplit(base_url.strip())
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"base_url must be an http(s) URL with a host, such as http://127.0.0.1:8000/v1; "
+            f"got {base_url!r}"
+        )
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    port = parts.port  # a ValueError names a port that is not a number
+    default = {"http": 80, "https": 443}[scheme]
+    address = host if port in (None, default) else f"{host}:{port}"
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{scheme}://{address}{parts.path.rstrip('/')}{query}"
 
 
 def _summary(messages: Sequence[Message]) -> str:

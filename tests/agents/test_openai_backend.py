@@ -3,14 +3,17 @@ and against small stdlib HTTP servers that answer badly, slowly or not at all.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import numpy as np
 import pytest
 from agent_fakes import make_turn
 from helpers import llama_server
@@ -76,7 +79,7 @@ def test_team_turns_through_a_server_then_a_clear_error_when_it_is_gone(server, 
     backoffs.clear()
     with pytest.raises(
         BackendError,
-        match=r"openai:smollm2 at http://127\.0\.0\.1:\d+/v1: generate request 0 .* failed after 3 attempts",
+        match=r"openai:smollm2@http://127\.0\.0\.1:\d+/v1: generate request 0 .* failed after 3 attempts",
     ):
         agent.backend.generate([GenerationRequest(({"role": "user", "content": "new"},))])
     assert backoffs == [0.05, 0.1]  # it backed off between the retries, doubling the wait
@@ -190,7 +193,7 @@ def test_malformed_responses_are_retried_then_a_named_backend_error(case, backof
         with pytest.raises(BackendError) as error:
             backend.generate(ask())
     message = str(error.value)
-    assert f"openai backend openai:stub at {url}: generate request 0 (seed 3," in message
+    assert f"openai backend openai:stub@{url}: generate request 0 (seed 3," in message
     assert "failed after 3 attempts: malformed response (" in message
     assert re.search(problem, message), message
     assert len(received) == 3 and backoffs == [0.25, 0.5]
@@ -320,3 +323,99 @@ def test_a_batch_is_sent_max_concurrency_requests_at_a_time():
         results = backend.generate(requests)
     assert [r.text for r in results] == [f"The answer is {s}." for s in range(4)]  # in order
     assert seen["peak"] == 2 and sorted(seen["seeds"]) == [0, 1, 2, 3]
+
+
+# ------------------------------------------------------- a batch to a hung server
+@contextmanager
+def hung_server() -> Iterator[tuple[str, list[socket.socket]]]:
+    """A TCP server on a free local port that accepts every connection and never answers;
+    yields its API root URL and the connections it accepted so far (one per attempt)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                accepted.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1", accepted
+    finally:
+        stop.set()
+        thread.join()
+        for connection in accepted:
+            connection.close()
+        listener.close()
+
+
+@pytest.mark.parametrize(("batch", "concurrency"), [(4, 1), (6, 2)])
+def test_a_batch_to_a_hung_server_fails_within_one_requests_budget(backoffs, batch, concurrency):
+    """Each request may make ``max_retries + 1`` attempts; the batch shares that budget: once
+    a request has used it, the batch fails, and the requests queued behind
+    ``max_concurrency`` never reach the server (before, each wave of requests waited out a
+    whole budget of its own: a batch of 4 one at a time took 4 budgets)."""
+    requests = [GenerationRequest(({"role": "user", "content": "q"},), seed=s) for s in range(batch)]
+    with hung_server() as (url, accepted):
+        backend = OpenAIBackend(
+            url, "stub", max_concurrency=concurrency, max_retries=1, timeout_s=0.3,
+            backoff_s=0.01, supports_logprobs=False,
+        )
+        with pytest.raises(BackendError, match=r"generate request \d .* failed after 2 attempts: no complete"):
+            backend.generate(requests)
+        attempts = len(accepted)
+    assert attempts == concurrency * 2  # the first wave's attempts, none of the later waves'
+
+
+# ------------------------------------------------------------------ model ids
+def answering(text: str, received: list[dict]):
+    return replying([(200, "application/json", completion(text))], received)
+
+
+def test_one_model_name_on_two_servers_never_shares_cached_rows(tmp_path):
+    """Two servers both call their model "stub"; a cache filled from one must not answer for the other."""
+    path, received = tmp_path / "c.sqlite", []
+    with serving(answering("Server A says 7.", received)) as url_a:
+        a = OpenAIBackend(url_a, "stub", supports_logprobs=False)
+        assert CachedBackend(a, path).generate(ask())[0].text == "Server A says 7."
+    with serving(answering("Server B says 8.", received)) as url_b:
+        b = OpenAIBackend(url_b, "stub", supports_logprobs=False)
+        assert a.model_id != b.model_id
+        assert CachedBackend(b, path).generate(ask())[0].text == "Server B says 8."
+    assert len(received) == 2
+    assert set(cache_stats(path)["models"]) == {f"openai:stub@{url_a}", f"openai:stub@{url_b}"}
+
+
+@pytest.mark.parametrize(
+    ("base_url", "server"),
+    [
+        ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
+        ("http://127.0.0.1:8000/v1/", "http://127.0.0.1:8000/v1"),
+        ("HTTP://LocalHost:80/v1", "http://localhost/v1"),
+        ("https://user:secret@api.example.org:443/v1", "https://api.example.org/v1"),
+        ("https://api.example.org:8443/openai/v1?api-version=2", "https://api.example.org:8443/openai/v1?api-version=2"),
+        ("http://[::1]:8000/v1#part", "http://[::1]:8000/v1"),
+    ],
+)
+def test_the_model_id_names_the_server_without_credentials(base_url, server):
+    backend = OpenAIBackend(base_url, "Qwen/Qwen2.5-7B-Instruct", supports_logprobs=False)
+    assert backend.model_id == f"openai:Qwen/Qwen2.5-7B-Instruct@{server}"
+    assert "secret" not in backend.model_id
+
+
+@pytest.mark.parametrize("base_url", ["localhost:8000/v1", "ftp://host/v1", "http:///v1", "http://h:port/v1"])
+def test_a_base_url_that_names_no_server_is_a_clear_error(base_url):
+    with pytest.raises(ValueError, match="base_url must be an http|Port could not be cast"):
+        OpenAIBackend(base_url, "stub")
+
+
+def test_a_numpy_seed_reaches_the_server_through_the_cache(tmp_path):
+    received: list[dict] = []
+    with serving(answering("The answer is 7.", received)) as url:
+        backend = CachedBackend(OpenAIBackend(url, "stub", supports_logprobs=False), tmp_path / "c.sqlite")
+        request = GenerationRequest(({"role": "user", "content": "q"},), seed=np.int64(9), max_tokens=np.int32(5))
+        assert backend.generate([request])[0].text == "The answer is 7."
+    assert (received[0]["seed"], received[0]["max_tokens"]) == (9, 5)
