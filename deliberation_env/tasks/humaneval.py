@@ -117,7 +117,10 @@ def extract_code(text: str, entry_point: str) -> str:
 
 
 def _defines(code: str, entry_point: str) -> bool:
-    return re.search(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", code, re.MULTILINE) is not None
+    """Whether a line of ``code`` starts ``def entry_point(`` (spaces and tabs only around
+    it: ``\\s*`` would cross lines and take quadratic time on a run of blank lines)."""
+    pattern = rf"^[ \t]*def[ \t]+{re.escape(entry_point)}[ \t]*\("
+    return re.search(pattern, code, re.MULTILINE) is not None
 
 
 def example_calls(prompt: str, entry_point: str) -> tuple[str, ...]:
