@@ -132,6 +132,8 @@ class Answer:
             (see :mod:`agents.profile`).
         prompt_tokens: Prompt tokens spent producing it.
         completion_tokens: Tokens generated producing it.
+        finish_reason: ``"length"`` if the text was cut at the token budget, else
+            ``"stop"`` (the env counts a cut answer as no answer under strict scoring).
     """
 
     text: str
@@ -139,6 +141,7 @@ class Answer:
     profile: tuple[float, ...]
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    finish_reason: str = "stop"
 
 
 @dataclass(frozen=True, slots=True)

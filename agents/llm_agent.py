@@ -243,4 +243,5 @@ def _answer(turn: Turn, generation: Generation) -> Answer:
         profile=reasoning_profile(generation.text, decision),
         prompt_tokens=generation.prompt_tokens,
         completion_tokens=generation.completion_tokens,
+        finish_reason=generation.finish_reason,
     )

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import tyro
@@ -34,6 +34,7 @@ from agents.llm_agent import LLMAgent
 from agents.specs import check_spec, member_from_spec
 from deliberation_env.core import CONCEDE_RULES, RewardConfig
 from deliberation_env.tasks import Task
+from deliberation_env.tasks.base import check_scoring, with_scoring
 from deliberation_env.values import is_integer, is_number
 
 TeamMember = str | Backend | Solver
@@ -141,6 +142,11 @@ class EnvConfig:
     """Further keyword arguments of a task given by name (``de.tasks.get(task, **task_kwargs)``)."""
     split: str = "train"
     """Problem split, ``train`` or ``test``."""
+    scoring: Literal["strict", "lenient"] = "strict"
+    """How the task reads answers: ``strict`` (only a final answer stated in the form the
+    prompt asks for counts, e.g. "The answer is N."; an answer cut at the token budget is
+    no answer) or ``lenient`` (the task's forgiving reader, e.g. the last number anywhere).
+    Answer tasks only (humaneval: strict)."""
 
     # Team
     team: Annotated[TeamSpec, TEAM_ON_THE_COMMAND_LINE] = "smollm2"
@@ -203,6 +209,7 @@ class EnvConfig:
                 raise ValueError(f"{name} must be one of {choices}, got {value!r}")
         if self.split not in SPLITS:
             raise ValueError(f"split must be 'train' or 'test', got {self.split!r}")
+        check_scoring(self.scoring)
         if not isinstance(self.stop_on_consensus, bool | np.bool_):
             raise TypeError(f"stop_on_consensus must be a bool, got {self.stop_on_consensus!r}")
         self.stop_on_consensus = bool(self.stop_on_consensus)
@@ -261,10 +268,15 @@ class EnvConfig:
         return task_arguments(self.task, self.task_kwargs, self.path, self.difficulty)
 
     def build_task(self) -> Task:
-        """The task instance (loads its data)."""
+        """The task instance (loads its data), reading under ``scoring``.
+
+        Raises:
+            ValueError: On ``scoring="lenient"`` for a task without that option (humaneval).
+        """
         from deliberation_env.tasks import get
 
-        return self.task if not isinstance(self.task, str) else get(self.task, **self.task_arguments())
+        task = self.task if not isinstance(self.task, str) else get(self.task, **self.task_arguments())
+        return with_scoring(task, self.scoring)
 
     def build_team(self) -> list[Solver]:
         """One solver per agent; agents given the same spec or object share one solver (and

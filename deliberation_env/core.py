@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from agents.seeding import derive_seed, turn_seeds
 from deliberation_env.spaces import TEXT_CHARSET, TEXT_MAX_LENGTH, MetaAction
 from deliberation_env.starts import Starts
 from deliberation_env.tasks import Problem, Task
+from deliberation_env.tasks.base import AnswerTask
 from deliberation_env.values import is_number
 
 CONCEDE_RULES = ("most_confident", "plurality")
@@ -171,7 +172,8 @@ class DeliberationCore:
     call that raises leaves the env exactly as it was.
 
     Args:
-        task: The benchmark.
+        task: The benchmark; an answer task reading under strict scoring also makes an
+            answer cut at the token budget (``Answer.finish_reason == "length"``) no answer.
         team: One solver per agent (the same object may serve several agents).
         num_envs: Number of episodes stepped together.
         max_rounds: Steps per episode.
@@ -201,6 +203,8 @@ class DeliberationCore:
         self.problems = task.problems(split)
         if not self.problems:
             raise ValueError(f"task {task.name!r} has no problems in split {split!r}")
+        # Strict scoring: an answer cut at the token budget is no answer (its text may hold a number).
+        self._cut_is_no_answer = isinstance(task, AnswerTask) and task.scoring == "strict"
         self.starts = Starts(self.problems, split, task.name, num_envs)
         # Agents that share a solver object are served by one batched call.
         self._solver_groups: dict[int, tuple[Solver, list[int]]] = {}
@@ -397,6 +401,8 @@ class DeliberationCore:
         tokens[(slice(None), *index)] = self._check_tokens(cells, results)
         task = self.task
         for (e, i), answer in answers.items():
+            if self._cut_is_no_answer and answer.finish_reason == "length":
+                answer = replace(answer, decision=None)
             problem, decision = ep.problem[e], answer.decision
             ep.answers[e][i] = answer
             ep.keys[e][i] = None if decision is None else task.decision_key(problem, decision)

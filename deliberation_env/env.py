@@ -151,6 +151,10 @@ env, the training harness and the ``deliberate`` command line share).
   Members given by spec share one solver per distinct spec and are served through the
   SQLite response cache (``cache``, ``offline``) with ``temperature``, ``max_tokens`` and ``top_k``.
 - ``n_agents`` (>= 2), ``max_rounds`` (>= 1, default 3), ``split`` (``"train"`` / ``"test"``).
+- ``scoring``: ``"strict"`` (default: an answer counts only when it states its final
+  answer in the form the task's prompt asks for, e.g. "The answer is N.", and an answer
+  cut at the token budget is no answer) or ``"lenient"`` (the task's forgiving reader,
+  e.g. the last number anywhere): :mod:`deliberation_env.tasks.base`. Answer tasks only.
 - ``max_cycles``: PettingZoo's name for ``max_rounds`` (its ``max_cycles_test`` passes it);
   give one of the two.
 - ``reward_scale`` (> 0), ``w_local``, ``w_global``, ``lambda_tok`` (>= 0).
@@ -177,6 +181,9 @@ integer in [0, 2**64); ``options["problem_index"]`` an integer in [0, len(env.pr
   ``observation="flat"``, ``infos="numeric"``, ``render_mode="human"``, ``max_cycles``;
   team spec strings, ``path``, ``difficulty``, ``temperature``, ``max_tokens``, ``top_k``, ``cache``,
   ``offline``, ``simulated``.
+- v0, ``scoring`` (a change of dynamics for LLM teams, kept in v0): answers are read
+  strictly by default (they used to be read leniently: the last number anywhere, and a
+  cut answer counted); ``scoring="lenient"`` restores the earlier reading.
 """
 
 from __future__ import annotations

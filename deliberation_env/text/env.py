@@ -101,6 +101,10 @@ argument is an error naming it before any task is loaded).
 **Version history.**
 
 - v0: initial release (math, writing and coding protocols).
+- v0, ``scoring`` (a change of the math protocol's rewards, kept in v0): answers are read
+  strictly by default, ``format`` pays the asked form, and the ``text_if_cut`` info makes
+  a completion cut at the token budget no answer; ``scoring="lenient"`` reads answers as
+  before (the last number anywhere) and plays cut completions as they are.
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ def test_a_plain_solvers_parser_still_works_on_the_reference():
     play([solver] * 3)
     for turn in solver.turns:
         reference = REFERENCES[turn.question]
-        assert turn.parse(f"So it is {reference}.") == reference
+        assert turn.parse(f"So the answer is {reference}.") == reference
 
 
 def test_a_privileged_solver_gets_each_turns_reference():
