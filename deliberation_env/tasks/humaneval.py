@@ -406,9 +406,12 @@ def _validation_error(where: str, problem: Problem, verdict: Verdict) -> ValueEr
     if verdict.reason == "judge_error":
         fault = "the judge could not run its prompt and tests"
         fix = "fix its 'prompt' or 'test' field"
-    elif verdict.reason in UNCACHED_REASONS:
-        fault = "its canonical solution could not be judged"
-        fix = "raise timeout_s or memory_mb, or load it with validate=False"
+    elif verdict.reason == "timeout":
+        fault = "its canonical solution could not be judged in time"
+        fix = "raise timeout_s, or load the file with validate=False"
+    elif verdict.reason == "no_verdict":
+        fault = "the judge ended without a verdict on its canonical solution"
+        fix = "check that the prompt and tests do not exit or exhaust memory_mb"
     else:
         fault = "its canonical solution does not pass its tests"
         fix = "fix its 'canonical_solution' or 'test' field"

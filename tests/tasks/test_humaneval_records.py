@@ -83,6 +83,7 @@ def test_every_field_is_required(tmp_path, missing):
     ("change", "message"),
     [
         ({"prompt": "def add(a, b:\n"}, r"field 'prompt': the prompt does not compile: .*line 1"),
+        ({"prompt": GOOD["prompt"] + "\x00"}, r"field 'prompt': the prompt does not compile"),
         ({"prompt": "def plus(a, b):\n    '''Add.'''\n"}, r"field 'prompt' must end with `def add\(\.\.\.\)`"),
         ({"prompt": GOOD["prompt"] + "add = print\n"}, r"field 'prompt' must end with `def add"),
         ({"canonical_solution": "    return (a +\n"}, r"field 'canonical_solution': .* does not compile"),
@@ -206,9 +207,16 @@ def test_tests_that_do_not_load_in_the_judge_are_refused(tmp_path):
         HumanEvalTask(_with_bad_second_line(tmp_path, test=test))
 
 
+@pytest.mark.parametrize("stop", ["raise SystemExit(0)", "import os\nos._exit(0)"])
+def test_tests_that_end_the_judge_are_refused(tmp_path, stop):
+    test = GOOD["test"] + stop + "\n"
+    with pytest.raises(ValueError, match=r"data\.jsonl:2: problem 'Local/1': the judge ended without a verdict .*do not exit"):
+        HumanEvalTask(_with_bad_second_line(tmp_path, test=test))
+
+
 def test_a_canonical_solution_too_slow_to_judge_names_the_way_out(tmp_path):
     solution = "    import time\n    time.sleep(60)\n    return a + b\n"
-    with pytest.raises(ValueError, match=r"data\.jsonl:2: problem 'Local/1': .*could not be judged \(timeout.*validate=False"):
+    with pytest.raises(ValueError, match=r"data\.jsonl:2: problem 'Local/1': .*could not be judged in time \(timeout.*validate=False"):
         HumanEvalTask(_with_bad_second_line(tmp_path, canonical_solution=solution), timeout_s=1)
 
 
