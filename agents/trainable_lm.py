@@ -34,8 +34,9 @@ forward pass of prompt + completion per batch (logits only at the completions' p
 policy with ``reference=True`` (no gradient).
 
 **Checkpoints**: :meth:`TrainableLM.save_adapters` writes each agent's adapter in peft
-format (``directory/agent_k/adapter_config.json`` + ``adapter_model.safetensors``, servable
-with ``PeftModel.from_pretrained(base, directory / "agent_k")``) or, for full fine-tuning,
+format (``directory/agent_k/adapter_config.json`` + ``adapter_model.safetensors``, with the
+plain base model in ``directory/base``: ``AutoPeftModelForCausalLM.from_pretrained(directory
+/ "agent_k")`` loads it) or, for full fine-tuning,
 each model in ``transformers`` format; :meth:`TrainableLM.state_dict` holds the trainable
 weights for a learner's resumable checkpoint.
 """
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +90,8 @@ def _require_train_extra() -> None:
 Finetune = Literal["lora", "full"]
 DEFAULT_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 """The attention projections of Llama-style models (SmolLM2 included)."""
+BASE_FOLDER = "base"
+"""The folder beside saved LoRA adapters that holds their plain base model (see :meth:`TrainableLM.save_adapters`)."""
 
 
 @dataclass(frozen=True)
@@ -483,6 +487,18 @@ class TrainableLM:
     def save_adapters(self, directory: str | Path) -> list[Path]:
         """Write each agent's adapter (peft format) or model (transformers format).
 
+        With LoRA, the base model the adapters apply to is written too, as a plain
+        transformers model (``directory / "base"``: the dequantized weights of a GGUF, in
+        their dtype, and the tokenizer), and every adapter's ``base_model_name_or_path``
+        names it by absolute path, so plain peft loads an agent in one line::
+
+            from peft import AutoPeftModelForCausalLM
+            model = AutoPeftModelForCausalLM.from_pretrained("runs/x/adapters/agent_0")
+
+        (or ``PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(".../base"),
+        ".../agent_0")``; the tokenizer is ``AutoTokenizer.from_pretrained(".../base")``).
+        Moving the folder: load with the second form, which reads no recorded path.
+
         Returns:
             The folders written, one per agent (``directory / agent``).
         """
@@ -496,6 +512,13 @@ class TrainableLM:
                 seat.model.save_pretrained(folder)
                 self.tokenizer.save_pretrained(folder)
             folders.append(folder)
+        adapted = [seat for seat in self.seats.values() if seat.adapter is not None]
+        if adapted:
+            base = directory / BASE_FOLDER
+            _plain_base(adapted[0].model).save_pretrained(base)
+            self.tokenizer.save_pretrained(base)
+            for seat in adapted:
+                _record_base(directory / seat.adapter / "adapter_config.json", base.resolve())
         return folders
 
     def load_adapters(self, directory: str | Path) -> None:
@@ -535,6 +558,27 @@ def check_sample_arguments(
             f"need max_new_tokens >= 1, temperature >= 0, top_p in (0, 1] and 0 <= min_new_tokens <= "
             f"max_new_tokens, got {max_new_tokens}, {temperature}, {top_p}, {min_new_tokens}"
         )
+
+
+def _plain_base(wrapped: PeftModel) -> PreTrainedModel:
+    """The base model under ``wrapped``'s LoRA adapters, as a plain transformers model (a
+    copy: the adapters' layers hold the base weights as ``base_layer``)."""
+    weights = {
+        name.replace(".base_layer.", "."): tensor
+        for name, tensor in wrapped.get_base_model().state_dict().items()
+        if "lora_" not in name
+    }
+    config = copy.deepcopy(wrapped.get_base_model().config)
+    plain = AutoModelForCausalLM.from_config(config, dtype=next(iter(weights.values())).dtype)
+    plain.load_state_dict(weights)
+    return plain.eval()
+
+
+def _record_base(adapter_config: Path, base: Path) -> None:
+    """Point a saved adapter's ``base_model_name_or_path`` at ``base``."""
+    settings = json.loads(adapter_config.read_text(encoding="utf-8"))
+    settings["base_model_name_or_path"] = str(base)
+    adapter_config.write_text(json.dumps(settings, indent=2), encoding="utf-8")
 
 
 def _plain_copy(model: PreTrainedModel, dtype: torch.dtype) -> PreTrainedModel:

@@ -108,6 +108,12 @@ def test_save_and_load_adapters_in_peft_format(make_lm, tmp_path):
     ids = torch.tensor([trained.encode(CHAT)])
     with trained._acting("agent_1") as model, torch.no_grad():
         assert torch.allclose(model(input_ids=ids).logits, served(input_ids=ids).logits, atol=1e-5)
+    # and by plain peft alone, from the folder: the base is saved beside the adapters
+    from peft import AutoPeftModelForCausalLM
+
+    alone = AutoPeftModelForCausalLM.from_pretrained(tmp_path / "agent_1", local_files_only=True).eval()
+    with trained._acting("agent_1") as model, torch.no_grad():
+        assert torch.allclose(model(input_ids=ids).logits, alone(input_ids=ids).logits, atol=1e-5)
     with pytest.raises(FileNotFoundError, match="agent_0"):
         make_lm().load_adapters(tmp_path / "absent")
 
