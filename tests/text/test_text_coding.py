@@ -3,7 +3,6 @@ tests counted only by the sandbox's trusted verdict, multi-turn feedback, bad in
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 
 import pytest
@@ -12,6 +11,7 @@ from pettingzoo.test import parallel_api_test
 from deliberation_env import tasks
 from deliberation_env.sandbox import Verdict
 from deliberation_env.text import CodingProtocol, text_env
+from deliberation_env.text.protocols import coding
 from deliberation_env.text.protocols.coding import WEIGHTS, count_tests, read_verdict
 
 FENCE = "`" * 3
@@ -75,23 +75,21 @@ def test_count_tests_runs_each_test_alone_and_counts_a_loop_once():
         "    for x in range(3):\n"
         "        assert candidate(x) == x + 1\n"
         "    assert math.floor(candidate(0.5)) == 1\n"
+        "    assert candidate(1) == candidate(1.0)\n"
     )
-    counted = count_tests(code, "p")
+    counted = count_tests(code, "p", "f")
     assert counted.tests == (
         "assert candidate(1) == 2",
         "assert candidate(2) == 5",
         "for x in range(3):\n        assert candidate(x) == x + 1",
         "assert math.floor(candidate(0.5)) == 1",
+        "assert candidate(1) == candidate(1.0)",
     )
+    assert counted.calls == ("f(1)", "f(2)", "f(0.5)", "f(1.0)")  # literal arguments only, once each
     namespace: dict = {}
     exec(counted.source, namespace)  # noqa: S102 - the TRUSTED tests, on a trusted function
-    passed, total, failures = namespace["check"](lambda x: x + 1)
-    assert (passed, total) == (3, 4)
-    assert failures == [(1, "AssertionError: ")]
-    passed, total, failures = namespace["check"](lambda x: 1 / 0)
-    assert (passed, total) == (0, 4)
-    assert [index for index, _ in failures] == [0, 1, 2, 3]
-    assert failures[0][1] == "ZeroDivisionError: division by zero"
+    assert namespace["check"](lambda x: x + 1) == (4, 5, (1,))
+    assert namespace["check"](lambda x: 1 / 0) == (0, 5, (0, 1, 2, 3, 4))
 
 
 @pytest.mark.parametrize(
@@ -195,17 +193,64 @@ def test_leave_one_out_contributions_by_hand(problem):
 
 
 # ---------------------------------------------------------------------- multi-turn feedback
-def test_the_next_prompt_names_the_real_failing_test_and_its_error():
+def test_the_next_prompt_shows_the_programs_results_on_the_tests_calls_not_the_tests():
     env = text_env(task="humaneval", split="test", max_turns=2)
     env.reset(options={"problem_id": PROBLEM})
     wrong = MAIN.replace("    total = sum(numbers)", "    total = sum(numbers) + (len(numbers) == 1)")
-    obs, _, terms, _, _ = env.step({"agent_0": HELPER, "agent_1": wrong})
-    assert not terms["agent_1"]
+    obs, _, terms, _, infos = env.step({"agent_0": HELPER, "agent_1": wrong})
+    assert not terms["agent_1"] and infos["agent_1"]["reward_components"]["tests"] == pytest.approx(4 / 5)
     for agent in env.agents:
-        assert "tests: 4/5 passed" in obs[agent]
-        assert "failed: assert candidate([10]) == (10, 10)\n    -> AssertionError" in obs[agent]
+        assert "sum_product([10]) -> (11, 10)" in obs[agent]  # the failing call, the program's result
+        assert "sum_product([3, 5, 7]) -> (15, 105)" in obs[agent]
+        assert "(10, 10)" not in obs[agent] and "4/5" not in obs[agent]  # not what the test expects, nor the count
     assert "def aux(numbers):" in obs["agent_1"]  # the main agent sees its partner's code
     assert "total = sum(numbers) + (len(numbers) == 1)" in obs["agent_0"]
+
+
+def test_a_program_that_fails_or_does_not_load_says_so(protocol, problem):
+    outcome = score(protocol, problem, "", MAIN)  # aux is called but nobody defines it
+    assert "sum_product([10]) -> raised NameError" in outcome.feedback[1]
+    exits = f"{FENCE}python\ndef sum_product(numbers):\n    return (sum(numbers), 1)\n\ndef aux(x):\n    return x\n\nraise SystemExit\n{FENCE}"
+    outcome = score(protocol, problem, "", exits)
+    assert outcome.parts["main_defined"] == 0.0 and "line 7: a top-level Raise statement" in outcome.feedback[0]
+
+
+# ---------------------------------------------------------------------- the rules
+def test_every_canonical_solution_is_admitted_and_passes_its_tests(protocol):
+    problems = [*protocol.problems("train"), *protocol.problems("test")]
+    outcomes = protocol.score_many([(p, ["", p.answer]) for p in problems])  # prompt + canonical solution
+    assert [p.id for p, outcome in zip(problems, outcomes, strict=True) if outcome.parts["tests"] != 1.0] == []
+    assert all(outcome.reward == pytest.approx(0.6 + 0.5 + 1.0) for outcome in outcomes)
+
+
+def test_code_that_runs_at_load_is_refused_and_the_feedback_names_the_line(protocol, problem):
+    main = MAIN[: -len(FENCE)] + "print(sum_product([1, 2]))\n" + FENCE
+    outcome = score(protocol, problem, HELPER, main)
+    assert outcome.parts["main_defined"] == 0.0 and outcome.reward == pytest.approx(0.4)
+    assert "main sum_product(...): REFUSED, its code did not run (line 4: a top-level Expr statement" in outcome.feedback[0]
+
+
+ORDINARY_MAINS = [
+    "import math\ndef sum_product(numbers: List[int]) -> Tuple[int, int]:\n    return (aux(numbers), math.prod(numbers))\n",
+    (
+        "from typing import List, Tuple\nimport functools\n@functools.lru_cache(maxsize=None)\ndef product(numbers):\n"
+        "    return functools.reduce(lambda a, b: a * b, numbers, 1)\n"
+        "def sum_product(numbers):\n    \"\"\"Sum and product.\"\"\"\n    return (aux(numbers), product(tuple(numbers)))\n"
+    ),
+    (
+        "def sum_product(numbers, start=0):\n    class Pair(tuple):\n        def swapped(self):\n            return Pair(self[::-1])\n"
+        "    def times(a, b):\n        return a * b\n    product = 1\n    try:\n        for n in [n for n in numbers]:\n"
+        "            product = times(product, n)\n    except TypeError as error:\n        raise ValueError(str(error))\n"
+        "    return tuple(Pair((product, start + aux(numbers))).swapped())\n"
+    ),
+]
+
+
+@pytest.mark.parametrize("main", ORDINARY_MAINS)
+def test_ordinary_code_is_admitted(protocol, problem, main):
+    helper = "def aux(numbers):\n    import itertools\n    return sum(itertools.chain(numbers))\n"
+    outcome = score(protocol, problem, f"{FENCE}python\n{helper}{FENCE}", f"{FENCE}python\n{main}{FENCE}")
+    assert outcome.parts["tests"] == 1.0 and "REFUSED" not in outcome.feedback[0] + outcome.feedback[1]
 
 
 # ---------------------------------------------------------------------- hostile code
@@ -248,11 +293,13 @@ def verdict(reason, returned):
 def test_a_verdict_that_did_not_pass_counts_no_test(protocol, problem):
     counted = protocol._counted[PROBLEM]
     for reason in ("failed", "load_error", "bad_answer", "timeout", "no_verdict"):
-        result = read_verdict(verdict(reason, [5, 5, []]), counted, "p")
+        result = read_verdict(verdict(reason, (5, 5, ())), counted, "p")
         assert (result.passed, result.total, result.reason) == (0, 5, reason)
 
 
-@pytest.mark.parametrize("returned", [None, [6, 5, []], [5, 4, []], [4, 5, []], [4, 5, [[9, "x"]]], "5/5", [True, 5, []]])
+@pytest.mark.parametrize(
+    "returned", [None, (6, 5, ()), (5, 4, ()), (4, 5, ()), (4, 5, (9,)), (3, 5, (1, 1)), (3, 5, (2, 1)), "5/5", (True, 5, ())]
+)
 def test_a_malformed_count_or_a_judge_error_is_an_error_not_a_reward(protocol, returned):
     counted = protocol._counted[PROBLEM]
     with pytest.raises(RuntimeError, match="problem 'X'"):
@@ -261,9 +308,51 @@ def test_a_malformed_count_or_a_judge_error_is_an_error_not_a_reward(protocol, r
         read_verdict(verdict("judge_error", None), counted, "problem 'X'")
 
 
-def test_verdicts_are_cached_per_program(protocol, problem):
-    first = protocol.tests(problem, protocol.codes(problem, [HELPER, MAIN])[2])
-    cached = dict(protocol._verdicts)
-    again = protocol.tests(problem, protocol.codes(problem, [HELPER, MAIN])[2])
-    assert again == first and protocol._verdicts == cached
-    assert dataclasses.asdict(first)["passed"] == 5
+# ---------------------------------------------------------------------- the verdict cache
+@pytest.fixture
+def judged(monkeypatch):
+    """The number of requests of every judge_many call the coding protocol makes (the real one runs)."""
+    calls = []
+    real = coding.judge_many
+
+    def recording(requests, *args, **kwargs):
+        requests = list(requests)
+        calls.append(len(requests))
+        return real(requests, *args, **kwargs)
+
+    monkeypatch.setattr(coding, "judge_many", recording)
+    return calls
+
+
+def test_verdicts_are_cached_per_program_without_the_programs_output(protocol, problem, judged):
+    noisy = MAIN.replace("    total = sum(numbers)", "    print('x' * 100_000)\n    total = sum(numbers)")
+    program = protocol.codes(problem, [HELPER, noisy])[2]
+    first = protocol.tests(problem, program)
+    assert protocol.tests(problem, program) == first and judged == [1, 0]
+    assert (first.passed, first.total, first.failed) == (5, 5, ())
+    assert len(repr(first)) < 2_000  # what rewards and feedback read, not 100,000 characters of output
+
+
+def test_the_cache_is_bounded_least_recently_used_first(problem, judged):
+    protocol = CodingProtocol(tasks.get("humaneval"), cache_size=2)
+    programs = [protocol.codes(problem, [HELPER, MAIN.replace("sum(numbers)", f"sum(numbers) + {k}")])[2] for k in range(3)]
+    protocol.judge([(problem, program) for program in programs])
+    assert len(protocol._results) == 2
+    protocol.judge([(problem, programs[2]), (problem, programs[1])])
+    protocol.judge([(problem, programs[0])])
+    assert judged == [3, 0, 1]
+
+
+def test_transient_outcomes_are_judged_again(problem, judged):
+    protocol = CodingProtocol(tasks.get("humaneval", timeout_s=1.0))
+    hangs = f"{FENCE}python\ndef sum_product(numbers):\n    while True:\n        pass\n    return (0, 1)\n{FENCE}"
+    program = protocol.codes(problem, [HELPER, hangs])[2]
+    assert protocol.tests(problem, program).reason == "timeout"
+    assert protocol.tests(problem, program).reason == "timeout"
+    assert judged == [1, 1] and len(protocol._results) == 0
+
+
+@pytest.mark.parametrize("size", [0, -1, 1.5, True])
+def test_the_cache_size_must_be_a_positive_integer(size):
+    with pytest.raises(ValueError, match="cache_size must be an integer >= 1"):
+        CodingProtocol(tasks.get("humaneval"), cache_size=size)

@@ -17,22 +17,80 @@ weighted sum, and a level is only scored when the levels before it pass:
 ====================  ======  ===============================================================
 part                  weight  what it measures
 ====================  ======  ===============================================================
-``helper_defined``    0.4     the helper's code defines ``aux`` at top level, with a
-                              ``return <value>`` in it (format/structure)
-``main_defined``      0.6     the main agent's code defines the entry point likewise; if
-                              not, nothing below is scored
+``helper_defined``    0.4     the helper's code is admitted (below) and defines ``aux`` at
+                              top level, with a ``return <value>`` in it
+``main_defined``      0.6     the main agent's code is admitted and defines the entry point
+                              likewise; if not, nothing below is scored
 ``syntax``            0.5     both codes and the team's program compile; if not, nothing
                               below is scored
 ``tests``             1.0     the fraction of the hidden tests the program passes, from the
                               sandbox's trusted verdict (below)
 ``cooperation``       0.5     at least one test passed, the helper is defined and
                               non-trivial, and the main function calls ``aux`` without
-                              defining ``aux`` itself
+                              binding ``aux`` itself
 ``not_wrapper``       1.0     given cooperation: the main function is not a thin wrapper
                               (``return aux(...)``, or ``v = aux(...)`` then ``return v``)
 ``ignored_call``      -0.5    given cooperation: the main function calls ``aux`` as a bare
                               statement, throwing its result away
 ====================  ======  ===============================================================
+
+**What each agent's code may hold.** Both codes are checked with :mod:`ast` before
+anything runs, by the same rules on every path (scoring, leave-one-out, every turn). Code
+that breaks a rule is *refused*: it scores as not defined and does not run (a refused
+helper's code is left out of the team's program; a refused main function ends the
+scoring at ``main_defined``), and the agents' feedback names the line and the rule.
+
+1. *Top level*: only imports, function definitions (``def``, ``async def``) and
+   docstrings. A top-level function has literal default values, annotations that are
+   type expressions (names, attributes, subscripts, ``|``, literals) and no decorator but
+   ``functools.cache`` and ``functools.lru_cache`` (with literal arguments; never on the
+   entry point). So no code an agent wrote runs while the program loads: no trace,
+   profile or audit hook, no edit of builtins or ``sys.modules``, no decorator, default
+   argument, annotation or class body that calls something.
+2. *Imports* anywhere: absolute and named (no ``*``), of :data:`ALLOWED_MODULES` only:
+   modules of pure computation, none of which reaches the interpreter (``sys``,
+   ``builtins``, ``gc``, ``inspect``, ``ctypes``, ``os`` are out) or keeps state one
+   agent's call could change for the other (``random``'s seed, ``decimal``'s context).
+3. *Anywhere*: no ``global`` statement, no attribute assignment or deletion, no dunder
+   name (``__builtins__``, ``__import__``), no attribute whose name starts with ``_`` or
+   reads a frame, code object or traceback (``gi_frame``, ``f_globals``, ``tb_frame``,
+   ``co_code``; prefixes :data:`FRAME_PREFIXES`), none of :data:`DENIED_NAMES` (the
+   builtins that read or write another object's namespace or run strings: ``globals``,
+   ``vars``, ``getattr``, ``setattr``, ``exec``, ``compile``, ``open``; the library
+   functions that reach attributes by name or evaluate strings: ``attrgetter``,
+   ``Formatter``, ``get_type_hints``, ``update_wrapper``, ``singledispatch``, ...). A
+   module is used only as ``module.name``, never as a value, and never to reach a module
+   outside the allowed ones (``typing.sys``).
+4. *Names*: each agent binds at top level only names of its own: no builtin's name, no
+   dunder name, no name the prompt binds (unless it repeats the prompt's own import or
+   function unchanged). The helper never binds the entry point; the main agent binds it
+   by ``def`` only. A name both agents bind differently refuses the helper's code (the
+   main agent's binding would replace it).
+
+``eval`` in the team's program evaluates literals and operators only (numbers, strings,
+arithmetic, comparisons): the judged program starts with a trusted definition of it,
+since HumanEval/160's own solution calls ``eval``.
+
+**What the rules prove.** *The function analysed is the function judged*: the main
+agent's last ``def`` of the entry point is the last binding of that name when the
+program has loaded (no other binding exists in either code, and none can be made later:
+no ``global``, no namespace writes, no frames), the sandbox calls the very function that
+``def`` created, and nothing can replace its code, defaults or globals. This protocol
+*refuses* every other binding of the entry point; it does not analyse whatever ends up
+bound to it. *One agent's code cannot change what another's does*: nothing an agent
+wrote runs at load, and when called, its code can rebind none of the other's names or
+builtins, patch no module, and reach no frame, ``sys`` or ``builtins``. The rules are a
+syntactic allow-list, checked on each agent's code alone and on the names they bind
+together; a way around them is a bug to report, not a behaviour to learn.
+
+**What the structure bonuses do not prove.** ``helper_defined``, ``main_defined``,
+``cooperation``, ``not_wrapper`` and ``ignored_call`` are facts of the judged functions'
+text, as in CoMLRL: that ``aux`` returns something other than a constant or one of its
+parameters, that the main function's text calls ``aux`` and is not one of CoMLRL's two
+wrapper forms. They do not prove that the call matters to the result (``v = aux(x)``
+with ``v`` never used passes), that the main function does part of the work (one more
+statement takes any wrapper out of the two forms), or that the helper is correct. Only
+the ``tests`` part measures behaviour.
 
 **Tests passed come only from the sandbox's verdict** (:func:`deliberation_env.sandbox.
 judge_many`). The trusted test code of a problem is rewritten once, in this process, with
@@ -41,18 +99,38 @@ of ``check``'s body that uses the candidate (its parameter) is one *test*, run i
 ``try``/``except Exception``; a loop with asserts inside is one test (it passes when the
 whole loop runs without an exception), so the number of tests never depends on what the
 candidate does. Other statements (``import math``, setup, ``assert True``) run as they are.
-The rewritten ``check`` returns ``(passed, total, failures)``, ``failures`` being one
-``(test index, "Error: message")`` pair per failed test; the judge process runs it on a
-proxy of the candidate, and :attr:`~deliberation_env.sandbox.Verdict.returned` carries
-that value back. A verdict whose reason is not ``"passed"`` (``load_error``,
-``bad_answer``, ``timeout``, ...) counts 0 tests passed: a program that exits, prints
-"passed", forges records or returns objects claiming equality earns no test.
+The rewritten ``check`` returns ``(passed, total, failed)``, ``failed`` being the indices
+of the failed tests; the judge process runs it on a proxy of the candidate, and
+:attr:`~deliberation_env.sandbox.Verdict.returned` carries that value back. A verdict
+whose reason is not ``"passed"`` (``load_error``, ``bad_answer``, ``timeout``, ...)
+counts 0 tests passed: a program that exits, prints "passed", forges records or returns
+objects claiming equality earns no test.
 
-**Feedback** (multi-turn, as CoMLRL's ``level_feedback`` mode): each agent's next prompt
-says which functions were found, the syntax error (which code, line, message), how many
-tests passed, and each failed test with its source and its error (from the trusted
-verdict), or why the program was not judged; the main agent also reads whether it calls
-``aux`` and whether it is a thin wrapper. Each agent also sees its partner's code.
+**Feedback** (multi-turn, after CoMLRL's ``level_feedback`` mode): each agent's next
+prompt says which functions were found (or why a code was refused), the syntax error
+(which code, line, message), whether the program loaded (its error if not), and *what the
+program returns on the tests' calls*: each call of the candidate with literal arguments
+in the tests (at most :data:`FEEDBACK_CALLS`, in the tests' order), written with the
+entry point's name, and the program's own result or exception. The judge evaluates these
+calls each on its own, before and apart from the tests, so which calls are shown never
+depends on what passed. The feedback never holds an expected value, which tests passed,
+or how many: it is a function of the program and the tests' inputs, so a policy that
+reads it learns nothing of what the reward checks (a lookup table built from the
+feedback alone scores no more tests at turn k than at turn 1; see
+``tests/text/test_coding_attacks.py``). What a run's outcome adds is whether it loaded,
+answered every call with a plain value and ended in time. The main agent also reads
+whether it calls ``aux`` and whether it is a thin wrapper. Each agent sees its partner's
+code. *CoMLRL's choice*: its level feedback quotes each failed ``assert`` line, expected
+value included, and the next turn is rewarded on the same tests, so a lookup table built
+from its feedback alone passes most of them by turn 3.
+
+**Verdict cache.** What the reward and the feedback read of a verdict (tests passed,
+failed indices, the reason and its detail, the calls' results, each cut to
+:data:`SHOWN_CHARS` characters) is kept per (problem, program digest), at most
+``cache_size`` entries (default :data:`VERDICT_CACHE_SIZE`), the least recently used
+dropped first; never the candidate's output. Only verdicts that say something lasting
+about the program are kept (:data:`CACHED_REASONS`): a timeout, a judge that ended
+without a verdict and any other outcome are judged again.
 
 **Neutral text** (leave-one-out): the empty text, for both roles: no helper (the main
 function's calls of ``aux`` then fail), or no main function (R is at most 0.4).
@@ -66,13 +144,17 @@ function's calls of ``aux`` then fail), or no main function (R is at most 0.4).
   and runs each alone, so asserts inside loops fail for want of their loop variable.
 - One wall-clock limit for the whole check (``HumanEvalTask.timeout_s``); CoMLRL gives
   each assert 10 s and stops after three timeouts. A program that hangs passes nothing.
+- Each agent's code is checked against the rules above and refused if it breaks one;
+  CoMLRL cuts the named function out of the text with regular expressions and runs it
+  with whatever else the module binds.
 - Calls, wrappers and ignored results are read from the syntax tree, not with regular
   expressions (which count ``aux(`` inside a string or a comment as a call).
 - Cooperation also needs a *non-trivial* helper (one that returns something other than a
-  constant or one of its own parameters), and a main agent that does not define ``aux``
+  constant or one of its own parameters), and a main agent that does not bind ``aux``
   itself: otherwise ``def aux(x): return x`` farms the 1.5 points of cooperation.
 - The ignored-call deduction applies only with the cooperation bonus it offsets, so R is
   never negative (CoMLRL's reward function does the same; its logger applies it always).
+- Feedback shows the program's results, never the expected values (above).
 
 Example (no sandbox run: the main agent writes no function, so no level past the first
 is scored):
@@ -87,14 +169,21 @@ is scored):
 from __future__ import annotations
 
 import ast
+import builtins
+import copy
+import hashlib
+import importlib
 import re
 import textwrap
-from collections.abc import Sequence
+import types
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from agents.base import Message
 from deliberation_env.sandbox import JudgeRequest, Verdict, judge_many
 from deliberation_env.tasks import Problem, Task
+from deliberation_env.tasks.base import positive_int
 from deliberation_env.tasks.humaneval import extract_code
 from deliberation_env.text.protocols.base import Outcome, chat, quote
 
@@ -110,10 +199,54 @@ WEIGHTS = {
     "ignored_call": -0.5,
 }
 """CoMLRL's weight of each reward part (module docstring)."""
-ERROR_CHARS = 300
-"""Most characters of one failed test's error that the judge returns."""
-FAILURES_SHOWN = 5
-"""Most failed tests listed in one agent's feedback."""
+FEEDBACK_CALLS = 8
+"""Most calls of the tests whose results one agent's feedback shows."""
+SHOWN_CHARS = 200
+"""Most characters of one call, or of its result, kept and shown."""
+VERDICT_CACHE_SIZE = 4096
+"""Verdicts a :class:`CodingProtocol` keeps by default (each about 2 KiB at most)."""
+CACHED_REASONS = frozenset({"passed", "failed", "load_error", "bad_answer"})
+"""Verdict reasons that say something lasting about the program, the only ones cached."""
+
+ALLOWED_MODULES = frozenset({
+    "bisect", "cmath", "collections", "collections.abc", "copy", "datetime", "fractions",
+    "functools", "hashlib", "heapq", "itertools", "math", "operator", "re", "statistics",
+    "string", "typing",
+})  # fmt: skip
+"""The modules the agents' code may import (rule 2 of the module docstring)."""
+DENIED_NAMES = frozenset({
+    # builtins that read or write another object's namespace, or run strings
+    "globals", "vars", "locals", "getattr", "setattr", "delattr", "exec", "compile", "open",
+    "breakpoint",
+    # library functions that reach attributes by name, set them, or evaluate strings
+    "attrgetter", "methodcaller", "Formatter", "get_type_hints", "ForwardRef",
+    "singledispatch", "singledispatchmethod", "update_wrapper", "wraps", "total_ordering",
+    "register",
+})  # fmt: skip
+"""Names the agents' code may not use, as a name, an attribute or an import (rule 3)."""
+FRAME_PREFIXES = ("f_", "gi_", "cr_", "ag_", "tb_", "co_")
+"""Attribute prefixes of frames, generators, coroutines, tracebacks and code objects."""
+CACHE_DECORATORS = frozenset({"cache", "lru_cache"})
+"""The ``functools`` decorators a top-level function may have (never the entry point)."""
+
+SAFE_EVAL = '''\
+def eval():
+    def eval(source, /):
+        """Evaluate literals and operators only (the coding protocol's trusted eval)."""
+        import ast
+        import builtins
+        allowed = (ast.Expression, ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare,
+                   ast.Tuple, ast.List, ast.Load, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+        tree = ast.parse(str(source).strip(), mode="eval")
+        for node in ast.walk(tree):
+            if not isinstance(node, allowed):
+                raise ValueError(f"eval evaluates literals and operators only, not {type(node).__name__}")
+        return builtins.eval(compile(tree, "<eval>", "eval"), {"__builtins__": {}}, {})
+    return eval
+eval = eval()
+'''
+"""The start of every judged program: ``eval`` bound to an evaluator of literals and
+operators (module docstring), whose helpers live in a closure no agent can reach."""
 
 SYSTEM = (
     "You are one of two programmers writing a Python solution together: a helper agent "
@@ -131,35 +264,42 @@ MAIN_TASK = (
 FIRST = "Problem:\n```python\n{prompt}```\n\n{task}"
 LATER = "Problem:\n```python\n{prompt}```\n\n{task}\n\nYour previous code:\n{previous}\n\n{feedback}\n\nRevise your function."
 
+_BUILTIN_NAMES = frozenset(dir(builtins))
 
+
+# ---------------------------------------------------------------------- the tests
 @dataclass(frozen=True)
 class CountedTests:
     """A problem's trusted tests, rewritten so that ``check`` counts the tests it passes.
 
     Attributes:
         source: The rewritten test code: ``check(candidate)`` returns ``(passed, total,
-            failures)`` (module docstring).
-        tests: The source of each counted test, in order (what feedback quotes).
+            failed)`` (module docstring).
+        tests: The source of each counted test, in order.
+        calls: The calls of the candidate with literal arguments, in the tests' order and
+            written with the entry point's name (what feedback shows; module docstring).
     """
 
     source: str
     tests: tuple[str, ...]
+    calls: tuple[str, ...] = ()
 
 
-def count_tests(test_code: str, where: str) -> CountedTests:
+def count_tests(test_code: str, where: str, entry_point: str = "candidate") -> CountedTests:
     """The test code with each top-level statement of ``check`` that uses the candidate run
     as one counted test (see the module docstring).
 
     Args:
         test_code: Trusted source defining ``check(candidate)`` (HumanEval's ``test``).
         where: What the tests belong to, named in errors (e.g. the problem id).
+        entry_point: The name the feedback's calls are written with.
 
     Raises:
         ValueError: If the code defines no ``check(candidate)`` or it has no test.
 
-    >>> counted = count_tests("def check(c):\\n    import math\\n    assert c(1) == 2\\n    assert True\\n", "p")
-    >>> counted.tests
-    ('assert c(1) == 2',)
+    >>> counted = count_tests("def check(c):\\n    import math\\n    assert c(1) == 2\\n    assert True\\n", "p", "f")
+    >>> counted.tests, counted.calls
+    (('assert c(1) == 2',), ('f(1)',))
     """
     module = ast.parse(test_code)
     checks = [node for node in module.body if isinstance(node, ast.FunctionDef) and node.name == "check"]
@@ -167,47 +307,74 @@ def count_tests(test_code: str, where: str) -> CountedTests:
         raise ValueError(f"{where}: the tests must define one function check(candidate)")
     check = checks[0]
     candidate = check.args.args[0].arg
+    calls = _literal_calls(check, candidate, entry_point)
     tests: list[str] = []
-    body: list[ast.stmt] = _parse("_passed, _failures = 0, []")
+    body: list[ast.stmt] = _parse("_passed, _failed = 0, []")
     for statement in check.body:
         if not any(isinstance(node, ast.Name) and node.id == candidate for node in ast.walk(statement)):
             body.append(statement)
             continue
-        counted = _parse(
-            f"try:\n    pass\nexcept Exception as _error:\n"
-            f"    _failures.append(({len(tests)}, f'{{type(_error).__name__}}: {{_error}}'[:{ERROR_CHARS}]))\n"
-            f"else:\n    _passed += 1\n"
-        )[0]
+        counted = _parse(f"try:\n    pass\nexcept Exception:\n    _failed.append({len(tests)})\nelse:\n    _passed += 1\n")[0]
         counted.body = [statement]
         body.append(counted)
         tests.append(ast.get_source_segment(test_code, statement) or ast.unparse(statement))
     if not tests:
         raise ValueError(f"{where}: check({candidate}) has no statement that uses {candidate}: nothing to count")
-    body += _parse(f"return (_passed, {len(tests)}, _failures)")
+    body += _parse(f"return (_passed, {len(tests)}, tuple(_failed))")
     check.body = body
-    return CountedTests(ast.unparse(ast.fix_missing_locations(module)), tuple(tests))
+    return CountedTests(ast.unparse(ast.fix_missing_locations(module)), tuple(tests), calls)
 
 
 def _parse(source: str) -> list[ast.stmt]:
     return ast.parse(source).body
 
 
+def _literal_calls(check: ast.FunctionDef, candidate: str, entry_point: str) -> tuple[str, ...]:
+    """The distinct calls ``candidate(<literals>)`` in ``check``, in source order, at most
+    :data:`FEEDBACK_CALLS`, written as calls of ``entry_point``."""
+    found = sorted(
+        (node for node in ast.walk(check) if _calls_name(node, candidate) and _literal_arguments(node)),
+        key=lambda node: (node.lineno, node.col_offset),
+    )
+    calls = dict.fromkeys(
+        ast.unparse(ast.Call(ast.Name(entry_point, ast.Load()), node.args, node.keywords)) for node in found
+    )
+    return tuple(call for call in calls if len(call) <= SHOWN_CHARS)[:FEEDBACK_CALLS]
+
+
+def _literal_arguments(call: ast.Call) -> bool:
+    return all(_literal(node) for node in [*call.args, *(keyword.value for keyword in call.keywords)])
+
+
+def _literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class TestResult:
-    """What the trusted verdict says of a program's tests.
+    """What the trusted verdict says of a program (all a reward or feedback reads of it).
 
     Attributes:
         passed: Tests passed (0 unless the verdict's reason is ``"passed"``).
         total: Tests of the problem.
-        failures: ``(test source, error)`` of each failed test, in order.
+        failed: The indices of the failed tests, in order (into ``CountedTests.tests``).
         reason: The verdict's reason; ``detail``: its explanation.
+        results: ``(call, result)`` for each of the tests' literal calls
+            (``CountedTests.calls``): the program's result as the judge shows it (``repr``,
+            or ``"raised <type>"``), cut to :data:`SHOWN_CHARS`; ``None`` if they could not
+            all run.
     """
 
     passed: int
     total: int
-    failures: tuple[tuple[str, str], ...]
+    failed: tuple[int, ...]
     reason: str
     detail: str
+    results: tuple[tuple[str, str], ...] | None = None
 
 
 def read_verdict(verdict: Verdict, counted: CountedTests, where: str) -> TestResult:
@@ -221,40 +388,335 @@ def read_verdict(verdict: Verdict, counted: CountedTests, where: str) -> TestRes
     total = len(counted.tests)
     if verdict.reason == "judge_error":
         raise RuntimeError(f"{where}: the sandbox could not load the counting tests: {verdict.detail}")
+    results = None
+    if verdict.behaviour is not None:
+        results = tuple(zip(counted.calls, (quote(shown, SHOWN_CHARS) for shown in verdict.behaviour), strict=True))
     if verdict.reason != "passed":
-        failures = tuple((test, f"not run: {verdict.reason}") for test in counted.tests)
-        return TestResult(0, total, failures, verdict.reason, verdict.detail)
+        return TestResult(0, total, tuple(range(total)), verdict.reason, verdict.detail, results)
     returned = verdict.returned
     if not _well_formed(returned, total):
-        raise RuntimeError(f"{where}: the judged check returned {returned!r:.200}, not (passed, {total}, failures)")
-    passed, _, failures = returned
-    shown = tuple((counted.tests[index], error) for index, error in failures)
-    return TestResult(passed, total, shown, verdict.reason, verdict.detail)
+        raise RuntimeError(f"{where}: the judged check returned {returned!r:.200}, not (passed, {total}, failed)")
+    passed, _, failed = returned
+    return TestResult(passed, total, tuple(failed), verdict.reason, verdict.detail, results)
 
 
 def _well_formed(returned: object, total: int) -> bool:
     if not (isinstance(returned, tuple | list) and len(returned) == 3):
         return False
-    passed, count, failures = returned
+    passed, count, failed = returned
     return (
         type(passed) is int
         and count == total
-        and isinstance(failures, tuple | list)
-        and len(failures) == total - passed
-        and all(
-            isinstance(f, tuple | list) and len(f) == 2 and type(f[0]) is int and 0 <= f[0] < total and type(f[1]) is str
-            for f in failures
-        )
+        and isinstance(failed, tuple | list)
+        and len(failed) == total - passed
+        and all(type(index) is int and 0 <= index < total for index in failed)
+        and list(failed) == sorted(set(failed))
     )
 
 
+class _Results:
+    """A bounded map from (problem id, program digest) to :class:`TestResult`, the least
+    recently used dropped first (module docstring)."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._kept: OrderedDict[tuple[str, str], TestResult] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def get(self, key: tuple[str, str]) -> TestResult | None:
+        result = self._kept.get(key)
+        if result is not None:
+            self._kept.move_to_end(key)
+        return result
+
+    def put(self, key: tuple[str, str], result: TestResult) -> None:
+        """Keep ``result`` if its reason is one of :data:`CACHED_REASONS`."""
+        if result.reason not in CACHED_REASONS:
+            return
+        self._kept[key] = result
+        self._kept.move_to_end(key)
+        while len(self._kept) > self.maxsize:
+            self._kept.popitem(last=False)
+
+
+# ---------------------------------------------------------------------- the rules
+class Refused(Exception):
+    """A rule of the module docstring that an agent's code breaks (line and rule)."""
+
+    def __init__(self, node: ast.stmt | ast.expr | ast.pattern, rule: str) -> None:
+        super().__init__(f"line {node.lineno}: {rule}")
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One top-level binding of a name.
+
+    Attributes:
+        name: The name bound.
+        key: What it binds: an import's ``module`` or ``module:name``, else the
+            :func:`statement_key` (the same key binds the same object).
+        node: The statement.
+        statement: Its :func:`statement_key`.
+    """
+
+    name: str
+    key: str
+    node: ast.stmt
+    statement: str
+
+
+def top_level_bindings(module: ast.Module) -> list[Binding]:
+    """The names ``module``'s top-level statements bind, in order (imports, functions,
+    classes and assignments' plain names)."""
+    bindings = []
+    for statement in module.body:
+        if isinstance(statement, ast.Import | ast.ImportFrom):
+            for alias in statement.names:
+                bindings.append(Binding(*_imported(statement, alias), statement, statement_key(statement)))
+        elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            key = statement_key(statement)
+            bindings.append(Binding(statement.name, key, statement, key))
+        elif isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            key = statement_key(statement)
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                names = [node.id for node in ast.walk(target) if isinstance(node, ast.Name)]
+                bindings += [Binding(name, key, statement, key) for name in names]
+    return bindings
+
+
+def statement_key(statement: ast.stmt) -> str:
+    """What a top-level statement is, apart from its position and a definition's docstring:
+    two statements with the same key do the same."""
+    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return ast.dump(_without_docstring(statement))
+    return ast.dump(statement)
+
+
+def _imported(statement: ast.Import | ast.ImportFrom, alias: ast.alias) -> tuple[str, str]:
+    """The name an import alias binds, and what it binds (``module`` or ``module:name``)."""
+    if isinstance(statement, ast.Import):
+        if alias.asname:
+            return alias.asname, alias.name
+        return alias.name.split(".")[0], alias.name.split(".")[0]
+    return alias.asname or alias.name, f"{'.' * statement.level}{statement.module}:{alias.name}"
+
+
+def _without_docstring(node: ast.stmt) -> ast.stmt:
+    """A copy of a definition without its docstring (a repeated prompt function may drop it)."""
+    node = copy.deepcopy(node)
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1:
+        node.body = body[1:]
+    return node
+
+
+def check_code(module: ast.Module, entry_point: str, prompt: Sequence[Binding]) -> None:
+    """Rules 1 to 3 of the module docstring on one agent's code; a top-level statement
+    that repeats one of the prompt's unchanged is the prompt's trusted code, not checked.
+
+    Args:
+        module: The agent's parsed code.
+        entry_point: The problem's entry point (no decorator may wrap its ``def``).
+        prompt: The prompt's :func:`top_level_bindings`.
+
+    Raises:
+        Refused: Naming the line and the first rule broken.
+    """
+    trusted = {binding.statement for binding in prompt}
+    own = [statement for statement in module.body if statement_key(statement) not in trusted]
+    imports = {binding.name: binding.key for binding in [*prompt, *top_level_bindings(module)]}
+    for statement in own:
+        _check_top_level(statement, entry_point, imports)
+    for node in (node for statement in own for node in ast.walk(statement)):
+        _check_node(node)
+
+
+def _check_top_level(statement: ast.stmt, entry_point: str, imports: Mapping[str, str]) -> None:
+    """Rule 1: imports, functions whose definition runs nothing of the agent's, docstrings."""
+    if isinstance(statement, ast.Import | ast.ImportFrom | ast.Pass):
+        return
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+        return
+    if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+        raise Refused(
+            statement,
+            f"a top-level {type(statement).__name__} statement; only imports, function definitions "
+            "and docstrings may stand at top level",
+        )
+    for decorator in statement.decorator_list:
+        if statement.name == entry_point or not _cache_decorator(decorator, imports):
+            raise Refused(
+                decorator,
+                f"a decorator on {statement.name}; top-level functions may only have "
+                f"functools.cache or functools.lru_cache, and {entry_point} none",
+            )
+    arguments = statement.args
+    for default in [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]:
+        if not _literal(default):
+            raise Refused(default, f"a default value of {statement.name} that is not a literal")
+    annotated = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+    annotations = [a.annotation for a in annotated if a is not None] + [statement.returns]
+    for annotation in annotations:
+        if annotation is not None and not _type_expression(annotation):
+            raise Refused(annotation, f"an annotation of {statement.name} that is not a type expression")
+
+
+def _cache_decorator(decorator: ast.expr, imports: Mapping[str, str]) -> bool:
+    """``functools.cache`` or ``functools.lru_cache`` (or those names imported from
+    functools), called with literal arguments or not; ``imports`` maps each top-level name
+    of the prompt and the agent's code to what it binds."""
+    if isinstance(decorator, ast.Call):
+        return _literal_arguments(decorator) and _cache_decorator(decorator.func, imports)
+    if isinstance(decorator, ast.Attribute):
+        return (
+            decorator.attr in CACHE_DECORATORS
+            and isinstance(decorator.value, ast.Name)
+            and imports.get(decorator.value.id) == "functools"
+        )
+    return isinstance(decorator, ast.Name) and imports.get(decorator.id) in {f"functools:{n}" for n in CACHE_DECORATORS}
+
+
+def _type_expression(node: ast.expr) -> bool:
+    """Names, attributes, subscripts, tuples, lists, ``|`` and literals: evaluating it at
+    ``def`` time calls no code of the agents'."""
+    if isinstance(node, ast.Constant | ast.Name):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _type_expression(node.value)
+    if isinstance(node, ast.Subscript):
+        return _type_expression(node.value) and _type_expression(node.slice)
+    if isinstance(node, ast.Tuple | ast.List):
+        return all(_type_expression(element) for element in node.elts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _type_expression(node.left) and _type_expression(node.right)
+    return False
+
+
+def _check_node(node: ast.AST) -> None:
+    """Rules 2 and 3 on one node of an agent's code."""
+    if isinstance(node, ast.Global):
+        raise Refused(node, "a global statement")
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        _check_import(node)
+    elif isinstance(node, ast.Name):
+        _check_identifier(node, node.id, "name")
+    elif isinstance(node, ast.Attribute):
+        _check_attribute(node, node.attr)
+        if isinstance(node.ctx, ast.Store | ast.Del):
+            raise Refused(node, f"an assignment or deletion of the attribute .{node.attr}")
+    elif isinstance(node, ast.MatchClass):
+        for name in node.kwd_attrs:
+            _check_attribute(node, name)
+
+
+def _check_identifier(node: ast.stmt | ast.expr | ast.pattern, name: str, kind: str) -> None:
+    if name.startswith("__"):
+        raise Refused(node, f"the dunder {kind} {name}")
+    if name in DENIED_NAMES:
+        raise Refused(node, f"the {kind} {name}, which reads or writes namespaces or evaluates strings")
+
+
+def _check_attribute(node: ast.expr | ast.pattern, name: str) -> None:
+    if name.startswith("_"):
+        raise Refused(node, f"the attribute .{name} (no attribute may start with _)")
+    if name.startswith(FRAME_PREFIXES):
+        raise Refused(node, f"the attribute .{name} (frames, code objects and tracebacks are out of reach)")
+    if name in MODULE_ATTRIBUTES:
+        raise Refused(node, f"the attribute .{name}, a module outside the allowed ones")
+    _check_identifier(node, name, "attribute")
+
+
+def _check_import(node: ast.Import | ast.ImportFrom) -> None:
+    """Rule 2: absolute, named imports of allowed modules."""
+    allowed = ", ".join(sorted(ALLOWED_MODULES))
+    for alias in node.names:
+        for name in filter(None, (alias.asname, alias.name.split(".")[-1])):
+            _check_identifier(node, name, "import")
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name not in ALLOWED_MODULES:
+                raise Refused(node, f"an import of {alias.name}; allowed modules: {allowed}")
+        return
+    if node.level or node.module not in ALLOWED_MODULES:
+        raise Refused(node, f"an import from {'.' * node.level}{node.module}; allowed modules: {allowed}")
+    for alias in node.names:
+        if alias.name == "*" or alias.name.startswith("_") or alias.name in MODULE_ATTRIBUTES:
+            raise Refused(node, f"from {node.module} import {alias.name}; import allowed names one by one")
+
+
+def _module_attributes() -> frozenset[str]:
+    """The names under which an allowed module holds a module that is not allowed: every
+    way from an allowed module to another module ends with one of them."""
+    return frozenset(
+        name
+        for path in ALLOWED_MODULES
+        for name, value in vars(importlib.import_module(path)).items()
+        if isinstance(value, types.ModuleType) and value.__name__ not in ALLOWED_MODULES
+    )
+
+
+MODULE_ATTRIBUTES = _module_attributes()
+"""Attribute names that reach a module outside :data:`ALLOWED_MODULES` from an allowed one
+(``typing.sys``, ``statistics.random``, ``re.enum``, ...): refused anywhere (rule 3)."""
+
+
+def check_names(
+    own: list[Binding], prompt: Mapping[str, set[str]], entry_point: str, seat: str
+) -> None:
+    """Rule 4 on one agent's top-level bindings.
+
+    Args:
+        own: The agent's :func:`top_level_bindings`.
+        prompt: Each name the prompt binds, with the keys it binds it to.
+        entry_point: The problem's entry point.
+        seat: ``"helper"`` or ``"main"``.
+
+    Raises:
+        Refused: Naming the line and the binding.
+    """
+    for binding in own:
+        name, node = binding.name, binding.node
+        if name.startswith("__") or name in _BUILTIN_NAMES:
+            raise Refused(node, f"a binding of {name}, a builtin or dunder name that the other agent's code uses")
+        if name == entry_point:
+            if seat == "helper":
+                raise Refused(node, f"a binding of {entry_point}, the main agent's function")
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                raise Refused(node, f"a binding of {entry_point} that is not its def")
+        elif name == HELPER and not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            raise Refused(node, f"a binding of {HELPER} that is not a def")
+        elif name in prompt and prompt[name] != {binding.key}:
+            raise Refused(node, f"a binding of {name}, which the problem's prompt binds (repeat it unchanged or rename)")
+
+
+def _clash(helper: list[Binding], main: list[Binding]) -> Binding | None:
+    """The helper's first binding of a name the main agent binds to something else."""
+    main_keys: dict[str, set[str]] = {}
+    for binding in main:
+        main_keys.setdefault(binding.name, set()).add(binding.key)
+    return next((b for b in helper if b.name in main_keys and main_keys[b.name] != {b.key}), None)
+
+
+# ---------------------------------------------------------------------- the analysis
 @dataclass(frozen=True)
 class Analysis:
-    """The static facts of a team's two codes (module docstring)."""
+    """The static facts of a team's two codes (module docstring).
+
+    Attributes:
+        program: The team's program: the prompt, the helper's code if admitted, the main
+            agent's code.
+        helper_refused, main_refused: Why a code was refused (``""``: admitted).
+    """
 
     helper_defined: bool
     main_defined: bool
     syntax_errors: tuple[str, ...]
+    program: str
+    helper_refused: str = ""
+    main_refused: str = ""
     calls_helper: bool = False
     helper_trivial: bool = True
     main_defines_helper: bool = False
@@ -267,29 +729,65 @@ class Analysis:
         return self.main_defined and not self.syntax_errors
 
 
-def analyse(helper_code: str, main_code: str, program: str, entry_point: str) -> Analysis:
-    """What the syntax of the two codes says (no code runs)."""
-    helper_defined, main_defined = _defines(helper_code, HELPER), _defines(main_code, entry_point)
-    errors = tuple(
-        error
-        for name, code in (("helper code", helper_code), ("main code", main_code), ("team program", program))
-        if (error := _syntax_error(name, code))
-    )
-    if not main_defined or errors:
-        return Analysis(helper_defined, main_defined, errors[:1])
+def analyse(helper_code: str, main_code: str, prompt: str, entry_point: str) -> Analysis:
+    """What the syntax of the two codes says, after the rules (no code runs)."""
+    errors = [error for name, code in (("helper code", helper_code), ("main code", main_code)) if (error := _syntax_error(name, code))]
+    if errors:
+        program = _program(prompt, helper_code, main_code)
+        return Analysis(_defines(helper_code, HELPER), _defines(main_code, entry_point), tuple(errors[:1]), program)
     helper_module, main_module = ast.parse(helper_code), ast.parse(main_code)
-    helper = _last_function(helper_module, HELPER)
-    main = _last_function(main_module, entry_point)
+    helper_refused, main_refused = _refusals(helper_module, main_module, ast.parse(prompt), entry_point)
+    admitted_helper = "" if helper_refused else helper_code
+    program = _program(prompt, admitted_helper, main_code)
+    helper = None if helper_refused else _last_function(helper_module, HELPER)
+    main = None if main_refused else _last_function(main_module, entry_point)
+    helper_defined, main_defined = _returns_value(helper), _returns_value(main)
+    error = _syntax_error("team program", program)
+    if not main_defined or error:
+        return Analysis(helper_defined, main_defined, (error,) if error else (), program, helper_refused, main_refused)
     return Analysis(
         helper_defined=helper_defined,
         main_defined=main_defined,
         syntax_errors=(),
-        calls_helper=any(_calls_helper(node) for node in ast.walk(main)),
+        program=program,
+        helper_refused=helper_refused,
+        main_refused=main_refused,
+        calls_helper=any(_calls_name(node, HELPER) for node in ast.walk(main)),
         helper_trivial=helper is None or _trivial(helper),
         main_defines_helper=_binds_helper(main_module),
         wrapper=_wrapper(main),
-        ignored_call=any(isinstance(node, ast.Expr) and _calls_helper(node.value) for node in ast.walk(main)),
+        ignored_call=any(isinstance(node, ast.Expr) and _calls_name(node.value, HELPER) for node in ast.walk(main)),
     )
+
+
+def _refusals(helper: ast.Module, main: ast.Module, prompt: ast.Module, entry_point: str) -> tuple[str, str]:
+    """Why each code is refused (``""``: admitted), by the module docstring's rules."""
+    prompt_bindings = top_level_bindings(prompt)
+    prompt_keys: dict[str, set[str]] = {}
+    for binding in prompt_bindings:
+        if binding.name != entry_point:
+            prompt_keys.setdefault(binding.name, set()).add(binding.key)
+    refusals = []
+    for seat, module in (("helper", helper), ("main", main)):
+        try:
+            check_code(module, entry_point, prompt_bindings)
+            check_names(top_level_bindings(module), prompt_keys, entry_point, seat)
+        except Refused as refusal:
+            refusals.append(str(refusal))
+        except RecursionError:
+            refusals.append("code nested too deeply to check")
+        else:
+            refusals.append("")
+    helper_refused, main_refused = refusals
+    if not helper_refused and not main_refused:
+        clash = _clash(top_level_bindings(helper), top_level_bindings(main))
+        if clash is not None:
+            helper_refused = str(Refused(clash.node, f"a binding of {clash.name}, which the main agent's code binds too"))
+    return helper_refused, main_refused
+
+
+def _program(prompt: str, helper_code: str, main_code: str) -> str:
+    return f"{prompt}\n\n{helper_code}\n\n{main_code}\n"
 
 
 def _defines(code: str, name: str) -> bool:
@@ -300,6 +798,13 @@ def _defines(code: str, name: str) -> bool:
         return False
     block = re.split(r"\n(?=\S)", code[match.end() :], maxsplit=1)[0]
     return re.search(r"\breturn\b[ \t(]*[^\s#)]", block) is not None
+
+
+def _returns_value(function: ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool:
+    """The function has a ``return <value>`` in its block."""
+    return function is not None and any(
+        isinstance(node, ast.Return) and node.value is not None for node in ast.walk(function)
+    )
 
 
 def _syntax_error(name: str, code: str) -> str | None:
@@ -319,8 +824,8 @@ def _last_function(module: ast.Module, name: str) -> ast.FunctionDef | ast.Async
     return functions[-1] if functions else None
 
 
-def _calls_helper(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == HELPER
+def _calls_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
 
 
 def _body(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
@@ -361,14 +866,14 @@ def _wrapper(main: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """``return aux(...)`` alone, or ``v = aux(...)`` then ``return v`` (CoMLRL's two forms)."""
     body = _body(main)
     if len(body) == 1:
-        return isinstance(body[0], ast.Return) and body[0].value is not None and _calls_helper(body[0].value)
+        return isinstance(body[0], ast.Return) and body[0].value is not None and _calls_name(body[0].value, HELPER)
     if len(body) == 2:
         first, second = body
         return (
             isinstance(first, ast.Assign)
             and len(first.targets) == 1
             and isinstance(first.targets[0], ast.Name)
-            and _calls_helper(first.value)
+            and _calls_name(first.value, HELPER)
             and isinstance(second, ast.Return)
             and isinstance(second.value, ast.Name)
             and second.value.id == first.targets[0].id
@@ -376,33 +881,35 @@ def _wrapper(main: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return False
 
 
+# ---------------------------------------------------------------------- the protocol
 class CodingProtocol:
     """A helper function and a main function on HumanEval (see the module docstring).
 
     Args:
         task: The ``humaneval`` task (``deliberation_env.tasks.get("humaneval", ...)``);
             its sandbox limits (``timeout_s``, ``memory_mb``) judge the team's programs.
+        cache_size: Verdicts kept at most (module docstring).
 
     Raises:
-        ValueError: If ``task`` is not HumanEval, or a problem's tests cannot be counted
-            (naming the problem).
+        ValueError: If ``task`` is not HumanEval, a problem's tests cannot be counted
+            (naming the problem), or ``cache_size`` is not an integer >= 1.
     """
 
     name = "coding"
     reward_range = (0.0, 4.0)
 
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: Task, cache_size: int = VERDICT_CACHE_SIZE) -> None:
         if not isinstance(task, Task):
             raise TypeError(f"task must be a Task, got {type(task).__name__}")
         if task.name != "humaneval":
             raise ValueError(f"the coding protocol needs the 'humaneval' task, got {task.name!r}")
         self.task = task
         self._counted = {
-            problem.id: count_tests(problem.meta["test"], f"problem {problem.id!r}")
+            problem.id: count_tests(problem.meta["test"], f"problem {problem.id!r}", problem.meta["entry_point"])
             for split in ("train", "test")
             for problem in task.problems(split)
         }
-        self._verdicts: dict[tuple[str, str], Verdict] = {}
+        self._results = _Results(positive_int("cache_size", cache_size))
 
     def roles(self, n_agents: int) -> tuple[str, ...]:
         """``("helper", "main")``: the protocol seats exactly two agents."""
@@ -426,10 +933,10 @@ class CodingProtocol:
         return chat(SYSTEM, LATER.format(prompt=problem.meta["prompt"], task=task, previous=previous, feedback=feedback))
 
     def codes(self, problem: Problem, texts: Sequence[str]) -> tuple[str, str, str]:
-        """The helper's code, the main agent's code and the team's program."""
-        helper = _code(texts[0], HELPER)
-        main = _code(texts[1], problem.meta["entry_point"])
-        return helper, main, f"{problem.meta['prompt']}\n\n{helper}\n\n{main}\n"
+        """The helper's code, the main agent's code and the team's program (without the
+        helper's code if the rules refuse it)."""
+        helper, main = _code(texts[0], HELPER), _code(texts[1], problem.meta["entry_point"])
+        return helper, main, analyse(helper, main, problem.meta["prompt"], problem.meta["entry_point"]).program
 
     def score(self, problem: Problem, texts: Sequence[str]) -> Outcome:
         """The level reward of a helper text and a main text (module docstring)."""
@@ -438,42 +945,50 @@ class CodingProtocol:
     def score_many(self, teams: Sequence[tuple[Problem, Sequence[str]]]) -> list[Outcome]:
         """:meth:`score` of many teams; every program that reaches the tests is judged in
         one :meth:`judge` call, so the sandbox checks them concurrently."""
-        read = [(problem, self.codes(problem, texts)) for problem, texts in teams]
-        analyses = [analyse(*codes, problem.meta["entry_point"]) for problem, codes in read]
-        judged = [(problem, codes[2]) for (problem, codes), analysis in zip(read, analyses, strict=True) if analysis.tested]
-        results = iter(self.judge(judged))
+        read = []
+        for problem, texts in teams:
+            helper, main = _code(texts[0], HELPER), _code(texts[1], problem.meta["entry_point"])
+            analysis = analyse(helper, main, problem.meta["prompt"], problem.meta["entry_point"])
+            read.append((problem, helper, main, analysis))
+        results = iter(self.judge([(problem, analysis.program) for problem, _, _, analysis in read if analysis.tested]))
         return [
-            _outcome(problem, codes, analysis, next(results) if analysis.tested else None)
-            for (problem, codes), analysis in zip(read, analyses, strict=True)
+            _outcome(problem, helper, main, analysis, next(results) if analysis.tested else None)
+            for problem, helper, main, analysis in read
         ]
 
     def tests(self, problem: Problem, program: str) -> TestResult:
-        """The trusted count of the tests ``program`` passes (verdicts are cached)."""
+        """The trusted count of the tests ``program`` passes (results are cached)."""
         return self.judge([(problem, program)])[0]
 
     def judge(self, pairs: Sequence[tuple[Problem, str]]) -> list[TestResult]:
-        """:meth:`tests` for many (problem, program) pairs, judged concurrently."""
-        problems = {problem.id: problem for problem, _ in pairs}
-        missing = list(dict.fromkeys((p.id, program) for p, program in pairs if (p.id, program) not in self._verdicts))
+        """:meth:`tests` for many (problem, program) pairs, judged concurrently, each
+        distinct one once; cached results are not judged again."""
+        keys = [(problem.id, hashlib.sha256(program.encode("utf-8", "surrogatepass")).hexdigest()) for problem, program in pairs]
+        found = {key: self._results.get(key) for key in dict.fromkeys(keys)}
+        missing = {key: pair for key, pair in zip(keys, pairs, strict=True) if found[key] is None}
         verdicts = judge_many(
-            [self.request(problems[pid], program) for pid, program in missing],
+            [self.request(*pair) for pair in missing.values()],
             self.task.timeout_s,
             self.task.memory_mb,
             hidden_paths=self.task.hidden_paths,
         )
-        self._verdicts.update(zip(missing, verdicts, strict=True))
-        return [
-            read_verdict(self._verdicts[p.id, program], self._counted[p.id], f"problem {p.id!r}") for p, program in pairs
-        ]
+        for (key, (problem, _)), verdict in zip(missing.items(), verdicts, strict=True):
+            found[key] = read_verdict(verdict, self._counted[problem.id], f"problem {problem.id!r}")
+            self._results.put(key, found[key])
+        return [found[key] for key in keys]
 
     def request(self, problem: Problem, program: str) -> JudgeRequest:
-        """What the sandbox judges for a team's program: the program, the counting tests,
-        the entry point, and the prompt as the judge's setup (its helper functions)."""
+        """What the sandbox judges for a team's program: the trusted ``eval``
+        (:data:`SAFE_EVAL`) then the program, the counting tests, the entry point, the
+        prompt as the judge's setup (its helper functions) and the tests' literal calls as
+        probes (the feedback's results)."""
+        counted = self._counted[problem.id]
         return JudgeRequest(
-            program=program,
-            tests=self._counted[problem.id].source,
+            program=SAFE_EVAL + program,
+            tests=counted.source,
             entry_point=problem.meta["entry_point"],
             setup=problem.meta["prompt"],
+            probes=counted.calls,
         )
 
     def neutral_text(self, problem: Problem, agent: int) -> str:
@@ -481,10 +996,9 @@ class CodingProtocol:
         return ""
 
 
-def _outcome(problem: Problem, codes: tuple[str, str, str], analysis: Analysis, tests: TestResult | None) -> Outcome:
+def _outcome(problem: Problem, helper_code: str, main_code: str, analysis: Analysis, tests: TestResult | None) -> Outcome:
     """The level reward, its parts and the feedback of a team's codes (module docstring);
     ``tests`` is the trusted count when ``analysis.tested``, else ``None``."""
-    helper_code, main_code, program = codes
     parts = dict.fromkeys(WEIGHTS, 0.0)
     parts["helper_defined"] = float(analysis.helper_defined)
     parts["main_defined"] = float(analysis.main_defined)
@@ -508,7 +1022,7 @@ def _outcome(problem: Problem, codes: tuple[str, str, str], analysis: Analysis, 
         _feedback(report, "main agent", main_code, entry=None),
         _feedback(report, "helper agent", helper_code, entry=problem.meta["entry_point"], analysis=analysis),
     )
-    return Outcome(reward=reward, parts=parts, feedback=feedback, output=program)
+    return Outcome(reward=reward, parts=parts, feedback=feedback, output=analysis.program)
 
 
 def _code(text: str, name: str) -> str:
@@ -518,11 +1032,12 @@ def _code(text: str, name: str) -> str:
 
 
 def _report(problem: Problem, analysis: Analysis, tests: TestResult | None) -> str:
-    """The diagnostics both agents read (CoMLRL's level feedback)."""
+    """The diagnostics both agents read (module docstring): never an expected value, which
+    tests passed or how many."""
     entry = problem.meta["entry_point"]
     lines = [
-        f"- helper {HELPER}(...): {'found' if analysis.helper_defined else 'MISSING (no def with a return value)'}",
-        f"- main {entry}(...): {'found' if analysis.main_defined else 'MISSING (no def with a return value)'}",
+        f"- helper {HELPER}(...): {_found(analysis.helper_defined, analysis.helper_refused)}",
+        f"- main {entry}(...): {_found(analysis.main_defined, analysis.main_refused)}",
     ]
     if analysis.syntax_errors:
         lines.append(f"- syntax: ERROR in the {analysis.syntax_errors[0]}")
@@ -531,15 +1046,26 @@ def _report(problem: Problem, analysis: Analysis, tests: TestResult | None) -> s
     if tests is None:
         lines.append("- tests: not run")
         return "\n".join(lines)
-    lines.append(f"- tests: {tests.passed}/{tests.total} passed")
-    if tests.reason != "passed":
-        lines.append(f"  the program was not judged ({tests.reason}): {tests.detail}")
-    else:
-        for test, error in tests.failures[:FAILURES_SHOWN]:
-            lines.append(f"  failed: {test}\n    -> {error}")
-        if len(tests.failures) > FAILURES_SHOWN:
-            lines.append(f"  ... and {len(tests.failures) - FAILURES_SHOWN} more failed tests")
+    lines.append("- tests: run (their results are hidden)")
+    lines += list(_run_outcome(tests))
     return "\n".join(lines)
+
+
+def _found(defined: bool, refused: str) -> str:
+    if refused:
+        return f"REFUSED, its code did not run ({refused})"
+    return "found" if defined else "MISSING (no def with a return value)"
+
+
+def _run_outcome(tests: TestResult) -> Iterator[str]:
+    """Whether the program loaded and answered, and its results on the tests' calls."""
+    if tests.reason == "load_error":
+        yield f"- the program did not load: {tests.detail}"
+    elif tests.reason not in ("passed", "failed"):
+        yield f"- the program was not judged to the end ({tests.reason}): {tests.detail}"
+    if tests.results:
+        yield "- what the program returns on calls from the tests (check them against the problem):"
+        yield from (f"    {call} -> {result}" for call, result in tests.results)
 
 
 def _feedback(report: str, partner: str, partner_code: str, entry: str | None, analysis: Analysis | None = None) -> str:
