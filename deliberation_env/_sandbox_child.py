@@ -7,30 +7,36 @@ to this file, loaded by path), so that it starts fast and depends on nothing it 
 Processes, each with one job:
 
 1. *bootstrap* (the process the parent started, root when the parent is): marks itself
-   non-dumpable, reads the first frame, tries to enter new mount, PID, network, IPC and
-   UTS namespaces and to build the sandbox's view of the file system there (read-only
-   root, private tmpfs, library paths bound back, hidden paths covered), reports the
-   isolation mode on the result channel, forks the supervisor, waits for it and relays
-   its exit status. On ``SIGTERM`` (the parent's wall-clock timeout) it kills the
+   non-dumpable, reads the first frame, checks that the kernel can confine the code
+   (seccomp filters and Landlock; otherwise it reports ``unavailable`` and runs nothing),
+   tries to enter new mount, PID, network, IPC and UTS namespaces and to build the
+   sandbox's view of the file system there (SysV IPC limits, read-only root, one private
+   tmpfs for the temporary directories, library paths bound back, hidden paths covered),
+   reports the isolation mode on the result channel (always its first record), forks the
+   supervisor, waits for it and relays its exit status. On ``SIGTERM`` (the parent's wall-clock timeout) it kills the
    supervisor, which in namespace mode takes the whole namespace down with it.
 2. *supervisor* (PID 1 of the new PID namespace in namespace mode): creates the working
    directory and forks the process below; in ``judge`` mode it then becomes the judge.
    It dies with the bootstrap, and in namespace mode everything dies with it.
 3. ``run`` mode (:func:`deliberation_env.sandbox.run_python`): the *user process* sets
-   the limits, drops to the sandbox uid, runs the code and writes its outcome to the
+   the limits, drops to the sandbox uid, enters its Landlock domain and seccomp filter
+   (:func:`_confine`), runs the code and writes its outcome to the
    result channel (moved above the code's descriptor limit, so that closing its own
    descriptors does not lose it). The code shares that process: this is not a verdict.
 4. ``judge`` mode (:func:`deliberation_env.sandbox.judge_python`):
 
    - the *candidate* closes every descriptor but its standard streams and its two
-     protocol pipes, sets the limits, drops to the candidate uid, runs the program and
+     protocol pipes, sets the limits, drops to the candidate uid, enters its Landlock
+     domain and seccomp filter (:func:`_confine`), runs the program and
      then serves calls: it reads an encoded argument tuple, calls the entry point and
      writes back the encoded result or the exception's type name. It is forked before
      the second frame (the tests) is read, so the tests are never in its memory.
    - the *judge* (the supervisor, trusted) reads nothing the candidate wrote but codec
      messages. It reads the tests, keeps only the verdict channel and its two protocol
      pipes, drops to its own uid, stays non-dumpable, runs the task's setup and tests
-     with the entry point bound to a proxy whose calls the candidate answers, evaluates
+     with the entry point bound to a proxy whose calls the candidate answers (the
+     candidate's exceptions come back as exceptions of the call, never as control flow:
+     ``StopIteration`` would end the tests' ``map``), evaluates
      the probe expressions through the proxy, calls ``check(proxy)`` and alone writes the
      verdict to the result channel, which the candidate never holds.
 """
@@ -48,6 +54,7 @@ import resource
 import signal
 import socket
 import stat
+import struct
 import sys
 
 
@@ -82,9 +89,11 @@ _AT_RECURSIVE = 0x8000
 _MOUNT_ATTR_RDONLY = 1
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
+_PR_SET_SECCOMP = 22
 _PR_SET_NO_NEW_PRIVS = 38
 _PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 _NOFILE = 64
+_UNCONFINED_STATUS = 125  # the code could not be confined, so it did not run
 _MAX_DETAIL_CHARS = 500
 _MAX_SHOWN_CHARS = 1_000
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -100,10 +109,16 @@ def main() -> None:
     config = json.loads(sys.argv[1])
     sys.path.extend(config["site_packages"])  # started with -S: no .pth files, a faster start
     request = _read_frame(0)
+    missing = _missing_confinement()
+    if missing:
+        _record(config["channel_fd"], {"unavailable": missing})
+        os._exit(_UNCONFINED_STATUS)
     namespaces = config["uid"] is not None and _unshare()
     if namespaces:
+        _limit_ipc(config["scratch_mb"])
         _build_file_system(config)
     _record(config["channel_fd"], {"isolation": "namespaces" if namespaces else "rlimits"})
+    config["namespaces"] = namespaces
     supervisor = os.fork()
     if supervisor == 0:
         _supervise(request, config, namespaces)
@@ -125,10 +140,27 @@ def _unshare() -> bool:
     return True
 
 
+def _limit_ipc(scratch_mb: int) -> None:
+    """Limits of the run's own IPC namespace, written before ``/proc`` turns read-only:
+    SysV shared memory within ``scratch_mb`` MiB, 16 message queues of 16 KiB, 16 small
+    semaphore sets (the defaults would let one run hold gigabytes of kernel memory)."""
+    limits = {
+        "shmmax": scratch_mb * 2**20,
+        "shmall": scratch_mb * 2**20 // os.sysconf("SC_PAGE_SIZE"),
+        "msgmni": 16,
+        "msgmnb": 16_384,
+        "sem": "32 512 32 16",  # per set, in all, per semop call, sets
+    }
+    for name, value in limits.items():
+        with open(f"/proc/sys/kernel/{name}", "w") as file:
+            file.write(str(value))
+
+
 # ------------------------------------------------------------------ the file system view
 def _build_file_system(config: dict) -> None:
-    """The sandbox's view: every mount read-only, private writable tmpfs on the temporary
-    directories, the interpreter's library directories visible, hidden paths covered."""
+    """The sandbox's view: every mount read-only, one private writable tmpfs for the
+    temporary directories, the interpreter's library directories visible, hidden paths
+    covered."""
     libraries = [path for path in sys.path if os.path.isdir(path)]
     covered = [path for path in _PRIVATE_DIRS if os.path.isdir(path)]
     unsearchable = {_unsearchable_ancestor(path) for path in libraries} - {None}
@@ -149,19 +181,34 @@ def _build_file_system(config: dict) -> None:
         "make / read-only",
     )
     handles = {leaf: os.open(leaf, os.O_PATH | os.O_DIRECTORY) for leaf in leaves}
-    size = f"size={config['tmpfs_mb']}m".encode()
-    for path in covers:
-        options = size + (b",mode=1777" if path in covered else b",mode=0755")
-        _check(
-            _LIBC.mount(b"tmpfs", path.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options),
-            f"mount tmpfs on {path}",
-        )
+    _mount_scratch(covered, config["scratch_mb"])
+    for path in covers[len(covered) :]:
+        _mount_tmpfs(path, b"size=1m,mode=0755")  # root's: holds only mount points
     for leaf, handle in handles.items():
         os.makedirs(leaf, 0o755, exist_ok=True)
         _bind(f"/proc/self/fd/{handle}", leaf)
         os.close(handle)
     for path in config["hidden"]:
         _hide(path)
+
+
+def _mount_scratch(directories: list[str], scratch_mb: int) -> None:
+    """One tmpfs of ``scratch_mb`` MiB for all ``directories``: mounted on the first, the
+    others bound to directories inside it, so that together they hold ``scratch_mb``."""
+    first, *others = directories
+    _mount_tmpfs(first, f"size={scratch_mb}m,mode=1777".encode())
+    for path in others:
+        inside = os.path.join(first, ".sandbox" + path.replace("/", "-"))
+        os.mkdir(inside)
+        os.chmod(inside, 0o1777)
+        _bind(inside, path)
+
+
+def _mount_tmpfs(path: str, options: bytes) -> None:
+    _check(
+        _LIBC.mount(b"tmpfs", path.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options),
+        f"mount tmpfs on {path}",
+    )
 
 
 def _inside(path: str, directory: str) -> bool:
@@ -251,16 +298,366 @@ def _keep_descriptors(*keep: int, quiet: bool = False) -> None:
     os.closerange(start, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
-def _confine(config: dict, uid: int | None, workdir: str) -> None:
-    """Limits, an unprivileged uid, no new privileges, death with the supervisor."""
-    _set_limits(config, uid)
-    if uid is not None:
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-    _LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # cleared by setuid: set again
+def _confine(config: dict, workdir: str) -> None:
+    """Limits, an unprivileged uid, no new privileges, death with the supervisor, then a
+    Landlock domain and a seccomp filter (see "confinement" below). A process that cannot
+    be confined exits before any code of the candidate runs."""
+    uid = config["uid"]
+    try:
+        ruleset = _landlock_ruleset(config, workdir)  # before setuid: every path opens
+        _set_limits(config, uid)
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+        _LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # cleared by setuid: set again
+        _check(_LIBC.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0), "enter the Landlock domain")
+        os.close(ruleset)
+        _install_seccomp(_seccomp_program(os.uname().machine, config["namespaces"]))
+    except OSError as error:
+        os.write(2, f"sandbox: {error}\n".encode())
+        os._exit(_UNCONFINED_STATUS)
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir
+
+
+# ------------------------------------------------------------------------ confinement
+# What the candidate's process may touch, beyond its uid and limits, in two layers that
+# need no privilege and hold in both isolation modes:
+#
+# * Landlock: it reads only the system's and the interpreter's files (``_READABLE``, the
+#   library paths, the prefixes) and ``/proc`` (without namespaces, where the env runs as
+#   the same uid, only its own ``/proc/self`` and a few system files), and writes only its
+#   scratch directories (the private tmpfs, or the working directory without a mount
+#   namespace) and a few devices. The host's files, FIFOs and sockets elsewhere are out of
+#   reach; Landlock also denies ptrace and ``/proc/<pid>/mem`` out of the domain. Without
+#   a mount namespace, ``hidden`` paths inside readable trees are carved out (their
+#   directories still list, their files do not open).
+# * seccomp: a deny-list (``_DENIED``): kernel keyrings, POSIX message queues, memfd,
+#   unix sockets (``socketpair``, and ``socket`` of any family but IP inside the empty
+#   network namespace), new namespaces and mounts, leaving the process group, other
+#   processes' memory and descriptors, io_uring/bpf/perf/userfaultfd, page-cache probes;
+#   without namespaces also SysV IPC and changes of file metadata that Landlock leaves
+#   alone. Refused calls fail with EPERM (``clone3`` with ENOSYS, so that the C library
+#   falls back to ``clone``, whose flags the filter reads); another ABI kills the process.
+_SYS_SECCOMP = {"x86_64": 317, "aarch64": 277}
+_SYS_LANDLOCK_CREATE_RULESET = 444  # the same numbers on every architecture
+_SYS_LANDLOCK_ADD_RULE = 445
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+_LANDLOCK_RULE_PATH_BENEATH = 1
+_FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1 << 1, 1 << 2, 1 << 3
+_FS_CHANGE = sum(1 << bit for bit in range(4, 13))  # remove and make files, dirs, nodes, links
+_FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14  # Landlock ABI 2 and 3
+_FS_READ = _FS_READ_FILE | _FS_READ_DIR
+_FS_FILE_RIGHTS = _FS_READ_FILE | _FS_WRITE_FILE | _FS_TRUNCATE  # those a rule on a file may hold
+_READABLE = (
+    "/usr",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/bin",
+    "/sbin",
+    "/etc",
+    "/sys/devices/system/cpu",
+    "/dev/urandom",
+    "/dev/random",
+)
+_PROC_READABLE = {
+    True: ("/proc",),  # other uids' entries are closed to the candidate's uid
+    False: ("/proc/self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat"),  # not the env's
+}
+_WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full")
+
+_SECCOMP_SET_MODE_FILTER = 2
+_SECCOMP_GET_ACTION_AVAIL = 2
+_SECCOMP_RET_KILL_PROCESS = 0x80000000
+_SECCOMP_RET_ERRNO = 0x00050000
+_SECCOMP_RET_ALLOW = 0x7FFF0000
+_BPF_LD_W_ABS, _BPF_JEQ, _BPF_JGE, _BPF_JSET, _BPF_RET = 0x20, 0x15, 0x35, 0x45, 0x06
+_SECCOMP_DATA_NR, _SECCOMP_DATA_ARCH, _SECCOMP_DATA_ARG0 = 0, 4, 16  # arg0's low half (LE)
+_X32_SYSCALL_BIT = 0x40000000
+_CLONE_NEW_ANY = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+_IP_FAMILIES = (socket.AF_INET, socket.AF_INET6)
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+# name: (x86_64, aarch64); None where the architecture has no such call
+_SYSCALLS = {
+    "socket": (41, 198),
+    "socketpair": (53, 199),
+    "clone": (56, 220),
+    "clone3": (435, 435),
+    "add_key": (248, 217),
+    "request_key": (249, 218),
+    "keyctl": (250, 219),
+    "mq_open": (240, 180),
+    "mq_unlink": (241, 181),
+    "mq_timedsend": (242, 182),
+    "mq_timedreceive": (243, 183),
+    "mq_notify": (244, 184),
+    "mq_getsetattr": (245, 185),
+    "memfd_create": (319, 279),
+    "memfd_secret": (447, 447),
+    "unshare": (272, 97),
+    "setns": (308, 268),
+    "mount": (165, 40),
+    "umount2": (166, 39),
+    "pivot_root": (155, 41),
+    "chroot": (161, 51),
+    "open_tree": (428, 428),
+    "move_mount": (429, 429),
+    "fsopen": (430, 430),
+    "fsconfig": (431, 431),
+    "fsmount": (432, 432),
+    "fspick": (433, 433),
+    "mount_setattr": (442, 442),
+    "open_tree_attr": (467, 467),
+    "setsid": (112, 157),
+    "setpgid": (109, 154),
+    "ptrace": (101, 117),
+    "process_vm_readv": (310, 270),
+    "process_vm_writev": (311, 271),
+    "pidfd_getfd": (438, 438),
+    "process_madvise": (440, 440),
+    "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427),
+    "bpf": (321, 280),
+    "perf_event_open": (298, 241),
+    "userfaultfd": (323, 282),
+    "mincore": (27, 232),
+    "cachestat": (451, 451),
+    "shmget": (29, 194),
+    "shmat": (30, 196),
+    "shmctl": (31, 195),
+    "shmdt": (67, 197),
+    "semget": (64, 190),
+    "semop": (65, 193),
+    "semctl": (66, 191),
+    "semtimedop": (220, 192),
+    "msgget": (68, 186),
+    "msgsnd": (69, 189),
+    "msgrcv": (70, 188),
+    "msgctl": (71, 187),
+    "chmod": (90, None),
+    "fchmod": (91, 52),
+    "fchmodat": (268, 53),
+    "fchmodat2": (452, 452),
+    "chown": (92, None),
+    "fchown": (93, 55),
+    "lchown": (94, None),
+    "fchownat": (260, 54),
+    "setxattr": (188, 5),
+    "lsetxattr": (189, 6),
+    "fsetxattr": (190, 7),
+    "setxattrat": (463, 463),
+    "removexattr": (197, 14),
+    "lremovexattr": (198, 15),
+    "fremovexattr": (199, 16),
+    "removexattrat": (466, 466),
+    "utime": (132, None),
+    "utimes": (235, None),
+    "futimesat": (261, None),
+    "utimensat": (280, 88),
+    "truncate": (76, 45),
+}
+_DENIED = (
+    # kernel keyrings: outside every namespace, kept per uid and per session keyring
+    *("add_key", "request_key", "keyctl"),
+    # POSIX message queues
+    *("mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"),
+    # memory outside every address space and file system
+    *("memfd_create", "memfd_secret"),
+    # unix sockets (``socket`` is filtered by its family)
+    "socketpair",
+    # namespaces and mounts: the view, the limits and the kill are the sandbox's
+    *("unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "open_tree"),
+    *("move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"),
+    "open_tree_attr",
+    # leaving the process group that is killed after the run
+    *("setsid", "setpgid"),
+    # other processes' memory and descriptors
+    *("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "process_madvise"),
+    # interfaces that act beside this filter or keep state of their own
+    *("io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "perf_event_open"),
+    "userfaultfd",
+    # the page cache as a channel between runs
+    *("mincore", "cachestat"),
+)
+_DENIED_WITHOUT_NAMESPACES = (
+    # SysV IPC of the host's IPC namespace
+    *("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop"),
+    *("msgget", "msgsnd", "msgrcv", "msgctl"),
+    # metadata of host files, which Landlock does not govern
+    *("chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat"),
+    *("setxattr", "lsetxattr", "fsetxattr", "setxattrat", "removexattr", "lremovexattr"),
+    *("fremovexattr", "removexattrat", "utime", "utimes", "futimesat", "utimensat", "truncate"),
+)
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in ("handled_fs", "handled_net", "scoped")]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _missing_confinement() -> str:
+    """What this kernel lacks to confine the code (seccomp filters, Landlock); ``""`` if
+    nothing: then the code may run."""
+    machine = os.uname().machine
+    if machine not in _AUDIT_ARCH:
+        return f"the sandbox has no seccomp filter for {machine} (it has: x86_64, aarch64)"
+    action = ctypes.c_uint32(_SECCOMP_RET_ERRNO)
+    if _LIBC.syscall(_SYS_SECCOMP[machine], _SECCOMP_GET_ACTION_AVAIL, 0, ctypes.byref(action)):
+        return (
+            "the kernel offers no seccomp filters (Linux 4.14+ with CONFIG_SECCOMP_FILTER, "
+            "not blocked by the container's own seccomp profile)"
+        )
+    if _landlock_abi() < 1:
+        return (
+            "the kernel offers no Landlock (Linux 5.13+ built with CONFIG_SECURITY_LANDLOCK "
+            "and 'landlock' in the lsm= boot parameter; a container's seccomp profile must "
+            "allow the landlock_* calls)"
+        )
+    return ""
+
+
+def _landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 or less if it has none."""
+    return _LIBC.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, 0, _LANDLOCK_CREATE_RULESET_VERSION)
+
+
+def _landlock_ruleset(config: dict, workdir: str) -> int:
+    """A Landlock ruleset (a descriptor) of what the code may read and write."""
+    abi = _landlock_abi()
+    write = _FS_WRITE_FILE | _FS_CHANGE | (_FS_REFER if abi >= 2 else 0)
+    write |= _FS_TRUNCATE if abi >= 3 else 0
+    attr = _RulesetAttr(handled_fs=_FS_READ | write)
+    ruleset = _LIBC.syscall(
+        _SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0
+    )
+    if ruleset < 0:
+        _check(-1, "create a Landlock ruleset")
+    hidden = [] if config["namespaces"] else config["hidden"]  # with namespaces: covered
+    readable, listable = _readable(_PROC_READABLE[config["namespaces"]], hidden)
+    for path in listable:
+        _allow(ruleset, path, _FS_READ_DIR)
+    for path in readable:
+        _allow(ruleset, path, _FS_READ)
+    scratch = _PRIVATE_DIRS if config["namespaces"] else (workdir,)
+    for path in (*scratch, *_WRITABLE_DEVICES):
+        _allow(ruleset, path, _FS_READ | write)
+    return ruleset
+
+
+def _readable(proc: tuple[str, ...], hidden: list[str]) -> tuple[list[str], list[str]]:
+    """(paths readable in full, directories that only list): the system's and the
+    interpreter's files and ``proc``, less ``hidden``."""
+    prefixes = (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
+    paths = (*_READABLE, *proc, *sys.path, *prefixes)
+    roots = {os.path.realpath(path) for path in paths if path}
+    hidden = [os.path.realpath(path) for path in hidden]
+    readable, listable = [], []
+    for root in _outermost(roots):
+        full, partial = _carved(root, hidden)
+        readable += full
+        listable += partial
+    return readable, listable
+
+
+def _carved(path: str, hidden: list[str]) -> tuple[list[str], list[str]]:
+    """``path`` less ``hidden``: (paths readable in full, directories that only list)."""
+    if any(path == h or _inside(path, h) for h in hidden):
+        return [], []
+    inner = [h for h in hidden if _inside(h, path)]
+    if not inner or not os.path.isdir(path):
+        return [path], []
+    readable, listable = [], [path]
+    with os.scandir(path) as entries:
+        for entry in entries:
+            full, partial = _carved(entry.path, inner)
+            readable += full
+            listable += partial
+    return readable, listable
+
+
+def _allow(ruleset: int, path: str, access: int) -> None:
+    """Allow ``access`` beneath ``path`` (file rights only, on a file); skip what is absent."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            access &= _FS_FILE_RIGHTS
+        rule = _PathBeneath(allowed=access, parent_fd=fd)
+        result = _LIBC.syscall(
+            _SYS_LANDLOCK_ADD_RULE, ruleset, _LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0
+        )
+        _check(result, f"allow {path} in the Landlock ruleset")
+    finally:
+        os.close(fd)
+
+
+def _seccomp_program(machine: str, namespaces: bool) -> bytes:
+    """The seccomp filter (classic BPF) for ``machine``, with or without the run's own
+    namespaces (see "confinement" above)."""
+    column = tuple(_AUDIT_ARCH).index(machine)
+    number = {name: numbers[column] for name, numbers in _SYSCALLS.items()}
+    denied = _DENIED + (() if namespaces else ("socket", *_DENIED_WITHOUT_NAMESPACES))
+    refuse = _bpf(_BPF_RET, _SECCOMP_RET_ERRNO | errno.EPERM)
+    program = [
+        _bpf(_BPF_LD_W_ABS, _SECCOMP_DATA_ARCH),
+        _bpf(_BPF_JEQ, _AUDIT_ARCH[machine], 1, 0),
+        _bpf(_BPF_RET, _SECCOMP_RET_KILL_PROCESS),
+        _bpf(_BPF_LD_W_ABS, _SECCOMP_DATA_NR),
+    ]
+    if machine == "x86_64":  # the x32 ABI's numbers are another table
+        program += [_bpf(_BPF_JGE, _X32_SYSCALL_BIT, 0, 1), refuse]
+    for name in denied:
+        if number[name] is not None:
+            program += [_bpf(_BPF_JEQ, number[name], 0, 1), refuse]
+    program += [
+        _bpf(_BPF_JEQ, number["clone3"], 0, 1),
+        _bpf(_BPF_RET, _SECCOMP_RET_ERRNO | errno.ENOSYS),
+        _bpf(_BPF_JEQ, number["clone"], 0, 4),
+        _bpf(_BPF_LD_W_ABS, _SECCOMP_DATA_ARG0),
+        _bpf(_BPF_JSET, _CLONE_NEW_ANY, 0, 1),
+        refuse,
+        _bpf(_BPF_RET, _SECCOMP_RET_ALLOW),
+    ]
+    if namespaces:  # socket(): IP only, in the network namespace without interfaces
+        families = len(_IP_FAMILIES)
+        program += [
+            _bpf(_BPF_JEQ, number["socket"], 0, families + 3),
+            _bpf(_BPF_LD_W_ABS, _SECCOMP_DATA_ARG0),
+            *(_bpf(_BPF_JEQ, f, families - i, 0) for i, f in enumerate(_IP_FAMILIES)),
+            refuse,
+            _bpf(_BPF_RET, _SECCOMP_RET_ALLOW),
+        ]
+    program.append(_bpf(_BPF_RET, _SECCOMP_RET_ALLOW))
+    return b"".join(program)
+
+
+def _bpf(code: int, k: int, jump_true: int = 0, jump_false: int = 0) -> bytes:
+    """One ``struct sock_filter`` instruction."""
+    return struct.pack("=HBBI", code, jump_true, jump_false, k)
+
+
+def _install_seccomp(program: bytes) -> None:
+    """Filter every later system call of this process and its children through ``program``."""
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len=len(program) // 8, filter=ctypes.addressof(buffer))
+    _check(
+        _LIBC.prctl(_PR_SET_SECCOMP, _SECCOMP_SET_MODE_FILTER, ctypes.byref(fprog), 0, 0),
+        "install the seccomp filter",
+    )
 
 
 # ------------------------------------------------------------------------ run mode
@@ -268,7 +665,7 @@ def _run_user_code(code: str, config: dict, workdir: str) -> None:
     """User process: limits, unprivileged uid, no sockets; run ``code``; report; exit."""
     channel = _above_descriptor_limit(config["channel_fd"])
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    _confine(config, config["uid"], workdir)
+    _confine(config, workdir)
     _block_sockets()
     namespace = {"__name__": "__main__"}
     outcome, detail = "passed", ""
@@ -316,7 +713,7 @@ def _block_sockets() -> None:
 # ---------------------------------------------------------------------- judge mode
 def _serve_candidate(request: dict, config: dict, workdir: str, calls: int, answers: int) -> None:
     """Candidate: run the program, then answer calls of its entry point until the judge stops."""
-    _confine(config, config["uid"], workdir)
+    _confine(config, workdir)
     _LIBC.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own /proc entries are its own: nothing to hide
     _block_sockets()
     namespace = {"__name__": "__main__"}
@@ -361,7 +758,12 @@ class _CandidateFailure(BaseException):
 
 
 class _CandidateError(Exception):
-    """An exception the candidate raised whose type is not a built-in exception."""
+    """An exception the candidate raised whose type is not a built-in exception, or one
+    that is control flow to Python (:data:`_CONTROL_FLOW`)."""
+
+
+_CONTROL_FLOW = ("StopIteration", "StopAsyncIteration")
+"""Exceptions that iteration reads as the end of the items, not as an error."""
 
 
 class _Proxy:
@@ -378,7 +780,9 @@ class _Proxy:
         self.exceptions = {
             name: value
             for name, value in vars(builtins).items()
-            if isinstance(value, type) and issubclass(value, Exception)
+            if isinstance(value, type)
+            and issubclass(value, Exception)
+            and name not in _CONTROL_FLOW
         }
 
     def ready(self) -> None:
@@ -430,7 +834,12 @@ class _Proxy:
 
     def _raise(self, name: str, detail: str):
         """Raise what the candidate raised: the built-in exception of that name if there is
-        one, else :class:`_CandidateError`; an exit (``SystemExit``, ...) is a failure."""
+        one, else :class:`_CandidateError`; an exit (``SystemExit``, ...) is a failure.
+
+        ``StopIteration`` and ``StopAsyncIteration`` come as :class:`_CandidateError`: raised
+        as themselves inside the tests' ``map``, ``filter`` or ``zip`` they would read as
+        "no more items" and cut the tests short.
+        """
         message = f"raised by the candidate: {detail}"
         if name in self.exceptions:
             try:
@@ -438,7 +847,7 @@ class _Proxy:
             except TypeError:  # a constructor wanting more arguments (UnicodeDecodeError)
                 error = _CandidateError(message)
             raise error
-        if name in vars(builtins):  # SystemExit, KeyboardInterrupt, GeneratorExit
+        if name in vars(builtins) and name not in _CONTROL_FLOW:
             raise self._fail("bad_answer", f"the candidate raised {name} during a call")
         raise _CandidateError(message)
 

@@ -107,7 +107,6 @@ import os
 import select
 import signal
 import site
-import socket
 import subprocess
 import sys
 import tempfile
@@ -151,6 +150,12 @@ _UID_BASE = 2_000_000_000
 _UID_SLOTS = 10_000
 _UID_LOCKS = Path("/run/deliberation_env/sandbox-uids")
 _TERMINATE_GRACE_S = 2.0
+_MAX_CHANNEL_BYTES = 4 * MAX_MESSAGE_BYTES  # a verdict quotes what check returned
+
+
+class SandboxUnavailable(RuntimeError):
+    """The kernel cannot confine code as the sandbox promises (no seccomp filters, no
+    Landlock, an unknown architecture): nothing ran, and nothing is judged."""
 
 
 @dataclass(frozen=True)
@@ -422,40 +427,55 @@ def judge_many(
 def _sandboxed(
     mode: str, frames: list[dict], limits: _Limits, hidden_paths: Sequence[str | Path]
 ) -> _Run:
-    """Start the child in ``mode``, feed it ``frames``, enforce the wall clock, collect."""
+    """Start the child in ``mode``, feed it ``frames``, collect its result channel while it
+    runs, enforce the wall clock.
+
+    Raises:
+        SandboxUnavailable: If the kernel cannot confine the code (the child says so in its
+            first record, before any code runs).
+    """
     start = time.perf_counter()
     root = _privileged()
+    payload = b"".join(_frame(frame) for frame in frames)
     with (
         _sandbox_uids() if root else contextlib.nullcontext((None, None)) as (uid, judge_uid),
         tempfile.TemporaryDirectory(prefix="sandbox-") as workdir,
         tempfile.TemporaryFile() as stdout,
         tempfile.TemporaryFile() as stderr,
     ):
-        channel, child_channel = socket.socketpair()
-        with channel:
-            with child_channel:
-                if root:
-                    os.chown(workdir, uid, uid)
-                config = {
-                    "mode": mode,
-                    "uid": uid,
-                    "judge_uid": judge_uid,
-                    "cpu_s": _cpu_limit_s(limits.timeout_s),
-                    "memory_mb": limits.memory_mb,
-                    "file_mb": limits.max_file_mb,
-                    "tmpfs_mb": 4 * limits.max_file_mb,
-                    "processes": limits.max_processes,
-                    "workdir": workdir,
-                    "site_packages": site.getsitepackages(),
-                    "hidden": [os.path.abspath(p) for p in hidden_paths],
-                    "channel_fd": child_channel.fileno(),
-                }
+        channel, child_channel = os.pipe()
+        try:
+            if root:
+                os.chown(workdir, uid, uid)
+            config = {
+                "mode": mode,
+                "uid": uid,
+                "judge_uid": judge_uid,
+                "cpu_s": _cpu_limit_s(limits.timeout_s),
+                "memory_mb": limits.memory_mb,
+                "file_mb": limits.max_file_mb,
+                "scratch_mb": _scratch_mb(limits),
+                "processes": limits.max_processes,
+                "workdir": workdir,
+                "site_packages": site.getsitepackages(),
+                "hidden": [os.path.abspath(p) for p in hidden_paths],
+                "channel_fd": child_channel,
+            }
+            try:
                 process = _start(config, workdir, stdout, stderr)
-            timed_out = _feed_and_wait(process, frames, limits.timeout_s)
-            records = _records(_drain(channel))
+            finally:
+                os.close(child_channel)
+            timed_out, received = _feed_and_collect(process, payload, channel, limits.timeout_s)
+        finally:
+            os.close(channel)
+        records = _records(received.decode("utf-8", errors="replace"))
         if root and _run_isolation(records) == "rlimits":
             for each in (uid, judge_uid):
                 _kill_uid(each)  # what left the process group (in namespaces the kernel did it)
+        if records and "unavailable" in records[0]:
+            raise SandboxUnavailable(
+                f"the sandbox cannot confine code on this machine: {records[0]['unavailable']}"
+            )
         return _Run(
             timed_out=timed_out,
             returncode=process.returncode,
@@ -464,6 +484,12 @@ def _sandboxed(
             stderr=_read(stderr),
             duration=time.perf_counter() - start,
         )
+
+
+def _scratch_mb(limits: _Limits) -> int:
+    """MiB of the run's files in memory (its temporary directories), and of its SysV shared
+    memory: ``4 * max_file_mb``, at most ``memory_mb``."""
+    return min(limits.memory_mb, 4 * limits.max_file_mb)
 
 
 def _start(config: dict, workdir: str, stdout, stderr) -> subprocess.Popen:
@@ -479,57 +505,92 @@ def _start(config: dict, workdir: str, stdout, stderr) -> subprocess.Popen:
     )
 
 
-def _feed_and_wait(process: subprocess.Popen, frames: list[dict], timeout_s: float) -> bool:
-    """Write the frames to the child's stdin, wait at most ``timeout_s``; whether it timed out.
+def _feed_and_collect(
+    process: subprocess.Popen, payload: bytes, channel: int, timeout_s: float
+) -> tuple[bool, bytes]:
+    """Write ``payload`` to the child's stdin and read its result channel, both while it
+    runs, until it ends or ``timeout_s`` passes: (whether it timed out, what it reported).
 
-    Frames are length-prefixed ASCII JSON (a lone surrogate in the code travels escaped).
-    The wait is on a pidfd, which wakes the moment the child ends (``Popen.wait`` with a
-    timeout polls, sleeping up to 50 ms past the end of every run).
+    The channel is read as it fills: a verdict larger than the pipe's buffer would
+    otherwise block the judge until the timeout. The wait is on a pidfd, which wakes the
+    moment the child ends. A child that ended without reading all of its stdin is not an
+    error (its result says why).
     """
-    payload = b"".join(_frame(frame) for frame in frames)
     deadline = time.monotonic() + timeout_s
-    pidfd = os.pidfd_open(process.pid)
+    stdin, pidfd = process.stdin.fileno(), os.pidfd_open(process.pid)
+    received, unsent = bytearray(), memoryview(payload)
+    poller = select.poll()
+    for fd, events in ((pidfd, select.POLLIN), (channel, select.POLLIN), (stdin, select.POLLOUT)):
+        poller.register(fd, events)
+    os.set_blocking(channel, False)
+    os.set_blocking(stdin, False)
     try:
-        ended = _write_until(process.stdin, payload, pidfd, deadline) and bool(
-            select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()))[0]
-        )
-        if ended:
-            process.wait()
-            return False
+        while (left := deadline - time.monotonic()) > 0:
+            ready = dict(poller.poll(math.ceil(left * 1000)))
+            if channel in ready and not _receive(channel, received):
+                poller.unregister(channel)  # every writer closed it
+            if stdin in ready:
+                unsent = _send(stdin, unsent)
+                if not unsent:
+                    poller.unregister(stdin)
+                    _close_stdin(process)
+            if pidfd in ready:
+                process.wait()
+                _drain(channel, received)
+                return False, bytes(received)
+        _close_stdin(process)
         process.terminate()  # the bootstrap kills the supervisor (and so the namespace)
         try:
             process.wait(_TERMINATE_GRACE_S)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-        return True
+        _drain(channel, received)
+        return True, bytes(received)
     finally:
+        _close_stdin(process)
         os.close(pidfd)
         _kill_group(process.pid)
 
 
-def _write_until(stdin, payload: bytes, pidfd: int, deadline: float) -> bool:
-    """Write ``payload`` to the child's stdin and close it; ``False`` if the deadline came
-    first. A child that ended without reading it all is not an error (its result says why)."""
-    fd, view = stdin.fileno(), memoryview(payload)
-    os.set_blocking(fd, False)
+def _receive(channel: int, received: bytearray) -> bool:
+    """Read one chunk of the result channel into ``received`` (beyond
+    ``_MAX_CHANNEL_BYTES`` it is read and dropped); ``False`` once every writer closed it."""
     try:
-        while view:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            ended, writable, _ = select.select([pidfd], [fd], [], left)
-            if writable:
-                with contextlib.suppress(BlockingIOError):
-                    view = view[os.write(fd, view[: 2**16]) :]
-            elif ended:
-                return True
+        chunk = os.read(channel, 2**16)
+    except BlockingIOError:
+        return True
+    if len(received) < _MAX_CHANNEL_BYTES:
+        received += chunk
+    return bool(chunk)
+
+
+def _drain(channel: int, received: bytearray) -> None:
+    """Read what is left on the result channel once the child ended, without waiting for
+    more (a process that left the group may still hold it)."""
+    while len(received) < _MAX_CHANNEL_BYTES:
+        try:
+            chunk = os.read(channel, 2**16)
+        except BlockingIOError:
+            return
+        if not chunk:
+            return
+        received += chunk
+
+
+def _send(stdin: int, unsent: memoryview) -> memoryview:
+    """Write what the child's stdin takes now; what is left (nothing once it stopped reading)."""
+    try:
+        return unsent[os.write(stdin, unsent[: 2**16]) :]
+    except BlockingIOError:
+        return unsent
     except BrokenPipeError:
-        pass
-    finally:
-        with contextlib.suppress(BrokenPipeError):
-            stdin.close()
-    return True
+        return unsent[:0]
+
+
+def _close_stdin(process: subprocess.Popen) -> None:
+    with contextlib.suppress(BrokenPipeError):
+        process.stdin.close()
 
 
 def _frame(frame: dict) -> bytes:
@@ -537,16 +598,6 @@ def _frame(frame: dict) -> bytes:
     if len(data) > MAX_MESSAGE_BYTES:
         raise ValueError(f"sandbox request of {len(data)} bytes; the limit is {MAX_MESSAGE_BYTES}")
     return len(data).to_bytes(8, "big") + data
-
-
-def _drain(channel: socket.socket) -> str:
-    """What is waiting on the result channel, without waiting for more."""
-    channel.setblocking(False)
-    chunks = []
-    with contextlib.suppress(BlockingIOError):
-        while chunk := channel.recv(2**16):
-            chunks.append(chunk)
-    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 def _records(text: str) -> list[dict]:
