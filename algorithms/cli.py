@@ -301,7 +301,7 @@ def parse_text_train(
             if k + 1 >= len(args):
                 raise SystemExit("deliberate train --env text: --algo needs a name")
             algo, rest = args[k + 1], args[:k] + args[k + 2:]
-    if algo not in text_learners.TEXT_CONFIGS:
+    if not isinstance(algo, str) or algo not in text_learners.TEXT_CONFIGS:  # a file's algo may be a list
         raise SystemExit(
             f"deliberate train --env text: --algo must be one of {sorted(text_learners.TEXT_CONFIGS)}, got {algo!r}"
         )
@@ -317,7 +317,7 @@ def train_text(config: text_learners.TextLearnerConfig) -> dict[str, Any]:
     final = result.history[-1] if result.history else {}
     console.print(text_train_table(type(result.learner).__name__, final, result.before, result.after))
     if config.run_dir:
-        console.print(f"wrote metrics.jsonl, checkpoint.pt, adapters and summary.json to {config.run_dir}")
+        console.print(f"wrote metrics.jsonl, checkpoint.safetensors, adapters and summary.json to {config.run_dir}")
     return {**final, **{f"after/{k}": v for k, v in result.after.items()}}
 
 

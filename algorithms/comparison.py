@@ -33,6 +33,7 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from algorithms import baselines, learning_plots
+from algorithms.checkpoints import CHECKPOINT
 from algorithms.learners import LEARNERS
 from algorithms.metrics import read_metrics
 from algorithms.training import EVAL_BATCH, Algo, TrainConfig, held_out, train
@@ -112,7 +113,7 @@ def compare(cfg: CompareConfig) -> dict[str, Any]:
                         run_dir=str(run_dir),
                     )
                 )
-                warm_start = str(run_dir / "checkpoint.pt")
+                warm_start = str(run_dir / CHECKPOINT)
                 if "sft" in cfg.algos:
                     for scale in cfg.reward_scales:  # the warm start is the same at every scale
                         _collect(curves, finals, run_dir, final, "sft", scale, seed)

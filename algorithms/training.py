@@ -18,7 +18,13 @@ import torch
 from tqdm.auto import tqdm
 
 from algorithms import baselines
-from algorithms.checkpoints import load_checkpoint
+from algorithms.checkpoints import (
+    CHECKPOINT,
+    CheckpointError,
+    check_structure,
+    load_checkpoint,
+    resume_checkpoint,
+)
 from algorithms.evaluate import evaluate
 from algorithms.learners import (
     LEARNERS,
@@ -106,7 +112,7 @@ class TrainConfig:
         if self.warm_start and not Path(self.warm_start).is_file():
             raise ValueError(
                 f"warm_start {self.warm_start!r} is not a file: give an SFT checkpoint "
-                "(e.g. <run_dir>/sft/checkpoint.pt) or leave it empty"
+                f"(e.g. <run_dir>/sft/{CHECKPOINT}) or leave it empty"
             )
 
     def learner_config(self, algo: str) -> Any:
@@ -140,9 +146,10 @@ def _run_learner(
     learner: Learner, cfg: TrainConfig, updates: int, run_dir: Path, label: str
 ) -> dict[str, float]:
     """Train ``learner`` up to ``updates`` updates in ``run_dir`` (resuming), evaluating."""
-    checkpoint = run_dir / "checkpoint.pt"
-    if cfg.resume and checkpoint.is_file():
-        learner.load(checkpoint)
+    checkpoint = run_dir / CHECKPOINT
+    resume_from = resume_checkpoint(run_dir) if cfg.resume else None  # refuses a pickled checkpoint.pt
+    if resume_from is not None:
+        learner.load(resume_from)
     test_venv = cfg.env.make(min(cfg.eval_problems, EVAL_BATCH), split="test")
     logger = MetricLogger(run_dir, cfg.tensorboard, cfg.wandb_project, config=dataclasses.asdict(cfg))
     if learner.update == 0:  # the curve starts at the initial (e.g. warm-started) policy
@@ -175,7 +182,7 @@ def train(cfg: TrainConfig) -> dict[str, float]:
     """Train ``cfg.algo`` (after an SFT warm start if configured); return its final held-out
     metrics.
 
-    Writes ``metrics.jsonl``, ``checkpoint.pt``, ``config.json`` and ``summary.json`` in
+    Writes ``metrics.jsonl``, ``checkpoint.safetensors``, ``config.json`` and ``summary.json`` in
     ``cfg.run_dir`` (the warm start in ``run_dir/sft``); re-running with ``resume``
     continues from the checkpoints.
     """
@@ -211,15 +218,23 @@ def train(cfg: TrainConfig) -> dict[str, float]:
 
 
 def load_network(path: str | Path, env: EnvConfig) -> MetaPolicyNetwork:
-    """The network of a learner checkpoint (any algorithm), for warm starts and evaluation."""
+    """The network of a learner checkpoint (any algorithm), for warm starts and evaluation.
+
+    Raises:
+        CheckpointError: When ``path`` is not a checkpoint (a pickle is refused unread) or
+            holds no meta-policy network for ``env``'s observations.
+    """
     state = load_checkpoint(path)
-    config = state["config"]
+    check_structure(state.get("config"), dict, f"{path}: config")
+    check_structure(state.get("network"), dict, f"{path}: network")
+    hidden_size, num_heads = state["config"].get("hidden_size"), state["config"].get("num_heads")
+    bias = state["network"].get("query.bias")
+    # Sized by the weights in the file (never by a bare number in it) before anything is built.
+    if not (type(hidden_size) is int and type(num_heads) is int and isinstance(bias, torch.Tensor)
+            and bias.shape == (hidden_size,) and 0 < num_heads <= hidden_size and hidden_size % num_heads == 0):
+        raise CheckpointError(f"{path} holds no meta-policy network: its hidden_size and num_heads do not fit its weights")
     space = env.make(1).observation_space("agent_0")
-    network = MetaPolicyNetwork(
-        space["self"].shape[-1],
-        space["peers"].shape[-1],
-        config["hidden_size"],
-        config["num_heads"],
-    )
+    network = MetaPolicyNetwork(space["self"].shape[-1], space["peers"].shape[-1], hidden_size, num_heads)
+    check_structure(state["network"], network.state_dict(), f"{path}: network")
     network.load_state_dict(state["network"])
     return network

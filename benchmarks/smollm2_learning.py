@@ -43,6 +43,7 @@ import deliberation_env as de
 from agents.cache import DEFAULT_CACHE_PATH, cache_stats
 from agents.seeding import derive_seed
 from algorithms import baselines
+from algorithms.checkpoints import CHECKPOINT
 from algorithms.evaluate import EvalResult, evaluate
 from algorithms.harness import CompareConfig, EnvConfig, TrainConfig, compare, load_network
 from algorithms.learners import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig
@@ -194,7 +195,7 @@ def hindsight_ceiling(problems: range) -> float:
 def checkpoints(args: Args, algo: str) -> list[Path]:
     """The final checkpoint of every seed of ``algo`` in the comparison's directory."""
     run = Path(args.out_dir) / ("sft" if algo == "sft" else f"scale1/{algo}")
-    return [run / f"seed{seed}" / "checkpoint.pt" for seed in range(args.seeds)]
+    return [run / f"seed{seed}" / CHECKPOINT for seed in range(args.seeds)]
 
 
 def observation_signal(split: str, problems: range, seeds: list[int]) -> dict[str, float]:

@@ -30,7 +30,14 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from algorithms.checkpoints import load_checkpoint, save_checkpoint
+from algorithms.checkpoints import (
+    check_numpy_rng_state,
+    check_optimizer_state,
+    check_structure,
+    check_torch_rng_state,
+    load_checkpoint,
+    save_checkpoint,
+)
 from algorithms.losses import kl_regularized_policy_loss
 from algorithms.network import NUM_ACTIONS, MetaPolicyNetwork, NetworkPolicy, stack_observations
 from deliberation_env.spaces import ACTION_NAMES
@@ -265,17 +272,28 @@ class Learner(abc.ABC):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`'s output (same algorithm and config)."""
-        if state["algo"] != self.name:
+        """Restore :meth:`state_dict`'s output (same algorithm and config), checked whole
+        before anything changes.
+
+        Raises:
+            ValueError: On a checkpoint of another algorithm or config.
+            CheckpointError: On a state that does not fit this learner (a damaged or
+                tampered checkpoint), naming the entry.
+        """
+        if state.get("algo") != self.name:
             raise ValueError(
-                f"checkpoint is from {state['algo']!r}, not {self.name!r}: "
-                f"load it with the {state['algo']} learner"
+                f"checkpoint is from {state.get('algo')!r}, not {self.name!r}: "
+                f"load it with the {state.get('algo')} learner"
             )
-        if state["config"] != dataclasses.asdict(self.config):
+        if state.get("config") != dataclasses.asdict(self.config):
             raise ValueError(
                 "checkpoint config differs from this learner's config: resume with the "
-                f"checkpoint's config {state['config']} or start a new run directory"
+                f"checkpoint's config {state.get('config')} or start a new run directory"
             )
+        check_structure(state, {**self.state_dict(), "optimizer": dict})
+        check_optimizer_state(state["optimizer"], self.optimizer, "checkpoint/optimizer")
+        check_numpy_rng_state(state["rng"], "checkpoint/rng")
+        check_torch_rng_state(state["generator"], "checkpoint/generator")
         self.network.load_state_dict(state["network"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.rng.bit_generator.state = state["rng"]
@@ -288,7 +306,9 @@ class Learner(abc.ABC):
         save_checkpoint(self.state_dict(), path)
 
     def load(self, path: str | Path) -> None:
-        """Resume from a checkpoint written by :meth:`save`."""
+        """Resume from a checkpoint written by :meth:`save` (tensors and JSON: loading runs no
+        code; a pickled ``checkpoint.pt`` of an earlier version is refused, see
+        :mod:`algorithms.checkpoints`)."""
         self.load_state_dict(load_checkpoint(path))
 
 

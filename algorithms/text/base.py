@@ -59,7 +59,16 @@ from tqdm.auto import tqdm
 from agents.seeding import derive_seed
 from agents.text_policy import TextPolicy, played_text
 from agents.trainable_lm import Completion, TrainableLM
-from algorithms.checkpoints import load_checkpoint, save_checkpoint
+from algorithms.checkpoints import (
+    CHECKPOINT,
+    CheckpointError,
+    check_numpy_rng_state,
+    check_optimizer_state,
+    check_structure,
+    load_checkpoint,
+    resume_checkpoint,
+    save_checkpoint,
+)
 from algorithms.metrics import MetricLogger
 from algorithms.text.config import TextLearnerConfig
 from algorithms.text.losses import (
@@ -69,7 +78,6 @@ from algorithms.text.losses import (
     token_weights,
 )
 
-CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.jsonl"
 
 
@@ -457,8 +465,9 @@ class TextPolicyGradientLearner(abc.ABC):
         logger = None
         if run_dir:
             folder = Path(run_dir)
-            if (folder / CHECKPOINT).exists():
-                self.load(folder / CHECKPOINT)
+            checkpoint = resume_checkpoint(folder)  # refuses a pickled checkpoint.pt
+            if checkpoint is not None:
+                self.load(checkpoint)
                 _keep_metrics_until(folder / METRICS, self.update)
             logger = MetricLogger(folder, tensorboard, wandb_project, config=_settings(self.config))
         history = []
@@ -494,9 +503,13 @@ class TextPolicyGradientLearner(abc.ABC):
 
         Raises:
             ValueError: On a checkpoint of another algorithm or config, naming the difference.
+            CheckpointError: On a state that does not fit this learner (a damaged or tampered
+                checkpoint), naming the entry; checked whole before anything changes.
         """
-        if state["algo"] != self.name:
-            raise ValueError(f"the checkpoint is from {state['algo']!r}, not {self.name!r}: load it with that learner")
+        if state.get("algo") != self.name:
+            raise ValueError(f"the checkpoint is from {state.get('algo')!r}, not {self.name!r}: load it with that learner")
+        if not isinstance(state.get("config"), dict):
+            raise CheckpointError("the checkpoint has no config mapping: it is damaged or not a learner's")
         ours = _settings(self.config)
         # A field added to the config after the checkpoint was written takes its default.
         saved = {**_settings(self.config_class()), **state["config"]}
@@ -505,6 +518,9 @@ class TextPolicyGradientLearner(abc.ABC):
             raise ValueError(
                 f"the checkpoint's config differs in {changed}: resume with its values, or use a new run_dir"
             )
+        check_structure(state, {**self.state_dict(), "config": dict, "optimizer": dict})
+        check_optimizer_state(state["optimizer"], self.optimizer, "checkpoint/optimizer")
+        check_numpy_rng_state(state["rng"], "checkpoint/rng")
         self.lm.load_state_dict(state["weights"])
         self._weights_version += 1
         self.optimizer.load_state_dict(state["optimizer"])
@@ -516,7 +532,9 @@ class TextPolicyGradientLearner(abc.ABC):
         save_checkpoint(self.state_dict(), path)
 
     def load(self, path: str | Path) -> None:
-        """Resume from a checkpoint written by :meth:`save`."""
+        """Resume from a checkpoint written by :meth:`save` (tensors and JSON: loading runs no
+        code; a pickled ``checkpoint.pt`` of an earlier version is refused, see
+        :mod:`algorithms.checkpoints`)."""
         self.load_state_dict(load_checkpoint(path))
 
     # ------------------------------------------------------------------ evaluation

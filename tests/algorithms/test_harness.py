@@ -35,8 +35,8 @@ def test_train_writes_its_files_and_a_resumed_run_continues_without_repeating(tm
     final = train(tiny(tmp_path))
     run = tmp_path / "run"
     files = {p.name for p in run.iterdir()}
-    assert {"metrics.jsonl", "checkpoint.pt", "config.json", "summary.json"} <= files
-    assert (run / "sft" / "checkpoint.pt").is_file()
+    assert {"metrics.jsonl", "checkpoint.safetensors", "config.json", "summary.json"} <= files
+    assert (run / "sft" / "checkpoint.safetensors").is_file()
     assert 0 <= final["eval/consensus_accuracy"] <= 1
     assert json.loads((run / "summary.json").read_text()) == final
     train(tiny(tmp_path, updates=4))  # resume: SFT is done, the learner goes on from update 2

@@ -202,9 +202,9 @@ def test_a_resumed_run_continues_exactly(tmp_path, cls, config_class):
         straight.train_step()
     first = cls(config, venv_for(config))
     first.train_step()
-    first.save(tmp_path / "checkpoint.pt")
+    first.save(tmp_path / "checkpoint.safetensors")
     resumed = cls(config, venv_for(config))
-    resumed.load(tmp_path / "checkpoint.pt")
+    resumed.load(tmp_path / "checkpoint.safetensors")
     assert resumed.update == 1 and resumed.episodes == config.num_envs
     for _ in range(2):
         resumed.train_step()
@@ -217,13 +217,13 @@ def test_a_resumed_run_continues_exactly(tmp_path, cls, config_class):
 
 def test_loading_a_checkpoint_from_another_run_is_a_clear_error(tmp_path):
     config = SoftRankPOConfig(**TINY)
-    SoftRankPO(config, venv_for(config)).save(tmp_path / "checkpoint.pt")
+    SoftRankPO(config, venv_for(config)).save(tmp_path / "checkpoint.safetensors")
     other = dataclasses.replace(config, tau=0.1)
     with pytest.raises(ValueError, match="config differs"):
-        SoftRankPO(other, venv_for(other)).load(tmp_path / "checkpoint.pt")
+        SoftRankPO(other, venv_for(other)).load(tmp_path / "checkpoint.safetensors")
     grpo_config = GRPOConfig(**TINY)
     with pytest.raises(ValueError, match="load it with the softrankpo learner"):
-        GRPO(grpo_config, venv_for(grpo_config)).load(tmp_path / "checkpoint.pt")
+        GRPO(grpo_config, venv_for(grpo_config)).load(tmp_path / "checkpoint.safetensors")
 
 
 def test_warm_start_sets_the_policy_and_its_kl_reference():

@@ -28,7 +28,7 @@ def test_train_text_writes_the_run_files_and_prints_the_table(tmp_path, capsys):
         "eval/correct", "eval/format", "eval/joint", "eval/asked_form_share", "eval/truncated_share",
         "eval/mean_completion_tokens",
     }
-    assert (run_dir / "checkpoint.pt").is_file()
+    assert (run_dir / "checkpoint.safetensors").is_file()
     assert {"agent_0", "agent_1"} <= {p.name for p in (run_dir / "adapters").iterdir()}
     out = capsys.readouterr().out
     assert "TextGRPO" in out

@@ -10,6 +10,7 @@ from text_learner_fakes import HashProtocol, ScriptedBackend
 
 from agents.text_policy import TextPolicy
 from algorithms.advantages import softrank_advantages
+from algorithms.checkpoints import load_checkpoint
 from algorithms.text import (
     TextGRPO,
     TextGRPOConfig,
@@ -139,11 +140,11 @@ def test_metrics_name_every_reward_part_and_agent(make_lm, tmp_path):
         assert key in metrics, key
     assert subject.update == 1
     with pytest.raises(ValueError, match="'grpo'"):
-        make_learner(make_lm, TextGRPO).load(tmp_path / "m" / "checkpoint.pt")
+        make_learner(make_lm, TextGRPO).load(tmp_path / "m" / "checkpoint.safetensors")
     other = make_learner(make_lm, config=TextMAGRPOConfig(**{**SMALL, "learning_rate": 1.0}))
     with pytest.raises(ValueError, match="learning_rate"):
-        other.load(tmp_path / "m" / "checkpoint.pt")
-    older = torch.load(tmp_path / "m" / "checkpoint.pt", weights_only=False)
+        other.load(tmp_path / "m" / "checkpoint.safetensors")
+    older = load_checkpoint(tmp_path / "m" / "checkpoint.safetensors")
     del older["config"]["min_new_tokens"]  # a checkpoint written before the field existed
     fresh = make_learner(make_lm)
     fresh.load_state_dict(older)
