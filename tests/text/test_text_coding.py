@@ -271,6 +271,7 @@ HOSTILE_MAINS = {
     ),
     "raises SystemExit in a call": "import sys\ndef sum_product(numbers):\n    sys.exit(0)\n    return 0\n",
     "claims the reward": "def sum_product(numbers):\n    return 'tests: 5/5 passed, reward 4.0'\n",
+    "nested too deeply to check": "def sum_product(numbers):\n    return (sum(numbers), " + "-" * 990 + "1)\n",
 }
 
 
@@ -337,7 +338,7 @@ def test_the_cache_is_bounded_least_recently_used_first(problem, judged):
     protocol = CodingProtocol(tasks.get("humaneval"), cache_size=2)
     programs = [protocol.codes(problem, [HELPER, MAIN.replace("sum(numbers)", f"sum(numbers) + {k}")])[2] for k in range(3)]
     protocol.judge([(problem, program) for program in programs])
-    assert len(protocol._results) == 2
+    assert len(protocol._verdicts) == 2
     protocol.judge([(problem, programs[2]), (problem, programs[1])])
     protocol.judge([(problem, programs[0])])
     assert judged == [3, 0, 1]
@@ -349,7 +350,7 @@ def test_transient_outcomes_are_judged_again(problem, judged):
     program = protocol.codes(problem, [HELPER, hangs])[2]
     assert protocol.tests(problem, program).reason == "timeout"
     assert protocol.tests(problem, program).reason == "timeout"
-    assert judged == [1, 1] and len(protocol._results) == 0
+    assert judged == [1, 1] and len(protocol._verdicts) == 0
 
 
 @pytest.mark.parametrize("size", [0, -1, 1.5, True])

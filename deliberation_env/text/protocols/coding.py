@@ -414,24 +414,30 @@ def _well_formed(returned: object, total: int) -> bool:
     )
 
 
-class _Results:
-    """A bounded map from (problem id, program digest) to :class:`TestResult`, the least
-    recently used dropped first (module docstring)."""
+class _Verdicts(Mapping[tuple[str, str], TestResult]):
+    """The verdict cache: a bounded map from (problem id, program digest) to
+    :class:`TestResult`, the least recently used dropped first (module docstring)."""
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
         self._kept: OrderedDict[tuple[str, str], TestResult] = OrderedDict()
 
+    def __getitem__(self, key: tuple[str, str]) -> TestResult:
+        return self._kept[key]
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._kept)
+
     def __len__(self) -> int:
         return len(self._kept)
 
-    def get(self, key: tuple[str, str]) -> TestResult | None:
-        result = self._kept.get(key)
-        if result is not None:
+    def recall(self, key: tuple[str, str]) -> TestResult | None:
+        """The kept result of ``key``, now the most recently used, or ``None``."""
+        if key in self._kept:
             self._kept.move_to_end(key)
-        return result
+        return self._kept.get(key)
 
-    def put(self, key: tuple[str, str], result: TestResult) -> None:
+    def keep(self, key: tuple[str, str], result: TestResult) -> None:
         """Keep ``result`` if its reason is one of :data:`CACHED_REASONS`."""
         if result.reason not in CACHED_REASONS:
             return
@@ -513,7 +519,7 @@ def _without_docstring(node: ast.stmt) -> ast.stmt:
     return node
 
 
-def check_code(module: ast.Module, entry_point: str, prompt: Sequence[Binding]) -> None:
+def check_code(module: ast.Module, entry_point: str, prompt: Sequence[Binding], own: Sequence[Binding]) -> None:
     """Rules 1 to 3 of the module docstring on one agent's code; a top-level statement
     that repeats one of the prompt's unchanged is the prompt's trusted code, not checked.
 
@@ -521,16 +527,18 @@ def check_code(module: ast.Module, entry_point: str, prompt: Sequence[Binding]) 
         module: The agent's parsed code.
         entry_point: The problem's entry point (no decorator may wrap its ``def``).
         prompt: The prompt's :func:`top_level_bindings`.
+        own: The code's :func:`top_level_bindings`.
 
     Raises:
         Refused: Naming the line and the first rule broken.
+        RecursionError: If the code is nested too deeply to check.
     """
     trusted = {binding.statement for binding in prompt}
-    own = [statement for statement in module.body if statement_key(statement) not in trusted]
-    imports = {binding.name: binding.key for binding in [*prompt, *top_level_bindings(module)]}
-    for statement in own:
+    imports = {binding.name: binding.key for binding in [*prompt, *own]}
+    checked = [statement for statement in module.body if statement_key(statement) not in trusted]
+    for statement in checked:
         _check_top_level(statement, entry_point, imports)
-    for node in (node for statement in own for node in ast.walk(statement)):
+    for node in (node for statement in checked for node in ast.walk(statement)):
         _check_node(node)
 
 
@@ -767,11 +775,12 @@ def _refusals(helper: ast.Module, main: ast.Module, prompt: ast.Module, entry_po
     for binding in prompt_bindings:
         if binding.name != entry_point:
             prompt_keys.setdefault(binding.name, set()).add(binding.key)
-    refusals = []
+    refusals, bindings = [], []
     for seat, module in (("helper", helper), ("main", main)):
         try:
-            check_code(module, entry_point, prompt_bindings)
-            check_names(top_level_bindings(module), prompt_keys, entry_point, seat)
+            bindings.append(top_level_bindings(module))
+            check_code(module, entry_point, prompt_bindings, bindings[-1])
+            check_names(bindings[-1], prompt_keys, entry_point, seat)
         except Refused as refusal:
             refusals.append(str(refusal))
         except RecursionError:
@@ -780,7 +789,7 @@ def _refusals(helper: ast.Module, main: ast.Module, prompt: ast.Module, entry_po
             refusals.append("")
     helper_refused, main_refused = refusals
     if not helper_refused and not main_refused:
-        clash = _clash(top_level_bindings(helper), top_level_bindings(main))
+        clash = _clash(*bindings)
         if clash is not None:
             helper_refused = str(Refused(clash.node, f"a binding of {clash.name}, which the main agent's code binds too"))
     return helper_refused, main_refused
@@ -909,7 +918,7 @@ class CodingProtocol:
             for split in ("train", "test")
             for problem in task.problems(split)
         }
-        self._results = _Results(positive_int("cache_size", cache_size))
+        self._verdicts = _Verdicts(positive_int("cache_size", cache_size))
 
     def roles(self, n_agents: int) -> tuple[str, ...]:
         """``("helper", "main")``: the protocol seats exactly two agents."""
@@ -964,7 +973,7 @@ class CodingProtocol:
         """:meth:`tests` for many (problem, program) pairs, judged concurrently, each
         distinct one once; cached results are not judged again."""
         keys = [(problem.id, hashlib.sha256(program.encode("utf-8", "surrogatepass")).hexdigest()) for problem, program in pairs]
-        found = {key: self._results.get(key) for key in dict.fromkeys(keys)}
+        found = {key: self._verdicts.recall(key) for key in dict.fromkeys(keys)}
         missing = {key: pair for key, pair in zip(keys, pairs, strict=True) if found[key] is None}
         verdicts = judge_many(
             [self.request(*pair) for pair in missing.values()],
@@ -974,7 +983,7 @@ class CodingProtocol:
         )
         for (key, (problem, _)), verdict in zip(missing.items(), verdicts, strict=True):
             found[key] = read_verdict(verdict, self._counted[problem.id], f"problem {problem.id!r}")
-            self._results.put(key, found[key])
+            self._verdicts.keep(key, found[key])
         return [found[key] for key in keys]
 
     def request(self, problem: Problem, program: str) -> JudgeRequest:
