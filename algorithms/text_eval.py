@@ -12,7 +12,10 @@
 - :func:`summarize`: per baseline, the mean joint reward and of each reward part (math:
   ``correct`` is the accuracy; writing: its structure and style metrics), each agent's
   mean leave-one-out contribution, tokens per problem, and for code pass@k and
-  accuracy@k over the samples of each problem.
+  accuracy@k over the samples of each problem; beside them, over every completion,
+  ``truncated_share`` (the share cut at the token budget) and ``mean_completion_tokens``,
+  and on the math protocol ``asked_form_share`` (its ``format`` part: the share of
+  answers stated in the form the prompt asks for).
 
 **Baselines** (the MAGRPO paper's, on the coding protocol; any frozen backend behind
 :class:`agents.TextPolicy`; every team's texts are scored by the env):
@@ -98,13 +101,17 @@ class Episode:
         parts: The protocol's reward parts.
         contributions: Each agent's leave-one-out contribution.
         tokens: Completion tokens the team generated for it.
+        completions: Completions the team generated for it.
+        cut: How many of them were cut at the token budget.
     """
 
     problem_id: str
     reward: float
     parts: Mapping[str, float]
     contributions: tuple[float, ...]
-    tokens: int
+    tokens: float
+    completions: float
+    cut: float
 
 
 def summarize(name: str, episodes: Sequence[Episode], ks: Sequence[int] = (1,)) -> dict[str, Any]:
@@ -129,7 +136,11 @@ def summarize(name: str, episodes: Sequence[Episode], ks: Sequence[int] = (1,)) 
         "parts": {part: float(np.mean([e.parts[part] for e in episodes])) for part in episodes[0].parts},
         "contributions": np.mean([e.contributions for e in episodes], axis=0).tolist(),
         "tokens_per_problem": sum(e.tokens for e in episodes) / len(by_problem),
+        "truncated_share": sum(e.cut for e in episodes) / sum(e.completions for e in episodes),
+        "mean_completion_tokens": sum(e.tokens for e in episodes) / sum(e.completions for e in episodes),
     }
+    if "format" in summary["parts"]:
+        summary["asked_form_share"] = summary["parts"]["format"]
     if "tests" in episodes[0].parts:
         usable = [k for k in ks if k <= summary["samples_per_problem"]]
         for k in usable:
@@ -143,19 +154,26 @@ def summarize(name: str, episodes: Sequence[Episode], ks: Sequence[int] = (1,)) 
 
 
 class TokenCounter:
-    """A backend that counts the completion tokens of another (a :class:`~agents.base.Backend`)."""
+    """A backend that counts the completions of another (a :class:`~agents.base.Backend`):
+    ``completions``, how many were ``cut`` at the token budget, and their ``tokens``."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self.model_id = backend.model_id
         self.supports_logprobs = backend.supports_logprobs
-        self.tokens = 0
+        self.tokens = self.completions = self.cut = 0
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
-        """The inner backend's generations; their completion tokens are added up."""
+        """The inner backend's generations; they are counted."""
         generations = self.backend.generate(requests)
         self.tokens += sum(g.completion_tokens for g in generations)
+        self.completions += len(generations)
+        self.cut += sum(g.finish_reason == "length" for g in generations)
         return generations
+
+    def counts(self) -> np.ndarray:
+        """``[tokens, completions, cut]`` so far."""
+        return np.array([self.tokens, self.completions, self.cut], dtype=float)
 
     def next_token_logprobs(self, requests):
         """The inner backend's log-probabilities."""
@@ -219,16 +237,19 @@ class CodingBaselines:
             "problem_index": [index for index, _ in cells],
             "episode_seed": [derive_seed(self.seed, baseline, index, sample) for index, sample in cells],
         })
-        tokens_before = self.counter.tokens
+        before = self.counter.counts()
         infos = self._runs[baseline](venv, obs, infos)
-        tokens = (self.counter.tokens - tokens_before) / len(cells)
+        # Per episode: every episode of a baseline makes as many completions.
+        tokens, completions, cut = ((self.counter.counts() - before) / len(cells)).tolist()
         return [
             Episode(
                 problem_id=info["agent_0"]["problem_id"],
                 reward=info["agent_0"]["reward_components"]["joint"],
                 parts={k: v for k, v in info["agent_0"]["reward_components"].items() if k not in ("joint", "contribution")},
                 contributions=tuple(info[a]["reward_components"]["contribution"] for a in venv.possible_agents),
-                tokens=round(tokens),
+                tokens=tokens,
+                completions=completions,
+                cut=cut,
             )
             for info in infos
         ]
@@ -317,22 +338,24 @@ def evaluate_baselines(
 
 def results_table(summaries: Sequence[Mapping[str, Any]], title: str) -> Table:
     """A rich table of baseline summaries: pass@k, accuracy@k, R, its main parts, the
-    leave-one-out contributions and tokens (every part is in ``results.json``)."""
+    leave-one-out contributions, tokens and the share of completions cut at the token
+    budget (every part, and the mean completion length, is in ``results.json``)."""
     ks = [key for key in summaries[0] if key.startswith(("pass@", "accuracy@"))]
     parts = [part for part in ("syntax", "tests", "cooperation") if part in summaries[0]["parts"]]
     table = Table(title=title)
-    headers = [k.replace("accuracy", "acc") for k in ks] + ["R", *parts, "helper LOO", "main LOO", "tokens"]
-    table.add_column("baseline")
+    headers = [k.replace("accuracy", "acc") for k in ks] + ["R", *parts, "helper LOO", "main LOO", "tokens", "cut"]
+    table.add_column("baseline", no_wrap=True)
     for header in headers:
         table.add_column(header, justify="right")
     for s in summaries:
         table.add_row(
             s["baseline"], *(f"{s[k]:.3f}" for k in ks), f"{s['reward']:.2f}", *(f"{s['parts'][p]:.2f}" for p in parts),
             *(f"{c:+.2f}" for c in s["contributions"]), f"{s['tokens_per_problem']:,.0f}",
+            f"{s['truncated_share']:.2f}",
         )
     table.caption = (
         "R: CoMLRL's level reward (0-4); parts: mean shares (tests: fraction passed); LOO: mean leave-one-out "
-        "contribution; tokens: completion tokens per problem"
+        "contribution; tokens: completion tokens per problem; cut: share of completions cut at the token budget"
     )
     return table
 

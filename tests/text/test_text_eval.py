@@ -50,12 +50,12 @@ def test_accuracy_at_k_is_the_expected_best_of_k():
         accuracy_at_k([float("nan")], 1)
 
 
-def episode(problem, tests, reward, tokens=10, contributions=(1.0, 2.0)):
-    return Episode(problem, reward, {"tests": tests, "syntax": 1.0}, contributions, tokens)
+def episode(problem, tests, reward, tokens=10, contributions=(1.0, 2.0), cut=0):
+    return Episode(problem, reward, {"tests": tests, "syntax": 1.0}, contributions, tokens, 2, cut)
 
 
 def test_summarize_by_hand():
-    episodes = [episode("a", 1.0, 4.0), episode("a", 0.5, 2.0), episode("b", 0.0, 1.0), episode("b", 0.0, 1.0)]
+    episodes = [episode("a", 1.0, 4.0, cut=1), episode("a", 0.5, 2.0), episode("b", 0.0, 1.0), episode("b", 0.0, 1.0, 20, cut=2)]
     summary = summarize("x", episodes, ks=(1, 2, 3))
     assert summary["problems"] == summary["samples_per_problem"] == 2
     assert summary["reward"] == pytest.approx(2.0)
@@ -64,16 +64,23 @@ def test_summarize_by_hand():
     assert summary["pass@2"] == pytest.approx((1.0 + 0.0) / 2)
     assert summary["accuracy@1"] == pytest.approx((0.75 + 0.0) / 2)
     assert "pass@3" not in summary  # more than the samples of a problem
-    assert summary["tokens_per_problem"] == 20
+    assert summary["tokens_per_problem"] == 25
+    assert summary["truncated_share"] == pytest.approx(3 / 8)  # 3 of the 8 completions were cut
+    assert summary["mean_completion_tokens"] == pytest.approx(50 / 8)
+    assert "asked_form_share" not in summary  # code has no stated answer
     assert summary["contributions"] == [1.0, 2.0]
     with pytest.raises(ValueError, match="'x': no episode"):
         summarize("x", [])
 
 
 def test_summarize_math_reports_accuracy_without_pass_at_k():
-    episodes = [Episode("a", 1.1, {"correct": 1.0, "format": 1.0}, (0.5, 0.5), 3), Episode("b", 0.1, {"correct": 0.0, "format": 1.0}, (0.0, 0.0), 3)]
+    episodes = [
+        Episode("a", 1.1, {"correct": 1.0, "format": 1.0}, (0.5, 0.5), 3, 2, 0),
+        Episode("b", 0.0, {"correct": 0.0, "format": 0.0}, (0.0, 0.0), 3, 2, 2),
+    ]
     summary = summarize("vote", episodes)
     assert summary["parts"]["correct"] == 0.5 and "pass@1" not in summary
+    assert summary["asked_form_share"] == 0.5 and summary["truncated_share"] == 0.5
 
 
 # ---------------------------------------------------------------------- baselines, scripted
