@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,132 @@ def test_compare_reads_a_nested_train_env(tmp_path):
     assert isinstance(cfg, harness.CompareConfig) and cfg.train.updates == 3
     assert (cfg.train.env.team, cfg.train.env.max_rounds, cfg.train.env.difficulty) == ("simulated", 1, 3)
     assert cfg.train.progress is False  # the compare template's own default survives
+
+
+# ----------------------------------------------------------------- files are data, read with bounded work
+BILLION_LAUGHS = """command: run
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+"""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        BILLION_LAUGHS,  # 9^9 "lol"s from 355 bytes
+        BILLION_LAUGHS.replace("command: run\n", "command: run\nenv_args:\n  task_kwargs: *i\n"),
+        "command: train\nbase: &base {n_agents: 2}\nenv:\n  <<: *base\n",  # a merge key needs an alias
+        "command: train\nenv: &e {n_agents: 2}\n",  # an anchor alone
+    ],
+    ids=["billion-laughs", "bomb-in-an-Any-field", "merge-key", "anchor"],
+)
+def test_yaml_anchors_and_aliases_are_refused(tmp_path, text):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(text)
+    assert len(text.encode()) < 500
+    with pytest.raises(ValueError, match=r"bomb.yaml: YAML anchors and aliases .* are not allowed"):
+        cli.parse([text.split()[1], "--config", str(path)])
+
+
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("deep.yaml", "command: run\nenv_args:\n  task_kwargs: " + "[" * 5000 + "]" * 5000, "deeper than 16 levels"),
+        ("deep.json", '{"command": "run", "env_args": {"task_kwargs": ' + "[" * 100_000 + "]" * 100_000 + "}}", "nest too deep"),
+        ("big.yaml", "command: run\n" + "# padding\n" * 110_000, "is over 1000000 bytes"),
+        ("twice.yaml", "command: train\nupdates: 3\nupdates: 300\n", r"keys given twice: \['updates'\]"),
+        ("twice.json", '{"command": "train", "env": {"n_agents": 2, "n_agents": 9}}', r"keys given twice: \['n_agents'\]"),
+        ("huge-int.yaml", "command: train\nupdates: " + "9" * 5000 + "\n", "huge-int.yaml: .*digits"),
+        ("tagged.yaml", "command: train\nupdates: !!python/object/apply:os.system [echo hi]\n", "could not determine a constructor"),
+        ("bad.yaml", "command: train\nupdates: [1\n", "bad.yaml: while parsing"),
+    ],
+)
+def test_oversized_deep_or_ambiguous_files_are_refused(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        cli.parse(["train" if "train" in text[:30] else "run", "--config", str(path)])
+
+
+@pytest.mark.parametrize(
+    "command, text, message",
+    [
+        ("train", "env:\n  n_agents: three", r"field 'env.n_agents': expected int, got str 'three'"),
+        ("train", "softrankpo:\n  kl_coef: [1]", r"field 'softrankpo.kl_coef': expected float, got list \[1\]"),
+        ("train", "updates: true", r"field 'updates': expected int, got bool True"),
+        ("train", "updates: 2.0", r"field 'updates': expected int, got float 2.0"),
+        ("train", "algo: ppo", r"field 'algo': expected one of 'softrankpo', 'grpo', 'magrpo', 'sft', got str 'ppo'"),
+        ("train", "env:\n  reward_scale: .nan", r"field 'env.reward_scale': expected float, got float nan \(not finite\)"),
+        ("train", "env:\n  w_global: .inf", r"field 'env.w_global': expected float, got float inf \(not finite\)"),
+        ("train", "env: text-ish", r"field 'env': expected a mapping of EnvConfig fields, got str"),
+        ("train", "env:\n  difficulty: '3'", r"field 'env.difficulty': expected int or null, got str '3'"),
+        ("train", "env:\n  team: 3", r"field 'env.team': expected str or a list of str, got int 3"),
+        ("train", "env:\n  team: [simulated, 3]", r"field 'env.team': expected str or a list of str"),
+        ("train", "env:\n  split: 2024-01-01", r"field 'env.split': expected str, got date"),
+        ("train", "env:\n  task_kwargs: [1]", r"field 'env.task_kwargs': expected a mapping or null, got list"),
+        ("train", "env:\n  simulated:\n    skill: [0.8, high]", r"field 'env.simulated.skill\[1\]': expected float, got str 'high'"),
+        ("run", "policies: [independent, 3]", r"field 'policies\[1\]': expected str, got int 3"),
+        ("run", "out_dir: 5", r"field 'out_dir': expected a path \(str\), got int 5"),
+        ("compare", "train:\n  env:\n    n_agents: [3]", r"field 'train.env.n_agents': expected int, got list"),
+        ("compare", "seeds: {n: 3}", r"field 'seeds': expected int, got mapping"),
+        ("train", "env: text\nalgo: grpo\nkl_coef: x", r"field 'kl_coef': expected float, got str 'x'"),
+        ("train", "env: text\nfinetune: qlora", r"field 'finetune': expected one of 'lora', 'full', got str 'qlora'"),
+        ("train", "env: text\nlora_targets: q_proj", r"field 'lora_targets': expected a list of str, got str"),
+        ("compare", "env: text\nlearner: {kl_coef: [1]}", r"field 'learner.kl_coef': expected float, got list"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_naming_its_field(tmp_path, command, text, message):
+    path = tmp_path / "typo.yaml"
+    path.write_text(f"command: {command}\n{text}\n")
+    with pytest.raises(ValueError, match=r"config file .*typo.yaml: " + message):
+        cli.parse([command, "--config", str(path)])
+
+
+@pytest.mark.parametrize(
+    "command, text, message",
+    [
+        ("train", "updatez: 3", r"unknown TrainConfig fields \['updatez'\]"),
+        ("compare", "train:\n  env:\n    simulated:\n      bogus: 1", r"train.env.simulated: unknown SimulatedTeamConfig fields \['bogus'\]"),
+        ("train", "1: one", r"unknown TrainConfig fields \['1'\]"),
+        ("train", "env: text\nalgo: grpo\ntemperture: 0.5", r"unknown TextGRPOConfig fields \['temperture'\]"),
+        ("compare", "env: text\nlearner: {lr: 1}", r"learner: unknown TextLearnerConfig fields \['lr'\]"),
+    ],
+)
+def test_an_unknown_field_is_refused_naming_it(tmp_path, command, text, message):
+    path = tmp_path / "typo.yaml"
+    path.write_text(f"command: {command}\n{text}\n")
+    with pytest.raises(ValueError, match=message):
+        cli.parse([command, "--config", str(path)])
+
+
+def test_a_text_config_whose_algo_is_no_name_is_refused(tmp_path):
+    path = tmp_path / "typo.yaml"
+    path.write_text("command: train\nenv: text\nalgo: [grpo]\n")
+    with pytest.raises(SystemExit, match=r"--algo must be one of .*got \['grpo'\]"):
+        cli.parse(["train", "--config", str(path)])
+
+
+def test_numbers_take_their_fields_type(tmp_path):
+    path = tmp_path / "ok.yaml"
+    path.write_text("command: train\nenv:\n  reward_scale: 2\n  team: [simulated, simulated]\n  n_agents: 2\nsoftrankpo:\n  kl_coef: 0\n")
+    cfg = cli.parse(["train", "--config", str(path)])
+    assert type(cfg.env.reward_scale) is float and type(cfg.softrankpo.kl_coef) is float
+    assert cfg.env.team == ("simulated", "simulated")
+
+
+def test_a_good_config_loads_and_runs(tmp_path):
+    path = tmp_path / "good.yaml"
+    path.write_text(
+        f"command: run\nname: tiny\nout_dir: {tmp_path / 'runs'}\nn_problems: 2\npolicies: [independent]\n"
+        "env_args:\n  team: simulated\n  task: arithmetic\n  max_rounds: 1\n"
+    )
+    cli.main(["run", "--config", str(path)])
+    results = json.loads((tmp_path / "runs" / "tiny" / "results.json").read_text())
+    assert "independent" in json.dumps(results)
