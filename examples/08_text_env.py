@@ -5,10 +5,12 @@ are the agents: each action is a completion. A frozen team is any backend behind
 ``agents.TextPolicy``. The default is one coding episode on HumanEval (the MAGRPO
 paper's collaboration): a helper agent writes ``aux``, a main agent writes the entry
 point; the sandbox's trusted verdict counts the hidden tests, and the next prompt shows
-the failed ones. ``--task arithmetic`` plays the math protocol instead.
+what the program returned on the tests' calls (never what the tests expect).
+``--task arithmetic`` plays the math protocol instead.
 
 The scripted backends run instantly (the coder's helper is right, its first main
-function is off by one on one test, and it fixes that once the feedback names the test);
+function is off by one on a one-element list, and it fixes that once the feedback shows
+its result on one);
 ``--backend smollm2`` uses SmolLM2 (responses cached in SQLite).
 
     python examples/08_text_env.py [--task humaneval|arithmetic] [--episodes 1] [--max-turns 2]
@@ -49,7 +51,7 @@ class ScriptedSolver:
 
 class ScriptedCoder:
     """A text backend for HumanEval/8 (sum_product): a product helper, and a main function
-    that gets a one-element list wrong until its feedback names the failing test."""
+    that gets a one-element list wrong until its feedback shows its result on one."""
 
     model_id = "scripted:coder"
     supports_logprobs = False
@@ -61,7 +63,7 @@ class ScriptedCoder:
             if "Write a helper function" in prompt:
                 code = "def aux(numbers):\n    product = 1\n    for n in numbers:\n        product *= n\n    return product"
             else:
-                slip = " + (len(numbers) == 1)" if "failed: assert" not in prompt else ""
+                slip = " + (len(numbers) == 1)" if "sum_product([10]) -> (11, 10)" not in prompt else ""
                 code = f"def sum_product(numbers):\n    total = sum(numbers){slip}\n    return (total, aux(numbers))"
             completions.append(Generation(f"```python\n{code}\n```", 0, 0, "stop"))
         return completions

@@ -19,7 +19,7 @@ def run_example(*args):
 def test_08_text_env_coding_episode():
     out = run_example()
     assert "turn 2/2  protocol coding" in out
-    assert "failed: assert candidate([10]) == (10, 10)" in out  # the feedback of turn 1
+    assert "sum_product([10]) -> (11, 10)" in out  # the feedback of turn 1: the program's own result
     assert "reward 3.800" in out and "reward 4.000" in out  # 4 of 5 tests, then all of them
     assert "leave-one-out contributions" in out
 
