@@ -54,10 +54,10 @@ class JSONLTask:
 
     **Scoring.** Numeric answers are read as :mod:`deliberation_env.tasks.numeric` says:
     ``scoring="strict"`` (the default) only from "The answer is N.", ``"lenient"`` as the
-    last number anywhere. Text answers are the rest of the line after "Answer:" (any
-    case): under strict scoring every such line of the text must give the same answer (a
-    text that answers twice, differently, has none), under lenient scoring the last one
-    counts.
+    last number anywhere. Text answers follow "Answer:" (any case) to the end of its line:
+    under strict scoring the answer of a line is what follows its first "Answer:", and
+    every line with one must give the same answer (a text that answers twice,
+    differently, has none); under lenient scoring what follows the last "Answer:" counts.
 
     Ids are ``<file stem>-<split>-<index in split>``.
 
@@ -143,11 +143,12 @@ class JSONLTask:
         ``scoring`` (see the class docstring)."""
         if self.numeric:
             return read_number(text, self.scoring)
-        answers = [_rest_of_line(text, marker.end()) for marker in _ANSWER_MARKER.finditer(text)]
         if self.scoring == "strict":
-            answers = [answer for answer in answers if answer]
-            return answers[0] if answers and len(set(answers)) == 1 else None
-        return (answers[-1] or None) if answers else None
+            answers = {_rest_of_line(line, marker.end()) for line in text.split("\n") if (marker := _ANSWER_MARKER.search(line))}
+            answers.discard("")
+            return answers.pop() if len(answers) == 1 else None
+        markers = list(_ANSWER_MARKER.finditer(text))
+        return (_rest_of_line(text, markers[-1].end()) or None) if markers else None
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:
         """Exact match of canonical answers."""

@@ -17,9 +17,10 @@ Decisions are the model's final answer as a LaTeX string, read under the task's
 ``scoring`` option:
 
 - ``"strict"`` (the default; the prompt asks for ``\\boxed{}``): the content of the
-  ``\\boxed{...}`` (braces balanced) when every box of the text holds the same answer
-  (:func:`answer_key`), the last one's text; a text without a box, or with boxes of
-  different answers, has none (:func:`stated_answer`).
+  ``\\boxed{...}`` (braces balanced; a box inside a box is part of its content) when
+  every box of the text holds the same text, up to whitespace; a text without a box, or
+  with boxes of different texts (``\\boxed{2} or \\boxed{3}``, and ``\\boxed{0.5}``
+  then ``\\boxed{\\frac12}``), has none (:func:`stated_answer`).
 - ``"lenient"``: the content of the last ``\\boxed{...}``, else what follows the last
   "The answer is" (:func:`extract_answer`).
 
@@ -88,36 +89,41 @@ def last_boxed(text: str) -> str | None:
     return None
 
 
-def boxed(text: str) -> list[str]:
-    """The contents of every ``\\boxed{...}`` of ``text`` with balanced braces, in the order they close.
+def outer_boxes(text: str) -> list[str]:
+    """The contents of the ``\\boxed{...}`` of ``text`` with balanced braces that lie in no
+    other box, in order (linear in the text's length).
 
-    >>> boxed(r"\\boxed{1} and \\boxed{\\frac{1}{2}} but \\boxed{3")
-    ['1', '\\\\frac{1}{2}']
+    >>> outer_boxes(r"\\boxed{1} and \\boxed{\\frac{1}{\\boxed{2}}} but \\boxed{3")
+    ['1', '\\\\frac{1}{\\\\boxed{2}}']
     """
-    contents, opened = [], []  # opened: per open brace, where its box's content starts (None: no box)
+    contents: list[str] = []
+    opened: list[tuple[bool, int | None]] = []  # per open brace: a box's? where an outer box's content starts
+    boxes = 0  # boxes open
     for match in _BRACES.finditer(text):
         if match.group() == "}":
-            if opened and (start := opened.pop()) is not None:
-                contents.append(text[start : match.start()].strip())
+            if opened:
+                box, start = opened.pop()
+                boxes -= box
+                if start is not None:
+                    contents.append(text[start : match.start()].strip())
         else:
-            opened.append(match.end() if match.group() != "{" else None)
+            box = match.group() != "{"
+            opened.append((box, match.end() if box and not boxes else None))
+            boxes += box
     return contents
 
 
 def stated_answer(text: str) -> str | None:
     """The final answer ``text`` states in the asked form (strict scoring), or ``None``:
-    the whitespace-normalized content of its boxes when they all hold one answer.
+    the whitespace-normalized content of its outer boxes when they all hold the same text.
 
-    >>> stated_answer(r"So $\\boxed{\\frac{1}{2}}$, i.e. \\boxed{0.5}.")
-    '0.5'
+    >>> stated_answer(r"So $\\boxed{\\frac{1}{2}}$, that is \\boxed{ \\frac{1}{2} }.")
+    '\\\\frac{1}{2}'
     >>> stated_answer(r"\\boxed{2} or \\boxed{3}") is None, stated_answer("The answer is 2.") is None
     (True, True)
     """
-    answers = [_squeeze(content) for content in boxed(text)]
-    answers = [answer for answer in answers if answer]
-    if not answers or len({answer_key(answer) for answer in set(answers)}) > 1:
-        return None
-    return answers[-1]
+    answers = {_squeeze(content) for content in outer_boxes(text)} - {""}
+    return answers.pop() if len(answers) == 1 else None
 
 
 def extract_answer(text: str) -> str | None:
