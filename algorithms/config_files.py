@@ -8,8 +8,9 @@ where a float is asked for is a float; ``true`` is not an int; a list is a tuple
 tuple is asked for) and then goes through the dataclasses' own checks, so a loaded config is
 a validated one. A file is data only and is read with bounded work: it is at most
 :data:`MAX_BYTES` long, nests at most :data:`MAX_DEPTH` levels and has no YAML anchors or
-aliases (a few hundred bytes of nested aliases expand to billions of values) and no key
-twice. Every refusal is a ``ValueError`` naming the file and, where there is one, the field:
+aliases (a few hundred bytes of nested aliases expand to billions of values), no merge keys
+and no key twice. Every refusal is a ``ValueError`` naming the file and, where there is one,
+the field (a file that holds no mapping is a ``TypeError``):
 
 >>> from deliberation_env.config import EnvConfig
 >>> build(EnvConfig, {"task": "arithmetic", "team": ["simulated", "simulated"], "n_agents": 2}, "f").team
@@ -42,7 +43,7 @@ MAX_DEPTH = 16
 
 
 class _ConfigLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing anchors and aliases, deep nesting and repeated keys."""
+    """PyYAML's safe loader, refusing anchors and aliases, deep nesting, merge and repeated keys."""
 
     def __init__(self, stream: str):
         super().__init__(stream)
@@ -67,7 +68,12 @@ class _ConfigLoader(yaml.SafeLoader):
         return node
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        """A mapping; refuse one that gives a key twice (which value would count is unclear)."""
+        """A mapping; refuse one that gives a key twice (which value would count is unclear)
+        or a merge key (``<<``: values that the file does not write where they count)."""
+        if any(key.tag == "tag:yaml.org,2002:merge" for key, _ in node.value):
+            raise yaml.constructor.ConstructorError(
+                None, None, "merge keys (<<) are not allowed in config files: write each field out", node.start_mark
+            )
         keys = [key.value for key, _ in node.value if isinstance(key, yaml.ScalarNode)]
         repeated = sorted(key for key, count in collections.Counter(keys).items() if count > 1)
         if repeated:

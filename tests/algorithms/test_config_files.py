@@ -109,6 +109,7 @@ def test_yaml_anchors_and_aliases_are_refused(tmp_path, text):
         ("deep.json", '{"command": "run", "env_args": {"task_kwargs": ' + "[" * 100_000 + "]" * 100_000 + "}}", "nest too deep"),
         ("big.yaml", "command: run\n" + "# padding\n" * 110_000, "is over 1000000 bytes"),
         ("twice.yaml", "command: train\nupdates: 3\nupdates: 300\n", r"keys given twice: \['updates'\]"),
+        ("merge.yaml", "command: train\nenv: {<<: {n_agents: 9}, max_rounds: 1}\n", r"merge keys \(<<\) are not allowed"),
         ("twice.json", '{"command": "train", "env": {"n_agents": 2, "n_agents": 9}}', r"keys given twice: \['n_agents'\]"),
         ("huge-int.yaml", "command: train\nupdates: " + "9" * 5000 + "\n", "huge-int.yaml: .*digits"),
         ("tagged.yaml", "command: train\nupdates: !!python/object/apply:os.system [echo hi]\n", "could not determine a constructor"),
@@ -197,3 +198,14 @@ def test_a_good_config_loads_and_runs(tmp_path):
     cli.main(["run", "--config", str(path)])
     results = json.loads((tmp_path / "runs" / "tiny" / "results.json").read_text())
     assert "independent" in json.dumps(results)
+
+
+def test_a_file_that_is_no_mapping_or_no_yaml_is_refused(tmp_path):
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- command\n- run\n")
+    with pytest.raises(TypeError, match="list.yaml: expected a mapping of config fields, got list"):
+        cli.parse(["run", "--config", str(listed)])
+    other = tmp_path / "config.toml"
+    other.write_text("command = 'run'\n")
+    with pytest.raises(ValueError, match="use a .yaml, .yml or .json file"):
+        cli.parse(["run", "--config", str(other)])
