@@ -92,9 +92,9 @@ class TextLearnerConfig(TextEnvConfig):
     updates: int = 10
     """Updates to run (a resumed run continues up to this many)."""
     run_dir: str = ""
-    """Folder of metrics.jsonl, checkpoint.pt and the saved adapters; ``""``: none."""
+    """Folder of metrics.jsonl, checkpoint.safetensors and the saved adapters; ``""``: none."""
     checkpoint_every: int = 0
-    """Write checkpoint.pt every this many updates (and at the end); 0: at the end only."""
+    """Write checkpoint.safetensors every this many updates (and at the end); 0: at the end only."""
     eval_problems: int = 0
     """Held-out (test split) problems to evaluate greedily before and after training; 0: none."""
     progress: bool = True
