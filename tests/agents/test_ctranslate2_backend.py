@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import subprocess
 import sys
 
@@ -46,7 +47,8 @@ REQUESTS = [
 
 
 def test_generate_returns_text_with_token_counts_and_finish_reasons(backend):
-    assert backend.model_id == "ctranslate2:SmolLM2-135M-Instruct-Q4_1-float32"
+    digest = hashlib.sha256(default_model_path().read_bytes()).hexdigest()  # the converted GGUF's
+    assert backend.model_id == f"ctranslate2:SmolLM2-135M-Instruct-Q4_1-float32@sha256:{digest[:32]}"
     out = backend.generate(REQUESTS)
     assert all(g.text.strip() for g in out)
     assert all(0 < g.completion_tokens <= r.max_tokens for g, r in zip(out, REQUESTS))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 from agent_fakes import Counting, make_turn
 
 from agents import CachedBackend, LLMAgent
 from agents.base import PeerAnswer
-from agents.llamacpp_backend import LlamaCppBackend, usable_cpus
+from agents.llamacpp_backend import LlamaCppBackend, default_model_path, usable_cpus
 
 QUESTIONS = ("What is 12 + 7?", "What is 9 * 3?")
 MAX_TOKENS = 40
@@ -58,8 +60,9 @@ def run_round(agent):
     return answers, confidences, agent.refine(refine)
 
 
-def test_model_id_names_the_default_gguf(smollm2):
-    assert smollm2.model_id == "llamacpp:SmolLM2-135M-Instruct-Q4_1"
+def test_model_id_names_the_default_gguf_and_its_bytes(smollm2):
+    digest = hashlib.sha256(default_model_path().read_bytes()).hexdigest()
+    assert smollm2.model_id == f"llamacpp:SmolLM2-135M-Instruct-Q4_1@sha256:{digest[:32]}"
 
 
 def test_decoding_and_prompts_use_every_cpu_unless_told(smollm2):

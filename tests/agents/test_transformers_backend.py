@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from agent_fakes import make_turn
 
@@ -20,7 +22,7 @@ def chat(text: str):
 
 
 def test_batched_generation_is_seeded_and_counted(backend):
-    assert backend.model_id == "transformers:SmolLM2-135M-Instruct.Q4_1"
+    assert re.fullmatch(r"transformers:SmolLM2-135M-Instruct\.Q4_1-float32@sha256:[0-9a-f]{32}", backend.model_id)
     requests = [
         GenerationRequest(chat("What is 12 + 7?"), max_tokens=12, seed=1),
         GenerationRequest(chat("Name a color."), max_tokens=5, seed=2),
