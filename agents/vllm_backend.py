@@ -13,15 +13,25 @@ candidate's first token and vLLM returns that token's log-probability
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult, Message
+from agents.fingerprint import directory_sha256, fingerprinted
 
 try:  # optional: this module imports without vLLM (docs, doctests); the backend needs it
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 except ImportError:
     LLM = None
+
+
+def vllm_model_id(model: str) -> str:
+    """The model id of ``model``: ``vllm:<name>``, and for a local model directory the hash of
+    its files (:mod:`agents.fingerprint`), so two models saved under one name never share
+    cached rows (a hub name cannot be hashed here: it names what vLLM finds under it)."""
+    name = f"vllm:{model.rstrip('/').rsplit('/', 1)[-1]}"
+    return fingerprinted(name, directory_sha256(model)) if Path(model).is_dir() else name
 
 
 class VLLMBackend:
@@ -46,7 +56,7 @@ class VLLMBackend:
         engine_kwargs.setdefault("enable_prefix_caching", True)
         self._llm = LLM(model=model, **engine_kwargs)
         self._tokenizer = self._llm.get_tokenizer()
-        self.model_id = f"vllm:{model.rstrip('/').rsplit('/', 1)[-1]}"
+        self.model_id = vllm_model_id(model)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """Generate every request in one ``LLM.generate`` call."""

@@ -195,3 +195,14 @@ def test_an_offline_miss_names_the_rows_an_older_version_wrote_under_a_bare_name
     with pytest.raises(CacheMissError) as error:
         CachedBackend(other, path, offline=True).generate(ASK)
     assert "older version" not in str(error.value)
+
+
+def test_vllm_ids_of_local_directories_hold_their_hash(tmp_path):
+    from agents.vllm_backend import vllm_model_id
+
+    for run, weights in (("a", b"one"), ("b", b"two")):
+        (tmp_path / run / "agent_0").mkdir(parents=True)
+        (tmp_path / run / "agent_0" / "model.safetensors").write_bytes(weights)
+    ids = [vllm_model_id(str(tmp_path / run / "agent_0")) for run in ("a", "b")]
+    assert ids[0].startswith("vllm:agent_0@sha256:") and ids[0] != ids[1]
+    assert vllm_model_id("Qwen/Qwen2.5-3B-Instruct") == "vllm:Qwen2.5-3B-Instruct"  # a hub name: by name
