@@ -44,7 +44,6 @@ in training as in evaluation; its tokens are still trained on, with that reward.
 from __future__ import annotations
 
 import abc
-import dataclasses
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -77,6 +76,7 @@ from algorithms.text.losses import (
     text_policy_loss,
     token_weights,
 )
+from deliberation_env.text.config import config_record
 
 METRICS = "metrics.jsonl"
 
@@ -585,8 +585,8 @@ def _padded(rows: Sequence[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
 
 
 def _settings(config: TextLearnerConfig) -> dict[str, Any]:
-    """The config's fields that a resumed run must share."""
-    return {k: v for k, v in dataclasses.asdict(config).items() if k not in config.RUN_FIELDS}
+    """The config's fields that a resumed run must share (a protocol instance by its name)."""
+    return {k: v for k, v in config_record(config).items() if k not in config.RUN_FIELDS}
 
 
 def _keep_metrics_until(path: Path, update: int) -> None:

@@ -24,6 +24,7 @@ from algorithms.text.base import TextPolicyGradientLearner
 from algorithms.text.config import TextLearnerConfig
 from algorithms.text.learners import TEXT_LEARNERS
 from deliberation_env.text import TextDeliberationVectorEnv
+from deliberation_env.text.config import config_record
 
 SUMMARY = "summary.json"
 ADAPTERS = "adapters"
@@ -142,12 +143,6 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
     if config.run_dir:
         folder = Path(config.run_dir)
         lm.save_adapters(folder / ADAPTERS)
-        summary = {"algo": learner.name, "config": _jsonable(config), "before": before, "after": after}
+        summary = {"algo": learner.name, "config": config_record(config), "before": before, "after": after}
         (folder / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return TrainResult(learner, history, before, after)
-
-
-def _jsonable(config: TextLearnerConfig) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(config).items()}

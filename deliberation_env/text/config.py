@@ -74,6 +74,28 @@ def import_protocol(path: str) -> TextProtocol:
     return found
 
 
+def config_record(config: Any) -> dict[str, Any]:
+    """``config``'s fields (a :class:`TextEnvConfig` or a learner config extending it) as
+    JSON data: what result files and checkpoints record, and what a resumed run compares.
+    A task or protocol given as an instance is recorded by its name (``"<protocol NAME>"``:
+    instances compare by name, not identity), a tuple as a list.
+
+    >>> config_record(TextEnvConfig(task="arithmetic"))["task"], config_record(TextEnvConfig())["reward_scale"]
+    ('arithmetic', 1.0)
+    """
+    record = {}
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if isinstance(value, TextProtocol):
+            value = f"<protocol {value.name}>"
+        elif isinstance(value, Task):
+            value = f"<task {value.name}>"
+        elif isinstance(value, tuple):
+            value = list(value)
+        record[field.name] = value
+    return record
+
+
 @dataclass
 class TextEnvConfig:
     """Every argument of the text-action env (``de.text_env``, ``de.text_vector_env``) but
