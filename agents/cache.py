@@ -467,19 +467,20 @@ def _lookup(db: sqlite3.Connection, table: str, requests: dict[str, Request]) ->
 
 
 def _fingerprintless_rows(db: sqlite3.Connection, model_id: str) -> dict[str, int]:
-    """Rows by model id that an older version wrote for a model of ``model_id``'s kind,
-    under an id without the model's fingerprint (``@``); none if ``model_id`` has none."""
+    """Rows by model id that an older version may have written for the model ``model_id``
+    names: under an id without a fingerprint (no ``@``) that begins its name (the part before
+    the ``@``; older transformers ids lacked the dtype). None if ``model_id`` has no ``@``."""
     if "@" not in model_id:
         return {}
-    kind = model_id.split(":", 1)[0]
+    name = model_id.rsplit("@", 1)[0]
     counts: dict[str, int] = {}
     for table in _TABLES:
         if _column_names(db, table):
             select = (
                 f"SELECT model_id, COUNT(*) FROM {table} "
-                "WHERE model_id LIKE ? || ':%' AND instr(model_id, '@') = 0 GROUP BY model_id"
+                "WHERE instr(model_id, '@') = 0 AND instr(?, model_id) = 1 GROUP BY model_id"
             )
-            for old_id, count in db.execute(select, (kind,)):
+            for old_id, count in db.execute(select, (name,)):
                 counts[old_id] = counts.get(old_id, 0) + count
     return counts
 

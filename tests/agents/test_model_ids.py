@@ -191,7 +191,7 @@ def test_an_offline_miss_names_the_rows_an_older_version_wrote_under_a_bare_name
     ):
         CachedBackend(new, path, offline=True).generate(ASK)
     other = FakeBackend()
-    other.model_id = fingerprinted("transformers:x", "cd" * 32)  # another kind of model: no note
+    other.model_id = fingerprinted("llamacpp:other", "cd" * 32)  # another model: no note
     with pytest.raises(CacheMissError) as error:
         CachedBackend(other, path, offline=True).generate(ASK)
     assert "older version" not in str(error.value)
