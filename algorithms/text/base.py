@@ -46,7 +46,7 @@ from __future__ import annotations
 import abc
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -450,6 +450,8 @@ class TextPolicyGradientLearner(abc.ABC):
         progress: bool = True,
         tensorboard: bool = False,
         wandb_project: str = "",
+        evaluation: Callable[[], dict[str, float]] | None = None,
+        eval_interval: int = 0,
     ) -> list[dict[str, float]]:
         """Run updates until ``self.update == updates``, resuming from ``run_dir`` if it holds a checkpoint.
 
@@ -457,7 +459,9 @@ class TextPolicyGradientLearner(abc.ABC):
         :class:`~algorithms.metrics.MetricLogger` (and TensorBoard or the Weights & Biases
         project ``wandb_project`` if asked); lines of
         updates after the checkpoint, from a killed run, are dropped on resume. The
-        checkpoint is written every ``checkpoint_every`` updates and at the end.
+        checkpoint is written every ``checkpoint_every`` updates and at the end. Every
+        ``eval_interval`` updates, ``evaluation()``'s metrics (e.g. :meth:`evaluate` on
+        held-out problems) join that update's.
 
         Returns:
             The metrics of the updates run by this call.
@@ -474,6 +478,8 @@ class TextPolicyGradientLearner(abc.ABC):
         bar = tqdm(total=updates, initial=min(self.update, updates), disable=not progress, desc=self.name)
         while self.update < updates:
             metrics = self.train_step()
+            if evaluation is not None and eval_interval and self.update % eval_interval == 0:
+                metrics.update(evaluation())
             history.append(metrics)
             bar.update(1)
             bar.set_postfix(reward=f"{metrics.get('rewards/joint/mean', float('nan')):.3f}")

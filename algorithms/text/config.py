@@ -97,6 +97,9 @@ class TextLearnerConfig(TextEnvConfig):
     """Write checkpoint.safetensors every this many updates (and at the end); 0: at the end only."""
     eval_problems: int = 0
     """Held-out (test split) problems to evaluate greedily before and after training; 0: none."""
+    eval_interval: int = 0
+    """Also evaluate them every this many updates, logged with the update's metrics as
+    ``eval/*`` (CoMLRL's ``eval_interval``); 0: before and after only. Needs ``eval_problems``."""
     progress: bool = True
     """Show a progress bar."""
     tensorboard: bool = False
@@ -118,8 +121,8 @@ class TextLearnerConfig(TextEnvConfig):
     CLI build it; a learner built by hand takes ``sampler=CTranslate2Sampler(lm)``."""
 
     RUN_FIELDS = (
-        "updates", "run_dir", "checkpoint_every", "eval_problems", "progress", "tensorboard", "wandb_project",
-        "workers", "sampler",
+        "updates", "run_dir", "checkpoint_every", "eval_problems", "eval_interval", "progress", "tensorboard",
+        "wandb_project", "workers", "sampler",
     )
     """Fields a resumed run may change."""
 
@@ -164,7 +167,9 @@ class TextLearnerConfig(TextEnvConfig):
             raise ValueError(f"min_new_tokens must lie in [0, max_new_tokens], got {self.min_new_tokens}")
         if not 0 <= self.gamma <= 1:
             raise ValueError(f"gamma must lie in [0, 1], got {self.gamma}")
-        for name in ("kl_coef", "problem_pool", "checkpoint_every", "eval_problems", "updates", "workers"):
+        if self.eval_interval and not self.eval_problems:
+            raise ValueError("eval_interval evaluates the eval_problems held-out problems: give eval_problems > 0 too")
+        for name in ("kl_coef", "problem_pool", "checkpoint_every", "eval_problems", "eval_interval", "updates", "workers"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{type(self).__name__}.{name} must be >= 0, got {getattr(self, name)}")
         if self.wandb_project and not self.run_dir:

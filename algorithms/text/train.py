@@ -134,7 +134,8 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
     try:
         history = learner.learn(
             config.updates, config.run_dir or None, config.checkpoint_every, config.progress, config.tensorboard,
-            config.wandb_project,
+            config.wandb_project, functools.partial(learner.evaluate, eval_env, held_out) if held_out else None,
+            config.eval_interval,
         )
     finally:
         if sampler is not None:

@@ -1,0 +1,25 @@
+"""Periodic held-out evaluation during training (CoMLRL's eval_interval)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from algorithms.text import TextGRPOConfig, train
+
+SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "batch_size": 4, "progress": False}
+
+
+def test_held_out_metrics_join_every_interval_th_update_and_the_metrics_file(tmp_path):
+    result = train(TextGRPOConfig(**SMALL, updates=4, eval_problems=3, eval_interval=2, run_dir=str(tmp_path)))
+    evaluated = [m["charts/update"] for m in result.history if "eval/correct" in m]
+    assert evaluated == [2.0, 4.0]
+    logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in logged if "eval/truncated_share" in line] == [2, 4]
+    assert result.history[-1]["eval/correct"] == result.after["eval/correct"]  # the same greedy play
+
+
+def test_eval_interval_needs_held_out_problems():
+    with pytest.raises(ValueError, match="give eval_problems"):
+        TextGRPOConfig(eval_interval=2)
