@@ -58,14 +58,19 @@ scoring at ``main_defined``), and the agents' feedback names the line and the ru
    builtins that read or write another object's namespace or run strings: ``globals``,
    ``vars``, ``getattr``, ``setattr``, ``exec``, ``compile``, ``open``; the library
    functions that reach attributes by name or evaluate strings: ``attrgetter``,
-   ``Formatter``, ``get_type_hints``, ``update_wrapper``, ``singledispatch``, ...). A
-   module is used only as ``module.name``, never as a value, and never to reach a module
-   outside the allowed ones (``typing.sys``).
+   ``Formatter``, ``get_type_hints``, ``update_wrapper``, ``singledispatch``, ...), no
+   attribute under which an allowed module holds one that is not (``typing.sys``,
+   ``statistics.random``: :data:`MODULE_ATTRIBUTES`).
 4. *Names*: each agent binds at top level only names of its own: no builtin's name, no
    dunder name, no name the prompt binds (unless it repeats the prompt's own import or
    function unchanged). The helper never binds the entry point; the main agent binds it
    by ``def`` only. A name both agents bind differently refuses the helper's code (the
    main agent's binding would replace it).
+
+A top-level statement that repeats one of the prompt's unchanged (its imports, its helper
+functions, even without their docstrings) is the prompt's own code and is not checked:
+an answer that copies the prompt before its solution is admitted, and every canonical
+solution is.
 
 ``eval`` in the team's program evaluates literals and operators only (numbers, strings,
 arithmetic, comparisons): the judged program starts with a trusted definition of it,
@@ -171,6 +176,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import functools
 import hashlib
 import importlib
 import re
@@ -511,8 +517,9 @@ def _imported(statement: ast.Import | ast.ImportFrom, alias: ast.alias) -> tuple
 
 
 def _without_docstring(node: ast.stmt) -> ast.stmt:
-    """A copy of a definition without its docstring (a repeated prompt function may drop it)."""
-    node = copy.deepcopy(node)
+    """A shallow copy of a definition without its docstring (a repeated prompt function
+    may drop it); the definition itself is unchanged."""
+    node = copy.copy(node)
     body = node.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1:
         node.body = body[1:]
@@ -744,7 +751,7 @@ def analyse(helper_code: str, main_code: str, prompt: str, entry_point: str) -> 
         program = _program(prompt, helper_code, main_code)
         return Analysis(_defines(helper_code, HELPER), _defines(main_code, entry_point), tuple(errors[:1]), program)
     helper_module, main_module = ast.parse(helper_code), ast.parse(main_code)
-    helper_refused, main_refused = _refusals(helper_module, main_module, ast.parse(prompt), entry_point)
+    helper_refused, main_refused = _refusals(helper_module, main_module, _prompt_bindings(prompt), entry_point)
     admitted_helper = "" if helper_refused else helper_code
     program = _program(prompt, admitted_helper, main_code)
     helper = None if helper_refused else _last_function(helper_module, HELPER)
@@ -768,9 +775,16 @@ def analyse(helper_code: str, main_code: str, prompt: str, entry_point: str) -> 
     )
 
 
-def _refusals(helper: ast.Module, main: ast.Module, prompt: ast.Module, entry_point: str) -> tuple[str, str]:
+@functools.lru_cache(maxsize=1024)
+def _prompt_bindings(prompt: str) -> tuple[Binding, ...]:
+    """The prompt's :func:`top_level_bindings` (parsed once per prompt)."""
+    return tuple(top_level_bindings(ast.parse(prompt)))
+
+
+def _refusals(
+    helper: ast.Module, main: ast.Module, prompt_bindings: Sequence[Binding], entry_point: str
+) -> tuple[str, str]:
     """Why each code is refused (``""``: admitted), by the module docstring's rules."""
-    prompt_bindings = top_level_bindings(prompt)
     prompt_keys: dict[str, set[str]] = {}
     for binding in prompt_bindings:
         if binding.name != entry_point:
