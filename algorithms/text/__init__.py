@@ -14,6 +14,39 @@ advantages, loss, update) and the advantage functions of :mod:`algorithms.advant
 with the meta-policy learners. The policy is an :class:`agents.TrainableLM` (one LoRA
 adapter per agent on one base, separate models, or full fine-tuning); frozen agents are
 :class:`agents.TextPolicy` objects. :func:`train` builds everything from a config.
+
+**MAGRPO: the paper, CoMLRL's default, and this package.** Where a user compares results
+with CoMLRL (the paper authors' trainer, ``comlrl`` 1.4.3, ``MAGRPOConfig`` defaults):
+
+=====================  ==========================  ==============================  ==================================
+what                   paper (arXiv 2508.04652)    CoMLRL default                  this package (``TextMAGRPOConfig``)
+=====================  ==========================  ==============================  ==================================
+loss                   REINFORCE,                  REINFORCE: -A times the sum     the clipped surrogate with one pass
+                       -A grad log pi(o)           of the completion's token       (ratio 1: exactly REINFORCE's
+                                                   log-probs, mean over samples    gradient); ``aggregation="token"``
+                                                                                   (mean over all tokens) or
+                                                                                   ``"sequence"`` (mean of sequence
+                                                                                   means); no sum over tokens
+advantage              A = R - mean of the group   R - baseline (``advantage_      R - baseline (``baseline``: mean,
+                                                   mode``: mean), then             rloo, max, raw); standardized only
+                                                   standardized: (A - mean) /      with ``normalize_advantages=True``
+                                                   max(std, 1e-6)                  (then the four baselines coincide
+                                                   (``advantage_normalization``)   and MAGRPO = TextGRPO, joint credit)
+multi-turn returns     sum of the turns' rewards   a tree: each of the K samples   parallel rollouts: G joint
+                                                   of a turn branches into K       trajectories per problem, G_t =
+                                                   at the next; a node's return    r_t + gamma G_{t+1} along each
+                                                   is its reward + the mean of     (``gamma``, default 1)
+                                                   its children's returns
+cross pairing          (aligned samples)           ``joint_mode="cross"``: a       ``pairing="cross"``: a sample's
+                                                   sample's return is the SUM      return is the MEAN of those joint
+                                                   of the joint returns it is      returns (G^(n-1) times smaller;
+                                                   part of                         equal after standardization)
+clipping               none                        none                            ``clip_eps`` (inactive in one pass)
+optimizer              (not fixed)                 AdamW per agent (weight decay   Adam per agent (no weight decay),
+                                                   0.01, torch's default)          ``learning_rate``
+gradient clipping      (not fixed)                 none                            global norm ``max_grad_norm`` = 1.0
+KL to the base         none                        off (``reference_kl_enabled``)  off (``kl_coef`` = 0)
+=====================  ==========================  ==============================  ==================================
 """
 
 from algorithms.text.base import TextPolicyGradientLearner
