@@ -47,9 +47,10 @@ several processes (parallel runs, a learner and an evaluator) can share one file
 :class:`CacheMissError` for the rest: an exact offline replay, also from read-only
 media (a read-only mount, or a file or directory without write permission; a file whose
 write-ahead log cannot be read there is read without it, with a warning). An existing file
-that cannot be written is opened read-only by an online cache too: it replays what it
-holds, and a request it does not hold is a :class:`CacheReadOnlyError` before anything is
-generated. A file that cannot be used (not a database, damaged, locked for too long, not
+that cannot be written, or that is marked read-only (no write permission bit on it or its
+directory, ``chmod a-w``: respected even by root), is opened read-only by an online cache
+too: it replays what it holds, and a request it does not hold is a
+:class:`CacheReadOnlyError` before anything is generated. A file that cannot be used (not a database, damaged, locked for too long, not
 there and not creatable) is a :class:`CacheFileError` naming the file and what to do; a
 full disk only warns: the results just generated are returned, uncached.
 
@@ -704,11 +705,15 @@ class CachedBackend:
 
 
 def _open_writable(path: Path) -> bool:
-    """Create or migrate the cache at ``path``; False if it exists but cannot be written.
+    """Create or migrate the cache at ``path``; False if it exists but cannot be written, or
+    is marked read-only: it or its directory has no write permission bit (``chmod a-w``,
+    which root's writes would otherwise go through).
 
     Raises:
         CacheFileError: The file cannot be used, or cannot be created.
     """
+    if path.is_file() and any(not place.stat().st_mode & 0o222 for place in (path, path.parent)):
+        return False
     try:
         with _open(path, read_only=False) as db:
             _create_or_migrate(db)

@@ -368,6 +368,22 @@ def test_replay_from_read_only_media_offline_and_online(shared_dir, read_only):
     assert cache_stats(path)["generations"] == 1
 
 
+@pytest.mark.parametrize("read_only", ["file", "directory"])
+def test_a_cache_marked_read_only_is_never_written_even_by_root(shared_dir, read_only):
+    """``chmod a-w`` marks a cache (say, one shipped beside a paper's results) read-only;
+    root, whom permissions do not stop, replays it all the same and changes nothing in it."""
+    path = shared_dir / "c.sqlite"
+    original = CachedBackend(FakeBackend(), path).generate([request("a", 4)])
+    (path if read_only == "file" else shared_dir).chmod(0o444 if read_only == "file" else 0o555)
+    before = path.read_bytes()
+    inner = FakeBackend()
+    cache = CachedBackend(inner, path)
+    assert not cache.writable and cache.generate([request("a", 4)]) == original
+    with pytest.raises(CacheReadOnlyError, match=rf"{path} cannot be written .* 1 not cached"):
+        cache.generate([request("new")])
+    assert inner.calls == [] and path.read_bytes() == before
+
+
 def test_a_cache_in_a_missing_read_only_directory_is_a_clear_error(shared_dir):
     shared_dir.chmod(0o555)
     with unprivileged(), pytest.raises(CacheFileError, match=rf"{shared_dir}.* cannot be written"):
