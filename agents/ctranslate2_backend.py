@@ -48,19 +48,36 @@ Sampling follows :class:`agents.base.GenerationRequest` (temperature, then top-k
 top-p: CTranslate2's own order). A top-k bounds the candidates each token is drawn from;
 without one (``top_k=0``) CTranslate2 sorts the whole vocabulary for every row at every
 step, which cost about a third of the decoding time at batch 72 (BENCHMARKS.md, issue 14).
+
+Threads and exit: a CTranslate2 model decodes on its own native threads, which take the GIL
+to call a step callback and to copy and release it; the last copy is released with the
+call's job, after the call has returned. Were the interpreter finalizing by then, CPython
+would end that thread with ``pthread_exit``, whose unwinding through pybind11's GIL guard
+(a destructor) calls ``std::terminate``: "terminate called without an active exception",
+SIGABRT. So every decoding call returns only once the model's jobs are destroyed
+(:func:`generate_batch`): no native thread holds anything of Python's after a call. And a
+thread other than the main one that is inside a call (loading, decoding, dropping copies)
+when the interpreter exits would take the GIL back after finalization began, with the same
+end: at exit, before finalization, new calls from other threads are refused, the calls in
+flight are waited for and every backend's copies are released (:data:`CALLS`).
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import gc
+import hashlib
 import importlib.util
 import json
 import os
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+import time
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -69,7 +86,6 @@ import numpy as np
 from scipy.special import log_softmax
 
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult, Message
-from agents.fingerprint import directory_sha256, file_sha256, fingerprinted
 from agents.llamacpp_backend import default_model_path, usable_cpus
 from agents.seeding import derive_seed
 
@@ -97,6 +113,96 @@ that neither a converted model nor a cached response of the 8-bit format is ever
 SEEDING_LOCK = threading.Lock()
 """CTranslate2's seed is process-wide: one sampled batch at a time seeds it (this backend
 and :class:`algorithms.text.ctranslate2_sampler.CTranslate2Sampler` alike)."""
+
+JOB_RELEASE_POLL_S = 1e-4
+"""How often :func:`generate_batch` looks whether CTranslate2's threads have destroyed a
+call's jobs (they need the GIL the caller gives up between looks; usually none is left)."""
+
+
+class NativeCalls:
+    """The calls into CTranslate2's native threads in flight, so that none outlives the interpreter.
+
+    A call (loading copies of a model, decoding, dropping copies) runs inside
+    :meth:`call`. At exit (``atexit``, before finalization) :meth:`finish` refuses new
+    calls from threads other than the main one (a daemon thread's), waits for the calls in
+    flight, and releases the copies of every backend (:meth:`CTranslate2Backend.close`), so
+    that no thread but the main one enters CTranslate2 after finalization began (module
+    docstring, "Threads and exit").
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._in_flight = 0
+        self._exiting = False
+        self._backends: weakref.WeakSet[CTranslate2Backend] = weakref.WeakSet()
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        """A call into CTranslate2: counted while it runs; refused in other threads once exit began.
+
+        Raises:
+            RuntimeError: If the interpreter is exiting and this is not the main thread.
+        """
+        with self._changed:
+            if self._exiting and threading.current_thread() is not threading.main_thread():
+                raise RuntimeError(
+                    "ctranslate2 backend: the interpreter is exiting, so a thread other than the main "
+                    "one cannot start a CTranslate2 call; join the threads that call the backend "
+                    "before the program ends"
+                )
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._in_flight -= 1
+                self._changed.notify_all()
+
+    def add(self, backend: CTranslate2Backend) -> None:
+        """Have :meth:`finish` release ``backend``'s copies at exit (held weakly)."""
+        self._backends.add(backend)
+
+    def finish(self) -> None:
+        """At exit: refuse other threads' new calls, wait for the calls in flight, release every
+        backend's copies."""
+        with self._changed:
+            self._exiting = True
+            self._changed.wait_for(lambda: self._in_flight == 0)
+        for backend in list(self._backends):
+            backend.close()
+
+    def forget(self) -> None:
+        """In a forked child: the calls counted were the parent's threads', which the child lacks."""
+        self._changed = threading.Condition()
+        self._in_flight = 0
+
+
+CALLS = NativeCalls()
+"""This process's calls into CTranslate2 (the backend's and the sampler's)."""
+atexit.register(CALLS.finish)
+os.register_at_fork(after_in_child=CALLS.forget)
+
+
+def generate_batch(generator: Any, prompts: list[list[str]], **options: Any) -> list[Any]:
+    """``generator.generate_batch(prompts, **options)``, returned once CTranslate2's threads
+    hold nothing of Python's.
+
+    A step ``callback`` in ``options`` is copied, called and released on the generator's
+    own threads, each time under the GIL, and its last copy goes with the call's job after
+    the results were handed back. So this waits, giving up the GIL, until the generator
+    has no job left (CTranslate2 counts a job until it is destroyed, callback and all):
+    after it returns, no native thread will take the GIL for this call, nor hold the last
+    reference to anything (a backend dropped by its own decoding thread would join that
+    thread and abort). It waits as well when the call raised.
+
+    Returns:
+        The ``GenerationResult`` of each prompt.
+    """
+    try:
+        return generator.generate_batch(prompts, **options)
+    finally:
+        while generator.num_active_batches:
+            time.sleep(JOB_RELEASE_POLL_S)
 
 
 def weight_format(quantization: str) -> str:
@@ -135,7 +241,8 @@ def converted_model_dir(gguf: Path, cache_dir: Path | None = None, quantization:
     require_extra("ctranslate2", "transformers", "gguf")
     import ctranslate2
 
-    digest = file_sha256(gguf)
+    with gguf.open("rb") as file:
+        digest = hashlib.file_digest(file, "sha256").hexdigest()
     target = (cache_dir or default_cache_dir()) / f"{digest[:32]}-{weight_format(quantization)}"
     if ctranslate2.contains_model(str(target)):
         return target
@@ -372,9 +479,8 @@ class CTranslate2Backend:
         if path.is_file() and path.suffix == ".gguf":
             model_dir = converted_model_dir(path, Path(cache_dir) if cache_dir else None, quantization)
             name = f'{path.stem.replace(".", "-")}-{weight_format(quantization)}'
-            digest = file_sha256(path)  # the converted model's identity: its GGUF and format
         elif path.is_dir() and ctranslate2.contains_model(str(path)):
-            model_dir, name, digest = path, f"{path.name}-{quantization}", directory_sha256(path)
+            model_dir, name = path, f"{path.name}-{quantization}"
         else:
             raise ValueError(
                 f"ctranslate2 backend: {path} is neither a .gguf file nor a CTranslate2 model "
@@ -393,7 +499,7 @@ class CTranslate2Backend:
             )
         self.model_dir = model_dir
         self.quantization = quantization
-        self.model_id = fingerprinted(f"ctranslate2:{name}", digest)
+        self.model_id = f"ctranslate2:{name}"
         self.n_threads = n_threads or usable_cpus()
         self.replicas = replicas or min(2, self.n_threads)
         if not 1 <= self.replicas <= self.n_threads:
@@ -407,14 +513,23 @@ class CTranslate2Backend:
         )
         # the copies held: greedy decoding and scoring draw nothing at random, so they use
         # whichever copies a sampled call seeded last
-        self._generators = [self._load() for _ in range(self.replicas)]
+        with CALLS.call():
+            self._generators = [self._load() for _ in range(self.replicas)]
+        CALLS.add(self)
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """Generate one completion per request, in order: one batch per (temperature, top-k, top-p).
 
         Identical requests get one generation, hence the same text (as they would alone).
+
+        Raises:
+            RuntimeError: If a thread other than the main one calls while the interpreter exits.
         """
+        with CALLS.call():
+            return self._generate(requests)
+
+    def _generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         unique = {repr(request): request for request in requests}
         groups: dict[tuple[float, int, float], list[str]] = {}
         for key, request in unique.items():
@@ -435,13 +550,8 @@ class CTranslate2Backend:
 
         def stop_row(row: int, step: Any) -> bool:
             """End row ``row`` of the batch at its own ``max_tokens`` or stop string (the
-            token is kept); ``step`` is a ``GenerationStepResult`` of its sub-batch.
-
-            CTranslate2 may release this callback on one of its decoding threads, so it
-            must not hold the backend: a backend dropped meanwhile (a temporary one) would
-            then destroy its generator on that generator's own thread, which joins itself
-            and aborts the interpreter (``Resource deadlock avoided``).
-            """
+            token is kept); ``step`` is a ``GenerationStepResult`` of its sub-batch. Called
+            and released on CTranslate2's threads, within :func:`generate_batch`."""
             if step.is_last:
                 return False
             tokens, request = produced[row], requests[row]
@@ -465,7 +575,7 @@ class CTranslate2Backend:
                 if any(requests[i].stop or requests[i].max_tokens != longest for i in part):
                     # per token and row, in Python: only when needed; batch_id is the row in the part
                     options["callback"] = lambda step, part=part: stop_row(part[step.batch_id], step)
-                decoded = generator.generate_batch([prompts[i] for i in part], **sampling, **options)
+                decoded = generate_batch(generator, [prompts[i] for i in part], **sampling, **options)
                 for i, result in zip(part, decoded, strict=True):
                     results[i] = result
 
@@ -500,7 +610,7 @@ class CTranslate2Backend:
             for replica in range(self.replicas):
                 ctranslate2.set_random_seed(stream_seed([seed, replica]))
                 generator = self._load()
-                generator.generate_batch([probe], max_length=1, include_prompt_in_result=False, **sampling)
+                generate_batch(generator, [probe], max_length=1, include_prompt_in_result=False, **sampling)
                 generators.append(generator)
         return generators
 
@@ -536,13 +646,18 @@ class CTranslate2Backend:
         steps differ from a whole-prompt forward by up to 0.2 nats; alone, a prompt's
         scores depend on it alone (and measured faster than the batched call).
         """
+        with CALLS.call():
+            return self._next_token_logprobs(requests)
+
+    def _next_token_logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
         prompts = [self._prompt_tokens(request.messages) for request in requests]  # the tokenizer in one thread
         candidates = [[self._first_token(c) for c in request.candidates] for request in requests]
         results: list[Any] = [None] * len(requests)
 
         def score(generator: Any, rows: list[int]) -> None:
             for row in rows:
-                (scored,) = generator.generate_batch(
+                (scored,) = generate_batch(
+                    generator,
                     [prompts[row]],
                     max_length=1,
                     sampling_topk=1,
@@ -556,6 +671,13 @@ class CTranslate2Backend:
         rows = list(range(len(requests)))
         _each(score, self._held(), [_slice(rows, r, self.replicas) for r in range(self.replicas)])
         return results
+
+    # -------------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Release the copies of the model now, their threads joined (the next call loads them
+        again). Called at exit for every backend alive (:class:`NativeCalls`)."""
+        with CALLS.call():
+            self._generators = []
 
     # -------------------------------------------------------------------- helpers
     def _prompt_tokens(self, messages: Sequence[Message]) -> list[str]:
