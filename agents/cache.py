@@ -493,7 +493,8 @@ class CachedBackend:
     Args:
         backend: The backend that generates cache misses.
         path: The SQLite file (created if missing, unless ``offline``). An existing file
-            that cannot be written is opened read-only: it serves what it holds.
+            that cannot be written, or is marked read-only (``chmod a-w`` on it or its
+            directory), is opened read-only: it serves what it holds.
         offline: Open the file read-only and serve only cached results; a miss raises
             :class:`CacheMissError`.
         chunk_size: Most misses per inner backend call; each chunk is committed as
@@ -506,7 +507,7 @@ class CachedBackend:
 
     Attributes:
         writable: Whether misses are generated and stored: False offline and for a
-            file that cannot be written.
+            file opened read-only.
         hits: Requests served from the cache since construction.
         misses: Requests sent to the inner backend since construction.
     """
