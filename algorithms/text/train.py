@@ -100,7 +100,7 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
     this machine's cores when Ray runs locally); with ``config.sampler="ctranslate2"``, by
     CTranslate2 in this process; evaluation stays with torch in this process.
 
-    With ``config.run_dir``: metrics.jsonl, checkpoint.pt (resumed from when present),
+    With ``config.run_dir``: metrics.jsonl, checkpoint.safetensors (resumed from when present),
     ``adapters/agent_k`` (peft format) and summary.json (config, before/after evaluation).
 
     Args:
