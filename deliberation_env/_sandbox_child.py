@@ -332,13 +332,14 @@ def _confine(config: dict, workdir: str) -> None:
 #   namespace) and a few devices. The host's files, FIFOs and sockets elsewhere are out of
 #   reach; Landlock also denies ptrace and ``/proc/<pid>/mem`` out of the domain. Without
 #   a mount namespace, ``hidden`` paths inside readable trees are carved out (their
-#   directories still list, their files do not open).
+#   directories still list, their files do not open). Where the kernel has Landlock ABI
+#   6 (Linux 6.12), no signal leaves the domain either.
 # * seccomp: a deny-list (``_DENIED``): kernel keyrings, POSIX message queues, memfd,
 #   unix sockets (``socketpair``, and ``socket`` of any family but IP inside the empty
 #   network namespace), new namespaces and mounts, leaving the process group, other
 #   processes' memory and descriptors, io_uring/bpf/perf/userfaultfd, page-cache probes;
-#   without namespaces also SysV IPC and changes of file metadata that Landlock leaves
-#   alone. Refused calls fail with EPERM (``clone3`` with ENOSYS, so that the C library
+#   without namespaces also SysV IPC, changes of file metadata that Landlock leaves
+#   alone, and limits, priorities and CPU affinities of any process but itself. Refused calls fail with EPERM (``clone3`` with ENOSYS, so that the C library
 #   falls back to ``clone``, whose flags the filter reads); another ABI kills the process.
 _SYS_SECCOMP = {"x86_64": 317, "aarch64": 277}
 _SYS_LANDLOCK_CREATE_RULESET = 444  # the same numbers on every architecture
@@ -350,6 +351,7 @@ _FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1 << 1, 1 << 2, 1 << 3
 _FS_CHANGE = sum(1 << bit for bit in range(4, 13))  # remove and make files, dirs, nodes, links
 _FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14  # Landlock ABI 2 and 3
 _FS_READ = _FS_READ_FILE | _FS_READ_DIR
+_SCOPE_SIGNAL = 1 << 1  # Landlock ABI 6: no signal to a process outside the domain
 _FS_FILE_RIGHTS = _FS_READ_FILE | _FS_WRITE_FILE | _FS_TRUNCATE  # those a rule on a file may hold
 _READABLE = (
     "/usr",
@@ -459,6 +461,13 @@ _SYSCALLS = {
     "futimesat": (261, None),
     "utimensat": (280, 88),
     "truncate": (76, 45),
+    "prlimit64": (302, 261),
+    "setpriority": (141, 140),
+    "sched_setaffinity": (203, 122),
+    "sched_setscheduler": (144, 119),
+    "sched_setparam": (142, 118),
+    "sched_setattr": (314, 274),
+    "ioprio_set": (251, 30),
 }
 _DENIED = (
     # kernel keyrings: outside every namespace, kept per uid and per session keyring
@@ -492,6 +501,18 @@ _DENIED_WITHOUT_NAMESPACES = (
     *("setxattr", "lsetxattr", "fsetxattr", "setxattrat", "removexattr", "lremovexattr"),
     *("fremovexattr", "removexattrat", "utime", "utimes", "futimesat", "utimensat", "truncate"),
 )
+
+
+_ONLY_ON_ITSELF = {  # without namespaces: calls that could mark the env's processes
+    # name: ((argument, the one value allowed), ...): pid 0 (and PRIO_PROCESS, IOPRIO_WHO_PROCESS)
+    "prlimit64": ((0, 0),),
+    "setpriority": ((0, 0), (1, 0)),
+    "sched_setaffinity": ((0, 0),),
+    "sched_setscheduler": ((0, 0),),
+    "sched_setparam": ((0, 0),),
+    "sched_setattr": ((0, 0),),
+    "ioprio_set": ((0, 1), (1, 0)),
+}
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -538,7 +559,7 @@ def _landlock_ruleset(config: dict, workdir: str) -> int:
     abi = _landlock_abi()
     write = _FS_WRITE_FILE | _FS_CHANGE | (_FS_REFER if abi >= 2 else 0)
     write |= _FS_TRUNCATE if abi >= 3 else 0
-    attr = _RulesetAttr(handled_fs=_FS_READ | write)
+    attr = _RulesetAttr(handled_fs=_FS_READ | write, scoped=_SCOPE_SIGNAL if abi >= 6 else 0)
     ruleset = _LIBC.syscall(
         _SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0
     )
@@ -632,6 +653,15 @@ def _seccomp_program(machine: str, namespaces: bool) -> bytes:
         refuse,
         _bpf(_BPF_RET, _SECCOMP_RET_ALLOW),
     ]
+    if not namespaces:  # no PID namespace: the env's processes share the uid
+        for name, conditions in _ONLY_ON_ITSELF.items():
+            program.append(_bpf(_BPF_JEQ, number[name], 0, 2 * len(conditions) + 2))
+            for i, (argument, allowed) in enumerate(conditions):
+                program += [
+                    _bpf(_BPF_LD_W_ABS, _SECCOMP_DATA_ARG0 + 8 * argument),
+                    _bpf(_BPF_JEQ, allowed, 0, 2 * (len(conditions) - i) - 1),
+                ]
+            program += [_bpf(_BPF_RET, _SECCOMP_RET_ALLOW), refuse]
     if namespaces:  # socket(): IP only, in the network namespace without interfaces
         families = len(_IP_FAMILIES)
         program += [
@@ -958,7 +988,9 @@ def _set_limits(config: dict, uid: int | None) -> None:
     file_size = config["file_mb"] * 2**20
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
     resource.setrlimit(resource.RLIMIT_NOFILE, (_NOFILE, _NOFILE))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # 1, not 0: the kernel skips a core file below a page, and 1 is the value at which it
+    # also refuses to pipe the core to a host service (core_pattern "|...", e.g. apport)
+    resource.setrlimit(resource.RLIMIT_CORE, (1, 1))
     # Counted per real uid: exact for a dedicated sandbox uid, approximate otherwise.
     processes = config["processes"] + (0 if uid is not None else _own_processes())
     resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))

@@ -20,28 +20,40 @@ needs_namespaces = pytest.mark.skipif(
 _SANDBOX_UIDS = 2_000_000_000  # the sandbox's dedicated uids start here
 
 
-def _sandbox_processes() -> list[int]:
-    """Pids of processes running as a sandbox uid (there should be none between runs)."""
+def _sandbox_processes(sessions: set[int]) -> list[int]:
+    """Pids of live processes running as a sandbox uid in one of ``sessions`` (the runs
+    of this test: each sandbox is a session of its own, which its code cannot leave)."""
     pids = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             status = Path(f"/proc/{pid}/status").read_text()
+            stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             continue
         uid = int(status.split("Uid:")[1].split()[0])
-        if uid >= _SANDBOX_UIDS:
+        state, _, _, session = stat[stat.rindex(")") + 2 :].split()[:4]
+        if uid >= _SANDBOX_UIDS and state != "Z" and int(session) in sessions:
             pids.append(int(pid))
     return pids
 
 
 @pytest.fixture
-def host():
-    """After the test: no sandbox process is left and the host can still start processes."""
+def host(monkeypatch):
+    """After the test: no process of its sandboxes is left and the host can still start
+    processes."""
+    sessions, start = set(), sandbox._start
+
+    def recorded(*args, **kwargs):
+        process = start(*args, **kwargs)
+        sessions.add(process.pid)
+        return process
+
+    monkeypatch.setattr(sandbox, "_start", recorded)
     yield
     deadline = time.monotonic() + 2
-    while _sandbox_processes() and time.monotonic() < deadline:
+    while _sandbox_processes(sessions) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _sandbox_processes() == []
+    assert _sandbox_processes(sessions) == []
     alive = subprocess.run(
         [sys.executable, "-c", "print('alive')"], check=True, capture_output=True, text=True
     )

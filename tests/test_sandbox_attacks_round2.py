@@ -206,6 +206,10 @@ def listen(name, seconds):
 
 def listen_after_the_run(name):
     if os.fork() == 0:
+        try:
+            os.setsid()  # out of the run's process group
+        except OSError:
+            pass
         listen(name, 30)
         os._exit(0)
     return "forked"
@@ -427,6 +431,48 @@ def test_host_fifos_are_out_of_reach(mode, host_directories):
     finally:
         for fd in held:
             os.close(fd)
+
+
+MARK = """
+import os, resource, signal
+
+def mark(pid):
+    marked = []
+    for name, change in (
+        ("nice", lambda: os.setpriority(os.PRIO_PROCESS, pid, 19)),
+        ("nice of the uid", lambda: os.setpriority(os.PRIO_USER, 0, 19)),
+        ("rlimit", lambda: resource.prlimit(pid, resource.RLIMIT_CORE, (7, 7))),
+        ("affinity", lambda: os.sched_setaffinity(pid, {0})),
+        ("scheduler", lambda: os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))),
+        ("stop", lambda: os.kill(pid, signal.SIGSTOP)),
+    ):
+        try:
+            change()
+            marked.append(name)
+        except OSError:
+            pass
+    return marked
+"""
+
+
+def test_the_hosts_processes_cannot_be_marked_or_signalled(mode):
+    """A host process's nice value, limits, affinity or scheduler would carry state from
+    one run to the next; a signal would reach the host."""
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    ours = os.getpriority(os.PRIO_PROCESS, os.getpid())
+    try:
+        before = Path(f"/proc/{target.pid}/stat").read_text().split()
+        marked = in_sandbox(MARK, f"mark({target.pid})")
+        after = Path(f"/proc/{target.pid}/stat").read_text().split()
+        assert set(marked) <= {"nice of the uid"}, marked  # with its own uid: its own processes
+        assert after[2] != "T"  # not stopped
+        assert (after[18], after[40]) == (before[18], before[40])  # nice, scheduling policy
+        assert "7" not in Path(f"/proc/{target.pid}/limits").read_text().split("Max core")[1][:40]
+        assert os.sched_getaffinity(target.pid) == os.sched_getaffinity(0)
+        assert os.getpriority(os.PRIO_PROCESS, os.getpid()) == ours
+    finally:
+        target.kill()
+        target.wait()
 
 
 READ = """
