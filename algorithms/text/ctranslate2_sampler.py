@@ -50,7 +50,13 @@ from typing import Any
 import torch
 
 from agents.base import Message
-from agents.ctranslate2_backend import SEEDING_LOCK, convert_model, stream_seed
+from agents.ctranslate2_backend import (
+    CALLS,
+    SEEDING_LOCK,
+    convert_model,
+    generate_batch,
+    stream_seed,
+)
 from agents.llamacpp_backend import usable_cpus
 from agents.trainable_lm import Completion, TrainableLM, check_sample_arguments
 
@@ -188,20 +194,25 @@ class CTranslate2Sampler:
                 return False
 
             options = {"return_scores": True, "callback": record}  # return_scores fills step.log_prob
-        with SEEDING_LOCK:
+        # the copy's threads release the callback before generate_batch returns and are joined
+        # before the call ends, even when decoding raised (agents.ctranslate2_backend, "Threads and exit")
+        with CALLS.call(), SEEDING_LOCK:
             ctranslate2.set_random_seed(stream_seed(seeds))
             generator = ctranslate2.Generator(str(model_dir), device="cpu", compute_type="float32", intra_threads=self.threads)
-            results = generator.generate_batch(
-                tokens,
-                max_length=max_new_tokens,
-                min_length=min_new_tokens,
-                end_token=self._end_tokens,
-                return_end_token=True,
-                include_prompt_in_result=False,
-                **sampling,
-                **options,
-            )
-        del generator
+            try:
+                results = generate_batch(
+                    generator,
+                    tokens,
+                    max_length=max_new_tokens,
+                    min_length=min_new_tokens,
+                    end_token=self._end_tokens,
+                    return_end_token=True,
+                    include_prompt_in_result=False,
+                    **sampling,
+                    **options,
+                )
+            finally:
+                del generator
         sequences = [tuple(result.sequences_ids[0]) for result in results]
         if rescore and not self.exact_logprobs:
             logprobs = [[math.nan] * len(ids) for ids in sequences]
