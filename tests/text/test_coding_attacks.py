@@ -285,3 +285,29 @@ def test_feedback_quotes_calls_and_the_programs_own_results_never_expected_value
         for expected in ("(0, 1)", "(3, 1)", "(15, 105)", "(10, 10)"):  # what the tests check
             assert expected not in feedback
         assert "1/5" not in feedback and "passed" not in feedback
+
+
+SIGNAL_PROBLEM = "HumanEval/95"  # check_dict_case: a failed assert calls the function again for its message
+SIGNALLER = (
+    "def check_dict_case(d, seen=[]):\n"
+    "    seen.append(repr(d))\n"
+    "    if len(seen) > 1 and seen[-1] == seen[-2] == {target!r}:\n"
+    "        return object()\n"  # the run ends with bad_answer: the signal
+    "    return {answers!r}.get(repr(d), True)\n"
+)
+
+
+def test_a_program_cannot_signal_through_its_run_which_test_failed():
+    """A program can tell that one of its answers failed a test (the assert's message calls
+    it again with the same arguments) and end the judged run on purpose; the next feedback
+    must read the same either way, so nothing learned from it scores a test more."""
+    protocol = CodingProtocol(tasks.get("humaneval"))
+    problem = next(p for p in protocol.problems("test") if p.id == SIGNAL_PROBLEM)
+    target = repr({"p": "pineapple", "A": "banana", "B": "banana"})  # the second test: expected False
+    silent = protocol.score(problem, ["", fenced(SIGNALLER.format(target="never", answers={}))])
+    signalling = protocol.score(problem, ["", fenced(SIGNALLER.format(target=target, answers={}))])
+    assert signalling.parts["tests"] == 0.0 < silent.parts["tests"]  # the signal was sent: the run broke
+    assert signalling.feedback[1] == silent.feedback[1]  # the main agent's feedback: no trace of the signal
+    learned = {target: False} if signalling.feedback[1] != silent.feedback[1] else {}  # the policy's reading
+    later = protocol.score(problem, ["", fenced(SIGNALLER.format(target="never", answers=learned))])
+    assert later.parts["tests"] == silent.parts["tests"]

@@ -85,7 +85,8 @@ def test_count_tests_runs_each_test_alone_and_counts_a_loop_once():
         "assert math.floor(candidate(0.5)) == 1",
         "assert candidate(1) == candidate(1.0)",
     )
-    assert counted.calls == ("f(1)", "f(2)", "f(0.5)", "f(1.0)")  # literal arguments only, once each
+    assert counted.calls == ("f(1)", "f(2)", "f(0.5)", "f(1.0)")  # constant arguments only, once each
+    assert count_tests("def check(c):\n    x = 2\n    assert c(3 * 19, [-1]) and c(x)\n", "p", "f").calls == ("f(3 * 19, [-1])",)
     namespace: dict = {}
     exec(counted.source, namespace)  # noqa: S102 - the TRUSTED tests, on a trusted function
     assert namespace["check"](lambda x: x + 1) == (4, 5, (1,))
@@ -348,9 +349,10 @@ def test_transient_outcomes_are_judged_again(problem, judged):
     protocol = CodingProtocol(tasks.get("humaneval", timeout_s=1.0))
     hangs = f"{FENCE}python\ndef sum_product(numbers):\n    while True:\n        pass\n    return (0, 1)\n{FENCE}"
     program = protocol.codes(problem, [HELPER, hangs])[2]
-    assert protocol.tests(problem, program).reason == "timeout"
-    assert protocol.tests(problem, program).reason == "timeout"
-    assert judged == [1, 1] and len(protocol._verdicts) == 0
+    for _ in range(2):
+        result = protocol.tests(problem, program)
+        assert result.reason == "timeout" and result.results is None and result.no_results.startswith("timeout")
+    assert judged == [1, 1, 1, 1] and len(protocol._verdicts) == 0  # each time: the judged run, then the calls alone
 
 
 @pytest.mark.parametrize("size", [0, -1, 1.5, True])

@@ -114,16 +114,19 @@ objects claiming equality earns no test.
 **Feedback** (multi-turn, after CoMLRL's ``level_feedback`` mode): each agent's next
 prompt says which functions were found (or why a code was refused), the syntax error
 (which code, line, message), whether the program loaded (its error if not), and *what the
-program returns on the tests' calls*: each call of the candidate with literal arguments
-in the tests (at most :data:`FEEDBACK_CALLS`, in the tests' order), written with the
-entry point's name, and the program's own result or exception. The judge evaluates these
-calls each on its own, before and apart from the tests, so which calls are shown never
-depends on what passed. The feedback never holds an expected value, which tests passed,
-or how many: it is a function of the program and the tests' inputs, so a policy that
-reads it learns nothing of what the reward checks (a lookup table built from the
-feedback alone scores no more tests at turn k than at turn 1; see
-``tests/text/test_coding_attacks.py``). What a run's outcome adds is whether it loaded,
-answered every call with a plain value and ended in time. The main agent also reads
+program returns on the tests' calls*: each call of the candidate with constant arguments
+(literals and operators) in the tests (at most :data:`FEEDBACK_CALLS`, in the tests'
+order), written with the entry point's name, and the program's own result or exception.
+The judge evaluates these
+calls each on its own, before the tests (so the program cannot yet know how a test went),
+and if that run ends without them (the program hung or broke the protocol, perhaps on a
+later test), the calls run again alone, without the tests. The feedback therefore never
+holds an expected value, which tests passed or how many, or anything else that depends
+on the tests beyond their inputs: not even whether the judged run timed out, which a
+program could otherwise use to signal what the order of its calls told it (a loop of
+asserts stops at its first failure). A policy that reads it learns nothing of what the
+reward checks: a lookup table built from the feedback alone scores no more tests at turn
+k than at turn 1 (``tests/text/test_coding_attacks.py``). The main agent also reads
 whether it calls ``aux`` and whether it is a thin wrapper. Each agent sees its partner's
 code. *CoMLRL's choice*: its level feedback quotes each failed ``assert`` line, expected
 value included, and the next turn is rewarded on the same tests, so a lookup table built
@@ -176,6 +179,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import dataclasses
 import functools
 import hashlib
 import importlib
@@ -230,10 +234,17 @@ DENIED_NAMES = frozenset({
     "register",
 })  # fmt: skip
 """Names the agents' code may not use, as a name, an attribute or an import (rule 3)."""
+CONSTANT_NODES = (
+    ast.Constant, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop, ast.Load,
+)  # fmt: skip
+"""What the arguments of a call the feedback shows may be built of (literals and operators)."""
 FRAME_PREFIXES = ("f_", "gi_", "cr_", "ag_", "tb_", "co_")
 """Attribute prefixes of frames, generators, coroutines, tracebacks and code objects."""
 CACHE_DECORATORS = frozenset({"cache", "lru_cache"})
 """The ``functools`` decorators a top-level function may have (never the entry point)."""
+
+NO_TESTS = "def check(candidate):\n    return None\n"
+"""The tests of a run of the tests' constant calls alone (:meth:`CodingProtocol.calls_request`)."""
 
 SAFE_EVAL = '''\
 def eval():
@@ -282,7 +293,7 @@ class CountedTests:
         source: The rewritten test code: ``check(candidate)`` returns ``(passed, total,
             failed)`` (module docstring).
         tests: The source of each counted test, in order.
-        calls: The calls of the candidate with literal arguments, in the tests' order and
+        calls: The calls of the candidate with constant arguments, in the tests' order and
             written with the entry point's name (what feedback shows; module docstring).
     """
 
@@ -313,7 +324,7 @@ def count_tests(test_code: str, where: str, entry_point: str = "candidate") -> C
         raise ValueError(f"{where}: the tests must define one function check(candidate)")
     check = checks[0]
     candidate = check.args.args[0].arg
-    calls = _literal_calls(check, candidate, entry_point)
+    calls = _constant_calls(check, candidate, entry_point)
     tests: list[str] = []
     body: list[ast.stmt] = _parse("_passed, _failed = 0, []")
     for statement in check.body:
@@ -335,17 +346,26 @@ def _parse(source: str) -> list[ast.stmt]:
     return ast.parse(source).body
 
 
-def _literal_calls(check: ast.FunctionDef, candidate: str, entry_point: str) -> tuple[str, ...]:
-    """The distinct calls ``candidate(<literals>)`` in ``check``, in source order, at most
-    :data:`FEEDBACK_CALLS`, written as calls of ``entry_point``."""
+def _constant_calls(check: ast.FunctionDef, candidate: str, entry_point: str) -> tuple[str, ...]:
+    """The distinct calls of ``candidate`` with constant arguments in ``check``, in source
+    order, at most :data:`FEEDBACK_CALLS`, written as calls of ``entry_point``."""
     found = sorted(
-        (node for node in ast.walk(check) if _calls_name(node, candidate) and _literal_arguments(node)),
+        (node for node in ast.walk(check) if _calls_name(node, candidate) and _constant_arguments(node)),
         key=lambda node: (node.lineno, node.col_offset),
     )
     calls = dict.fromkeys(
         ast.unparse(ast.Call(ast.Name(entry_point, ast.Load()), node.args, node.keywords)) for node in found
     )
     return tuple(call for call in calls if len(call) <= SHOWN_CHARS)[:FEEDBACK_CALLS]
+
+
+def _constant_arguments(call: ast.Call) -> bool:
+    """Every argument is built of literals and operators (``3 * 19``, ``[1, -2]``): it
+    names no variable, so the call is the same whatever ran before it."""
+    arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
+    return all(keyword.arg is not None for keyword in call.keywords) and all(
+        isinstance(node, CONSTANT_NODES) for argument in arguments for node in ast.walk(argument)
+    )
 
 
 def _literal_arguments(call: ast.Call) -> bool:
@@ -369,10 +389,12 @@ class TestResult:
         total: Tests of the problem.
         failed: The indices of the failed tests, in order (into ``CountedTests.tests``).
         reason: The verdict's reason; ``detail``: its explanation.
-        results: ``(call, result)`` for each of the tests' literal calls
+        results: ``(call, result)`` for each of the tests' constant calls
             (``CountedTests.calls``): the program's result as the judge shows it (``repr``,
             or ``"raised <type>"``), cut to :data:`SHOWN_CHARS`; ``None`` if they could not
             all run.
+        no_results: Why ``results`` is ``None``: the reason and detail of the run of the
+            calls alone (module docstring); ``""`` otherwise.
     """
 
     passed: int
@@ -381,6 +403,7 @@ class TestResult:
     reason: str
     detail: str
     results: tuple[tuple[str, str], ...] | None = None
+    no_results: str = ""
 
 
 def read_verdict(verdict: Verdict, counted: CountedTests, where: str) -> TestResult:
@@ -985,7 +1008,9 @@ class CodingProtocol:
 
     def judge(self, pairs: Sequence[tuple[Problem, str]]) -> list[TestResult]:
         """:meth:`tests` for many (problem, program) pairs, judged concurrently, each
-        distinct one once; cached results are not judged again."""
+        distinct one once; cached results are not judged again. Programs whose judged run
+        gave no results on the tests' calls (it timed out or broke the protocol after they
+        loaded) run the calls alone in a second concurrent batch (module docstring)."""
         keys = [(problem.id, hashlib.sha256(program.encode("utf-8", "surrogatepass")).hexdigest()) for problem, program in pairs]
         found = {key: self._verdicts.recall(key) for key in dict.fromkeys(keys)}
         missing = {key: pair for key, pair in zip(keys, pairs, strict=True) if found[key] is None}
@@ -997,13 +1022,24 @@ class CodingProtocol:
         )
         for (key, (problem, _)), verdict in zip(missing.items(), verdicts, strict=True):
             found[key] = read_verdict(verdict, self._counted[problem.id], f"problem {problem.id!r}")
+        unanswered = {key: pair for key, pair in missing.items() if found[key].results is None and found[key].reason != "load_error"}
+        if unanswered:
+            calls_alone = judge_many(
+                [self.calls_request(*pair) for pair in unanswered.values()],
+                self.task.timeout_s,
+                self.task.memory_mb,
+                hidden_paths=self.task.hidden_paths,
+            )
+            for (key, (problem, _)), verdict in zip(unanswered.items(), calls_alone, strict=True):
+                found[key] = _with_results(found[key], verdict, self._counted[problem.id])
+        for key in missing:
             self._verdicts.keep(key, found[key])
         return [found[key] for key in keys]
 
     def request(self, problem: Problem, program: str) -> JudgeRequest:
         """What the sandbox judges for a team's program: the trusted ``eval``
         (:data:`SAFE_EVAL`) then the program, the counting tests, the entry point, the
-        prompt as the judge's setup (its helper functions) and the tests' literal calls as
+        prompt as the judge's setup (its helper functions) and the tests' constant calls as
         probes (the feedback's results)."""
         counted = self._counted[problem.id]
         return JudgeRequest(
@@ -1014,9 +1050,22 @@ class CodingProtocol:
             probes=counted.calls,
         )
 
+    def calls_request(self, problem: Problem, program: str) -> JudgeRequest:
+        """The tests' constant calls alone, without the tests: what the feedback shows of a
+        program whose judged run gave no results (module docstring)."""
+        return dataclasses.replace(self.request(problem, program), tests=NO_TESTS)
+
     def neutral_text(self, problem: Problem, agent: int) -> str:
         """The empty text: no helper, or no main function."""
         return ""
+
+
+def _with_results(result: TestResult, verdict: Verdict, counted: CountedTests) -> TestResult:
+    """``result`` with the calls' results of ``verdict``, a run of the calls alone."""
+    if verdict.behaviour is None:
+        return dataclasses.replace(result, no_results=f"{verdict.reason}: {verdict.detail}")
+    shown = (quote(text, SHOWN_CHARS) for text in verdict.behaviour)
+    return dataclasses.replace(result, results=tuple(zip(counted.calls, shown, strict=True)))
 
 
 def _outcome(problem: Problem, helper_code: str, main_code: str, analysis: Analysis, tests: TestResult | None) -> Outcome:
@@ -1081,12 +1130,13 @@ def _found(defined: bool, refused: str) -> str:
 
 
 def _run_outcome(tests: TestResult) -> Iterator[str]:
-    """Whether the program loaded and answered, and its results on the tests' calls."""
+    """Whether the program loaded, and its results on the tests' calls: nothing that
+    depends on the tests (module docstring)."""
     if tests.reason == "load_error":
         yield f"- the program did not load: {tests.detail}"
-    elif tests.reason not in ("passed", "failed"):
-        yield f"- the program was not judged to the end ({tests.reason}): {tests.detail}"
-    if tests.results:
+    elif tests.results is None:
+        yield f"- the program gave no results on calls from the tests ({tests.no_results})"
+    elif tests.results:
         yield "- what the program returns on calls from the tests (check them against the problem):"
         yield from (f"    {call} -> {result}" for call, result in tests.results)
 
