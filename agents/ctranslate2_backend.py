@@ -68,7 +68,6 @@ import atexit
 import contextlib
 import functools
 import gc
-import hashlib
 import importlib.util
 import json
 import os
@@ -86,6 +85,7 @@ import numpy as np
 from scipy.special import log_softmax
 
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult, Message
+from agents.fingerprint import directory_sha256, file_sha256, fingerprinted
 from agents.llamacpp_backend import default_model_path, usable_cpus
 from agents.seeding import derive_seed
 
@@ -241,8 +241,7 @@ def converted_model_dir(gguf: Path, cache_dir: Path | None = None, quantization:
     require_extra("ctranslate2", "transformers", "gguf")
     import ctranslate2
 
-    with gguf.open("rb") as file:
-        digest = hashlib.file_digest(file, "sha256").hexdigest()
+    digest = file_sha256(gguf)
     target = (cache_dir or default_cache_dir()) / f"{digest[:32]}-{weight_format(quantization)}"
     if ctranslate2.contains_model(str(target)):
         return target
@@ -479,8 +478,9 @@ class CTranslate2Backend:
         if path.is_file() and path.suffix == ".gguf":
             model_dir = converted_model_dir(path, Path(cache_dir) if cache_dir else None, quantization)
             name = f'{path.stem.replace(".", "-")}-{weight_format(quantization)}'
+            digest = file_sha256(path)  # the converted model's identity: its GGUF and format
         elif path.is_dir() and ctranslate2.contains_model(str(path)):
-            model_dir, name = path, f"{path.name}-{quantization}"
+            model_dir, name, digest = path, f"{path.name}-{quantization}", directory_sha256(path)
         else:
             raise ValueError(
                 f"ctranslate2 backend: {path} is neither a .gguf file nor a CTranslate2 model "
@@ -499,7 +499,7 @@ class CTranslate2Backend:
             )
         self.model_dir = model_dir
         self.quantization = quantization
-        self.model_id = f"ctranslate2:{name}"
+        self.model_id = fingerprinted(f"ctranslate2:{name}", digest)
         self.n_threads = n_threads or usable_cpus()
         self.replicas = replicas or min(2, self.n_threads)
         if not 1 <= self.replicas <= self.n_threads:
