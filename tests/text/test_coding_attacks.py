@@ -311,3 +311,9 @@ def test_a_program_cannot_signal_through_its_run_which_test_failed():
     learned = {target: False} if signalling.feedback[1] != silent.feedback[1] else {}  # the policy's reading
     later = protocol.score(problem, ["", fenced(SIGNALLER.format(target="never", answers=learned))])
     assert later.parts["tests"] == silent.parts["tests"]
+
+
+def test_the_rules_hold_when_the_other_code_does_not_compile(protocol, problem):
+    outcome = protocol.score(problem, [fenced("def aux(numbers):\n    return sum(numbers\n"), fenced(MAIN_ATTACKS["assignment"])])
+    assert outcome.parts["main_defined"] == 0.0 and outcome.parts["helper_defined"] == 1.0  # CoMLRL's format level
+    assert outcome.reward == pytest.approx(0.4)

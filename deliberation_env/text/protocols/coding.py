@@ -117,10 +117,10 @@ prompt says which functions were found (or why a code was refused), the syntax e
 program returns on the tests' calls*: each call of the candidate with constant arguments
 (literals and operators) in the tests (at most :data:`FEEDBACK_CALLS`, in the tests'
 order), written with the entry point's name, and the program's own result or exception.
-The judge evaluates these
-calls each on its own, before the tests (so the program cannot yet know how a test went),
-and if that run ends without them (the program hung or broke the protocol, perhaps on a
-later test), the calls run again alone, without the tests. The feedback therefore never
+The judge evaluates these calls each on its own, before the tests (so the program cannot
+yet know how a test went), and if that run ends without them (the program hung or broke
+the protocol, perhaps on a later test), the calls run again alone, without the tests (a
+second sandbox run, for such programs only). The feedback therefore never
 holds an expected value, which tests passed or how many, or anything else that depends
 on the tests beyond their inputs: not even whether the judged run timed out, which a
 program could otherwise use to signal what the order of its calls told it (a loop of
@@ -268,7 +268,8 @@ operators (module docstring), whose helpers live in a closure no agent can reach
 SYSTEM = (
     "You are one of two programmers writing a Python solution together: a helper agent "
     f"writes a function {HELPER}(...), a main agent writes the function the problem asks for "
-    f"and may call {HELPER}(...). Reply with your function only, in one ```python code block."
+    f"and may call {HELPER}(...). Reply with your function only, in one ```python code block: "
+    "imports and function definitions, no other code outside a function."
 )
 HELPER_TASK = (
     "Write a helper function {helper}(...) that does a useful, self-contained part of the work "
@@ -768,19 +769,19 @@ class Analysis:
 
 
 def analyse(helper_code: str, main_code: str, prompt: str, entry_point: str) -> Analysis:
-    """What the syntax of the two codes says, after the rules (no code runs)."""
-    errors = [error for name, code in (("helper code", helper_code), ("main code", main_code)) if (error := _syntax_error(name, code))]
-    if errors:
-        program = _program(prompt, helper_code, main_code)
-        return Analysis(_defines(helper_code, HELPER), _defines(main_code, entry_point), tuple(errors[:1]), program)
-    helper_module, main_module = ast.parse(helper_code), ast.parse(main_code)
+    """What the syntax of the two codes says, after the rules (no code runs). A code that
+    does not compile is read as text for its function (CoMLRL's format level), and the
+    syntax level fails."""
+    helper_error, main_error = _syntax_error("helper code", helper_code), _syntax_error("main code", main_code)
+    helper_module = ast.Module([], []) if helper_error else ast.parse(helper_code)
+    main_module = ast.Module([], []) if main_error else ast.parse(main_code)
     helper_refused, main_refused = _refusals(helper_module, main_module, _prompt_bindings(prompt), entry_point)
-    admitted_helper = "" if helper_refused else helper_code
-    program = _program(prompt, admitted_helper, main_code)
+    program = _program(prompt, "" if helper_refused else helper_code, main_code)
     helper = None if helper_refused else _last_function(helper_module, HELPER)
     main = None if main_refused else _last_function(main_module, entry_point)
-    helper_defined, main_defined = _returns_value(helper), _returns_value(main)
-    error = _syntax_error("team program", program)
+    helper_defined = _defines(helper_code, HELPER) if helper_error else _returns_value(helper)
+    main_defined = _defines(main_code, entry_point) if main_error else _returns_value(main)
+    error = helper_error or main_error or _syntax_error("team program", program)
     if not main_defined or error:
         return Analysis(helper_defined, main_defined, (error,) if error else (), program, helper_refused, main_refused)
     return Analysis(
