@@ -29,7 +29,8 @@ parallel, the team's answer is their plurality vote; later turns show the peers'
 answers), the default of every answer task (arithmetic, gsm8k, math, aime, amc, jsonl,
 mmlu); ``"coding"`` (:class:`~deliberation_env.text.protocols.coding.CodingProtocol`:
 a helper function and a main function on HumanEval, CoMLRL's level reward, tests
-counted by the sandbox's trusted verdict; later turns show the failed tests), the
+counted by the sandbox's trusted verdict; later turns show the program's own results
+on the tests' calls, never the expected values), the
 default of ``humaneval``; writing
 (:class:`~deliberation_env.text.protocols.writing.WritingProtocol`: summarization or
 expansion on a JSONL corpus, by two writers), given as an instance; or any object
