@@ -1,8 +1,10 @@
 """The child side of :mod:`deliberation_env.sandbox`; never imported by the package.
 
-The parent runs ``python -I -S _sandbox_child.py CONFIG_JSON`` and writes one or two
-length-prefixed JSON frames on its stdin. Standard library only (and the codec module next
-to this file, loaded by path), so that it starts fast and depends on nothing it could break.
+The parent starts ``python -I -S``, which loads this file by its path (from its cached
+bytecode: compiling it would cost each run more than confining the code) and calls
+:func:`main` with the run's configuration, and writes one or two length-prefixed JSON
+frames on its stdin. Standard library only (and the codec module next to this file, loaded
+the same way), so that it starts fast and depends on nothing it could break.
 
 Processes, each with one job:
 
@@ -13,32 +15,33 @@ Processes, each with one job:
    sandbox's view of the file system there (SysV IPC limits, read-only root, one private
    tmpfs for the temporary directories, library paths bound back, hidden paths covered),
    reports the isolation mode on the result channel (always its first record), forks the
-   supervisor, waits for it and relays its exit status. On ``SIGTERM`` (the parent's wall-clock timeout) it kills the
-   supervisor, which in namespace mode takes the whole namespace down with it.
+   supervisor, waits for it and relays its exit status. On ``SIGTERM`` (the parent's
+   wall-clock timeout) it kills the supervisor, which in namespace mode takes the whole
+   namespace down with it.
 2. *supervisor* (PID 1 of the new PID namespace in namespace mode): creates the working
    directory and forks the process below; in ``judge`` mode it then becomes the judge.
    It dies with the bootstrap, and in namespace mode everything dies with it.
 3. ``run`` mode (:func:`deliberation_env.sandbox.run_python`): the *user process* sets
    the limits, drops to the sandbox uid, enters its Landlock domain and seccomp filter
-   (:func:`_confine`), runs the code and writes its outcome to the
-   result channel (moved above the code's descriptor limit, so that closing its own
-   descriptors does not lose it). The code shares that process: this is not a verdict.
+   (:func:`_confine`), runs the code and writes its outcome to the result channel (moved
+   above the code's descriptor limit, so that closing its own descriptors does not lose
+   it). The code shares that process: this is not a verdict.
 4. ``judge`` mode (:func:`deliberation_env.sandbox.judge_python`):
 
    - the *candidate* closes every descriptor but its standard streams and its two
      protocol pipes, sets the limits, drops to the candidate uid, enters its Landlock
-     domain and seccomp filter (:func:`_confine`), runs the program and
-     then serves calls: it reads an encoded argument tuple, calls the entry point and
-     writes back the encoded result or the exception's type name. It is forked before
-     the second frame (the tests) is read, so the tests are never in its memory.
+     domain and seccomp filter (:func:`_confine`), runs the program and then serves
+     calls: it reads an encoded argument tuple, calls the entry point and writes back
+     the encoded result or the exception's type name. It is forked before the second
+     frame (the tests) is read, so the tests are never in its memory.
    - the *judge* (the supervisor, trusted) reads nothing the candidate wrote but codec
      messages. It reads the tests, keeps only the verdict channel and its two protocol
      pipes, drops to its own uid, stays non-dumpable, runs the task's setup and tests
      with the entry point bound to a proxy whose calls the candidate answers (the
      candidate's exceptions come back as exceptions of the call, never as control flow:
-     ``StopIteration`` would end the tests' ``map``), evaluates
-     the probe expressions through the proxy, calls ``check(proxy)`` and alone writes the
-     verdict to the result channel, which the candidate never holds.
+     ``StopIteration`` would end the tests' ``map``), evaluates the probe expressions
+     through the proxy, calls ``check(proxy)`` and alone writes the verdict to the
+     result channel, which the candidate never holds.
 """
 
 from __future__ import annotations
@@ -103,10 +106,14 @@ class _MountAttr(ctypes.Structure):
     _fields_ = [(name, ctypes.c_uint64) for name in ("set", "clear", "propagation", "userns")]
 
 
-def main() -> None:
-    """Bootstrap: read the request, isolate, supervise, relay the exit status."""
+def main(config_json: str) -> None:
+    """Bootstrap: read the request, isolate, supervise, relay the exit status.
+
+    Args:
+        config_json: The run's configuration (see ``deliberation_env.sandbox._sandboxed``).
+    """
     _LIBC.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-    config = json.loads(sys.argv[1])
+    config = json.loads(config_json)
     sys.path.extend(config["site_packages"])  # started with -S: no .pth files, a faster start
     request = _read_frame(0)
     missing = _missing_confinement()
@@ -339,8 +346,9 @@ def _confine(config: dict, workdir: str) -> None:
 #   network namespace), new namespaces and mounts, leaving the process group, other
 #   processes' memory and descriptors, io_uring/bpf/perf/userfaultfd, page-cache probes;
 #   without namespaces also SysV IPC, changes of file metadata that Landlock leaves
-#   alone, and limits, priorities and CPU affinities of any process but itself. Refused calls fail with EPERM (``clone3`` with ENOSYS, so that the C library
-#   falls back to ``clone``, whose flags the filter reads); another ABI kills the process.
+#   alone, and limits, priorities and CPU affinities of any process but itself.
+#   Refused calls fail with EPERM (``clone3`` with ENOSYS, so that the C library falls
+#   back to ``clone``, whose flags the filter reads); another ABI kills the process.
 _SYS_SECCOMP = {"x86_64": 317, "aarch64": 277}
 _SYS_LANDLOCK_CREATE_RULESET = 444  # the same numbers on every architecture
 _SYS_LANDLOCK_ADD_RULE = 445
@@ -581,11 +589,12 @@ def _readable(proc: tuple[str, ...], hidden: list[str]) -> tuple[list[str], list
     """(paths readable in full, directories that only list): the system's and the
     interpreter's files and ``proc``, less ``hidden``."""
     prefixes = (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
-    paths = (*_READABLE, *proc, *sys.path, *prefixes)
-    roots = {os.path.realpath(path) for path in paths if path}
+    roots = {path for path in (*_READABLE, *proc, *sys.path, *prefixes) if path}
+    if not hidden:  # the rules follow symbolic links themselves
+        return sorted(roots), []
     hidden = [os.path.realpath(path) for path in hidden]
     readable, listable = [], []
-    for root in _outermost(roots):
+    for root in _outermost(os.path.realpath(path) for path in roots):
         full, partial = _carved(root, hidden)
         readable += full
         listable += partial
@@ -1055,7 +1064,3 @@ def _check(result: int, what: str) -> None:
     if result != 0:
         code = ctypes.get_errno()
         raise OSError(code, f"sandbox could not {what}: {os.strerror(code)}")
-
-
-if __name__ == "__main__":
-    main()

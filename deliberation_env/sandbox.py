@@ -42,16 +42,66 @@ What is guaranteed, and how (``isolation`` on every result says which mode ran):
 * **Always** (``"rlimits"`` mode and up): hard resource limits set before the code runs
   (``RLIMIT_CPU`` one second above ``timeout_s``, ``RLIMIT_AS`` ``memory_mb`` *per
   process*, ``RLIMIT_NPROC`` ``max_processes``, ``RLIMIT_FSIZE`` on every file written,
-  stdout and stderr included, 64 descriptors, no core dumps); the wall clock (after
-  ``timeout_s`` the sandbox is killed, and whatever the code started is killed after
-  every run: by the kernel in namespace mode, as root by killing every process of the
-  run's uids, otherwise by killing its process group); a scrubbed environment (``PATH``,
-  ``LANG``, ``HOME``/``TMPDIR``, single-thread settings for numeric libraries); a
-  temporary working directory, removed afterwards; a supervisor between the code and
-  the env; ``socket.socket`` refusing to open (a guard against accidents only); stdin
-  empty; stdout and stderr kept up to ``MAX_OUTPUT_CHARS`` characters. The bootstrap,
+  stdout and stderr included, 64 descriptors, no core dumps, not even to a host's
+  ``core_pattern`` pipe); the wall clock (after ``timeout_s`` the sandbox is killed, and
+  whatever the code started is killed after every run: by the kernel in namespace mode,
+  as root by killing every process of the run's uids, otherwise by killing its process
+  group, which the code cannot leave); a scrubbed environment (``PATH``, ``LANG``,
+  ``HOME``/``TMPDIR``, single-thread settings for numeric libraries); a temporary working
+  directory, removed afterwards; a supervisor between the code and the env; stdin empty;
+  stdout and stderr kept up to ``MAX_OUTPUT_CHARS`` characters. The bootstrap,
   supervisor and judge are non-dumpable (``PR_SET_DUMPABLE`` 0): a process of the same
-  uid can neither ptrace them nor open their ``/proc/<pid>/fd`` or ``mem``.
+  uid can neither ptrace them nor open their ``/proc/<pid>/fd`` or ``mem``. The result
+  channel is read while the sandbox runs, so a verdict of any size (up to the codec's
+  limits) arrives. A candidate's exception always comes back as an exception of its call;
+  ``StopIteration`` and ``StopAsyncIteration``, which the tests' ``map``/``filter``/
+  ``zip`` would take for "no more items", come back as an error instead.
+
+  **No state survives a run, and the host is out of reach.** The code's process (and all
+  it starts) is confined by two kernel mechanisms that need no privilege:
+
+  - *Landlock*: it reads only the system's and the interpreter's files (``/usr``,
+    ``/lib*``, ``/bin``, ``/sbin``, ``/etc``, CPU topology, the interpreter's prefixes and
+    library paths) and ``/proc`` (without namespaces only its own ``/proc/self``), and
+    writes only its scratch (the private tmpfs, or without namespaces the working
+    directory) and ``/dev/null``, ``/dev/zero``, ``/dev/full``. The host's other files,
+    FIFOs and unix sockets (the checkout, ``/run``, ``/tmp``, home directories) cannot be
+    opened; ptrace and ``/proc/<pid>/mem`` stop at the domain's edge, and on Linux 6.12+
+    signals too.
+  - *seccomp* (a deny-list, EPERM): kernel keyrings (``add_key``, ``request_key``,
+    ``keyctl``: they live outside every namespace, per uid and per session), POSIX message
+    queues, ``memfd_create``/``memfd_secret``, unix sockets (``socketpair``, and
+    ``socket`` of any family but IPv4/IPv6 inside the network namespace without
+    interfaces; none without namespaces), new namespaces, mounts and ``chroot``
+    (``unshare``, ``setns``, ``clone`` with namespace flags; ``clone3`` answers ENOSYS so
+    that the C library falls back to ``clone``), ``setsid``/``setpgid``, ``ptrace``,
+    ``process_vm_*``, ``pidfd_getfd``, io_uring, ``bpf``, ``perf_event_open``,
+    ``userfaultfd``, and the page-cache probes ``mincore``/``cachestat``. Without
+    namespaces also SysV IPC (the host's IPC namespace), changes of file metadata
+    (``chmod``, ``chown``, xattrs, times, ``truncate``: Landlock does not govern them),
+    and ``prlimit``/``setpriority``/``sched_set*``/``ioprio_set`` on any process but
+    itself. Another system-call ABI (x32, i386) kills the process.
+
+  So no kernel object carries a bit from one run to the next: keyrings, SysV IPC and
+  POSIX queues (refused, or in namespace mode the run's own IPC namespace), abstract
+  unix sockets (refused; and per network namespace), pathname sockets and files (outside
+  the scratch, which dies with the run), processes (killed, and unable to leave the
+  run's session), and the attributes of the env's processes.
+
+  **Memory.** ``memory_mb`` bounds the address space of each process. Outside any address
+  space a run holds at most ``scratch_mb = min(memory_mb, 4 * max_file_mb)`` MiB of files
+  (``/tmp``, ``/var/tmp`` and ``/dev/shm`` share one tmpfs) and, in namespace mode,
+  ``scratch_mb`` MiB of SysV shared memory, 256 KiB of SysV message queues and 16 small
+  semaphore sets (limits written into the run's IPC namespace); memfd and POSIX queues
+  are refused. In all, a candidate may hold up to ``max_processes`` times ``memory_mb``
+  (threads share one address space), the judge ``memory_mb`` more, and the scratch.
+
+  **Fails closed.** Before any code runs the sandbox checks that the kernel offers
+  seccomp filters and Landlock (Linux 5.13+ with ``landlock`` in the ``lsm=`` boot list;
+  a container's own seccomp profile must allow the ``landlock_*`` calls) on a CPU whose
+  system calls it knows (x86_64, aarch64); otherwise every call raises
+  :class:`SandboxUnavailable` and nothing is judged. A process that cannot be confined
+  exits before the code starts.
 
 * **As root, with namespaces** (``"namespaces"`` mode, the project's containers and CI):
   the verdict is unforgeable by the candidate. The candidate and the judge each run as
@@ -59,42 +109,40 @@ What is guaranteed, and how (``isolation`` on every result says which mode ran):
   :func:`_sandbox_uids`), so ``RLIMIT_NPROC`` is exact and the candidate can signal,
   ptrace or read the ``/proc`` entries of no other process, the judge included. New PID
   (the supervisor is PID 1: when it ends the kernel kills everything left), network (no
-  interfaces), IPC (SysV shared memory, semaphores and queues die with the run) and UTS
-  namespaces. A mount namespace in which every mount is read-only except private,
-  size-limited tmpfs on ``/tmp``, ``/var/tmp`` and ``/dev/shm`` (the working directory is
-  there): nothing written reaches the host. The interpreter's library directories stay
-  visible (bound back over those tmpfs, or over an empty tmpfs on a directory the
-  sandbox uid may not enter, such as pyenv under ``/root``), and ``hidden_paths`` are
-  covered (an empty tmpfs over a directory, ``/dev/null`` over a file). Needs Linux 5.12+
-  (``mount_setattr``).
+  interfaces), IPC (SysV shared memory, semaphores and queues die with the run, within
+  the limits above) and UTS namespaces. A mount namespace in which every mount is
+  read-only except the private, size-limited tmpfs for ``/tmp``, ``/var/tmp`` and
+  ``/dev/shm`` (the working directory is there): nothing written reaches the host. The
+  interpreter's library directories stay visible (bound back over the tmpfs, or over an
+  empty tmpfs on a directory the sandbox uid may not enter, such as pyenv under
+  ``/root``), and ``hidden_paths`` are covered (an empty tmpfs over a directory,
+  ``/dev/null`` over a file). Needs Linux 5.12+ (``mount_setattr``).
 
-* **Not guaranteed in either mode**: the code can read every world-readable file that
-  is not hidden, see the host's processes in ``/proc`` (names and command lines, not
-  the memory or descriptors of another uid's processes), and call any syscall (no
-  seccomp). ``memory_mb`` bounds the address space of each process, not the run: a
-  candidate may hold up to ``max_processes`` times ``memory_mb`` (threads share one
-  address space), the judge ``memory_mb`` more, and the private tmpfs ``4 * max_file_mb``
-  MiB each. No cgroup bounds the total: that needs cgroup v2 with the ``memory`` and
-  ``pids`` controllers delegated to the env's cgroup, which this project's containers
-  do not have (they mount those controllers as cgroup v1, which the sandbox does not
-  use); run the env in a container with a memory limit.
+* **Not guaranteed in either mode**: the code sees the host's process list in namespace
+  mode (names and command lines in ``/proc``, not their memory or descriptors); timing
+  (CPU load, whether a file's pages are cached) is a channel no sandbox closes; no cgroup
+  bounds the run's total memory (that needs cgroup v2 with the ``memory`` and ``pids``
+  controllers delegated to the env's cgroup, which this project's containers do not
+  have; run the env in a container with a memory limit).
 
 * **As root without namespaces** (a container without ``CAP_SYS_ADMIN``): the dedicated
   uids, their exact process limits and non-dumpable judge still hold, so the verdict
-  stays the judge's; nothing is hidden or read-only beyond file permissions, and modules
-  the code imports must be readable by any user.
+  stays the judge's, and Landlock and seccomp as above; files in the working directory
+  count against no tmpfs (only each file's ``max_file_mb``).
 
 * **Without root** (``"rlimits"`` mode as an ordinary user) the code runs as the env's
-  user: it can write wherever that user can, read that user's files, signal that user's
-  processes (ending the judge, which only fails the check), open network connections
-  below the Python guard, and its process limit counts that user's processes too.
-  Nothing is hidden, and the tests are readable: the env's own descriptors (the pipe
-  that carries them) can be reopened through ``/proc/<env pid>/fd``. The candidate
-  cannot ptrace the non-dumpable judge, and the verdict socket cannot be reopened
-  through ``/proc``; but where the kernel lets a process trace its ancestors (Yama
-  ``ptrace_scope`` 0, or no Yama) the candidate can take the env's descriptors
-  (``pidfd_getfd``) or memory and forge a verdict. Without root, judge only code you
-  would run yourself, or run the env in a container as root.
+  user, under Landlock and seccomp: it writes only its working directory, reads only the
+  system's and the interpreter's files (``hidden_paths`` inside them are carved out: their
+  directories still list, their files do not open), cannot open a socket, and cannot
+  reach the env's ``/proc`` entries, memory, descriptors, limits or priorities. Its
+  process limit counts that user's processes too; a candidate and the judge share the
+  uid (on Linux before 6.12 the candidate can signal the judge, which only fails the
+  check); reading a host file may update its access time (``relatime``). For RL
+  training, prefer root with namespaces.
+
+Measured cost of the confinement (``benchmarks/sandbox_throughput.py``, 164 HumanEval
+checks, 2-core AMD EPYC, namespace mode): see BENCHMARKS.md; building the Landlock
+ruleset and the seccomp filter takes well under a millisecond per run.
 """
 
 from __future__ import annotations
@@ -146,6 +194,13 @@ VERDICT_REASONS = (
 """Every ``Verdict.reason``, each with what it means; only ``"passed"`` passes."""
 
 _CHILD = Path(__file__).with_name("_sandbox_child.py")
+_LAUNCH = (  # the child's module by its path, from cached bytecode: a script is compiled anew
+    "import importlib.util, sys\n"
+    "spec = importlib.util.spec_from_file_location('_sandbox_child', sys.argv[1])\n"
+    "child = importlib.util.module_from_spec(spec)\n"
+    "spec.loader.exec_module(child)\n"
+    "child.main(sys.argv[2])\n"
+)
 _UID_BASE = 2_000_000_000
 _UID_SLOTS = 10_000
 _UID_LOCKS = Path("/run/deliberation_env/sandbox-uids")
@@ -494,7 +549,7 @@ def _scratch_mb(limits: _Limits) -> int:
 
 def _start(config: dict, workdir: str, stdout, stderr) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-I", "-S", str(_CHILD), json.dumps(config)],
+        [sys.executable, "-I", "-S", "-c", _LAUNCH, str(_CHILD), json.dumps(config)],
         stdin=subprocess.PIPE,
         stdout=stdout,
         stderr=stderr,

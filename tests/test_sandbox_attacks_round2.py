@@ -607,7 +607,10 @@ def test_memory_outside_the_address_space_stays_within_the_bound(mode, program, 
 )
 def test_a_correct_program_with_a_large_result_passes(mode, answer):
     program = f"def big():\n    return {answer}\n"
-    tests = f"def check(candidate):\n    value = candidate()\n    assert value == {answer}\n    return value\n"
+    tests = (
+        "def check(candidate):\n    value = candidate()\n"
+        f"    assert value == {answer}\n    return value\n"
+    )
     verdict = judge_python(JudgeRequest(program, tests, "big"), timeout_s=30)
     assert (verdict.passed, verdict.reason) == (True, "passed"), verdict.detail
     assert verdict.returned == eval(answer)
@@ -625,7 +628,9 @@ MAP_TESTS = {
 STOPPERS = {
     "StopIteration": "def double(x):\n    raise StopIteration\n",
     "StopAsyncIteration": "def double(x):\n    raise StopAsyncIteration\n",
-    "a subclass of StopIteration": "class Done(StopIteration):\n    pass\ndef double(x):\n    raise Done\n",
+    "a subclass of StopIteration": (
+        "class Done(StopIteration):\n    pass\ndef double(x):\n    raise Done\n"
+    ),
     "StopIteration for odd numbers": (
         "def double(x):\n    if x % 2:\n        raise StopIteration\n    return 2 * x\n"
     ),
@@ -705,7 +710,10 @@ def test_calls_that_reach_beyond_the_run_are_refused(mode):
 
 
 def test_ip_sockets_open_only_where_the_network_is_empty(mode):
-    program = "import _socket\ndef open_ip():\n    try:\n        _socket.socket()\n        return 'opened'\n    except OSError as error:\n        return error.errno\n"
+    program = (
+        "import _socket\ndef open_ip():\n    try:\n        _socket.socket()\n"
+        "        return 'opened'\n    except OSError as error:\n        return error.errno\n"
+    )
     opened = in_sandbox(program, "open_ip()")
     assert opened == ("opened" if mode == "default" and NAMESPACES else errno.EPERM)
 
@@ -721,10 +729,11 @@ class Program(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 libc = ctypes.CDLL(None, use_errno=True)
 libc.prctl(38, 1, 0, 0, 0)
-assert libc.prctl(22, 2, ctypes.byref(Program(len(program) // 8, ctypes.addressof(buffer))), 0, 0) == 0
+fprog = Program(len(program) // 8, ctypes.addressof(buffer))
+assert libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) == 0  # PR_SET_SECCOMP, filter mode
 from deliberation_env.sandbox import JudgeRequest, SandboxUnavailable, judge_python, run_python
-for attempt in (lambda: run_python("print(1)"),
-                lambda: judge_python(JudgeRequest("def f():\\n    pass\\n", "def check(f):\\n    f()\\n", "f"))):
+trivial = JudgeRequest("def f():\\n    pass\\n", "def check(f):\\n    f()\\n", "f")
+for attempt in (lambda: run_python("print(1)"), lambda: judge_python(trivial)):
     try:
         print("ran:", attempt())
     except SandboxUnavailable as error:
