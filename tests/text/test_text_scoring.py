@@ -15,6 +15,7 @@ import deliberation_env as de
 from agents.base import Generation
 from agents.text_policy import TextPolicy, played_text
 from agents.trainable_lm import TrainableLM, default_lora, tiny_model
+from algorithms import cli
 from algorithms.text import TextMAGRPO, TextMAGRPOConfig
 from deliberation_env.tasks import Problem
 from deliberation_env.text import MathProtocol, WritingProtocol, text_env, text_vector_env
@@ -203,3 +204,10 @@ def test_the_meta_env_reads_answers_under_its_scoring(scoring, text, finish_reas
     _, infos = env.reset(seed=0, options={"problem_index": 0})
     assert [infos[a]["decision"] for a in env.agents] == [decision, decision]
     assert [infos[a]["correct"] for a in env.agents] == [decision is not None] * 2
+
+
+def test_the_command_line_takes_scoring():
+    assert cli.parse_text("train", ["--algo", "grpo", "--scoring", "lenient"]).scoring == "lenient"
+    assert cli.parse_text("train", []).scoring == "strict"
+    assert cli.parse(["run", "--scoring", "lenient"]).env_args.scoring == "lenient"
+    assert cli.parse(["train", "--env.scoring", "lenient"]).env.scoring == "lenient"
