@@ -8,12 +8,14 @@ programs) takes one option, ``scoring``, that says which text holds a final answ
   MATH, AIME and AMC, "Answer: X" for MMLU and text JSONL); a number elsewhere in the
   text is not an answer, and statements of different answers in one text are no answer
   (a text cannot hedge). Held-out scores are strict.
-- ``"lenient"``: the task's forgiving reader (the numeric tasks: the last number anywhere
-  in the text). Where a score is lenient, it is named so.
+- ``"lenient"``: the task's forgiving reader, the package's rule before strict scoring
+  (the numeric tasks: the last boxed or "answer is" number, else the last number
+  anywhere in the text). Where a score is lenient, it is named so.
 
 Each task's docstring gives its exact grammar of both. A text cut at the token budget is
 no answer under strict scoring; the task sees only text, so whoever knows the finish
-reason applies that rule (the text env's ``text_if_cut`` info, the meta env's solvers).
+reason applies that rule: the text env passes the text to play instead on in its
+``text_if_cut`` info, the meta env reads the solvers' ``Answer.finish_reason``.
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ class Task(Protocol):
         ...
 
     def parse(self, problem: Problem, text: str) -> str | None:
-        """The canonical decision in a model's ``text``, or ``None`` if there is none."""
+        """The canonical decision in a model's ``text``, or ``None`` if there is none (an
+        answer task: under its ``scoring``, see the module docstring)."""
         ...
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:

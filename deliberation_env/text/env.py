@@ -365,7 +365,7 @@ class TextDeliberationEnv(ParallelEnv):
         user: What is 9 + 4 + 5?
         <BLANKLINE>
         Solve the problem step by step. End with a line of the form 'The answer is N.' where N is a number.
-        >>> obs, rewards, terms, truncs, infos = env.step({"agent_0": "The answer is 18.", "agent_1": "17"})
+        >>> obs, rewards, terms, truncs, infos = env.step({"agent_0": "The answer is 18.", "agent_1": "The answer is 17."})
         >>> rewards["agent_0"], infos["agent_0"]["reward_components"]["correct"]
         (1.1, 1.0)
         >>> [round(infos[a]["reward_components"]["contribution"], 6) for a in env.agents]
