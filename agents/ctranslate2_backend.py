@@ -58,8 +58,9 @@ SIGABRT. So every decoding call returns only once the model's jobs are destroyed
 (:func:`generate_batch`): no native thread holds anything of Python's after a call. And a
 thread other than the main one that is inside a call (loading, decoding, dropping copies)
 when the interpreter exits would take the GIL back after finalization began, with the same
-end: at exit, before finalization, new calls from other threads are refused, the calls in
-flight are waited for and every backend's copies are released (:data:`CALLS`).
+end: at exit, before finalization, new calls from other threads are refused and the calls in
+flight are waited for; a copy of a model that such a thread drops outside a call (a backend
+it let go) is kept for the next call or the main thread to destroy (:data:`CALLS`).
 """
 
 from __future__ import annotations
@@ -75,7 +76,6 @@ import sys
 import tempfile
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -120,67 +120,112 @@ call's jobs (they need the GIL the caller gives up between looks; usually none i
 
 
 class NativeCalls:
-    """The calls into CTranslate2's native threads in flight, so that none outlives the interpreter.
+    """The calls into CTranslate2's native threads, so that none outlives the interpreter.
 
-    A call (loading copies of a model, decoding, dropping copies) runs inside
-    :meth:`call`. At exit (``atexit``, before finalization) :meth:`finish` refuses new
-    calls from threads other than the main one (a daemon thread's), waits for the calls in
-    flight, and releases the copies of every backend (:meth:`CTranslate2Backend.close`), so
-    that no thread but the main one enters CTranslate2 after finalization began (module
-    docstring, "Threads and exit").
+    A call (loading copies of a model, decoding, dropping copies) runs inside :meth:`call`,
+    counted. Dropping a copy of a model joins its threads with the GIL given up, and a thread
+    other than the main one that takes the GIL back after finalization began is ended by
+    CPython from inside the join's GIL guard, which aborts the process; a copy joined by its
+    own thread aborts it too. So a copy (:func:`load_copy`) that a thread other than the main
+    one drops outside a call is kept (:meth:`keep`), for the next call or the main thread to
+    drop. At exit (``atexit``, before finalization) :meth:`finish` refuses new calls from
+    threads other than the main one, waits for the calls in flight and drops the copies kept
+    (module docstring, "Threads and exit").
     """
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._in_flight = 0
         self._exiting = False
-        self._backends: weakref.WeakSet[CTranslate2Backend] = weakref.WeakSet()
+        self._kept: list[Any] = []
+        self._inside = _CallDepth()
+        # held here, not looked up in the module: a copy's __del__ may run while finalization
+        # clears the modules' globals
+        self._thread_id = threading.get_ident
+        self._main_id = threading.main_thread().ident
+
+    def _in_other_thread(self) -> bool:
+        return self._thread_id() != self._main_id
 
     @contextlib.contextmanager
     def call(self) -> Iterator[None]:
-        """A call into CTranslate2: counted while it runs; refused in other threads once exit began.
+        """A call into CTranslate2: counted while it runs, the copies kept dropped as it starts.
 
         Raises:
             RuntimeError: If the interpreter is exiting and this is not the main thread.
         """
         with self._changed:
-            if self._exiting and threading.current_thread() is not threading.main_thread():
+            if self._exiting and self._in_other_thread():
                 raise RuntimeError(
                     "ctranslate2 backend: the interpreter is exiting, so a thread other than the main "
                     "one cannot start a CTranslate2 call; join the threads that call the backend "
                     "before the program ends"
                 )
             self._in_flight += 1
+            kept, self._kept = self._kept, []
+        self._inside.depth += 1
         try:
+            kept.clear()
             yield
         finally:
+            self._inside.depth -= 1
             with self._changed:
                 self._in_flight -= 1
                 self._changed.notify_all()
 
-    def add(self, backend: CTranslate2Backend) -> None:
-        """Have :meth:`finish` release ``backend``'s copies at exit (held weakly)."""
-        self._backends.add(backend)
+    def keep(self, copy: Any) -> None:
+        """Keep ``copy``, being dropped, from destruction when this thread may not join its
+        threads: a thread other than the main one, outside a call (a daemon thread at exit, a
+        CTranslate2 thread collecting garbage). Called by the copy's ``__del__``."""
+        if self._inside.depth == 0 and self._in_other_thread():
+            with self._changed:
+                self._kept.append(copy)
 
     def finish(self) -> None:
-        """At exit: refuse other threads' new calls, wait for the calls in flight, release every
-        backend's copies."""
+        """At exit: refuse other threads' new calls, wait for the calls in flight, drop the copies kept."""
         with self._changed:
             self._exiting = True
             self._changed.wait_for(lambda: self._in_flight == 0)
-        for backend in list(self._backends):
-            backend.close()
+            kept, self._kept = self._kept, []
+        kept.clear()
 
     def forget(self) -> None:
-        """In a forked child: the calls counted were the parent's threads', which the child lacks."""
+        """In a forked child: the calls counted were the parent's threads', which the child lacks;
+        the forking thread is the child's main thread."""
         self._changed = threading.Condition()
         self._in_flight = 0
+        self._main_id = self._thread_id()
+
+
+class _CallDepth(threading.local):
+    depth = 0
+    """How many calls this thread is inside."""
 
 
 CALLS = NativeCalls()
 """This process's calls into CTranslate2 (the backend's and the sampler's)."""
 atexit.register(CALLS.finish)
 os.register_at_fork(after_in_child=CALLS.forget)
+
+
+@functools.cache
+def _copy_type() -> type:
+    import ctranslate2
+
+    class ModelCopy(ctranslate2.Generator):
+        """A ``ctranslate2.Generator`` that only a call or the main thread destroys."""
+
+        def __del__(self, keep: Callable[[Any], None] = CALLS.keep) -> None:
+            keep(self)
+
+    return ModelCopy
+
+
+def load_copy(model_dir: str, **options: Any) -> Any:
+    """A copy of the CTranslate2 model in ``model_dir`` on its own threads: a
+    ``ctranslate2.Generator(model_dir, **options)`` that a thread other than the main one
+    drops outside a call only through :meth:`NativeCalls.keep`. Load it inside a call."""
+    return _copy_type()(model_dir, **options)
 
 
 def generate_batch(generator: Any, prompts: list[list[str]], **options: Any) -> list[Any]:
@@ -505,7 +550,7 @@ class CTranslate2Backend:
         if not 1 <= self.replicas <= self.n_threads:
             raise ValueError(f"replicas must lie in [1, n_threads={self.n_threads}], got {self.replicas}")
         self._load = functools.partial(
-            ctranslate2.Generator,
+            load_copy,
             str(model_dir),
             device="cpu",
             compute_type=quantization,
@@ -515,7 +560,6 @@ class CTranslate2Backend:
         # whichever copies a sampled call seeded last
         with CALLS.call():
             self._generators = [self._load() for _ in range(self.replicas)]
-        CALLS.add(self)
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
@@ -675,7 +719,7 @@ class CTranslate2Backend:
     # -------------------------------------------------------------------- lifetime
     def close(self) -> None:
         """Release the copies of the model now, their threads joined (the next call loads them
-        again). Called at exit for every backend alive (:class:`NativeCalls`)."""
+        again)."""
         with CALLS.call():
             self._generators = []
 

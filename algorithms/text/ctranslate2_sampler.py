@@ -55,6 +55,7 @@ from agents.ctranslate2_backend import (
     SEEDING_LOCK,
     convert_model,
     generate_batch,
+    load_copy,
     stream_seed,
 )
 from agents.llamacpp_backend import usable_cpus
@@ -198,7 +199,7 @@ class CTranslate2Sampler:
         # before the call ends, even when decoding raised (agents.ctranslate2_backend, "Threads and exit")
         with CALLS.call(), SEEDING_LOCK:
             ctranslate2.set_random_seed(stream_seed(seeds))
-            generator = ctranslate2.Generator(str(model_dir), device="cpu", compute_type="float32", intra_threads=self.threads)
+            generator = load_copy(str(model_dir), device="cpu", compute_type="float32", intra_threads=self.threads)
             try:
                 results = generate_batch(
                     generator,
