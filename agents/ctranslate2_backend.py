@@ -76,6 +76,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -115,7 +116,7 @@ SEEDING_LOCK = threading.Lock()
 and :class:`algorithms.text.ctranslate2_sampler.CTranslate2Sampler` alike)."""
 
 JOB_RELEASE_POLL_S = 1e-4
-"""How often :func:`generate_batch` looks whether CTranslate2's threads have destroyed a
+"""How often :func:`await_jobs` looks whether CTranslate2's threads have destroyed a
 call's jobs (they need the GIL the caller gives up between looks; usually none is left)."""
 
 
@@ -129,8 +130,9 @@ class NativeCalls:
     own thread aborts it too. So a copy (:func:`load_copy`) that a thread other than the main
     one drops outside a call is kept (:meth:`keep`), for the next call or the main thread to
     drop. At exit (``atexit``, before finalization) :meth:`finish` refuses new calls from
-    threads other than the main one, waits for the calls in flight and drops the copies kept
-    (module docstring, "Threads and exit").
+    threads other than the main one, waits for the calls in flight and for every copy's jobs
+    (a call interrupted while it waited for them, by a KeyboardInterrupt say, left them), and
+    drops the copies kept (module docstring, "Threads and exit").
     """
 
     def __init__(self) -> None:
@@ -138,6 +140,7 @@ class NativeCalls:
         self._in_flight = 0
         self._exiting = False
         self._kept: list[Any] = []
+        self._copies: weakref.WeakSet[Any] = weakref.WeakSet()
         self._inside = _CallDepth()
         # held here, not looked up in the module: a copy's __del__ may run while finalization
         # clears the modules' globals
@@ -173,6 +176,10 @@ class NativeCalls:
                 self._in_flight -= 1
                 self._changed.notify_all()
 
+    def loaded(self, copy: Any) -> None:
+        """Have :meth:`finish` wait for the jobs of ``copy`` (held weakly)."""
+        self._copies.add(copy)
+
     def keep(self, copy: Any) -> None:
         """Keep ``copy``, being dropped, from destruction when this thread may not join its
         threads: a thread other than the main one, outside a call (a daemon thread at exit, a
@@ -182,10 +189,14 @@ class NativeCalls:
                 self._kept.append(copy)
 
     def finish(self) -> None:
-        """At exit: refuse other threads' new calls, wait for the calls in flight, drop the copies kept."""
+        """At exit: refuse other threads' new calls, wait for the calls in flight and every copy's
+        jobs, drop the copies kept."""
         with self._changed:
             self._exiting = True
             self._changed.wait_for(lambda: self._in_flight == 0)
+        for copy in list(self._copies):
+            await_jobs(copy)
+        with self._changed:
             kept, self._kept = self._kept, []
         kept.clear()
 
@@ -224,8 +235,11 @@ def _copy_type() -> type:
 def load_copy(model_dir: str, **options: Any) -> Any:
     """A copy of the CTranslate2 model in ``model_dir`` on its own threads: a
     ``ctranslate2.Generator(model_dir, **options)`` that a thread other than the main one
-    drops outside a call only through :meth:`NativeCalls.keep`. Load it inside a call."""
-    return _copy_type()(model_dir, **options)
+    drops outside a call only through :meth:`NativeCalls.keep`, and whose jobs exit waits
+    for. Load it inside a call."""
+    copy = _copy_type()(model_dir, **options)
+    CALLS.loaded(copy)
+    return copy
 
 
 def generate_batch(generator: Any, prompts: list[list[str]], **options: Any) -> list[Any]:
@@ -246,8 +260,13 @@ def generate_batch(generator: Any, prompts: list[list[str]], **options: Any) -> 
     try:
         return generator.generate_batch(prompts, **options)
     finally:
-        while generator.num_active_batches:
-            time.sleep(JOB_RELEASE_POLL_S)
+        await_jobs(generator)
+
+
+def await_jobs(generator: Any) -> None:
+    """Wait, giving up the GIL, until ``generator``'s jobs are all destroyed."""
+    while generator.num_active_batches:
+        time.sleep(JOB_RELEASE_POLL_S)
 
 
 def weight_format(quantization: str) -> str:
