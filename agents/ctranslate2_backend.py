@@ -131,7 +131,7 @@ class NativeCalls:
     one drops outside a call is kept (:meth:`keep`), for the next call or the main thread to
     drop. At exit (``atexit``, before finalization) :meth:`finish` refuses new calls from
     threads other than the main one, waits for the calls in flight and for every copy's jobs
-    (a call interrupted while it waited for them, by a KeyboardInterrupt say, left them), and
+    (a call whose wait for them was cut short, by a second KeyboardInterrupt say, left them), and
     drops the copies kept (module docstring, "Threads and exit").
     """
 
@@ -201,10 +201,11 @@ class NativeCalls:
         kept.clear()
 
     def forget(self) -> None:
-        """In a forked child: the calls counted were the parent's threads', which the child lacks;
-        the forking thread is the child's main thread."""
+        """In a forked child: the calls counted and the copies' jobs were the parent's threads',
+        which the child lacks; the forking thread is the child's main thread."""
         self._changed = threading.Condition()
         self._in_flight = 0
+        self._copies = weakref.WeakSet()
         self._main_id = self._thread_id()
 
 
