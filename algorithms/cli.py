@@ -211,18 +211,21 @@ def run_text(cfg: Run, backend: Backend | None = None) -> dict[str, Any]:
 def results_table(results: list[EvalResult], title: str) -> Table:
     """A rich table of evaluation results."""
     table = Table(title=title)
-    for column in ("policy", "acc@0", "acc@end", "cons@0", "cons@end", "tokens/problem", *ACTION_NAMES):
+    columns = ("policy", "acc@0", "acc@end", "cons@0", "cons@end", "answered", "cut", "tokens/answer", "tokens/problem")
+    for column in (*columns, *ACTION_NAMES):
         table.add_column(column, justify="left" if column == "policy" else "right")
     for r in results:
         shares = r.action_shares
         table.add_row(
             r.policy, f"{r.accuracy[0]:.3f}", f"{r.accuracy[-1]:.3f}", f"{r.consensus_accuracy[0]:.3f}",
-            f"{r.consensus_accuracy[-1]:.3f}", f"{r.tokens_per_problem:,.0f}",
-            *(f"{shares[name]:.2f}" for name in ACTION_NAMES),
+            f"{r.consensus_accuracy[-1]:.3f}", f"{r.answered_share:.0%}", f"{r.cut_share:.0%}",
+            f"{r.answer_tokens:.0f}", f"{r.tokens_per_problem:,.0f}", *(f"{shares[name]:.2f}" for name in ACTION_NAMES),
         )
     table.caption = (
-        "acc: mean individual accuracy; cons: plurality consensus accuracy; @0: initial answers; "
-        "single agent and self-consistency k: the first member alone, k matching the costliest row's tokens"
+        "acc: mean individual accuracy; cons: plurality consensus accuracy; @0: initial answers; answered: "
+        "final answers with a decision (strict scoring: stated in the asked form, not cut); cut: final answers "
+        "cut at the token budget; single agent and self-consistency k: the first member alone, k matching the "
+        "costliest row's tokens"
     )
     return table
 

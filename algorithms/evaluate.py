@@ -30,6 +30,11 @@ class EvalResult:
         accuracy: Mean individual accuracy after each round, ``accuracy[0]`` = round 0.
         consensus_accuracy: Accuracy of the plurality consensus after each round.
         tokens_per_problem: Mean prompt + completion tokens of the whole team per episode.
+        cut_share: Share of the final answers cut at the token budget (under strict
+            scoring, no answer).
+        answered_share: Share of the final answers with a decision under the env's
+            scoring (under strict scoring: stated in the asked form and not cut).
+        answer_tokens: Mean tokens of a final answer's text.
         action_shares: Share of PERSIST / REFINE / CONCEDE over all agent-steps.
         confidence: Introspective confidence of every answer at every round (for
             reliability diagrams), aligned with ``correct``.
@@ -43,6 +48,9 @@ class EvalResult:
     accuracy: list[float]
     consensus_accuracy: list[float]
     tokens_per_problem: float
+    cut_share: float
+    answered_share: float
+    answer_tokens: float
     action_shares: dict[str, float]
     confidence: list[float] = field(repr=False)
     correct: list[bool] = field(repr=False)
@@ -82,6 +90,7 @@ def evaluate(
     correct = np.zeros((len(problem_indices), rounds + 1, len(agents)), dtype=bool)
     consensus = np.zeros((len(problem_indices), rounds + 1), dtype=bool)
     tokens = np.zeros(len(problem_indices))
+    finals = np.zeros((len(problem_indices), len(agents), 3))  # cut, answered, answer tokens
     action_counts = np.zeros(len(de.MetaAction))
     conf_all: list[float] = []
     correct_all: list[bool] = []
@@ -112,6 +121,10 @@ def evaluate(
         correct[start : start + n_real, r + 1 :] = correct[start : start + n_real, r : r + 1]
         consensus[start : start + n_real, r + 1 :] = consensus[start : start + n_real, r : r + 1]
         tokens[start : start + n_real] = [sum(infos[e][a]["episode_tokens"] for a in agents) for e in range(n_real)]
+        finals[start : start + n_real] = [
+            [(infos[e][a]["cut"], infos[e][a]["decision"] is not None, infos[e][a]["answer_tokens"]) for a in agents]
+            for e in range(n_real)
+        ]
         bar.update(n_real)
     bar.close()
     shares = action_counts / max(action_counts.sum(), 1)
@@ -121,6 +134,9 @@ def evaluate(
         accuracy=correct.mean(axis=(0, 2)).tolist(),
         consensus_accuracy=consensus.mean(axis=0).tolist(),
         tokens_per_problem=float(tokens.mean()),
+        cut_share=float(finals[..., 0].mean()),
+        answered_share=float(finals[..., 1].mean()),
+        answer_tokens=float(finals[..., 2].mean()),
         action_shares={name: float(s) for name, s in zip(ACTION_NAMES, shares, strict=True)},
         confidence=conf_all,
         correct=correct_all,

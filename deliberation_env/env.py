@@ -103,6 +103,8 @@ tokens_i / 1000 <= r <= reward_scale (w_local + w_global). ``infos[agent]`` hold
 ``reward_components`` (``local``, ``global``, ``token_cost``), ``correct``,
 ``consensus_correct``, ``decision``, ``confidence``, ``confidence_method``, ``text``,
 ``tokens`` (``prompt``, ``completion``, ``total`` of this step), ``episode_tokens``,
+``cut`` (the current answer was cut at the token budget: under strict scoring no answer),
+``answer_tokens`` (the tokens the current answer's text was generated in),
 ``team_reward`` (1.0 if the consensus is correct at the final step, else 0.0), ``round``,
 ``action``, ``problem_id`` and ``concede_target`` (the index of the agent whose answer
 CONCEDE would adopt in the next step, ``None`` if it would act as PERSIST; it holds no
@@ -113,7 +115,8 @@ Python float, under the same keys at every reset and step (TorchRL and BenchMARL
 every info value into a tensor): nested parts are flattened to ``reward_components/local``,
 ``reward_components/global``, ``reward_components/token_cost``, ``tokens/prompt``,
 ``tokens/completion``, ``tokens/total``; booleans are 0.0 / 1.0; ``round``, ``action``
-(-1.0 before the first step), ``confidence``, ``episode_tokens``, ``team_reward`` are as
+(-1.0 before the first step), ``confidence``, ``episode_tokens``, ``answer_tokens``,
+``team_reward`` are as
 above; ``concede_target`` is the agent index, or -1.0 where the rich infos hold None
 (not NaN, which is unequal to itself and breaks PettingZoo's seed tests; not dropped,
 which would change the keys between steps). ``decision``, ``confidence_method``,
@@ -283,6 +286,8 @@ def all_infos(core: DeliberationCore, agents: Sequence[str]) -> list[dict[str, d
                     "total": prompt[e][i] + completion[e][i],
                 },
                 "episode_tokens": episode_tokens[e][i],
+                "cut": answer.finish_reason == "length",
+                "answer_tokens": answer.completion_tokens,
                 "concede_target": None if targets[e][i] < 0 else targets[e][i],
                 "team_reward": team_reward,
                 "text": answer.text,

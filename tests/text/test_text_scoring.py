@@ -204,6 +204,21 @@ def test_the_meta_env_reads_answers_under_its_scoring(scoring, text, finish_reas
     _, infos = env.reset(seed=0, options={"problem_index": 0})
     assert [infos[a]["decision"] for a in env.agents] == [decision, decision]
     assert [infos[a]["correct"] for a in env.agents] == [decision is not None] * 2
+    assert [infos[a]["cut"] for a in env.agents] == [finish_reason == "length"] * 2
+    assert [infos[a]["answer_tokens"] for a in env.agents] == [48, 48]
+
+
+@pytest.mark.parametrize(("scoring", "finish_reason"), [("strict", "length"), ("strict", "stop"), ("lenient", "length")])
+def test_the_meta_evaluation_reports_cut_and_answered_shares_and_answer_length(scoring, finish_reason):
+    from algorithms.baselines import Independent
+    from algorithms.evaluate import evaluate
+
+    venv = de.vector_env(2, task=FixedTask(SEVEN), team=FixedBackend(LOOPING, finish_reason), n_agents=2, max_rounds=1,
+                         scoring=scoring)
+    result = evaluate(Independent(), venv, [0, 0, 0], progress=False)
+    assert result.cut_share == float(finish_reason == "length")
+    assert result.answered_share == float(not (scoring == "strict" and finish_reason == "length"))
+    assert result.answer_tokens == 48
 
 
 def test_the_command_line_takes_scoring():
