@@ -53,6 +53,8 @@ import tyro
 
 import deliberation_env as de
 from agents.base import Generation, LogprobResult
+from agents.fingerprint import file_sha256, fingerprinted
+from agents.llamacpp_backend import default_model_path
 
 
 @dataclass
@@ -219,7 +221,8 @@ class ThreadedLlama:
     supports_logprobs = True
 
     def __init__(self, n_threads: int) -> None:
-        self.n_threads, self.model_id, self._backend = n_threads, "llamacpp:SmolLM2-135M-Instruct-Q4_1", None
+        model_id = fingerprinted("llamacpp:SmolLM2-135M-Instruct-Q4_1", file_sha256(default_model_path()))
+        self.n_threads, self.model_id, self._backend = n_threads, model_id, None
 
     def _loaded(self):
         from agents.llamacpp_backend import LlamaCppBackend

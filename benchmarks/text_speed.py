@@ -83,6 +83,9 @@ def our_config(args: Args) -> TextGRPOConfig:
     return TextGRPOConfig(
         task="arithmetic",
         task_kwargs={"difficulty": args.difficulty},
+        # every completion runs to max_new_tokens (equal work on both sides): strict scoring
+        # would count them all as cut, every reward 0; lenient keeps the rewards varied
+        scoring="lenient",
         n_agents=2,
         groups_per_update=args.groups,
         group_size=args.group_size,
