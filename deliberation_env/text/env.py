@@ -336,6 +336,21 @@ def check_text(agent: str, action: Any) -> str:
     return action
 
 
+class PromptText(spaces.Text):
+    """Gymnasium's ``Text`` space over :func:`prompt_charset`, whose ``repr`` names the
+    charset instead of listing its 63,425 characters.
+
+    >>> PromptText(max_length=8, min_length=0, charset=prompt_charset())
+    PromptText(0, 8, charset=<Unicode BMP without surrogates and controls but tab and newline: 63425 characters>)
+    """
+
+    def __repr__(self) -> str:
+        return (
+            f"PromptText({self.min_length}, {self.max_length}, charset=<Unicode BMP without surrogates and "
+            f"controls but tab and newline: {len(self.character_set)} characters>)"
+        )
+
+
 @dataclass(frozen=True)
 class Spaces:
     """The observation and action spaces of an engine (built once per env)."""
@@ -348,8 +363,8 @@ class Spaces:
         """Spaces fitting every prompt of ``engine``."""
         charset = prompt_charset()
         return cls(
-            spaces.Text(max_length=engine.max_prompt_length, min_length=0, charset=charset),
-            spaces.Text(max_length=ACTION_MAX_LENGTH, min_length=0, charset=charset),
+            PromptText(max_length=engine.max_prompt_length, min_length=0, charset=charset),
+            PromptText(max_length=ACTION_MAX_LENGTH, min_length=0, charset=charset),
         )
 
 
