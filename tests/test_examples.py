@@ -76,3 +76,10 @@ def test_ecosystem_tool_examples(name, module, args):
     out = run_example(name, "--iterations", "2", "--eval-problems", "8", *args, timeout=600)  # Ray starts slowly
     assert "iteration 2: " in out or "2 iterations" in out
     assert "held-out consensus accuracy: untrained" in out
+
+
+def test_13_function_protocol_trains_on_a_users_jsonl(tmp_path):
+    data = tmp_path / "mine.jsonl"
+    data.write_text("".join(json.dumps({"question": f"Say {w}.", "answer": w}) + "\n" for w in ("yes", "no", "up", "down", "red", "blue")))
+    out = run_example("13_function_protocol.py", str(data), "--updates", "1")
+    assert "update 1: joint reward" in out
