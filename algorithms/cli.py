@@ -451,10 +451,12 @@ class CacheStats:
 
 @dataclass
 class CacheClear:
-    """Delete every cached response."""
+    """Delete every cached response (asks first, showing what would go)."""
 
     path: Path | None = None
     """Cache file (default: ``~/.cache/deliberation_env/``)."""
+    yes: bool = False
+    """Do not ask (scripts; without a terminal to ask on, nothing is deleted without it)."""
 
 
 @dataclass
@@ -493,8 +495,17 @@ def cache(cfg: Cache) -> None:
     if isinstance(cfg.command, CacheStats):
         console.print_json(json.dumps(cache_stats(path), default=str))
     else:
+        stats = cache_stats(path)
+        rows = stats["generations"] + stats["logprobs"]
+        if not cfg.command.yes:
+            if not sys.stdin.isatty():
+                raise SystemExit(f"{path} holds {rows:,} cached responses: add --yes to delete them (no terminal to ask on)")
+            answer = input(f"delete the {rows:,} cached responses of {path}? [y/N] ")
+            if answer.strip().lower() not in ("y", "yes"):
+                console.print("nothing deleted")
+                return
         cache_clear(path)
-        console.print(f"cleared {path}")
+        console.print(f"cleared {path} ({rows:,} responses)")
 
 
 # ---------------------------------------------------------------------------- main

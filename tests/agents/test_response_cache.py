@@ -110,6 +110,19 @@ def test_stats_and_clear(tmp_path):
     assert cache_stats(path)["generations"] == 0
 
 
+def test_the_cli_clears_a_cache_only_when_told_to(tmp_path):
+    """`deliberate cache clear` deleted an hour of generation without asking: without a
+    terminal it now refuses unless --yes, and says how many responses are at stake."""
+    path = tmp_path / "c.sqlite"
+    CachedBackend(FakeBackend(), path).generate([request("a"), request("b")])
+    command = [sys.executable, "-m", "algorithms.cli", "cache", "clear", "--path", str(path)]
+    refused = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
+    assert refused.returncode != 0 and "2 cached responses: add --yes" in refused.stderr
+    assert cache_stats(path)["generations"] == 2
+    cleared = subprocess.run([*command, "--yes"], capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
+    assert cleared.returncode == 0 and cache_stats(path)["generations"] == 0
+
+
 # A writer process: generates `count` requests (named by `prefix`) through a cache, in
 # chunks of 5, sleeping `delay` seconds per chunk inside the "backend".
 WRITER = textwrap.dedent(
