@@ -308,14 +308,14 @@ def main(args: Args) -> None:
         singles = [r for s in args.seeds if (r := finished(out / f"single-seed{s}" / "summary.json"))]
         sc = finished(out / f"self-consistency-k{args.sc_samples}.json") if args.sc_samples else None
     else:
-        # cheapest first, then seed by seed: an interrupted run leaves every comparison with its first seeds
+        # seed by seed: an interrupted run leaves (a) and (b) with the learners' first seeds
         base = untrained(args, out)
-        sc = self_consistency(args, out) if args.sc_samples else None
         runs, singles = [], []
         for seed in args.seeds:
             runs += [trained_run(args, algo, seed, out) for algo in args.algos]
             singles += [single_agent(args, seed, out)] if args.single else []
         runs.sort(key=lambda r: args.algos.index(r["algo"]))
+        sc = self_consistency(args, out) if args.sc_samples else None
     if base is None:
         raise SystemExit(f"nothing finished in {out}")
     before = base["after"]["eval/correct"]
