@@ -22,7 +22,7 @@ from typing import Any
 
 from deliberation_env.tasks.base import SPLITS, Problem, check_scoring, check_split, positive_int
 from deliberation_env.tasks.numeric import NumericTask, canonical_number
-from deliberation_env.tasks.sources import load_split, question_key, require
+from deliberation_env.tasks.sources import TEST_FRACTION, load_split, question_key, require
 
 
 def _reference(where: str, record: dict[str, Any]) -> str:
@@ -47,6 +47,7 @@ class GSM8KTask(NumericTask):
         limit: Keep only the first ``limit`` problems of each split (``None``: all); an
             integer >= 1 (NumPy integers too).
         scoring: ``"strict"`` or ``"lenient"`` (see the module docstring).
+        test_fraction: The share of a single file's questions placed in ``test``.
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
@@ -55,8 +56,11 @@ class GSM8KTask(NumericTask):
 
     name = "gsm8k"
 
-    def __init__(self, path: str | Path, limit: int | None = None, scoring: str = "strict") -> None:
+    def __init__(
+        self, path: str | Path, limit: int | None = None, scoring: str = "strict", test_fraction: float = TEST_FRACTION
+    ) -> None:
         self.scoring = check_scoring(scoring)
+        self.test_fraction = test_fraction
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"no such file or directory: {self.path} (GSM8K needs a local copy)")
@@ -65,7 +69,9 @@ class GSM8KTask(NumericTask):
 
     def _load(self, split: str) -> tuple[Problem, ...]:
         """Every problem of ``split``, in file order."""
-        records = load_split(self.path, split, lambda where, r: question_key(require(where, r, "question")))
+        records = load_split(
+            self.path, split, lambda where, r: question_key(require(where, r, "question")), self.test_fraction
+        )
         return tuple(
             Problem(f"gsm8k-{split}-{index}", require(where, record, "question"), _reference(where, record))
             for index, (where, record) in enumerate(records)

@@ -10,6 +10,7 @@ from typing import Any
 from deliberation_env.tasks.base import SPLITS, Problem, check_scoring, check_split
 from deliberation_env.tasks.numeric import NUMERIC_INSTRUCTIONS, canonical_number, read_number
 from deliberation_env.tasks.sources import (
+    TEST_FRACTION,
     Record,
     load_split,
     question_key,
@@ -39,7 +40,7 @@ class JSONLTask:
     """Any JSONL file of questions and answers.
 
     **Splits.** A directory with ``train.jsonl`` and ``test.jsonl`` keeps its own split.
-    A single file is split deterministically, half and half, by a hash of each question's
+    A single file is split deterministically (half and half, or ``test_fraction``), by a hash of each question's
     normalized text (:func:`~deliberation_env.tasks.sources.hash_split` of
     :func:`~deliberation_env.tasks.sources.question_key`): the split does not depend on
     the file's order, and copies of a question always land in the same split, so the
@@ -67,6 +68,8 @@ class JSONLTask:
         answer_field: Name of the answer field (a non-empty string or a number).
         answers: ``"auto"``, ``"numeric"`` or ``"text"`` (see above).
         scoring: ``"strict"`` or ``"lenient"`` (see above).
+        test_fraction: The share of a single file's questions placed in ``test`` (by the
+            hash, so the split stays fixed as the file grows).
 
     Raises:
         FileNotFoundError: If ``path`` does not exist.
@@ -82,6 +85,7 @@ class JSONLTask:
         answer_field: str = "answer",
         answers: str = "auto",
         scoring: str = "strict",
+        test_fraction: float = TEST_FRACTION,
     ) -> None:
         self.scoring = check_scoring(scoring)
         self.path = Path(path)
@@ -92,7 +96,7 @@ class JSONLTask:
         self.question_field, self.answer_field = question_field, answer_field
         records = {
             split: load_split(
-                self.path, split, lambda where, r: question_key(require(where, r, question_field))
+                self.path, split, lambda where, r: question_key(require(where, r, question_field)), test_fraction
             )
             for split in SPLITS
         }

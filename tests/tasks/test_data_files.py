@@ -263,3 +263,19 @@ def test_jsonl_refuses_an_unknown_answer_kind_and_an_answer_empty_once_normalize
         JSONLTask(path, answers="numbers")
     with pytest.raises(ValueError, match=r"test\.jsonl:1: answer '\.' is empty once normalized"):
         JSONLTask(path)
+
+
+@pytest.mark.parametrize("name", ["jsonl", "gsm8k"])
+def test_a_single_file_takes_a_test_fraction_and_keeps_each_question_in_one_split(tmp_path, name):
+    answer = "#### 7" if name == "gsm8k" else "7"
+    path = tmp_path / "one.jsonl"
+    path.write_text("".join(json.dumps({"question": f"What is {k} + 7 - {k}?", "answer": answer}) + "\n" for k in range(200)))
+    halves = tasks.get(name, path=str(path))
+    mostly = tasks.get(name, path=str(path), test_fraction=0.9)
+    counts = {split: len(mostly.problems(split)) for split in ("train", "test")}
+    assert counts["train"] + counts["test"] == 200 and 160 <= counts["test"] <= 195
+    assert 70 <= len(halves.problems("test")) <= 130
+    half_test = {p.question for p in halves.problems("test")}
+    assert half_test <= {p.question for p in mostly.problems("test")}  # a larger fraction only adds to test
+    with pytest.raises(ValueError, match="test_fraction must lie in"):
+        tasks.get(name, path=str(path), test_fraction=1.0)
