@@ -49,7 +49,8 @@ from deliberation_env.config import EnvConfig
 from deliberation_env.spaces import ACTION_NAMES
 from deliberation_env.text import CodingProtocol
 
-console = Console(width=shutil.get_terminal_size((120, 40)).columns)
+# a terminal's own width; logs, pipes and CI get 140 columns, so the tables keep every column whole
+console = Console(width=shutil.get_terminal_size().columns if sys.stdout.isatty() else 140)
 
 # ---------------------------------------------------------------------------- run
 DEFAULT_PROBLEMS = {"meta": 24, "text": 8}
@@ -211,9 +212,12 @@ def run_text(cfg: Run, backend: Backend | None = None) -> dict[str, Any]:
 def results_table(results: list[EvalResult], title: str) -> Table:
     """A rich table of evaluation results."""
     table = Table(title=title)
-    columns = ("policy", "acc@0", "acc@end", "cons@0", "cons@end", "answered", "cut", "tokens/answer", "tokens/problem")
+    columns = ("policy", "acc@0", "acc@end", "cons@0", "cons@end", "answered", "cut", "tok/answer", "tok/problem")
     for column in (*columns, *ACTION_NAMES):
-        table.add_column(column, justify="left" if column == "policy" else "right")
+        if column == "policy":  # never cut a policy's name, however narrow the terminal
+            table.add_column(column, min_width=max(len(r.policy) for r in results), no_wrap=True)
+        else:
+            table.add_column(column, justify="right")
     for r in results:
         shares = r.action_shares
         table.add_row(
