@@ -341,9 +341,13 @@ def text_train_table(title: str, final: dict[str, float], before: dict[str, floa
     return table
 
 
-TEXT_COMPARE_METRICS = ("rewards/joint/mean", "rewards/correct/mean", "eval/joint", "eval/correct")
+TEXT_COMPARE_METRICS = (
+    "rewards/joint/mean", "rewards/correct/mean", "eval/joint", "eval/correct", "eval/asked_form_share",
+    "eval/truncated_share", "eval/mean_completion_tokens",
+)
 """What ``compare --env text`` summarizes per learner: the last update's rewards and, with
-``--eval-problems``, the held-out greedy evaluation after training."""
+``--eval-problems``, the held-out greedy evaluation after training (accuracy, and beside it
+the share of answers in the asked form, the share cut at the budget and the length)."""
 
 
 def compare_text(cfg: TextCompare) -> dict[str, Any]:

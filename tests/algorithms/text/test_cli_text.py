@@ -133,3 +133,12 @@ def test_compare_text_passes_a_shared_setting_given_at_its_default():
     assert given.run_config("softrankpo", 0).kl_coef == 0.0
     left = cli.parse_text("compare", ["--algos", "softrankpo", "--model", "tiny"])
     assert left.run_config("softrankpo", 0).kl_coef == TextSoftRankPOConfig().kl_coef > 0
+
+
+def test_compare_text_reports_the_asked_form_truncation_and_length_beside_accuracy(tmp_path):
+    cli.main(["compare", "--env", "text", "--algos", "grpo", "--seeds", "1", *TINY, "--updates", "1",
+              "--eval-problems", "2", "--name", "cmp", "--out-dir", str(tmp_path)])  # fmt: skip
+    summary = json.loads((tmp_path / "cmp" / cli.TEXT_COMPARE_FILE).read_text())["summary"]["grpo"]
+    for metric in ("eval/correct", "eval/asked_form_share", "eval/truncated_share", "eval/mean_completion_tokens"):
+        assert summary[metric]["n"] == 1
+    assert 0 <= summary["eval/truncated_share"]["mean"] <= 1
