@@ -22,6 +22,8 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
+import os
+import sys
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -57,7 +59,9 @@ def _name_on_the_command_line(metavar: str) -> PrimitiveConstructorSpec:
 
 
 def import_protocol(path: str) -> TextProtocol:
-    """The protocol instance at ``path``, ``"module:attribute"`` (the module is imported).
+    """The protocol instance at ``path``, ``"module:attribute"`` (the module is imported; as
+    uvicorn's ``module:app``, the working directory is searched first, so a ``my_task.py``
+    beside the user is found from the ``deliberate`` command too).
 
     >>> import_protocol("deliberation_env.text.config:DEFAULT_TASK")
     Traceback (most recent call last):
@@ -65,6 +69,8 @@ def import_protocol(path: str) -> TextProtocol:
     TypeError: protocol 'deliberation_env.text.config:DEFAULT_TASK' is a str, not a TextProtocol instance
     """
     module_name, _, attribute = path.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         found = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as error:

@@ -93,3 +93,24 @@ def test_a_function_protocol_trains_for_one_update_with_the_tiny_model_and_resum
     assert [m["charts/update"] for m in resumed.history] == [2.0]
     with pytest.raises(ValueError, match=r"differs in \['protocol'\]"):
         train(TextMAGRPOConfig(protocol=colour_protocol(questions, name="other"), updates=3, **settings))
+
+
+def test_the_deliberate_command_finds_a_protocol_module_in_the_working_directory(questions, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "my_task.py").write_text(
+        "import deliberation_env as de\nfrom deliberation_env.text.protocols import FunctionProtocol\n"
+        f"task = de.tasks.get('jsonl', path={str(questions)!r}, answers='text')\n"
+        "protocol = FunctionProtocol(task, prompt=lambda p, a, prev, fb: p.question, reward=lambda p, t: 0.25)\n"
+    )
+    deliberate = shutil.which("deliberate", path=str(Path(sys.executable).parent))
+    done = subprocess.run(
+        [deliberate, "train", "--env", "text", "--algo", "grpo", "--protocol", "my_task:protocol", "--model", "tiny",
+         "--updates", "1", "--groups-per-update", "1", "--group-size", "2", "--max-new-tokens", "4", "--no-progress"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "0.250" in done.stdout  # the last update's joint reward, from the module's reward function
