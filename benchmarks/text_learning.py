@@ -88,7 +88,7 @@ class Args:
     """A local model; "" is SmolLM2-135M-Instruct ("tiny" checks the script in seconds)."""
     out_dir: str = "runs/benchmarks/text-learning"
     """Where the runs and results.json go (in a folder named by the settings)."""
-    figure: str = "docs/figures/text_learning_smollm2.png"
+    figure: str = "docs/figures/text_learning_strict.png"
     """The figure: reward curves, held-out accuracy per run and the baselines; "" for none."""
     table_only: bool = False
     """Run nothing: tabulate what has finished."""
