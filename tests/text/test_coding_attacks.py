@@ -33,16 +33,6 @@ def fenced(code: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def protocol():
-    return CodingProtocol(tasks.get("humaneval"))
-
-
-@pytest.fixture(scope="module")
-def problem(protocol):
-    return next(p for p in protocol.problems("test") if p.id == PROBLEM)
-
-
-@pytest.fixture(scope="module")
 def honest(protocol, problem):
     """The honest team the attacks dress up: R = 0.4 + 0.6 + 0.5, no test passed."""
     outcome = protocol.score(problem, [fenced(AUX), fenced(WRONG)])

@@ -21,16 +21,6 @@ MAIN = f"Here it is:\n{FENCE}python\ndef sum_product(numbers):\n    total = sum(
 ALONE = "def sum_product(numbers):\n    product = 1\n    for n in numbers:\n        product *= n\n    return (sum(numbers), product)\n"
 
 
-@pytest.fixture(scope="module")
-def protocol():
-    return CodingProtocol(tasks.get("humaneval"))
-
-
-@pytest.fixture(scope="module")
-def problem(protocol):
-    return next(p for p in protocol.problems("test") if p.id == PROBLEM)
-
-
 def reward_of(parts):
     return sum(WEIGHTS[name] * value for name, value in parts.items())
 
