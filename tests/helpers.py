@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -65,6 +65,17 @@ class ScriptedSolver:
     def introspect(self, turns):
         self.calls.append(("introspect", len(turns)))
         return [Confidence(self.confidence.get(t.previous.decision, 0.5), "scripted", 3, 1) for t in turns]
+
+
+def wait_until(condition: Callable[[], object], timeout_s: float = 60.0) -> None:
+    """Poll ``condition`` every 50 ms until it holds or ``timeout_s`` has passed.
+
+    Returns as soon as the condition holds, so a generous deadline costs nothing on a fast
+    machine and keeps a loaded one from failing; the caller asserts the condition after.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def free_port() -> int:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from helpers import wait_until
 
 from deliberation_env import sandbox
 from deliberation_env.sandbox import JudgeRequest, judge_python, run_many, run_python
@@ -50,9 +50,7 @@ def host(monkeypatch):
 
     monkeypatch.setattr(sandbox, "_start", recorded)
     yield
-    deadline = time.monotonic() + 2
-    while _sandbox_processes(sessions) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: not _sandbox_processes(sessions))  # a killed process takes a moment to go
     assert _sandbox_processes(sessions) == []
     alive = subprocess.run(
         [sys.executable, "-c", "print('alive')"], check=True, capture_output=True, text=True
