@@ -2,7 +2,7 @@
 
 collect_ignore = [
     "agents/vllm_backend.py",  # raises ImportError without vLLM (a CUDA machine); tested in tests/agents
-    "deliberation_env/_sandbox_child.py",  # the sandbox's child program, not a library module
+    "deliberation_env/sandbox/_sandbox_child.py",  # the sandbox's child program, not a library module
     # Fixtures, not doctests: collected as doctest modules, two files named conftest clash.
     "tests/conftest.py",
     "tests/algorithms/text/conftest.py",

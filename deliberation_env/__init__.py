@@ -8,16 +8,24 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from pettingzoo.utils import parallel_to_aec
 from pettingzoo.utils.env import AECEnv
 
 from deliberation_env import tasks
-from deliberation_env.config import EnvConfig
-from deliberation_env.core import RewardConfig
-from deliberation_env.env import DeliberationEnv
-from deliberation_env.spaces import PEER_FEATURES, SELF_FEATURES, MetaAction
+from deliberation_env._moved import MovedModules
+from deliberation_env.meta import (
+    PEER_FEATURES,
+    SELF_FEATURES,
+    DeliberationEnv,
+    DeliberationVectorEnv,
+    EnvConfig,
+    MetaAction,
+    RewardConfig,
+    spaces,
+)
 from deliberation_env.text import (
     TextDeliberationEnv,
     TextDeliberationVectorEnv,
@@ -25,13 +33,23 @@ from deliberation_env.text import (
     text_env,
     text_vector_env,
 )
-from deliberation_env.vector import DeliberationVectorEnv
 
 __version__ = "0.1.0"
 
+MOVED = {
+    "deliberation_env.config": "deliberation_env.meta.config",
+    "deliberation_env.core": "deliberation_env.meta.core",
+    "deliberation_env.spaces": "deliberation_env.meta.spaces",
+    "deliberation_env.vector": "deliberation_env.meta.vector",
+}
+"""Modules of 0.1 that moved into ``meta/``, importable under their old names until 0.3.
+``deliberation_env.env`` (now ``deliberation_env.meta.env``) has no alias: importing a
+module of that name would rebind ``de.env``, the AEC constructor."""
+sys.meta_path.append(MovedModules(MOVED, removal="0.3"))
+
 
 def parallel_env(**kwargs: Any) -> DeliberationEnv:
-    """The deliberation env, parallel API (arguments: :mod:`deliberation_env.env`)."""
+    """The deliberation env, parallel API (arguments: :mod:`deliberation_env.meta.env`)."""
     return DeliberationEnv(**kwargs)
 
 
@@ -41,7 +59,7 @@ def env(**kwargs: Any) -> AECEnv:
 
 
 def vector_env(num_envs: int, workers: int = 0, **kwargs: Any) -> DeliberationVectorEnv:
-    """``num_envs`` episodes in lockstep, one backend call per phase (:mod:`deliberation_env.vector`);
+    """``num_envs`` episodes in lockstep, one backend call per phase (:mod:`deliberation_env.meta.vector`);
     ``workers=N`` runs them on N Ray workers, ``worker_options`` their Ray actor options
     (:mod:`deliberation_env.distributed`, the ``ray`` extra)."""
     if workers == 0:
@@ -75,6 +93,7 @@ __all__ = [
     "env",
     "make",
     "parallel_env",
+    "spaces",
     "tasks",
     "text_env",
     "text_vector_env",

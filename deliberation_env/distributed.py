@@ -2,7 +2,7 @@
 
 Generation is what costs: an env step takes microseconds, an LLM turn about a second on
 a CPU. With ``workers=N`` (the ``ray`` extra) the ``num_envs`` episodes are split into N
-contiguous slices; each slice is an in-process vector env (:mod:`deliberation_env.vector`
+contiguous slices; each slice is an in-process vector env (:mod:`deliberation_env.meta.vector`
 or :mod:`deliberation_env.text.vector`) on its own Ray actor, with its own team backend
 built on the worker from the same arguments (so give the team as spec strings:
 ``smollm2``, ``openai:<url>#<model>``, ...). The API is the in-process env's, so every
@@ -89,7 +89,7 @@ def import_ray() -> Any:
 
 # ------------------------------------------------------------------ the families
 def _build_meta(num_envs: int, kwargs: Mapping[str, Any]) -> Any:
-    from deliberation_env.vector import DeliberationVectorEnv
+    from deliberation_env.meta.vector import DeliberationVectorEnv
 
     return DeliberationVectorEnv(num_envs, **kwargs)
 
@@ -102,8 +102,8 @@ def _build_text(num_envs: int, kwargs: Mapping[str, Any]) -> Any:
 
 def _check_meta(kwargs: Mapping[str, Any]) -> None:
     """Check the meta-action env's arguments on the driver, before any worker starts."""
-    from deliberation_env.config import EnvConfig
-    from deliberation_env.env import check_infos
+    from deliberation_env.meta.config import EnvConfig
+    from deliberation_env.meta.env import check_infos
 
     check_infos(kwargs.get("infos", "rich"))
     EnvConfig(**{name: value for name, value in kwargs.items() if name != "infos"})
@@ -280,7 +280,7 @@ class RayVectorEnv:
     """A vector env whose envs run on Ray workers, behind the in-process env's API.
 
     Args:
-        family: ``"meta"`` (like :class:`deliberation_env.vector.DeliberationVectorEnv`) or
+        family: ``"meta"`` (like :class:`deliberation_env.meta.vector.DeliberationVectorEnv`) or
             ``"text"`` (like :class:`deliberation_env.text.vector.TextDeliberationVectorEnv`).
         num_envs: Number of episodes stepped together.
         workers: Ray actors (>= 1, at most ``num_envs``); each runs a contiguous slice.

@@ -5,7 +5,7 @@ import pytest
 from helpers import FixedTask, ScriptedSolver
 
 import deliberation_env as de
-from deliberation_env.core import leave_one_out_winners, plurality_winner
+from deliberation_env.meta.core import leave_one_out_winners, plurality_winner
 
 P, R, C = de.MetaAction.PERSIST, de.MetaAction.REFINE, de.MetaAction.CONCEDE
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import wait_until
 
-from deliberation_env import sandbox
-from deliberation_env.sandbox import JudgeRequest, judge_python, run_many, run_python
+from deliberation_env.sandbox import JudgeRequest, judge_python, run_many, run_python, sandbox
 
 NAMESPACES = run_python("pass").isolation == "namespaces"
 needs_namespaces = pytest.mark.skipif(

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from deliberation_env import sandbox
-from deliberation_env._sandbox_codec import CodecError, decode, encode
-from deliberation_env.sandbox import JudgeRequest, judge_python
+from deliberation_env.sandbox import JudgeRequest, judge_python, sandbox
+from deliberation_env.sandbox._sandbox_codec import CodecError, decode, encode
 
 TESTS = """
 def check(candidate):

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from deliberation_env import sandbox
 from deliberation_env.sandbox import (
     JudgeRequest,
     judge_many,
     judge_python,
+    sandbox,
 )
 
 SYSCALLS = {
@@ -743,7 +743,7 @@ for attempt in (lambda: run_python("print(1)"), lambda: judge_python(trivial)):
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the blocking filter is x86_64's")
 def test_without_landlock_the_sandbox_refuses_to_run():
-    environment = {**os.environ, "PYTHONPATH": str(Path(sandbox.__file__).parents[1])}
+    environment = {**os.environ, "PYTHONPATH": str(Path(sandbox.__file__).parents[2])}
     done = subprocess.run(
         [sys.executable, "-c", BLOCK_LANDLOCK],
         check=True,

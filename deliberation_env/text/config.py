@@ -6,7 +6,7 @@ LLM-weight learners' configs extend it (:class:`algorithms.text.TextLearnerConfi
 ``deliberate train --env text --task gsm8k --path data/gsm8k`` and ``--config`` files take
 the same arguments with the same defaults, documentation and checks. A bad argument
 raises an error naming it before any task is loaded or protocol built. The meta-action
-env's counterpart is :class:`deliberation_env.config.EnvConfig`.
+env's counterpart is :class:`deliberation_env.meta.config.EnvConfig`.
 
 >>> config = TextEnvConfig(task="arithmetic", difficulty=2, n_agents=3, max_turns=2)
 >>> config.task_arguments(), config.max_turns
@@ -30,10 +30,10 @@ from typing import Annotated, Any, Literal
 import tyro
 from tyro.constructors import PrimitiveConstructorSpec
 
-from deliberation_env.config import SPLITS, task_arguments, with_max_cycles
+from deliberation_env.arguments import task_arguments, with_max_cycles
 from deliberation_env.tasks import Task, names
 from deliberation_env.tasks import get as get_task
-from deliberation_env.tasks.base import check_scoring
+from deliberation_env.tasks.base import SPLITS, check_scoring
 from deliberation_env.text.protocols.base import TextProtocol
 from deliberation_env.text.protocols.coding import CodingProtocol
 from deliberation_env.text.protocols.math import MathProtocol

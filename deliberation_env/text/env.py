@@ -11,7 +11,7 @@ Observation space             ``Text(max_length=derived, charset=BMP)``: the age
 ============================  ==============================================================
 
 This is the MAGRPO paper's setting (Liu et al., arXiv 2508.04652): each agent is an LLM
-policy, the environment holds no model. The meta-action env (:mod:`deliberation_env.env`)
+policy, the environment holds no model. The meta-action env (:mod:`deliberation_env.meta.env`)
 is the other seat: there the LLMs are part of the dynamics.
 
 **Episode.** One episode is one problem. ``reset`` picks it (``options``

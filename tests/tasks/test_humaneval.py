@@ -190,7 +190,7 @@ def test_the_verdict_cache_is_bounded_least_recently_used_first(problems):
 
 
 def test_a_timeout_is_not_kept_and_the_same_program_is_judged_again(problems, monkeypatch):
-    from deliberation_env import sandbox
+    from deliberation_env.sandbox import sandbox
     from deliberation_env.tasks import humaneval
 
     judged, judge_python = [], sandbox.judge_python

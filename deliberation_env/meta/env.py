@@ -140,7 +140,7 @@ The built-in solvers never trip this: :class:`agents.LLMAgent` maps a critic tha
 both Yes and No probability 0 to 0.5 (no information) and clips verbalized numbers, and
 the simulated team's confidences are logistic.
 
-**Arguments** (one home: :class:`deliberation_env.config.EnvConfig`, which the vector
+**Arguments** (one home: :class:`deliberation_env.meta.config.EnvConfig`, which the vector
 env, the training harness and the ``deliberate`` command line share).
 
 - ``task``: a task name (``de.tasks.names()``) or a :class:`Task` instance. Default
@@ -198,10 +198,10 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from deliberation_env import spaces as de_spaces
-from deliberation_env.config import EnvConfig
-from deliberation_env.core import DeliberationCore
-from deliberation_env.spaces import MetaAction
+from deliberation_env.meta import spaces as de_spaces
+from deliberation_env.meta.config import EnvConfig
+from deliberation_env.meta.core import DeliberationCore
+from deliberation_env.meta.spaces import MetaAction
 from deliberation_env.tasks import Task
 from deliberation_env.values import check_action_keys, is_integer
 

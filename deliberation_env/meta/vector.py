@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from deliberation_env import spaces as de_spaces
-from deliberation_env.env import (
+from deliberation_env.meta import spaces as de_spaces
+from deliberation_env.meta.env import (
     all_infos,
     build_core,
     check_infos,

@@ -1,7 +1,7 @@
 """The deliberation engine: ``num_envs`` episodes stepped in lockstep.
 
-Both front-ends use it: :class:`deliberation_env.env.DeliberationEnv` is one episode,
-:class:`deliberation_env.vector.DeliberationVectorEnv` is many. Every backend request of
+Both front-ends use it: :class:`deliberation_env.meta.env.DeliberationEnv` is one episode,
+:class:`deliberation_env.meta.vector.DeliberationVectorEnv` is many. Every backend request of
 a phase (solve, refine, introspect) of every env goes to each solver in one call.
 Consensus, leave-one-out consensus and observations are computed on arrays.
 """
@@ -18,7 +18,7 @@ import numpy as np
 from agents.base import Answer, Confidence, PeerAnswer, Solver, Turn, call_solver
 from agents.profile import PROFILE_SIZE
 from agents.seeding import derive_seed, turn_seeds
-from deliberation_env.spaces import TEXT_CHARSET, TEXT_MAX_LENGTH, MetaAction
+from deliberation_env.meta.spaces import TEXT_CHARSET, TEXT_MAX_LENGTH, MetaAction
 from deliberation_env.starts import Starts
 from deliberation_env.tasks import Problem, Task
 from deliberation_env.tasks.base import AnswerTask

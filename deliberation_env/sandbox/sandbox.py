@@ -18,7 +18,7 @@ Two APIs:
   calls of its entry point: arguments in, the result (or the exception's type name) out,
   both as plain built-in values (``None``, ``bool``, ``int``, ``float``, ``complex``,
   ``str``, ``bytes``, ``list``, ``tuple``, ``dict``, ``set``, ``frozenset``; exact types, no
-  pickle, depth and size limits: ``deliberation_env/_sandbox_codec.py``). The *judge*
+  pickle, depth and size limits: ``deliberation_env/sandbox/_sandbox_codec.py``). The *judge*
   runs the task's setup (the prompt's helpers), binds the entry point to a proxy whose
   calls the candidate answers, evaluates the probe expressions, calls ``check(proxy)`` and
   alone writes the verdict to a socket the candidate never holds. Anything that is not a
@@ -168,7 +168,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from deliberation_env._sandbox_codec import MAX_MESSAGE_BYTES, decode
+from deliberation_env.sandbox._sandbox_codec import MAX_MESSAGE_BYTES, decode
 
 MAX_OUTPUT_CHARS = 100_000
 """Characters of stdout and of stderr kept in a result."""

@@ -21,7 +21,7 @@ openai:<base_url>#<model>, vllm:<model>
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -32,15 +32,15 @@ from tyro.constructors import PrimitiveConstructorSpec
 from agents.base import Backend, Solver
 from agents.llm_agent import LLMAgent
 from agents.specs import check_spec, member_from_spec
-from deliberation_env.core import CONCEDE_RULES, RewardConfig
+from deliberation_env.arguments import task_arguments, with_max_cycles
+from deliberation_env.meta.core import CONCEDE_RULES, RewardConfig
 from deliberation_env.tasks import Task
-from deliberation_env.tasks.base import check_scoring, with_scoring
+from deliberation_env.tasks.base import SPLITS, check_scoring, with_scoring
 from deliberation_env.values import is_integer, is_number
 
 TeamMember = str | Backend | Solver
 TeamSpec = TeamMember | Sequence[TeamMember]
 OBSERVATIONS = ("vector", "text", "both", "flat")
-SPLITS = ("train", "test")
 DEFAULT_MAX_ROUNDS = 3
 
 
@@ -60,50 +60,6 @@ TASK_ON_THE_COMMAND_LINE = PrimitiveConstructorSpec(
     str_from_instance=lambda task: [task if isinstance(task, str) else task.name],
 )
 """``--task NAME``: a task name (a Task instance is for Python callers)."""
-
-
-def with_max_cycles(name: str, value: Any, max_cycles: Any, default: int) -> Any:
-    """The episode length from the env's own argument ``name`` or PettingZoo's ``max_cycles``.
-
-    Raises:
-        ValueError: When both are given.
-    """
-    if value is not None and max_cycles is not None:
-        raise ValueError(f"give {name} or max_cycles (PettingZoo's name for it), not both: got {value!r} and {max_cycles!r}")
-    return next((v for v in (value, max_cycles) if v is not None), default)
-
-
-def task_arguments(
-    task: Any, task_kwargs: Mapping[str, Any] | None, path: str | None, difficulty: int | None
-) -> dict[str, Any]:
-    """The keyword arguments of a task given by name: ``task_kwargs`` plus ``path`` and
-    ``difficulty`` (the shortcuts of both env families' configs).
-
-    Raises:
-        TypeError, ValueError: When an argument is given twice, ``difficulty`` is given for
-            a task other than arithmetic, or arguments are given with a Task instance.
-    """
-    if task_kwargs is not None and not isinstance(task_kwargs, Mapping):
-        raise TypeError(f"task_kwargs must be a dict or None, got {task_kwargs!r}")
-    shortcuts = {k: v for k, v in (("path", path), ("difficulty", difficulty)) if v is not None}
-    arguments = dict(task_kwargs or {})
-    for name in set(shortcuts) & set(arguments):
-        raise ValueError(f"{name} is given twice, as an argument and in task_kwargs")
-    arguments.update(shortcuts)
-    if not isinstance(task, str):
-        if arguments:
-            raise ValueError(
-                f"task_kwargs are only used with a task name, not a Task instance (nor are path and "
-                f"difficulty); got {sorted(arguments)}"
-            )
-        if not isinstance(task, Task):
-            raise TypeError(f"task must be a task name or a Task, got {type(task).__name__}")
-    elif "difficulty" in arguments and task != "arithmetic":
-        raise ValueError(
-            f"difficulty is an argument of task 'arithmetic' only, got task {task!r} "
-            "(leave difficulty unset: --difficulty None)"
-        )
-    return arguments
 
 
 @dataclass(frozen=True)
@@ -127,7 +83,7 @@ class SimulatedTeamConfig:
 @dataclass
 class EnvConfig:
     """Every argument of the meta-action env (``de.parallel_env``, ``de.vector_env``), but
-    the front-ends' own ``render_mode`` and ``infos``. Documented in :mod:`deliberation_env.env`.
+    the front-ends' own ``render_mode`` and ``infos``. Documented in :mod:`deliberation_env.meta.env`.
     """
 
     # Task
