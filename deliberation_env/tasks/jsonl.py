@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
-from deliberation_env.tasks.base import SPLITS, Problem, check_scoring, check_split
+from deliberation_env.tasks.base import Problem, check_scoring
 from deliberation_env.tasks.numeric import NUMERIC_INSTRUCTIONS, canonical_number, read_number
 from deliberation_env.tasks.sources import (
     TEST_FRACTION,
     Record,
-    load_split,
+    SplitsFromSource,
+    load_splits,
     question_key,
     require,
     require_answer,
+    resolve_source,
 )
 
 TEXT_INSTRUCTIONS = "Think step by step. End with a line of the form 'Answer: X'."
@@ -36,18 +38,20 @@ def _rest_of_line(text: str, start: int) -> str:
     return canonical_text(text[start : len(text) if end < 0 else end])
 
 
-class JSONLTask:
+class JSONLTask(SplitsFromSource):
     """Any JSONL file of questions and answers.
 
-    **Splits.** A directory with ``train.jsonl`` and ``test.jsonl`` keeps its own split.
+    **Splits.** A directory with ``train.jsonl`` and ``test.jsonl`` keeps its own split
+    (one of the two is enough for the split it holds); so does a Hugging Face dataset
+    ``"hf:<dataset>[:<config>]"`` with both splits.
     A single file is split deterministically (half and half, or ``test_fraction``), by a hash of each question's
     normalized text (:func:`~deliberation_env.tasks.sources.hash_split` of
     :func:`~deliberation_env.tasks.sources.question_key`): the split does not depend on
     the file's order, and copies of a question always land in the same split, so the
     test split is never trained on.
 
-    **Answers.** With ``answers="auto"`` the task is numeric when every answer of *both*
-    splits is a number, and text otherwise (``task.numeric`` says which). Numeric
+    **Answers.** With ``answers="auto"`` the task is numeric when every answer of *every*
+    split is a number, and text otherwise (``task.numeric`` says which). Numeric
     answers are compared as numbers (``"1,000"`` equals ``1000``); text answers are
     compared case- and space-insensitively, read from an ``Answer: X`` line of the
     model's text. ``answers="numeric"`` insists on numbers: an answer that is not one is
@@ -63,7 +67,8 @@ class JSONLTask:
     Ids are ``<file stem>-<split>-<index in split>``.
 
     Args:
-        path: A JSONL file (hash-split) or a directory with ``train.jsonl`` and ``test.jsonl``.
+        path: A JSONL file (hash-split), a directory with ``train.jsonl`` and ``test.jsonl``,
+            or ``"hf:<dataset>[:<config>]"`` (see :mod:`deliberation_env.tasks.sources`).
         question_field: Name of the question field (a non-empty string in every record).
         answer_field: Name of the answer field (a non-empty string or a number).
         answers: ``"auto"``, ``"numeric"`` or ``"text"`` (see above).
@@ -72,8 +77,9 @@ class JSONLTask:
             hash, so the split stays fixed as the file grows).
 
     Raises:
-        FileNotFoundError: If ``path`` does not exist.
-        ValueError: On a bad ``answers`` or ``scoring``, or a malformed record (naming ``path:line``).
+        FileNotFoundError: If ``path`` does not exist (saying what it accepts).
+        ValueError: On a bad ``answers``, ``scoring`` or ``test_fraction``, or a malformed
+            record (naming ``path:line``).
     """
 
     name = "jsonl"
@@ -88,23 +94,16 @@ class JSONLTask:
         test_fraction: float = TEST_FRACTION,
     ) -> None:
         self.scoring = check_scoring(scoring)
-        self.path = Path(path)
-        if not self.path.exists():
-            raise FileNotFoundError(f"no such file or directory: {self.path}")
         if answers not in ANSWER_KINDS:
             raise ValueError(f"answers must be one of {ANSWER_KINDS}, got {answers!r}")
+        self.path = resolve_source(self.name, path)
         self.question_field, self.answer_field = question_field, answer_field
-        records = {
-            split: load_split(
-                self.path, split, lambda where, r: question_key(require(where, r, question_field)), test_fraction
-            )
-            for split in SPLITS
-        }
+        records = load_splits(self.path, lambda where, r: question_key(require(where, r, question_field)), test_fraction)
         if answers == "auto":
             answers = "numeric" if self._all_numeric(records) else "text"
         self.numeric = answers == "numeric"
         self.instructions = NUMERIC_INSTRUCTIONS if self.numeric else TEXT_INSTRUCTIONS
-        self._problems = {split: self._build(split, records[split]) for split in SPLITS}
+        self._problems = {split: self._build(split, located) for split, located in records.items()}
 
     def _all_numeric(self, records: dict[str, list[Record]]) -> bool:
         """Whether every answer of every split is a number."""
@@ -118,7 +117,7 @@ class JSONLTask:
         """The problems of one split, in file order."""
         return tuple(
             Problem(
-                f"{self.path.stem}-{split}-{index}",
+                f"{Path(self.path).stem}-{split}-{index}",
                 require(where, record, self.question_field),
                 self._reference(where, record),
             )
@@ -137,10 +136,6 @@ class JSONLTask:
         if not reference:
             raise ValueError(f"{where}: answer {answer!r} is empty once normalized")
         return reference
-
-    def problems(self, split: str) -> Sequence[Problem]:
-        """The problems of ``split``, answers in canonical form, in file order."""
-        return self._problems[check_split(split)]
 
     def parse(self, problem: Problem, text: str) -> str | None:
         """The number (numeric tasks) or the text after ``Answer:``, under the task's

@@ -1,17 +1,21 @@
 """Competition mathematics: MATH, AIME and AMC, checked with ``math-verify``.
 
-Data (see :mod:`deliberation_env.tasks.sources` for directories, single files and
-Hugging Face ids):
+Data (where to get each and its exact format: ``docs/data.md``; directories, single
+files, ``"hf:<dataset>"`` and ``"sample"``: :mod:`deliberation_env.tasks.sources`):
 
 - ``math``: MATH-format JSONL, one problem per line with ``problem`` and ``solution``
   (whose last ``\\boxed{...}`` is the reference; an ``answer`` field, as in MATH-500,
-  takes precedence), optional ``level`` and ``type`` (kept in ``Problem.meta``; ``levels``
-  and ``types`` select problems).
-- ``aime``, ``amc``: JSONL with ``problem`` and ``answer``.
+  takes precedence), optional ``level`` (``"Level 5"`` or ``5``) and ``type`` (MATH-500
+  calls it ``subject``), kept in ``Problem.meta``; ``levels`` and ``types`` select problems.
+  ``path="sample"``: 4 problems of each split ship with the package.
+- ``aime``, ``amc``: JSONL with ``problem`` and ``answer`` (no sample ships: the problems
+  are the MAA's).
 
-A directory with ``train.jsonl`` and ``test.jsonl`` keeps its own split. A single file
-is split by a hash of the normalized problem text (half train, half test), so copies of
-a problem land in the same split. Problem ids must be unique within a task.
+A directory with ``train.jsonl`` and ``test.jsonl`` keeps its own split (one of the two
+is enough for the split it holds). A single file is split by a hash of the normalized
+problem text (``test_fraction`` of it in test, half by default), so copies of a problem
+land in the same split. Problem ids are ``<task>:<the record's unique_id or id>``, else
+``<task>:<split>-<index in split>``, and must be unique within a task.
 
 Decisions are the model's final answer as a LaTeX string, read under the task's
 ``scoring`` option:
@@ -24,8 +28,7 @@ Decisions are the model's final answer as a LaTeX string, read under the task's
 - ``"lenient"``: the content of the last ``\\boxed{...}``, else what follows the last
   "The answer is" (:func:`extract_answer`).
 
-Two
-decisions are the same answer when ``math-verify`` says so (``\\frac{1}{2}``, ``0.5`` and
+Two decisions are the same answer when ``math-verify`` says so (``\\frac{1}{2}``, ``0.5`` and
 ``\\dfrac12``; ``[1,3)`` and ``\\left[1,3\\right)``; ``3\\sqrt{2}`` and ``\\sqrt{18}``).
 For consensus, :meth:`MathTask.decision_key` groups answers by math-verify's parsed
 expression (cheap and exact for equal forms; ``0.5`` and ``1/2`` agree, algebraically
@@ -41,19 +44,22 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable
 from pathlib import Path
 from typing import Any
 
 from math_verify import LatexExtractionConfig, parse, verify
 
-from deliberation_env.tasks.base import SPLITS, Problem, check_scoring, check_split, selection
+from deliberation_env.tasks.base import Problem, check_scoring, selection
 from deliberation_env.tasks.sources import (
+    TEST_FRACTION,
+    SplitsFromSource,
     check_unique_ids,
-    load_split,
+    load_splits,
     question_key,
     require,
     require_answer,
+    resolve_source,
 )
 
 CHECK_TIMEOUT_S = 5
@@ -192,39 +198,30 @@ def answer_key(answer: str) -> str:
     return str(parsed[0]) if parsed else _squeeze(answer)
 
 
-class _CompetitionMath:
+class _CompetitionMath(SplitsFromSource):
     """Shared behaviour of MATH, AIME and AMC: loading, parsing, checking."""
 
     name: str
     instructions = MATH_INSTRUCTIONS
 
-    def __init__(self, path: str | Path, scoring: str = "strict") -> None:
+    def __init__(self, path: str | Path, scoring: str = "strict", test_fraction: float = TEST_FRACTION) -> None:
         self.scoring = check_scoring(scoring)
-        self.path = path
-        located = {  # read both splits now: fail here, not mid-episode, on a bad record
-            split: [
-                (where, self._problem(where, record))
-                for where, record in load_split(
-                    path, split, lambda where, r: question_key(require(where, r, "problem"))
-                )
-            ]
-            for split in SPLITS
+        self.path = resolve_source(self.name, path)
+        records = load_splits(self.path, lambda where, r: question_key(require(where, r, "problem")), test_fraction)
+        located = {  # every split read now: fail here, not mid-episode, on a bad record
+            split: [(where, self._problem(where, record, f"{self.name}:{split}-{index}")) for index, (where, record) in enumerate(pairs)]
+            for split, pairs in records.items()
         }
         check_unique_ids(located)
         self._problems = self._select(
             {split: tuple(problem for _, problem in pairs) for split, pairs in located.items()}
         )
 
-    def problems(self, split: str) -> Sequence[Problem]:
-        """The problems of ``split``, in file order."""
-        return self._problems[check_split(split)]
-
-    def _problem(self, where: str, record: dict[str, Any]) -> Problem:
-        """One problem from a record (``ValueError`` naming ``where`` if malformed)."""
+    def _problem(self, where: str, record: dict[str, Any], default_id: str) -> Problem:
+        """One problem from a record (``ValueError`` naming ``where`` if malformed); its id
+        is the record's own, else ``default_id``."""
         answer = _squeeze(require_answer(where, record, "answer"))
-        return Problem(
-            _problem_id(self.name, where, record), require(where, record, "problem"), answer
-        )
+        return Problem(_problem_id(self.name, where, record, default_id), require(where, record, "problem"), answer)
 
     def _select(self, splits: dict[str, tuple[Problem, ...]]) -> dict[str, tuple[Problem, ...]]:
         """The problems to keep of each split (all of them; MATH selects levels and types)."""
@@ -244,16 +241,16 @@ class _CompetitionMath:
         return answer_key(decision)
 
 
-def _problem_id(task: str, where: str, record: dict[str, Any]) -> str:
-    """The record's own id (``unique_id`` or ``id``: a string or an integer) if it has one,
-    else ``task:where``."""
+def _problem_id(task: str, where: str, record: dict[str, Any], default: str) -> str:
+    """The record's own id (``unique_id`` or ``id``: a string or an integer) as
+    ``task:<id>`` if it has one, else ``default`` (``task:<split>-<index in split>``)."""
     for field in ("unique_id", "id"):
         value = record.get(field)
         if isinstance(value, int) and not isinstance(value, bool):
             return f"{task}:{value}"
         if value is not None:
             return f"{task}:{require(where, record, field)}"
-    return f"{task}:{where}"
+    return default
 
 
 class MathTask(_CompetitionMath):
@@ -261,14 +258,15 @@ class MathTask(_CompetitionMath):
 
     Args:
         path: A directory with ``train.jsonl`` and ``test.jsonl``, one JSONL file
-            (hash-split by problem text), or a Hugging Face dataset id.
+            (hash-split by problem text), ``"hf:<dataset>[:<config>]"`` or ``"sample"``.
         levels: Keep only these levels (e.g. ``(4, 5)`` or ``("Level 5",)``); ``None``: all.
         types: Keep only these subjects (e.g. ``("Algebra",)``); ``None``: all.
         scoring: ``"strict"`` (only ``\\boxed{}`` answers count) or ``"lenient"`` (see the
             module docstring).
+        test_fraction: The share of a single file's problems placed in ``test``.
 
     Raises:
-        FileNotFoundError: If ``path`` does not exist.
+        FileNotFoundError: If ``path`` does not exist (saying what it accepts).
         ValueError: On a malformed line (naming ``path:line``), e.g. a solution without
             ``\\boxed{}``, a problem id used twice, or ``levels``/``types`` that select
             a level or subject the data does not have.
@@ -282,13 +280,14 @@ class MathTask(_CompetitionMath):
         levels: Iterable[int | str] | None = None,
         types: Iterable[str] | None = None,
         scoring: str = "strict",
+        test_fraction: float = TEST_FRACTION,
     ) -> None:
         chosen_levels = selection("levels", levels)
         self.levels = None if chosen_levels is None else {_level(level) for level in chosen_levels}
         self.types = selection("types", types)
-        super().__init__(path, scoring)
+        super().__init__(path, scoring, test_fraction)
 
-    def _problem(self, where: str, record: dict[str, Any]) -> Problem:
+    def _problem(self, where: str, record: dict[str, Any], default_id: str) -> Problem:
         if record.get("answer") is not None:
             answer = _squeeze(require_answer(where, record, "answer"))
         else:
@@ -297,15 +296,15 @@ class MathTask(_CompetitionMath):
             raise ValueError(
                 f"{where}: the solution has no \\boxed{{...}} answer (and no 'answer' field)"
             )
-        meta = {
-            key: require(where, record, key)
-            for key in ("type", "solution")
-            if record.get(key) is not None
-        }
+        meta = {key: require(where, record, key) for key in ("solution",) if record.get(key) is not None}
+        for field in ("type", "subject"):  # MATH-500 calls the type "subject"
+            if record.get(field) is not None:
+                meta["type"] = require(where, record, field)
+                break
         if record.get("level") is not None:
             meta["level"] = _level(_level_field(where, record))
         return Problem(
-            _problem_id(self.name, where, record), require(where, record, "problem"), answer, meta
+            _problem_id(self.name, where, record, default_id), require(where, record, "problem"), answer, meta
         )
 
     def _select(self, splits: dict[str, tuple[Problem, ...]]) -> dict[str, tuple[Problem, ...]]:
@@ -347,8 +346,9 @@ class AIMETask(_CompetitionMath):
 
     Args:
         path: A directory with ``train.jsonl`` and ``test.jsonl``, one JSONL file
-            (hash-split), or a Hugging Face dataset id.
+            (hash-split), or ``"hf:<dataset>[:<config>]"``.
         scoring: ``"strict"`` or ``"lenient"`` (see the module docstring).
+        test_fraction: The share of a single file's problems placed in ``test``.
     """
 
     name = "aime"
@@ -359,8 +359,9 @@ class AMCTask(_CompetitionMath):
 
     Args:
         path: A directory with ``train.jsonl`` and ``test.jsonl``, one JSONL file
-            (hash-split), or a Hugging Face dataset id.
+            (hash-split), or ``"hf:<dataset>[:<config>]"``.
         scoring: ``"strict"`` or ``"lenient"`` (see the module docstring).
+        test_fraction: The share of a single file's problems placed in ``test``.
     """
 
     name = "amc"

@@ -8,10 +8,15 @@ Two layouts are read:
   the ``test`` split; ``<subject>_dev.csv`` and ``<subject>_val.csv`` (the few-shot and
   validation questions) form ``train``.
 - **JSONL** (a directory with ``train.jsonl``/``test.jsonl``, kept as it is; one file
-  split by a hash of the normalized question text, so copies of a question share a
-  split; or a Hugging Face id such as ``"cais/mmlu:all"``): ``question``, the options as
-  ``choices`` (a list of four strings or numbers) or fields ``A``-``D``, ``answer`` as a
-  letter or an index 0-3, and optionally ``subject`` and ``id`` (unique within the task).
+  split by a hash of the normalized question text, ``test_fraction`` of it in test, so
+  copies of a question share a split; ``"hf:cais/mmlu:all"``, the dataset on the
+  Hugging Face hub, whose ``dev`` and ``validation`` questions form ``train``; or
+  ``"sample"``, 5 questions of each split that ship with the package): ``question``, the
+  options as ``choices`` (a list of four strings or numbers) or fields ``A``-``D``,
+  ``answer`` as a letter or an index 0-3, and optionally ``subject`` and ``id`` (unique
+  within the task; without it a problem's id is ``mmlu:<split>-<index in split>``).
+
+Where to get it and its exact format: ``docs/data.md``.
 
 Files are UTF-8 (a leading byte-order mark is allowed); a bad row or record is an error
 naming ``path:line``.
@@ -37,15 +42,18 @@ from collections.abc import Hashable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from deliberation_env.tasks.base import SPLITS, Problem, check_scoring, check_split, selection
+from deliberation_env.tasks.base import SPLITS, Problem, check_scoring, selection
 from deliberation_env.tasks.sources import (
+    TEST_FRACTION,
+    SplitsFromSource,
     check_unique_ids,
-    load_split,
+    load_splits,
     optional_text,
     question_key,
     read_text,
     require,
     require_answer,
+    resolve_source,
 )
 
 LETTERS = ("A", "B", "C", "D")
@@ -96,54 +104,61 @@ def extract_letter(text: str) -> str | None:
     return alone.group(1) if alone else None
 
 
-class MMLUTask:
+class MMLUTask(SplitsFromSource):
     """MMLU from the original per-subject CSVs or from JSONL.
 
     Args:
         path: A directory of ``<subject>_{test,dev,val}.csv`` files, a directory with
-            ``train.jsonl``/``test.jsonl``, one JSONL file, or a Hugging Face dataset id.
+            ``train.jsonl``/``test.jsonl``, one JSONL file, ``"hf:<dataset>[:<config>]"``
+            (e.g. ``"hf:cais/mmlu:all"``) or ``"sample"``.
         subjects: Keep only these subjects (e.g. ``["anatomy", "virology"]``); ``None``: all.
         scoring: ``"strict"`` (only "Answer: X" counts) or ``"lenient"`` (see the module
             docstring).
+        test_fraction: The share of a single file's questions placed in ``test``.
 
     Raises:
-        FileNotFoundError: If ``path`` does not exist.
+        FileNotFoundError: If ``path`` does not exist (saying what it accepts).
         ValueError: On a malformed row (naming ``path:line``) or an unknown subject.
     """
 
     name = "mmlu"
     instructions = MMLU_INSTRUCTIONS
 
-    def __init__(self, path: str | Path, subjects: Iterable[str] | None = None, scoring: str = "strict") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        subjects: Iterable[str] | None = None,
+        scoring: str = "strict",
+        test_fraction: float = TEST_FRACTION,
+    ) -> None:
         self.scoring = check_scoring(scoring)
-        self.path = path
+        self.path = resolve_source(self.name, path)
         self.subjects = selection("subjects", subjects)
-        located = {split: self._load(split) for split in SPLITS}
+        located = self._load(test_fraction)
         check_unique_ids(located)
-        self._problems = {split: tuple(p for _, p in pairs) for split, pairs in located.items()}
-        found = {p.meta["subject"] for problems in self._problems.values() for p in problems}
+        found = {problem.meta["subject"] for pairs in located.values() for _, problem in pairs}
         if self.subjects is not None and not self.subjects <= found:
             unknown = ", ".join(sorted(self.subjects - found))
             raise ValueError(
                 f"unknown MMLU subjects: {unknown}; {path} has: {', '.join(sorted(found))}"
             )
+        self._problems = {  # ordered by subject (CSV) or as the source lists them
+            split: tuple(p for _, p in pairs if self.subjects is None or p.meta["subject"] in self.subjects)
+            for split, pairs in located.items()
+        }
 
-    def problems(self, split: str) -> Sequence[Problem]:
-        """The problems of ``split`` of the selected subjects, ordered by subject, then file order."""
-        return tuple(
-            p
-            for p in self._problems[check_split(split)]
-            if self.subjects is None or p.meta["subject"] in self.subjects
-        )
-
-    def _load(self, split: str) -> list[tuple[str, Problem]]:
-        """Every problem of ``split``, with where each was read."""
+    def _load(self, test_fraction: float) -> dict[str, list[tuple[str, Problem]]]:
+        """Every problem of each split, with where each was read."""
         if _is_csv_release(Path(self.path)):
-            return [located for file in _csv_files(Path(self.path), split) for located in _read_csv(file)]
-        records = load_split(
-            self.path, split, lambda where, r: question_key(require(where, r, "question"))
-        )
-        return [(where, _from_record(where, record)) for where, record in records]
+            return {
+                split: [located for file in _csv_files(Path(self.path), split) for located in _read_csv(file)]
+                for split in SPLITS
+            }
+        records = load_splits(self.path, lambda where, r: question_key(require(where, r, "question")), test_fraction)
+        return {
+            split: [(where, _from_record(where, record, f"mmlu:{split}-{index}")) for index, (where, record) in enumerate(pairs)]
+            for split, pairs in records.items()
+        }
 
     def parse(self, problem: Problem, text: str) -> str | None:
         """The chosen letter under the task's ``scoring`` (:func:`stated_letter` when strict,
@@ -196,8 +211,8 @@ def _read_csv(file: Path) -> list[tuple[str, Problem]]:
     return problems
 
 
-def _from_record(where: str, record: dict[str, Any]) -> Problem:
-    """A problem from a JSONL / dataset record."""
+def _from_record(where: str, record: dict[str, Any], default_id: str) -> Problem:
+    """A problem from a JSONL / dataset record; its id is ``mmlu:<the record's id>``, else ``default_id``."""
     if "choices" in record:
         choices = record["choices"]
         if not isinstance(choices, list | tuple) or len(choices) != 4:
@@ -210,7 +225,7 @@ def _from_record(where: str, record: dict[str, Any]) -> Problem:
         choices = _options(where, LETTERS, [record[letter] for letter in LETTERS])
     answer = _letter(where, require_answer(where, record, "answer"))
     subject = optional_text(where, record, "subject") or "unknown"
-    problem_id = f"mmlu:{_record_id(where, record)}" if record.get("id") is not None else f"mmlu:{where}"
+    problem_id = f"mmlu:{_record_id(where, record)}" if record.get("id") is not None else default_id
     return _problem(problem_id, subject, require(where, record, "question"), choices, answer)
 
 

@@ -1,21 +1,32 @@
 """Where benchmark records come from, how they are read, and the fixed split of single-split sources.
 
-A *source* is one of:
+A task's ``path`` is one of (the formats of each benchmark: ``docs/data.md``):
 
-- a directory holding ``train.jsonl`` and ``test.jsonl`` (the source's own splits, kept
-  as they are);
+- a directory holding ``train.jsonl`` and ``test.jsonl``: the source's own splits, kept
+  as they are. A directory may hold only one of them: the task then has only that split,
+  and asking for the other is an error that names the missing file and what reads that
+  split (so a folder with only ``test.jsonl`` is enough to evaluate);
 - one JSONL file: its records are split by :func:`hash_split` of a per-task key (the
   normalized problem text, see :func:`question_key`, or a real problem id), so the
   split is fixed, disjoint, independent of the file's order, and duplicates of a
-  problem land in the same split;
-- a Hugging Face dataset id, optionally ``"id:config"`` (e.g. ``"cais/mmlu:all"``), when
-  the ``datasets`` package is installed and the hub (or its cache) can be reached. Its
-  ``train`` and ``test`` splits are used if it has both (with no ``train``, its ``dev``
-  and ``validation`` splits form ``train``), otherwise its only split is hash-split like
-  a single file.
+  problem land in the same split; ``test_fraction`` of them go to ``test``;
+- ``"hf:<dataset>"`` or ``"hf:<dataset>:<config>"`` (e.g. ``"hf:openai/gsm8k:main"``): a
+  Hugging Face dataset, read by ``datasets.load_dataset(dataset, config)`` where the
+  machine can reach the hub (or has the dataset in its cache), with the optional
+  ``datasets`` package (``pip install 'deliberation-env[hf]'``). ``<dataset>`` may be
+  anything ``load_dataset`` takes, a local folder of JSONL files too. Its ``train`` and
+  ``test`` splits are used if it has both (with no ``train``, its ``dev`` and
+  ``validation`` splits form ``train``), otherwise its only split is hash-split like a
+  single file. Its records are parsed exactly as a file's;
+- ``"sample"``: the few records of the benchmark that ship with the package
+  (:func:`sample_path`), for examples and tests. A local folder named ``sample`` is
+  written ``./sample``.
+
+A single-split source announces its split on the ``deliberation_env.tasks`` logger
+(INFO: how many records went to each split, and the ``test_fraction``).
 
 Data files are UTF-8 (a leading byte-order mark is allowed). Records come with *where*
-they were read (``"path:line"``, or ``"id[split]:row"``), which every error about a
+they were read (``"path:line"``, or ``"dataset[split]:row"``), which every error about a
 record names: text that is not UTF-8, a line that is not one JSON object (``NaN``,
 ``Infinity`` and repeated keys included), a missing, ``null``, empty or mistyped field.
 A file with no record at all is an error too, naming the file.
@@ -26,16 +37,45 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import logging
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from deliberation_env.tasks.base import Problem, check_split
+from deliberation_env.tasks.base import SPLITS, Problem, check_split
 
 TEST_FRACTION = 0.5
 """Share of a single-split source's problems that :func:`hash_split` puts in ``test``."""
+
+HF_PREFIX = "hf:"
+"""A ``path`` that starts with it names a Hugging Face dataset (see the module docstring)."""
+
+SAMPLE = "sample"
+"""The ``path`` of a task's shipped sample (:func:`sample_path`)."""
+
+SAMPLES = Path(__file__).with_name("samples")
+"""The folder of the shipped samples, one folder per task."""
+
+ACCEPTED = (
+    "a JSONL file (split in two by a hash of each problem), a folder with train.jsonl and test.jsonl, "
+    "'hf:<dataset>[:<config>]' (a Hugging Face dataset, with the hf extra), or 'sample' (the few "
+    "records that ship with the package); where to get each benchmark and its format: docs/data.md"
+)
+"""What a task's ``path`` may be, for error messages."""
+
+DATASET_NAME = re.compile(r"[\w.-]+/[\w.-]+(?::[\w.-]+)?")
+"""What a Hugging Face dataset's name looks like (``org/name`` or ``org/name:config``)."""
+
+READERS = {
+    "train": "training reads (deliberate train and compare: the learners' updates)",
+    "test": "evaluation reads (deliberate run, and the held-out scores of train and compare)",
+}
+"""What reads each split, for the error that a source lacks one."""
+
+logger = logging.getLogger("deliberation_env.tasks")
 
 Record = tuple[str, dict[str, Any]]
 """A record and where it was read (``"path:line"``)."""
@@ -50,8 +90,7 @@ def hash_split(key: str, test_fraction: float = TEST_FRACTION) -> str:
     >>> hash_split("What is 1 + 1?"), hash_split("What is 3 + 3?")
     ('test', 'train')
     """
-    if not 0 < test_fraction < 1:
-        raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction!r}")
+    check_test_fraction(test_fraction)
     digest = hashlib.sha256(key.encode("utf-8")).digest()
     return "test" if int.from_bytes(digest[:8], "big") < test_fraction * 2**64 else "train"
 
@@ -200,18 +239,17 @@ def check_unique_ids(splits: Mapping[str, Sequence[tuple[str, Problem]]]) -> Non
             first[problem.id] = where
 
 
-def load_split(
+def load_splits(
     source: str | Path,
-    split: str,
     key: Callable[[str, dict[str, Any]], str],
     test_fraction: float = TEST_FRACTION,
     place: Callable[[str, dict[str, Any]], str | None] | None = None,
-) -> list[Record]:
-    """The records of ``split`` from ``source`` (see the module docstring).
+) -> dict[str, list[Record]]:
+    """The records of each split that ``source`` has (see the module docstring).
 
     Args:
-        source: A directory, a JSONL file, or a Hugging Face dataset id.
-        split: ``"train"`` or ``"test"``.
+        source: A directory, a JSONL file, or ``"hf:<dataset>[:<config>]"`` (as
+            :func:`resolve_source` returns it).
         key: ``key(where, record)``: the string that places a record of a single-split
             source in a split (it raises ``ValueError`` naming ``where`` on a bad record).
         test_fraction: The share of a single-split source's records placed in ``test``
@@ -219,51 +257,219 @@ def load_split(
         place: ``place(where, record)``: the split of a record of a single-split source
             (``None``: in neither), instead of the hash of its key.
 
+    Returns:
+        ``{"train": records, "test": records}``; a directory holding one split file
+        gives only that split.
+
     Raises:
-        FileNotFoundError: If ``source`` is not a path and cannot be a dataset id.
-        ValueError: On a malformed record (naming ``path:line``) or an unknown split.
+        FileNotFoundError: If a directory holds neither split file, or a dataset cannot
+            be loaded (naming it and why).
+        ValueError: On a malformed record (naming ``path:line``), an empty file, or a
+            ``test_fraction`` outside (0, 1).
     """
-    check_split(split)
-    path = Path(source)
-    if path.is_dir():
-        file = path / f"{split}.jsonl"
-        if not file.is_file():
-            raise FileNotFoundError(f"{path} is a directory but has no {split}.jsonl")
-        return read_records(file)
-    if path.is_file():
-        records = read_records(path)
-    else:
-        splits = _hub_splits(str(source))
-        held_out = [record for name in ("dev", "validation") for record in splits.get(name, [])]
-        if "train" not in splits and "test" in splits and held_out:
-            splits["train"] = held_out  # e.g. MMLU: few-shot and validation questions
-        if "train" in splits and "test" in splits:
-            return splits[split]
+    check_test_fraction(test_fraction)
+    if str(source).startswith(HF_PREFIX):
+        splits = _hub_splits(str(source).removeprefix(HF_PREFIX))
+        if set(SPLITS) <= splits.keys():
+            return {split: splits[split] for split in SPLITS}
         if len(splits) != 1:
-            raise ValueError(f"dataset {source!r} has splits {sorted(splits)}, not train and test")
+            raise ValueError(
+                f"dataset {source!r} has the splits {', '.join(sorted(splits))}: it needs train and test "
+                "(or test with dev or validation), or exactly one split, which is hash-split"
+            )
         records = next(iter(splits.values()))
-    if place is None:
-        return [(where, record) for where, record in records if hash_split(key(where, record), test_fraction) == split]
-    return [(where, record) for where, record in records if place(where, record) == split]
+    elif Path(source).is_dir():
+        return _directory_splits(Path(source))
+    else:
+        records = read_records(Path(source))
+    split_of = place or (lambda where, record: hash_split(key(where, record), test_fraction))
+    placed = {split: [] for split in SPLITS}
+    for where, record in records:
+        split = split_of(where, record)
+        if split is not None:
+            placed[split].append((where, record))
+    logger.info(
+        "%s: one set of %d records, split by %s into %d train and %d test",
+        source, len(records), "the task's split rule" if place else f"a hash of each problem (test_fraction={test_fraction})",
+        len(placed["train"]), len(placed["test"]),
+    )
+    return placed
 
 
-def _hub_splits(dataset_id: str) -> dict[str, list[Record]]:
-    """Every split of a Hugging Face dataset, as records (``datasets`` is optional)."""
+def load_split(
+    source: str | Path,
+    split: str,
+    key: Callable[[str, dict[str, Any]], str],
+    test_fraction: float = TEST_FRACTION,
+    place: Callable[[str, dict[str, Any]], str | None] | None = None,
+) -> list[Record]:
+    """The records of one ``split`` of ``source`` (:func:`load_splits` reads every split).
+
+    Raises:
+        FileNotFoundError: As :func:`load_splits`, and if ``source`` lacks ``split``
+            (naming the missing file and what reads that split).
+        ValueError: As :func:`load_splits`, and on an unknown split.
+    """
+    return present_split(load_splits(source, key, test_fraction, place), split, source)
+
+
+def check_test_fraction(test_fraction: float) -> float:
+    """``test_fraction`` if it lies in (0, 1), else a ``ValueError`` naming it."""
+    if isinstance(test_fraction, bool) or not isinstance(test_fraction, int | float) or not 0 < test_fraction < 1:
+        raise ValueError(
+            f"test_fraction must lie in (0, 1): the share of a single file's problems placed in test, "
+            f"got {test_fraction!r}"
+        )
+    return test_fraction
+
+
+def present_split(splits: Mapping[str, Any], split: str, source: str | Path) -> Any:
+    """``splits[split]``, or a ``FileNotFoundError`` saying that ``source`` lacks it,
+    what reads that split, and how to add it.
+
+    Raises:
+        ValueError: On an unknown ``split``.
+    """
+    if check_split(split) not in splits:
+        raise FileNotFoundError(
+            f"{source} has no {split}.jsonl, so it has no {split} split, which {READERS[split]}. "
+            f"Add {split}.jsonl beside {next(iter(splits))}.jsonl (the format: docs/data.md), or give one "
+            "JSONL file, which is split in two by a hash of each problem (test_fraction)"
+        )
+    return splits[split]
+
+
+def _directory_splits(folder: Path) -> dict[str, list[Record]]:
+    """The records of each split file a directory holds (at least one)."""
+    files = {split: folder / f"{split}.jsonl" for split in SPLITS}
+    present = {split: read_records(file) for split, file in files.items() if file.is_file()}
+    if not present:
+        found = sorted(entry.name for entry in folder.iterdir())[:8]
+        raise FileNotFoundError(
+            f"{folder} is a directory with neither train.jsonl nor test.jsonl (it holds: "
+            f"{', '.join(found) or 'nothing'}); a data folder holds train.jsonl and test.jsonl, one JSON "
+            "object per line (the format of each benchmark: docs/data.md)"
+        )
+    return present
+
+
+def resolve_source(task: str, path: str | Path) -> str | Path:
+    """Where task ``task`` reads its problems, from the ``path`` it was given.
+
+    ``"hf:<dataset>[:<config>]"`` stays as it is; ``"sample"`` is the task's shipped
+    sample (:func:`sample_path`); anything else is a local file or directory.
+
+    >>> resolve_source("gsm8k", "hf:openai/gsm8k:main")
+    'hf:openai/gsm8k:main'
+    >>> resolve_source("gsm8k", "sample").name
+    'gsm8k'
+
+    Raises:
+        FileNotFoundError: If the local path does not exist, or there is no sample of
+            ``task``; the message says what ``path`` accepts.
+    """
+    if isinstance(path, str) and path.startswith(HF_PREFIX):
+        return path
+    if isinstance(path, str) and path == SAMPLE:
+        return sample_path(task)
+    if not Path(path).exists():
+        hint = f" (did you mean path='hf:{path}'?)" if DATASET_NAME.fullmatch(str(path)) else ""
+        raise FileNotFoundError(
+            f"path={str(path)!r} (--path): no such file or directory{hint}. Task {task!r} reads {ACCEPTED}"
+        )
+    return Path(path)
+
+
+def sample_path(task: str) -> Path:
+    """The folder of the few records of ``task`` that ship with the package
+    (``train.jsonl``, ``test.jsonl``, and a ``LICENSE`` naming their source).
+
+    >>> sorted(file.name for file in sample_path("gsm8k").iterdir())
+    ['LICENSE', 'test.jsonl', 'train.jsonl']
+
+    Raises:
+        FileNotFoundError: If no sample of ``task`` ships, naming those that do.
+    """
+    folder = SAMPLES / task
+    if not folder.is_dir():
+        shipped = sorted(entry.name for entry in SAMPLES.iterdir() if entry.is_dir())
+        raise FileNotFoundError(
+            f"no sample of task {task!r} ships with the package (samples: {', '.join(shipped)}); give "
+            f"path= (--path) a local file or folder, or 'hf:<dataset>' (docs/data.md)"
+        )
+    return folder
+
+
+def data_paths(source: str | Path) -> tuple[Path, ...]:
+    """Where the records of ``source`` lie on this machine: a local file or directory, or
+    for ``"hf:<dataset>"`` the Hugging Face caches (and the dataset's folder if it is a
+    local one). A code task hides them from the programs it judges."""
+    if not str(source).startswith(HF_PREFIX):
+        return (Path(source),)
+    local = Path(str(source).removeprefix(HF_PREFIX).partition(":")[0])
+    caches = (
+        Path(importlib.import_module("datasets").config.HF_DATASETS_CACHE),
+        Path(importlib.import_module("huggingface_hub").constants.HF_HUB_CACHE),
+    )
+    return (*caches, local) if local.exists() else caches
+
+
+def _hub_splits(dataset: str) -> dict[str, list[Record]]:
+    """Every split of a Hugging Face dataset ``"<name>[:<config>]"``, as records (``dev``
+    and ``validation`` together as ``train`` when it has ``test`` and no ``train``)."""
     try:
         datasets = importlib.import_module("datasets")
     except ImportError:
-        raise FileNotFoundError(
-            f"no such file or directory: {dataset_id} (to load it as a Hugging Face dataset id "
-            "install the optional `datasets` package: pip install 'deliberation-env[hf]')"
+        raise ModuleNotFoundError(
+            f"path='hf:{dataset}' reads a Hugging Face dataset with the optional `datasets` package: "
+            "pip install 'deliberation-env[hf]' (or give a local copy, see docs/data.md)"
         ) from None
-    name, _, config = dataset_id.partition(":")
+    name, _, config = dataset.partition(":")
     try:
         loaded = datasets.load_dataset(name, config or None)
     except Exception as error:  # the hub's errors vary by version and cause
         raise FileNotFoundError(
-            f"{dataset_id!r} is neither a local path nor a loadable Hugging Face dataset: {error}"
+            f"path='hf:{dataset}': datasets could not load {name!r}"
+            f"{f' (config {config!r})' if config else ''}: {error}. Check the name on huggingface.co, add "
+            "':<config>' if the dataset has several, and that this machine can reach the hub (or has the "
+            "dataset in its cache); or give a local copy (docs/data.md)"
         ) from error
-    return {
-        split: [(f"{dataset_id}[{split}]:{row}", dict(record)) for row, record in enumerate(rows)]
+    splits = {
+        split: [(f"{dataset}[{split}]:{row}", dict(record)) for row, record in enumerate(rows)]
         for split, rows in loaded.items()
     }
+    if "train" not in splits and "test" in splits and {"dev", "validation"} & splits.keys():
+        # e.g. MMLU: its few-shot (dev) and validation questions
+        splits["train"] = [record for split in ("dev", "validation") for record in splits.pop(split, [])]
+    return splits
+
+
+class SplitsFromSource:
+    """What every task read from a source shares: its splits, their sizes, and the error
+    for a split the source lacks.
+
+    Subclasses set ``path`` (the source, as :func:`resolve_source` returns it) and
+    ``_problems`` (the problems of each split the source has).
+    """
+
+    path: str | Path
+    _problems: dict[str, Sequence[Problem]]
+
+    @property
+    def split_counts(self) -> dict[str, int]:
+        """The number of problems of each split the source has (as :meth:`problems` returns them).
+
+        >>> from deliberation_env import tasks
+        >>> tasks.get("gsm8k", path="sample").split_counts
+        {'train': 8, 'test': 8}
+        """
+        return {split: len(self.problems(split)) for split in self._problems}
+
+    def problems(self, split: str) -> Sequence[Problem]:
+        """The problems of ``split``, in the source's order.
+
+        Raises:
+            FileNotFoundError: If the source has no ``split`` (a directory without its
+                file), naming the missing file and what reads that split.
+        """
+        return present_split(self._problems, split, self.path)

@@ -66,8 +66,8 @@ def test_gsm8k_malformed_lines_name_file_and_line(tmp_path, line, message):
         de.tasks.get("gsm8k", path=tmp_path)
 
 
-def test_gsm8k_missing_path():
-    with pytest.raises(FileNotFoundError, match="GSM8K needs a local copy"):
+def test_gsm8k_missing_path_says_what_path_accepts():
+    with pytest.raises(FileNotFoundError, match=r"path='/nonexistent/gsm8k' \(--path\): no such file or directory.*hf:.*'sample'.*docs/data\.md"):
         de.tasks.get("gsm8k", path="/nonexistent/gsm8k")
 
 

@@ -106,9 +106,20 @@ def test_invalid_json_names_the_file_and_line(tmp_path, name, bad, message):
 
 
 @pytest.mark.parametrize("name", LOADERS)
-def test_a_missing_directory_split_file_is_named(tmp_path, name):
-    (tmp_path / "train.jsonl").write_text("\n".join(_lines(name, 2)) + "\n")
-    with pytest.raises(FileNotFoundError, match="has no test.jsonl"):
+@pytest.mark.parametrize(("present", "missing", "reader"), [("train", "test", "evaluation"), ("test", "train", "training")])
+def test_a_directory_with_one_split_file_has_that_split_and_names_the_missing_one(tmp_path, name, present, missing, reader):
+    (tmp_path / f"{present}.jsonl").write_text("\n".join(_lines(name, 2)) + "\n")
+    task = _load(name, tmp_path)
+    assert len(task.problems(present)) == 2 and task.split_counts == {present: 2}
+    with pytest.raises(FileNotFoundError, match=rf"has no {missing}\.jsonl, so it has no {missing} split, which {reader} reads"):
+        task.problems(missing)
+
+
+@pytest.mark.parametrize("name", LOADERS)
+def test_a_directory_without_split_files_says_what_it_holds(tmp_path, name):
+    (tmp_path / "main").mkdir()
+    (tmp_path / "README.md").write_text("GSM8K\n")
+    with pytest.raises(FileNotFoundError, match=r"neither train\.jsonl nor test\.jsonl \(it holds: README\.md, main\)"):
         _load(name, tmp_path)
 
 

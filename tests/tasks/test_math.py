@@ -176,7 +176,7 @@ def test_directory_with_own_splits(tmp_path):
     task = tasks.get("math", path=tmp_path)
     assert [p.question for p in task.problems("test")] == [r["problem"] for r in MATH_RECORDS[4:]]
     assert len(task.problems("train")) == 4
-    assert task.problems("test")[0].id == f"math:{tmp_path / 'test.jsonl'}:1"
+    assert [p.id for p in task.problems("test")[:2]] == ["math:test-0", "math:test-1"]  # no own id: split and index
 
 
 def test_level_and_type_selection(tmp_path):
@@ -222,10 +222,11 @@ def test_malformed_line_names_file_and_line(tmp_path, line, message):
         MathTask(path)
 
 
-def test_missing_path_is_a_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setitem(__import__("sys").modules, "datasets", None)  # `datasets` not installed
-    with pytest.raises(FileNotFoundError, match="no-such-file.jsonl.*datasets"):
+def test_missing_path_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no-such-file\.jsonl' \(--path\): no such file or directory\. Task 'math' reads"):
         MathTask(tmp_path / "no-such-file.jsonl")
+    with pytest.raises(FileNotFoundError, match=r"did you mean path='hf:EleutherAI/hendrycks_math:algebra'\?"):
+        MathTask("EleutherAI/hendrycks_math:algebra")
 
 
 @pytest.mark.parametrize(("task_class", "name"), [(AIMETask, "aime"), (AMCTask, "amc")])
@@ -259,10 +260,10 @@ def test_hugging_face_dataset_id_with_one_split_is_hash_split(monkeypatch):
             return {"train": rows}
 
     monkeypatch.setitem(__import__("sys").modules, "datasets", FakeDatasets)
-    task = AIMETask("org/aime")
+    task = AIMETask("hf:org/aime")
     train, test = task.problems("train"), task.problems("test")
     assert len(train) + len(test) == 20 and train and test
-    assert test[0].id.startswith("aime:org/aime[train]:")
+    assert [p.id for p in test] == [f"aime:test-{index}" for index in range(len(test))]
 
 
 def test_each_check_has_a_time_limit(monkeypatch):

@@ -146,5 +146,5 @@ def test_hugging_face_layout_uses_dev_and_validation_for_train(monkeypatch):
             return {"test": rows(3, "test"), "validation": rows(2, "val"), "dev": rows(1, "dev")}
 
     monkeypatch.setitem(__import__("sys").modules, "datasets", FakeDatasets)
-    task = MMLUTask("cais/mmlu:all")
+    task = MMLUTask("hf:cais/mmlu:all")
     assert len(task.problems("test")) == 3 and len(task.problems("train")) == 3

@@ -7,10 +7,10 @@ metrics. The formulas below are this package's own (the word lists and threshold
 ours, the TL;DR thresholds follow the paper's released reward), stated exactly.
 
 **Corpus.** Any JSONL file, a directory with ``train.jsonl`` and ``test.jsonl``, or a
-Hugging Face dataset id (``"org/name"`` or ``"org/name:config"``, when online and the
-``hf`` extra is installed; see :mod:`deliberation_env.tasks.sources`): one record (a JSON
-object per line of a file) whose ``text_field``
-(default ``"text"``) is the source document, a non-empty string; other fields are
+Hugging Face dataset id (``"hf:org/name"`` or ``"hf:org/name:config"``, the ``hf:``
+optional, when online and the ``hf`` extra is installed; see
+:mod:`deliberation_env.tasks.sources`): one record (a JSON object per line of a file)
+whose ``text_field`` (default ``"text"``) is the source document, a non-empty string; other fields are
 ignored. A single file is split in half by a hash of each document's normalized text. A
 malformed line is a ``ValueError`` naming ``path:line``. Problem ids are
 ``<file stem>-<split>-<index>``. No corpus ships with the package.
@@ -63,8 +63,8 @@ from deliberation_env.tasks.base import check_split
 from deliberation_env.tasks.sources import load_split, question_key, require
 from deliberation_env.text.protocols.base import Outcome, chat, quote
 
-DATASET_ID = re.compile(r"[\w.-]+/[\w.-]+(?::[\w.-]+)?")
-"""A Hugging Face dataset id, ``org/name`` or ``org/name:config`` (not a local path)."""
+DATASET_ID = re.compile(r"(?:hf:)?[\w.-]+/[\w.-]+(?::[\w.-]+)?")
+"""A Hugging Face dataset id, ``[hf:]org/name`` or ``[hf:]org/name:config`` (not a local path)."""
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,8 @@ class WritingProtocol:
     def problems(self, split: str) -> Sequence[Problem]:
         """The documents of ``split`` (read once, then kept)."""
         if check_split(split) not in self._problems:
-            records = load_split(str(self.path), split, lambda where, record: question_key(self._text(where, record)))
+            source = str(self.path) if self.path.exists() else f"hf:{str(self.path).removeprefix('hf:')}"
+            records = load_split(source, split, lambda where, record: question_key(self._text(where, record)))
             self._problems[split] = tuple(
                 Problem(f"{self.path.stem}-{split}-{k}", self._text(where, record), "", {"where": where})
                 for k, (where, record) in enumerate(records)
