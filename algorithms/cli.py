@@ -12,7 +12,7 @@
 - ``deliberate train|compare --workers N ...``: the env's episodes on N Ray workers (the ``ray``
   extra; short for ``--env.workers N`` / ``--train.env.workers N``, :mod:`deliberation_env.distributed`).
 - ``deliberate run|train|compare --config FILE``: start from a YAML/JSON config file
-  (:mod:`algorithms.config_files`; the paper experiments are in ``examples/configs/``); a
+  (:mod:`algorithms.core.config_files`; the paper experiments are in ``examples/configs/``); a
   ``train``/``compare`` file with ``env: text`` is for ``--env text``.
 - ``deliberate tasks list`` / ``deliberate tasks show NAME [--path ...]``.
 - ``deliberate cache stats`` / ``deliberate cache clear`` / ``deliberate cache merge OUT IN [IN ...]``.
@@ -41,12 +41,15 @@ import deliberation_env as de
 from agents import SMOLLM2_TEMPERATURE
 from agents.base import Backend, Solver
 from agents.specs import backend_from_spec
-from algorithms import baselines, config_files, harness, plots, text_eval
 from algorithms import text as text_learners
-from algorithms.compute_matched import compute_matched
-from algorithms.evaluate import EvalResult, evaluate
-from deliberation_env.config import EnvConfig
-from deliberation_env.spaces import ACTION_NAMES
+from algorithms.core import config_files
+from algorithms.meta import baselines, plots
+from algorithms.meta import compare as harness
+from algorithms.meta.compute_matched import compute_matched
+from algorithms.meta.evaluate import EvalResult, evaluate
+from algorithms.text import eval as text_eval
+from deliberation_env.meta.config import EnvConfig
+from deliberation_env.meta.spaces import ACTION_NAMES
 from deliberation_env.text import CodingProtocol
 
 # a terminal's own width; logs, pipes and CI get 140 columns, so the tables keep every column whole
@@ -66,7 +69,7 @@ class Run:
     env_args: tyro.conf.OmitArgPrefixes[EnvConfig] = field(
         default_factory=lambda: EnvConfig(team="smollm2", split="test", max_rounds=2)
     )
-    """The env (:class:`deliberation_env.config.EnvConfig`): ``--task``, ``--path``,
+    """The env (:class:`deliberation_env.meta.config.EnvConfig`): ``--task``, ``--path``,
     ``--team``, ``--n-agents``, ``--max-rounds``, ``--temperature``, ... (no prefix)."""
     name: str | None = None
     """Run name; results go to ``<out_dir>/<name>/`` (default: ``<team>-<task>``)."""
@@ -74,7 +77,7 @@ class Run:
     """Held-out problems to evaluate on (the first n of the split); None: 24 for ``--env
     meta``, 8 for ``--env text``."""
     policies: tuple[str, ...] = ("independent", "debate", "minority-concedes", "confidence-threshold")
-    """Baselines to evaluate (``algorithms.baselines``)."""
+    """Baselines to evaluate (``algorithms.meta.baselines``)."""
     num_envs: int | None = None
     """Episodes stepped together (one backend call per phase for all of them); None: every
     problem at once, the largest batch (a batching backend such as ``ctranslate2`` decodes
@@ -168,7 +171,7 @@ def team_title(team: list[Solver]) -> str:
 
 def run_text(cfg: Run, backend: Backend | None = None) -> dict[str, Any]:
     """``deliberate run --env text --task humaneval``: the coding baselines of
-    :mod:`algorithms.text_eval` with a frozen team (SmolLM2 through the response cache, or
+    :mod:`algorithms.text.eval` with a frozen team (SmolLM2 through the response cache, or
     ``backend``): table, ``results.json`` and ``reward_parts.png``. ``--n-problems`` counts
     HumanEval problems; about 8 take 10 minutes on 2 CPU cores the first time."""
     args = cfg.env_args
@@ -579,7 +582,7 @@ def split_comma_lists(argv: list[str]) -> list[str]:
 
 
 CONFIGURABLE = {"run": Run, "train": harness.TrainConfig, "compare": harness.CompareConfig}
-"""The subcommands that take ``--config FILE`` (:mod:`algorithms.config_files`)."""
+"""The subcommands that take ``--config FILE`` (:mod:`algorithms.core.config_files`)."""
 
 
 def config_flag(args: list[str]) -> tuple[str | None, list[str]]:

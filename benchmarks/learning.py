@@ -36,9 +36,11 @@ import numpy as np
 import torch
 import tyro
 
-from algorithms.harness import CompareConfig, EnvConfig, SimulatedTeamConfig, TrainConfig, compare
-from algorithms.learners import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPO, SoftRankPOConfig
-from algorithms.learners.base import Rollout
+from algorithms.meta import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPO, SoftRankPOConfig
+from algorithms.meta.base import Rollout
+from algorithms.meta.compare import CompareConfig, compare
+from algorithms.meta.train import TrainConfig
+from deliberation_env.meta.config import EnvConfig, SimulatedTeamConfig
 
 DELIBERATION_MATTERS = SimulatedTeamConfig(
     skill=(0.65, 0.45, 0.3),  # unequal skills

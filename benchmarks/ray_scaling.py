@@ -141,7 +141,7 @@ def learner_run(workers: int, updates: int) -> tuple[float, list[dict[str, float
     """Wall time (after the env is built) and metrics of SoftRankPO on ``workers`` workers."""
     import torch
 
-    from algorithms.learners import SoftRankPO, SoftRankPOConfig
+    from algorithms.meta import SoftRankPO, SoftRankPOConfig
 
     torch.set_num_threads(1)  # as the training harness: tiny networks, threads cost more than they give
     config = SoftRankPOConfig(groups_per_update=8, group_size=4)

@@ -43,12 +43,14 @@ import deliberation_env as de
 from agents.cache import DEFAULT_CACHE_PATH, cache_stats
 from agents.seeding import derive_seed
 from algorithms import baselines
-from algorithms.checkpoints import CHECKPOINT
-from algorithms.evaluate import EvalResult, evaluate
-from algorithms.harness import CompareConfig, EnvConfig, TrainConfig, compare, load_network
-from algorithms.learners import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig
-from algorithms.network import NetworkPolicy
-from deliberation_env.spaces import ACTION_NAMES
+from algorithms.core.checkpoints import CHECKPOINT
+from algorithms.meta import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig
+from algorithms.meta.compare import CompareConfig, compare
+from algorithms.meta.evaluate import EvalResult, evaluate
+from algorithms.meta.network import NetworkPolicy
+from algorithms.meta.train import TrainConfig, load_network
+from deliberation_env import EnvConfig
+from deliberation_env.meta.spaces import ACTION_NAMES
 
 ENV = EnvConfig(team="smollm2", difficulty=1, max_rounds=1)
 """The default task and team of ``make run``, one round per episode."""

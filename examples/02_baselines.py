@@ -15,7 +15,7 @@ import tyro
 import deliberation_env as de
 from algorithms import baselines
 from algorithms.cli import console, results_table
-from algorithms.evaluate import evaluate
+from algorithms.meta.evaluate import evaluate
 
 
 @dataclass

@@ -14,8 +14,8 @@ import tyro
 
 import deliberation_env as de
 from algorithms import baselines
-from algorithms.evaluate import evaluate
-from algorithms.learners import SFT, SFTConfig, SoftRankPO, SoftRankPOConfig
+from algorithms.meta import SFT, SFTConfig, SoftRankPO, SoftRankPOConfig
+from algorithms.meta.evaluate import evaluate
 
 
 @dataclass

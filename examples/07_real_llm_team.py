@@ -19,7 +19,7 @@ import deliberation_env as de
 from agents import smollm2_agent
 from algorithms import baselines
 from algorithms.cli import console, results_table
-from algorithms.evaluate import evaluate
+from algorithms.meta.evaluate import evaluate
 
 
 @dataclass

@@ -7,7 +7,7 @@ no connector and no wrapper of ours. The env needs one documented option for tha
 
 All agents map to the policy ``shared`` (parameter sharing). After training, the
 policy's RLModule acts greedily on held-out problems through the package's own
-evaluation (:func:`algorithms.evaluate.evaluate`). Needs the ``integrations`` extra.
+evaluation (:func:`algorithms.meta.evaluate.evaluate`). Needs the ``integrations`` extra.
 
     python examples/10_rllib.py [--iterations 20] [--batch-size 1024]
 """
@@ -27,7 +27,7 @@ from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
 from ray.tune.registry import register_env
 
 import deliberation_env as de
-from algorithms.evaluate import evaluate
+from algorithms.meta.evaluate import evaluate
 
 
 @dataclass
@@ -46,7 +46,7 @@ ENV_KWARGS = {"task": "arithmetic", "team": "simulated", "n_agents": 3, "max_rou
 
 
 class RLlibPolicy:
-    """An RLlib RLModule as a package :class:`~algorithms.policy.Policy`: the argmax of its logits."""
+    """An RLlib RLModule as a package :class:`~algorithms.meta.policy.Policy`: the argmax of its logits."""
 
     name = "ppo (rllib)"
 

@@ -8,7 +8,7 @@ wrapper makes every info value a tensor; text and nested dicts cannot be).
 
 The rest is TorchRL's own multi-agent PPO recipe: a shared ``MultiAgentMLP`` actor, a
 centralized critic, a collector, GAE and ``ClipPPOLoss``. The trained actor is then
-evaluated greedily on held-out problems with :func:`algorithms.evaluate.evaluate`.
+evaluated greedily on held-out problems with :func:`algorithms.meta.evaluate.evaluate`.
 Needs the ``integrations`` extra.
 
     python examples/11_torchrl.py [--iterations 20] [--frames-per-batch 480]
@@ -32,7 +32,7 @@ from torchrl.modules import MultiAgentMLP, ProbabilisticActor
 from torchrl.objectives import ClipPPOLoss, ValueEstimators
 
 import deliberation_env as de
-from algorithms.evaluate import evaluate
+from algorithms.meta.evaluate import evaluate
 
 
 @dataclass
@@ -57,7 +57,7 @@ GROUP = "agent"
 
 
 class TorchRLPolicy:
-    """A TorchRL actor as a package :class:`~algorithms.policy.Policy` (its mode: greedy)."""
+    """A TorchRL actor as a package :class:`~algorithms.meta.policy.Policy` (its mode: greedy)."""
 
     name = "mappo (torchrl)"
 

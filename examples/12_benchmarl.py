@@ -8,7 +8,7 @@ take 1-D inputs) and ``infos="numeric"`` (TorchRL makes every info value a tenso
 
 MAPPO then trains one actor shared by the agent group (a centralized critic sees all
 agents) and is evaluated greedily on held-out problems with the package's own
-evaluation (:func:`algorithms.evaluate.evaluate`). Needs the ``integrations`` extra.
+evaluation (:func:`algorithms.meta.evaluate.evaluate`). Needs the ``integrations`` extra.
 
     python examples/12_benchmarl.py [--iterations 20] [--frames-per-batch 480]
 """
@@ -32,7 +32,7 @@ from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 import deliberation_env as de
-from algorithms.evaluate import evaluate
+from algorithms.meta.evaluate import evaluate
 
 
 @dataclass
@@ -89,7 +89,7 @@ class DeliberationTask(Task):
 
 
 class BenchMARLPolicy:
-    """A trained BenchMARL policy as a package :class:`~algorithms.policy.Policy` (greedy).
+    """A trained BenchMARL policy as a package :class:`~algorithms.meta.policy.Policy` (greedy).
 
     Args:
         module: ``experiment.policy``: reads ``("agent", "observation")``, writes

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import deliberation_env as de
 from algorithms import baselines, cli
-from algorithms.evaluate import evaluate
-from algorithms.network import NUM_ACTIONS
-from deliberation_env.spaces import ACTION_NAMES
+from algorithms.meta.evaluate import evaluate
+from algorithms.meta.network import NUM_ACTIONS
+from deliberation_env.meta.spaces import ACTION_NAMES
 
 
 def test_names_follow_the_enum():

@@ -1,4 +1,4 @@
-"""One home for the env's arguments (``deliberation_env.config``) and team specs
+"""One home for the env's arguments (``deliberation_env.meta.config``) and team specs
 (``agents.specs``): what the env, the vector env, the harness and the CLI all take."""
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from agents.base import Generation, LogprobResult
 from agents.cache import CachedBackend
 from agents.simulated import SimulatedTeam
 from agents.specs import backend_from_spec, parse_spec
-from algorithms import cli, harness
-from deliberation_env.config import EnvConfig, SimulatedTeamConfig
+from algorithms import cli
+from algorithms.meta.train import TrainConfig
+from deliberation_env.meta.config import EnvConfig, SimulatedTeamConfig
 
 
 class FakeBackend:
@@ -151,8 +152,8 @@ def test_path_and_difficulty_become_task_arguments(tmp_path):
 
 
 def test_the_harness_and_the_cli_nest_the_same_config():
-    assert harness.EnvConfig is EnvConfig is de.EnvConfig
-    assert [f.name for f in dataclasses.fields(harness.TrainConfig().env)] == [f.name for f in dataclasses.fields(EnvConfig)]
+    assert EnvConfig is de.EnvConfig
+    assert [f.name for f in dataclasses.fields(TrainConfig().env)] == [f.name for f in dataclasses.fields(EnvConfig)]
     train = tyro.cli(cli.Command, args=["train", "--env.team", "simulated", "simulated", "--env.n-agents", "2"])
     assert train.env.team == ("simulated", "simulated")
     run = tyro.cli(cli.Command, args=["run", "--task", "gsm8k", "--path", "data", "--team", "llamacpp:m.gguf"])

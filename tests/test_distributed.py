@@ -11,7 +11,7 @@ from helpers import kill_and_wait
 
 import deliberation_env as de
 from algorithms.cli import expand_workers_flag, main, parse
-from algorithms.learners import SoftRankPO, SoftRankPOConfig
+from algorithms.meta import SoftRankPO, SoftRankPOConfig
 from deliberation_env import distributed
 from deliberation_env.distributed import RayVectorEnv, WorkerError
 

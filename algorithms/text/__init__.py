@@ -10,7 +10,7 @@ learner                    config                        advantage (the one meth
 =========================  ============================  ===========================================
 
 They share :class:`~algorithms.text.base.TextPolicyGradientLearner` (collect groups,
-advantages, loss, update) and the advantage functions of :mod:`algorithms.advantages`
+advantages, loss, update) and the advantage functions of :mod:`algorithms.core.advantages`
 with the meta-policy learners. The policy is an :class:`agents.TrainableLM` (one LoRA
 adapter per agent on one base, separate models, or full fine-tuning); frozen agents are
 :class:`agents.TextPolicy` objects. :func:`train` builds everything from a config.

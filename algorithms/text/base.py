@@ -27,7 +27,7 @@ objects (any backend). :class:`TextPolicyGradientLearner` reads straight down:
    gradient); otherwise pi_old is scored once, before the first step.
 
 **Metrics** (one dict per update, a line of ``metrics.jsonl`` with ``step``, ``episodes``
-and ``time`` as :mod:`algorithms.metrics` writes them): ``rewards/joint/mean``
+and ``time`` as :mod:`algorithms.core.metrics` writes them): ``rewards/joint/mean``
 and ``rewards/{part}/mean`` for each part of the protocol (e.g. ``correct``,
 ``format``), ``rewards/contribution/{agent}``, ``returns/mean``, ``adv/abs_mean``,
 ``losses/{policy,kl,clip_frac}``, ``tokens/{agent}`` (mean completion length),
@@ -58,7 +58,7 @@ from tqdm.auto import tqdm
 from agents.seeding import derive_seed
 from agents.text_policy import TextPolicy, played_text
 from agents.trainable_lm import Completion, TrainableLM
-from algorithms.checkpoints import (
+from algorithms.core.checkpoints import (
     CHECKPOINT,
     CheckpointError,
     check_numpy_rng_state,
@@ -68,7 +68,7 @@ from algorithms.checkpoints import (
     resume_checkpoint,
     save_checkpoint,
 )
-from algorithms.metrics import MetricLogger
+from algorithms.core.metrics import MetricLogger
 from algorithms.text.config import TextLearnerConfig
 from algorithms.text.losses import (
     cross_returns,
@@ -456,7 +456,7 @@ class TextPolicyGradientLearner(abc.ABC):
         """Run updates until ``self.update == updates``, resuming from ``run_dir`` if it holds a checkpoint.
 
         Each update's metrics go to ``run_dir/metrics.jsonl`` through
-        :class:`~algorithms.metrics.MetricLogger` (and TensorBoard or the Weights & Biases
+        :class:`~algorithms.core.metrics.MetricLogger` (and TensorBoard or the Weights & Biases
         project ``wandb_project`` if asked); lines of
         updates after the checkpoint, from a killed run, are dropped on resume. The
         checkpoint is written every ``checkpoint_every`` updates and at the end. Every
@@ -540,7 +540,7 @@ class TextPolicyGradientLearner(abc.ABC):
     def load(self, path: str | Path) -> None:
         """Resume from a checkpoint written by :meth:`save` (tensors and JSON: loading runs no
         code; a pickled ``checkpoint.pt`` of an earlier version is refused, see
-        :mod:`algorithms.checkpoints`)."""
+        :mod:`algorithms.core.checkpoints`)."""
         self.load_state_dict(load_checkpoint(path))
 
     # ------------------------------------------------------------------ evaluation

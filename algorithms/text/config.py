@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from algorithms.learners.base import check_positive
+from algorithms.core.checks import check_positive
 from deliberation_env.text.config import TextEnvConfig
 
 

@@ -1,7 +1,7 @@
 """TextMAGRPO, TextGRPO and TextSoftRankPO: the shared loop plus one method each.
 
 The only change w.r.t. :class:`~algorithms.text.base.TextPolicyGradientLearner` is
-``compute_advantages``, built on the functions of :mod:`algorithms.advantages` that the
+``compute_advantages``, built on the functions of :mod:`algorithms.core.advantages` that the
 meta-policy learners use, so the optimizers compare on equal terms.
 """
 
@@ -11,8 +11,8 @@ from functools import partial
 
 import torch
 
-from algorithms.advantages import grpo_advantages, softrank_advantages
-from algorithms.learners.base import per_agent_groups
+from algorithms.core.advantages import grpo_advantages, softrank_advantages
+from algorithms.core.checks import per_agent_groups
 from algorithms.text.base import TextPolicyGradientLearner
 from algorithms.text.config import TextGRPOConfig, TextMAGRPOConfig, TextSoftRankPOConfig
 from algorithms.text.losses import baseline_advantages

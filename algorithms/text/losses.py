@@ -1,6 +1,6 @@
 """Reward -> return -> advantage -> token loss for LLM-weight learners, as pure functions.
 
-The group advantage functions themselves live in :mod:`algorithms.advantages` (shared
+The group advantage functions themselves live in :mod:`algorithms.core.advantages` (shared
 with the meta-policy learners); this module adds what token-level learning needs:
 
 =============================  =============================================================
@@ -24,7 +24,7 @@ from typing import Literal
 
 import torch
 
-from algorithms.advantages import magrpo_advantages
+from algorithms.core.advantages import magrpo_advantages
 
 Aggregation = Literal["token", "sequence"]
 Baseline = Literal["mean", "rloo", "max", "raw"]
@@ -105,7 +105,7 @@ def baseline_advantages(rewards: torch.Tensor, baseline: Baseline = "mean", norm
 
     Every baseline above is R minus a constant of the group or a positive multiple of
     :math:`R - \bar R`, so after standardization the four coincide, and equal GRPO's
-    advantages (:func:`~algorithms.advantages.grpo_advantages`, up to where eps enters).
+    advantages (:func:`~algorithms.core.advantages.grpo_advantages`, up to where eps enters).
 
     Args:
         rewards: (B, G) finite returns, G >= 2.

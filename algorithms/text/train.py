@@ -81,7 +81,7 @@ def load_lm(config: TextLearnerConfig, model: str, agents: list[str]) -> Trainab
         return TrainableLM(weights, tokenizer, agents, **settings)
     if model:
         return TrainableLM.from_pretrained(model, agents, **settings)
-    from agents.llamacpp_backend import default_model_path
+    from agents.local import default_model_path
 
     return TrainableLM.from_pretrained(default_model_path(), agents, **settings)
 

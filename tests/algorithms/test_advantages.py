@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm, rankdata
 
-from algorithms.advantages import grpo_advantages, magrpo_advantages, softrank_advantages
+from algorithms.core.advantages import grpo_advantages, magrpo_advantages, softrank_advantages
 
 # Rewards on a grid (like the env's: sums of +-1 differences times a scale), so positive
 # affine maps and tiny temperatures are exact in float64.

@@ -14,7 +14,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from algorithms import cli
-from algorithms.checkpoints import (
+from algorithms.core.checkpoints import (
     CHECKPOINT,
     LEGACY_CHECKPOINT,
     CheckpointError,
@@ -22,8 +22,9 @@ from algorithms.checkpoints import (
     load_checkpoint,
     save_checkpoint,
 )
-from algorithms.harness import EnvConfig, TrainConfig, load_network, train
-from algorithms.learners import GRPO, SFTConfig, SoftRankPO, SoftRankPOConfig
+from algorithms.meta import GRPO, SFTConfig, SoftRankPO, SoftRankPOConfig
+from algorithms.meta.train import TrainConfig, load_network, train
+from deliberation_env import EnvConfig
 
 ENV = EnvConfig(team="simulated", difficulty=3, max_rounds=2)
 SMALL = {"groups_per_update": 2, "group_size": 4, "hidden_size": 16, "num_heads": 2}

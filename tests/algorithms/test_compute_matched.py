@@ -6,9 +6,9 @@ import json
 
 from agents.simulated import SimulatedTeam
 from algorithms import baselines, cli
-from algorithms.compute_matched import OneAgent, compute_matched
-from algorithms.evaluate import evaluate
-from deliberation_env.config import EnvConfig
+from algorithms.meta.compute_matched import OneAgent, compute_matched
+from algorithms.meta.evaluate import evaluate
+from deliberation_env.meta.config import EnvConfig
 
 CONFIG = EnvConfig(team="simulated", split="test", max_rounds=2)
 PROBLEMS = range(40)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from algorithms import cli, harness
+from algorithms import cli
+from algorithms.meta.compare import CompareConfig
 from algorithms.text import TEXT_CONFIGS
 
 CONFIGS = sorted((Path(__file__).parents[2] / "examples" / "configs").glob("*.yaml"))
@@ -65,7 +66,7 @@ def test_compare_reads_a_nested_train_env(tmp_path):
     path = tmp_path / "c.json"
     path.write_text('{"command": "compare", "seeds": 2, "train": {"updates": 3, "env": {"team": "simulated", "max_rounds": 1}}}')
     cfg = cli.parse(["compare", "--config", str(path)])
-    assert isinstance(cfg, harness.CompareConfig) and cfg.train.updates == 3
+    assert isinstance(cfg, CompareConfig) and cfg.train.updates == 3
     assert (cfg.train.env.team, cfg.train.env.max_rounds, cfg.train.env.difficulty) == ("simulated", 1, 3)
     assert cfg.train.progress is False  # the compare template's own default survives
 

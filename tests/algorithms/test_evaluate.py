@@ -5,7 +5,7 @@ import pytest
 
 import deliberation_env as de
 from algorithms import baselines
-from algorithms.evaluate import evaluate
+from algorithms.meta.evaluate import evaluate
 
 
 def venv(num_envs, max_rounds=2):

@@ -7,9 +7,12 @@ import pytest
 import tyro
 
 from algorithms import cli
-from algorithms.harness import CompareConfig, EnvConfig, TrainConfig, compare, mean_ci, train
-from algorithms.learners import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig
-from algorithms.metrics import read_metrics
+from algorithms.core.compare import mean_ci
+from algorithms.core.metrics import read_metrics
+from algorithms.meta import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig
+from algorithms.meta.compare import CompareConfig, compare
+from algorithms.meta.train import TrainConfig, train
+from deliberation_env import EnvConfig
 
 SMALL = {"groups_per_update": 2, "group_size": 4, "hidden_size": 16, "num_heads": 2}
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import deliberation_env as de
-from algorithms.learners import (
+from algorithms.meta import (
     GRPO,
     MAGRPO,
     SFT,
@@ -17,7 +17,7 @@ from algorithms.learners import (
     SoftRankPO,
     SoftRankPOConfig,
 )
-from algorithms.policy import Policy
+from algorithms.meta.policy import Policy
 
 PG = [(SoftRankPO, SoftRankPOConfig), (GRPO, GRPOConfig), (MAGRPO, MAGRPOConfig)]
 TINY = {

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from algorithms.losses import categorical_kl, clipped_policy_loss, kl_regularized_policy_loss
+from algorithms.meta.losses import categorical_kl, clipped_policy_loss, kl_regularized_policy_loss
 
 
 def test_clipped_loss_by_hand():

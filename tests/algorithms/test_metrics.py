@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from algorithms.metrics import MetricLogger, read_metrics
+from algorithms.core.metrics import MetricLogger, read_metrics
 
 
 def test_records_append_across_loggers_and_read_back(tmp_path):
@@ -22,7 +22,7 @@ def test_records_append_across_loggers_and_read_back(tmp_path):
 
 
 def test_every_documented_issue_metric_name_is_documented():
-    import algorithms.metrics as metrics_module
+    import algorithms.core.metrics as metrics_module
 
     for name in [
         "rewards/local/mean",
@@ -40,8 +40,9 @@ def test_every_documented_issue_metric_name_is_documented():
 
 def test_wandb_offline_gets_the_jsonl_metric_names_at_the_same_steps(tmp_path, monkeypatch):
     wandb = pytest.importorskip("wandb", reason="Weights & Biases is the 'wandb' extra")
-    from algorithms.harness import EnvConfig, TrainConfig, train
-    from algorithms.learners import SoftRankPOConfig
+    from algorithms.meta import SoftRankPOConfig
+    from algorithms.meta.train import TrainConfig, train
+    from deliberation_env import EnvConfig
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")

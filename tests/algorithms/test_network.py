@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from algorithms.network import MetaPolicyNetwork, NetworkPolicy
-from algorithms.policy import Policy
+from algorithms.meta.network import MetaPolicyNetwork, NetworkPolicy
+from algorithms.meta.policy import Policy
 
 SELF_DIM, PEER_DIM = 12, 11
 

@@ -10,8 +10,8 @@ import pytest
 
 from agents.base import Generation
 from algorithms import cli, text_eval
-from algorithms.text_eval import Episode, accuracy_at_k, pass_at_k, summarize
-from deliberation_env.config import EnvConfig
+from algorithms.text.eval import Episode, accuracy_at_k, pass_at_k, summarize
+from deliberation_env.meta.config import EnvConfig
 
 
 # ---------------------------------------------------------------------- metrics by hand

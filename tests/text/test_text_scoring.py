@@ -210,8 +210,8 @@ def test_the_meta_env_reads_answers_under_its_scoring(scoring, text, finish_reas
 
 @pytest.mark.parametrize(("scoring", "finish_reason"), [("strict", "length"), ("strict", "stop"), ("lenient", "length")])
 def test_the_meta_evaluation_reports_cut_and_answered_shares_and_answer_length(scoring, finish_reason):
-    from algorithms.baselines import Independent
-    from algorithms.evaluate import evaluate
+    from algorithms.meta.baselines import Independent
+    from algorithms.meta.evaluate import evaluate
 
     venv = de.vector_env(2, task=FixedTask(SEVEN), team=FixedBackend(LOOPING, finish_reason), n_agents=2, max_rounds=1,
                          scoring=scoring)

@@ -11,7 +11,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from text_learner_fakes import HashProtocol
 
-from algorithms.checkpoints import CHECKPOINT, LEGACY_CHECKPOINT, CheckpointError
+from algorithms.core.checkpoints import CHECKPOINT, LEGACY_CHECKPOINT, CheckpointError
 from algorithms.text import TextMAGRPO
 from deliberation_env.text import text_vector_env
 

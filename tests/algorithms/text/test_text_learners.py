@@ -9,8 +9,8 @@ import torch
 from text_learner_fakes import HashProtocol, ScriptedBackend
 
 from agents.text_policy import TextPolicy
-from algorithms.advantages import softrank_advantages
-from algorithms.checkpoints import load_checkpoint
+from algorithms.core.advantages import softrank_advantages
+from algorithms.core.checkpoints import load_checkpoint
 from algorithms.text import (
     TextGRPO,
     TextGRPOConfig,

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from algorithms.advantages import grpo_advantages
+from algorithms.core.advantages import grpo_advantages
 from algorithms.text.losses import (
     aggregate,
     baseline_advantages,

@@ -1,8 +1,8 @@
 """MAGRPO (https://arxiv.org/abs/2508.04652): one joint advantage for the whole team.
 
-The only change w.r.t. :class:`~algorithms.learners.base.PolicyGradientLearner` is
+The only change w.r.t. :class:`~algorithms.meta.base.PolicyGradientLearner` is
 :meth:`MAGRPO.compute_advantages`: the joint return of each trajectory minus its group
-mean (:func:`~algorithms.advantages.magrpo_advantages`), shared by every agent of the
+mean (:func:`~algorithms.core.advantages.magrpo_advantages`), shared by every agent of the
 trajectory (centralized training, decentralized execution).
 """
 
@@ -13,8 +13,8 @@ from typing import Literal
 
 import torch
 
-from algorithms.advantages import magrpo_advantages
-from algorithms.learners.base import PolicyGradientConfig, PolicyGradientLearner
+from algorithms.core.advantages import magrpo_advantages
+from algorithms.meta.base import PolicyGradientConfig, PolicyGradientLearner
 
 
 @dataclass

@@ -22,8 +22,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from algorithms.policy import Actions, Infos, Observations
-from deliberation_env.spaces import N_ACTIONS
+from algorithms.meta.policy import Actions, Infos, Observations
+from deliberation_env.meta.spaces import N_ACTIONS
 
 NUM_ACTIONS = N_ACTIONS
 
@@ -121,7 +121,7 @@ def stack_observations(obs: Observations, agents: list[str]) -> tuple[torch.Tens
 
 
 class NetworkPolicy:
-    """A :class:`algorithms.policy.Policy` backed by a :class:`MetaPolicyNetwork`.
+    """A :class:`algorithms.meta.policy.Policy` backed by a :class:`MetaPolicyNetwork`.
 
     Acts on observations only (never ``infos``), one forward pass for all agents of all
     envs.

@@ -2,7 +2,7 @@
 
 ``compare(CompareConfig(...))`` runs ``train`` for every algorithm x seed x reward scale
 with the same env, problems, warm start and budget, evaluates the baselines of
-:mod:`algorithms.baselines` on the same held-out problems, and writes to ``out_dir``:
+:mod:`algorithms.meta.baselines` on the same held-out problems, and writes to ``out_dir``:
 
 =========================  ============================================================
 file                       content
@@ -21,22 +21,19 @@ file                       content
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from scipy import stats
 from tqdm.auto import tqdm
 
-from algorithms import baselines, learning_plots
-from algorithms.checkpoints import CHECKPOINT
-from algorithms.learners import LEARNERS
-from algorithms.metrics import read_metrics
-from algorithms.training import EVAL_BATCH, Algo, TrainConfig, held_out, train
+from algorithms.core.checkpoints import CHECKPOINT
+from algorithms.core.compare import mean_ci, write_csv
+from algorithms.core.metrics import read_metrics
+from algorithms.meta import baselines, learning_plots
+from algorithms.meta.train import EVAL_BATCH, LEARNERS, Algo, TrainConfig, held_out, train
 
 
 @dataclass
@@ -58,7 +55,7 @@ class CompareConfig:
         "random",
         "oracle",
     )
-    """Baselines (:mod:`algorithms.baselines`) evaluated on the same held-out problems and seeds."""
+    """Baselines (:mod:`algorithms.meta.baselines`) evaluated on the same held-out problems and seeds."""
     train: TrainConfig = field(default_factory=lambda: TrainConfig(progress=False))
     """Template of every run: env, budget (``updates``, batch sizes), warm start, evaluation
     (its ``algo``, ``seed``, ``run_dir`` and ``env.reward_scale`` are set per run)."""
@@ -138,8 +135,8 @@ def compare(cfg: CompareConfig) -> dict[str, Any]:
                     )
                     bar.update()
     baseline_rows = _evaluate_baselines(cfg)
-    _write_csv(out_dir / "curves.csv", curves)
-    _write_csv(out_dir / "final.csv", finals + baseline_rows)
+    write_csv(out_dir / "curves.csv", curves)
+    write_csv(out_dir / "final.csv", finals + baseline_rows)
     summary = summarize(finals, baseline_rows)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     learning_plots.write_all(out_dir, curves, finals, baseline_rows)
@@ -170,24 +167,6 @@ def _evaluate_baselines(cfg: CompareConfig) -> list[dict[str, Any]]:
             metrics = held_out(policy, test_venv, cfg.train)
             rows.append({"algo": name, "reward_scale": "", "seed": seed, **metrics})
     return rows
-
-
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    columns = list(dict.fromkeys(key for row in rows for key in row))
-    with path.open("w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-
-
-def mean_ci(values: list[float]) -> dict[str, float]:
-    """Mean and the half-width of its 95% Student-t confidence interval (0 for one value)."""
-    values_array = np.asarray(values, dtype=float)
-    n = len(values_array)
-    half = 0.0
-    if n > 1:
-        half = float(stats.t.ppf(0.975, n - 1) * values_array.std(ddof=1) / np.sqrt(n))
-    return {"mean": float(values_array.mean()), "ci95": half, "n": n}
 
 
 def summarize(

@@ -11,7 +11,7 @@ random                 uniform over the three actions
 oracle                 privileged upper bound: reads correctness from ``infos``
 =====================  ==============================================================
 
-All act on the vector env's batched observations (see :mod:`algorithms.policy`).
+All act on the vector env's batched observations (see :mod:`algorithms.meta.policy`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 import numpy as np
 
 import deliberation_env as de
-from algorithms.policy import Actions, Infos, Observations
+from algorithms.meta.policy import Actions, Infos, Observations
 
 _CONF = de.SELF_FEATURES.index("confidence")
 _AGREE = de.SELF_FEATURES.index("peer_agree_share")

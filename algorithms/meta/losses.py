@@ -1,7 +1,7 @@
 """Advantage -> loss: the clipped policy gradient and the KL to a reference policy.
 
 Pure functions on tensors, shared by every policy-gradient learner; a learner only
-changes how advantages are formed (see :mod:`algorithms.advantages`).
+changes how advantages are formed (see :mod:`algorithms.core.advantages`).
 
 The KL term is the *exact* categorical KL(pi || pi_ref), not a sampled estimator (such
 as the k3 estimator of GRPO): the meta-action space has 3 actions, so summing over them

@@ -12,7 +12,7 @@ aliases (a few hundred bytes of nested aliases expand to billions of values), no
 and no key twice. Every refusal is a ``ValueError`` naming the file and, where there is one,
 the field (a file that holds no mapping is a ``TypeError``):
 
->>> from deliberation_env.config import EnvConfig
+>>> from deliberation_env.meta.config import EnvConfig
 >>> build(EnvConfig, {"task": "arithmetic", "team": ["simulated", "simulated"], "n_agents": 2}, "f").team
 ('simulated', 'simulated')
 >>> build(EnvConfig, {"n_agents": "three"}, "f.yaml")

@@ -16,7 +16,7 @@ Checkpoints of earlier versions (``checkpoint.pt``, written by ``torch.save``) a
 unpickling one can run any code it holds, so they are refused. To keep one you wrote
 yourself, convert it once (torch's restricted unpickler, ``weights_only=True``)::
 
-    python -c "from algorithms.checkpoints import convert_legacy_checkpoint as c; c('runs/train/checkpoint.pt')"
+    python -c "from algorithms.core.checkpoints import convert_legacy_checkpoint as c; c('runs/train/checkpoint.pt')"
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def _not_safetensors(path: Path, error: Exception | None = None) -> str:
     return (
         f"{path} is not a safetensors checkpoint{why}. Checkpoints of earlier versions were pickles "
         "(torch.save, checkpoint.pt), and unpickling a file can run any code it holds, so they are refused. "
-        "If you wrote it yourself, convert it once: python -c \"from algorithms.checkpoints import "
+        "If you wrote it yourself, convert it once: python -c \"from algorithms.core.checkpoints import "
         f"convert_legacy_checkpoint as c; c('{path}')\" (it writes {path.with_suffix('.safetensors')}); "
         "otherwise delete it."
     )

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agents.base import Answer, Confidence, PrivilegedSolver, Solver, Turn, call_solver
-from algorithms import baselines
-from algorithms.evaluate import EvalResult, evaluate
-from deliberation_env.config import EnvConfig
+from algorithms.meta import baselines
+from algorithms.meta.evaluate import EvalResult, evaluate
+from deliberation_env.meta.config import EnvConfig
 
 
 @dataclass(frozen=True)

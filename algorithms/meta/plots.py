@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from algorithms.evaluate import EvalResult
+from algorithms.meta.evaluate import EvalResult
 
 
 def accuracy_per_round(results: Sequence[EvalResult], path: Path, title: str) -> Path:

@@ -1,8 +1,8 @@
 """GRPO (DeepSeekMath, https://arxiv.org/abs/2402.03300), per agent.
 
-The only change w.r.t. :class:`~algorithms.learners.base.PolicyGradientLearner` is
+The only change w.r.t. :class:`~algorithms.meta.base.PolicyGradientLearner` is
 :meth:`GRPO.compute_advantages`: each agent's return, standardized within its group
-(:func:`~algorithms.advantages.grpo_advantages`).
+(:func:`~algorithms.core.advantages.grpo_advantages`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from functools import partial
 
 import torch
 
-from algorithms.advantages import grpo_advantages
-from algorithms.learners.base import PolicyGradientConfig, PolicyGradientLearner, per_agent_groups
+from algorithms.core.advantages import grpo_advantages
+from algorithms.core.checks import per_agent_groups
+from algorithms.meta.base import PolicyGradientConfig, PolicyGradientLearner
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 ``train(TrainConfig(...))`` trains one learner (optionally after an SFT warm start),
 evaluates it greedily on held-out problems every ``eval_every`` updates, logs JSONL
-metrics (:mod:`algorithms.metrics`) and checkpoints, and resumes from its run directory.
+metrics (:mod:`algorithms.core.metrics`) and checkpoints, and resumes from its run directory.
 :func:`load_network` reads any learner's checkpoint back.
 """
 
@@ -17,30 +17,33 @@ from typing import Any, Literal
 import torch
 from tqdm.auto import tqdm
 
-from algorithms import baselines
-from algorithms.checkpoints import (
+from algorithms.core.checkpoints import (
     CHECKPOINT,
     CheckpointError,
     check_structure,
     load_checkpoint,
     resume_checkpoint,
 )
-from algorithms.evaluate import evaluate
-from algorithms.learners import (
-    LEARNERS,
-    SFT,
-    GRPOConfig,
-    Learner,
-    MAGRPOConfig,
-    SFTConfig,
-    SoftRankPOConfig,
-)
-from algorithms.metrics import MetricLogger, read_metrics
-from algorithms.network import MetaPolicyNetwork
-from algorithms.policy import Policy
-from deliberation_env.config import EnvConfig
+from algorithms.core.metrics import MetricLogger, read_metrics
+from algorithms.meta import baselines
+from algorithms.meta.base import Learner
+from algorithms.meta.evaluate import evaluate
+from algorithms.meta.grpo import GRPO, GRPOConfig
+from algorithms.meta.magrpo import MAGRPO, MAGRPOConfig
+from algorithms.meta.network import MetaPolicyNetwork
+from algorithms.meta.policy import Policy
+from algorithms.meta.sft import SFT, SFTConfig
+from algorithms.meta.softrankpo import SoftRankPO, SoftRankPOConfig
+from deliberation_env.meta.config import EnvConfig
 
 Algo = Literal["softrankpo", "grpo", "magrpo", "sft"]
+LEARNERS: dict[str, type[Learner]] = {
+    "softrankpo": SoftRankPO,
+    "grpo": GRPO,
+    "magrpo": MAGRPO,
+    "sft": SFT,
+}
+"""Learner classes by algorithm name (as the CLI and the harness spell them)."""
 EVAL_BATCH = 256
 """Most test envs stepped together during an evaluation."""
 
@@ -57,7 +60,7 @@ class TrainConfig:
     algo: Algo = "softrankpo"
     """Learner to train."""
     env: EnvConfig = field(default_factory=default_env)
-    """The training env (:class:`deliberation_env.config.EnvConfig`, any task and team);
+    """The training env (:class:`deliberation_env.meta.config.EnvConfig`, any task and team);
     evaluation uses the same env on the test split."""
     updates: int = 100
     """Updates of ``algo``; each plays ``num_envs`` training episodes."""

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from scipy import stats
 
-from deliberation_env.spaces import ACTION_NAMES
+from deliberation_env.meta.spaces import ACTION_NAMES
 
 METRIC = "eval/consensus_accuracy"
 Rows = list[dict[str, Any]]

@@ -1,8 +1,8 @@
 """SoftRankPO (MPDF, https://arxiv.org/abs/2509.03817): rank-based, scale-free advantages.
 
-The only change w.r.t. :class:`~algorithms.learners.base.PolicyGradientLearner` is
+The only change w.r.t. :class:`~algorithms.meta.base.PolicyGradientLearner` is
 :meth:`SoftRankPO.compute_advantages`: each agent's return is replaced by the smooth
-normal quantile of its rank within the group (:func:`~algorithms.advantages.softrank_advantages`),
+normal quantile of its rank within the group (:func:`~algorithms.core.advantages.softrank_advantages`),
 so the update does not depend on the reward scale.
 """
 
@@ -13,8 +13,9 @@ from functools import partial
 
 import torch
 
-from algorithms.advantages import softrank_advantages
-from algorithms.learners.base import PolicyGradientConfig, PolicyGradientLearner, per_agent_groups
+from algorithms.core.advantages import softrank_advantages
+from algorithms.core.checks import per_agent_groups
+from algorithms.meta.base import PolicyGradientConfig, PolicyGradientLearner
 
 
 @dataclass

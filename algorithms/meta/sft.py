@@ -1,7 +1,7 @@
 """SFT: behaviour cloning of a privileged teacher's actions (the MPDF paper's stage 1).
 
-The teacher is any :class:`~algorithms.policy.Policy`, normally the oracle of
-:mod:`algorithms.baselines`, which reads correctness from ``infos``. Episodes are played
+The teacher is any :class:`~algorithms.meta.policy.Policy`, normally the oracle of
+:mod:`algorithms.meta.baselines`, which reads correctness from ``infos``. Episodes are played
 by the learner's own sampling policy and every visited state is labelled with the
 teacher's action (DAgger, https://arxiv.org/abs/1011.0686), so the clone learns to
 recover from its own mistakes. The loss is the cross-entropy to the teacher's action:
@@ -23,9 +23,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from algorithms.learners.base import ACTION_NAMES, Learner, LearnerConfig, check_positive
-from algorithms.network import NUM_ACTIONS, MetaPolicyNetwork
-from algorithms.policy import Policy
+from algorithms.core.checks import check_positive
+from algorithms.meta.base import ACTION_NAMES, Learner, LearnerConfig
+from algorithms.meta.network import NUM_ACTIONS, MetaPolicyNetwork
+from algorithms.meta.policy import Policy
 
 
 @dataclass

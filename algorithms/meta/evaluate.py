@@ -16,8 +16,8 @@ from tqdm.auto import tqdm
 
 import deliberation_env as de
 from agents.seeding import derive_seed
-from algorithms.policy import Policy
-from deliberation_env.spaces import ACTION_NAMES
+from algorithms.meta.policy import Policy
+from deliberation_env.meta.spaces import ACTION_NAMES
 
 
 @dataclass

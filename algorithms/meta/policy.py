@@ -1,6 +1,6 @@
 """The policy protocol: batched meta-actions from batched observations.
 
-A policy acts on the vector env's layout (see :mod:`deliberation_env.vector`): ``obs``
+A policy acts on the vector env's layout (see :mod:`deliberation_env.meta.vector`): ``obs``
 maps each agent to a dict of arrays with leading size ``num_envs``, and ``infos`` is the
 list of per-env info dicts. It returns one integer :class:`deliberation_env.MetaAction`
 array of shape ``(num_envs,)`` per agent. Only privileged policies (the oracle) read

@@ -1,4 +1,4 @@
-"""The learners: one config dataclass and one small class each.
+"""The meta-policy family: learners of the meta-action env, one config dataclass and one small class each.
 
 ======================  ===========================  =========================================
 learner                 config                       what changes
@@ -9,28 +9,24 @@ learner                 config                       what changes
 :class:`SFT`            :class:`SFTConfig`           behaviour cloning of a teacher (stage 1)
 ======================  ===========================  =========================================
 
-The three policy-gradient learners share :class:`~algorithms.learners.base.PolicyGradientLearner`
-and override only ``compute_advantages``.
+The three policy-gradient learners share :class:`~algorithms.meta.base.PolicyGradientLearner`
+and override only ``compute_advantages``. A run of one of them is :func:`~algorithms.meta.train.train`,
+a comparison of several :func:`~algorithms.meta.compare.compare`; the heuristic baselines are in
+:mod:`algorithms.meta.baselines`.
 """
 
-from algorithms.learners.base import (
+from algorithms.meta import baselines
+from algorithms.meta.base import (
     Learner,
     LearnerConfig,
     PolicyGradientConfig,
     PolicyGradientLearner,
 )
-from algorithms.learners.grpo import GRPO, GRPOConfig
-from algorithms.learners.magrpo import MAGRPO, MAGRPOConfig
-from algorithms.learners.sft import SFT, SFTConfig
-from algorithms.learners.softrankpo import SoftRankPO, SoftRankPOConfig
-
-LEARNERS: dict[str, type[Learner]] = {
-    "softrankpo": SoftRankPO,
-    "grpo": GRPO,
-    "magrpo": MAGRPO,
-    "sft": SFT,
-}
-"""Learner classes by algorithm name (as the CLI and the harness spell them)."""
+from algorithms.meta.grpo import GRPO, GRPOConfig
+from algorithms.meta.magrpo import MAGRPO, MAGRPOConfig
+from algorithms.meta.sft import SFT, SFTConfig
+from algorithms.meta.softrankpo import SoftRankPO, SoftRankPOConfig
+from algorithms.meta.train import LEARNERS, TrainConfig, load_network, train
 
 __all__ = [
     "GRPO",
@@ -46,4 +42,8 @@ __all__ = [
     "SFTConfig",
     "SoftRankPO",
     "SoftRankPOConfig",
+    "TrainConfig",
+    "baselines",
+    "load_network",
+    "train",
 ]

@@ -1,6 +1,6 @@
 """The shared learner machinery and the group policy-gradient learner.
 
-A learner owns a parameter-shared :class:`~algorithms.network.MetaPolicyNetwork`, trains
+A learner owns a parameter-shared :class:`~algorithms.meta.network.MetaPolicyNetwork`, trains
 it against a vector env (``de.vector_env``) through the public API only, and saves and
 resumes from checkpoints. :class:`PolicyGradientLearner` reads straight down:
 
@@ -11,7 +11,7 @@ resumes from checkpoints. :class:`PolicyGradientLearner` reads straight down:
 2. ``compute_advantages``: returns (B, G, n_agents) -> advantages (B, G, n_agents). This is
    the one method SoftRankPO, GRPO and MAGRPO override.
 3. ``optimize``: epochs of minibatch steps on the clipped ratio loss plus the exact KL to
-   the frozen reference policy (:func:`~algorithms.losses.kl_regularized_policy_loss`);
+   the frozen reference policy (:func:`~algorithms.meta.losses.kl_regularized_policy_loss`);
    every step of an agent's trajectory gets that trajectory's advantage (outcome
    supervision, as in GRPO).
 """
@@ -22,7 +22,7 @@ import abc
 import copy
 import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from algorithms.checkpoints import (
+from algorithms.core.checkpoints import (
     check_numpy_rng_state,
     check_optimizer_state,
     check_structure,
@@ -38,35 +38,15 @@ from algorithms.checkpoints import (
     load_checkpoint,
     save_checkpoint,
 )
-from algorithms.losses import kl_regularized_policy_loss
-from algorithms.network import NUM_ACTIONS, MetaPolicyNetwork, NetworkPolicy, stack_observations
-from deliberation_env.spaces import ACTION_NAMES
-
-
-def per_agent_groups(
-    advantages: Callable[[torch.Tensor], torch.Tensor], returns: torch.Tensor
-) -> torch.Tensor:
-    """Apply a group advantage function (groups, G) -> (groups, G) to every agent's returns
-    separately: each agent's G returns of a problem form one group.
-
-    Args:
-        advantages: E.g. :func:`~algorithms.advantages.grpo_advantages`.
-        returns: (B, G, n_agents).
-
-    Returns:
-        Advantages of shape (B, G, n_agents).
-    """
-    num_groups, group_size, n_agents = returns.shape
-    groups = returns.permute(0, 2, 1).reshape(num_groups * n_agents, group_size)
-    return advantages(groups).reshape(num_groups, n_agents, group_size).permute(0, 2, 1)
-
-
-def check_positive(config: Any, *names: str) -> None:
-    """Raise a ``ValueError`` naming the first of ``names`` whose config value is not > 0."""
-    for name in names:
-        value = getattr(config, name)
-        if not value > 0:
-            raise ValueError(f"{type(config).__name__}.{name} must be > 0, got {value!r}")
+from algorithms.core.checks import check_positive
+from algorithms.meta.losses import kl_regularized_policy_loss
+from algorithms.meta.network import (
+    NUM_ACTIONS,
+    MetaPolicyNetwork,
+    NetworkPolicy,
+    stack_observations,
+)
+from deliberation_env.meta.spaces import ACTION_NAMES
 
 
 @dataclass
@@ -122,7 +102,7 @@ class Round:
     """One round of :meth:`Learner.play`, as the sampling policy saw and acted on it.
 
     Rows of the tensors are agent-major, like
-    :func:`~algorithms.network.stack_observations`: row ``k * num_envs + e`` is agent k of
+    :func:`~algorithms.meta.network.stack_observations`: row ``k * num_envs + e`` is agent k of
     env e.
 
     Attributes:
@@ -205,10 +185,10 @@ class Learner(abc.ABC):
 
     @abc.abstractmethod
     def train_step(self) -> dict[str, float]:
-        """Collect a batch, update the network, return metrics (see :mod:`algorithms.metrics`)."""
+        """Collect a batch, update the network, return metrics (see :mod:`algorithms.core.metrics`)."""
 
     def policy(self, greedy: bool = True) -> NetworkPolicy:
-        """The current network as a :class:`~algorithms.policy.Policy` (shared, not a copy)."""
+        """The current network as a :class:`~algorithms.meta.policy.Policy` (shared, not a copy)."""
         return NetworkPolicy(
             self.network, self.agents, name=self.name, greedy=greedy, seed=self.config.seed
         )
@@ -308,7 +288,7 @@ class Learner(abc.ABC):
     def load(self, path: str | Path) -> None:
         """Resume from a checkpoint written by :meth:`save` (tensors and JSON: loading runs no
         code; a pickled ``checkpoint.pt`` of an earlier version is refused, see
-        :mod:`algorithms.checkpoints`)."""
+        :mod:`algorithms.core.checkpoints`)."""
         self.load_state_dict(load_checkpoint(path))
 
 
@@ -477,7 +457,7 @@ class PolicyGradientLearner(Learner):
         )
 
     def optimize(self, rollout: Rollout, advantages: torch.Tensor) -> dict[str, float]:
-        """Epochs of minibatch steps on :func:`~algorithms.losses.kl_regularized_policy_loss`."""
+        """Epochs of minibatch steps on :func:`~algorithms.meta.losses.kl_regularized_policy_loss`."""
         config = self.config
         with torch.no_grad():
             ref_logits = self.reference(rollout.self_features, rollout.peer_features)

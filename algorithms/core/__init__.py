@@ -1,0 +1,1 @@
+"""What both families share: advantages, checks, checkpoints, metrics, config files."""

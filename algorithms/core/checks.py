@@ -1,0 +1,34 @@
+"""Checks and group helpers that both families' learners share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+
+def per_agent_groups(
+    advantages: Callable[[torch.Tensor], torch.Tensor], returns: torch.Tensor
+) -> torch.Tensor:
+    """Apply a group advantage function (groups, G) -> (groups, G) to every agent's returns
+    separately: each agent's G returns of a problem form one group.
+
+    Args:
+        advantages: E.g. :func:`~algorithms.core.advantages.grpo_advantages`.
+        returns: (B, G, n_agents).
+
+    Returns:
+        Advantages of shape (B, G, n_agents).
+    """
+    num_groups, group_size, n_agents = returns.shape
+    groups = returns.permute(0, 2, 1).reshape(num_groups * n_agents, group_size)
+    return advantages(groups).reshape(num_groups, n_agents, group_size).permute(0, 2, 1)
+
+
+def check_positive(config: Any, *names: str) -> None:
+    """Raise a ``ValueError`` naming the first of ``names`` whose config value is not > 0."""
+    for name in names:
+        value = getattr(config, name)
+        if not value > 0:
+            raise ValueError(f"{type(config).__name__}.{name} must be > 0, got {value!r}")
