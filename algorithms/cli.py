@@ -50,6 +50,7 @@ from algorithms.meta.evaluate import EvalResult, evaluate
 from algorithms.text import eval as text_eval
 from deliberation_env.meta.config import EnvConfig
 from deliberation_env.meta.spaces import ACTION_NAMES
+from deliberation_env.tasks import problem_count
 from deliberation_env.text import CodingProtocol
 
 # a terminal's own width; logs, pipes and CI get 140 columns, so the tables keep every column whole
@@ -121,12 +122,12 @@ def run(cfg: Run) -> dict[str, Any]:
     team = args.build_team()
     # The built members hold the sampling settings of their specs already.
     task = args.build_task()  # loaded once: it sizes the vector env and is handed to it
-    num_envs = cfg.num_envs or min(cfg.n_problems, len(task.problems(args.split)))
+    n_problems = problem_count(cfg.n_problems, len(task.problems(args.split)), args.split, "--n-problems")
+    num_envs = cfg.num_envs or n_problems
     venv = args.make(
         num_envs, team=team, task=task, path=None, difficulty=None, task_kwargs=None, temperature=None, max_tokens=None,
         top_k=None,
     )
-    n_problems = min(cfg.n_problems, len(venv.problems))
     policies = [baselines.get(name) for name in cfg.policies]
     model_id = team_title(team)
     model_ids = sorted({solver.model_id for solver in team})

@@ -47,6 +47,7 @@ from rich.table import Table
 from agents import TextPolicy
 from agents.base import Backend, Generation, GenerationRequest, Message
 from agents.seeding import derive_seed
+from deliberation_env.tasks import problem_count
 from deliberation_env.tasks.humaneval import HUMANEVAL_INSTRUCTIONS
 from deliberation_env.text import CodingProtocol, text_vector_env
 from deliberation_env.text.protocols.base import chat, quote
@@ -330,7 +331,7 @@ def evaluate_baselines(
     counter = TokenCounter(backend)
     policy = TextPolicy(counter, max_tokens=max_tokens, temperature=temperature)
     runner = CodingBaselines(
-        protocol, policy, counter, range(min(n_problems, len(protocol.problems(split)))), samples, seed, split
+        protocol, policy, counter, range(problem_count(n_problems, len(protocol.problems(split)), split)), samples, seed, split
     )
     ks = [k for k in (1, 2, 3, 5, 10) if k <= samples]
     return [summarize(name, runner.run(name), ks) for name in baselines]

@@ -421,7 +421,7 @@ def _hub_splits(dataset: str) -> dict[str, list[Record]]:
         datasets = importlib.import_module("datasets")
     except ImportError:
         raise ModuleNotFoundError(
-            f"path='hf:{dataset}' reads a Hugging Face dataset with the optional `datasets` package: "
+            f"path='hf:{dataset}' reads a Hugging Face dataset with the optional datasets package: "
             "pip install 'deliberation-env[hf]' (or give a local copy, see docs/data.md)"
         ) from None
     name, _, config = dataset.partition(":")
