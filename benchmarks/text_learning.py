@@ -49,6 +49,7 @@ from agents.base import Generation
 from agents.text_policy import TextPolicy, played_text
 from algorithms.text import TEXT_CONFIGS, train
 from algorithms.text.train import build_env, build_lm
+from deliberation_env.text.env import build_protocol
 
 TEMPERATURE = 0.7
 """The training temperature (and self-consistency's)."""
@@ -219,7 +220,7 @@ def self_consistency(args: Args, out: Path) -> dict:
         lm = build_lm(config, venv.possible_agents)
         indices = list(range(args.eval_problems))
         _, infos = venv.reset(seed=0, options={"problem_index": indices})
-        protocol = config.build_protocol()
+        protocol = build_protocol(config)
         texts: list[list[str]] = [[] for _ in indices]
         tokens, cut, total = 0, 0, 0
         for agent in lm.agents:

@@ -9,13 +9,10 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
-
-from pettingzoo.utils import parallel_to_aec
-from pettingzoo.utils.env import AECEnv
 
 from deliberation_env import tasks
 from deliberation_env._moved import MovedModules
+from deliberation_env.factory import env, make, parallel_env, vector_env, vector_env_from
 from deliberation_env.meta import (
     PEER_FEATURES,
     SELF_FEATURES,
@@ -48,37 +45,6 @@ module of that name would rebind ``de.env``, the AEC constructor."""
 sys.meta_path.append(MovedModules(MOVED, removal="0.3"))
 
 
-def parallel_env(**kwargs: Any) -> DeliberationEnv:
-    """The deliberation env, parallel API (arguments: :mod:`deliberation_env.meta.env`)."""
-    return DeliberationEnv(**kwargs)
-
-
-def env(**kwargs: Any) -> AECEnv:
-    """The deliberation env, AEC API (PettingZoo's conversion of the parallel env)."""
-    return parallel_to_aec(DeliberationEnv(**kwargs))
-
-
-def vector_env(num_envs: int, workers: int = 0, **kwargs: Any) -> DeliberationVectorEnv:
-    """``num_envs`` episodes in lockstep, one backend call per phase (:mod:`deliberation_env.meta.vector`);
-    ``workers=N`` runs them on N Ray workers, ``worker_options`` their Ray actor options
-    (:mod:`deliberation_env.distributed`, the ``ray`` extra)."""
-    if workers == 0:
-        return DeliberationVectorEnv(num_envs, **kwargs)
-    from deliberation_env.distributed import RayVectorEnv
-
-    return RayVectorEnv("meta", num_envs, workers, **kwargs)
-
-
-_REGISTRY = {"deliberation-v0": parallel_env, "text-deliberation-v0": text_env}
-
-
-def make(env_id: str, **kwargs: Any) -> DeliberationEnv | TextDeliberationEnv:
-    """Build a registered env by versioned id, e.g. ``make("deliberation-v0", team="simulated")``."""
-    if env_id not in _REGISTRY:
-        raise ValueError(f"unknown env id {env_id!r}; registered: {', '.join(_REGISTRY)}")
-    return _REGISTRY[env_id](**kwargs)
-
-
 __all__ = [
     "PEER_FEATURES",
     "SELF_FEATURES",
@@ -98,4 +64,5 @@ __all__ = [
     "text_env",
     "text_vector_env",
     "vector_env",
+    "vector_env_from",
 ]

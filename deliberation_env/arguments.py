@@ -1,9 +1,10 @@
 """Arguments that both env families' configs take and read the same way: the task's
-keyword arguments from the ``path`` and ``difficulty`` shortcuts, and the episode length
-under PettingZoo's name ``max_cycles``.
+keyword arguments from the ``path`` and ``difficulty`` shortcuts, the task they give, and
+the episode length under PettingZoo's name ``max_cycles``.
 
->>> task_arguments("arithmetic", None, None, 2)
-{'difficulty': 2}
+>>> arguments = task_arguments("arithmetic", None, None, 2)
+>>> arguments, build_task("arithmetic", arguments, "lenient").scoring
+({'difficulty': 2}, 'lenient')
 >>> with_max_cycles("max_rounds", None, 4, default=3)
 4
 """
@@ -13,7 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from deliberation_env.tasks import Task
+from deliberation_env.tasks import Task, get
+from deliberation_env.tasks.base import with_scoring
+
+DEFAULT_TASK = "arithmetic"
+"""The task of an env of either family that names none (and, in the text family, brings
+no protocol instance)."""
 
 
 def with_max_cycles(name: str, value: Any, max_cycles: Any, default: int) -> Any:
@@ -58,3 +64,13 @@ def task_arguments(
             "(leave difficulty unset: --difficulty None)"
         )
     return arguments
+
+
+def build_task(task: str | Task, arguments: Mapping[str, Any], scoring: str) -> Task:
+    """The task instance (a name is loaded with ``arguments``, see :func:`task_arguments`),
+    reading its answers under ``scoring``.
+
+    Raises:
+        ValueError: On ``scoring="lenient"`` for a task without that option (humaneval).
+    """
+    return with_scoring(task if isinstance(task, Task) else get(task, **arguments), scoring)

@@ -1,5 +1,6 @@
 """The meta-action env: each round every agent chooses PERSIST, REFINE or CONCEDE and the
-env runs the LLMs (the MPDF paper's setting).
+env runs the LLMs (the MPDF paper's setting); built by ``de.parallel_env``, ``de.env`` and
+``de.vector_env`` (:mod:`deliberation_env.factory`).
 
 See :mod:`deliberation_env.meta.env` for agents, spaces, actions, rewards and arguments
 (:class:`EnvConfig`, their one home); :mod:`deliberation_env.meta.vector` for the

@@ -198,10 +198,12 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from deliberation_env.arguments import build_task
 from deliberation_env.meta import spaces as de_spaces
 from deliberation_env.meta.config import EnvConfig
 from deliberation_env.meta.core import DeliberationCore
 from deliberation_env.meta.spaces import MetaAction
+from deliberation_env.meta.team import build_team
 from deliberation_env.tasks import Task
 from deliberation_env.values import check_action_keys, is_integer
 
@@ -225,11 +227,12 @@ def build_core(num_envs: int, **kwargs: Any) -> DeliberationCore:
     config = EnvConfig(**kwargs)
     if config.workers:
         raise ValueError(
-            f"workers={config.workers} is an argument of de.vector_env and EnvConfig.make (Ray workers); "
+            f"workers={config.workers} is an argument of de.vector_env and de.vector_env_from (Ray workers); "
             "the parallel env and DeliberationVectorEnv run in this process"
         )
+    task = build_task(config.task, config.task_arguments(), config.scoring)
     return DeliberationCore(
-        config.build_task(), config.build_team(), int(num_envs), config.max_rounds, config.split,
+        task, build_team(config), int(num_envs), config.max_rounds, config.split,
         config.reward_config(), config.concede_rule, config.stop_on_consensus, config.observation,
     )
 

@@ -121,9 +121,10 @@ from pettingzoo import ParallelEnv
 
 from agents.base import Message
 from agents.seeding import derive_seed, turn_seeds
+from deliberation_env.arguments import DEFAULT_TASK, build_task
 from deliberation_env.starts import Starts
 from deliberation_env.tasks import Problem
-from deliberation_env.text.config import TextEnvConfig
+from deliberation_env.text.config import CODE_TASKS, TextEnvConfig, import_protocol
 from deliberation_env.text.protocols.base import (
     QUOTE_CHARS,
     Outcome,
@@ -136,12 +137,26 @@ from deliberation_env.text.protocols.base import (
     score_many,
     text_if_cut,
 )
+from deliberation_env.text.protocols.coding import CodingProtocol
+from deliberation_env.text.protocols.math import MathProtocol
 from deliberation_env.values import check_action_keys, is_integer
 
 ACTION_MAX_LENGTH = 4_096
 """Longest text the action space's ``sample()`` draws (any longer ``str`` is accepted)."""
 FEEDBACK_CHARS = 4 * QUOTE_CHARS
 """Most characters of one agent's feedback in a prompt."""
+
+
+def build_protocol(config: TextEnvConfig) -> TextProtocol:
+    """The env's protocol: the instance given, the one at an import path, or the named (or
+    the task's default) protocol on the task (loads the task's data)."""
+    if isinstance(config.protocol, TextProtocol):
+        return config.protocol
+    if isinstance(config.protocol, str) and ":" in config.protocol:
+        return import_protocol(config.protocol)
+    task = build_task(DEFAULT_TASK if config.task is None else config.task, config.task_arguments(), config.scoring)
+    coding = config.protocol == "coding" or (config.protocol is None and task.name in CODE_TASKS)
+    return CodingProtocol(task) if coding else MathProtocol(task, scoring=config.scoring)
 
 
 def _check_num_envs(num_envs: Any) -> int:
@@ -195,7 +210,7 @@ class TextEngine:
         self.num_envs = _check_num_envs(num_envs)
         self.n_agents, self.max_turns, self.split = config.n_agents, config.max_turns, config.split
         self.reward_scale, self.stop_threshold = float(config.reward_scale), config.stop_threshold
-        self.protocol = config.build_protocol()
+        self.protocol = build_protocol(config)
         self.roles = tuple(self.protocol.roles(self.n_agents))
         self.problems = self.protocol.problems(self.split)
         if not self.problems:

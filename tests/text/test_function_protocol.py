@@ -9,6 +9,7 @@ import pytest
 import deliberation_env as de
 from algorithms.text import TextMAGRPOConfig, train
 from deliberation_env.text.config import TextEnvConfig
+from deliberation_env.text.env import build_protocol
 from deliberation_env.text.protocols import FunctionProtocol, TextProtocol
 
 QUESTIONS = [{"question": f"Name the colour number {k}.", "answer": colour} for k, colour in enumerate(["red", "blue"] * 6)]
@@ -70,7 +71,7 @@ def test_the_cli_names_a_protocol_by_import_path(questions, tmp_path, monkeypatc
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).parent))
-    assert TextEnvConfig(protocol="my_colours:protocol").build_protocol().name == "colours"
+    assert build_protocol(TextEnvConfig(protocol="my_colours:protocol")).name == "colours"
     with pytest.raises(TypeError, match="is a int, not a TextProtocol"):
         TextEnvConfig(protocol="my_colours:not_a_protocol")
     with pytest.raises(ValueError, match="cannot import 'nothing'"):

@@ -1,5 +1,5 @@
 """One home for the text env's arguments (``TextEnvConfig``): every entry point (text_env,
-text_vector_env, make, config.make, the learners' configs and their command line) takes
+text_vector_env, make, vector_env_from, the learners' configs and their command line) takes
 the same arguments and refuses the same bad ones, by name, before anything is built."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import tyro
 import deliberation_env as de
 from algorithms.text import TextGRPOConfig, TextMAGRPOConfig
 from algorithms.text.train import build_env
-from deliberation_env.text import config as text_config
+from deliberation_env import arguments
 from deliberation_env.text import text_env, text_vector_env
 from deliberation_env.text.config import TextEnvConfig
 
@@ -38,7 +38,7 @@ def first_step(env):
 def test_every_entry_point_builds_the_same_env_from_the_same_arguments():
     config = TextEnvConfig(**ARGUMENTS)
     learner = TextGRPOConfig(**ARGUMENTS)
-    envs = [config.make(2), text_vector_env(2, **ARGUMENTS), build_env(learner, 2), build_env(learner, 2, split="test")]
+    envs = [de.vector_env_from(config, 2), text_vector_env(2, **ARGUMENTS), build_env(learner, 2), build_env(learner, 2, split="test")]
     results = [first_step(env) for env in envs]
     assert all(result == results[0] for result in results)
     single = text_env(**ARGUMENTS)
@@ -87,7 +87,7 @@ def test_a_bad_argument_is_named_by_every_entry_point_before_anything_is_built(m
     def no_loading(*args, **kwargs):
         raise AssertionError("a task was loaded before the arguments were checked")
 
-    monkeypatch.setattr(text_config, "get_task", no_loading)
+    monkeypatch.setattr(arguments, "get", no_loading)
     with pytest.raises(error, match=match):
         ENTRY_POINTS[entry](**kwargs)
 
