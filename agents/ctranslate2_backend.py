@@ -87,7 +87,7 @@ from scipy.special import log_softmax
 
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult, Message
 from agents.fingerprint import directory_sha256, file_sha256, fingerprinted
-from agents.llamacpp_backend import default_model_path, usable_cpus
+from agents.local import default_model_path, usable_cpus
 from agents.seeding import derive_seed
 
 EXTRA = "pip install 'deliberation-env[ctranslate2]'"

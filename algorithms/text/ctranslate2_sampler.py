@@ -58,7 +58,7 @@ from agents.ctranslate2_backend import (
     load_copy,
     stream_seed,
 )
-from agents.llamacpp_backend import usable_cpus
+from agents.local import usable_cpus
 from agents.trainable_lm import Completion, TrainableLM, check_sample_arguments
 
 
