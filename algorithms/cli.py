@@ -24,6 +24,7 @@ because ``run`` evaluates baselines, which live in ``algorithms``.
 from __future__ import annotations
 
 import json
+import logging
 import platform
 import shutil
 import sys
@@ -35,6 +36,7 @@ from typing import Annotated, Any, Union
 
 import tyro
 from rich.console import Console
+from rich.logging import RichHandler
 from rich.table import Table
 
 import deliberation_env as de
@@ -55,6 +57,8 @@ from deliberation_env.text import CodingProtocol
 
 # a terminal's own width; logs, pipes and CI get 140 columns, so the tables keep every column whole
 console = Console(width=shutil.get_terminal_size().columns if sys.stdout.isatty() else 140)
+# what the tasks announce about the data (how a single file was split: counts per split)
+data_log = RichHandler(console=console, show_time=False, show_level=False, show_path=False, markup=False)
 
 # ---------------------------------------------------------------------------- run
 DEFAULT_PROBLEMS = {"meta": 24, "text": 8}
@@ -650,6 +654,8 @@ def parse_text(command: str, args: list[str]) -> text_learners.TextLearnerConfig
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``deliberate`` console script."""
+    logging.getLogger("deliberation_env.tasks").addHandler(data_log)  # once: the same handler object
+    logging.getLogger("deliberation_env.tasks").setLevel(logging.INFO)
     args = split_comma_lists(sys.argv[1:] if argv is None else argv)
     text = text_command(args)
     cfg = parse(expand_workers_flag(args)) if text is None else parse_text(*text)

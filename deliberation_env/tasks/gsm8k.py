@@ -46,7 +46,7 @@ def _reference(where: str, record: dict[str, Any]) -> str:
 
 
 class GSM8KTask(SplitsFromSource, NumericTask):
-    """GSM8K from JSONL: a directory with ``train.jsonl`` and ``test.jsonl``, one file, a hub dataset or the sample.
+    """GSM8K's grade-school word problems, from a folder, one JSONL file, a Hugging Face dataset or the sample.
 
     Ids are ``gsm8k-<split>-<index in split>``.
 

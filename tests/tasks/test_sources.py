@@ -277,3 +277,13 @@ def test_deliberate_run_evaluates_a_test_only_folder_and_says_when_it_has_fewer_
         ])
     record = json.loads((tmp_path / "runs" / "t" / "results.json").read_text())
     assert [r["n_problems"] for r in record["results"]] == [5]
+
+
+def test_the_command_line_shows_how_a_single_file_was_split(tmp_path, capsys):
+    from algorithms import cli
+
+    file = write_jsonl(tmp_path / "mine.jsonl", [RECORDS["jsonl"](n) for n in range(40)])
+    cli.main(["tasks", "show", "jsonl", "--path", str(file)])
+    counts = tasks.get("jsonl", path=file).split_counts
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"one set of 40 records, split by a hash of each problem (test_fraction=0.5) into {counts['train']} train and {counts['test']} test" in out
