@@ -8,12 +8,15 @@ import sys
 import numpy as np
 import pytest
 from helpers import kill_and_wait
+from test_vector import play_by_protocol, same
 
 import deliberation_env as de
 from algorithms.cli import expand_workers_flag, main, parse
 from algorithms.meta import SoftRankPO, SoftRankPOConfig
-from deliberation_env import distributed
+from deliberation_env import ray_pool
 from deliberation_env.distributed import RayVectorEnv, WorkerError
+from deliberation_env.meta.vector import DeliberationVectorEnv
+from deliberation_env.vector_protocol import VectorEnv
 
 ray = pytest.importorskip("ray", reason="Ray is in the 'ray' extra")
 
@@ -27,17 +30,6 @@ def local_ray():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
-
-
-def same(a, b) -> bool:
-    """Deep equality of env results: dicts, lists, tuples, arrays (dtype and shape too)."""
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple):
-        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
-    return a == b
 
 
 def meta_actions(venv, rng):
@@ -108,10 +100,31 @@ def test_bad_actions_name_the_worker_and_change_nothing(meta_pair):
 
 def test_text_env_on_two_workers_plays_the_in_process_episodes():
     local, remote = de.text_vector_env(3, **TEXT), de.text_vector_env(3, workers=2, **TEXT)
-    assert remote.max_turns == 2 and remote.protocol.name == local.protocol.name
+    assert isinstance(remote, VectorEnv) and remote.episode_length == local.max_turns == 2
     options = {"problem_index": [4, 4, 9], "episode_seed": [1, 2, 3]}
     assert same(remote.reset(options=options), local.reset(options=options))
     assert same(play(remote, text_actions), play(local, text_actions))
+    with pytest.raises(AttributeError, match=r"Ray worker 0 of 2 \(envs 0..1.*could not return its state: .*state"):
+        remote.state()  # a meta-action env's API only
+    remote.close()
+
+
+def test_the_generic_loop_runs_on_workers_of_both_families_as_in_process():
+    kwargs = dict(META, stop_on_consensus=True)
+    pairs = [
+        (de.vector_env(5, **kwargs), de.vector_env(5, workers=2, **kwargs)),
+        (de.text_vector_env(3, **TEXT), de.text_vector_env(3, workers=2, **TEXT)),
+    ]
+    for local, remote in pairs:  # the protocol's contract holds on the workers, slices that ended early included
+        assert play_by_protocol(remote, seed=8) == play_by_protocol(local, seed=8)
+        remote.close()
+
+
+def test_the_ray_env_takes_any_factory_of_a_vector_env():
+    remote = RayVectorEnv(DeliberationVectorEnv.factory(**META, observation="flat"), 3, 2)
+    local = DeliberationVectorEnv(3, **META, observation="flat")
+    assert len(remote.nodes) == 2 and remote.starts.num_envs == 3 and remote.episode_length == 3
+    assert same(play(remote, meta_actions), play(local, meta_actions))
     remote.close()
 
 
@@ -182,10 +195,10 @@ def test_without_ray_the_error_names_the_extra(monkeypatch):
 
 def test_the_wait_for_a_restarting_worker_is_bounded(monkeypatch):
     slept = []
-    monkeypatch.setattr(distributed.time, "sleep", slept.append)
-    monkeypatch.setattr(distributed, "RESTART_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(ray_pool.time, "sleep", slept.append)
+    monkeypatch.setattr(ray_pool, "RESTART_TIMEOUT_S", 1.0)
     waited = 0.0
     with pytest.raises(TimeoutError, match="not back after 1 s"):
         while True:
-            waited = distributed.wait_for_restart(waited)
-    assert waited == 1.0 and slept == [distributed.RESTART_POLL_S] * 2
+            waited = ray_pool.wait_for_restart(waited)
+    assert waited == 1.0 and slept == [ray_pool.RESTART_POLL_S] * 2

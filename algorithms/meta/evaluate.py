@@ -86,7 +86,7 @@ def evaluate(
     """
     if len(problem_indices) == 0:
         raise ValueError("problem_indices is empty: nothing to evaluate")
-    E, agents, rounds = venv.num_envs, venv.agents, venv.max_rounds
+    E, agents, rounds = venv.num_envs, venv.agents, venv.episode_length
     correct = np.zeros((len(problem_indices), rounds + 1, len(agents)), dtype=bool)
     consensus = np.zeros((len(problem_indices), rounds + 1), dtype=bool)
     tokens = np.zeros(len(problem_indices))

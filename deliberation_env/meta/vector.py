@@ -18,6 +18,11 @@ its final state) until the next reset; stepping after every env has ended is an 
 episode seed share round 0 exactly (common random numbers), which is how a group
 learner puts G rollouts of one problem in one batch.
 
+The env implements :class:`deliberation_env.vector_protocol.VectorEnv` (``episode_length``
+is ``max_rounds``; ``step_running`` also steps a batch whose episodes have all ended), and
+:meth:`DeliberationVectorEnv.factory` gives the picklable builder that runs it on Ray
+workers (:mod:`deliberation_env.distributed`).
+
 ``reset`` and ``step`` are atomic for the whole batch, as in the parallel env: a call
 that raises (bad input, a solver or backend fault in any phase, an invalid solver
 result) leaves every env, and the RNG, exactly as they were. ``infos[e][agent]`` holds
@@ -27,12 +32,15 @@ the same keys as the parallel env's, ``concede_target`` included; with
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
 from deliberation_env.meta import spaces as de_spaces
+from deliberation_env.meta.config import EnvConfig
 from deliberation_env.meta.env import (
     all_infos,
     build_core,
@@ -40,6 +48,7 @@ from deliberation_env.meta.env import (
     encode_infos,
     flat_observations,
 )
+from deliberation_env.starts import Starts
 from deliberation_env.values import check_action_keys
 
 
@@ -75,15 +84,39 @@ class DeliberationVectorEnv:
         self._action_space = de_spaces.action_space()
         self._rng = np.random.default_rng()
 
+    @classmethod
+    def factory(cls, infos: str = "rich", **kwargs: Any) -> Callable[[int], DeliberationVectorEnv]:
+        """A picklable builder of this env with these arguments, called with a number of envs:
+        what :class:`~deliberation_env.distributed.RayVectorEnv` builds on each worker.
+
+        The arguments are checked here; the task and the team are built only by the call.
+
+        Raises:
+            TypeError, ValueError: Naming the bad argument.
+        """
+        check_infos(infos)
+        EnvConfig(**kwargs)
+        return functools.partial(cls, infos=infos, **kwargs)
+
     @property
     def task(self):
         """The task the envs deliberate on."""
         return self._core.task
 
     @property
+    def starts(self) -> Starts:
+        """The problems of the split and how ``reset`` picks each env's problem and seed."""
+        return self._core.starts
+
+    @property
     def problems(self):
         """The problems of the split (what ``problem_index`` indexes)."""
         return self._core.problems
+
+    @property
+    def episode_length(self) -> int:
+        """Most steps of an episode: ``max_rounds``."""
+        return self.max_rounds
 
     @property
     def active(self) -> np.ndarray:
@@ -122,11 +155,20 @@ class DeliberationVectorEnv:
                 episode ended, or invalid solver results; any error of a solver call
                 propagates. In every case every env is exactly as before the call.
         """
+        if self._core.started and not self._core.episode.active.any():
+            raise ValueError("every episode has ended: call reset() first")
+        return self.step_running(actions)
+
+    def step_running(self, actions: dict[str, Any]):
+        """:meth:`step`, which also steps a batch whose episodes have all ended (each ended
+        env ignores its actions and reports zero reward; its per-step infos are zeroed).
+
+        Raises:
+            TypeError, ValueError: As :meth:`step`, but for a batch that has ended.
+        """
         core = self._core
         if not core.started:
             raise ValueError("no episode: call reset() before step()")
-        if not core.episode.active.any():
-            raise ValueError("every episode has ended: call reset() first")
         check_action_keys(actions, self.agents)
         table = np.empty((self.num_envs, self.n_agents), dtype=np.int64)
         for i, agent in enumerate(self.agents):

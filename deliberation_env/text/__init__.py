@@ -40,7 +40,8 @@ def text_vector_env(num_envs: int, workers: int = 0, **kwargs: Any) -> TextDelib
         return TextDeliberationVectorEnv(num_envs, **kwargs)
     from deliberation_env.distributed import RayVectorEnv
 
-    return RayVectorEnv("text", num_envs, workers, **kwargs)
+    worker_options = kwargs.pop("worker_options", None)
+    return RayVectorEnv(TextDeliberationVectorEnv.factory(**kwargs), num_envs, workers, worker_options)
 
 
 __all__ = [

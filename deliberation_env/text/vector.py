@@ -17,16 +17,23 @@ behaves exactly like a parallel env reset with env e's problem and episode seed.
 An env that ended (``stop_threshold``) ignores later actions and reports zero reward
 (its infos keep its final state, with ``active`` False) until the next reset; stepping
 after every env has ended is an error.
+
+The env implements :class:`deliberation_env.vector_protocol.VectorEnv` (``episode_length``
+is ``max_turns``; ``step_running`` also steps a batch whose episodes have all ended), and
+:meth:`TextDeliberationVectorEnv.factory` gives the picklable builder that runs it on Ray
+workers (:mod:`deliberation_env.distributed`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
+from deliberation_env.starts import Starts
 from deliberation_env.tasks import Problem
 from deliberation_env.text.config import TextEnvConfig
 from deliberation_env.text.env import Spaces, TextEngine, check_text
@@ -62,15 +69,38 @@ class TextDeliberationVectorEnv:
         self._spaces = Spaces.of(self._engine)
         self._rng = np.random.default_rng()
 
+    @classmethod
+    def factory(cls, **kwargs: Any) -> Callable[[int], TextDeliberationVectorEnv]:
+        """A picklable builder of this env with these arguments, called with a number of envs:
+        what :class:`~deliberation_env.distributed.RayVectorEnv` builds on each worker.
+
+        The arguments are checked here; the task's data is read only by the call.
+
+        Raises:
+            TypeError, ValueError: Naming the bad argument.
+        """
+        TextEnvConfig(**kwargs)
+        return functools.partial(cls, **kwargs)
+
     @property
     def protocol(self) -> TextProtocol:
         """The collaboration protocol."""
         return self._engine.protocol
 
     @property
+    def starts(self) -> Starts:
+        """The problems of the split and how ``reset`` picks each env's problem and seed."""
+        return self._engine.starts
+
+    @property
     def problems(self) -> Sequence[Problem]:
         """The problems of the split (what ``problem_index`` indexes)."""
         return self._engine.problems
+
+    @property
+    def episode_length(self) -> int:
+        """Most steps of an episode: ``max_turns``."""
+        return self.max_turns
 
     @property
     def active(self) -> np.ndarray:
@@ -109,12 +139,21 @@ class TextDeliberationVectorEnv:
                 non-string text of a running env, or a protocol fault; every env is
                 then exactly as before.
         """
+        if self._engine.states is not None and not self.active.any():
+            raise ValueError("every episode has ended: call reset() first")
+        return self.step_running(actions)
+
+    def step_running(self, actions: dict[str, Any]):
+        """:meth:`step`, which also steps a batch whose episodes have all ended (each ended
+        env ignores its actions and reports zero reward).
+
+        Raises:
+            TypeError, ValueError: As :meth:`step`, but for a batch that has ended.
+        """
         engine = self._engine
-        active = self.active
         if engine.states is None:
             raise ValueError("no episode: call reset() before step()")
-        if not active.any():
-            raise ValueError("every episode has ended: call reset() first")
+        active = self.active
         check_action_keys(actions, self.agents)
         for agent in self.agents:
             column = actions[agent]
