@@ -99,7 +99,7 @@ def responses() -> int:
 
 def warm(args: Args, num_envs: int = 8) -> None:
     """Generate every LLM response the training pool and the held-out baselines need."""
-    venv = ENV.make(num_envs)
+    venv = de.vector_env_from(ENV, num_envs)
     pool = [(p, s) for s in range(args.seed_pool) for p in range(args.problem_pool)]
     before, start = responses(), time.perf_counter()
     for policy in map(Constant, de.MetaAction):
@@ -112,7 +112,7 @@ def warm(args: Args, num_envs: int = 8) -> None:
             while venv.active.any():
                 obs, _, _, _, infos = venv.step(policy.act(obs, infos))
     print(f"pool: {responses() - before} new responses in {time.perf_counter() - start:.0f} s")
-    test = ENV.make(num_envs, split="test")
+    test = de.vector_env_from(ENV, num_envs, split="test")
     for name in BASELINES:
         evaluate(baselines.get(name), test, range(args.eval_problems))
     print(f"total: {responses() - before} new responses in {time.perf_counter() - start:.0f} s")
@@ -183,7 +183,7 @@ def hindsight_ceiling(problems: range) -> float:
     so this costs no generation. No policy, privileged or not, can do better.
     """
     joint = list(itertools.product(de.MetaAction, repeat=ENV.n_agents))
-    venv = ENV.make(len(joint), split="test")
+    venv = de.vector_env_from(ENV, len(joint), split="test")
     best = []
     for k in tqdm(problems, desc="hindsight ceiling", unit="problem", leave=False):
         seed = derive_seed(0, venv.problems[k].id)  # evaluate()'s episode seed for eval seed 0
@@ -206,7 +206,7 @@ def observation_signal(split: str, problems: range, seeds: list[int]) -> dict[st
     AUC of round-0 features for the agent's own correctness (0.5: no information; below
     0.5: informative with the opposite sign), and what REFINE does to answers.
     """
-    venv = ENV.make(len(problems), split=split)
+    venv = de.vector_env_from(ENV, len(problems), split=split)
     obs, infos = venv.reset(options={"problem_index": list(problems), "episode_seed": seeds})
     features = np.concatenate([obs[a]["self"] for a in venv.agents])
     before = np.concatenate([[info[a]["correct"] for info in infos] for a in venv.agents])
@@ -229,7 +229,7 @@ def report(args: Args) -> dict:
     A learner's row averages its seeds; its paired difference to a baseline averages the
     seeds' per-problem consensus correctness first, so its CI covers the choice of problems.
     """
-    test = ENV.make(8, split="test")
+    test = de.vector_env_from(ENV, 8, split="test")
     problems = range(args.eval_problems)
     results = {name: [evaluate(baselines.get(name), test, problems, progress=False)] for name in BASELINES}
     for algo in trained(args):

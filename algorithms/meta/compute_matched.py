@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from agents.base import Answer, Confidence, PrivilegedSolver, Solver, Turn, call_solver
 from algorithms.meta import baselines
 from algorithms.meta.evaluate import EvalResult, evaluate
+from deliberation_env.factory import vector_env_from
 from deliberation_env.meta.config import EnvConfig
 
 
@@ -61,8 +62,8 @@ def samples_of_one_agent(
     member: Solver, config: EnvConfig, k: int, problems: Sequence[int], seed: int, num_envs: int, label: str
 ) -> EvalResult:
     """k answers of ``member`` per problem, never revised, on ``config``'s task and split."""
-    venv = config.make(  # ``member`` is built: it holds the sampling settings of its spec already
-        num_envs, team=OneAgent(member), n_agents=k, max_rounds=1, stop_on_consensus=False,
+    venv = vector_env_from(  # ``member`` is built: it holds the sampling settings of its spec already
+        config, num_envs, team=OneAgent(member), n_agents=k, max_rounds=1, stop_on_consensus=False,
         temperature=None, max_tokens=None, top_k=None,
     )
     return evaluate(baselines.get("independent"), venv, problems, seed=seed, label=label)

@@ -24,7 +24,7 @@ from algorithms.core.checkpoints import (
 )
 from algorithms.meta import GRPO, SFTConfig, SoftRankPO, SoftRankPOConfig
 from algorithms.meta.train import TrainConfig, load_network, train
-from deliberation_env import EnvConfig
+from deliberation_env import EnvConfig, vector_env_from
 
 ENV = EnvConfig(team="simulated", difficulty=3, max_rounds=2)
 SMALL = {"groups_per_update": 2, "group_size": 4, "hidden_size": 16, "num_heads": 2}
@@ -55,7 +55,7 @@ KINDS = ["torch.save", "pickle0", "pickle2"]
 
 def learner(cls=SoftRankPO, **overrides):
     config = SoftRankPOConfig(**{**SMALL, **overrides}) if cls is SoftRankPO else cls.config_class(**SMALL)
-    return cls(config, ENV.make(config.num_envs))
+    return cls(config, vector_env_from(ENV, config.num_envs))
 
 
 def tiny(tmp_path, **overrides):
