@@ -89,7 +89,8 @@ class EnvConfig:
     task: Annotated[str | Task, TASK_ON_THE_COMMAND_LINE] = DEFAULT_TASK
     """Task name (``deliberate tasks list``); from Python also a :class:`Task` instance."""
     path: str | None = None
-    """Data file or folder of a file-based task (gsm8k, math, aime, amc, mmlu, jsonl, humaneval)."""
+    """Data of a file-based task (gsm8k, math, aime, amc, mmlu, jsonl, humaneval): a JSONL file, a
+    folder with train.jsonl and test.jsonl, ``hf:<dataset>[:<config>]`` or ``sample`` (docs/data.md)."""
     difficulty: int | None = None
     """Arithmetic difficulty, 1 (single-digit sums) to 5 (word problems); None: 1. Task
     ``arithmetic`` only."""

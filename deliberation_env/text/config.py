@@ -107,7 +107,8 @@ class TextEnvConfig:
     """Task name (``deliberate tasks list``) or, from Python, a :class:`Task`; None:
     ``arithmetic``. Not with a protocol instance, which brings its own problems."""
     path: str | None = None
-    """Data file or folder of a file-based task (gsm8k, math, aime, amc, mmlu, jsonl, humaneval)."""
+    """Data of a file-based task (gsm8k, math, aime, amc, mmlu, jsonl, humaneval): a JSONL file, a
+    folder with train.jsonl and test.jsonl, ``hf:<dataset>[:<config>]`` or ``sample`` (docs/data.md)."""
     difficulty: int | None = None
     """Arithmetic difficulty, 1 to 5; None: 1. Task ``arithmetic`` only."""
     task_kwargs: dict[str, int | float | str] | None = None
