@@ -2,9 +2,11 @@
 keyword arguments from the ``path`` and ``difficulty`` shortcuts, the task they give, and
 the episode length under PettingZoo's name ``max_cycles``.
 
->>> arguments = task_arguments("arithmetic", None, None, 2)
->>> arguments, build_task("arithmetic", arguments, "lenient").scoring
-({'difficulty': 2}, 'lenient')
+>>> task_arguments("arithmetic", None, None, 2)
+{'difficulty': 2}
+>>> from deliberation_env.meta.config import EnvConfig
+>>> build_task(EnvConfig(task="arithmetic", difficulty=2, scoring="lenient")).scoring
+'lenient'
 >>> with_max_cycles("max_rounds", None, 4, default=3)
 4
 """
@@ -12,7 +14,7 @@ the episode length under PettingZoo's name ``max_cycles``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from deliberation_env.tasks import Task, get
 from deliberation_env.tasks.base import with_scoring
@@ -66,11 +68,23 @@ def task_arguments(
     return arguments
 
 
-def build_task(task: str | Task, arguments: Mapping[str, Any], scoring: str) -> Task:
-    """The task instance (a name is loaded with ``arguments``, see :func:`task_arguments`),
-    reading its answers under ``scoring``.
+class TaskChoice(Protocol):
+    """What a config of either family says about its task (both configs are one)."""
+
+    task: str | Task | None
+    scoring: str
+
+    def task_arguments(self) -> dict[str, Any]:
+        """The keyword arguments of the task given by name (:func:`task_arguments`)."""
+        ...
+
+
+def build_task(config: TaskChoice) -> Task:
+    """The config's task instance (a name, or None for :data:`DEFAULT_TASK`, is loaded with
+    its task arguments), reading its answers under ``config.scoring``.
 
     Raises:
         ValueError: On ``scoring="lenient"`` for a task without that option (humaneval).
     """
-    return with_scoring(task if isinstance(task, Task) else get(task, **arguments), scoring)
+    task = DEFAULT_TASK if config.task is None else config.task
+    return with_scoring(task if isinstance(task, Task) else get(task, **config.task_arguments()), config.scoring)

@@ -233,7 +233,7 @@ class EnvConfig:
         """:func:`deliberation_env.arguments.build_task` of this config."""
         from deliberation_env.arguments import build_task
 
-        return build_task(self.task, self.task_arguments(), self.scoring)
+        return build_task(self)
 
     def build_team(self) -> list[Solver]:
         """:func:`deliberation_env.meta.team.build_team` of this config."""

@@ -165,7 +165,7 @@ env, the training harness and the ``deliberate`` command line share).
 - ``stop_on_consensus``: end once all agents hold the same valid decision.
 - ``observation``: ``"vector"`` (the Dict, default), ``"flat"``, ``"text"`` or ``"both"``.
 - ``infos``: ``"rich"`` (default) or ``"numeric"``.
-- ``workers``: vector envs only (``de.vector_env``, ``EnvConfig.make``): Ray workers that
+- ``workers``: vector envs only (``de.vector_env``, ``de.vector_env_from``): Ray workers that
   run the episodes (0, the default: in this process; :mod:`deliberation_env.distributed`).
 - ``render_mode``: ``None``, ``"ansi"`` (``render()`` returns a table of the round) or
   ``"human"`` (``render()`` prints it).
@@ -230,9 +230,8 @@ def build_core(num_envs: int, **kwargs: Any) -> DeliberationCore:
             f"workers={config.workers} is an argument of de.vector_env and de.vector_env_from (Ray workers); "
             "the parallel env and DeliberationVectorEnv run in this process"
         )
-    task = build_task(config.task, config.task_arguments(), config.scoring)
     return DeliberationCore(
-        task, build_team(config), int(num_envs), config.max_rounds, config.split,
+        build_task(config), build_team(config), int(num_envs), config.max_rounds, config.split,
         config.reward_config(), config.concede_rule, config.stop_on_consensus, config.observation,
     )
 

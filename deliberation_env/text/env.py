@@ -121,7 +121,7 @@ from pettingzoo import ParallelEnv
 
 from agents.base import Message
 from agents.seeding import derive_seed, turn_seeds
-from deliberation_env.arguments import DEFAULT_TASK, build_task
+from deliberation_env.arguments import build_task
 from deliberation_env.starts import Starts
 from deliberation_env.tasks import Problem
 from deliberation_env.text.config import CODE_TASKS, TextEnvConfig, import_protocol
@@ -154,7 +154,7 @@ def build_protocol(config: TextEnvConfig) -> TextProtocol:
         return config.protocol
     if isinstance(config.protocol, str) and ":" in config.protocol:
         return import_protocol(config.protocol)
-    task = build_task(DEFAULT_TASK if config.task is None else config.task, config.task_arguments(), config.scoring)
+    task = build_task(config)
     coding = config.protocol == "coding" or (config.protocol is None and task.name in CODE_TASKS)
     return CodingProtocol(task) if coding else MathProtocol(task, scoring=config.scoring)
 
