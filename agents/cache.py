@@ -75,6 +75,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from agents import progress
 from agents.base import (
     Backend,
     BackendError,
@@ -105,6 +106,8 @@ _VALUES = {  # the columns a result is built from, in order; the checksum covers
     "generations": ("text", "prompt_tokens", "completion_tokens", "finish_reason"),
     "logprobs": ("logprobs", "prompt_tokens"),
 }
+PROGRESS_LABELS = {"generations": "generate", "logprobs": "score"}
+"""The progress bar's label of a call, by the table it is served from (:mod:`agents.progress`)."""
 FINISH_REASONS = ("stop", "length")
 """The finish reasons a generation may have (:class:`agents.base.Generation`)."""
 
@@ -579,14 +582,16 @@ class CachedBackend:
         if missing and not self.writable:
             raise self._unservable(lookup, missing, len(keys))
         pending = list(missing.items())
-        for start in range(0, len(pending), self.chunk_size):
-            chunk = pending[start : start + self.chunk_size]
-            results = produce([request for _, request in chunk])
-            self.misses += len(chunk)
-            self._check(table, chunk, results)
-            chunk_keys = [key for key, _ in chunk]
-            self._store(table, chunk_keys, results)
-            found.update(zip(chunk_keys, results, strict=True))
+        with progress.call(len(by_key), PROGRESS_LABELS[table]) as advance:
+            advance(len(by_key) - len(pending), 0)  # the hits
+            for start in range(0, len(pending), self.chunk_size):
+                chunk = pending[start : start + self.chunk_size]
+                results = produce([request for _, request in chunk])  # advances the bar as it decodes
+                self.misses += len(chunk)
+                self._check(table, chunk, results)
+                chunk_keys = [key for key, _ in chunk]
+                self._store(table, chunk_keys, results)
+                found.update(zip(chunk_keys, results, strict=True))
         return [found[key] for key in keys]
 
     def _check(self, table: str, chunk: list[tuple[str, Request]], results: list[Result]) -> None:

@@ -48,6 +48,7 @@ from typing import TypeVar
 
 import pydantic
 
+from agents import progress
 from agents.base import (
     BackendError,
     Generation,
@@ -189,17 +190,17 @@ class OpenAIBackend:
     def supports_logprobs(self) -> bool:
         """Whether the server returns log-probabilities (asked once if not configured)."""
         if self._supports_logprobs is None:
-            self._supports_logprobs = self._map(self._probe_one, [_PROBE])[0]
+            self._supports_logprobs = self._map(self._probe_one, [_PROBE], "probe")[0]
         return self._supports_logprobs
 
     # ------------------------------------------------------------------ protocol
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """Generate one completion per request, ``max_concurrency`` at a time."""
-        return self._map(self._generate_one, requests)
+        return self._map(self._generate_one, requests, "generate")
 
     def next_token_logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
         """Score each request's candidates from the server's top next-token log-probs."""
-        return self._map(self._score_one, requests)
+        return self._map(self._score_one, requests, "score")
 
     # ------------------------------------------------------------------ one request
     async def _generate_one(
@@ -295,19 +296,22 @@ class OpenAIBackend:
         self,
         one: Callable[[openai.AsyncOpenAI, int, _Request], Awaitable[_Result]],
         requests: Sequence[_Request],
+        what: str,
     ) -> list[_Result]:
-        """``one`` for every request, on an event loop in a worker thread."""
+        """``one`` for every request, on an event loop in a worker thread; ``what`` labels
+        the call's progress (:mod:`agents.progress`)."""
         if not requests:
             return []
-        with ThreadPoolExecutor(max_workers=1) as worker:
-            return worker.submit(asyncio.run, self._gather(one, requests)).result()
+        with progress.call(len(requests), what) as advance, ThreadPoolExecutor(max_workers=1) as worker:
+            return worker.submit(asyncio.run, self._gather(one, requests, advance)).result()
 
     async def _gather(
         self,
         one: Callable[[openai.AsyncOpenAI, int, _Request], Awaitable[_Result]],
         requests: Sequence[_Request],
+        advance: progress.Advance,
     ) -> list[_Result]:
-        """Every request, ``max_concurrency`` in flight; when one fails (after its retries)
+        """Every request, ``max_concurrency`` in flight, each reported to ``advance`` when done; when one fails (after its retries)
         the others are cancelled and its error is raised (the first in request order if
         several failed at once)."""
         slots = asyncio.Semaphore(self.max_concurrency)
@@ -316,6 +320,7 @@ class OpenAIBackend:
             await slots.acquire()
             result = await one(client, index, request)  # a failure keeps its slot: nothing more is sent
             slots.release()
+            advance(1, result.completion_tokens if isinstance(result, Generation) else 0)
             return result
 
         # The client's own retries are off: this class retries, with its own error message.

@@ -53,6 +53,7 @@ from typing import Any, Literal
 
 import torch
 
+from agents import progress
 from agents.base import Message
 
 try:
@@ -290,12 +291,13 @@ class TrainableLM:
         check_sample_arguments(chats, seeds, max_new_tokens, temperature, top_p, min_new_tokens)
         prompts = [self.encode(chat) for chat in chats]
         completions: list[Completion] = []
-        with self._acting(agent) as model:
+        with self._acting(agent) as model, progress.call(len(prompts), f"sample {agent}") as advance:
             for start in range(0, len(prompts), self.batch_size):
                 stop = start + self.batch_size
                 completions.extend(
                     self._sample_batch(
-                        model, prompts[start:stop], seeds[start:stop], max_new_tokens, temperature, top_p, min_new_tokens
+                        model, prompts[start:stop], seeds[start:stop], max_new_tokens, temperature, top_p,
+                        min_new_tokens, advance,
                     )
                 )
         return completions
@@ -308,7 +310,8 @@ class TrainableLM:
         max_new_tokens: int,
         temperature: float,
         top_p: float,
-        min_new_tokens: int = 0,
+        min_new_tokens: int,
+        advance: progress.Advance,
     ) -> list[Completion]:
         rows = len(prompts)
         ids, mask = _left_pad(prompts, self._pad_id, self.device)
@@ -336,6 +339,8 @@ class TrainableLM:
                     finish[row] = "stop"
                 elif len(tokens[row]) >= max_new_tokens:
                     finish[row] = "length"
+                if finish[row]:
+                    advance(1, len(tokens[row]))
             if all(finish):
                 break
             mask = torch.cat([mask, torch.ones((rows, 1), dtype=mask.dtype, device=self.device)], dim=1)

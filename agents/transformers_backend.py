@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from agents import progress
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult
 from agents.fingerprint import directory_sha256, fingerprinted
 
@@ -90,12 +91,13 @@ class TransformersBackend:
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """Generate one completion per request, ``batch_size`` requests at a time."""
         out: list[Generation] = []
-        for start in range(0, len(requests), self.batch_size):
-            out.extend(self._generate_batch(requests[start : start + self.batch_size]))
+        with progress.call(len(requests), "generate") as advance:
+            for start in range(0, len(requests), self.batch_size):
+                out.extend(self._generate_batch(requests[start : start + self.batch_size], advance))
         return out
 
     @torch.inference_mode()
-    def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+    def _generate_batch(self, requests: Sequence[GenerationRequest], advance: progress.Advance) -> list[Generation]:
         ids, mask = self._encode([r.messages for r in requests])
         prompt_tokens = mask.sum(dim=1).tolist()
         generators = [torch.Generator().manual_seed(r.seed) for r in requests]
@@ -124,12 +126,14 @@ class TransformersBackend:
                     continue
                 if token in self._stop_ids:
                     finish[row] = "stop"
-                    continue
-                new_tokens[row].append(token)
-                if _hits_stop(self.tokenizer, new_tokens[row], requests[row].stop):
-                    finish[row] = "stop"
-                elif len(new_tokens[row]) >= requests[row].max_tokens:
-                    finish[row] = "length"
+                else:
+                    new_tokens[row].append(token)
+                    if _hits_stop(self.tokenizer, new_tokens[row], requests[row].stop):
+                        finish[row] = "stop"
+                    elif len(new_tokens[row]) >= requests[row].max_tokens:
+                        finish[row] = "length"
+                if finish[row]:
+                    advance(1, len(new_tokens[row]))
             if all(finish):
                 break
             step = torch.tensor(chosen, device=self.device).unsqueeze(1)
@@ -161,19 +165,21 @@ class TransformersBackend:
     def next_token_logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
         """Log-probabilities of each candidate's first token, ``batch_size`` prompts per pass."""
         out: list[LogprobResult] = []
-        for start in range(0, len(requests), self.batch_size):
-            batch = requests[start : start + self.batch_size]
-            ids, mask = self._encode([r.messages for r in batch])
-            positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-            logits = self.model(
-                input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=1
-            ).logits[:, -1, :]
-            logprobs = torch.log_softmax(logits.float(), dim=-1).cpu()
-            for row, request in enumerate(batch):
-                scores = tuple(
-                    float(logprobs[row, self._first_token(c)]) for c in request.candidates
-                )
-                out.append(LogprobResult(scores, prompt_tokens=int(mask[row].sum())))
+        with progress.call(len(requests), "score") as advance:
+            for start in range(0, len(requests), self.batch_size):
+                batch = requests[start : start + self.batch_size]
+                ids, mask = self._encode([r.messages for r in batch])
+                positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+                logits = self.model(
+                    input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=1
+                ).logits[:, -1, :]
+                logprobs = torch.log_softmax(logits.float(), dim=-1).cpu()
+                for row, request in enumerate(batch):
+                    scores = tuple(
+                        float(logprobs[row, self._first_token(c)]) for c in request.candidates
+                    )
+                    out.append(LogprobResult(scores, prompt_tokens=int(mask[row].sum())))
+                advance(len(batch), 0)
         return out
 
     # -------------------------------------------------------------------- helpers
