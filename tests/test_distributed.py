@@ -16,6 +16,7 @@ from algorithms.meta import SoftRankPO, SoftRankPOConfig
 from deliberation_env import ray_pool
 from deliberation_env.distributed import RayVectorEnv, WorkerError
 from deliberation_env.meta.vector import DeliberationVectorEnv
+from deliberation_env.ray_pool import Call, LostState, PoolWorker, WorkerPool
 from deliberation_env.vector_protocol import VectorEnv
 
 ray = pytest.importorskip("ray", reason="Ray is in the 'ray' extra")
@@ -142,7 +143,7 @@ def test_softrankpo_trains_to_identical_metrics_on_two_workers():
 
 def test_env_config_make_runs_on_its_workers():
     config = de.EnvConfig(**META, workers=2)
-    remote, local = config.make(4, split="test"), de.EnvConfig(**META).make(4, split="test")
+    remote, local = de.vector_env_from(config, 4, split="test"), de.vector_env_from(de.EnvConfig(**META), 4, split="test")
     assert isinstance(remote, RayVectorEnv) and remote.workers == 2
     assert same(play(remote, meta_actions), play(local, meta_actions))
     remote.close()
@@ -202,3 +203,56 @@ def test_the_wait_for_a_restarting_worker_is_bounded(monkeypatch):
         while True:
             waited = ray_pool.wait_for_restart(waited)
     assert waited == 1.0 and slept == [ray_pool.RESTART_POLL_S] * 2
+
+
+# ------------------------------------------------------------------ the pool itself
+def counter_class() -> type[PoolWorker]:
+    """A worker holding a number (local: pickled by value, the worker need not import tests)."""
+
+    class Counter(PoolWorker):
+        def __init__(self) -> None:
+            self.count: int | None = None
+
+        def set(self, value: int) -> None:
+            self.count = value
+
+        def add(self, n: int) -> int:
+            if self.count is None:
+                raise LostState("restarted: no count")
+            if n < 0:
+                raise ValueError(f"n must be >= 0, got {n}")
+            self.count += n
+            return self.count
+
+        def crash(self) -> None:
+            raise RuntimeError("boom")
+
+    return Counter
+
+
+def test_the_pool_restores_a_restarted_worker_and_names_failures():
+    counts, restored, undone = [10, 20], [], []
+
+    def restore(k: int) -> None:
+        restored.append(k)
+        pool.run([Call(k, "set", (counts[k],), "set its count")])
+
+    pool = WorkerPool(counter_class(), [(), ()], ["counter a", "counter b"], restore=restore, stateful=("add",))
+    assert len(pool.start("start")) == 2 and all(pool.nodes)
+    pool.run([Call(k, "set", (counts[k],), "set its count") for k in range(2)])
+    counts = pool.run([Call(k, "add", (1,), "add 1") for k in range(2)])
+    assert counts == [11, 21] and restored == []
+    kill_and_wait(pool.handles[1], restart=True)  # it comes back without its count
+    counts = pool.run([Call(k, "add", (2,), "add 2") for k in range(2)])
+    assert counts == [13, 23] and restored == [1]  # restored, then the call sent again
+    with pytest.raises(ValueError, match=r"Ray worker 0 of 2 \(counter a, node .*could not add -1: n must be >= 0"):
+        pool.run([Call(0, "add", (-1,), "add -1"), Call(1, "add", (0,), "add 0")], undo=undone.append)
+    assert undone == [1]  # the worker whose call succeeded is put back
+    with pytest.raises(WorkerError, match=r"Ray worker 1 of 2 \(counter b.*could not crash: RuntimeError: boom"):
+        pool.run([Call(1, "crash", (), "crash")])
+    pool.close()
+
+
+def test_a_pool_refuses_stateful_methods_without_a_restore():
+    with pytest.raises(ValueError, match="need a restore"):
+        WorkerPool(counter_class(), [()], ["counter"], stateful=("add",))

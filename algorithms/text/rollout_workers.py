@@ -20,9 +20,11 @@ of a call are cut into contiguous slices, one per worker, and come back in order
 same completions as sampling in one process, up to floating-point differences of
 batches padded to other lengths.
 
-**Faults.** A worker that dies is restarted by Ray (``max_restarts``); it builds its
-copy again, the driver ships it the current weights and sends its slice again. Sampling
-is a pure function of (prompt, seed, weights), so nothing is duplicated or lost.
+**Faults.** The workers are a :class:`~deliberation_env.ray_pool.WorkerPool`, the pool the
+env workers run on. A worker that dies is restarted by Ray (``max_restarts``); it builds
+its copy again, the pool has the driver ship it the current weights and sends its slice
+again. Sampling is a pure function of (prompt, seed, weights), so nothing is duplicated
+or lost. Errors name the worker and the requests it was sampling.
 
 **The base must agree.** Only the trainable weights travel; the frozen base each worker
 builds must be the driver's. On start every worker's base is hashed
@@ -41,16 +43,18 @@ import torch
 
 from agents.base import Message
 from agents.trainable_lm import Completion, TrainableLM
-from deliberation_env.distributed import (
-    DEFAULT_WORKER_OPTIONS,
+from deliberation_env.ray_pool import (
+    Call,
+    LostState,
+    PoolWorker,
     WorkerError,
+    WorkerPool,
     import_ray,
-    wait_for_restart,
 )
 from deliberation_env.values import is_integer
 
 
-class StaleWeights(RuntimeError):
+class StaleWeights(LostState):
     """A rollout worker was asked to sample with weights it does not hold."""
 
 
@@ -76,7 +80,7 @@ def base_fingerprint(lm: TrainableLM) -> str:
     return digest.hexdigest()
 
 
-class RolloutWorker:
+class RolloutWorker(PoolWorker):
     """A Ray actor's state: one copy of the policy, and the version of its weights.
 
     Args:
@@ -92,13 +96,7 @@ class RolloutWorker:
 
     def describe(self) -> dict[str, Any]:
         """The base's fingerprint, the agents and the node this worker runs on."""
-        import ray
-
-        return {
-            "fingerprint": base_fingerprint(self.lm),
-            "agents": self.lm.agents,
-            "node": ray.get_runtime_context().get_node_id(),
-        }
+        return {**super().describe(), "fingerprint": base_fingerprint(self.lm), "agents": self.lm.agents}
 
     def load(self, weights: Mapping[str, Mapping[str, torch.Tensor]], version: int) -> None:
         """Take the learner's trainable weights of ``version``."""
@@ -129,8 +127,8 @@ class RolloutWorkers:
         workers: Number of Ray actors, >= 1.
         reference: The learner's policy, whose base the workers must match.
         threads: torch threads per worker (0: torch's default, every core of its node).
-        worker_options: Ray actor options over the env workers'
-            :data:`~deliberation_env.distributed.DEFAULT_WORKER_OPTIONS` (e.g.
+        worker_options: Ray actor options over
+            :data:`~deliberation_env.ray_pool.DEFAULT_WORKER_OPTIONS` (e.g.
             ``{"num_gpus": 1}`` for a GPU each).
 
     Raises:
@@ -149,25 +147,23 @@ class RolloutWorkers:
     ) -> None:
         if not is_integer(workers) or isinstance(workers, bool) or workers < 1:
             raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
-        ray = import_ray()
-        options = {**DEFAULT_WORKER_OPTIONS, **(worker_options or {})}
-        self._restarts = int(options["max_restarts"])
-        actor = ray.remote(RolloutWorker).options(**options)
-        self.handles = [actor.remote(build, threads) for _ in range(workers)]
         self.version: int | None = None
         self._weights: Any = None
-        try:
-            descriptions = [self._call(k, "build its policy", "describe") for k in range(workers)]
-        except Exception:
-            self.close()
-            raise
-        self.nodes = [d["node"] for d in descriptions]
+        self._pool = WorkerPool(
+            RolloutWorker,
+            [(build, threads)] * workers,
+            ["a copy of the policy"] * workers,
+            worker_options,
+            restore=self._ship,
+            stateful=("sample",),
+        )
+        descriptions = self._pool.start("build its policy")
         expected = base_fingerprint(reference)
         for k, description in enumerate(descriptions):
             if description["agents"] != reference.agents or description["fingerprint"] != expected:
                 self.close()
                 raise WorkerError(
-                    f"rollout worker {k + 1}/{workers} built another policy than the learner's "
+                    f"{self._pool.name(k)} built another policy than the learner's "
                     f"(agents {description['agents']} vs {reference.agents}, or another base model): "
                     "give RolloutWorkers a factory that builds the learner's model"
                 )
@@ -175,7 +171,17 @@ class RolloutWorkers:
     @property
     def workers(self) -> int:
         """The number of Ray actors."""
-        return len(self.handles)
+        return self._pool.size
+
+    @property
+    def handles(self) -> list[Any]:
+        """The workers' Ray actor handles."""
+        return self._pool.handles
+
+    @property
+    def nodes(self) -> list[str]:
+        """The Ray node id of each worker."""
+        return self._pool.nodes
 
     def sync(self, weights: Mapping[str, Mapping[str, torch.Tensor]], version: int) -> None:
         """Make ``weights`` (the learner's ``lm.state_dict()``) version ``version`` of every worker.
@@ -188,9 +194,7 @@ class RolloutWorkers:
             return
         self._weights = import_ray().put(dict(weights))
         self.version = version
-        refs = [handle.load.remote(self._weights, version) for handle in self.handles]
-        for k, ref in enumerate(refs):
-            self._get(k, ref, "load the weights", "load", (self._weights, version))
+        self._pool.run([self._load(k) for k in range(self.workers)])
 
     def sample(
         self, agent: str, chats: Sequence[Sequence[Message]], seeds: Sequence[int], **settings: Any
@@ -208,54 +212,23 @@ class RolloutWorkers:
             raise ValueError(f"sample needs one seed per chat, got {len(chats)} chats and {len(seeds)} seeds")
         bounds = [(int(s[0]), int(s[-1]) + 1) for s in np.array_split(np.arange(len(chats)), self.workers) if len(s)]
         calls = [
-            (k, (self.version, agent, [list(c) for c in chats[a:b]], [int(s) for s in seeds[a:b]], settings))
+            Call(
+                k,
+                "sample",
+                (self.version, agent, [list(c) for c in chats[a:b]], [int(s) for s in seeds[a:b]], settings),
+                f"sample requests {a}..{b - 1} of {agent}",
+            )
             for k, (a, b) in enumerate(bounds)
         ]
-        refs = [self.handles[k].sample.remote(*args) for k, args in calls]
-        completions: list[Completion] = []
-        for (k, args), ref in zip(calls, refs, strict=True):
-            completions.extend(self._get(k, ref, "sample", "sample", args))
-        return completions
+        return [completion for part in self._pool.run(calls) for completion in part]
 
     def close(self) -> None:
         """Stop the workers."""
-        ray = import_ray()
-        for handle in self.handles:
-            ray.kill(handle, no_restart=True)
+        self._pool.close()
 
-    # ---------------------------------------------------------------- calls and faults
-    def _call(self, k: int, doing: str, method: str, *args: Any) -> Any:
-        return self._get(k, getattr(self.handles[k], method).remote(*args), doing, method, args)
+    def _load(self, k: int) -> Call:
+        return Call(k, "load", (self._weights, self.version), f"load the weights of version {self.version}")
 
-    def _get(self, k: int, ref: Any, doing: str, method: str, args: tuple) -> Any:
-        """``ray.get(ref)`` through worker ``k``'s faults: wait while Ray restarts it, give a
-        restarted (or stale) worker the current weights, and call ``method`` again."""
-        ray = import_ray()
-        deaths, waited = 0, 0.0
-        while True:
-            try:
-                return ray.get(ref)
-            except ray.exceptions.ActorUnavailableError:  # restarting
-                try:
-                    waited = wait_for_restart(waited)
-                except TimeoutError as error:
-                    raise self._named(k, doing, error) from None
-            except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as error:
-                cause = error.cause if isinstance(error, ray.exceptions.RayTaskError) else error
-                if isinstance(error, ray.exceptions.RayTaskError) and not isinstance(cause, StaleWeights):
-                    raise self._named(k, doing, cause) from error
-                if not isinstance(cause, StaleWeights):
-                    deaths += 1
-                    if deaths > self._restarts:
-                        raise self._named(k, doing, cause) from error
-                if method == "sample" and self._weights is not None:
-                    load = (self._weights, self.version)
-                    self._get(k, self.handles[k].load.remote(*load), doing, "load", load)
-            ref = getattr(self.handles[k], method).remote(*args)
-
-    def _named(self, k: int, doing: str, error: BaseException) -> Exception:
-        """Bad input keeps its type, with the worker named; anything else is a WorkerError."""
-        name = f"rollout worker {k + 1}/{self.workers}"
-        if type(error) in (TypeError, ValueError):
-            return type(error)(f"{name}: {error}")
-        return WorkerError(f"{name} could not {doing}: {type(error).__name__}: {error}")
+    def _ship(self, k: int) -> None:
+        """Give worker ``k`` (restarted, or stale) the current weights."""
+        self._pool.run([self._load(k)])

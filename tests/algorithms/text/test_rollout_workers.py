@@ -14,7 +14,7 @@ from text_learner_fakes import HashProtocol
 
 from algorithms.text import TextMAGRPO, TextMAGRPOConfig
 from algorithms.text.train import build_lm
-from deliberation_env.distributed import WorkerError
+from deliberation_env.ray_pool import WorkerError
 from deliberation_env.text import text_vector_env
 
 ray = pytest.importorskip("ray", reason="Ray is in the 'ray' extra")
@@ -68,13 +68,13 @@ def test_workers_that_build_another_base_are_refused():
     lm = build_lm(CONFIG, AGENTS)
     other = dataclasses.replace(CONFIG, seed=1)  # another random tiny model
     assert base_fingerprint(lm) != base_fingerprint(build_lm(other, AGENTS))
-    with pytest.raises(WorkerError, match="another base model"):
+    with pytest.raises(WorkerError, match=r"Ray worker 0 of 1 \(a copy of the policy.*another base model"):
         RolloutWorkers(functools.partial(build_lm, other, AGENTS), 1, lm, threads=1)
     workers = RolloutWorkers(functools.partial(build_lm, CONFIG, AGENTS), 1, lm, threads=1)
     with pytest.raises(RuntimeError, match="before sync"):
         workers.sample("agent_0", [({"role": "user", "content": "1 + 1?"},)], [0])
     workers.sync(lm.state_dict(), 0)
-    with pytest.raises(ValueError, match="rollout worker 1/1: .*min_new_tokens"):
+    with pytest.raises(ValueError, match=r"Ray worker 0 of 1 \(a copy of the policy.*could not sample requests 0..0 of agent_0: .*min_new_tokens"):
         workers.sample("agent_0", [({"role": "user", "content": "1 + 1?"},)], [0], max_new_tokens=2, min_new_tokens=3)
     workers.close()
 
