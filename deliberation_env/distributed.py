@@ -48,7 +48,7 @@ from deliberation_env.starts import Starts
 from deliberation_env.values import check_action_keys, is_integer
 from deliberation_env.vector_protocol import Infos, Observations, StepResult, VectorEnv
 
-__all__ = ["EnvWorker", "LostEpisode", "RayVectorEnv", "WorkerError", "check_workers"]
+__all__ = ["EnvWorker", "Factory", "LostEpisode", "RayVectorEnv", "WorkerError", "check_workers"]
 
 Factory = Callable[[int], VectorEnv]
 """Builds an in-process vector env of the given number of envs (picklable: it runs on the workers)."""
