@@ -45,13 +45,16 @@ from agents.base import Backend, Solver
 from agents.specs import backend_from_spec
 from algorithms import text as text_learners
 from algorithms.core import config_files
+from algorithms.core.compare import run_grid, summarize_runs, summary_table
 from algorithms.meta import baselines, plots
 from algorithms.meta import compare as harness
 from algorithms.meta.compute_matched import compute_matched
 from algorithms.meta.evaluate import EvalResult, evaluate
 from algorithms.text import eval as text_eval
+from deliberation_env.arguments import build_task
 from deliberation_env.meta.config import EnvConfig
 from deliberation_env.meta.spaces import ACTION_NAMES
+from deliberation_env.meta.team import build_team
 from deliberation_env.tasks import problem_count
 from deliberation_env.text import CodingProtocol
 
@@ -123,13 +126,13 @@ def run(cfg: Run) -> dict[str, Any]:
         return run_text(cfg)
     started = time.perf_counter()
     args = cfg.env_args
-    team = args.build_team()
+    team = build_team(args)
     # The built members hold the sampling settings of their specs already.
-    task = args.build_task()  # loaded once: it sizes the vector env and is handed to it
+    task = build_task(args)  # loaded once: it sizes the vector env and is handed to it
     n_problems = problem_count(cfg.n_problems, len(task.problems(args.split)), args.split, "--n-problems")
     num_envs = cfg.num_envs or n_problems
-    venv = args.make(
-        num_envs, team=team, task=task, path=None, difficulty=None, task_kwargs=None, temperature=None, max_tokens=None,
+    venv = de.vector_env_from(
+        args, num_envs, team=team, task=task, path=None, difficulty=None, task_kwargs=None, temperature=None, max_tokens=None,
         top_k=None,
     )
     policies = [baselines.get(name) for name in cfg.policies]
@@ -187,7 +190,7 @@ def run_text(cfg: Run, backend: Backend | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     if backend is None:
         backend = backend_from_spec(args.team, args.cache, args.offline)
-    protocol = CodingProtocol(args.build_task())
+    protocol = CodingProtocol(build_task(args))
     console.print(f"[bold]helper + main, 2 x {backend.model_id}[/bold] on humaneval ({args.split}, "
                   f"{cfg.n_problems} problems, {cfg.samples} sample(s) each)")
     summaries = text_eval.evaluate_baselines(
@@ -359,14 +362,19 @@ the share of answers in the asked form, the share cut at the budget and the leng
 
 
 def compare_text(cfg: TextCompare) -> dict[str, Any]:
-    """``deliberate compare --env text``: every learner x seed; table and ``compare.json``."""
-    runs = []
-    for algo in cfg.algos:
-        for seed in range(cfg.seeds):
-            result = text_learners.train(cfg.run_config(algo, seed))
-            final = result.history[-1] if result.history else {}
-            runs.append({"algo": algo, "seed": seed, "final": final, "before": result.before, "after": result.after})
-    summary = {algo: summarize_text_runs([r for r in runs if r["algo"] == algo]) for algo in cfg.algos}
+    """``deliberate compare --env text``: every learner x seed (:mod:`algorithms.core.compare`);
+    table and ``compare.json``."""
+
+    def train_one(algo: str, seed: int) -> dict[str, Any]:
+        result = text_learners.train(cfg.run_config(algo, seed))
+        final = result.history[-1] if result.history else {}
+        return {"final": final, "before": result.before, "after": result.after}
+
+    runs = run_grid(train_one, cfg.algos, cfg.seeds)
+    summary = {
+        algo: summarize_runs([{**r["final"], **r["after"]} for r in runs if r["algo"] == algo], TEXT_COMPARE_METRICS)
+        for algo in cfg.algos
+    }
     folder = cfg.out_dir / cfg.name
     record = {
         "config": json.loads(json.dumps(asdict(cfg), default=str)),
@@ -377,33 +385,11 @@ def compare_text(cfg: TextCompare) -> dict[str, Any]:
         "runs": runs,
     }
     (folder / TEXT_COMPARE_FILE).write_text(json.dumps(record, indent=2))
-    console.print(text_compare_table(summary, f"LLM-weight learners, {cfg.seeds} seed(s), {cfg.learner.updates} updates"))
+    table = summary_table(summary, TEXT_COMPARE_METRICS, f"LLM-weight learners, {cfg.seeds} seed(s), {cfg.learner.updates} updates")
+    table.caption = "last update's rewards and held-out greedy evaluation after training; mean +- 95% CI over seeds"
+    console.print(table)
     console.print(f"wrote {folder / TEXT_COMPARE_FILE}")
     return record
-
-
-def summarize_text_runs(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Mean and 95% CI over the seeds of one learner's runs, per :data:`TEXT_COMPARE_METRICS`
-    that every run has."""
-    values = [{**run["final"], **run["after"]} for run in runs]
-    return {
-        metric: harness.mean_ci([v[metric] for v in values])
-        for metric in TEXT_COMPARE_METRICS
-        if all(metric in v for v in values)
-    }
-
-
-def text_compare_table(summary: dict[str, dict[str, dict[str, float]]], title: str) -> Table:
-    """Mean +- 95% CI over seeds of each learner's final metrics."""
-    metrics = [m for m in TEXT_COMPARE_METRICS if any(m in row for row in summary.values())]
-    table = Table(title=title)
-    table.add_column("algo")
-    for metric in metrics:
-        table.add_column(metric, justify="right")
-    for algo, row in summary.items():
-        table.add_row(algo, *(f"{row[m]['mean']:.3f} +- {row[m]['ci95']:.3f}" if m in row else "-" for m in metrics))
-    table.caption = "last update's rewards and held-out greedy evaluation after training; mean +- 95% CI over seeds"
-    return table
 
 
 # ---------------------------------------------------------------------------- tasks

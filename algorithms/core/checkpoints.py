@@ -278,3 +278,45 @@ def check_torch_rng_state(saved: torch.Tensor, where: str) -> None:
         torch.Generator().set_state(saved)
     except (TypeError, RuntimeError) as error:
         raise CheckpointError(f"{where} is not a torch generator state: {error}") from error
+
+
+def check_learner_state(
+    state: Mapping[str, Any],
+    name: str,
+    settings: Mapping[str, Any],
+    defaults: Mapping[str, Any],
+    template: Mapping[str, Any],
+    optimizer: torch.optim.Optimizer,
+) -> None:
+    """Raise unless ``state`` is a checkpoint of this learner, checked whole before anything
+    changes: the same algorithm, the same settings, every entry shaped like ``template``.
+
+    Args:
+        state: The checkpoint's state.
+        name: The learner's algorithm name.
+        settings: The learner's config entries a resumed run must share.
+        defaults: The same entries of a default config (a setting added after the
+            checkpoint was written takes its default).
+        template: The learner's own ``state_dict()``.
+        optimizer: The learner's optimizer (its state is checked against it).
+
+    Raises:
+        ValueError: On a checkpoint of another algorithm or config, naming the difference.
+        CheckpointError: On a state that does not fit (a damaged or tampered checkpoint),
+            naming the entry.
+    """
+    algo = state.get("algo")
+    if algo != name:
+        raise ValueError(f"checkpoint is from {algo!r}, not {name!r}: load it with the {algo} learner")
+    if not isinstance(state.get("config"), dict):
+        raise CheckpointError("the checkpoint has no config mapping: it is damaged or not a learner's")
+    saved = {**defaults, **state["config"]}
+    if saved != settings:
+        changed = sorted(set(saved) ^ set(settings) | {k for k in settings if saved.get(k) != settings[k]})
+        raise ValueError(
+            f"the checkpoint's config differs from this learner's in {changed}: resume with the "
+            "checkpoint's values or start a new run directory"
+        )
+    check_structure(state, {**template, "config": dict, "optimizer": dict})
+    check_optimizer_state(state["optimizer"], optimizer, "checkpoint/optimizer")
+    check_numpy_rng_state(state["rng"], "checkpoint/rng")

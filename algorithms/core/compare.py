@@ -1,8 +1,11 @@
-"""What every comparison of learners shares, whichever family: confidence intervals and CSV rows.
+"""The compare harness of both families: learners x seeds, confidence intervals, table, CSV.
 
-A comparison runs learners x seeds on the same settings and reports, per learner, the mean
-of each final metric with the half-width of its 95% Student-t confidence interval over
-seeds (:func:`mean_ci`). The meta family's comparison is :mod:`algorithms.meta.compare`.
+A comparison runs every learner for every seed on the same settings (:func:`run_grid`)
+and reports, per learner, the mean of each final metric with the half-width of its 95%
+Student-t confidence interval over seeds (:func:`mean_ci`, :func:`summarize_runs`), as a
+table (:func:`summary_table`) and as files (:func:`write_csv`). The meta family's
+comparison (:mod:`algorithms.meta.compare`) adds warm starts, reward scales, baselines
+and learning-curve plots; the text family's is ``deliberate compare --env text``.
 
 >>> mean_ci([1.0, 1.0])
 {'mean': 1.0, 'ci95': 0.0, 'n': 2}
@@ -11,10 +14,12 @@ seeds (:func:`mean_ci`). The meta family's comparison is :mod:`algorithms.meta.c
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.table import Table
 from scipy import stats
 
 
@@ -35,3 +40,33 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         writer = csv.DictWriter(file, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
+
+
+def run_grid(
+    train: Callable[[str, int], Mapping[str, Any]], algos: Sequence[str], seeds: int
+) -> list[dict[str, Any]]:
+    """``train(algo, seed)`` for every algorithm and seed 0 .. seeds-1, in that order; one
+    row per run: ``algo``, ``seed`` and what ``train`` returned."""
+    return [{"algo": algo, "seed": seed, **train(algo, seed)} for algo in algos for seed in range(seeds)]
+
+
+def summarize_runs(runs: Sequence[Mapping[str, float]], metrics: Sequence[str]) -> dict[str, dict[str, float]]:
+    """:func:`mean_ci` over ``runs`` (one learner's seeds) of each of ``metrics`` that every run has.
+
+    >>> summarize_runs([{"a": 1.0, "b": 2.0}, {"a": 3.0}], ["a", "b"])["a"]["mean"]
+    2.0
+    """
+    return {metric: mean_ci([run[metric] for run in runs]) for metric in metrics if all(metric in run for run in runs)}
+
+
+def summary_table(summary: Mapping[str, Mapping[str, Mapping[str, float]]], metrics: Sequence[str], title: str) -> Table:
+    """A table of ``summary`` (learner -> metric -> :func:`mean_ci`): mean +- 95% CI, a column
+    per metric that any learner has ("-" where one lacks it)."""
+    columns = [m for m in metrics if any(m in row for row in summary.values())]
+    table = Table(title=title)
+    table.add_column("algo")
+    for metric in columns:
+        table.add_column(metric, justify="right")
+    for algo, row in summary.items():
+        table.add_row(algo, *(f"{row[m]['mean']:.3f} +- {row[m]['ci95']:.3f}" if m in row else "-" for m in columns))
+    return table

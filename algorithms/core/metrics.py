@@ -46,6 +46,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+METRICS = "metrics.jsonl"
+"""The metric log's file name in a run directory."""
+
 
 class MetricLogger:
     """Appends metric records to ``<run_dir>/metrics.jsonl`` (and TensorBoard or Weights &
@@ -76,7 +79,7 @@ class MetricLogger:
         wandb = _import_extra("wandb", "wandb", option="wandb_project") if wandb_project else None
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.path = self.run_dir / "metrics.jsonl"
+        self.path = self.run_dir / METRICS
         self.start = time.perf_counter()
         self.writer = board.SummaryWriter(str(self.run_dir)) if board else None
         self.wandb_run = None

@@ -1,8 +1,10 @@
-"""The shared learner machinery and the group policy-gradient learner.
+"""The meta family's learner machinery and its group policy-gradient learner.
 
 A learner owns a parameter-shared :class:`~algorithms.meta.network.MetaPolicyNetwork`, trains
 it against a vector env (``de.vector_env``) through the public API only, and saves and
-resumes from checkpoints. :class:`PolicyGradientLearner` reads straight down:
+resumes from checkpoints (:class:`algorithms.core.learner.Learner`). :class:`PolicyGradientLearner`
+fills the steps of the skeleton both families follow
+(:class:`algorithms.core.learner.GroupPolicyGradient`), reading straight down:
 
 1. ``collect``: B problems, G rollouts each, played by :meth:`Learner.play` (the rollout
    loop every learner shares, SFT included) from the same start state (equal
@@ -21,24 +23,17 @@ from __future__ import annotations
 import abc
 import copy
 import dataclasses
-import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from algorithms.core.checkpoints import (
-    check_numpy_rng_state,
-    check_optimizer_state,
-    check_structure,
-    check_torch_rng_state,
-    load_checkpoint,
-    save_checkpoint,
-)
+from algorithms.core.checkpoints import check_torch_rng_state
 from algorithms.core.checks import check_positive
+from algorithms.core.learner import GroupPolicyGradient
+from algorithms.core.learner import Learner as CoreLearner
 from algorithms.meta.losses import kl_regularized_policy_loss
 from algorithms.meta.network import (
     NUM_ACTIONS,
@@ -133,7 +128,7 @@ class Round:
         return torch.log_softmax(self.logits, -1).gather(1, self.actions[:, None]).squeeze(1)
 
 
-class Learner(abc.ABC):
+class Learner(CoreLearner):
     """A trainable meta-policy: network, optimizer, counters, checkpoints.
 
     Subclasses implement :meth:`train_step` (one collect-and-update cycle) and collect
@@ -147,6 +142,7 @@ class Learner(abc.ABC):
 
     config_class: ClassVar[type[LearnerConfig]] = LearnerConfig
     name: ClassVar[str] = "learner"
+    headline: ClassVar[str] = "rewards/team/mean"
 
     def __init__(
         self, config: LearnerConfig, venv: Any, warm_start: MetaPolicyNetwork | None = None
@@ -181,11 +177,6 @@ class Learner(abc.ABC):
         self.rng = np.random.default_rng(config.seed)
         self.generator = torch.Generator().manual_seed(config.seed)
         self.update = 0
-        self.episodes = 0
-
-    @abc.abstractmethod
-    def train_step(self) -> dict[str, float]:
-        """Collect a batch, update the network, return metrics (see :mod:`algorithms.core.metrics`)."""
 
     def policy(self, greedy: bool = True) -> NetworkPolicy:
         """The current network as a :class:`~algorithms.meta.policy.Policy` (shared, not a copy)."""
@@ -220,7 +211,7 @@ class Learner(abc.ABC):
         obs, infos = venv.reset(
             options={"problem_index": problems.tolist(), "episode_seed": seeds.tolist()}
         )
-        for _ in range(venv.max_rounds):
+        for _ in range(venv.episode_length):
             live = torch.as_tensor(np.tile(venv.active, n_agents))
             if not live.any():
                 return
@@ -251,45 +242,18 @@ class Learner(abc.ABC):
             "episodes": self.episodes,
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`'s output (same algorithm and config), checked whole
-        before anything changes.
+    def settings(self, config: LearnerConfig) -> dict[str, Any]:
+        """All of the config: a resumed run shares every setting with its checkpoint."""
+        return dataclasses.asdict(config)
 
-        Raises:
-            ValueError: On a checkpoint of another algorithm or config.
-            CheckpointError: On a state that does not fit this learner (a damaged or
-                tampered checkpoint), naming the entry.
-        """
-        if state.get("algo") != self.name:
-            raise ValueError(
-                f"checkpoint is from {state.get('algo')!r}, not {self.name!r}: "
-                f"load it with the {state.get('algo')} learner"
-            )
-        if state.get("config") != dataclasses.asdict(self.config):
-            raise ValueError(
-                "checkpoint config differs from this learner's config: resume with the "
-                f"checkpoint's config {state.get('config')} or start a new run directory"
-            )
-        check_structure(state, {**self.state_dict(), "optimizer": dict})
-        check_optimizer_state(state["optimizer"], self.optimizer, "checkpoint/optimizer")
-        check_numpy_rng_state(state["rng"], "checkpoint/rng")
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Set network, optimizer, RNGs and counter to a checked ``state``."""
         check_torch_rng_state(state["generator"], "checkpoint/generator")
         self.network.load_state_dict(state["network"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.rng.bit_generator.state = state["rng"]
         self.generator.set_state(state["generator"])
         self.update = state["update"]
-        self.episodes = state["episodes"]
-
-    def save(self, path: str | Path) -> None:
-        """Write a checkpoint atomically (a killed run keeps the previous one)."""
-        save_checkpoint(self.state_dict(), path)
-
-    def load(self, path: str | Path) -> None:
-        """Resume from a checkpoint written by :meth:`save` (tensors and JSON: loading runs no
-        code; a pickled ``checkpoint.pt`` of an earlier version is refused, see
-        :mod:`algorithms.core.checkpoints`)."""
-        self.load_state_dict(load_checkpoint(path))
 
 
 @dataclass
@@ -353,7 +317,7 @@ class Rollout:
     metrics: dict[str, float]
 
 
-class PolicyGradientLearner(Learner):
+class PolicyGradientLearner(Learner, GroupPolicyGradient):
     """Group rollouts, group-relative advantages, clipped ratio loss with KL to a reference.
 
     Subclasses override :meth:`compute_advantages` only.
@@ -382,21 +346,26 @@ class PolicyGradientLearner(Learner):
     def compute_advantages(self, returns: torch.Tensor, team_rewards: torch.Tensor) -> torch.Tensor:
         """Advantages (B, G, n_agents) from returns (B, G, n_agents) and team rewards (B, G)."""
 
-    def train_step(self) -> dict[str, float]:
-        """One update: collect B x G rollouts, form advantages, optimize."""
-        start = time.perf_counter()
-        rollout = self.collect()
-        advantages = self.compute_advantages(rollout.returns, rollout.team_rewards)
+    def returns(self, batch: Rollout) -> torch.Tensor:
+        """Each agent's undiscounted episode return, (B, G, n_agents)."""
+        return batch.returns
+
+    def group_advantages(self, batch: Rollout, returns: torch.Tensor) -> torch.Tensor:
+        """:meth:`compute_advantages` of the returns and team rewards, (B, G, n_agents)."""
+        return self.compute_advantages(returns, batch.team_rewards)
+
+    def sample_advantages(self, batch: Rollout, advantages: torch.Tensor) -> torch.Tensor:
+        """Every transition of an agent's trajectory gets that trajectory's advantage."""
         per_env = advantages.reshape(self.venv.num_envs, len(self.agents))
-        sample_advantages = per_env[rollout.env_index, rollout.agent_index]
-        losses = self.optimize(rollout, sample_advantages)
-        self.update += 1
-        self.episodes += self.venv.num_envs
+        return per_env[batch.env_index, batch.agent_index]
+
+    def update_metrics(
+        self, returns: torch.Tensor, advantages: torch.Tensor, samples: torch.Tensor, seconds: float
+    ) -> dict[str, float]:
+        """``adv/abs_mean`` over the group advantages and ``charts/sps`` (env steps per second)."""
         return {
-            **rollout.metrics,
-            **losses,
             "adv/abs_mean": advantages.abs().mean().item(),
-            "charts/sps": self.venv.num_envs * self.venv.max_rounds / (time.perf_counter() - start),
+            "charts/sps": self.venv.num_envs * self.venv.episode_length / seconds,
         }
 
     @torch.no_grad()
@@ -491,7 +460,7 @@ class PolicyGradientLearner(Learner):
         """The base checkpoint plus the frozen reference network."""
         return {**super().state_dict(), "reference": self.reference.state_dict()}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def restore(self, state: Mapping[str, Any]) -> None:
         """Restore the base checkpoint and the reference network."""
-        super().load_state_dict(state)
+        super().restore(state)
         self.reference.load_state_dict(state["reference"])

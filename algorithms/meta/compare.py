@@ -30,10 +30,11 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from algorithms.core.checkpoints import CHECKPOINT
-from algorithms.core.compare import mean_ci, write_csv
+from algorithms.core.compare import summarize_runs, write_csv
 from algorithms.core.metrics import read_metrics
 from algorithms.meta import baselines, learning_plots
 from algorithms.meta.train import EVAL_BATCH, LEARNERS, Algo, TrainConfig, held_out, train
+from deliberation_env.factory import vector_env_from
 
 
 @dataclass
@@ -160,7 +161,7 @@ def _collect(
 def _evaluate_baselines(cfg: CompareConfig) -> list[dict[str, Any]]:
     """Every baseline on the held-out episodes, once per seed (only ``random`` uses the seed)."""
     rows = []
-    test_venv = cfg.train.env.make(min(cfg.train.eval_problems, EVAL_BATCH), split="test")
+    test_venv = vector_env_from(cfg.train.env, min(cfg.train.eval_problems, EVAL_BATCH), split="test")
     for seed in range(cfg.seeds):
         for name in cfg.baselines:
             policy = baselines.get(name, seed=seed) if name == "random" else baselines.get(name)
@@ -180,10 +181,10 @@ def summarize(
     is not above the best heuristic."""
 
     def grouped(rows: list[dict[str, Any]], key) -> dict[str, dict[str, float]]:
-        groups: dict[str, list[float]] = {}
+        groups: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
-            groups.setdefault(key(row), []).append(row[metric])
-        return {name: mean_ci(values) for name, values in groups.items()}
+            groups.setdefault(key(row), []).append(row)
+        return {name: summarize_runs(members, [metric])[metric] for name, members in groups.items()}
 
     learners = grouped(finals, lambda row: f"{row['algo']}@{row['reward_scale']:g}")
     heuristics = grouped(baseline_rows, lambda row: row["algo"])

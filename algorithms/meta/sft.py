@@ -96,11 +96,10 @@ class SFT(Learner):
                 self.optimizer.step()
                 losses.append(loss.item())
         self.update += 1
-        self.episodes += self.venv.num_envs
         return {
             **metrics,
             "losses/bc": float(np.mean(losses[-self.config.num_minibatches :])),
-            "charts/sps": self.venv.num_envs * self.venv.max_rounds / (time.perf_counter() - start),
+            "charts/sps": self.venv.num_envs * self.venv.episode_length / (time.perf_counter() - start),
         }
 
     @torch.no_grad()

@@ -15,16 +15,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from tqdm.auto import tqdm
 
 from algorithms.core.checkpoints import (
     CHECKPOINT,
     CheckpointError,
     check_structure,
     load_checkpoint,
-    resume_checkpoint,
 )
-from algorithms.core.metrics import MetricLogger, read_metrics
+from algorithms.core.run import RunConfig, run
 from algorithms.meta import baselines
 from algorithms.meta.base import Learner
 from algorithms.meta.evaluate import evaluate
@@ -34,6 +32,7 @@ from algorithms.meta.network import MetaPolicyNetwork
 from algorithms.meta.policy import Policy
 from algorithms.meta.sft import SFT, SFTConfig
 from algorithms.meta.softrankpo import SoftRankPO, SoftRankPOConfig
+from deliberation_env.factory import vector_env_from
 from deliberation_env.meta.config import EnvConfig
 
 Algo = Literal["softrankpo", "grpo", "magrpo", "sft"]
@@ -133,7 +132,7 @@ def held_out(policy: Policy, venv: Any, cfg: TrainConfig) -> dict[str, float]:
 
     Args:
         policy: The policy to evaluate.
-        venv: A test-split vector env (``cfg.env.make(n, split="test")``).
+        venv: A test-split vector env (``vector_env_from(cfg.env, n, split="test")``).
         cfg: The run's config (how many problems, which episode seed).
     """
     result = evaluate(policy, venv, range(cfg.eval_problems), seed=cfg.eval_seed, progress=False)
@@ -148,37 +147,30 @@ def held_out(policy: Policy, venv: Any, cfg: TrainConfig) -> dict[str, float]:
 def _run_learner(
     learner: Learner, cfg: TrainConfig, updates: int, run_dir: Path, label: str
 ) -> dict[str, float]:
-    """Train ``learner`` up to ``updates`` updates in ``run_dir`` (resuming), evaluating."""
-    checkpoint = run_dir / CHECKPOINT
-    resume_from = resume_checkpoint(run_dir) if cfg.resume else None  # refuses a pickled checkpoint.pt
-    if resume_from is not None:
-        learner.load(resume_from)
-    test_venv = cfg.env.make(min(cfg.eval_problems, EVAL_BATCH), split="test")
-    logger = MetricLogger(run_dir, cfg.tensorboard, cfg.wandb_project, config=dataclasses.asdict(cfg))
-    if learner.update == 0:  # the curve starts at the initial (e.g. warm-started) policy
-        logger.log(0, 0, held_out(learner.policy(), test_venv, cfg))
-    final: dict[str, float] = {}
-    with tqdm(
-        total=updates, initial=learner.update, desc=label, disable=not cfg.progress, leave=False
-    ) as bar:
-        while learner.update < updates:
-            metrics = learner.train_step()
-            if learner.update % cfg.eval_every == 0 or learner.update == updates:
-                metrics.update(held_out(learner.policy(), test_venv, cfg))
-                final = {k: v for k, v in metrics.items() if k.startswith("eval/")}
-            # Checkpoint every update: a resumed run repeats no update and no log line.
-            learner.save(checkpoint)
-            logger.log(learner.update, learner.episodes, metrics)
-            bar.set_postfix(acc=f"{metrics.get('rewards/team/mean', float('nan')):.3f}")
-            bar.update()
-    logger.close()
-    if not final:  # a finished run resumed: its last evaluation is in the log
-        final = {
-            k: v
-            for k, v in read_metrics(run_dir / "metrics.jsonl")[-1].items()
-            if k.startswith("eval/")
-        }
-    return final
+    """Train ``learner`` up to ``updates`` updates in ``run_dir`` (:func:`algorithms.core.run.run`:
+    resumed, checkpointed every update, evaluated first, every ``eval_every`` updates and
+    last); return its last held-out metrics."""
+    test_venv = vector_env_from(cfg.env, min(cfg.eval_problems, EVAL_BATCH), split="test")
+    config = RunConfig(
+        updates,
+        str(run_dir),
+        resume=cfg.resume,
+        checkpoint_every=1,
+        eval_every=cfg.eval_every,
+        evaluate_first=True,
+        progress=cfg.progress,
+        label=label,
+        tensorboard=cfg.tensorboard,
+        wandb_project=cfg.wandb_project,
+    )
+    result = run(
+        learner,
+        config,
+        lambda: held_out(learner.policy(), test_venv, cfg),
+        dataclasses.asdict(cfg),
+        learner.headline,
+    )
+    return result.evaluation
 
 
 def train(cfg: TrainConfig) -> dict[str, float]:
@@ -196,7 +188,7 @@ def train(cfg: TrainConfig) -> dict[str, float]:
     teacher = baselines.Oracle()
     if cfg.algo == "sft":
         config = cfg.learner_config("sft")
-        learner: Learner = SFT(config, cfg.env.make(config.num_envs), teacher)
+        learner: Learner = SFT(config, vector_env_from(cfg.env, config.num_envs), teacher)
         final = _run_learner(learner, cfg, cfg.updates, run_dir, f"sft seed {cfg.seed}")
     else:
         warm = None
@@ -204,7 +196,7 @@ def train(cfg: TrainConfig) -> dict[str, float]:
             warm = load_network(cfg.warm_start, cfg.env)
         elif cfg.sft_updates:
             sft_config = cfg.learner_config("sft")
-            sft = SFT(sft_config, cfg.env.make(sft_config.num_envs), teacher)
+            sft = SFT(sft_config, vector_env_from(cfg.env, sft_config.num_envs), teacher)
             _run_learner(
                 sft,
                 dataclasses.replace(cfg, eval_every=cfg.sft_updates),
@@ -214,7 +206,7 @@ def train(cfg: TrainConfig) -> dict[str, float]:
             )
             warm = sft.network
         config = cfg.learner_config(cfg.algo)
-        learner = LEARNERS[cfg.algo](config, cfg.env.make(config.num_envs), warm_start=warm)
+        learner = LEARNERS[cfg.algo](config, vector_env_from(cfg.env, config.num_envs), warm_start=warm)
         final = _run_learner(learner, cfg, cfg.updates, run_dir, f"{cfg.algo} seed {cfg.seed}")
     (run_dir / "summary.json").write_text(json.dumps(final, indent=2))
     return final
@@ -236,7 +228,7 @@ def load_network(path: str | Path, env: EnvConfig) -> MetaPolicyNetwork:
     if not (type(hidden_size) is int and type(num_heads) is int and isinstance(bias, torch.Tensor)
             and bias.shape == (hidden_size,) and 0 < num_heads <= hidden_size and hidden_size % num_heads == 0):
         raise CheckpointError(f"{path} holds no meta-policy network: its hidden_size and num_heads do not fit its weights")
-    space = env.make(1).observation_space("agent_0")
+    space = vector_env_from(env, 1).observation_space("agent_0")
     network = MetaPolicyNetwork(space["self"].shape[-1], space["peers"].shape[-1], hidden_size, num_heads)
     check_structure(state["network"], network.state_dict(), f"{path}: network")
     network.load_state_dict(state["network"])

@@ -1,8 +1,11 @@
-"""The shared loop of the LLM-weight learners: collect groups, advantages, loss, update.
+"""The LLM-weight learners' steps of the group policy-gradient skeleton: collect groups,
+returns, advantages, loss.
 
 A learner trains the agents a :class:`agents.TrainableLM` plays in a text vector env
 (``de.text_vector_env``); the team's other agents are frozen :class:`agents.TextPolicy`
-objects (any backend). :class:`TextPolicyGradientLearner` reads straight down:
+objects (any backend). :class:`TextPolicyGradientLearner` fills the steps of the skeleton
+both families follow (:class:`algorithms.core.learner.GroupPolicyGradient`; its runs are
+:func:`algorithms.core.run.run`'s), reading straight down:
 
 1. :meth:`~TextPolicyGradientLearner.collect`: B problems, each reset in G envs (aligned
    pairing) with distinct episode seeds, so the G rollouts of a problem sample G
@@ -44,31 +47,17 @@ in training as in evaluation; its tokens are still trained on, with that reward.
 from __future__ import annotations
 
 import abc
-import json
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from agents.seeding import derive_seed
 from agents.text_policy import TextPolicy, played_text
 from agents.trainable_lm import Completion, TrainableLM
-from algorithms.core.checkpoints import (
-    CHECKPOINT,
-    CheckpointError,
-    check_numpy_rng_state,
-    check_optimizer_state,
-    check_structure,
-    load_checkpoint,
-    resume_checkpoint,
-    save_checkpoint,
-)
-from algorithms.core.metrics import MetricLogger
+from algorithms.core.learner import GroupPolicyGradient
 from algorithms.text.config import TextLearnerConfig
 from algorithms.text.losses import (
     cross_returns,
@@ -77,8 +66,6 @@ from algorithms.text.losses import (
     token_weights,
 )
 from deliberation_env.text.config import config_record
-
-METRICS = "metrics.jsonl"
 
 
 @dataclass(frozen=True)
@@ -137,7 +124,7 @@ class Rollouts:
     metrics: dict[str, float]
 
 
-class TextPolicyGradientLearner(abc.ABC):
+class TextPolicyGradientLearner(GroupPolicyGradient):
     """Group rollouts, group-relative advantages, a clipped token loss (module docstring).
 
     Args:
@@ -158,6 +145,7 @@ class TextPolicyGradientLearner(abc.ABC):
 
     config_class: ClassVar[type[TextLearnerConfig]] = TextLearnerConfig
     name: ClassVar[str] = "text_policy_gradient"
+    headline: ClassVar[str] = "rewards/joint/mean"
 
     def __init__(
         self,
@@ -187,9 +175,9 @@ class TextPolicyGradientLearner(abc.ABC):
                 f"the text vector env has num_envs={venv.num_envs}, the config needs {config.num_envs} "
                 f"({config.pairing} pairing): build it with de.text_vector_env({config.num_envs}, ...)"
             )
-        if venv.n_agents != config.n_agents or venv.max_turns != config.max_turns:
+        if venv.n_agents != config.n_agents or venv.episode_length != config.max_turns:
             raise ValueError(
-                f"the env has n_agents={venv.n_agents}, max_turns={venv.max_turns}; the config says "
+                f"the env has n_agents={venv.n_agents}, max_turns={venv.episode_length}; the config says "
                 f"{config.n_agents}, {config.max_turns}"
             )
         if config.problem_pool > len(venv.problems):
@@ -217,24 +205,27 @@ class TextPolicyGradientLearner(abc.ABC):
     def compute_advantages(self, returns: torch.Tensor) -> torch.Tensor:
         """Advantages (B, G, n) from one turn's returns (B, G, n)."""
 
-    def train_step(self) -> dict[str, float]:
-        """One update: collect, returns, advantages per turn, optimize. Returns the metrics."""
-        start = time.perf_counter()
-        rollouts = self.collect()
-        returns = discounted_returns(rollouts.rewards, self.config.gamma)
-        advantages = torch.stack([self.compute_advantages(turn_returns) for turn_returns in returns])
-        sample_advantages = torch.tensor(
-            [advantages[s.turn, s.group, s.member, s.agent_index].item() for s in rollouts.samples]
-        )
-        losses = self.optimize(rollouts.samples, sample_advantages)
-        self.update += 1
+    def returns(self, batch: Rollouts) -> torch.Tensor:
+        """Each agent's discounted return per turn, (T, B, G, n) (the module docstring)."""
+        return discounted_returns(batch.rewards, self.config.gamma)
+
+    def group_advantages(self, batch: Rollouts, returns: torch.Tensor) -> torch.Tensor:
+        """:meth:`compute_advantages` of every turn's returns, (T, B, G, n)."""
+        return torch.stack([self.compute_advantages(turn_returns) for turn_returns in returns])
+
+    def sample_advantages(self, batch: Rollouts, advantages: torch.Tensor) -> torch.Tensor:
+        """Every completion gets the advantage of its turn, group, member and agent."""
+        return torch.tensor([advantages[s.turn, s.group, s.member, s.agent_index].item() for s in batch.samples])
+
+    def update_metrics(
+        self, returns: torch.Tensor, advantages: torch.Tensor, samples: torch.Tensor, seconds: float
+    ) -> dict[str, float]:
+        """``returns/mean`` (first turn), ``adv/abs_mean`` over the completions, ``charts/{update,seconds}``."""
         return {
-            **rollouts.metrics,
-            **losses,
             "returns/mean": returns[0].mean().item(),
-            "adv/abs_mean": sample_advantages.abs().mean().item(),
+            "adv/abs_mean": samples.abs().mean().item(),
             "charts/update": float(self.update),
-            "charts/seconds": time.perf_counter() - start,
+            "charts/seconds": seconds,
         }
 
     @torch.no_grad()
@@ -284,7 +275,7 @@ class TextPolicyGradientLearner(abc.ABC):
         """Play one episode per env of ``venv`` to its end, every agent's turn batched."""
         config, n = self.config, len(self.agents)
         obs, infos = venv.reset(options={"problem_index": problems.tolist(), "episode_seed": episode_seeds.tolist()})
-        rewards = np.zeros((venv.max_turns, venv.num_envs, n))
+        rewards = np.zeros((venv.episode_length, venv.num_envs, n))
         samples: list[Sample] = []
         parts: dict[str, list[float]] = {}
         lengths: dict[str, list[int]] = {agent: [] for agent in self.trainable}
@@ -292,7 +283,7 @@ class TextPolicyGradientLearner(abc.ABC):
         counts = np.zeros((3, venv.num_envs))
         members = self._members(venv.num_envs, pairing)
         group = self.config.group_size
-        for turn in range(venv.max_turns):
+        for turn in range(venv.episode_length):
             active = venv.active
             if not active.any():
                 break
@@ -358,9 +349,9 @@ class TextPolicyGradientLearner(abc.ABC):
         return float(reward) if self.config.credit == "joint" else scale * components["contribution"]
 
     # ------------------------------------------------------------------ optimization
-    def optimize(self, samples: Sequence[Sample], advantages: torch.Tensor) -> dict[str, float]:
+    def optimize(self, batch: Rollouts, advantages: torch.Tensor) -> dict[str, float]:
         """``update_epochs`` x ``num_minibatches`` Adam steps (see the module docstring)."""
-        config = self.config
+        config, samples = self.config, batch.samples
         if not samples:
             return {}
         reuse = config.update_epochs * config.num_minibatches > 1
@@ -441,107 +432,30 @@ class TextPolicyGradientLearner(abc.ABC):
                     scored[r] = logp[offset, : len(samples[r].completion.token_ids)]
         return scored
 
-    # ------------------------------------------------------------------ running and checkpoints
-    def learn(
-        self,
-        updates: int,
-        run_dir: str | Path | None = None,
-        checkpoint_every: int = 0,
-        progress: bool = True,
-        tensorboard: bool = False,
-        wandb_project: str = "",
-        evaluation: Callable[[], dict[str, float]] | None = None,
-        eval_interval: int = 0,
-    ) -> list[dict[str, float]]:
-        """Run updates until ``self.update == updates``, resuming from ``run_dir`` if it holds a checkpoint.
-
-        Each update's metrics go to ``run_dir/metrics.jsonl`` through
-        :class:`~algorithms.core.metrics.MetricLogger` (and TensorBoard or the Weights & Biases
-        project ``wandb_project`` if asked); lines of
-        updates after the checkpoint, from a killed run, are dropped on resume. The
-        checkpoint is written every ``checkpoint_every`` updates and at the end. Every
-        ``eval_interval`` updates, ``evaluation()``'s metrics (e.g. :meth:`evaluate` on
-        held-out problems) join that update's.
-
-        Returns:
-            The metrics of the updates run by this call.
-        """
-        logger = None
-        if run_dir:
-            folder = Path(run_dir)
-            checkpoint = resume_checkpoint(folder)  # refuses a pickled checkpoint.pt
-            if checkpoint is not None:
-                self.load(checkpoint)
-                _keep_metrics_until(folder / METRICS, self.update)
-            logger = MetricLogger(folder, tensorboard, wandb_project, config=_settings(self.config))
-        history = []
-        bar = tqdm(total=updates, initial=min(self.update, updates), disable=not progress, desc=self.name)
-        while self.update < updates:
-            metrics = self.train_step()
-            if evaluation is not None and eval_interval and self.update % eval_interval == 0:
-                metrics.update(evaluation())
-            history.append(metrics)
-            bar.update(1)
-            bar.set_postfix(reward=f"{metrics.get('rewards/joint/mean', float('nan')):.3f}")
-            if logger is not None:
-                logger.log(self.update, self.update * self.venv.num_envs, metrics)
-                if self.update == updates or (checkpoint_every and self.update % checkpoint_every == 0):
-                    self.save(logger.run_dir / CHECKPOINT)
-        bar.close()
-        if logger is not None:
-            logger.close()
-        return history
-
+    # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
         """Everything a resumed run needs to continue exactly: weights, Adam state, RNG, counter."""
         return {
             "algo": self.name,
-            "config": _settings(self.config),
+            "config": self.settings(self.config),
             "weights": self.lm.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "rng": self.rng.bit_generator.state,
             "update": self.update,
         }
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore :meth:`state_dict`'s output (same algorithm; the config may differ only
-        in its run fields, e.g. ``updates``).
+    def settings(self, config: TextLearnerConfig) -> dict[str, Any]:
+        """The config's fields that a resumed run must share (a protocol instance by its name);
+        its run fields (``RUN_FIELDS``, e.g. ``updates``) may change."""
+        return {k: v for k, v in config_record(config).items() if k not in config.RUN_FIELDS}
 
-        Raises:
-            ValueError: On a checkpoint of another algorithm or config, naming the difference.
-            CheckpointError: On a state that does not fit this learner (a damaged or tampered
-                checkpoint), naming the entry; checked whole before anything changes.
-        """
-        if state.get("algo") != self.name:
-            raise ValueError(f"the checkpoint is from {state.get('algo')!r}, not {self.name!r}: load it with that learner")
-        if not isinstance(state.get("config"), dict):
-            raise CheckpointError("the checkpoint has no config mapping: it is damaged or not a learner's")
-        ours = _settings(self.config)
-        # A field added to the config after the checkpoint was written takes its default.
-        saved = {**_settings(self.config_class()), **state["config"]}
-        if saved != ours:
-            changed = sorted(k for k in ours if saved.get(k) != ours[k])
-            raise ValueError(
-                f"the checkpoint's config differs in {changed}: resume with its values, or use a new run_dir"
-            )
-        check_structure(state, {**self.state_dict(), "config": dict, "optimizer": dict})
-        check_optimizer_state(state["optimizer"], self.optimizer, "checkpoint/optimizer")
-        check_numpy_rng_state(state["rng"], "checkpoint/rng")
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Set weights, Adam state, RNG and counter to a checked ``state``."""
         self.lm.load_state_dict(state["weights"])
         self._weights_version += 1
         self.optimizer.load_state_dict(state["optimizer"])
         self.rng.bit_generator.state = state["rng"]
         self.update = state["update"]
-
-    def save(self, path: str | Path) -> None:
-        """Write a checkpoint atomically (a killed run keeps the previous one)."""
-        save_checkpoint(self.state_dict(), path)
-
-    def load(self, path: str | Path) -> None:
-        """Resume from a checkpoint written by :meth:`save` (tensors and JSON: loading runs no
-        code; a pickled ``checkpoint.pt`` of an earlier version is refused, see
-        :mod:`algorithms.core.checkpoints`)."""
-        self.load_state_dict(load_checkpoint(path))
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
@@ -588,15 +502,3 @@ def _padded(rows: Sequence[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
     for k, row in enumerate(rows):
         out[k, : len(row)] = row
     return out
-
-
-def _settings(config: TextLearnerConfig) -> dict[str, Any]:
-    """The config's fields that a resumed run must share (a protocol instance by its name)."""
-    return {k: v for k, v in config_record(config).items() if k not in config.RUN_FIELDS}
-
-
-def _keep_metrics_until(path: Path, update: int) -> None:
-    """Drop the lines of ``path`` logged after ``update`` (a run killed after its checkpoint)."""
-    if path.exists():
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        path.write_text("".join(line for line in lines if json.loads(line)["step"] <= update), encoding="utf-8")

@@ -99,7 +99,8 @@ class TextLearnerConfig(TextEnvConfig):
     """Held-out (test split) problems to evaluate greedily before and after training; 0: none."""
     eval_interval: int = 0
     """Also evaluate them every this many updates, logged with the update's metrics as
-    ``eval/*`` (CoMLRL's ``eval_interval``); 0: before and after only. Needs ``eval_problems``."""
+    ``eval/*`` (CoMLRL's ``eval_interval``); the last update's evaluation is logged in any
+    case; 0: before and after only. Needs ``eval_problems``."""
     progress: bool = True
     """Show a progress bar."""
     tensorboard: bool = False

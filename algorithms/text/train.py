@@ -20,9 +20,11 @@ from typing import Any
 from agents.text_policy import TextPolicy
 from agents.trainable_lm import TrainableLM, default_lora, tiny_model
 from agents.trainable_team import TrainableTeam
+from algorithms.core.run import RunConfig, run
 from algorithms.text.base import TextPolicyGradientLearner
 from algorithms.text.config import TextLearnerConfig
 from algorithms.text.learners import TEXT_LEARNERS
+from deliberation_env.factory import vector_env_from
 from deliberation_env.text import TextDeliberationVectorEnv
 from deliberation_env.text.config import config_record
 
@@ -89,7 +91,7 @@ def load_lm(config: TextLearnerConfig, model: str, agents: list[str]) -> Trainab
 def build_env(config: TextLearnerConfig, num_envs: int, split: str | None = None) -> TextDeliberationVectorEnv:
     """The text vector env of ``config``'s env arguments (:class:`TextEnvConfig`, which it
     extends), on ``split`` (None: ``config.split``, the training split)."""
-    return config.make(num_envs, **({} if split is None else {"split": split}))
+    return vector_env_from(config, num_envs, **({} if split is None else {"split": split}))
 
 
 def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = None) -> TrainResult:
@@ -130,20 +132,31 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
     if config.eval_problems:
         eval_env = build_env(config, min(config.eval_problems, 16), split="test")
         held_out = list(range(min(config.eval_problems, len(eval_env.problems))))
-    before = learner.evaluate(eval_env, held_out) if held_out else {}
+    evaluate = functools.partial(learner.evaluate, eval_env, held_out) if held_out else None
+    before = evaluate() if evaluate else {}
     try:
-        history = learner.learn(
-            config.updates, config.run_dir or None, config.checkpoint_every, config.progress, config.tensorboard,
-            config.wandb_project, functools.partial(learner.evaluate, eval_env, held_out) if held_out else None,
-            config.eval_interval,
-        )
+        result = run(learner, run_config(config), evaluate, learner.settings(config), learner.headline)
     finally:
         if sampler is not None:
             sampler.close()
-    after = learner.evaluate(eval_env, held_out) if held_out else {}
+    after = (result.evaluation or evaluate()) if evaluate else {}  # a run resumed when finished may have none logged
     if config.run_dir:
         folder = Path(config.run_dir)
         lm.save_adapters(folder / ADAPTERS)
         summary = {"algo": learner.name, "config": config_record(config), "before": before, "after": after}
         (folder / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    return TrainResult(learner, history, before, after)
+    return TrainResult(learner, result.history, before, after)
+
+
+def run_config(config: TextLearnerConfig) -> RunConfig:
+    """The run settings of ``config``: evaluated every ``eval_interval`` updates and last,
+    checkpointed every ``checkpoint_every`` and last (:func:`algorithms.core.run.run`)."""
+    return RunConfig(
+        config.updates,
+        config.run_dir,
+        checkpoint_every=config.checkpoint_every,
+        eval_every=config.eval_interval,
+        progress=config.progress,
+        tensorboard=config.tensorboard,
+        wandb_project=config.wandb_project,
+    )

@@ -1,0 +1,175 @@
+"""The learner skeleton both families follow: one update is collect -> returns ->
+``compute_advantages`` -> loss, and one run of updates is :func:`~algorithms.core.run.run`.
+
+:class:`Learner` is what the run loop drives and what a checkpoint restores (the meta
+family's SFT is one); :class:`GroupPolicyGradient` is the group policy-gradient update of
+both families, step by step:
+
+1. ``collect``: B problems, G rollouts each from the same start state (a group).
+2. ``returns``: each agent's return, (B, G, n) (the text family: one per turn).
+3. ``group_advantages``: the returns' advantages within each group, through
+   ``compute_advantages``, **the one method a variant (GRPO, MAGRPO, SoftRankPO) overrides**;
+   ``sample_advantages`` hands each trained sample its trajectory's advantage.
+4. ``optimize``: the clipped policy-gradient loss (and KL) on the samples.
+
+The meta family's learners are in :mod:`algorithms.meta.base`, the text family's in
+:mod:`algorithms.text.base`; each fills these steps for its policy (a small network over
+meta-actions, or the LLM's weights).
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+
+from algorithms.core.checkpoints import check_learner_state, load_checkpoint, save_checkpoint
+from algorithms.core.run import RunConfig, run
+
+
+class Learner(abc.ABC):
+    """A trainable policy with an optimizer, an update counter and checkpoints.
+
+    Subclasses set ``config``, ``venv``, ``optimizer`` and ``update`` and implement
+    :meth:`train_step`, :meth:`state_dict`, :meth:`settings` and :meth:`restore`.
+    """
+
+    name: ClassVar[str] = "learner"
+    headline: ClassVar[str] = "rewards/total/mean"
+    """The metric a progress bar shows."""
+    config: Any
+    venv: Any
+    optimizer: torch.optim.Optimizer
+    update: int
+
+    @property
+    def episodes(self) -> int:
+        """Training episodes played so far: every update plays one per env."""
+        return self.update * self.venv.num_envs
+
+    @abc.abstractmethod
+    def train_step(self) -> dict[str, float]:
+        """One update; its metrics (see :mod:`algorithms.core.metrics`)."""
+
+    @abc.abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """Everything a resumed run needs to continue exactly where this one stands."""
+
+    @abc.abstractmethod
+    def settings(self, config: Any) -> dict[str, Any]:
+        """The entries of ``config`` that a resumed run must share with its checkpoint."""
+
+    @abc.abstractmethod
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Set this learner to ``state``, already checked by :meth:`load_state_dict`."""
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output (same algorithm and settings), checked whole
+        before anything changes (:func:`~algorithms.core.checkpoints.check_learner_state`).
+
+        Raises:
+            ValueError: On a checkpoint of another algorithm or config, naming the difference.
+            CheckpointError: On a state that does not fit this learner (a damaged or
+                tampered checkpoint), naming the entry.
+        """
+        check_learner_state(
+            state,
+            self.name,
+            self.settings(self.config),
+            self.settings(type(self.config)()),
+            self.state_dict(),
+            self.optimizer,
+        )
+        self.restore(state)
+
+    def save(self, path: str | Path) -> None:
+        """Write a checkpoint atomically (a killed run keeps the previous one)."""
+        save_checkpoint(self.state_dict(), path)
+
+    def load(self, path: str | Path) -> None:
+        """Resume from a checkpoint written by :meth:`save` (tensors and JSON: loading runs no
+        code; a pickled ``checkpoint.pt`` of an earlier version is refused, see
+        :mod:`algorithms.core.checkpoints`)."""
+        self.load_state_dict(load_checkpoint(path))
+
+    def learn(
+        self,
+        updates: int,
+        run_dir: str | Path | None = None,
+        checkpoint_every: int = 0,
+        progress: bool = True,
+        tensorboard: bool = False,
+        wandb_project: str = "",
+        evaluation: Callable[[], dict[str, float]] | None = None,
+        eval_interval: int = 0,
+    ) -> list[dict[str, float]]:
+        """Run updates until ``self.update == updates`` by :func:`~algorithms.core.run.run`'s
+        rules (resume from ``run_dir``, metrics, checkpoints every ``checkpoint_every``
+        updates and at the end, ``evaluation()`` every ``eval_interval`` and at the end).
+
+        Returns:
+            The metrics of the updates run by this call.
+        """
+        config = RunConfig(
+            updates,
+            str(run_dir or ""),
+            checkpoint_every=checkpoint_every,
+            eval_every=eval_interval,
+            progress=progress,
+            tensorboard=tensorboard,
+            wandb_project=wandb_project,
+        )
+        return run(self, config, evaluation, self.settings(self.config), self.headline).history
+
+
+class GroupPolicyGradient(Learner):
+    """One update of group rollouts and group-relative advantages (the module docstring).
+
+    A family implements the steps for its policy; a variant overrides ``compute_advantages``.
+    """
+
+    @abc.abstractmethod
+    def collect(self) -> Any:
+        """Play B problems G times each; the batch (with its ``metrics``)."""
+
+    @abc.abstractmethod
+    def returns(self, batch: Any) -> torch.Tensor:
+        """The batch's returns, (B, G, n_agents) (or one such per turn)."""
+
+    @abc.abstractmethod
+    def group_advantages(self, batch: Any, returns: torch.Tensor) -> torch.Tensor:
+        """The returns' advantages within each group, through ``compute_advantages``."""
+
+    @abc.abstractmethod
+    def sample_advantages(self, batch: Any, advantages: torch.Tensor) -> torch.Tensor:
+        """Each trained sample's advantage, (S,)."""
+
+    @abc.abstractmethod
+    def optimize(self, batch: Any, advantages: torch.Tensor) -> dict[str, float]:
+        """Minimize the policy loss on the batch's samples; the ``losses/*`` metrics."""
+
+    @abc.abstractmethod
+    def update_metrics(
+        self, returns: torch.Tensor, advantages: torch.Tensor, samples: torch.Tensor, seconds: float
+    ) -> dict[str, float]:
+        """The update's own metrics (advantage size, speed), from its returns, group and
+        sample advantages and duration."""
+
+    def train_step(self) -> dict[str, float]:
+        """One update: collect -> returns -> advantages -> loss. Returns the metrics."""
+        start = time.perf_counter()
+        batch = self.collect()
+        returns = self.returns(batch)
+        advantages = self.group_advantages(batch, returns)
+        samples = self.sample_advantages(batch, advantages)
+        losses = self.optimize(batch, samples)
+        self.update += 1
+        return {
+            **batch.metrics,
+            **losses,
+            **self.update_metrics(returns, advantages, samples, time.perf_counter() - start),
+        }

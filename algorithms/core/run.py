@@ -1,0 +1,178 @@
+"""The one run loop of every learner, either family: updates, progress, metrics, evaluation,
+checkpoints and resume.
+
+:func:`run` drives any learner with ``train_step``, ``save``, ``load`` and the counters
+``update`` and ``episodes`` (:class:`Runnable`; both families' learners are one,
+:class:`~algorithms.core.learner.Learner`) by one set of rules:
+
+- **Resume.** With ``run_dir`` holding ``checkpoint.safetensors`` (and ``resume``), the
+  learner continues from it; metric lines logged after it (a run killed between two
+  checkpoints) are dropped, so a resumed run repeats no update and no log line.
+- **Metrics.** One JSON line per update in ``run_dir/metrics.jsonl``
+  (:class:`~algorithms.core.metrics.MetricLogger`; TensorBoard and Weights & Biases if asked).
+- **Evaluation.** ``evaluate()``, if given, runs every ``eval_every`` updates and after the
+  last one, its metrics joining that update's; with ``evaluate_first`` a fresh run also
+  logs it before the first update, as step 0.
+- **Checkpoints.** Every ``checkpoint_every`` updates and after the last one (0: after the
+  last one only), written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from tqdm.auto import tqdm
+
+from algorithms.core.checkpoints import CHECKPOINT, resume_checkpoint
+from algorithms.core.metrics import METRICS, MetricLogger, read_metrics
+
+
+class Runnable(Protocol):
+    """What :func:`run` drives."""
+
+    name: str
+    update: int
+
+    @property
+    def episodes(self) -> int:
+        """Training episodes played so far."""
+
+    def train_step(self) -> dict[str, float]:
+        """One update; its metrics."""
+
+    def save(self, path: str | Path) -> None:
+        """Write a checkpoint."""
+
+    def load(self, path: str | Path) -> None:
+        """Continue from a checkpoint."""
+
+
+@dataclass
+class RunConfig:
+    """How a run goes, whichever learner (each family's config fills it from its own fields)."""
+
+    updates: int
+    """Updates to reach (a resumed run continues up to this many)."""
+    run_dir: str = ""
+    """Folder of metrics.jsonl and checkpoint.safetensors; ``""``: none (nothing is written)."""
+    resume: bool = True
+    """Continue from ``run_dir``'s checkpoint if it has one."""
+    checkpoint_every: int = 0
+    """Write the checkpoint every this many updates, and after the last; 0: after the last only."""
+    eval_every: int = 0
+    """Evaluate every this many updates, and after the last; 0: after the last only."""
+    evaluate_first: bool = False
+    """Also evaluate a fresh run before its first update, logged as step 0."""
+    progress: bool = True
+    """Show a progress bar."""
+    label: str = ""
+    """The progress bar's label; ``""``: the learner's name."""
+    tensorboard: bool = False
+    """Also log to TensorBoard in ``run_dir`` (the ``tensorboard`` extra)."""
+    wandb_project: str = ""
+    """Also log to this Weights & Biases project (the ``wandb`` extra); ``""``: off."""
+
+
+@dataclass
+class RunResult:
+    """What :func:`run` returns.
+
+    Attributes:
+        history: The metrics of every update run by this call.
+        evaluation: The last evaluation's metrics (from the log when the run had already
+            finished); empty without ``evaluate``.
+    """
+
+    history: list[dict[str, float]]
+    evaluation: dict[str, float]
+
+
+def run(
+    learner: Runnable,
+    config: RunConfig,
+    evaluate: Callable[[], dict[str, float]] | None = None,
+    settings: dict[str, Any] | None = None,
+    headline: str = "rewards/total/mean",
+) -> RunResult:
+    """Run ``learner`` until ``learner.update == config.updates`` by the rules of the module
+    docstring.
+
+    Args:
+        learner: The learner (resumed from ``config.run_dir`` if it holds a checkpoint).
+        config: The run's settings.
+        evaluate: Held-out metrics of the learner's current policy; None: no evaluation.
+        settings: The run's settings as Weights & Biases records them.
+        headline: The metric the progress bar shows.
+
+    Returns:
+        A :class:`RunResult`.
+    """
+    logger = _open(learner, config, settings)
+    evaluation: dict[str, float] = {}
+    if logger is not None and evaluate is not None and config.evaluate_first and learner.update == 0:
+        evaluation = evaluate()
+        logger.log(0, 0, evaluation)
+    history = []
+    bar = tqdm(
+        total=config.updates,
+        initial=min(learner.update, config.updates),
+        desc=config.label or learner.name,
+        disable=not config.progress,
+        leave=False,
+    )
+    while learner.update < config.updates:
+        metrics = learner.train_step()
+        last = learner.update == config.updates
+        if evaluate is not None and (last or _every(learner.update, config.eval_every)):
+            evaluation = evaluate()
+            metrics.update(evaluation)
+        history.append(metrics)
+        bar.update(1)
+        bar.set_postfix({headline.split("/")[1]: f"{metrics.get(headline, float('nan')):.3f}"})
+        if logger is not None:  # logged first: a line after the checkpoint is dropped on resume
+            logger.log(learner.update, learner.episodes, metrics)
+            if last or _every(learner.update, config.checkpoint_every):
+                learner.save(logger.run_dir / CHECKPOINT)
+    bar.close()
+    if logger is not None:
+        logger.close()
+        if evaluate is not None and not evaluation:  # a finished run resumed: its last evaluation is logged
+            evaluation = _last_evaluation(logger.path)
+    return RunResult(history, evaluation)
+
+
+def _open(learner: Runnable, config: RunConfig, settings: dict[str, Any] | None) -> MetricLogger | None:
+    """Resume ``learner`` from ``config.run_dir`` and open its metric log (None without a run_dir)."""
+    if not config.run_dir:
+        return None
+    folder = Path(config.run_dir)
+    checkpoint = resume_checkpoint(folder) if config.resume else None  # refuses a pickled checkpoint.pt
+    if checkpoint is not None:
+        learner.load(checkpoint)
+        _keep_metrics_until(folder / METRICS, learner.update)
+    return MetricLogger(folder, config.tensorboard, config.wandb_project, config=settings)
+
+
+def _every(update: int, interval: int) -> bool:
+    """Whether ``update`` is one of every ``interval``-th (never for interval 0)."""
+    return bool(interval) and update % interval == 0
+
+
+def _keep_metrics_until(path: Path, update: int) -> None:
+    """Drop the lines of ``path`` logged after ``update`` (a run killed after its checkpoint)."""
+    if path.exists():
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        path.write_text("".join(line for line in lines if json.loads(line)["step"] <= update), encoding="utf-8")
+
+
+def _last_evaluation(path: Path) -> dict[str, float]:
+    """The ``eval/*`` metrics of the last record of a metrics file that has any."""
+    for record in reversed(read_metrics(path)):
+        evaluation = {k: v for k, v in record.items() if k.startswith("eval/")}
+        if evaluation:
+            return evaluation
+    return {}
