@@ -19,6 +19,7 @@ from agents.specs import backend_from_spec, parse_spec
 from algorithms import cli
 from algorithms.meta.train import TrainConfig
 from deliberation_env.meta.config import EnvConfig, SimulatedTeamConfig
+from deliberation_env.meta.team import build_team
 
 
 class FakeBackend:
@@ -82,13 +83,13 @@ def test_a_spec_builds_a_cached_llm_agent_with_the_sampling_settings(tmp_path, m
     backend_from_spec.cache_clear()
     spec = "openai:http://127.0.0.1:9/v1#tiny"
     config = EnvConfig(team=spec, temperature=0.2, max_tokens=64, cache=str(tmp_path / "c.db"))
-    team = config.build_team()
+    team = build_team(config)
     assert made == [("openai", {"base_url": "http://127.0.0.1:9/v1", "model": "tiny"})]
     member = team[0]
     assert all(solver is member for solver in team)
     assert isinstance(member, LLMAgent) and isinstance(member.backend, CachedBackend)
     assert (member.temperature, member.max_tokens, member.backend.path) == (0.2, 64, tmp_path / "c.db")
-    dataclasses.replace(config, temperature=None).build_team()  # the same spec and cache: the same backend
+    build_team(dataclasses.replace(config, temperature=None))  # the same spec and cache: the same backend
     assert len(made) == 1
     backend_from_spec.cache_clear()
 
@@ -98,7 +99,7 @@ def test_the_default_team_is_the_bundled_model_in_int8_ctranslate2(tmp_path, mon
     monkeypatch.setattr(agents, "make_backend", lambda name, **kwargs: made.append((name, kwargs)) or FakeBackend())
     backend_from_spec.cache_clear()
     assert EnvConfig().team == "smollm2"
-    EnvConfig(cache=str(tmp_path / "c.db")).build_team()
+    build_team(EnvConfig(cache=str(tmp_path / "c.db")))
     backend_from_spec.cache_clear()
     agents.smollm2_agent(cache=tmp_path / "d.db")
     backend_from_spec.cache_clear()
@@ -108,9 +109,9 @@ def test_the_default_team_is_the_bundled_model_in_int8_ctranslate2(tmp_path, mon
 def test_the_default_team_spec_samples_at_smollm2s_temperature_within_the_top_k(tmp_path, monkeypatch):
     monkeypatch.setattr(agents, "make_backend", lambda name, **kwargs: FakeBackend())
     backend_from_spec.cache_clear()
-    member = EnvConfig(team="smollm2", cache=str(tmp_path / "c.db")).build_team()[0]
+    member = build_team(EnvConfig(team="smollm2", cache=str(tmp_path / "c.db")))[0]
     assert (member.temperature, member.top_k) == (agents.SMOLLM2_TEMPERATURE, agents.SMOLLM2_TOP_K) == (0.3, 50)
-    member = EnvConfig(team="smollm2", temperature=0.9, top_k=0, cache=str(tmp_path / "c.db")).build_team()[0]
+    member = build_team(EnvConfig(team="smollm2", temperature=0.9, top_k=0, cache=str(tmp_path / "c.db")))[0]
     assert (member.temperature, member.top_k) == (0.9, 0)
     backend_from_spec.cache_clear()
     with pytest.raises(ValueError, match="top_k must be >= 0"):
@@ -126,7 +127,7 @@ def test_sampling_settings_without_an_llm_member_are_refused():
 
 def test_heterogeneous_team_shares_one_solver_per_spec_or_object():
     backend = FakeBackend()
-    team = EnvConfig(team=["simulated", backend, "simulated", backend], n_agents=4).build_team()
+    team = build_team(EnvConfig(team=["simulated", backend, "simulated", backend], n_agents=4))
     assert team[0] is team[2] and isinstance(team[0], SimulatedTeam)
     assert team[1] is team[3] and isinstance(team[1], LLMAgent) and team[1].backend is backend
     venv = de.vector_env(2, team=["simulated", backend, "simulated", backend], n_agents=4, max_rounds=1)
@@ -137,7 +138,7 @@ def test_heterogeneous_team_shares_one_solver_per_spec_or_object():
 
 def test_simulated_knobs_reach_the_team():
     config = EnvConfig(team="simulated", simulated=SimulatedTeamConfig(skill=(0.1,), calibration=0.0))
-    assert config.build_team()[0].model_id == "simulated:skill=0.1,calibration=0"
+    assert build_team(config)[0].model_id == "simulated:skill=0.1,calibration=0"
 
 
 def test_path_and_difficulty_become_task_arguments(tmp_path):
@@ -191,8 +192,8 @@ def test_the_main_job_steps_every_problem_at_once_with_the_same_episodes(tmp_pat
     """By default one vector env holds every problem (one backend call per phase across
     problems); the episodes are those of any other --num-envs (seeds follow the problem)."""
     sizes = []
-    make = EnvConfig.make
-    monkeypatch.setattr(EnvConfig, "make", lambda self, n, **kw: sizes.append(n) or make(self, n, **kw))
+    make = de.vector_env_from
+    monkeypatch.setattr(de, "vector_env_from", lambda config, n, **kw: sizes.append(n) or make(config, n, **kw))
     results = {}
     for name, extra in (("all", []), ("two", ["--num-envs", "2"])):
         cli.main(["run", "--team", "simulated", "--n-problems", "5", "--policies", "independent", "debate",

@@ -5,7 +5,9 @@
 (``deliberate run --task gsm8k --path data/gsm8k --team llamacpp:model.gguf``,
 ``deliberate train --env.team simulated``), so every entry point takes the same arguments
 with the same defaults, documentation and checks. A bad argument raises an error naming
-it before anything is built.
+it before anything is built. A config is data and checks; it builds nothing: the team is
+built by :func:`deliberation_env.meta.team.build_team`, the task by
+:func:`deliberation_env.arguments.build_task`, a vector env by ``de.vector_env_from(config, n)``.
 
 >>> config = EnvConfig(task="arithmetic", team="simulated", difficulty=2, max_rounds=2)
 >>> config.task_arguments()
@@ -226,23 +228,3 @@ class EnvConfig:
     def kwargs(self) -> dict[str, Any]:
         """The arguments as keywords of ``de.parallel_env`` / ``de.vector_env`` (not copied)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
-    # Until the learners build through deliberation_env.factory (the one-house moves land
-    # in two commits); then these three go.
-    def build_task(self) -> Task:
-        """:func:`deliberation_env.arguments.build_task` of this config."""
-        from deliberation_env.arguments import build_task
-
-        return build_task(self)
-
-    def build_team(self) -> list[Solver]:
-        """:func:`deliberation_env.meta.team.build_team` of this config."""
-        from deliberation_env.meta.team import build_team
-
-        return build_team(self)
-
-    def make(self, num_envs: int, **overrides: Any) -> Any:
-        """:func:`deliberation_env.factory.vector_env_from` this config."""
-        from deliberation_env.factory import vector_env_from
-
-        return vector_env_from(self, num_envs, **overrides)

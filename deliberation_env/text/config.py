@@ -5,8 +5,11 @@
 LLM-weight learners' configs extend it (:class:`algorithms.text.TextLearnerConfig`), so
 ``deliberate train --env text --task gsm8k --path data/gsm8k`` and ``--config`` files take
 the same arguments with the same defaults, documentation and checks. A bad argument
-raises an error naming it before any task is loaded or protocol built. The meta-action
-env's counterpart is :class:`deliberation_env.meta.config.EnvConfig`.
+raises an error naming it before any task is loaded or protocol built. A config is data
+and checks; it builds nothing: the protocol is built by
+:func:`deliberation_env.text.env.build_protocol`, a vector env by
+``de.vector_env_from(config, n)``. The meta-action env's counterpart is
+:class:`deliberation_env.meta.config.EnvConfig`.
 
 >>> config = TextEnvConfig(task="arithmetic", difficulty=2, n_agents=3, max_turns=2)
 >>> config.task_arguments(), config.max_turns
@@ -204,17 +207,3 @@ class TextEnvConfig:
         """The env's arguments as keywords of ``de.text_env`` / ``de.text_vector_env`` (of
         this class's fields only: a learner config that extends it passes just these)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(TextEnvConfig)}
-
-    # Until the learners build through deliberation_env.factory (the one-house moves land
-    # in two commits); then these two go.
-    def build_protocol(self) -> TextProtocol:
-        """:func:`deliberation_env.text.env.build_protocol` of this config."""
-        from deliberation_env.text.env import build_protocol
-
-        return build_protocol(self)
-
-    def make(self, num_envs: int, **overrides: Any) -> Any:
-        """:func:`deliberation_env.factory.vector_env_from` this config."""
-        from deliberation_env.factory import vector_env_from
-
-        return vector_env_from(self, num_envs, **overrides)
