@@ -3,13 +3,15 @@
 Deliberation is only interesting where agents disagree: this finds the levels at which
 the default team (SmolLM2-135M-Instruct through llama.cpp, the agent's default
 sampling unless ``--temperature`` / ``--max-tokens`` say otherwise) is neither always right nor always wrong. One vector env per level solves the
-first ``num_problems`` test problems (round 0 only: solve and introspection).
+first ``num_problems`` test problems (round 0 only: solve and introspection). Writes
+``benchmarks/results/arithmetic_difficulty.json``.
 
     python benchmarks/arithmetic_difficulty.py [--num-problems 24] [--temperature 0.7] [--cache PATH]
 """
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import time
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import tyro
+from results import write_results
 
 import deliberation_env as de
 from agents import CachedBackend, LLMAgent
@@ -83,13 +86,22 @@ def main(args: Args) -> None:
         "| plurality correct | seconds |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    levels = {}
     for level in args.levels:
-        m = measure(agent, level, args)
+        m = levels[level] = measure(agent, level, args)
         print(
             f"| {level} | {m['accuracy']:.2f} | {m['parsed']:.2f} | {m['all_right']:.2f} | "
             f"{m['all_wrong']:.2f} | {m['disagree']:.2f} | {m['consensus']:.2f} | {m['seconds']:.0f} |",
             flush=True,
         )
+    record = {
+        "args": dataclasses.asdict(args),
+        "model": agent.model_id,
+        "max_tokens": agent.max_tokens,
+        "temperature": agent.temperature,
+        "levels": levels,
+    }
+    write_results("arithmetic_difficulty", record)
 
 
 if __name__ == "__main__":

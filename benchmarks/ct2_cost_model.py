@@ -10,12 +10,16 @@ on the bundled SmolLM2 (int8, one copy on every usable CPU, as when they were se
 - a batch of one short and one long prompt (51 and 351 tokens), one new token: the long
   prompt's tail is stepped through one position at a time.
 
+Writes ``benchmarks/results/ct2_cost_model.json``.
+
     .venv/bin/python benchmarks/ct2_cost_model.py
 """
 
 from __future__ import annotations
 
 import time
+
+from results import write_results
 
 from agents.ctranslate2_backend import CTranslate2Backend
 
@@ -37,18 +41,23 @@ def main() -> None:
             seconds.append(time.perf_counter() - start)
         return min(seconds)
 
+    prefill, decoding = [], []
     for words in (100, 400):
         tokens = prompt(words)
         for batch in (1, 8):
             seconds = best([tokens] * batch, 1)
+            prefill.append({"prompt_tokens": len(tokens), "batch": batch, "ms": seconds * 1000})
             print(f"prefill, {len(tokens)} tokens x {batch}: {seconds * 1000:.0f} ms, {seconds * 1000 / len(tokens) / batch:.2f} ms a token")
     short = prompt(20)
     for batch in (1, 8, 24, 72):
         step = (best([short] * batch, 33) - best([short] * batch, 1)) / 32
+        decoding.append({"batch": batch, "step_ms": step * 1000})
         print(f"decoding step, batch {batch}: {step * 1000:.1f} ms")
     long = prompt(320)
     seconds = best([short, long], 1, repeats=1)
     print(f"one batch of a {len(short)}- and a {len(long)}-token prompt, one new token: {seconds * 1000:.0f} ms")
+    mixed = {"prompt_tokens": [len(short), len(long)], "ms": seconds * 1000}
+    write_results("ct2_cost_model", {"prefill": prefill, "decoding_step": decoding, "mixed_batch": mixed})
 
 
 if __name__ == "__main__":

@@ -3,13 +3,15 @@
 Measures the single parallel env, the vector env at num_envs 1..1024, and PettingZoo's
 ``rps_v2`` parallel env in the same run as a reference. Whole episodes are timed
 (reset with its round-0 solve and introspection, then ``max_rounds`` steps of random
-actions); an agent-step is one agent's action in one round.
+actions); an agent-step is one agent's action in one round. Writes
+``benchmarks/results/env_throughput.json``.
 
     python benchmarks/env_throughput.py [--seconds 3] [--n-agents 3]
 """
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import time
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import tyro
 from pettingzoo.classic import rps_v2
+from results import write_results
 
 import deliberation_env as de
 
@@ -76,11 +79,21 @@ def main(args: Args) -> None:
           f"{platform.machine()} {platform.python_version()}, {time.strftime('%Y-%m-%d')}")
     print("| env | num_envs | agent-steps/s (episodes) | agent-steps/s (step() only) |")
     print("|---|---:|---:|---:|")
-    print(f"| pettingzoo rps_v2 (reference, 2 agents) | 1 | {time_rps(args):,.0f} | |")
-    print(f"| deliberation parallel_env | 1 | {time_single(args):,.0f} | |")
+    rps, single = time_rps(args), time_single(args)
+    print(f"| pettingzoo rps_v2 (reference, 2 agents) | 1 | {rps:,.0f} | |")
+    print(f"| deliberation parallel_env | 1 | {single:,.0f} | |")
+    vector = []
     for size in args.sizes:
         episodes, step_only = time_vector(args, size)
+        vector.append({"num_envs": size, "agent_steps_per_s": episodes, "step_only_agent_steps_per_s": step_only})
         print(f"| deliberation vector_env | {size} | {episodes:,.0f} | {step_only:,.0f} |")
+    record = {
+        "args": dataclasses.asdict(args),
+        "rps_v2_agent_steps_per_s": rps,
+        "parallel_env_agent_steps_per_s": single,
+        "vector_env": vector,
+    }
+    write_results("env_throughput", record)
 
 
 if __name__ == "__main__":

@@ -16,13 +16,14 @@ every tool gets ``observation="flat", infos="numeric"`` (the mode they consume a
   (connectors, episodes, the shared policy's forward pass), with the default
   ``episodes_to_numpy=True`` and with ``False``.
 
-Needs the ``integrations`` extra::
+Writes ``benchmarks/results/integrations_throughput.json``. Needs the ``integrations`` extra::
 
     python benchmarks/integrations_throughput.py [--seconds 3] [--repeats 5]
 """
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import time
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import tyro
+from results import write_results
 
 import deliberation_env as de
 
@@ -160,6 +162,13 @@ def main(args: Args) -> None:
     print(f"{'through':<62}{'env steps/s':>12}{'x flat raw':>12}")
     for name, rate in best.items():
         print(f"{name:<62}{rate:>12.0f}{rate / reference:>12.2f}")
+    record = {
+        "args": dataclasses.asdict(args),
+        "n_agents": N_AGENTS,
+        "max_rounds": MAX_ROUNDS,
+        "rows": [{"through": name, "env_steps_per_s": rate, "x_flat_raw": rate / reference} for name, rate in best.items()],
+    }
+    write_results("integrations_throughput", record)
 
 
 if __name__ == "__main__":

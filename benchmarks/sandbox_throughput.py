@@ -3,13 +3,15 @@
 Judges all 164 canonical HumanEval solutions on the verdict path (each check one fresh
 sandbox: a candidate process answering a trusted judge process, see
 :mod:`deliberation_env.sandbox`) with ``judge_many`` at several pool sizes, and the
-start-up cost of one trivial check, then prints a Markdown table.
+start-up cost of one trivial check, then prints a Markdown table and writes
+``benchmarks/results/sandbox_throughput.json``.
 
     python benchmarks/sandbox_throughput.py [--workers 1 2 4 8] [--repeats 3]
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import statistics
@@ -17,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 import tyro
+from results import write_results
 
 from deliberation_env.sandbox import JudgeRequest, judge_many, judge_python
 from deliberation_env.tasks.humaneval import HumanEvalTask
@@ -46,6 +49,7 @@ def main(args: Args) -> None:
     print(f"one trivial check (one call of `pass`), median of 20: {startup * 1000:.0f} ms\n")
     print("| workers | checks/s (median) | seconds for 164 | passed |")
     print("|--------:|------------------:|----------------:|-------:|")
+    rows = []
     for workers in args.workers:
         seconds, passed = [], 0
         for _ in range(args.repeats):
@@ -54,9 +58,18 @@ def main(args: Args) -> None:
             seconds.append(time.perf_counter() - start)
             passed = sum(v.passed for v in verdicts)
         median = statistics.median(seconds)
+        rows.append({"workers": workers, "checks_per_s": len(requests) / median, "seconds": median, "passed": passed})
         print(
             f"| {workers} | {len(requests) / median:.1f} | {median:.2f} | {passed}/{len(requests)} |"
         )
+    record = {
+        "args": dataclasses.asdict(args),
+        "isolation": isolation,
+        "trivial_check_ms": startup * 1000,
+        "checks": len(requests),
+        "pools": rows,
+    }
+    write_results("sandbox_throughput", record)
 
 
 if __name__ == "__main__":

@@ -15,16 +15,20 @@ scores them with the protocol, including each agent's leave-one-out score.
 - sandbox: ``judge_many`` on the same team programs, one worker, and with 4 workers: the
   checks per second that bound the coding env.
 
+Writes ``benchmarks/results/text_env_throughput.json``.
+
     python benchmarks/text_env_throughput.py [--math-steps 2000] [--coding-problems 40]
 """
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import time
 from dataclasses import dataclass
 
 import tyro
+from results import write_results
 
 from deliberation_env import tasks
 from deliberation_env.sandbox import judge_many
@@ -116,6 +120,16 @@ def main(args: Args) -> None:
     print(f"| coding protocol: env steps, one env at a time | {one_by_one:.1f} |")
     print(f"| sandbox: checks, 1 worker | {one:.1f} |")
     print(f"| sandbox: checks, 4 workers | {four:.1f} |")
+    record = {
+        "args": dataclasses.asdict(args),
+        "math_steps_per_s": math_rate,
+        "coding_steps_per_s_vector": batched,
+        "coding_steps_per_s_one_env": one_by_one,
+        "coding_full_reward_share": full,
+        "sandbox_checks_per_s_1_worker": one,
+        "sandbox_checks_per_s_4_workers": four,
+    }
+    write_results("text_env_throughput", record)
 
 
 if __name__ == "__main__":
