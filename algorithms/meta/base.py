@@ -32,6 +32,7 @@ import torch
 
 from algorithms.core.checkpoints import check_torch_rng_state
 from algorithms.core.checks import check_positive
+from algorithms.core.config import GroupSettings, LearnerSettings
 from algorithms.core.learner import GroupPolicyGradient
 from algorithms.core.learner import Learner as CoreLearner
 from algorithms.meta.losses import kl_regularized_policy_loss
@@ -45,25 +46,14 @@ from deliberation_env.meta.spaces import ACTION_NAMES
 
 
 @dataclass
-class LearnerConfig:
-    """What every learner shares: the network and the optimizer."""
+class LearnerConfig(LearnerSettings):
+    """What every meta-policy learner shares: the settings of every learner
+    (:class:`~algorithms.core.config.LearnerSettings`), the network and the seed pool."""
 
-    learning_rate: float = 3e-4
-    """Adam learning rate."""
-    update_epochs: int = 4
-    """Passes over each collected batch."""
-    num_minibatches: int = 4
-    """Minibatches per pass (the batch of transitions is split evenly)."""
-    max_grad_norm: float = 1.0
-    """Gradient clipping by global norm."""
     hidden_size: int = 64
     """Width of the meta-policy network; divisible by ``num_heads``."""
     num_heads: int = 4
     """Attention heads of the network's self-over-peers cross-attention."""
-    seed: int = 0
-    """Seeds the network initialization, problem sampling and action sampling."""
-    problem_pool: int = 0
-    """Train on the first this many problems of the training split only; 0: all of them."""
     seed_pool: int = 0
     """Draw every episode seed from ``{0, ..., seed_pool - 1}``; 0: a fresh 62-bit seed per
     group. With a pool, an LLM team revisits the same histories (their outputs depend only
@@ -71,20 +61,10 @@ class LearnerConfig:
     cached rollouts, at cache speed once the pool's histories have been generated."""
 
     def __post_init__(self) -> None:
-        for name in ("problem_pool", "seed_pool"):
-            if getattr(self, name) < 0:
-                raise ValueError(
-                    f"{type(self).__name__}.{name} must be >= 0 (0: no pool), got {getattr(self, name)}"
-                )
-        check_positive(
-            self,
-            "learning_rate",
-            "update_epochs",
-            "num_minibatches",
-            "max_grad_norm",
-            "hidden_size",
-            "num_heads",
-        )
+        super().__post_init__()
+        if self.seed_pool < 0:
+            raise ValueError(f"{type(self).__name__}.seed_pool must be >= 0 (0: no pool), got {self.seed_pool}")
+        check_positive(self, "hidden_size", "num_heads")
         if self.hidden_size % self.num_heads:
             raise ValueError(
                 f"hidden_size ({self.hidden_size}) must be divisible by num_heads "
@@ -257,32 +237,10 @@ class Learner(CoreLearner):
 
 
 @dataclass
-class PolicyGradientConfig(LearnerConfig):
-    """Group rollouts and the clipped, KL-regularized policy gradient."""
-
-    groups_per_update: int = 32
-    """B: problems per update."""
-    group_size: int = 8
-    """G: rollouts per problem, all from the same start state; >= 2. The vector env must
-    have ``num_envs = groups_per_update * group_size``."""
-    clip_eps: float = 0.2
-    """Clipping range epsilon of the importance ratio."""
-    kl_coef: float = 0.02
-    """beta: weight of the exact KL(pi || pi_ref) to the frozen reference (the warm
-    start, e.g. the SFT policy, else the initial policy); 0 switches it off."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "groups_per_update", "clip_eps")
-        if self.group_size < 2:
-            raise ValueError(
-                f"group_size must be >= 2 (advantages compare rollouts within a group), "
-                f"got {self.group_size}; the usual values are 4 to 16"
-            )
-        if self.kl_coef < 0:
-            raise ValueError(
-                f"kl_coef must be >= 0 (0 switches the KL term off), got {self.kl_coef}"
-            )
+class PolicyGradientConfig(LearnerConfig, GroupSettings):
+    """Group rollouts and the clipped, KL-regularized policy gradient
+    (:class:`~algorithms.core.config.GroupSettings`) on the meta-policy network. The vector
+    env must have ``num_envs = groups_per_update * group_size``."""
 
     @property
     def num_envs(self) -> int:

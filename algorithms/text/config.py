@@ -11,16 +11,32 @@ from dataclasses import dataclass
 from typing import Literal
 
 from algorithms.core.checks import check_positive
+from algorithms.core.config import GroupSettings
 from deliberation_env.text.config import TextEnvConfig
 
 
 @dataclass
-class TextLearnerConfig(TextEnvConfig):
+class TextLearnerConfig(GroupSettings, TextEnvConfig):
     """What every LLM-weight learner shares: the env's arguments (:class:`TextEnvConfig`:
     ``task``, ``path``, ``difficulty``, ``task_kwargs``, ``protocol``, ``n_agents``,
     ``max_turns``, ``stop_threshold``, ``reward_scale``; ``split`` is the training split,
-    held-out evaluation uses ``test``), then the model, the rollouts, the optimization and
-    the run."""
+    held-out evaluation uses ``test``), the settings both families' learners share
+    (:class:`~algorithms.core.config.GroupSettings`: ``learning_rate``, ``update_epochs``,
+    ``num_minibatches``, ``max_grad_norm``, ``seed``, ``problem_pool``,
+    ``groups_per_update``, ``group_size``, ``clip_eps``, ``kl_coef``) with this family's
+    defaults, then the model, the rollouts, the optimization and the run. Here ``max_grad_norm``
+    clips each agent's gradient, the KL is the k3 estimate of KL(pi || base) and ``seed`` also
+    seeds the adapters' initialization."""
+
+    # ------------------------------------------------------------------ this family's defaults
+    # (declared, documented and checked in GroupSettings): LLM weights take small batches,
+    # one pass of one step (MAGRPO's REINFORCE update), a lower learning rate and no KL.
+    groups_per_update: int = 4
+    group_size: int = 4
+    learning_rate: float = 1e-4
+    update_epochs: int = 1
+    num_minibatches: int = 1
+    kl_coef: float = 0.0
 
     # ------------------------------------------------------------------ model
     model: str = ""
@@ -42,10 +58,6 @@ class TextLearnerConfig(TextEnvConfig):
     """Module names that get adapters."""
 
     # ------------------------------------------------------------------ rollouts
-    groups_per_update: int = 4
-    """B: problems per update."""
-    group_size: int = 4
-    """G: samples per problem and agent, >= 2 (the group of the advantages)."""
     pairing: Literal["aligned", "cross"] = "aligned"
     """``aligned``: G joint rollouts, sample g of every agent together (B * G envs);
     ``cross``: every combination of the agents' G samples is scored (B * G^n envs, one
@@ -64,31 +76,15 @@ class TextLearnerConfig(TextEnvConfig):
     credit: Literal["joint", "contribution"] = "joint"
     """What an agent's reward is: the joint reward R (every agent the same), or its
     leave-one-out contribution (R minus R without its text), times ``reward_scale``."""
-    problem_pool: int = 0
-    """Train on the first this many problems of the training split; 0: all of them."""
 
     # ------------------------------------------------------------------ optimization
-    learning_rate: float = 1e-4
-    """Adam learning rate."""
-    update_epochs: int = 1
-    """Passes over each batch."""
-    num_minibatches: int = 1
-    """Optimizer steps per pass (the batch's sequences split evenly)."""
     batch_size: int = 8
     """Sequences per forward pass (gradients accumulate over them, exactly)."""
-    max_grad_norm: float = 1.0
-    """Gradient clipping by global norm, per agent."""
     aggregation: Literal["token", "sequence"] = "token"
     """``token``: mean over all tokens of the batch; ``sequence``: mean over sequences of
     their token means (see :func:`algorithms.text.losses.token_weights`)."""
-    clip_eps: float = 0.2
-    """Clipping range epsilon of the importance ratio."""
-    kl_coef: float = 0.0
-    """beta: weight of KL(pi || base) (k3 estimator); 0 switches it off."""
 
     # ------------------------------------------------------------------ run
-    seed: int = 0
-    """Seeds problem and episode-seed sampling and the adapters' initialization."""
     updates: int = 10
     """Updates to run (a resumed run continues up to this many)."""
     run_dir: str = ""
@@ -128,21 +124,9 @@ class TextLearnerConfig(TextEnvConfig):
     """Fields a resumed run may change."""
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(
-            self,
-            "lora_rank",
-            "lora_alpha",
-            "groups_per_update",
-            "max_new_tokens",
-            "temperature",
-            "learning_rate",
-            "update_epochs",
-            "num_minibatches",
-            "batch_size",
-            "max_grad_norm",
-            "clip_eps",
-        )
+        TextEnvConfig.__post_init__(self)
+        GroupSettings.__post_init__(self)
+        check_positive(self, "lora_rank", "lora_alpha", "max_new_tokens", "temperature", "batch_size")
         choices = {
             "finetune": ("lora", "full"),
             "pairing": ("aligned", "cross"),
@@ -160,8 +144,6 @@ class TextLearnerConfig(TextEnvConfig):
             )
         if self.sampler == "ctranslate2" and self.workers:
             raise ValueError("sampler='ctranslate2' samples in this process: it cannot be combined with workers > 0")
-        if self.group_size < 2:
-            raise ValueError(f"group_size must be >= 2 (advantages compare samples of a group), got {self.group_size}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must lie in (0, 1], got {self.top_p}")
         if not 0 <= self.min_new_tokens <= self.max_new_tokens:
@@ -170,7 +152,7 @@ class TextLearnerConfig(TextEnvConfig):
             raise ValueError(f"gamma must lie in [0, 1], got {self.gamma}")
         if self.eval_interval and not self.eval_problems:
             raise ValueError("eval_interval evaluates the eval_problems held-out problems: give eval_problems > 0 too")
-        for name in ("kl_coef", "problem_pool", "checkpoint_every", "eval_problems", "eval_interval", "updates", "workers"):
+        for name in ("checkpoint_every", "eval_problems", "eval_interval", "updates", "workers"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{type(self).__name__}.{name} must be >= 0, got {getattr(self, name)}")
         if self.wandb_project and not self.run_dir:
