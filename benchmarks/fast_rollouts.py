@@ -24,8 +24,8 @@ the merged weights' logits match the adapted model's.
 
     nice .venv/bin/python benchmarks/fast_rollouts.py --completions 16 64 128
 
-Needs the ``train`` and ``ctranslate2`` extras. Writes ``OUT_DIR/results.json`` and prints
-a table.
+Needs the ``train`` and ``ctranslate2`` extras. Writes ``OUT_DIR/results.json`` and
+``benchmarks/results/fast_rollouts.json``, and prints a table.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from pathlib import Path
 
 import torch
 import tyro
+from results import write_results
 from transformers import AutoModelForCausalLM
 
 from agents.trainable_lm import TrainableLM
@@ -188,6 +189,7 @@ def main(args: Args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     record = {"args": dataclasses.asdict(args), "machine": platform.platform(), "results": results}
     (out / "results.json").write_text(json.dumps(record, indent=2))
+    write_results("fast_rollouts", record)
 
 
 if __name__ == "__main__":

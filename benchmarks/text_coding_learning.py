@@ -12,8 +12,9 @@ pass@1 is the share of those problems whose every hidden test passes.
     nice .venv/bin/python benchmarks/text_coding_learning.py --updates 8
 
 Resumable (the learner's checkpoint, and the evaluation before training in
-``before.json``). Writes ``OUT_DIR/results.json`` and prints the level-reward curve and
-the held-out numbers before and after.
+``before.json``). Writes ``OUT_DIR/results.json`` and
+``benchmarks/results/text_coding_learning.json``, and prints the level-reward curve and the
+held-out numbers before and after.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import tyro
+from results import write_results
 
 from agents.trainable_lm import TrainableLM
 from algorithms.text import TextMAGRPO, TextMAGRPOConfig
@@ -141,6 +143,7 @@ def main(args: Args) -> None:
     print("level reward R per update (training samples): " + " ".join(f"{v:.2f}" for v in curve))
     for level, values in levels.items():
         print(f"  {level}: " + " ".join(f"{v:.2f}" for v in values))
+    write_results("text_coding_learning", record)
 
 
 if __name__ == "__main__":

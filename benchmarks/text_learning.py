@@ -22,7 +22,8 @@ the trained pair beat
 Held-out: the first ``eval_problems`` test problems, greedy (self-consistency samples).
 Every result is stored per run in ``OUT_DIR/<settings>/`` (the settings' hash names the
 folder, so runs with other arguments never read each other's results) and resumes:
-``--table-only`` tabulates what has finished. Writes ``results.json``, a markdown table
+``--table-only`` tabulates what has finished. Writes ``results.json`` (and the same record to
+``benchmarks/results/text_learning.json``), a markdown table
 (accuracy, 95% t-interval over seeds, truncation share, asked-form share, completion
 length) and five held-out answers before and after, per learner.
 
@@ -43,6 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 import tyro
+from results import write_results
 from scipy import stats
 
 from agents.base import Generation
@@ -349,6 +351,7 @@ def main(args: Args) -> None:
         "date": time.strftime("%Y-%m-%d"),
     }
     (out / "results.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
+    write_results("text_learning", record)
     if args.figure and runs:
         baselines = {}
         if singles:

@@ -13,7 +13,8 @@ process that only imported the same modules.
 
     nice .venv/bin/python benchmarks/text_memory.py --agents 1 2 4
 
-Writes ``OUT_DIR/results.json`` and prints a table.
+Writes ``OUT_DIR/results.json`` and ``benchmarks/results/text_memory.json``, and prints a
+table.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 import tyro
+from results import write_results
 
 MIB = 1024 * 1024
 
@@ -137,6 +139,7 @@ def main(args: Args) -> None:
             f"| {row['n_agents']} | {row['layout']} | {row['built_peak_mib']:.0f} | {row['peak_mib']:.0f} | "
             f"{row['rss_mib']:.0f} |"
         )
+    write_results("text_memory", record)
 
 
 if __name__ == "__main__":
