@@ -92,7 +92,7 @@ def test_a_function_protocol_trains_for_one_update_with_the_tiny_model_and_resum
     assert summary["config"]["protocol"] == "<protocol colours>"
     resumed = train(TextMAGRPOConfig(protocol=colour_protocol(questions, name="colours"), updates=2, **settings))
     assert [m["charts/update"] for m in resumed.history] == [2.0]
-    with pytest.raises(ValueError, match=r"differs in \['protocol'\]"):
+    with pytest.raises(ValueError, match=r"differs from this learner's in \['protocol'\]"):
         train(TextMAGRPOConfig(protocol=colour_protocol(questions, name="other"), updates=3, **settings))
 
 
