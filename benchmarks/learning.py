@@ -19,12 +19,15 @@ policy. Usage::
     python benchmarks/learning.py --what report       # the markdown tables of BENCHMARKS.md
 
 Finished runs are reused and a killed comparison resumes where it stopped, so delete
-``--out-dir`` (default ``runs/benchmarks/learning``) to measure changed code afresh.
+``--out-dir`` (default ``runs/benchmarks/learning``) to measure changed code afresh. Every
+benchmark writes its results to ``benchmarks/results/learning-<what>.json``; ``report``
+only tabulates the comparisons' files.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import platform
 import time
@@ -35,6 +38,7 @@ from typing import Literal
 import numpy as np
 import torch
 import tyro
+from results import write_results
 
 from algorithms.meta import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPO, SoftRankPOConfig
 from algorithms.meta.base import Rollout
@@ -209,12 +213,11 @@ def report(out_dir: Path) -> str:
 
 
 def main(args: Args) -> None:
-    if args.what == "update-time":
-        update_time(repeats=3 if args.quick else 30)
-    elif args.what == "report":
+    if args.what == "report":
         report(Path(args.out_dir))
-    else:
-        run_compare(args)
+        return
+    results = update_time(repeats=3 if args.quick else 30) if args.what == "update-time" else run_compare(args)
+    write_results(f"learning-{args.what}", {"args": dataclasses.asdict(args), **results})
 
 
 if __name__ == "__main__":

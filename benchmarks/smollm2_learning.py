@@ -20,7 +20,8 @@ Phases (each resumes: re-running skips finished work)::
 ``warm`` plays every training problem of the pool with all agents PERSISTing, REFINEing
 and CONCEDEing (with one round, an agent's LLM calls depend only on its own action, so
 these three cover all 27 joint actions), then evaluates the baselines on the held-out
-problems. ``train`` prints how many responses it had to generate (0 once warm).
+problems. ``train`` prints how many responses it had to generate (0 once warm). Each phase
+writes what it printed to ``benchmarks/results/smollm2_learning-<what>.json``.
 """
 
 from __future__ import annotations
@@ -36,15 +37,15 @@ from typing import Literal
 
 import numpy as np
 import tyro
+from results import write_results
 from scipy import stats
 from tqdm.auto import tqdm
 
 import deliberation_env as de
 from agents.cache import DEFAULT_CACHE_PATH, cache_stats
 from agents.seeding import derive_seed
-from algorithms import baselines
 from algorithms.core.checkpoints import CHECKPOINT
-from algorithms.meta import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig
+from algorithms.meta import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig, baselines
 from algorithms.meta.compare import CompareConfig, compare
 from algorithms.meta.evaluate import EvalResult, evaluate
 from algorithms.meta.network import NetworkPolicy
@@ -97,8 +98,12 @@ def responses() -> int:
     return counts["generations"] + counts["logprobs"]
 
 
-def warm(args: Args, num_envs: int = 8) -> None:
-    """Generate every LLM response the training pool and the held-out baselines need."""
+def warm(args: Args, num_envs: int = 8) -> dict:
+    """Generate every LLM response the training pool and the held-out baselines need.
+
+    Returns:
+        The new responses and seconds of the pool alone and of the whole phase.
+    """
     venv = de.vector_env_from(ENV, num_envs)
     pool = [(p, s) for s in range(args.seed_pool) for p in range(args.problem_pool)]
     before, start = responses(), time.perf_counter()
@@ -111,11 +116,14 @@ def warm(args: Args, num_envs: int = 8) -> None:
             )
             while venv.active.any():
                 obs, _, _, _, infos = venv.step(policy.act(obs, infos))
-    print(f"pool: {responses() - before} new responses in {time.perf_counter() - start:.0f} s")
+    pool = {"pool_new_responses": responses() - before, "pool_seconds": time.perf_counter() - start}
+    print(f"pool: {pool['pool_new_responses']} new responses in {pool['pool_seconds']:.0f} s")
     test = de.vector_env_from(ENV, num_envs, split="test")
     for name in BASELINES:
         evaluate(baselines.get(name), test, range(args.eval_problems))
-    print(f"total: {responses() - before} new responses in {time.perf_counter() - start:.0f} s")
+    new, seconds = responses() - before, time.perf_counter() - start
+    print(f"total: {new} new responses in {seconds:.0f} s")
+    return {"args": dataclasses.asdict(args), **pool, "new_responses": new, "seconds": seconds}
 
 
 def trained(args: Args) -> tuple[str, ...]:
@@ -148,11 +156,14 @@ def compare_config(args: Args) -> CompareConfig:
     )
 
 
-def run_training(args: Args) -> None:
+def run_training(args: Args) -> dict:
+    """The comparison's summary, its seconds and the responses it had to generate."""
     before, start = responses(), time.perf_counter()
     summary = compare(compare_config(args))
+    new, seconds = responses() - before, time.perf_counter() - start
     print(json.dumps(summary, indent=2))
-    print(f"{time.perf_counter() - start:.0f} s, {responses() - before} responses generated")
+    print(f"{seconds:.0f} s, {new} responses generated")
+    return {"args": dataclasses.asdict(args), "summary": summary, "seconds": seconds, "new_responses": new}
 
 
 COMPARED_WITH = ("debate", "minority-concedes")
@@ -290,7 +301,8 @@ def report(args: Args) -> dict:
 
 
 def main(args: Args) -> None:
-    {"warm": warm, "train": run_training, "report": report}[args.what](args)
+    record = {"warm": warm, "train": run_training, "report": report}[args.what](args)
+    write_results(f"smollm2_learning-{args.what}", record)
 
 
 if __name__ == "__main__":
