@@ -38,10 +38,13 @@ update, 48 new tokens) sampling in process with 2 torch threads against 2 rollou
 workers with 1 thread each (``algorithms.text.rollout_workers``; the adapters shipped
 every update): seconds per update, and whether the metrics agree. Ray niceness: Ray
 starts its workers at nice 15, so any other job on the machine starves them; run it alone.
+
+Each part writes what it printed to ``benchmarks/results/ray_scaling-<part>.json``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import platform
 import time
@@ -50,6 +53,7 @@ from datetime import date
 
 import numpy as np
 import tyro
+from results import write_results
 
 import deliberation_env as de
 from agents.base import Generation, LogprobResult
@@ -154,13 +158,17 @@ def learner_run(workers: int, updates: int) -> tuple[float, list[dict[str, float
     return seconds, [{k: v for k, v in m.items() if k != "charts/sps"} for m in metrics]
 
 
-def learner_part(args: Args) -> None:
+def learner_part(args: Args) -> dict:
     """The ``learner`` part: wall time on 0, 1, 2 workers and identical metrics."""
     local_seconds, local_metrics = learner_run(0, args.learner_updates)
-    print(f"| in-process | {local_seconds:.1f} s | team reward {local_metrics[-1]['rewards/team/mean']:.3f} |")
+    team_reward = local_metrics[-1]["rewards/team/mean"]
+    print(f"| in-process | {local_seconds:.1f} s | team reward {team_reward:.3f} |")
+    rows = []
     for workers in (1, 2):
         seconds, metrics = learner_run(workers, args.learner_updates)
+        rows.append({"workers": workers, "seconds": seconds, "identical_metrics": metrics == local_metrics})
         print(f"| {workers} workers | {seconds:.1f} s | identical metrics: {metrics == local_metrics} |")
+    return {"in_process": {"seconds": local_seconds, "team_reward": team_reward}, "workers": rows}
 
 
 def text_run(workers: int, threads: int, args: Args) -> tuple[list[float], list[dict[str, float]]]:
@@ -197,21 +205,24 @@ def text_run(workers: int, threads: int, args: Args) -> tuple[list[float], list[
     return seconds, metrics
 
 
-def text_part(args: Args) -> None:
+def text_part(args: Args) -> dict:
     """The ``text`` part: an LLM-weight learner's update on 2 rollout workers x 1 thread
     against sampling in process with 2 threads; the same metrics on both."""
     print("| sampling | s/update, each | mean | rewards/joint/mean per update |")
     print("|---|---|---:|---|")
-    runs = {}
+    runs, rows = {}, []
     for name, workers, threads in (("in process, 2 threads", 0, 2), ("2 rollout workers x 1 thread", 2, 1)):
         seconds, metrics = text_run(workers, threads, args)
         runs[name] = metrics
+        joint = [m["rewards/joint/mean"] for m in metrics]
+        rows.append({"sampling": name, "seconds_per_update": seconds, "mean_seconds": np.mean(seconds), "joint_reward": joint})
         rewards = ", ".join(f"{m['rewards/joint/mean']:.3f}" for m in metrics)
         each = ", ".join(f"{s:.1f}" for s in seconds)
         print(f"| {name} | {each} | {np.mean(seconds):.1f} | {rewards} |", flush=True)
     first, second = runs.values()
     same = all(a.keys() == b.keys() and all(math.isclose(a[k], b[k], abs_tol=1e-5) for k in a) for a, b in zip(first, second))
     print(f"same metrics (within 1e-5): {same}")
+    return {"runs": rows, "same_metrics": same}
 
 
 class ThreadedLlama:
@@ -238,12 +249,13 @@ class ThreadedLlama:
         return self._loaded().next_token_logprobs(requests)
 
 
-def team_part(args: Args) -> None:
+def team_part(args: Args) -> dict:
     """The ``team`` part: the llama.cpp team's rollouts in process and on Ray workers."""
     from agents import SMOLLM2_TEMPERATURE, LLMAgent
 
     print(f"| meta-action env, SmolLM2 on llama.cpp, {args.team_envs} problems x 3 agents | s/rollout | tokens |")
     print("|---|---:|---:|")
+    rows = []
     for name, workers, threads in (
         ("in process, 1 thread (llama-cpp-python's default on 2 cores)", 0, 1),
         ("in process, 2 threads (ours on 2 cores: every usable CPU)", 0, 2),
@@ -260,8 +272,48 @@ def team_part(args: Args) -> None:
         seconds = time.perf_counter() - started
         tokens += sum(info[a]["tokens"]["total"] for info in infos for a in venv.agents)
         print(f"| {name} | {seconds:.1f} | {tokens} |", flush=True)
+        rows.append({"setting": name, "workers": workers, "threads": threads, "seconds": seconds, "tokens": tokens})
         if workers:
             venv.close()
+    return {"rows": rows}
+
+
+def scaling_part(args: Args) -> dict:
+    """The ``scaling`` part: episodes/s on the fake backend in process and on N workers,
+    and the overhead per round trip."""
+    episodes = args.num_envs
+    local = best_rollout(args, 0, args.latency_s)
+    print(f"| in-process | {local:.2f} s | {episodes / local:.1f} episodes/s | |")
+    one, rows = None, []
+    for workers in args.workers:
+        seconds = best_rollout(args, workers, args.latency_s)
+        if workers == 1:
+            one = seconds
+        speedup = f"{one / seconds:.2f} x ({one / seconds / workers:.2f} N)" if one else ""
+        print(f"| {workers} workers | {seconds:.2f} s | {episodes / seconds:.1f} episodes/s | {speedup} |")
+        rows.append(
+            {
+                "workers": workers,
+                "seconds": seconds,
+                "episodes_per_s": episodes / seconds,
+                "speedup_over_1_worker": one / seconds if one else None,
+            }
+        )
+    calls = 1 + args.max_rounds
+    local0, remote0 = best_rollout(args, 0, 0.0), best_rollout(args, 1, 0.0)
+    print(
+        f"overhead per round trip (latency 0): in-process {1e3 * local0 / calls:.1f} ms per call, "
+        f"1 worker {1e3 * remote0 / calls:.1f} ms, difference {1e3 * (remote0 - local0) / calls:.1f} ms"
+    )
+    return {
+        "in_process": {"seconds": local, "episodes_per_s": episodes / local},
+        "workers": rows,
+        "ms_per_call_latency_0": {"in_process": 1e3 * local0 / calls, "one_worker": 1e3 * remote0 / calls},
+    }
+
+
+PARTS = {"scaling": scaling_part, "learner": learner_part, "text": text_part, "team": team_part}
+"""The measurements ``--part`` picks."""
 
 
 def main(args: Args) -> None:
@@ -269,27 +321,9 @@ def main(args: Args) -> None:
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     print(f"# ray_scaling, {date.today()}, {platform.machine()}; {args}")
-    if args.part in ("learner", "text", "team"):
-        {"learner": learner_part, "text": text_part, "team": team_part}[args.part](args)
-        ray.shutdown()
-        return
-    episodes = args.num_envs
-    local = best_rollout(args, 0, args.latency_s)
-    print(f"| in-process | {local:.2f} s | {episodes / local:.1f} episodes/s | |")
-    one = None
-    for workers in args.workers:
-        seconds = best_rollout(args, workers, args.latency_s)
-        if workers == 1:
-            one = seconds
-        speedup = f"{one / seconds:.2f} x ({one / seconds / workers:.2f} N)" if one else ""
-        print(f"| {workers} workers | {seconds:.2f} s | {episodes / seconds:.1f} episodes/s | {speedup} |")
-    calls = 1 + args.max_rounds
-    local0, remote0 = best_rollout(args, 0, 0.0), best_rollout(args, 1, 0.0)
-    print(
-        f"overhead per round trip (latency 0): in-process {1e3 * local0 / calls:.1f} ms per call, "
-        f"1 worker {1e3 * remote0 / calls:.1f} ms, difference {1e3 * (remote0 - local0) / calls:.1f} ms"
-    )
+    record = PARTS[args.part](args)
     ray.shutdown()
+    write_results(f"ray_scaling-{args.part}", {"args": dataclasses.asdict(args), **record})
 
 
 if __name__ == "__main__":
