@@ -85,6 +85,7 @@ from typing import Any
 import numpy as np
 from scipy.special import log_softmax
 
+from agents import progress
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult, Message
 from agents.fingerprint import directory_sha256, file_sha256, fingerprinted
 from agents.local import default_model_path, usable_cpus
@@ -600,13 +601,19 @@ class CTranslate2Backend:
             sampling = (float(request.temperature), int(request.top_k), float(request.top_p))
             groups.setdefault(sampling, []).append(key)
         done: dict[str, Generation] = {}
-        for (temperature, top_k, top_p), keys in groups.items():
-            batch = [unique[key] for key in keys]
-            done.update(zip(keys, self._generate_batch(batch, temperature, top_k, top_p), strict=True))
+        with progress.call(len(requests), "generate") as advance:
+            for (temperature, top_k, top_p), keys in groups.items():
+                batch = [unique[key] for key in keys]
+                done.update(zip(keys, self._generate_batch(batch, temperature, top_k, top_p, advance), strict=True))
         return [done[repr(request)] for request in requests]
 
     def _generate_batch(
-        self, requests: Sequence[GenerationRequest], temperature: float, top_k: int, top_p: float
+        self,
+        requests: Sequence[GenerationRequest],
+        temperature: float,
+        top_k: int,
+        top_p: float,
+        advance: progress.Advance,
     ) -> list[Generation]:
         prompts = [self._prompt_tokens(request.messages) for request in requests]
         produced: list[list[int]] = [[] for _ in requests]
@@ -642,6 +649,7 @@ class CTranslate2Backend:
                 decoded = generate_batch(generator, [prompts[i] for i in part], **sampling, **options)
                 for i, result in zip(part, decoded, strict=True):
                     results[i] = result
+                advance(len(part), sum(len(result.sequences_ids[0]) for result in decoded))
 
         # replica r decodes the r-th slice of every bucket, the buckets in order
         slices = [[part for bucket in buckets if (part := _slice(bucket, r, self.replicas))] for r in range(self.replicas)]
@@ -731,9 +739,11 @@ class CTranslate2Backend:
                 logprobs = log_softmax(np.asarray(scored.logits[0])[-1].astype(np.float64))
                 scores = tuple(float(logprobs[token]) for token in candidates[row])
                 results[row] = LogprobResult(scores, prompt_tokens=len(prompts[row]))
+                advance(1, 0)
 
         rows = list(range(len(requests)))
-        _each(score, self._held(), [_slice(rows, r, self.replicas) for r in range(self.replicas)])
+        with progress.call(len(requests), "score") as advance:
+            _each(score, self._held(), [_slice(rows, r, self.replicas) for r in range(self.replicas)])
         return results
 
     # -------------------------------------------------------------------- lifetime

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agents import progress
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult
 from agents.fingerprint import file_sha256, fingerprinted
 from agents.local import default_model_path, usable_cpus
@@ -116,7 +117,12 @@ class LlamaCppBackend:
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """Generate one completion per request, in order, each from a fresh KV cache."""
-        return [self._generate_one(request) for request in requests]
+        generations = []
+        with progress.call(len(requests), "generate") as advance:
+            for request in requests:
+                generations.append(self._generate_one(request))
+                advance(1, generations[-1].completion_tokens)
+        return generations
 
     def _generate_one(self, request: GenerationRequest) -> Generation:
         prompt = self._tokens(request.messages)
@@ -146,18 +152,23 @@ class LlamaCppBackend:
     def next_token_logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
         """Evaluate each prompt and read the full next-token distribution."""
         results = []
-        for request in requests:
-            prompt = self._tokens(request.messages)
-            self._llm.reset()
-            self._llm.eval(prompt)
-            logits = np.ctypeslib.as_array(
-                llama_cpp.llama_get_logits_ith(self._llm.ctx, -1), shape=(self._llm.n_vocab(),)
-            ).astype(np.float64)
-            top = logits.max()
-            logprobs = logits - top - np.log(np.exp(logits - top).sum())
-            scores = tuple(float(logprobs[self._first_token(c)]) for c in request.candidates)
-            results.append(LogprobResult(scores, prompt_tokens=len(prompt)))
+        with progress.call(len(requests), "score") as advance:
+            for request in requests:
+                results.append(self._score_one(request))
+                advance(1, 0)
         return results
+
+    def _score_one(self, request: LogprobRequest) -> LogprobResult:
+        prompt = self._tokens(request.messages)
+        self._llm.reset()
+        self._llm.eval(prompt)
+        logits = np.ctypeslib.as_array(
+            llama_cpp.llama_get_logits_ith(self._llm.ctx, -1), shape=(self._llm.n_vocab(),)
+        ).astype(np.float64)
+        top = logits.max()
+        logprobs = logits - top - np.log(np.exp(logits - top).sum())
+        scores = tuple(float(logprobs[self._first_token(c)]) for c in request.candidates)
+        return LogprobResult(scores, prompt_tokens=len(prompt))
 
     def _tokens(self, messages: Sequence[dict[str, str]]) -> list[int]:
         rendered = self._formatter(messages=list(messages)).prompt

@@ -28,7 +28,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from agents import prompts
+from agents import progress, prompts
 from agents.base import (
     Answer,
     Backend,
@@ -141,20 +141,21 @@ class LLMAgent:
     # ------------------------------------------------------------------ solutions
     def solve(self, turns: Sequence[Turn]) -> list[Answer]:
         """Round 0: each question answered independently, in one backend call."""
-        return self._answers(turns, [prompts.solve_messages(turn) for turn in turns])
+        return self._answers(turns, [prompts.solve_messages(turn) for turn in turns], "solve")
 
     def refine(self, turns: Sequence[Turn]) -> list[Answer]:
         """Re-solve given one's previous solution and the peers' answers, in one call."""
-        return self._answers(turns, [prompts.refine_messages(turn) for turn in turns])
+        return self._answers(turns, [prompts.refine_messages(turn) for turn in turns], "refine")
 
-    def _answers(self, turns: Sequence[Turn], chats: list[tuple[Message, ...]]) -> list[Answer]:
+    def _answers(self, turns: Sequence[Turn], chats: list[tuple[Message, ...]], phase: str) -> list[Answer]:
         if not turns:
             return []
         requests = [
             self._request(chat, turn.seed, self.max_tokens, self.temperature, self.top_p, self.top_k)
             for turn, chat in zip(turns, chats, strict=True)
         ]
-        generations = self.backend.generate(requests)
+        with progress.call(len(requests), phase):
+            generations = self.backend.generate(requests)
         return [
             _answer(turn, generation) for turn, generation in zip(turns, generations, strict=True)
         ]
@@ -188,7 +189,9 @@ class LLMAgent:
             for k in indices
         ]
         unscored = []
-        for k, scored in zip(indices, self.backend.next_token_logprobs(requests), strict=True):
+        with progress.call(len(requests), "confidence"):
+            scores = self.backend.next_token_logprobs(requests)
+        for k, scored in zip(indices, scores, strict=True):
             value = yes_probability(scored)
             if value is None:
                 unscored.append(k)
@@ -209,7 +212,9 @@ class LLMAgent:
             )
             for k in indices
         ]
-        for k, generation in zip(indices, self.backend.generate(requests), strict=True):
+        with progress.call(len(requests), "confidence"):
+            generations = self.backend.generate(requests)
+        for k, generation in zip(indices, generations, strict=True):
             results[k] = Confidence(
                 parse_verbalized(generation.text),
                 "verbalized",

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agents import progress
 from agents.base import Backend, BackendError, GenerationRequest
 from agents.seeding import derive_seed
 
@@ -131,7 +132,8 @@ class TextPolicy:
             )
             for info in infos
         ]
-        generations = self.backend.generate(requests)
+        with progress.call(len(requests), "generate"):
+            generations = self.backend.generate(requests)
         if len(generations) != len(requests):
             raise BackendError(
                 f"backend {self.backend.model_id!r} returned {len(generations)} completions for {len(requests)} requests"

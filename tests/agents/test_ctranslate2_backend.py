@@ -311,3 +311,18 @@ def test_an_int8_conversion_writes_every_linear_weight_in_7_bits(tmp_path, monke
     )
     assert exact.shape == approximate.shape and not np.allclose(exact, approximate, atol=1e-6)
     assert np.corrcoef(exact.ravel(), approximate.ravel())[0, 1] > 0.99
+
+
+def test_progress_counts_every_row_and_its_tokens_without_changing_the_texts(backend):
+    """Reporting (agents.progress) counts what the batch decoded, sub-batch by sub-batch and
+    prompt by prompt, and the same batch still gives the same texts and scores."""
+    from agents import progress
+
+    asks = [LogprobRequest(chat("Is 2 + 2 = 4?"), prompts.CRITIC_CANDIDATES), LogprobRequest(chat("Hi"), ("Yes", "No"))]
+    plain, plain_scores = backend.generate(REQUESTS), backend.next_token_logprobs(asks)
+    with progress.reporting(enabled=False) as tally:
+        reported = backend.generate(REQUESTS)
+        scores = backend.next_token_logprobs(asks)
+    assert reported == plain and scores == plain_scores
+    assert (tally.calls, tally.requests, tally.done) == (2, len(REQUESTS) + len(asks), len(REQUESTS) + len(asks))
+    assert tally.tokens == sum(g.completion_tokens for g in reported)  # reported by the decoding threads

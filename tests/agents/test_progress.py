@@ -28,29 +28,26 @@ def test_a_call_outside_reporting_counts_nothing():
 
 
 def test_a_call_counts_its_requests_and_tokens_and_completes_when_it_returns():
-    with progress.reporting(enabled=False) as tally:
-        with progress.call(5) as advance:
-            advance(2, 30)
-            assert (tally.done, tally.tokens) == (2, 30)
+    with progress.reporting(enabled=False) as tally, progress.call(5) as advance:
+        advance(2, 30)
+        assert (tally.done, tally.tokens) == (2, 30)
     assert (tally.calls, tally.requests, tally.done, tally.tokens) == (1, 5, 5, 30)  # the rest on return
 
 
 def test_a_call_that_raises_is_not_completed():
-    with progress.reporting(enabled=False) as tally:
-        with pytest.raises(RuntimeError), progress.call(4) as advance:
-            advance(1, 5)
-            raise RuntimeError("backend failed")
+    with progress.reporting(enabled=False) as tally, pytest.raises(RuntimeError), progress.call(4) as advance:
+        advance(1, 5)
+        raise RuntimeError("backend failed")
     assert (tally.requests, tally.done) == (4, 1)
 
 
 def test_a_nested_call_advances_the_outer_one_and_opens_no_bar():
-    with progress.reporting(enabled=False) as tally:
-        with progress.call(6) as outer:
-            outer(2, 0)
-            with progress.call(4) as inner:
-                assert inner == outer
-                inner(4, 40)
-            assert tally.done == 6
+    with progress.reporting(enabled=False) as tally, progress.call(6) as outer:
+        outer(2, 0)
+        with progress.call(4) as inner:
+            assert inner == outer
+            inner(4, 40)
+        assert tally.done == 6
     assert (tally.calls, tally.requests, tally.done, tally.tokens) == (1, 6, 6, 40)
 
 
