@@ -29,6 +29,8 @@ default team samples them (temperature 0.3, top-k 50, at most 256 tokens), for t
 ``--sampled-problems`` problems with ``--seeds`` seeds each, in one ``generate`` call: the
 share of right answers (one standard error in parentheses) and the call's tokens per second.
 
+Writes ``benchmarks/results/int8_quality.json``.
+
     python benchmarks/int8_quality.py [--parts greedy sampled] [--problems 72] [--kl-problems 48]
         [--variants float32 int8-7bit] [--sampled-problems 120] [--seeds 3]
         [--backends ctranslate2-int8 llamacpp]
@@ -36,6 +38,7 @@ share of right answers (one standard error in parentheses) and the call's tokens
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +46,7 @@ from typing import Any
 
 import numpy as np
 import tyro
+from results import write_results
 from scipy.special import log_softmax
 
 import deliberation_env as de
@@ -140,7 +144,7 @@ def teacher_forced(backend: CTranslate2Backend, sequences: list[list[str]], star
     return rows
 
 
-def sampled(task: de.tasks.Task, args: Args) -> None:
+def sampled(task: de.tasks.Task, args: Args) -> list[dict]:
     """Part ``sampled``: right answers of each backend to the same sampled solve requests."""
     problems = list(task.problems("test")[: args.sampled_problems]) * args.seeds
     requests = [
@@ -153,6 +157,7 @@ def sampled(task: de.tasks.Task, args: Args) -> None:
         f"\n| backend | right of {len(requests)} sampled answers | tokens/s |\n|---|---:|---:|",
         flush=True,
     )
+    rows = []
     for spec in args.backends:
         name, kwargs = parse_spec(SMOLLM2_BACKEND if spec == "smollm2" else spec)
         backend = make_backend(name, **kwargs)
@@ -160,10 +165,22 @@ def sampled(task: de.tasks.Task, args: Args) -> None:
         share = right / len(requests)
         error = (share * (1 - share) / len(requests)) ** 0.5
         print(f"| {spec}: {backend.model_id} | {right} = {share:.3f} ({error:.3f}) | {speed:.0f} |", flush=True)
+        rows.append(
+            {
+                "backend": spec,
+                "model_id": backend.model_id,
+                "right": right,
+                "answers": len(requests),
+                "share": share,
+                "standard_error": error,
+                "tokens_per_s": speed,
+            }
+        )
         del backend
+    return rows
 
 
-def compare_formats(task: de.tasks.Task, args: Args) -> None:
+def compare_formats(task: de.tasks.Task, args: Args) -> list[dict]:
     """Part ``greedy``: KL, top-1 and greedy right answers of each int8 format against float32."""
     problems = list(task.problems("test")[: args.problems])
     print(
@@ -183,6 +200,7 @@ def compare_formats(task: de.tasks.Task, args: Args) -> None:
     reference_rows = teacher_forced(reference, sequences, starts, args.chunk)
     positions = sum(len(rows) for rows in reference_rows)
     print(f"| float32 | 0 | 1 | {right} | {speed:.0f} |", flush=True)
+    rows = [{"variant": "float32", "kl": 0.0, "top1": 1.0, "right": right, "tokens_per_s": speed}]
     del reference
     for variant in args.variants:
         if variant == "float32":
@@ -197,16 +215,23 @@ def compare_formats(task: de.tasks.Task, args: Args) -> None:
             f"| {variant} | {kl / positions:.4f} | {top1 / positions:.3f} | {right} | {speed:.0f} |",
             flush=True,
         )
+        rows.append(
+            {"variant": variant, "kl": kl / positions, "top1": top1 / positions, "right": right, "tokens_per_s": speed}
+        )
         del backend
+    return rows
 
 
 def main(args: Args) -> None:
     task = de.tasks.get("arithmetic", difficulty=args.difficulty)
-    print(f"CPU int8 features: {cpu_int8_features()}", flush=True)
+    features = cpu_int8_features()
+    print(f"CPU int8 features: {features}", flush=True)
+    record = {"args": dataclasses.asdict(args), "cpu_int8_features": features}
     if "greedy" in args.parts:
-        compare_formats(task, args)
+        record["greedy"] = compare_formats(task, args)
     if "sampled" in args.parts:
-        sampled(task, args)
+        record["sampled"] = sampled(task, args)
+    write_results("int8_quality", record)
 
 
 if __name__ == "__main__":
