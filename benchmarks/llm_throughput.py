@@ -23,7 +23,7 @@ batched call plus as many critic scorings. Throughput is generated tokens per se
 
 Backends: ``transformers`` (SmolLM2 GGUF, dequantized; at several batch sizes; CUDA
 if present), ``openai`` against a ``llama_cpp.server`` started on 127.0.0.1, and the
-in-process ``llamacpp`` default.
+in-process ``llamacpp`` default. Writes ``benchmarks/results/llm_throughput.json``.
 
     python benchmarks/llm_throughput.py [--max-tokens 64] [--num-envs 8] [--parts a b c d e]
 """
@@ -31,6 +31,7 @@ in-process ``llamacpp`` default.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import platform
 import socket
@@ -45,6 +46,7 @@ from pathlib import Path
 from unittest import mock
 
 import tyro
+from results import write_results
 
 import deliberation_env as de
 from agents import SMOLLM2_TEMPERATURE, SMOLLM2_TOP_K, CachedBackend, LLMAgent, prompts
@@ -162,11 +164,13 @@ def naive_round(backend: Backend, recorded: Recorder) -> float:
     return timed(loop)
 
 
-def compare(label: str, backend: Backend, args: Args, parts: set[str]) -> None:
-    """Parts (a) and/or (b) on one backend; one table row each, printed at once."""
+def compare(label: str, backend: Backend, args: Args, parts: set[str]) -> list[dict]:
+    """Parts (a) and/or (b) on one backend; one table row each, printed at once and returned."""
     _, recorded = env_round(backend, args)  # untimed: warms the backend up, records the requests
     env_s, _ = env_round(backend, args)
     tokens = recorded.tokens
+    row = {"backend": label, "requests": len(recorded.generations), "tokens": tokens, "env_tokens_per_s": tokens / env_s}
+    rows = []
     if "a" in parts:
         raw_s = raw_round(backend, recorded)
         print(
@@ -174,6 +178,7 @@ def compare(label: str, backend: Backend, args: Args, parts: set[str]) -> None:
             f"{tokens / raw_s:.1f} (raw batched) | {raw_s / env_s:.0%} of raw |",
             flush=True,
         )
+        rows.append({"part": "a", **row, "raw_batched_tokens_per_s": tokens / raw_s, "env_share_of_raw": raw_s / env_s})
     if "b" in parts:
         naive_s = naive_round(backend, recorded)
         print(
@@ -181,6 +186,8 @@ def compare(label: str, backend: Backend, args: Args, parts: set[str]) -> None:
             f"{tokens / naive_s:.1f} (one at a time) | {naive_s / env_s:.1f}x faster |",
             flush=True,
         )
+        rows.append({"part": "b", **row, "one_at_a_time_tokens_per_s": tokens / naive_s, "env_speedup_over_one_at_a_time": naive_s / env_s})
+    return rows
 
 
 def solve_requests(count: int, args: Args) -> list[GenerationRequest]:
@@ -218,7 +225,7 @@ def make_scaling_backend(name: str, args: Args) -> Backend:
     return CTranslate2Backend(replicas=1) if name == "ctranslate2-1-copy" else CTranslate2Backend()
 
 
-def batch_scaling(args: Args) -> None:
+def batch_scaling(args: Args) -> list[dict]:
     """Part (d): generated tokens per second of each backend at each batch size, and in
     parentheses per CPU second of this process (all its threads): on a machine shared with
     other jobs the wall-clock rate measures the scheduler as much as the backend."""
@@ -231,10 +238,11 @@ def batch_scaling(args: Args) -> None:
         flush=True,
     )
     requests = solve_requests(max(max(sizes), 8), args)
+    rows = []
     for name in args.scaling_backends:
         backend = make_scaling_backend(name, args)
         backend.generate(requests[:2])  # untimed warm-up
-        cells = []
+        cells, batches_measured = [], []
         for size in sizes:
             if name == "transformers":
                 backend.batch_size = size
@@ -243,8 +251,11 @@ def batch_scaling(args: Args) -> None:
             tokens = sum(g.completion_tokens for batch in batches for g in backend.generate(batch))
             wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
             cells.append(f"{tokens / wall:.0f} ({tokens / cpu:.0f})")
+            batches_measured.append({"batch": size, "tokens_per_s": tokens / wall, "tokens_per_cpu_s": tokens / cpu})
         print(f"| {name}: {backend.model_id} | " + " | ".join(cells) + " |", flush=True)
+        rows.append({"backend": name, "model_id": backend.model_id, "batches": batches_measured})
         del backend
+    return rows
 
 
 def refine_requests(problems: int) -> list[GenerationRequest]:
@@ -279,7 +290,7 @@ def refine_requests(problems: int) -> list[GenerationRequest]:
     return requests
 
 
-def refine_phase(args: Args) -> None:
+def refine_phase(args: Args) -> list[dict]:
     """Part (e): one refine phase of the main job, in one ``generate`` call per backend."""
     from agents import ctranslate2_backend as ct2
 
@@ -291,15 +302,17 @@ def refine_phase(args: Args) -> None:
         "|---|---|---:|---:|---:|---|",
         flush=True,
     )
+    rows = []
     for name in args.refine_backends:
         one_batch = name == "ctranslate2-one-batch"
         backend = make_scaling_backend("ctranslate2" if one_batch else name, args)
         backend.generate(requests[:2])  # untimed warm-up
-        split = "n/a"
+        split, sub_batches = "n/a", None
         if name.startswith("ctranslate2"):
             lengths = [len(backend._prompt_tokens(r.messages)) for r in requests]
             buckets = [list(range(len(requests)))] if one_batch else ct2.length_buckets(lengths, 256)
-            split = ", ".join(str(len(b)) for b in buckets)
+            sub_batches = [len(b) for b in buckets]
+            split = ", ".join(map(str, sub_batches))
         whole = mock.patch.object(ct2, "length_buckets", lambda lengths, new_tokens: [list(range(len(lengths)))])
         with whole if one_batch else contextlib.nullcontext():
             start = time.perf_counter()
@@ -312,7 +325,18 @@ def refine_phase(args: Args) -> None:
             f"| {tokens} | {wall:.1f} | {tokens / wall:.0f} | {split} |",
             flush=True,
         )
+        rows.append(
+            {
+                "backend": name,
+                "prompt_tokens": {"min": prompt_tokens[0], "median": prompt_tokens[len(done) // 2], "max": prompt_tokens[-1]},
+                "generated_tokens": tokens,
+                "seconds": wall,
+                "tokens_per_s": tokens / wall,
+                "sub_batches": sub_batches,
+            }
+        )
         del backend
+    return rows
 
 
 def free_port() -> int:
@@ -357,11 +381,13 @@ def start_server(gguf: Path) -> tuple[subprocess.Popen, str]:
 
 def main(args: Args) -> None:
     gguf = default_model_path()
+    load = os.getloadavg()[0]
     print(
         f"# LLM throughput, {args.n_agents} agents x {args.num_envs} envs, max_tokens {args.max_tokens}, "
         f"arithmetic level {args.difficulty}, {platform.machine()} ({os.cpu_count()} cores), "
-        f"load average {os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d')}"
+        f"load average {load:.1f}, {time.strftime('%Y-%m-%d')}"
     )
+    record = {"args": dataclasses.asdict(args), "load_average_at_start": load, "env_against_calls": []}
     parts = {"a", "b"} & set(args.parts)
     if parts:
         print("| part, backend | requests | tokens | env tokens/s | other tokens/s | ratio |")
@@ -375,19 +401,19 @@ def main(args: Args) -> None:
                 size  # the naive loop (b) does not depend on it: run once, at the largest
             )
             here = parts - {"b"} if size < max(args.batch_sizes) else parts
-            compare(f"transformers {model.device.type} batch {size}", model, args, here)
+            record["env_against_calls"] += compare(f"transformers {model.device.type} batch {size}", model, args, here)
     if parts and "openai" in args.backends:
         from agents.openai_backend import OpenAIBackend
 
         process, base_url = start_server(gguf)
         try:
             backend = OpenAIBackend(base_url, "smollm2")
-            compare("openai, llama_cpp.server (1 slot), 8 in flight", backend, args, parts)
+            record["env_against_calls"] += compare("openai, llama_cpp.server (1 slot), 8 in flight", backend, args, parts)
         finally:
             process.terminate()
             process.wait(timeout=30)
     if parts and "llamacpp" in args.backends:
-        compare("llamacpp in-process", LlamaCppBackend(), args, parts)
+        record["env_against_calls"] += compare("llamacpp in-process", LlamaCppBackend(), args, parts)
 
     if "c" in args.parts:
         with tempfile.TemporaryDirectory() as tmp:
@@ -400,10 +426,12 @@ def main(args: Args) -> None:
         print(
             f"| vector_env round 0 | {len(recorded.generations)} | {cold:.2f} | {warm:.3f} | {cold / warm:,.0f}x |"
         )
+        record["cache"] = {"requests": len(recorded.generations), "cold_seconds": cold, "warm_seconds": warm}
     if "d" in args.parts:
-        batch_scaling(args)
+        record["batch_scaling"] = batch_scaling(args)
     if "e" in args.parts:
-        refine_phase(args)
+        record["refine_phase"] = refine_phase(args)
+    write_results("llm_throughput", record)
 
 
 if __name__ == "__main__":
