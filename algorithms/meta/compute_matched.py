@@ -59,19 +59,28 @@ def as_agent_zero(turns: Sequence[Turn]) -> list[Turn]:
 
 
 def samples_of_one_agent(
-    member: Solver, config: EnvConfig, k: int, problems: Sequence[int], seed: int, num_envs: int, label: str
+    member: Solver,
+    config: EnvConfig,
+    k: int,
+    problems: Sequence[int],
+    seed: int,
+    num_envs: int,
+    label: str,
+    progress: bool = True,
 ) -> EvalResult:
-    """k answers of ``member`` per problem, never revised, on ``config``'s task and split."""
+    """k answers of ``member`` per problem, never revised, on ``config``'s task and split
+    (``progress``: :func:`~algorithms.meta.evaluate.evaluate`'s bars, under ``label``)."""
     venv = vector_env_from(  # ``member`` is built: it holds the sampling settings of its spec already
         config, num_envs, team=OneAgent(member), n_agents=k, max_rounds=1, stop_on_consensus=False,
         temperature=None, max_tokens=None, top_k=None,
     )
-    return evaluate(baselines.get("independent"), venv, problems, seed=seed, label=label)
+    return evaluate(baselines.get("independent"), venv, problems, seed=seed, progress=progress, label=label)
 
 
 def compute_matched(
     member: Solver, config: EnvConfig, team_results: Sequence[EvalResult], problems: Sequence[int], seed: int,
     num_envs: int,
+    progress: bool = True,
 ) -> list[EvalResult]:
     """The single-agent and self-consistency rows for a table of ``team_results``.
 
@@ -82,8 +91,9 @@ def compute_matched(
         problems: The evaluated problem indices.
         seed: The evaluation seed of the team's results.
         num_envs: Episodes stepped together.
+        progress: Show the evaluations' progress on stderr (requests done of each LLM call).
     """
-    pair = samples_of_one_agent(member, config, 2, problems, seed, num_envs, "eval single agent")
+    pair = samples_of_one_agent(member, config, 2, problems, seed, num_envs, "eval single agent", progress)
     single_accuracy = pair.accuracy[0]  # mean over two samples: one sample's expected accuracy
     single = dataclasses.replace(
         pair,
@@ -94,5 +104,7 @@ def compute_matched(
     )
     budget = max(result.tokens_per_problem for result in team_results)
     k = max(2, round(budget / single.tokens_per_problem))
-    votes = samples_of_one_agent(member, config, k, problems, seed, num_envs, f"eval self-consistency k={k}")
+    votes = samples_of_one_agent(
+        member, config, k, problems, seed, num_envs, f"eval self-consistency k={k}", progress
+    )
     return [single, dataclasses.replace(votes, policy=f"self-consistency k={k}")]

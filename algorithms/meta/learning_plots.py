@@ -1,6 +1,6 @@
 """The comparison harness's figures (matplotlib, written to files).
 
-Every function takes the rows that :func:`algorithms.harness.compare` collects: ``curves``
+Every function takes the rows that :func:`algorithms.meta.compare.compare` collects: ``curves``
 (one per logged record of every run, tagged ``algo``, ``reward_scale``, ``seed``),
 ``finals`` (final held-out metrics per run) and ``baseline_rows``.
 """
@@ -61,52 +61,58 @@ def _reference_scale(finals: Rows) -> float:
     return min({row["reward_scale"] for row in finals}, key=lambda s: abs(np.log(s)))
 
 
+def fitted_range(values: list[np.ndarray], margin: float = 0.1, floor: float = 0.02) -> tuple[float, float]:
+    """An axis range around every value in ``values``: their span widened by ``margin`` of
+    it (at least ``floor``) on each side, kept within [0, 1] plus the padding.
+
+    >>> fitted_range([np.array([0.4, 0.5]), np.array([0.45])])
+    (0.38, 0.52)
+    """
+    flat = np.concatenate([np.ravel(v) for v in values])
+    low, high = float(flat.min()), float(flat.max())
+    pad = max(margin * (high - low), floor)
+    return round(max(low - pad, -floor), 6), round(min(high + pad, 1 + floor), 6)
+
+
+def reference_levels(baseline_rows: Rows) -> dict[str, float]:
+    """The best heuristic baseline's and the oracle's held-out consensus accuracy (the
+    horizontal lines of the learning curves)."""
+    baseline = {
+        name: float(np.mean([r[METRIC] for r in baseline_rows if r["algo"] == name]))
+        for name in dict.fromkeys(r["algo"] for r in baseline_rows)
+    }
+    best = max((name for name in baseline if name != "oracle"), key=baseline.get, default=None)
+    return {name: baseline[name] for name in (best, "oracle") if name in baseline}
+
+
 def learning_curves(curves: Rows, baseline_rows: Rows, path: Path) -> None:
-    """Held-out consensus accuracy vs training episodes, mean and 95% band over seeds, per scale."""
+    """Held-out consensus accuracy vs training episodes, mean and 95% band over seeds, per
+    scale; the best heuristic and the oracle as lines; the y axis fitted to all of them and
+    one legend beside the panels."""
     series = _series(curves, METRIC)
     scales = sorted({scale for _, scale in series})
     colour = {algo: f"C{k}" for k, algo in enumerate(sorted({algo for algo, _ in series}))}
     fig, axes = plt.subplots(
-        1, len(scales), figsize=(5.5 * len(scales), 4), squeeze=False, sharey=True
+        1, len(scales), figsize=(5.0 * len(scales), 4), squeeze=False, sharey=True
     )
-    baseline = {
-        name: np.mean([r[METRIC] for r in baseline_rows if r["algo"] == name])
-        for name in dict.fromkeys(r["algo"] for r in baseline_rows)
-    }
-    best = max((name for name in baseline if name != "oracle"), key=baseline.get, default=None)
-    references = {name: baseline[name] for name in (best, "oracle") if name in baseline}
+    references = reference_levels(baseline_rows)
+    drawn = [np.array(list(references.values()))]
     for ax, scale in zip(axes[0], scales, strict=True):
         for (algo, s), (episodes, values) in sorted(series.items()):
             if s == scale:
                 mean, half = _band(values)
-                ax.plot(episodes, mean, color=colour[algo], label=algo)
-                ax.fill_between(
-                    episodes,
-                    np.clip(mean - half, 0, 1),
-                    np.clip(mean + half, 0, 1),
-                    color=colour[algo],
-                    alpha=0.2,
-                )
-        for name, value in references.items():  # the best heuristic baseline and the oracle ceiling
-            ax.axhline(value, color="k", lw=1, ls=":" if name == "oracle" else "--")
-            ax.annotate(
-                name,
-                (1.0, value),
-                xycoords=("axes fraction", "data"),
-                fontsize=7,
-                ha="right",
-                va="bottom",
-            )
-        ax.set(
-            title=f"reward scale x{scale:g}",
-            xlabel="training episodes",
-            ylabel="held-out consensus accuracy",
-            ylim=(0, 1.02),
-        )
+                ax.plot(episodes, mean, color=colour[algo], marker="o", markersize=3, label=algo)
+                ax.fill_between(episodes, mean - half, mean + half, color=colour[algo], alpha=0.2)
+                drawn += [mean - half, mean + half]
+        for name, value in references.items():
+            ax.axhline(value, color="k", lw=1, ls=":" if name == "oracle" else "--", label=f"{name} (baseline)")
+        ax.set(title=f"reward scale x{scale:g}", xlabel="training episodes")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="lower left")
+    axes[0][0].set(ylabel="held-out consensus accuracy", ylim=fitted_range(drawn))
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -137,7 +143,8 @@ def final_accuracy(finals: Rows, baseline_rows: Rows, path: Path) -> None:
 
 
 def action_shares(curves: Rows, finals: Rows, path: Path) -> None:
-    """Training shares of PERSIST / REFINE / CONCEDE per learner (scale closest to 1)."""
+    """Training shares of PERSIST / REFINE / CONCEDE per learner at one reward scale (the
+    one closest to 1), which the title names."""
     scale = _reference_scale(finals)
     per_action = {a: _series(curves, f"actions/{a}_share") for a in ACTION_NAMES}
     algos = sorted({algo for algo, s in per_action["persist"] if s == scale})
@@ -150,9 +157,11 @@ def action_shares(curves: Rows, finals: Rows, path: Path) -> None:
             mean, half = _band(values)
             ax.plot(episodes, mean, color=f"C{k}", label=action)
             ax.fill_between(episodes, mean - half, mean + half, color=f"C{k}", alpha=0.2)
-        ax.set(title=algo, xlabel="training episodes", ylabel="share of actions", ylim=(0, 1))
+        ax.set(title=f"{algo}, reward scale x{scale:g}", xlabel="training episodes", ylabel="share of actions",
+               ylim=(0, 1))  # fmt: skip
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
+    fig.suptitle(f"Actions taken in training, at reward scale x{scale:g}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
