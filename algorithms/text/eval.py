@@ -43,9 +43,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 from rich.table import Table
+from tqdm.auto import tqdm
 
 from agents import TextPolicy
 from agents.base import Backend, Generation, GenerationRequest, Message
+from agents.progress import reporting
 from agents.seeding import derive_seed
 from deliberation_env.tasks import problem_count
 from deliberation_env.tasks.humaneval import HUMANEVAL_INSTRUCTIONS
@@ -317,8 +319,12 @@ def evaluate_baselines(
     split: str = "test",
     max_tokens: int = 256,
     temperature: float = 0.3,
+    progress: bool = True,
 ) -> list[dict[str, Any]]:
     """The summaries (:func:`summarize`) of ``baselines`` on the first ``n_problems`` of ``split``.
+
+    ``progress`` shows, on stderr, a bar of the baselines done and, below it, one of the
+    requests done of each batched generation (:mod:`agents.progress`).
 
     Raises:
         ValueError: On ``n_problems`` < 1 or an unknown baseline, naming it.
@@ -334,7 +340,12 @@ def evaluate_baselines(
         protocol, policy, counter, range(problem_count(n_problems, len(protocol.problems(split)), split)), samples, seed, split
     )
     ks = [k for k in (1, 2, 3, 5, 10) if k <= samples]
-    return [summarize(name, runner.run(name), ks) for name in baselines]
+    summaries = []
+    with tqdm(baselines, desc="coding baselines", unit="baseline", disable=not progress) as bar, reporting(progress):
+        for name in bar:
+            bar.set_postfix_str(name)
+            summaries.append(summarize(name, runner.run(name), ks))
+    return summaries
 
 
 def results_table(summaries: Sequence[Mapping[str, Any]], title: str) -> Table:
