@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from scipy import stats
 
+from algorithms.core.figures import fitted_range
 from deliberation_env.meta.spaces import ACTION_NAMES
 
 METRIC = "eval/consensus_accuracy"
@@ -59,19 +60,6 @@ def _series(curves: Rows, metric: str) -> dict[tuple[str, float], tuple[np.ndarr
 def _reference_scale(finals: Rows) -> float:
     """The reward scale closest to 1 (for the figures drawn at one scale)."""
     return min({row["reward_scale"] for row in finals}, key=lambda s: abs(np.log(s)))
-
-
-def fitted_range(values: list[np.ndarray], margin: float = 0.1, floor: float = 0.02) -> tuple[float, float]:
-    """An axis range around every value in ``values``: their span widened by ``margin`` of
-    it (at least ``floor``) on each side, kept within [0, 1] plus the padding.
-
-    >>> fitted_range([np.array([0.4, 0.5]), np.array([0.45])])
-    (0.38, 0.52)
-    """
-    flat = np.concatenate([np.ravel(v) for v in values])
-    low, high = float(flat.min()), float(flat.max())
-    pad = max(margin * (high - low), floor)
-    return round(max(low - pad, -floor), 6), round(min(high + pad, 1 + floor), 6)
 
 
 def reference_levels(baseline_rows: Rows) -> dict[str, float]:

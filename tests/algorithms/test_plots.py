@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from algorithms import baselines
+from algorithms.core.figures import fitted_range
 from algorithms.meta import learning_plots, plots
 from algorithms.meta.compute_matched import compute_matched
 from algorithms.meta.evaluate import evaluate
@@ -61,9 +62,9 @@ def test_titles_drop_fingerprints_and_subtitles_say_held_out_and_how_many(team_a
 
 
 def test_learning_curve_axes_fit_the_data_not_zero_to_one():
-    low, high = learning_plots.fitted_range([np.array([0.42, 0.47]), np.array([0.45, 0.5])])
+    low, high = fitted_range([np.array([0.42, 0.47]), np.array([0.45, 0.5])])
     assert 0.3 < low < 0.42 and 0.5 < high < 0.6
-    assert learning_plots.fitted_range([np.array([0.0, 1.0])]) == (-0.02, 1.02)  # never far past [0, 1]
+    assert fitted_range([np.array([0.0, 1.0])]) == (-0.02, 1.02)  # never far past [0, 1]
 
 
 def test_reference_lines_are_the_best_heuristic_and_the_oracle():

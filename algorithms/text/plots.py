@@ -1,0 +1,113 @@
+"""Learning curves of the LLM-weight learners (matplotlib, written to files).
+
+A learner's history (``TrainResult.history``, or the lines of ``metrics.jsonl``) holds one
+record per update: the training reward ``rewards/joint/mean`` and, every ``eval_interval``
+updates, the held-out greedy evaluation's ``eval/...`` metrics
+(:meth:`algorithms.text.base.TextPolicyGradientLearner.evaluate`). :func:`curve` reads both
+from a history; :func:`learning_curves` draws the training reward per update (each seed
+thin, the mean thick) with the held-out joint reward as points on the curves, the same
+quantity scored greedily on problems never trained on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from algorithms.core.figures import fitted_range
+
+REWARD = "rewards/joint/mean"
+"""The training reward of a curve: the joint reward, mean over the update's episodes."""
+HELD_OUT = "eval/joint"
+"""The held-out metric drawn as points: the same joint reward, greedy, on the test split."""
+
+History = Sequence[Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One run's training curve and its periodic held-out evaluations.
+
+    Attributes:
+        updates: The update of each training record (1, 2, ...).
+        rewards: Its training reward.
+        eval_updates: The updates after which the held-out evaluation ran.
+        eval_values: Its held-out value at each of them.
+    """
+
+    updates: np.ndarray
+    rewards: np.ndarray
+    eval_updates: np.ndarray
+    eval_values: np.ndarray
+
+
+def curve(history: History, reward: str = REWARD, held_out: str = HELD_OUT) -> Curve:
+    """The training curve of ``history`` and its held-out points (records that hold ``held_out``).
+
+    >>> c = curve([{"charts/update": 1, "rewards/joint/mean": 0.2},
+    ...            {"charts/update": 2, "rewards/joint/mean": 0.4, "eval/joint": 0.3}])
+    >>> c.eval_updates.tolist(), c.eval_values.tolist()
+    ([2.0], [0.3])
+    """
+    updates = np.array([record["charts/update"] for record in history], dtype=float)
+    evaluated = [record for record in history if held_out in record]
+    return Curve(
+        updates=updates,
+        rewards=np.array([record[reward] for record in history], dtype=float),
+        eval_updates=np.array([record["charts/update"] for record in evaluated], dtype=float),
+        eval_values=np.array([record[held_out] for record in evaluated], dtype=float),
+    )
+
+
+def learning_curves(
+    runs: Mapping[str, Sequence[History]], path: Path, title: str, held_out: str = HELD_OUT
+) -> Path:
+    """Training reward per update per learner (seeds thin, their mean thick) and the
+    held-out evaluations as points on the curves (hollow markers: each seed's; filled: their
+    mean where every seed evaluated); the y axis fitted to the data, the legend beside it.
+
+    Args:
+        runs: Per learner, the histories of its seeds.
+        path: The PNG to write.
+        title: The figure's title (team, task, scoring).
+        held_out: The ``eval/...`` metric drawn as points.
+    """
+    fig, ax = plt.subplots(figsize=(7.6, 4.2))
+    drawn: list[np.ndarray] = []
+    for k, (name, histories) in enumerate(runs.items()):
+        colour = f"C{k}"
+        curves = [curve(history, held_out=held_out) for history in histories]
+        length = min(len(c.updates) for c in curves)
+        for c in curves:
+            ax.plot(c.updates, c.rewards, color=colour, alpha=0.3, lw=1)
+            ax.plot(c.eval_updates, c.eval_values, "o", color=colour, markerfacecolor="none", markersize=5)
+            drawn += [c.rewards, c.eval_values]
+        mean = np.mean([c.rewards[:length] for c in curves], axis=0)
+        ax.plot(curves[0].updates[:length], mean, color=colour, lw=2.5, label=f"{name}, training ({len(curves)} seeds)")
+        shared = _shared_evaluations(curves)
+        if shared is not None:
+            ax.plot(*shared, "o", color=colour, markersize=7, markeredgecolor="k", label=f"{name}, held-out (greedy)")
+    ax.set(xlabel="update", ylabel="joint reward", ylim=fitted_range(drawn, limits=None), title=title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _shared_evaluations(curves: Sequence[Curve]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The updates at which every seed evaluated, with the seeds' mean there; None if none."""
+    common = sorted(set.intersection(*(set(c.eval_updates.tolist()) for c in curves)))
+    if not common:
+        return None
+    means = [np.mean([c.eval_values[c.eval_updates == u][0] for c in curves]) for u in common]
+    return np.array(common), np.array(means)

@@ -1,0 +1,30 @@
+"""The text learners' learning curves are drawn from the history: the training reward per
+update and the periodic held-out evaluations (eval_interval) as points on the curves."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from algorithms.core.metrics import read_metrics
+from algorithms.text import TextGRPOConfig, train
+from algorithms.text.plots import curve, learning_curves
+
+SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "batch_size": 4, "progress": False}
+
+
+def test_periodic_evaluations_of_a_run_become_points_on_its_curve(tmp_path):
+    result = train(TextGRPOConfig(**SMALL, updates=4, eval_problems=3, eval_interval=2, run_dir=str(tmp_path)))
+    from_history = curve(result.history)
+    assert from_history.updates.tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert from_history.eval_updates.tolist() == [2.0, 4.0]
+    assert from_history.eval_values[-1] == result.after["eval/joint"]
+    from_file = curve(read_metrics(tmp_path / "metrics.jsonl"))  # the same from metrics.jsonl
+    assert np.array_equal(from_file.eval_values, from_history.eval_values)
+    assert learning_curves({"grpo": [result.history]}, tmp_path / "curves.png", "tiny").stat().st_size > 0
+
+
+def test_runs_without_evaluations_have_no_points_and_still_draw(tmp_path):
+    history = [{"charts/update": u, "rewards/joint/mean": r} for u, r in ((1, 0.1), (2, 0.3))]
+    assert curve(history).eval_updates.size == 0
+    seeds = [history, [{**h, "eval/joint": 0.5} for h in history]]
+    assert learning_curves({"magrpo": seeds}, tmp_path / "c.png", "two seeds").stat().st_size > 0
