@@ -15,12 +15,15 @@ checkpoints and resume.
   logs it before the first update, as step 0.
 - **Checkpoints.** Every ``checkpoint_every`` updates and after the last one (0: after the
   last one only), written atomically.
+
+Held-out evaluations of both families play their problems a vector env at a time
+(:func:`padded_batches`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -176,3 +179,16 @@ def _last_evaluation(path: Path) -> dict[str, float]:
         if evaluation:
             return evaluation
     return {}
+
+
+def padded_batches(indices: Sequence[int], size: int) -> Iterator[tuple[int, int, list[int]]]:
+    """``indices`` ``size`` at a time, as a vector env of ``size`` envs plays them: per batch its
+    start in ``indices``, how many of it are real, and the batch padded to ``size`` with its
+    last index (padded envs are played and ignored).
+
+    >>> list(padded_batches([3, 4, 5], 2))
+    [(0, 2, [3, 4]), (2, 1, [5, 5])]
+    """
+    for start in range(0, len(indices), size):
+        batch = list(indices[start : start + size])
+        yield start, len(batch), batch + batch[-1:] * (size - len(batch))

@@ -58,6 +58,7 @@ from agents.seeding import derive_seed
 from agents.text_policy import TextPolicy, played_text
 from agents.trainable_lm import Completion, TrainableLM
 from algorithms.core.learner import GroupPolicyGradient
+from algorithms.core.run import padded_batches
 from algorithms.text.config import TextLearnerConfig
 from algorithms.text.losses import (
     cross_returns,
@@ -480,13 +481,11 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         rng = np.random.default_rng(seed)
         finals: dict[str, list[float]] = {}
         counts = np.zeros(3)  # the trainable agents' completions, those cut, their tokens
-        for start in range(0, len(problem_indices), venv.num_envs):
-            chunk = list(problem_indices[start : start + venv.num_envs])
-            padded = chunk + chunk[-1:] * (venv.num_envs - len(chunk))
+        for _, n_real, padded in padded_batches(problem_indices, venv.num_envs):
             play = self._play(venv, np.array(padded), rng.integers(2**62, size=venv.num_envs), 0.0, "aligned")
             for name, values in play.finals.items():
-                finals.setdefault(name, []).extend(values[: len(chunk)])
-            counts += play.completions[:, : len(chunk)].sum(axis=1)
+                finals.setdefault(name, []).extend(values[:n_real])
+            counts += play.completions[:, :n_real].sum(axis=1)
         made, cut, tokens = counts
         results = {f"eval/{name}": float(np.mean(values)) for name, values in finals.items()}
         results["eval/truncated_share"] = float(cut / made)
