@@ -35,6 +35,7 @@ def test_an_old_path_warns_and_forwards_to_the_new_module(old, forget_old_names)
 def test_names_of_the_old_learners_package_and_the_harness_import(forget_old_names):
     with pytest.warns(DeprecationWarning):
         from algorithms.learners.base import PolicyGradientLearner as old_learner
+    with pytest.warns(DeprecationWarning):
         from algorithms.harness import CompareConfig as old_config
     assert old_learner is PolicyGradientLearner and old_config is CompareConfig
 
