@@ -93,6 +93,7 @@ def run_compare(args: Args) -> dict:
         eval_every=max(1, updates // 10),
         eval_problems=20 if args.quick else 200,
         progress=False,
+        resume=True,  # a re-run continues the runs in out_dir (refused if their settings differ)
         sft=SFTConfig(episodes_per_update=128),
         **batch_configs(kl_coef=0.02 if recipe else 0.05),
     )

@@ -147,6 +147,7 @@ def compare_config(args: Args) -> CompareConfig:
             problem_pool=args.problem_pool,
             seed_pool=args.seed_pool,
             progress=False,
+        resume=True,  # a re-run continues the runs in out_dir (refused if their settings differ)
             sft=SFTConfig(episodes_per_update=128),
             softrankpo=SoftRankPOConfig(**batch),
             grpo=GRPOConfig(**batch),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import tyro
 
+from algorithms.core.run_dirs import new_run_dir
 from algorithms.meta import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig, TrainConfig
 from algorithms.meta.compare import CompareConfig, compare
 
@@ -26,11 +27,14 @@ class Args:
     """Seeds per learner."""
     reward_scales: tuple[float, ...] = (0.1, 1.0, 10.0)
     """Reward scales of the ablation."""
-    out_dir: str = "runs/04_compare"
-    """Where the comparison's files go."""
+    out_dir: str = ""
+    """Where the comparison's files go; ``""``: a new folder, ``runs/compare/meta-<algos>-<time>``
+    (a folder that holds a comparison is refused: every comparison gets its own)."""
 
 
 def main(args: Args) -> dict:
+    algos = ("softrankpo", "grpo", "magrpo")
+    out_dir = args.out_dir or str(new_run_dir("compare", "meta", "+".join(algos)))
     batch = {"groups_per_update": 16, "group_size": 8}  # the same budget for every learner
     train = TrainConfig(
         updates=args.updates,
@@ -45,11 +49,11 @@ def main(args: Args) -> dict:
     )
     summary = compare(
         CompareConfig(
-            algos=("softrankpo", "grpo", "magrpo"),
+            algos=algos,
             seeds=args.seeds,
             reward_scales=args.reward_scales,
             train=train,
-            out_dir=args.out_dir,
+            out_dir=out_dir,
         )
     )
     print(f"held-out {summary['metric']} (mean +- 95% CI over {args.seeds} seeds):")
@@ -58,7 +62,7 @@ def main(args: Args) -> dict:
     for name, share in summary.get("gap_closed", {}).items():
         closed = "n/a" if share is None else f"{share:+.0%}"
         print(f"  {name:>22} closes {closed} of the {summary['best_heuristic']}-to-oracle gap")
-    print(f"files in {args.out_dir}")
+    print(f"files in {out_dir}")
     return summary
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import deliberation_env as de
-from algorithms import baselines, cli
+from algorithms import baselines
+from algorithms.commands.run import results_table
 from algorithms.meta.evaluate import evaluate
 from algorithms.meta.network import NUM_ACTIONS
 from deliberation_env.meta.spaces import ACTION_NAMES
@@ -19,5 +20,5 @@ def test_evaluation_shares_and_table_columns_use_the_names():
     venv = de.vector_env(4, team="simulated", max_rounds=1)
     result = evaluate(baselines.get("debate"), venv, range(4), progress=False)
     assert tuple(result.action_shares) == ACTION_NAMES and result.action_shares["refine"] == 1.0
-    columns = [column.header for column in cli.results_table([result], "t").columns]
+    columns = [column.header for column in results_table([result], "t").columns]
     assert columns[-len(ACTION_NAMES):] == list(ACTION_NAMES)

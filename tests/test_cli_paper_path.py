@@ -61,7 +61,7 @@ def tiny_run(tmp_path: Path, *args: str) -> dict:
     deliberate(
         "run", *args, "--n-problems", "2", "--max-rounds", "1", "--max-tokens", str(MAX_TOKENS),
         "--temperature", "0.7", "--policies", "independent", "debate", "--num-envs", "2",
-        "--cache", str(tmp_path / "cache.sqlite"), "--out-dir", str(tmp_path), "--name", "t",
+        "--cache", str(tmp_path / "cache.sqlite"), "--run-dir", str(tmp_path / "t"),
     )
     return json.loads((tmp_path / "t" / "results.json").read_text())
 
@@ -71,7 +71,7 @@ def check_record(record: dict, cache: Path, model_id: str) -> None:
     assert record["model_id"] == model_id
     assert [r["policy"] for r in record["results"]] == ["independent", "debate"]
     assert [r["policy"].split(" k=")[0] for r in record["compute_matched"]] == ["single agent", "self-consistency"]
-    assert record["config"]["env_args"]["task"] == "gsm8k" and record["config"]["n_problems"] == 2
+    assert record["config"]["env"]["task"] == "gsm8k" and record["config"]["n_problems"] == 2
     stats = cache_stats(cache)
     assert list(stats["models"]) == [model_id]
     assert 0 < stats["completion_tokens"] <= MAX_TOKENS * stats["generations"]
@@ -82,7 +82,7 @@ def test_run_gsm8k_with_a_llamacpp_gguf_team(gsm8k_dir, tmp_path):
     record = tiny_run(tmp_path, "--task", "gsm8k", "--path", str(gsm8k_dir), "--team", f"llamacpp:{gguf}")
     digest = hashlib.sha256(gguf.read_bytes()).hexdigest()
     check_record(record, tmp_path / "cache.sqlite", f"llamacpp:SmolLM2-135M-Instruct-Q4_1@sha256:{digest[:32]}")
-    assert record["config"]["env_args"]["temperature"] == 0.7
+    assert record["config"]["env"]["temperature"] == 0.7
 
 
 def test_run_gsm8k_against_an_openai_compatible_llamacpp_server(gsm8k_dir, server_url, tmp_path):
@@ -96,16 +96,16 @@ def test_the_mpdf_main_table_config_runs_against_a_local_server(gsm8k_dir, serve
     record = tiny_run(tmp_path, "--config", str(CONFIGS / "mpdf_main_table.yaml"), "--path", str(gsm8k_dir),
                       "--team", team)
     check_record(record, tmp_path / "cache.sqlite", f"openai:{SERVED_MODEL}@{server_url}")
-    assert record["config"]["env_args"]["n_agents"] == 3  # the file's team size, not overridden
+    assert record["config"]["env"]["n_agents"] == 3  # the file's team size, not overridden
 
 
 def test_the_mpdf_softrankpo_config_trains_against_a_local_server(gsm8k_dir, server_url, tmp_path):
     team = f"openai:{server_url}#{SERVED_MODEL}"
     run_dir = tmp_path / "run"
     deliberate(
-        "train", "--config", str(CONFIGS / "mpdf_softrankpo_gsm8k.yaml"), "--env.path", str(gsm8k_dir),
-        "--env.team", team, "--env.max-rounds", "1", "--env.max-tokens", str(MAX_TOKENS),
-        "--env.cache", str(tmp_path / "cache.sqlite"), "--updates", "1", "--sft-updates", "0",
+        "train", "--config", str(CONFIGS / "mpdf_softrankpo_gsm8k.yaml"), "--path", str(gsm8k_dir),
+        "--team", team, "--max-rounds", "1", "--max-tokens", str(MAX_TOKENS),
+        "--cache", str(tmp_path / "cache.sqlite"), "--updates", "1", "--sft-updates", "0",
         "--eval-problems", "2", "--problem-pool", "2", "--seed-pool", "1", "--softrankpo.groups-per-update", "1", "--softrankpo.group-size", "2",
         "--run-dir", str(run_dir), "--no-progress",
     )
@@ -119,10 +119,9 @@ def test_the_mpdf_softrankpo_config_trains_against_a_local_server(gsm8k_dir, ser
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.iterdir()), ids=lambda path: path.name)
 def test_every_paper_config_loads_and_validates(path):
-    from algorithms import cli, config_files
-    from algorithms.text import TextLearnerConfig
+    from algorithms import cli
+    from algorithms.core import config_files
 
-    data = config_files.read(path)
-    cfg = cli.parse([data["command"], "--config", str(path)])
-    text_training = data["command"] == "train" and data.get("env") == "text"
-    assert isinstance(cfg, TextLearnerConfig if text_training else cli.CONFIGURABLE[data["command"]])
+    command = config_files.read(path)["command"]
+    cfg = cli.parse([*command.split(), "--config", str(path)]).command.command
+    assert cli.COMMANDS[type(cfg)][0] == command

@@ -7,7 +7,6 @@ import dataclasses
 import json
 
 import pytest
-import tyro
 
 import agents
 import deliberation_env as de
@@ -155,27 +154,27 @@ def test_path_and_difficulty_become_task_arguments(tmp_path):
 def test_the_harness_and_the_cli_nest_the_same_config():
     assert EnvConfig is de.EnvConfig
     assert [f.name for f in dataclasses.fields(TrainConfig().env)] == [f.name for f in dataclasses.fields(EnvConfig)]
-    train = tyro.cli(cli.Command, args=["train", "--env.team", "simulated", "simulated", "--env.n-agents", "2"])
+    train = cli.parse(["train", "--team", "simulated", "simulated", "--n-agents", "2"]).command.command
     assert train.env.team == ("simulated", "simulated")
-    run = tyro.cli(cli.Command, args=["run", "--task", "gsm8k", "--path", "data", "--team", "llamacpp:m.gguf"])
-    assert (run.env_args.task, run.env_args.path, run.env_args.team) == ("gsm8k", "data", "llamacpp:m.gguf")
-    assert run.env_args.split == "test"
+    run = cli.parse(["run", "--task", "gsm8k", "--path", "data", "--team", "llamacpp:m.gguf"]).command.command
+    assert (run.env.task, run.env.path, run.env.team) == ("gsm8k", "data", "llamacpp:m.gguf")
+    assert run.env.split == "test"
 
 
-def test_run_defaults_its_problem_count_per_env():
-    assert cli.Run().n_problems == 24
-    assert cli.Run(env="text").n_problems == 8
-    assert cli.Run(env="text", n_problems=3).n_problems == 3
+def test_run_defaults_its_problem_count_per_family():
+    assert cli.parse(["run"]).command.command.n_problems == 24
+    assert cli.parse(["run", "text"]).command.command.n_problems == 8
+    assert cli.parse(["run", "text", "--n-problems", "3"]).command.command.n_problems == 3
 
 
 def test_deliberate_run_takes_any_task_with_its_data(tmp_path, capsys):
     data = write_gsm8k(tmp_path / "gsm8k")
     cli.main([
         "run", "--task", "gsm8k", "--path", str(data), "--team", "simulated", "--n-problems", "3",
-        "--policies", "independent", "debate", "--out-dir", str(tmp_path / "runs"), "--name", "g",
+        "--policies", "independent", "debate", "--run-dir", str(tmp_path / "g"),
     ])
-    record = json.loads((tmp_path / "runs" / "g" / "results.json").read_text())
-    assert record["config"]["env_args"]["task"] == "gsm8k"
+    record = json.loads((tmp_path / "g" / "results.json").read_text())
+    assert record["config"]["env"]["task"] == "gsm8k"
     assert [r["policy"] for r in record["results"]] == ["independent", "debate"]
     assert all(r["n_problems"] == 3 for r in record["results"])
     assert "on gsm8k" in capsys.readouterr().out
@@ -183,7 +182,7 @@ def test_deliberate_run_takes_any_task_with_its_data(tmp_path, capsys):
 
 def test_deliberate_run_names_a_bad_team_spec(tmp_path, capsys):
     with pytest.raises(SystemExit):
-        cli.main(["run", "--team", "simulated", "simulatd", "simulated", "--out-dir", str(tmp_path)])
+        cli.main(["run", "--team", "simulated", "simulatd", "simulated", "--run-dir", str(tmp_path / "r")])
     assert "bad team spec 'simulatd'" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
 
@@ -197,7 +196,7 @@ def test_the_main_job_steps_every_problem_at_once_with_the_same_episodes(tmp_pat
     results = {}
     for name, extra in (("all", []), ("two", ["--num-envs", "2"])):
         cli.main(["run", "--team", "simulated", "--n-problems", "5", "--policies", "independent", "debate",
-                  "--out-dir", str(tmp_path), "--name", name, *extra])
+                  "--run-dir", str(tmp_path / name), *extra])
         record = json.loads((tmp_path / name / "results.json").read_text())
         results[name] = [{k: v for k, v in r.items() if k != "seconds"} for r in record["results"]]
     assert sizes[0] == 5 and 2 in sizes

@@ -11,7 +11,7 @@ from helpers import kill_and_wait
 from test_vector import play_by_protocol, same
 
 import deliberation_env as de
-from algorithms.cli import expand_workers_flag, main, parse
+from algorithms.cli import main, parse
 from algorithms.meta import SoftRankPO, SoftRankPOConfig
 from deliberation_env import ray_pool
 from deliberation_env.distributed import RayVectorEnv, WorkerError
@@ -153,7 +153,7 @@ def test_deliberate_train_with_workers_logs_the_in_process_run(tmp_path):
     tiny = ["--updates", "2", "--sft-updates", "0", "--eval-problems", "3", "--eval-every", "1", "--no-progress"]
     tiny += ["--softrankpo.groups-per-update", "2", "--softrankpo.group-size", "2", "--softrankpo.hidden-size", "16"]
     main(["train", *tiny, "--run-dir", str(tmp_path / "local")])
-    main(["train", *tiny, "--workers", "2", "--run-dir", str(tmp_path / "ray")])
+    main(["train", *tiny, "--env-workers", "2", "--run-dir", str(tmp_path / "ray")])
     logs = []
     for run in ("local", "ray"):
         lines = (tmp_path / run / "metrics.jsonl").read_text().splitlines()
@@ -162,11 +162,11 @@ def test_deliberate_train_with_workers_logs_the_in_process_run(tmp_path):
     assert json.loads((tmp_path / "ray" / "config.json").read_text())["env"]["workers"] == 2
 
 
-def test_workers_flag_of_compare_and_run(capsys):
-    assert parse(expand_workers_flag(["compare", "--workers", "3"])).train.env.workers == 3
+def test_env_workers_of_compare_and_run(capsys):
+    assert parse(["compare", "--env-workers", "3"]).command.command.train.env.workers == 3
     with pytest.raises(SystemExit):
-        parse(["run", "--workers", "2"])
-    assert "run evaluates in this process" in capsys.readouterr().err
+        main(["run", "--env-workers", "2"])
+    assert "deliberate run: error: run evaluates in this process" in capsys.readouterr().err
 
 
 def test_a_worker_that_cannot_build_its_env_names_itself_and_the_cause(tmp_path):

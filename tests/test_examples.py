@@ -39,7 +39,7 @@ def test_cli_tasks(command):
 def test_cli_run_simulated(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "algorithms.cli", "run", "--team", "simulated", "--n-problems", "16",
-         "--out-dir", str(tmp_path), "--name", "t"],
+         "--run-dir", str(tmp_path / "t")],
         capture_output=True, text=True, check=False,
     )
     assert result.returncode == 0, result.stderr

@@ -25,16 +25,22 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import tyro
 from tqdm.auto import tqdm
 
 from algorithms.core.checkpoints import CHECKPOINT
 from algorithms.core.compare import summarize_runs, write_csv
 from algorithms.core.metrics import read_metrics
+from algorithms.core.run_dirs import new_run_dir, open_run_dir
 from algorithms.meta import baselines, learning_plots
 from algorithms.meta.train import EVAL_BATCH, LEARNERS, Algo, TrainConfig, held_out, train
+from algorithms.meta.train import RESUMABLE as RUN_RESUMABLE
 from deliberation_env.factory import vector_env_from
+
+RESUMABLE = ("out_dir", *(f"train.{name}" for name in RUN_RESUMABLE))
+"""The settings a resumed comparison may give other values than its first part had."""
 
 
 @dataclass
@@ -57,13 +63,14 @@ class CompareConfig:
         "oracle",
     )
     """Baselines (:mod:`algorithms.meta.baselines`) evaluated on the same held-out problems and seeds."""
-    train: TrainConfig = field(default_factory=lambda: TrainConfig(progress=False))
+    train: Annotated[TrainConfig, tyro.conf.arg(name="")] = field(default_factory=TrainConfig)
     """Template of every run: env, budget (``updates``, batch sizes), warm start, evaluation
-    (its ``algo``, ``seed``, ``run_dir`` and ``env.reward_scale`` are set per run)."""
-    out_dir: str = "runs/compare"
-    """Directory for every run's files and the comparison's CSV, JSON and plots."""
-    progress: bool = True
-    """Show a progress bar over the runs."""
+    (its ``algo``, ``seed``, ``run_dir`` and ``env.reward_scale`` are set per run; its
+    ``progress`` shows a bar over the runs, and ``resume`` continues a comparison in ``out_dir``)."""
+    out_dir: str = ""
+    """Folder of every run's files and the comparison's CSV, JSON and plots; ``""``: a new
+    one, ``runs/compare/meta-<algos>-<YYYYmmdd-HHMMSS>``. A folder that holds a comparison
+    is refused unless ``train.resume``."""
 
     def __post_init__(self) -> None:
         unknown = [a for a in self.algos if a not in LEARNERS]
@@ -90,14 +97,14 @@ class CompareConfig:
 
 def compare(cfg: CompareConfig) -> dict[str, Any]:
     """Run the comparison, write its files (see the module docstring) and return the summary."""
-    out_dir = Path(cfg.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2))
+    if not cfg.out_dir:
+        cfg = dataclasses.replace(cfg, out_dir=str(new_run_dir("compare", "meta", "+".join(cfg.algos))))
+    out_dir = open_run_dir(cfg.out_dir, dataclasses.asdict(cfg), cfg.train.resume, RESUMABLE)
     learners = [a for a in cfg.algos if a != "sft"]
     runs = cfg.seeds * (len(cfg.reward_scales) * len(learners) + bool(cfg.train.sft_updates))
     curves: list[dict[str, Any]] = []
     finals: list[dict[str, Any]] = []
-    with tqdm(total=runs, desc="compare", unit="run", disable=not cfg.progress) as bar:
+    with tqdm(total=runs, desc="compare", unit="run", disable=not cfg.train.progress) as bar:
         for seed in range(cfg.seeds):
             warm_start = cfg.train.warm_start
             if cfg.train.sft_updates and not warm_start:
@@ -109,6 +116,7 @@ def compare(cfg: CompareConfig) -> dict[str, Any]:
                         updates=cfg.train.sft_updates,
                         seed=seed,
                         run_dir=str(run_dir),
+                        progress=False,
                     )
                 )
                 warm_start = str(run_dir / CHECKPOINT)
@@ -128,6 +136,7 @@ def compare(cfg: CompareConfig) -> dict[str, Any]:
                             seed=seed,
                             warm_start=warm_start,
                             run_dir=str(run_dir),
+                            progress=False,
                         )
                     )
                     _collect(curves, finals, run_dir, final, algo, scale, seed)

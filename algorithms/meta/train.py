@@ -12,9 +12,10 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import torch
+import tyro
 
 from algorithms.core.checkpoints import (
     CHECKPOINT,
@@ -23,6 +24,7 @@ from algorithms.core.checkpoints import (
     load_checkpoint,
 )
 from algorithms.core.run import RunConfig, run
+from algorithms.core.run_dirs import new_run_dir, open_run_dir
 from algorithms.meta import baselines
 from algorithms.meta.base import Learner
 from algorithms.meta.evaluate import evaluate
@@ -45,6 +47,8 @@ LEARNERS: dict[str, type[Learner]] = {
 """Learner classes by algorithm name (as the CLI and the harness spell them)."""
 EVAL_BATCH = 256
 """Most test envs stepped together during an evaluation."""
+RESUMABLE = ("updates", "eval_every", "run_dir", "resume", "progress", "tensorboard", "wandb_project")
+"""The settings a resumed run may give other values than its first part had."""
 
 
 def default_env() -> EnvConfig:
@@ -58,7 +62,7 @@ class TrainConfig:
 
     algo: Algo = "softrankpo"
     """Learner to train."""
-    env: EnvConfig = field(default_factory=default_env)
+    env: Annotated[EnvConfig, tyro.conf.arg(name="")] = field(default_factory=default_env)
     """The training env (:class:`deliberation_env.meta.config.EnvConfig`, any task and team);
     evaluation uses the same env on the test split."""
     updates: int = 100
@@ -83,10 +87,13 @@ class TrainConfig:
     seed_pool: int = 0
     """Episode seeds from ``{0, ..., seed_pool - 1}`` (0: fresh ones), so that an LLM team's
     rollouts repeat and the response cache serves them; overrides the learner configs'."""
-    run_dir: str = "runs/train"
-    """Directory for metrics.jsonl, checkpoints and summary.json."""
-    resume: bool = True
-    """Continue from ``run_dir``'s checkpoints if there are any."""
+    run_dir: str = ""
+    """Folder of config.json, metrics.jsonl, checkpoints and summary.json; ``""``: a new one,
+    ``runs/train/meta-<algo>-seed<seed>-<YYYYmmdd-HHMMSS>``. A folder that holds a run is
+    refused without ``resume``."""
+    resume: bool = False
+    """Continue the run in ``run_dir`` from its checkpoints (refused, before anything is
+    written, if it was started with other settings than those of :data:`RESUMABLE`)."""
     tensorboard: bool = False
     """Also log to TensorBoard (needs the ``tensorboard`` extra)."""
     wandb_project: str = ""
@@ -178,12 +185,16 @@ def train(cfg: TrainConfig) -> dict[str, float]:
     metrics.
 
     Writes ``metrics.jsonl``, ``checkpoint.safetensors``, ``config.json`` and ``summary.json`` in
-    ``cfg.run_dir`` (the warm start in ``run_dir/sft``); re-running with ``resume``
-    continues from the checkpoints.
+    ``cfg.run_dir`` (a new folder if it is ``""``; the warm start in ``run_dir/sft``);
+    re-running with ``resume`` continues from the checkpoints.
+
+    Raises:
+        ValueError: Before anything is written, when ``run_dir`` holds a run and ``resume``
+            is False, or holds a run of other settings (:func:`algorithms.core.run_dirs.open_run_dir`).
     """
-    run_dir = Path(cfg.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2))
+    if not cfg.run_dir:
+        cfg = dataclasses.replace(cfg, run_dir=str(new_run_dir("train", "meta", f"{cfg.algo}-seed{cfg.seed}")))
+    run_dir = open_run_dir(cfg.run_dir, dataclasses.asdict(cfg), cfg.resume, RESUMABLE)
     torch.set_num_threads(1)  # tiny networks: threads cost more than they give
     teacher = baselines.Oracle()
     if cfg.algo == "sft":

@@ -8,7 +8,9 @@ the rollouts, the optimization and the run. ``__post_init__`` checks every invar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
+
+import tyro
 
 from algorithms.core.checks import check_positive
 from algorithms.core.config import GroupSettings
@@ -105,8 +107,8 @@ class TextLearnerConfig(GroupSettings, TextEnvConfig):
     """Also log to this Weights & Biases project, same metric names (needs the ``wandb``
     extra and ``run_dir``; ``WANDB_MODE=offline`` keeps it in ``run_dir/wandb``); ``""``: off."""
 
-    workers: int = 0
-    """Ray rollout workers (the ``ray`` extra): N copies of the policy sample the
+    workers: Annotated[int, tyro.conf.arg(name="rollout_workers")] = 0
+    """Ray rollout workers, ``--rollout-workers`` on the command line (the ``ray`` extra): N copies of the policy sample the
     completions, the trainable weights shipped to them before every collection, so the
     samples are those of this process (:mod:`algorithms.text.rollout_workers`); 0: sample
     in this process."""

@@ -151,8 +151,8 @@ class EnvConfig:
     """Token cost per 1000 tokens spent in a step (>= 0)."""
 
     # Scale-out
-    workers: int = 0
-    """Ray workers that run a vector env's episodes (0: in this process; the ``ray`` extra,
+    workers: Annotated[int, tyro.conf.arg(name="env_workers")] = 0
+    """Ray workers that run a vector env's episodes, ``--env-workers`` on the command line (0: in this process; the ``ray`` extra,
     :mod:`deliberation_env.distributed`); a single env always runs in this process."""
 
     def __post_init__(self) -> None:

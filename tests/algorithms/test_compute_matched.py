@@ -41,7 +41,7 @@ def test_self_consistency_spends_the_costliest_rows_tokens():
 
 def test_every_meta_run_table_has_the_compute_matched_rows(tmp_path, capsys):
     cli.main(["run", "--team", "simulated", "--n-problems", "8", "--policies", "debate",
-              "--out-dir", str(tmp_path), "--name", "r"])
+              "--run-dir", str(tmp_path / "r")])
     record = json.loads((tmp_path / "r" / "results.json").read_text())
     names = [r["policy"] for r in record["compute_matched"]]
     assert names[0] == "single agent" and names[1].startswith("self-consistency k=")

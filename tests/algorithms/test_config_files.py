@@ -12,6 +12,8 @@ from algorithms import cli
 from algorithms.meta.compare import CompareConfig
 from algorithms.text import TEXT_CONFIGS
 
+CLASSES = {name: kind for kind, (name, _) in cli.COMMANDS.items()}
+
 CONFIGS = sorted((Path(__file__).parents[2] / "examples" / "configs").glob("*.yaml"))
 
 
@@ -34,41 +36,66 @@ def assert_holds(cfg, data):
 def test_each_config_loads_and_validates(path):
     data = yaml.safe_load(path.read_text())
     command = data.pop("command")
-    cfg = cli.parse([command, "--config", str(path)])
-    if data.get("env") == "text" and command != "run":  # the LLM-weight learners: algo picks the config class
-        data.pop("env")
-        assert type(cfg) is TEXT_CONFIGS[data.pop("algo")]
-    else:
-        assert isinstance(cfg, cli.CONFIGURABLE[command])
+    cfg = parse(*command.split(), "--config", str(path))
+    assert isinstance(cfg, CLASSES[command])
+    if command == "train text":  # the LLM-weight learners: algo picks the config class
+        assert type(cfg.learner) is TEXT_CONFIGS[data.pop("algo")]
+        cfg = cfg.learner
     assert_holds(cfg, data)
+
+
+def parse(*args: str):
+    """The config of the command ``deliberate ARGS`` (its leaf: ``RunMeta``, ``TrainConfig``, ...)."""
+    return cli.parse(list(args)).command.command
+
+
+def test_a_train_text_file_takes_its_algo_and_options_override_it(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text("command: train text\nalgo: grpo\ntask: arithmetic\ndifficulty: 2\nmax_turns: 2\neps: 0.01\n")
+    learner = parse("train", "text", "--config", str(path), "--eps", "0.5", "--max-turns", "3").learner
+    assert type(learner) is TEXT_CONFIGS["grpo"]
+    assert (learner.difficulty, learner.max_turns, learner.eps, learner.group_size) == (2, 3, 0.5, 4)
+    with pytest.raises(ValueError, match="t.yaml trains grpo, the command line names softrankpo"):
+        parse("train", "text", "softrankpo", "--config", str(path))
+
+
+def test_a_compare_text_file_gives_every_learner_its_learner_settings(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text('{"command": "compare text", "algos": ["softrankpo"], "seeds": 1, "learner": {"kl_coef": 0.0}}')
+    cfg = parse("compare", "text", "--config", str(path))
+    assert (cfg.algos, cfg.seeds) == (("softrankpo",), 1)
+    assert cfg.run_config("softrankpo", 0).kl_coef == 0.0  # given by the file, though at the shared default
 
 
 def test_flags_override_the_file_and_unset_fields_keep_the_commands_defaults():
     path = next(p for p in CONFIGS if p.stem == "mpdf_main_table")
-    cfg = cli.parse(["run", "--config", str(path), "--n-problems", "5", "--task", "math"])
-    assert (cfg.n_problems, cfg.env_args.task, cfg.env_args.n_agents) == (5, "math", 3)
-    assert cfg.env_args.concede_rule == "most_confident"  # not in the file: the default
+    cfg = parse("run", "--config", str(path), "--n-problems", "5", "--task", "math")
+    assert (cfg.n_problems, cfg.env.task, cfg.env.n_agents) == (5, "math", 3)
+    assert cfg.env.concede_rule == "most_confident"  # not in the file: the default
 
 
 def test_a_bad_file_is_named(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("command: run\nenv_args:\n  teem: simulated\n")
-    with pytest.raises(ValueError, match=r"config file .*bad.yaml: env_args: unknown EnvConfig fields \['teem'\]"):
-        cli.parse(["run", "--config", str(bad)])
-    bad.write_text("command: run\nenv_args:\n  team: simulatd\n")
-    with pytest.raises(ValueError, match=r"bad.yaml: env_args: bad team spec 'simulatd'"):
-        cli.parse(["run", "--config", str(bad)])
+    bad.write_text("command: run\nenv:\n  teem: simulated\n")
+    with pytest.raises(ValueError, match=r"config file .*bad.yaml: env: unknown EnvConfig fields \['teem'\]"):
+        parse("run", "--config", str(bad))
+    bad.write_text("command: run\nenv:\n  team: simulatd\n")
+    with pytest.raises(ValueError, match=r"bad.yaml: env: bad team spec 'simulatd'"):
+        parse("run", "--config", str(bad))
+    bad.write_text("command: run\nn_problems: 2\n")
     with pytest.raises(ValueError, match=r"bad.yaml is for 'deliberate run', not 'deliberate train'"):
-        cli.parse(["train", "--config", str(bad)])
+        parse("train", "--config", str(bad))
+    with pytest.raises(ValueError, match=r"bad.yaml is for 'deliberate run', not 'deliberate run text'"):
+        parse("run", "text", "--config", str(bad))
 
 
 def test_compare_reads_a_nested_train_env(tmp_path):
     path = tmp_path / "c.json"
     path.write_text('{"command": "compare", "seeds": 2, "train": {"updates": 3, "env": {"team": "simulated", "max_rounds": 1}}}')
-    cfg = cli.parse(["compare", "--config", str(path)])
+    cfg = parse("compare", "--config", str(path))
     assert isinstance(cfg, CompareConfig) and cfg.train.updates == 3
     assert (cfg.train.env.team, cfg.train.env.max_rounds, cfg.train.env.difficulty) == ("simulated", 1, 3)
-    assert cfg.train.progress is False  # the compare template's own default survives
+    assert cfg.train.eval_every == 10  # not in the file: the compare template's own default
 
 
 # ----------------------------------------------------------------- files are data, read with bounded work
@@ -89,7 +116,7 @@ i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
     "text",
     [
         BILLION_LAUGHS,  # 9^9 "lol"s from 355 bytes
-        BILLION_LAUGHS.replace("command: run\n", "command: run\nenv_args:\n  task_kwargs: *i\n"),
+        BILLION_LAUGHS.replace("command: run\n", "command: run\nenv:\n  task_kwargs: *i\n"),
         "command: train\nbase: &base {n_agents: 2}\nenv:\n  <<: *base\n",  # a merge key needs an alias
         "command: train\nenv: &e {n_agents: 2}\n",  # an anchor alone
     ],
@@ -100,14 +127,14 @@ def test_yaml_anchors_and_aliases_are_refused(tmp_path, text):
     path.write_text(text)
     assert len(text.encode()) < 500
     with pytest.raises(ValueError, match=r"bomb.yaml: YAML anchors and aliases .* are not allowed"):
-        cli.parse([text.split()[1], "--config", str(path)])
+        parse(text.split()[1], "--config", str(path))
 
 
 @pytest.mark.parametrize(
     "name, text, message",
     [
-        ("deep.yaml", "command: run\nenv_args:\n  task_kwargs: " + "[" * 5000 + "]" * 5000, "deeper than 16 levels"),
-        ("deep.json", '{"command": "run", "env_args": {"task_kwargs": ' + "[" * 100_000 + "]" * 100_000 + "}}", "nest too deep"),
+        ("deep.yaml", "command: run\nenv:\n  task_kwargs: " + "[" * 5000 + "]" * 5000, "deeper than 16 levels"),
+        ("deep.json", '{"command": "run", "env": {"task_kwargs": ' + "[" * 100_000 + "]" * 100_000 + "}}", "nest too deep"),
         ("big.yaml", "command: run\n" + "# padding\n" * 110_000, "is over 1000000 bytes"),
         ("twice.yaml", "command: train\nupdates: 3\nupdates: 300\n", r"keys given twice: \['updates'\]"),
         ("merge.yaml", "command: train\nenv: {<<: {n_agents: 9}, max_rounds: 1}\n", r"merge keys \(<<\) are not allowed"),
@@ -121,7 +148,7 @@ def test_oversized_deep_or_ambiguous_files_are_refused(tmp_path, name, text, mes
     path = tmp_path / name
     path.write_text(text)
     with pytest.raises(ValueError, match=message):
-        cli.parse(["train" if "train" in text[:30] else "run", "--config", str(path)])
+        parse("train" if "train" in text[:30] else "run", "--config", str(path))
 
 
 @pytest.mark.parametrize(
@@ -142,20 +169,21 @@ def test_oversized_deep_or_ambiguous_files_are_refused(tmp_path, name, text, mes
         ("train", "env:\n  task_kwargs: [1]", r"field 'env.task_kwargs': expected a mapping or null, got list"),
         ("train", "env:\n  simulated:\n    skill: [0.8, high]", r"field 'env.simulated.skill\[1\]': expected float, got str 'high'"),
         ("run", "policies: [independent, 3]", r"field 'policies\[1\]': expected str, got int 3"),
-        ("run", "out_dir: 5", r"field 'out_dir': expected a path \(str\), got int 5"),
+        ("run", "run_dir: 5", r"field 'run_dir': expected str, got int 5"),
+        ("run text", "samples: two", r"field 'samples': expected int, got str 'two'"),
         ("compare", "train:\n  env:\n    n_agents: [3]", r"field 'train.env.n_agents': expected int, got list"),
         ("compare", "seeds: {n: 3}", r"field 'seeds': expected int, got mapping"),
-        ("train", "env: text\nalgo: grpo\nkl_coef: x", r"field 'kl_coef': expected float, got str 'x'"),
-        ("train", "env: text\nfinetune: qlora", r"field 'finetune': expected one of 'lora', 'full', got str 'qlora'"),
-        ("train", "env: text\nlora_targets: q_proj", r"field 'lora_targets': expected a list of str, got str"),
-        ("compare", "env: text\nlearner: {kl_coef: [1]}", r"field 'learner.kl_coef': expected float, got list"),
+        ("train text", "algo: grpo\nkl_coef: x", r"field 'kl_coef': expected float, got str 'x'"),
+        ("train text", "finetune: qlora", r"field 'finetune': expected one of 'lora', 'full', got str 'qlora'"),
+        ("train text", "lora_targets: q_proj", r"field 'lora_targets': expected a list of str, got str"),
+        ("compare text", "learner: {kl_coef: [1]}", r"field 'learner.kl_coef': expected float, got list"),
     ],
 )
 def test_a_value_of_the_wrong_type_is_refused_naming_its_field(tmp_path, command, text, message):
     path = tmp_path / "typo.yaml"
     path.write_text(f"command: {command}\n{text}\n")
     with pytest.raises(ValueError, match=r"config file .*typo.yaml: " + message):
-        cli.parse([command, "--config", str(path)])
+        parse(*command.split(), "--config", str(path))
 
 
 @pytest.mark.parametrize(
@@ -164,28 +192,29 @@ def test_a_value_of_the_wrong_type_is_refused_naming_its_field(tmp_path, command
         ("train", "updatez: 3", r"unknown TrainConfig fields \['updatez'\]"),
         ("compare", "train:\n  env:\n    simulated:\n      bogus: 1", r"train.env.simulated: unknown SimulatedTeamConfig fields \['bogus'\]"),
         ("train", "1: one", r"unknown TrainConfig fields \['1'\]"),
-        ("train", "env: text\nalgo: grpo\ntemperture: 0.5", r"unknown TextGRPOConfig fields \['temperture'\]"),
-        ("compare", "env: text\nlearner: {lr: 1}", r"learner: unknown TextLearnerConfig fields \['lr'\]"),
+        ("train text", "algo: grpo\ntemperture: 0.5", r"unknown TextGRPOConfig fields \['temperture'\]"),
+        ("compare text", "learner: {lr: 1}", r"learner: unknown TextLearnerConfig fields \['lr'\]"),
+        ("run", "env_args: {team: simulated}", r"unknown RunMeta fields \['env_args'\]"),
     ],
 )
 def test_an_unknown_field_is_refused_naming_it(tmp_path, command, text, message):
     path = tmp_path / "typo.yaml"
     path.write_text(f"command: {command}\n{text}\n")
     with pytest.raises(ValueError, match=message):
-        cli.parse([command, "--config", str(path)])
+        parse(*command.split(), "--config", str(path))
 
 
 def test_a_text_config_whose_algo_is_no_name_is_refused(tmp_path):
     path = tmp_path / "typo.yaml"
-    path.write_text("command: train\nenv: text\nalgo: [grpo]\n")
-    with pytest.raises(SystemExit, match=r"--algo must be one of .*got \['grpo'\]"):
-        cli.parse(["train", "--config", str(path)])
+    path.write_text("command: train text\nalgo: [grpo]\n")
+    with pytest.raises(ValueError, match=r"algo \['grpo'\] is not one of magrpo, grpo, softrankpo"):
+        parse("train", "text", "--config", str(path))
 
 
 def test_numbers_take_their_fields_type(tmp_path):
     path = tmp_path / "ok.yaml"
     path.write_text("command: train\nenv:\n  reward_scale: 2\n  team: [simulated, simulated]\n  n_agents: 2\nsoftrankpo:\n  kl_coef: 0\n")
-    cfg = cli.parse(["train", "--config", str(path)])
+    cfg = parse("train", "--config", str(path))
     assert type(cfg.env.reward_scale) is float and type(cfg.softrankpo.kl_coef) is float
     assert cfg.env.team == ("simulated", "simulated")
 
@@ -193,11 +222,11 @@ def test_numbers_take_their_fields_type(tmp_path):
 def test_a_good_config_loads_and_runs(tmp_path):
     path = tmp_path / "good.yaml"
     path.write_text(
-        f"command: run\nname: tiny\nout_dir: {tmp_path / 'runs'}\nn_problems: 2\npolicies: [independent]\n"
-        "env_args:\n  team: simulated\n  task: arithmetic\n  max_rounds: 1\n"
+        f"command: run\nrun_dir: {tmp_path / 'tiny'}\nn_problems: 2\npolicies: [independent]\n"
+        "env:\n  team: simulated\n  task: arithmetic\n  max_rounds: 1\n"
     )
     cli.main(["run", "--config", str(path)])
-    results = json.loads((tmp_path / "runs" / "tiny" / "results.json").read_text())
+    results = json.loads((tmp_path / "tiny" / "results.json").read_text())
     assert "independent" in json.dumps(results)
 
 
@@ -205,8 +234,8 @@ def test_a_file_that_is_no_mapping_or_no_yaml_is_refused(tmp_path):
     listed = tmp_path / "list.yaml"
     listed.write_text("- command\n- run\n")
     with pytest.raises(TypeError, match="list.yaml: expected a mapping of config fields, got list"):
-        cli.parse(["run", "--config", str(listed)])
+        parse("run", "--config", str(listed))
     other = tmp_path / "config.toml"
     other.write_text("command = 'run'\n")
     with pytest.raises(ValueError, match="use a .yaml, .yml or .json file"):
-        cli.parse(["run", "--config", str(other)])
+        parse("run", "--config", str(other))

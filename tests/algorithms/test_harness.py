@@ -42,7 +42,9 @@ def test_train_writes_its_files_and_a_resumed_run_continues_without_repeating(tm
     assert (run / "sft" / "checkpoint.safetensors").is_file()
     assert 0 <= final["eval/consensus_accuracy"] <= 1
     assert json.loads((run / "summary.json").read_text()) == final
-    train(tiny(tmp_path, updates=4))  # resume: SFT is done, the learner goes on from update 2
+    with pytest.raises(ValueError, match="holds a run already: add --resume"):
+        train(tiny(tmp_path, updates=4))  # the folder holds a run: continued only when asked
+    train(tiny(tmp_path, updates=4, resume=True))  # resume: SFT is done, the learner goes on from update 2
     records = read_metrics(run / "metrics.jsonl")
     assert [r["step"] for r in records] == [0, 1, 2, 3, 4]
     assert [r["step"] for r in records if "eval/accuracy" in r] == [0, 2, 4]
@@ -67,7 +69,7 @@ def test_bad_train_configs_say_how_to_fix_them(tmp_path):
 
 def test_configs_are_tyro_friendly():
     cfg = tyro.cli(
-        TrainConfig, args=["--algo", "grpo", "--grpo.kl-coef", "0.1", "--env.reward-scale", "10"]
+        TrainConfig, args=["--algo", "grpo", "--grpo.kl-coef", "0.1", "--reward-scale", "10"]
     )
     assert cfg.algo == "grpo" and cfg.grpo.kl_coef == 0.1 and cfg.env.reward_scale == 10
     compare_cfg = tyro.cli(
@@ -76,9 +78,9 @@ def test_configs_are_tyro_friendly():
     assert compare_cfg.algos == ("softrankpo", "magrpo") and compare_cfg.reward_scales == (0.1, 1.0)
 
 
-def test_the_cli_reads_comma_lists_as_the_issue_writes_them():
-    args = ["compare", "--algos", "softrankpo,grpo,magrpo", "--seeds", "5", "--reward-scales", "0.1,1,10"]
-    cfg = tyro.cli(cli.Command, args=cli.split_comma_lists(args))
+def test_the_cli_reads_lists_separated_by_spaces():
+    args = ["compare", "--algos", "softrankpo", "grpo", "magrpo", "--seeds", "5", "--reward-scales", "0.1", "1", "10"]
+    cfg = cli.parse(args).command.command
     assert cfg.algos == ("softrankpo", "grpo", "magrpo") and cfg.seeds == 5
     assert cfg.reward_scales == (0.1, 1.0, 10.0)
 
@@ -105,7 +107,6 @@ def test_compare_writes_curves_summary_and_plots(tmp_path):
         baselines=("independent", "debate", "oracle"),
         train=tiny(tmp_path),
         out_dir=str(tmp_path / "compare"),
-        progress=False,
     )
     summary = compare(cfg)
     out = tmp_path / "compare"

@@ -266,17 +266,19 @@ def test_problem_count_refuses_nonsense(asked, size, message):
         problem_count(asked, size, "test")
 
 
-def test_deliberate_run_evaluates_a_test_only_folder_and_says_when_it_has_fewer_problems(tmp_path):
+def test_deliberate_run_evaluates_a_test_only_folder_and_says_when_it_has_fewer_problems(tmp_path, capsys):
     from algorithms import cli
 
     write_jsonl(tmp_path / "gsm8k" / "test.jsonl", [RECORDS["gsm8k"](n) for n in range(5)])
-    with pytest.warns(UserWarning, match=r"--n-problems=100 is more than the 5 problems of the test split: using all 5"):
-        cli.main([
-            "run", "--task", "gsm8k", "--path", str(tmp_path / "gsm8k"), "--team", "simulated", "--n-problems", "100",
-            "--max-rounds", "1", "--policies", "independent", "--out-dir", str(tmp_path / "runs"), "--name", "t",
-        ])
-    record = json.loads((tmp_path / "runs" / "t" / "results.json").read_text())
+    cli.main([
+        "run", "--task", "gsm8k", "--path", str(tmp_path / "gsm8k"), "--team", "simulated", "--n-problems", "100",
+        "--max-rounds", "1", "--policies", "independent", "--run-dir", str(tmp_path / "t"),
+    ])
+    record = json.loads((tmp_path / "t" / "results.json").read_text())
     assert [r["n_problems"] for r in record["results"]] == [5]
+    err = capsys.readouterr().err  # the warning as one plain line, not Python's file:line format
+    assert "deliberate run: warning: --n-problems=100 is more than the 5 problems of the test split: using all 5" in err
+    assert "UserWarning" not in err and ".py:" not in err
 
 
 def test_the_command_line_shows_how_a_single_file_was_split(tmp_path, capsys):

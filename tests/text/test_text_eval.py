@@ -9,9 +9,9 @@ import re
 import pytest
 
 from agents.base import Generation
-from algorithms import cli, text_eval
+from algorithms import text_eval
+from algorithms.commands.run import RunText, run_text
 from algorithms.text.eval import Episode, accuracy_at_k, pass_at_k, summarize
-from deliberation_env.meta.config import EnvConfig
 
 
 # ---------------------------------------------------------------------- metrics by hand
@@ -115,9 +115,8 @@ class ScriptedCoder:
 
 def test_run_text_writes_table_results_and_plot(tmp_path, capsys):
     backend = ScriptedCoder()
-    cfg = cli.Run(EnvConfig(task="humaneval", split="test"), env="text", n_problems=2, samples=2, out_dir=tmp_path, name="t")
-    record = cli.run_text(cfg, backend=backend)
     folder = tmp_path / "t"
+    record = run_text(RunText(n_problems=2, samples=2, run_dir=str(folder)), backend=backend)
     saved = json.loads((folder / "results.json").read_text())
     assert saved["results"] == record["results"]
     assert (folder / "reward_parts.png").stat().st_size > 0
@@ -135,19 +134,32 @@ def test_run_text_writes_table_results_and_plot(tmp_path, capsys):
     assert any("Your partner's code:" in p for p in backend.prompts)
     out = capsys.readouterr().out
     assert "pipeline" in out and "discussion" in out
+    assert f"wrote {folder / 'results.json'}, {folder / 'reward_parts.png'}" in " ".join(out.split())
 
 
-def test_run_text_refuses_other_tasks(tmp_path):
-    with pytest.raises(ValueError, match="--task 'arithmetic'"):
-        cli.run_text(cli.Run(EnvConfig(task="arithmetic"), env="text", out_dir=tmp_path), backend=ScriptedCoder())
+def test_run_text_refuses_bad_settings_before_any_work():
+    with pytest.raises(ValueError, match="--n-problems must be >= 1, got 0"):
+        RunText(n_problems=0)
+    with pytest.raises(ValueError, match="bad team spec 'smolm2'"):
+        RunText(team="smolm2")
 
 
-def test_unknown_env_and_baseline_are_named(tmp_path):
-    with pytest.raises(ValueError, match="--env must be 'meta' or 'text', got 'txt'"):
-        cli.run(cli.Run(env="txt", out_dir=tmp_path))
+def test_unknown_baseline_is_named():
     from deliberation_env import tasks
     from deliberation_env.text import CodingProtocol
 
     protocol = CodingProtocol(tasks.get("humaneval"))
     with pytest.raises(ValueError, match="unknown baselines \\['debate'\\]"):
         text_eval.evaluate_baselines(protocol, ScriptedCoder(), 1, baselines=("debate",))
+
+
+def test_baselines_progress_shows_on_stderr_and_changes_no_summary(capsys):
+    from deliberation_env import tasks
+    from deliberation_env.text import CodingProtocol
+
+    protocol = CodingProtocol(tasks.get("humaneval"))
+    quiet = text_eval.evaluate_baselines(protocol, ScriptedCoder(), 2, progress=False)
+    assert capsys.readouterr().err == ""
+    shown = text_eval.evaluate_baselines(protocol, ScriptedCoder(), 2, progress=True)
+    assert shown == quiet
+    assert "coding baselines" in capsys.readouterr().err

@@ -222,7 +222,10 @@ def test_the_meta_evaluation_reports_cut_and_answered_shares_and_answer_length(s
 
 
 def test_the_command_line_takes_scoring():
-    assert cli.parse_text("train", ["--algo", "grpo", "--scoring", "lenient"]).scoring == "lenient"
-    assert cli.parse_text("train", []).scoring == "strict"
-    assert cli.parse(["run", "--scoring", "lenient"]).env_args.scoring == "lenient"
-    assert cli.parse(["train", "--env.scoring", "lenient"]).env.scoring == "lenient"
+    def parse(*args):
+        return cli.parse(list(args)).command.command
+
+    assert parse("train", "text", "grpo", "--scoring", "lenient").learner.scoring == "lenient"
+    assert parse("train", "text").learner.scoring == "strict"
+    assert parse("run", "--scoring", "lenient").env.scoring == "lenient"
+    assert parse("train", "--scoring", "lenient").env.scoring == "lenient"

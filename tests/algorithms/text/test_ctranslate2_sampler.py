@@ -176,7 +176,7 @@ def test_train_text_samples_with_ctranslate2_when_asked(tmp_path, monkeypatch):
         ctranslate2_sampler.CTranslate2Sampler, "sample", lambda self, *a, **k: calls.append(a[0]) or original(self, *a, **k)
     )
     run_dir = tmp_path / "run"
-    cli.main(["train", "--env", "text", "--algo", "grpo", "--model", "tiny", "--groups-per-update", "1",
+    cli.main(["train", "text", "grpo", "--model", "tiny", "--groups-per-update", "1",
               "--group-size", "2", "--max-new-tokens", "4", "--no-progress", "--updates", "1",
               "--sampler", "ctranslate2", "--run-dir", str(run_dir)])  # fmt: skip
     assert sorted(set(calls)) == ["agent_0", "agent_1"]

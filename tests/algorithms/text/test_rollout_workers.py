@@ -82,10 +82,10 @@ def test_workers_that_build_another_base_are_refused():
 def test_deliberate_train_text_with_workers_learns_what_it_learns_in_process(tmp_path):
     from algorithms import cli
 
-    tiny = ["train", "--env", "text", "--algo", "grpo", "--model", "tiny", "--groups-per-update", "1",
+    tiny = ["train", "text", "grpo", "--model", "tiny", "--groups-per-update", "1",
             "--group-size", "2", "--max-new-tokens", "4", "--no-progress", "--updates", "2"]  # fmt: skip
     cli.main([*tiny, "--run-dir", str(tmp_path / "local")])
-    cli.main([*tiny, "--workers", "2", "--run-dir", str(tmp_path / "ray")])
+    cli.main([*tiny, "--rollout-workers", "2", "--run-dir", str(tmp_path / "ray")])
     local, remote = (
         [json.loads(line) for line in (tmp_path / run / "metrics.jsonl").read_text().splitlines()]
         for run in ("local", "ray")

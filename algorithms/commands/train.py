@@ -1,0 +1,159 @@
+"""``deliberate train [meta|text]``: train one learner, then print its held-out results and
+the files it wrote.
+
+- ``deliberate train`` (``train meta``): a meta-policy learner on the meta-action env
+  (:class:`algorithms.meta.train.TrainConfig`; ``--algo softrankpo|grpo|magrpo|sft``).
+- ``deliberate train text [magrpo|grpo|softrankpo]``: the LLMs' weights on the text-action
+  env (:func:`algorithms.text.train`; the learner's config fields are the options).
+
+Every run writes to a folder of its own, ``runs/train/<family>-<algo>-seed<seed>-<time>``,
+unless ``--run-dir`` names one; a folder that holds a run is continued only with
+``--resume``, and only with the settings it was started with
+(:mod:`algorithms.core.run_dirs`), checked before anything is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import tyro
+
+import deliberation_env as de
+from algorithms.commands.common import check_choice, check_loggers, console, wrote_folder
+from algorithms.core.run_dirs import CONFIG, holds_run, new_run_dir, open_run_dir
+from algorithms.meta.train import TrainConfig
+from algorithms.text.config import (
+    TextGRPOConfig,
+    TextLearnerConfig,
+    TextMAGRPOConfig,
+    TextSoftRankPOConfig,
+)
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+TextLearner = (
+    Annotated[TextMAGRPOConfig, tyro.conf.subcommand("magrpo")]
+    | Annotated[TextGRPOConfig, tyro.conf.subcommand("grpo")]
+    | Annotated[TextSoftRankPOConfig, tyro.conf.subcommand("softrankpo")]
+)
+"""The LLM-weight learners, each a subcommand whose options are its config's fields."""
+TEXT_ALGOS = {TextMAGRPOConfig: "magrpo", TextGRPOConfig: "grpo", TextSoftRankPOConfig: "softrankpo"}
+"""Each text learner config's algorithm name (as ``deliberate train text NAME`` spells it)."""
+
+
+@dataclass
+class TextTrain:
+    """Train the LLMs themselves on the text-action env (one LoRA adapter per agent by
+    default): ``deliberate train text [magrpo|grpo|softrankpo] --model ... --updates ...``."""
+
+    learner: Annotated[TextLearner, tyro.conf.arg(name="")] = field(default_factory=TextMAGRPOConfig)
+    """The learner and its settings (default: MAGRPO)."""
+    resume: bool = False
+    """Continue the run in ``--run-dir`` from its checkpoint (the same settings, but the
+    number of updates, evaluation and logging)."""
+
+
+def check_run_dir_for(resume: bool, run_dir: str) -> None:
+    """``--resume`` names a folder that holds a run (a ValueError saying what is missing)."""
+    if resume and not run_dir:
+        raise ValueError("--resume continues the run in --run-dir: give its folder")
+    if resume and not holds_run(Path(run_dir)):
+        raise ValueError(f"--resume: {run_dir} holds no run to continue (no {CONFIG}, checkpoint or metrics)")
+
+
+def train_meta(cfg: TrainConfig) -> dict[str, float]:
+    """``deliberate train``: train ``cfg.algo`` (:func:`algorithms.meta.train.train`), print
+    the held-out evaluation before and after training and the files written; return the
+    final held-out metrics."""
+    from algorithms.meta.train import train
+
+    if isinstance(cfg.env.task, str):
+        check_choice("--task", cfg.env.task, de.tasks.names())
+    check_loggers(cfg.tensorboard, cfg.wandb_project)
+    check_run_dir_for(cfg.resume, cfg.run_dir)
+    if not cfg.run_dir:
+        cfg = dataclasses.replace(cfg, run_dir=str(new_run_dir("train", "meta", f"{cfg.algo}-seed{cfg.seed}")))
+    started = time.perf_counter()
+    final = train(cfg)
+    folder = Path(cfg.run_dir)
+    console.print(meta_train_table(cfg, folder))
+    wrote_folder(folder, time.perf_counter() - started)
+    return final
+
+
+def meta_train_table(cfg: TrainConfig, folder: Path) -> Table:
+    """The held-out evaluations of a run in ``folder``: its first (the policy it started
+    from: untrained, or the SFT warm start) and its last, consensus accuracy with a 95% confidence interval over
+    the held-out problems."""
+    from rich.table import Table
+
+    from algorithms.core.metrics import METRICS, read_metrics
+
+    evaluations = [record for record in read_metrics(folder / METRICS) if "eval/accuracy" in record]
+    table = Table(title=f"{cfg.algo}, seed {cfg.seed}: held-out, {cfg.eval_problems} test problems")
+    for column in ("policy", "updates", "episodes", "consensus acc (95% CI)", "acc", "tok/problem",
+                   "PERSIST", "REFINE", "CONCEDE"):  # fmt: skip
+        table.add_column(column, justify="left" if column == "policy" else "right")
+    warm = cfg.algo != "sft" and bool(cfg.warm_start or cfg.sft_updates)
+    for label, record in (("SFT warm start" if warm else "untrained", evaluations[0]), (cfg.algo, evaluations[-1])):
+        table.add_row(
+            label, str(record["step"]), f"{record['episodes']:,}",
+            with_interval(record["eval/consensus_accuracy"], cfg.eval_problems),
+            f"{record['eval/accuracy']:.3f}", f"{record['eval/tokens']:,.0f}",
+            *(f"{record[f'eval/{action}_share']:.2f}" for action in ("persist", "refine", "concede")),
+        )  # fmt: skip
+    table.caption = "consensus acc: the plurality answer's accuracy; acc: mean individual accuracy (greedy policy)"
+    return table
+
+
+def with_interval(accuracy: float, n: int) -> str:
+    """``0.625 [0.43, 0.79]``: an accuracy over ``n`` problems with its 95% Wilson interval.
+
+    >>> with_interval(0.5, 20)
+    '0.500 [0.30, 0.70]'
+    """
+    from scipy.stats import binomtest
+
+    low, high = binomtest(round(accuracy * n), n).proportion_ci(method="wilson")
+    return f"{accuracy:.3f} [{low:.2f}, {high:.2f}]"
+
+
+def train_text(cfg: TextTrain) -> dict[str, Any]:
+    """``deliberate train text``: train with :func:`algorithms.text.train`; print the last
+    update's rewards, the held-out evaluation and the files written; return the final metrics."""
+    from algorithms import text as text_learners
+    from deliberation_env.text.config import config_record
+
+    config = cfg.learner
+    algo = TEXT_ALGOS[type(config)]
+    check_loggers(config.tensorboard, config.wandb_project)
+    check_run_dir_for(cfg.resume, config.run_dir)
+    if not config.run_dir:
+        config = dataclasses.replace(config, run_dir=str(new_run_dir("train", "text", f"{algo}-seed{config.seed}")))
+    open_run_dir(config.run_dir, {"algo": algo, **config_record(config)}, cfg.resume, TextLearnerConfig.RUN_FIELDS)
+    started = time.perf_counter()
+    result = text_learners.train(config)
+    final = result.history[-1] if result.history else {}
+    console.print(text_train_table(type(result.learner).__name__, final, result.before, result.after))
+    wrote_folder(Path(config.run_dir), time.perf_counter() - started)
+    return {**final, **{f"after/{k}": v for k, v in result.after.items()}}
+
+
+def text_train_table(title: str, final: dict[str, float], before: dict[str, float], after: dict[str, float]) -> Table:
+    """The last update's metrics and the held-out evaluation before and after training."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key in ("rewards/joint/mean", "rewards/correct/mean", "rewards/format/mean"):
+        if key in final:
+            table.add_row(f"last update {key}", f"{final[key]:.3f}")
+    for key, value in before.items():
+        table.add_row(f"held-out {key}", f"{value:.3f} -> {after[key]:.3f}")
+    return table
