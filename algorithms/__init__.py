@@ -13,7 +13,7 @@ the LLM-weight learners.
 import sys
 
 from algorithms.meta import GRPO, MAGRPO, SFT, SoftRankPO, baselines
-from deliberation_env._moved import MovedModules
+from deliberation_env.moved_modules import MovedModules
 
 MOVED = {
     "algorithms.advantages": "algorithms.core.advantages",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import sys
 
 from deliberation_env import tasks
-from deliberation_env._moved import MovedModules
 from deliberation_env.factory import env, make, parallel_env, vector_env, vector_env_from
 from deliberation_env.meta import (
     PEER_FEATURES,
@@ -23,6 +22,7 @@ from deliberation_env.meta import (
     RewardConfig,
     spaces,
 )
+from deliberation_env.moved_modules import MovedModules
 from deliberation_env.text import (
     TextDeliberationEnv,
     TextDeliberationVectorEnv,
@@ -39,10 +39,11 @@ MOVED = {
     "deliberation_env.spaces": "deliberation_env.meta.spaces",
     "deliberation_env.vector": "deliberation_env.meta.vector",
 }
-"""Modules of 0.1 that moved into ``meta/``, importable under their old names until 0.3.
+"""Modules of 0.1 that moved into ``meta/``, importable under their old names until 0.2.
 ``deliberation_env.env`` (now ``deliberation_env.meta.env``) has no alias: importing a
 module of that name would rebind ``de.env``, the AEC constructor."""
-sys.meta_path.append(MovedModules(MOVED, removal="0.3"))
+# first in line, as algorithms' table: an old name must never reach the path finder
+sys.meta_path.insert(0, MovedModules(MOVED, removal="0.2"))
 
 
 __all__ = [

@@ -10,7 +10,7 @@ import pytest
 
 import deliberation_env as de
 from deliberation_env import MOVED
-from deliberation_env._moved import MovedModules
+from deliberation_env.moved_modules import MovedModules
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def test_the_old_env_module_name_stays_the_aec_constructor():
 
 
 def test_a_name_not_in_the_table_is_left_to_the_other_finders():
-    finder = MovedModules({"deliberation_env.gone": "deliberation_env.meta.env"}, removal="0.3")
+    finder = MovedModules({"deliberation_env.gone": "deliberation_env.meta.env"}, removal="0.2")
     assert finder.find_spec("deliberation_env.meta.env") is None
     assert finder.find_spec("deliberation_env.gone").name == "deliberation_env.gone"
 
