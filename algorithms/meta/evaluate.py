@@ -15,7 +15,9 @@ import numpy as np
 from tqdm.auto import tqdm
 
 import deliberation_env as de
+from agents.progress import reporting
 from agents.seeding import derive_seed
+from algorithms.core.run import padded_batches
 from algorithms.meta.policy import Policy
 from deliberation_env.meta.spaces import ACTION_NAMES
 
@@ -78,7 +80,9 @@ def evaluate(
         venv: The vector env (its split decides what ``problem_indices`` index).
         problem_indices: Problems to evaluate on, ``venv.num_envs`` at a time.
         seed: Evaluation seed; problem k always gets episode seed f(seed, problem id).
-        progress: Show a progress bar.
+        progress: Show progress on stderr: a bar of the problems' rounds played (all
+            problems of a batch step together, one round at a time) and, below it, one of the
+            requests done of each batched LLM call (:mod:`agents.progress`).
         label: The progress bar's label (default: ``eval <policy name>``).
 
     Returns:
@@ -94,39 +98,41 @@ def evaluate(
     action_counts = np.zeros(len(de.MetaAction))
     conf_all: list[float] = []
     correct_all: list[bool] = []
-    bar = tqdm(total=len(problem_indices), desc=label or f"eval {policy.name}", unit="problem", disable=not progress)
-    for start in range(0, len(problem_indices), E):
-        chunk = list(problem_indices[start : start + E])
-        n_real = len(chunk)
-        chunk += [chunk[-1]] * (E - n_real)  # pad the last batch; padded envs are ignored
-        episode_seeds = [derive_seed(seed, venv.problems[k].id) for k in chunk]
-        obs, infos = venv.reset(options={"problem_index": chunk, "episode_seed": episode_seeds})
-        r = 0
-        while True:
-            bar.set_postfix_str(f"round {r} of {rounds} done")  # one chunk may hold every problem
-            for e in range(n_real):
-                correct[start + e, r] = [infos[e][a]["correct"] for a in agents]
-                consensus[start + e, r] = infos[e][agents[0]]["consensus_correct"]
-                conf_all.extend(infos[e][a]["confidence"] for a in agents)
-                correct_all.extend(bool(infos[e][a]["correct"]) for a in agents)
-            if r == rounds or not venv.active.any():
-                break
-            actions = policy.act(obs, infos)
-            live = venv.active[:n_real]
-            for a in agents:
-                action_counts += np.bincount(np.asarray(actions[a])[:n_real][live], minlength=len(de.MetaAction))
-            obs, _, _, _, infos = venv.step(actions)
-            r += 1
-        # Episodes that stopped early keep their final state for the remaining rounds.
-        correct[start : start + n_real, r + 1 :] = correct[start : start + n_real, r : r + 1]
-        consensus[start : start + n_real, r + 1 :] = consensus[start : start + n_real, r : r + 1]
-        tokens[start : start + n_real] = [sum(infos[e][a]["episode_tokens"] for a in agents) for e in range(n_real)]
-        finals[start : start + n_real] = [
-            [(infos[e][a]["cut"], infos[e][a]["decision"] is not None, infos[e][a]["answer_tokens"]) for a in agents]
-            for e in range(n_real)
-        ]
-        bar.update(n_real)
-    bar.close()
+    bar = tqdm(
+        total=len(problem_indices) * (rounds + 1),
+        desc=label or f"eval {policy.name}",
+        unit="problem-round",
+        disable=not progress,
+    )
+    with bar, reporting(progress):  # reporting: a bar per batched LLM call, below this one
+        for start, n_real, chunk in padded_batches(problem_indices, E):
+            episode_seeds = [derive_seed(seed, venv.problems[k].id) for k in chunk]
+            obs, infos = venv.reset(options={"problem_index": chunk, "episode_seed": episode_seeds})
+            r = 0
+            while True:
+                for e in range(n_real):
+                    correct[start + e, r] = [infos[e][a]["correct"] for a in agents]
+                    consensus[start + e, r] = infos[e][agents[0]]["consensus_correct"]
+                    conf_all.extend(infos[e][a]["confidence"] for a in agents)
+                    correct_all.extend(bool(infos[e][a]["correct"]) for a in agents)
+                bar.update(n_real)
+                if r == rounds or not venv.active.any():
+                    break
+                actions = policy.act(obs, infos)
+                live = venv.active[:n_real]
+                for a in agents:
+                    action_counts += np.bincount(np.asarray(actions[a])[:n_real][live], minlength=len(de.MetaAction))
+                obs, _, _, _, infos = venv.step(actions)
+                r += 1
+            # Episodes that stopped early keep their final state for the remaining rounds.
+            correct[start : start + n_real, r + 1 :] = correct[start : start + n_real, r : r + 1]
+            consensus[start : start + n_real, r + 1 :] = consensus[start : start + n_real, r : r + 1]
+            tokens[start : start + n_real] = [sum(infos[e][a]["episode_tokens"] for a in agents) for e in range(n_real)]
+            finals[start : start + n_real] = [
+                [(infos[e][a]["cut"], infos[e][a]["decision"] is not None, infos[e][a]["answer_tokens"]) for a in agents]
+                for e in range(n_real)
+            ]
+            bar.update(n_real * (rounds - r))  # the rounds an early end skipped
     shares = action_counts / max(action_counts.sum(), 1)
     return EvalResult(
         policy=policy.name,

@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
+import agents.progress
 import deliberation_env as de
+from agents import Generation, LLMAgent
 from algorithms import baselines
 from algorithms.meta.evaluate import evaluate
 
@@ -54,3 +56,30 @@ def test_unknown_baseline_lists_the_known_ones():
         baselines.get("majority")
     with pytest.raises(ValueError, match="no problems|empty"):
         evaluate(baselines.get("debate"), venv(2), [], progress=False)
+
+
+def test_progress_changes_no_result_and_counts_every_problem_round(capsys):
+    quiet = evaluate(baselines.get("debate"), venv(4), range(10), progress=False)
+    assert capsys.readouterr().err == ""
+    shown = evaluate(baselines.get("debate"), venv(4), range(10), progress=True)
+    assert shown == quiet
+    assert "30/30" in capsys.readouterr().err  # 10 problems x (round 0 + 2 rounds), 3 batches
+
+
+class ScriptedBackend:
+    """Answers every request with its seed's last digit; no log-probabilities."""
+
+    model_id, supports_logprobs = "scripted:digit", False
+
+    def generate(self, requests):
+        return [Generation(f"The answer is {r.seed % 10}.", 10, 5, "stop") for r in requests]
+
+
+def test_the_llm_calls_of_an_evaluation_draw_their_own_bars(monkeypatch, capsys):
+    monkeypatch.setattr(agents.progress, "BAR_DELAY_S", 0.0)
+    team = de.vector_env(4, task="arithmetic", team=LLMAgent(ScriptedBackend()), max_rounds=1, split="test")
+    evaluate(baselines.get("debate"), team, range(4), progress=False)
+    assert capsys.readouterr().err == ""
+    evaluate(baselines.get("debate"), team, range(4), progress=True)
+    err = capsys.readouterr().err
+    assert all(f"{phase}:" in err for phase in ("solve", "confidence", "refine"))  # one bar per LLM call
