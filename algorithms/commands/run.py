@@ -65,6 +65,8 @@ class RunMeta:
     run_dir: str = ""
     """Folder of results.json and the plots; ``""``: a new one,
     ``runs/run/meta-<team>-<task>-seed<seed>-<time>``."""
+    progress: bool = True
+    """Show progress on stderr: rounds played per policy and the requests done of each LLM call."""
 
     def __post_init__(self) -> None:
         if self.n_problems < 1:
@@ -177,15 +179,18 @@ def run_meta(cfg: RunMeta) -> dict[str, Any]:
     kind = "SIMULATED team, no LLM" if all(s.model_id.startswith("simulated") for s in team) else "LLM team"
     console.print(f"[bold]{model_id}[/bold] ({kind}) on {task.name} ({args.split}, "
                   f"{n_problems} problems, {args.max_rounds} rounds)")  # fmt: skip
-    results = [evaluate(baselines.get(name), venv, range(n_problems), seed=cfg.seed) for name in cfg.policies]
-    matched = compute_matched(team[0], args, results, range(n_problems), cfg.seed, num_envs)
+    results = [
+        evaluate(baselines.get(name), venv, range(n_problems), seed=cfg.seed, progress=cfg.progress)
+        for name in cfg.policies
+    ]
+    matched = compute_matched(team[0], args, results, range(n_problems), cfg.seed, num_envs, cfg.progress)
     elapsed = time.perf_counter() - started
 
     folder = cfg.folder()
     folder.mkdir(parents=True, exist_ok=True)
     title = f"{model_id} on {task.name}"
     figures = [
-        plots.accuracy_per_round(results, folder / "accuracy_per_round.png", title),
+        plots.accuracy_per_round(results, folder / "accuracy_per_round.png", title, matched, args.split),
         plots.reliability_diagram(results, folder / "reliability.png", f"Introspective confidence\n{model_id}"),
     ]
     model_ids = sorted({solver.model_id for solver in team})
@@ -269,7 +274,8 @@ def results_table(results: list[EvalResult], title: str) -> Table:
     table.caption = (
         "acc: mean individual accuracy; cons: plurality consensus accuracy; @0: initial answers; answered: "
         "final answers with a decision (strict scoring: stated in the asked form, not cut); cut: final answers "
-        "cut at the token budget; single agent and self-consistency k: the first member alone, k matching the "
-        "costliest row's tokens"
+        "cut at the token budget"
     )
+    if any(r.policy == "single agent" for r in results):  # footnote only the rows the table has
+        table.caption += "; single agent and self-consistency k: the first member alone, k matching the costliest row's tokens"
     return table
