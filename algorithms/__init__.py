@@ -12,7 +12,7 @@ the LLM-weight learners.
 
 import sys
 
-from algorithms.meta import GRPO, MAGRPO, SFT, SoftRankPO, baselines
+from algorithms.core.lazy import lazy_package
 from deliberation_env.moved_modules import MovedModules
 
 MOVED = {
@@ -47,3 +47,5 @@ until release 0.2."""
 sys.meta_path.insert(0, MovedModules(MOVED, "0.2"))
 
 __all__ = ["GRPO", "MAGRPO", "SFT", "SoftRankPO", "baselines"]
+
+lazy_package(__name__, dict.fromkeys(__all__, "algorithms.meta"))  # imported when first used: no torch until then

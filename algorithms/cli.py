@@ -41,8 +41,7 @@ from tyro.constructors import ConstructorRegistry, StructConstructorSpec, Struct
 from algorithms.commands import cache, compare, run, tasks, train
 from algorithms.commands.common import console
 from algorithms.core import config_files
-from algorithms.meta.compare import CompareConfig
-from algorithms.meta.train import TrainConfig
+from algorithms.meta.config import CompareConfig, TrainConfig
 
 
 # ---------------------------------------------------------------------------- the grammar

@@ -25,8 +25,7 @@ import deliberation_env as de
 from algorithms.commands.common import check_choice, check_loggers, console, wrote_folder
 from algorithms.commands.train import TEXT_ALGOS, check_run_dir_for
 from algorithms.core.run_dirs import new_run_dir, open_run_dir
-from algorithms.meta.compare import CompareConfig
-from algorithms.meta.train import TrainConfig
+from algorithms.meta.config import CompareConfig, TrainConfig
 from algorithms.text.config import TextLearnerConfig
 
 if TYPE_CHECKING:

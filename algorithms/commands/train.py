@@ -25,8 +25,9 @@ import tyro
 import deliberation_env as de
 from algorithms.commands.common import check_choice, check_loggers, console, wrote_folder
 from algorithms.core.run_dirs import CONFIG, holds_run, new_run_dir, open_run_dir
-from algorithms.meta.train import TrainConfig
+from algorithms.meta.config import TrainConfig
 from algorithms.text.config import (
+    TEXT_CONFIGS,
     TextGRPOConfig,
     TextLearnerConfig,
     TextMAGRPOConfig,
@@ -42,7 +43,7 @@ TextLearner = (
     | Annotated[TextSoftRankPOConfig, tyro.conf.subcommand("softrankpo")]
 )
 """The LLM-weight learners, each a subcommand whose options are its config's fields."""
-TEXT_ALGOS = {TextMAGRPOConfig: "magrpo", TextGRPOConfig: "grpo", TextSoftRankPOConfig: "softrankpo"}
+TEXT_ALGOS = {cls: name for name, cls in TEXT_CONFIGS.items()}
 """Each text learner config's algorithm name (as ``deliberate train text NAME`` spells it)."""
 
 

@@ -15,18 +15,30 @@ a comparison of several :func:`~algorithms.meta.compare.compare`; the heuristic 
 :mod:`algorithms.meta.baselines`.
 """
 
-from algorithms.meta import baselines
-from algorithms.meta.base import (
-    Learner,
-    LearnerConfig,
-    PolicyGradientConfig,
-    PolicyGradientLearner,
-)
-from algorithms.meta.grpo import GRPO, GRPOConfig
-from algorithms.meta.magrpo import MAGRPO, MAGRPOConfig
-from algorithms.meta.sft import SFT, SFTConfig
-from algorithms.meta.softrankpo import SoftRankPO, SoftRankPOConfig
-from algorithms.meta.train import LEARNERS, TrainConfig, load_network, train
+from algorithms.core.lazy import lazy_package
+
+lazy_package(
+    __name__,
+    {
+        "baselines": "algorithms.meta.baselines",
+        "Learner": "algorithms.meta.base",
+        "PolicyGradientLearner": "algorithms.meta.base",
+        "LearnerConfig": "algorithms.meta.config",
+        "PolicyGradientConfig": "algorithms.meta.config",
+        "GRPOConfig": "algorithms.meta.config",
+        "MAGRPOConfig": "algorithms.meta.config",
+        "SFTConfig": "algorithms.meta.config",
+        "SoftRankPOConfig": "algorithms.meta.config",
+        "TrainConfig": "algorithms.meta.config",
+        "GRPO": "algorithms.meta.grpo",
+        "MAGRPO": "algorithms.meta.magrpo",
+        "SFT": "algorithms.meta.sft",
+        "SoftRankPO": "algorithms.meta.softrankpo",
+        "LEARNERS": "algorithms.meta.train",
+        "load_network": "algorithms.meta.train",
+        "train": "algorithms.meta.train",
+    },
+)  # each name is imported from its module when first used: importing the package loads no torch
 
 __all__ = [
     "GRPO",

@@ -31,10 +31,9 @@ import numpy as np
 import torch
 
 from algorithms.core.checkpoints import check_torch_rng_state
-from algorithms.core.checks import check_positive
-from algorithms.core.config import GroupSettings, LearnerSettings
 from algorithms.core.learner import GroupPolicyGradient
 from algorithms.core.learner import Learner as CoreLearner
+from algorithms.meta.config import LearnerConfig, PolicyGradientConfig
 from algorithms.meta.losses import kl_regularized_policy_loss
 from algorithms.meta.network import (
     NUM_ACTIONS,
@@ -43,33 +42,6 @@ from algorithms.meta.network import (
     stack_observations,
 )
 from deliberation_env.meta.spaces import ACTION_NAMES
-
-
-@dataclass
-class LearnerConfig(LearnerSettings):
-    """What every meta-policy learner shares: the settings of every learner
-    (:class:`~algorithms.core.config.LearnerSettings`), the network and the seed pool."""
-
-    hidden_size: int = 64
-    """Width of the meta-policy network; divisible by ``num_heads``."""
-    num_heads: int = 4
-    """Attention heads of the network's self-over-peers cross-attention."""
-    seed_pool: int = 0
-    """Draw every episode seed from ``{0, ..., seed_pool - 1}``; 0: a fresh 62-bit seed per
-    group. With a pool, an LLM team revisits the same histories (their outputs depend only
-    on episode seed, problem and history), so the response cache serves them: training on
-    cached rollouts, at cache speed once the pool's histories have been generated."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.seed_pool < 0:
-            raise ValueError(f"{type(self).__name__}.seed_pool must be >= 0 (0: no pool), got {self.seed_pool}")
-        check_positive(self, "hidden_size", "num_heads")
-        if self.hidden_size % self.num_heads:
-            raise ValueError(
-                f"hidden_size ({self.hidden_size}) must be divisible by num_heads "
-                f"({self.num_heads}); e.g. hidden_size={self.num_heads * 16}"
-            )
 
 
 @dataclass
@@ -234,18 +206,6 @@ class Learner(CoreLearner):
         self.rng.bit_generator.state = state["rng"]
         self.generator.set_state(state["generator"])
         self.update = state["update"]
-
-
-@dataclass
-class PolicyGradientConfig(LearnerConfig, GroupSettings):
-    """Group rollouts and the clipped, KL-regularized policy gradient
-    (:class:`~algorithms.core.config.GroupSettings`) on the meta-policy network. The vector
-    env must have ``num_envs = groups_per_update * group_size``."""
-
-    @property
-    def num_envs(self) -> int:
-        """The vector env size this config needs: B * G."""
-        return self.groups_per_update * self.group_size
 
 
 @dataclass

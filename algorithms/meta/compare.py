@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import tyro
 from tqdm.auto import tqdm
 
 from algorithms.core.checkpoints import CHECKPOINT
@@ -35,71 +33,16 @@ from algorithms.core.compare import summarize_runs, write_csv
 from algorithms.core.metrics import read_metrics
 from algorithms.core.run_dirs import new_run_dir, open_run_dir
 from algorithms.meta import baselines, learning_plots
-from algorithms.meta.train import EVAL_BATCH, LEARNERS, Algo, TrainConfig, held_out, train
-from algorithms.meta.train import RESUMABLE as RUN_RESUMABLE
+from algorithms.meta.config import COMPARE_RESUMABLE, CompareConfig
+from algorithms.meta.train import EVAL_BATCH, held_out, train
 from deliberation_env.factory import vector_env_from
-
-RESUMABLE = ("out_dir", *(f"train.{name}" for name in RUN_RESUMABLE))
-"""The settings a resumed comparison may give other values than its first part had."""
-
-
-@dataclass
-class CompareConfig:
-    """An optimizer comparison (``deliberate compare``): every algorithm x seed x reward scale
-    (``--config FILE`` starts from a config file)."""
-
-    algos: tuple[Algo, ...] = ("softrankpo", "grpo", "magrpo")
-    """Learners to compare; ``sft`` adds the warm start itself as a row."""
-    seeds: int = 3
-    """Seeds per (algorithm, reward scale): seeds 0 .. seeds-1."""
-    reward_scales: tuple[float, ...] = (1.0,)
-    """Reward scales to run every learner under (the ablation); baselines do not depend on it."""
-    baselines: tuple[str, ...] = (
-        "independent",
-        "debate",
-        "minority-concedes",
-        "confidence-threshold",
-        "random",
-        "oracle",
-    )
-    """Baselines (:mod:`algorithms.meta.baselines`) evaluated on the same held-out problems and seeds."""
-    train: Annotated[TrainConfig, tyro.conf.arg(name="")] = field(default_factory=TrainConfig)
-    """Template of every run: env, budget (``updates``, batch sizes), warm start, evaluation
-    (its ``algo``, ``seed``, ``run_dir`` and ``env.reward_scale`` are set per run; its
-    ``progress`` shows a bar over the runs, and ``resume`` continues a comparison in ``out_dir``)."""
-    out_dir: str = ""
-    """Folder of every run's files and the comparison's CSV, JSON and plots; ``""``: a new
-    one, ``runs/compare/meta-<algos>-<YYYYmmdd-HHMMSS>``. A folder that holds a comparison
-    is refused unless ``train.resume``."""
-
-    def __post_init__(self) -> None:
-        unknown = [a for a in self.algos if a not in LEARNERS]
-        if unknown or not self.algos:
-            raise ValueError(
-                f"algos must be a non-empty subset of {sorted(LEARNERS)}, got {self.algos}"
-            )
-        unknown = [b for b in self.baselines if b not in baselines.BASELINES]
-        if unknown:
-            raise ValueError(f"unknown baselines {unknown}; known: {sorted(baselines.BASELINES)}")
-        if self.seeds < 1:
-            raise ValueError(f"seeds must be >= 1, got {self.seeds}")
-        if not self.reward_scales or min(self.reward_scales) <= 0:
-            raise ValueError(f"reward_scales must be positive numbers, got {self.reward_scales}")
-        sizes = {a: getattr(self.train, a).num_envs for a in self.algos if a != "sft"}
-        if len(set(sizes.values())) > 1:
-            raise ValueError(
-                f"every learner must get the same budget, but episodes per update differ: {sizes}; "
-                "set the same groups_per_update and group_size for each algorithm"
-            )
-        if "sft" in self.algos and not self.train.sft_updates:
-            raise ValueError("algos includes 'sft' but train.sft_updates is 0: give it SFT updates")
 
 
 def compare(cfg: CompareConfig) -> dict[str, Any]:
     """Run the comparison, write its files (see the module docstring) and return the summary."""
     if not cfg.out_dir:
         cfg = dataclasses.replace(cfg, out_dir=str(new_run_dir("compare", "meta", "+".join(cfg.algos))))
-    out_dir = open_run_dir(cfg.out_dir, dataclasses.asdict(cfg), cfg.train.resume, RESUMABLE)
+    out_dir = open_run_dir(cfg.out_dir, dataclasses.asdict(cfg), cfg.train.resume, COMPARE_RESUMABLE)
     learners = [a for a in cfg.algos if a != "sft"]
     runs = cfg.seeds * (len(cfg.reward_scales) * len(learners) + bool(cfg.train.sft_updates))
     curves: list[dict[str, Any]] = []

@@ -7,27 +7,14 @@ The only change w.r.t. :class:`~algorithms.meta.base.PolicyGradientLearner` is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 
 import torch
 
 from algorithms.core.advantages import grpo_advantages
 from algorithms.core.checks import per_agent_groups
-from algorithms.meta.base import PolicyGradientConfig, PolicyGradientLearner
-
-
-@dataclass
-class GRPOConfig(PolicyGradientConfig):
-    """GRPO: the shared policy-gradient settings plus the standardization epsilon."""
-
-    eps: float = 1e-6
-    """Added to the group standard deviation (>= 0)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.eps < 0:
-            raise ValueError(f"eps must be >= 0, got {self.eps}; the usual value is 1e-6")
+from algorithms.meta.base import PolicyGradientLearner
+from algorithms.meta.config import GRPOConfig
 
 
 class GRPO(PolicyGradientLearner):

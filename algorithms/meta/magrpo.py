@@ -8,27 +8,11 @@ trajectory (centralized training, decentralized execution).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 import torch
 
 from algorithms.core.advantages import magrpo_advantages
-from algorithms.meta.base import PolicyGradientConfig, PolicyGradientLearner
-
-
-@dataclass
-class MAGRPOConfig(PolicyGradientConfig):
-    """MAGRPO: the shared policy-gradient settings plus the choice of joint return."""
-
-    joint_return: Literal["sum", "team"] = "sum"
-    """``sum``: the sum of the agents' returns; ``team``: the team reward (1 if the final
-    consensus is correct), which ignores ``reward_scale`` and the reward weights."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.joint_return not in ("sum", "team"):
-            raise ValueError(f"joint_return must be 'sum' or 'team', got {self.joint_return!r}")
+from algorithms.meta.base import PolicyGradientLearner
+from algorithms.meta.config import MAGRPOConfig
 
 
 class MAGRPO(PolicyGradientLearner):

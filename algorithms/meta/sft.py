@@ -16,36 +16,16 @@ The network only sees observations; the privileged information stays in the labe
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from algorithms.core.checks import check_positive
-from algorithms.meta.base import ACTION_NAMES, Learner, LearnerConfig
+from algorithms.meta.base import ACTION_NAMES, Learner
+from algorithms.meta.config import SFTConfig
 from algorithms.meta.network import NUM_ACTIONS, MetaPolicyNetwork
 from algorithms.meta.policy import Policy
-
-
-@dataclass
-class SFTConfig(LearnerConfig):
-    """Behaviour cloning: the shared network/optimizer settings plus the batch size."""
-
-    learning_rate: float = 1e-3
-    """Adam learning rate."""
-    episodes_per_update: int = 256
-    """Episodes collected per update; the vector env must have this many envs."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive(self, "episodes_per_update")
-
-    @property
-    def num_envs(self) -> int:
-        """The vector env size this config needs."""
-        return self.episodes_per_update
 
 
 class SFT(Learner):

@@ -8,29 +8,14 @@ so the update does not depend on the reward scale.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 
 import torch
 
 from algorithms.core.advantages import softrank_advantages
 from algorithms.core.checks import per_agent_groups
-from algorithms.meta.base import PolicyGradientConfig, PolicyGradientLearner
-
-
-@dataclass
-class SoftRankPOConfig(PolicyGradientConfig):
-    """SoftRankPO: the shared policy-gradient settings plus the soft-rank temperature."""
-
-    tau: float = 0.5
-    """Soft-rank temperature (> 0): small values approach hard ranks."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not self.tau > 0:
-            raise ValueError(
-                f"tau must be > 0 (the soft-rank temperature), got {self.tau}; try tau=0.5"
-            )
+from algorithms.meta.base import PolicyGradientLearner
+from algorithms.meta.config import SoftRankPOConfig
 
 
 class SoftRankPO(PolicyGradientLearner):

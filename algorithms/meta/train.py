@@ -10,35 +10,28 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import torch
-import tyro
 
-from algorithms.core.checkpoints import (
-    CHECKPOINT,
-    CheckpointError,
-    check_structure,
-    load_checkpoint,
-)
+from algorithms.core.checkpoints import CheckpointError, check_structure, load_checkpoint
 from algorithms.core.run import RunConfig, run
 from algorithms.core.run_dirs import new_run_dir, open_run_dir
 from algorithms.meta import baselines
 from algorithms.meta.base import Learner
+from algorithms.meta.config import RESUMABLE, Algo, TrainConfig
 from algorithms.meta.evaluate import evaluate
-from algorithms.meta.grpo import GRPO, GRPOConfig
-from algorithms.meta.magrpo import MAGRPO, MAGRPOConfig
+from algorithms.meta.grpo import GRPO
+from algorithms.meta.magrpo import MAGRPO
 from algorithms.meta.network import MetaPolicyNetwork
 from algorithms.meta.policy import Policy
-from algorithms.meta.sft import SFT, SFTConfig
-from algorithms.meta.softrankpo import SoftRankPO, SoftRankPOConfig
+from algorithms.meta.sft import SFT
+from algorithms.meta.softrankpo import SoftRankPO
 from deliberation_env.factory import vector_env_from
 from deliberation_env.meta.config import EnvConfig
 
-Algo = Literal["softrankpo", "grpo", "magrpo", "sft"]
-LEARNERS: dict[str, type[Learner]] = {
+LEARNERS: dict[Algo, type[Learner]] = {
     "softrankpo": SoftRankPO,
     "grpo": GRPO,
     "magrpo": MAGRPO,
@@ -47,91 +40,6 @@ LEARNERS: dict[str, type[Learner]] = {
 """Learner classes by algorithm name (as the CLI and the harness spell them)."""
 EVAL_BATCH = 256
 """Most test envs stepped together during an evaluation."""
-RESUMABLE = ("updates", "eval_every", "run_dir", "resume", "progress", "tensorboard", "wandb_project")
-"""The settings a resumed run may give other values than its first part had."""
-
-
-def default_env() -> EnvConfig:
-    """The env of the learning benchmarks: the simulated team on arithmetic at difficulty 3."""
-    return EnvConfig(team="simulated", difficulty=3)
-
-
-@dataclass
-class TrainConfig:
-    """One training run (``deliberate train``; ``--config FILE`` starts from a config file)."""
-
-    algo: Algo = "softrankpo"
-    """Learner to train."""
-    env: Annotated[EnvConfig, tyro.conf.arg(name="")] = field(default_factory=default_env)
-    """The training env (:class:`deliberation_env.meta.config.EnvConfig`, any task and team);
-    evaluation uses the same env on the test split."""
-    updates: int = 100
-    """Updates of ``algo``; each plays ``num_envs`` training episodes."""
-    sft_updates: int = 20
-    """SFT warm-start updates before a policy-gradient learner (its initial policy and KL
-    reference); 0 starts from a fresh network. Ignored for ``algo=sft`` or with ``warm_start``."""
-    warm_start: str = ""
-    """Path of an SFT checkpoint to start from instead of training one."""
-    eval_every: int = 10
-    """Evaluate on held-out problems every this many updates, and at the end."""
-    eval_problems: int = 200
-    """Held-out (test split) problems per evaluation: the first ``eval_problems``."""
-    eval_seed: int = 0
-    """Seed of the held-out episodes; keep it fixed across runs so that every run and
-    baseline is evaluated on identical episodes (common random numbers)."""
-    seed: int = 0
-    """Seed of the run's training; overrides the learner configs' ``seed``."""
-    problem_pool: int = 0
-    """Train on the first this many training problems only (0: all); overrides the learner
-    configs' ``problem_pool``."""
-    seed_pool: int = 0
-    """Episode seeds from ``{0, ..., seed_pool - 1}`` (0: fresh ones), so that an LLM team's
-    rollouts repeat and the response cache serves them; overrides the learner configs'."""
-    run_dir: str = ""
-    """Folder of config.json, metrics.jsonl, checkpoints and summary.json; ``""``: a new one,
-    ``runs/train/meta-<algo>-seed<seed>-<YYYYmmdd-HHMMSS>``. A folder that holds a run is
-    refused without ``resume``."""
-    resume: bool = False
-    """Continue the run in ``run_dir`` from its checkpoints (refused, before anything is
-    written, if it was started with other settings than those of :data:`RESUMABLE`)."""
-    tensorboard: bool = False
-    """Also log to TensorBoard (needs the ``tensorboard`` extra)."""
-    wandb_project: str = ""
-    """Also log to this Weights & Biases project, same metric names (needs the ``wandb``
-    extra; ``WANDB_MODE=offline`` keeps it in ``run_dir/wandb``); ``""``: off."""
-    progress: bool = True
-    """Show a progress bar."""
-    softrankpo: SoftRankPOConfig = field(default_factory=SoftRankPOConfig)
-    """SoftRankPO settings (used when ``algo == "softrankpo"``)."""
-    grpo: GRPOConfig = field(default_factory=GRPOConfig)
-    """GRPO settings."""
-    magrpo: MAGRPOConfig = field(default_factory=MAGRPOConfig)
-    """MAGRPO settings."""
-    sft: SFTConfig = field(default_factory=SFTConfig)
-    """SFT settings (the warm start, or ``algo == "sft"``)."""
-
-    def __post_init__(self) -> None:
-        if self.algo not in LEARNERS:
-            raise ValueError(f"algo must be one of {sorted(LEARNERS)}, got {self.algo!r}")
-        for name in ("updates", "eval_every", "eval_problems"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.sft_updates < 0:
-            raise ValueError(f"sft_updates must be >= 0 (0: no warm start), got {self.sft_updates}")
-        if self.warm_start and not Path(self.warm_start).is_file():
-            raise ValueError(
-                f"warm_start {self.warm_start!r} is not a file: give an SFT checkpoint "
-                f"(e.g. <run_dir>/sft/{CHECKPOINT}) or leave it empty"
-            )
-
-    def learner_config(self, algo: str) -> Any:
-        """The config of ``algo`` with the run's seed and pools."""
-        return dataclasses.replace(
-            getattr(self, algo),
-            seed=self.seed,
-            problem_pool=self.problem_pool,
-            seed_pool=self.seed_pool,
-        )
 
 
 def held_out(policy: Policy, venv: Any, cfg: TrainConfig) -> dict[str, float]:

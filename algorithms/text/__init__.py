@@ -49,18 +49,27 @@ KL to the base         none                        off (``reference_kl_enabled``
 =====================  ==========================  ==============================  ==================================
 """
 
-from algorithms.text.base import TextPolicyGradientLearner
+from algorithms.core.lazy import lazy_package
 from algorithms.text.config import (
+    TEXT_CONFIGS,
     TextGRPOConfig,
     TextLearnerConfig,
     TextMAGRPOConfig,
     TextSoftRankPOConfig,
 )
-from algorithms.text.learners import TEXT_LEARNERS, TextGRPO, TextMAGRPO, TextSoftRankPO
-from algorithms.text.train import TrainResult, train
 
-TEXT_CONFIGS: dict[str, type[TextLearnerConfig]] = {name: cls.config_class for name, cls in TEXT_LEARNERS.items()}
-"""The config class of each learner name (what the CLI parses for ``--algo NAME``)."""
+lazy_package(
+    __name__,
+    {
+        "TextPolicyGradientLearner": "algorithms.text.base",
+        "TEXT_LEARNERS": "algorithms.text.learners",
+        "TextGRPO": "algorithms.text.learners",
+        "TextMAGRPO": "algorithms.text.learners",
+        "TextSoftRankPO": "algorithms.text.learners",
+        "TrainResult": "algorithms.text.train",
+        "train": "algorithms.text.train",
+    },
+)  # the learners need torch: each is imported when first used, so the configs load without it
 
 __all__ = [
     "TEXT_CONFIGS",

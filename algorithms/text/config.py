@@ -219,3 +219,11 @@ class TextSoftRankPOConfig(TextLearnerConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive(self, "tau")
+
+
+TEXT_CONFIGS: dict[str, type[TextLearnerConfig]] = {
+    "magrpo": TextMAGRPOConfig,
+    "grpo": TextGRPOConfig,
+    "softrankpo": TextSoftRankPOConfig,
+}
+"""The config class of each learner name (as ``deliberate train text NAME`` spells it)."""

@@ -1,0 +1,189 @@
+"""The ``deliberate`` command line as a newcomer meets it (issues 25 and 26): one grammar,
+old spellings named, every mistake one line without a traceback, every run in a folder of
+its own, ``--resume`` explicit and checked before anything is written, the table and the
+paths at the end, and a help that loads no torch. Simulated team, tiny budgets."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import deliberation_env as de
+from algorithms import cli
+from algorithms.commands import common
+
+TINY_TRAIN = [
+    "--team", "simulated", "--difficulty", "3", "--max-rounds", "2", "--updates", "2", "--sft-updates", "1",
+    "--eval-every", "2", "--eval-problems", "8", "--softrankpo.groups-per-update", "2", "--softrankpo.group-size", "2",
+    "--softrankpo.hidden-size", "16", "--softrankpo.num-heads", "2", "--sft.episodes-per-update", "4",
+    "--sft.hidden-size", "16", "--sft.num-heads", "2", "--no-progress",
+]  # fmt: skip
+
+
+def refused(capsys, *args: str) -> str:
+    """The error line of ``deliberate ARGS``, which must exit with status 2 and print one
+    line and no traceback."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(list(args))
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and "__tyro" not in err
+    assert "\n" not in err, err
+    return err
+
+
+# ---------------------------------------------------------------------------- help
+def test_every_commands_help_imports_no_torch():
+    helps = [[], ["run"], ["run", "text"], ["train"], ["train", "text", "grpo"], ["compare"], ["compare", "text"],
+             ["tasks", "show"], ["cache", "merge"]]  # fmt: skip
+    script = (
+        "import sys\nfrom algorithms.cli import main\n"
+        f"for args in {helps!r}:\n"
+        "    try:\n        main([*args, '--help'])\n    except SystemExit as done:\n        assert done.code == 0, args\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'peft', 'matplotlib') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert "deliberate train text grpo" in done.stdout and "--softrankpo.kl-coef" in done.stdout
+
+
+# ---------------------------------------------------------------------------- one grammar
+def test_the_family_is_a_subcommand_and_meta_the_default():
+    assert type(cli.parse(["run"]).command.command).__name__ == "RunMeta"
+    assert type(cli.parse(["run", "--team", "simulated"]).command.command).__name__ == "RunMeta"
+    assert type(cli.parse(["run", "text"]).command.command).__name__ == "RunText"
+    assert type(cli.parse(["train", "--updates", "3"]).command.command).__name__ == "TrainConfig"
+    assert type(cli.parse(["compare", "text"]).command.command).__name__ == "TextCompare"
+
+
+def test_each_option_has_one_name_in_train_and_compare():
+    train = cli.parse(["train", "--algo", "grpo", "--grpo.kl-coef", "0.1", "--difficulty", "2", "--env-workers", "2"])
+    compare = cli.parse(["compare", "--grpo.kl-coef", "0.1", "--difficulty", "2", "--env-workers", "2"])
+    for template in (train.command.command, compare.command.command.train):
+        assert (template.grpo.kl_coef, template.env.difficulty, template.env.workers) == (0.1, 2, 2)
+
+
+def test_run_text_defaults_to_a_task_it_can_run():
+    cfg = cli.parse(["run", "text"]).command.command
+    assert cfg.task == "humaneval"
+    assert len(de.tasks.get(cfg.task).problems(cfg.split)) >= cfg.n_problems
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["train", "--env", "text", "--algo", "grpo"], "the family is a subcommand: 'deliberate train text ...'"),
+        (["train", "--workers", "2"], "--workers is gone: --env-workers N"),
+        (["compare", "text", "--workers=2"], "--rollout-workers N"),
+        (["train", "--env.team", "simulated"], "--env.team is gone: the env's options have no prefix"),
+        (["compare", "--train.softrankpo.kl-coef", "0"], "--train.softrankpo.kl-coef -> --softrankpo.kl-coef"),
+        (["run", "--name", "x"], "--run-dir DIR names the folder of 'run'"),
+        (["compare", "--algos", "softrankpo,grpo"], "did you mean --algos softrankpo grpo?"),
+        (["compare", "--reward-scales=0.1,1"], "did you mean --reward-scales 0.1 1?"),
+        (["train", "text", "--algo", "grpo"], "a text learner is a subcommand: 'deliberate train text grpo"),
+    ],
+)
+def test_an_old_spelling_names_the_new_one(capsys, args, names):
+    assert names in refused(capsys, *args)
+
+
+# ---------------------------------------------------------------------------- mistakes: one line each
+def test_a_task_that_needs_data_without_path(capsys, tmp_path):
+    err = refused(capsys, "run", "--task", "jsonl", "--team", "simulated", "--run-dir", str(tmp_path / "r"))
+    assert err.startswith("deliberate run: error: task 'jsonl' reads its problems from data: give path (--path)")
+
+
+def test_an_unknown_task_gets_a_did_you_mean(capsys):
+    err = refused(capsys, "run", "--task", "gsm8", "--team", "simulated")
+    assert err == (f"deliberate run: error: --task 'gsm8' is not one of {', '.join(de.tasks.names())}; "
+                   "did you mean 'gsm8k'?")  # fmt: skip
+
+
+def test_a_missing_data_file(capsys, tmp_path):
+    missing = tmp_path / "no-such.jsonl"
+    err = refused(capsys, "run", "--task", "jsonl", "--path", str(missing), "--team", "simulated")
+    assert err.startswith("deliberate run: error:") and str(missing) in err
+
+
+def test_a_test_only_folder_for_training(capsys, tmp_path):
+    folder = tmp_path / "gsm8k"
+    folder.mkdir()
+    (folder / "test.jsonl").write_text(json.dumps({"question": "1 + 1?", "answer": "#### 2"}) + "\n")
+    err = refused(capsys, "train", "--task", "gsm8k", "--path", str(folder), *TINY_TRAIN, "--difficulty", "None",
+                  "--run-dir", str(tmp_path / "run"))  # fmt: skip
+    assert err.startswith("deliberate train: error:") and "no train.jsonl" in err
+
+
+def test_a_config_file_with_an_unknown_field_and_a_missing_one(capsys, tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("command: run\nn_problem: 3\n")
+    err = refused(capsys, "run", "--config", str(path))
+    assert err.startswith(f"deliberate run: error: config file {path}: unknown RunMeta fields ['n_problem']")
+    assert "deliberate run: error:" in refused(capsys, "run", "--config", str(tmp_path / "none.yaml"))
+
+
+def test_a_config_check_names_the_value_not_tyros_internals(capsys):
+    err = refused(capsys, "run", "--team", "simulated", "--n-agents", "1")
+    assert err == "deliberate run: error: n_agents must be >= 2, got 1"
+    assert refused(capsys, "train", "text", "--group-size", "1").startswith("deliberate train text: error: group_size")
+
+
+def test_debug_shows_the_traceback():
+    with pytest.raises(cli.ConfigError, match="n_agents must be >= 2"):
+        cli.main(["run", "--team", "simulated", "--n-agents", "1", "--debug"])
+
+
+def test_tensorboard_names_its_extra_before_anything_is_written(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(common.importlib.util, "find_spec", lambda name: None)
+    err = refused(capsys, "train", *TINY_TRAIN, "--tensorboard", "--run-dir", str(tmp_path / "run"))
+    assert err == "deliberate train: error: --tensorboard needs the 'tensorboard' extra: pip install 'deliberation-env[tensorboard]'"
+    assert not (tmp_path / "run").exists()
+
+
+# ---------------------------------------------------------------------------- runs
+def test_train_gets_a_folder_of_its_own_and_prints_its_table_and_files(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cli.main(["train", *TINY_TRAIN])
+    cli.main(["train", *TINY_TRAIN])
+    first, second = sorted((tmp_path / "runs" / "train").iterdir())
+    assert first.name.startswith("meta-softrankpo-seed0-") and second.name.startswith("meta-softrankpo-seed0-")
+    out = " ".join(capsys.readouterr().out.split())
+    assert "softrankpo, seed 0: held-out, 8 test problems" in out
+    assert "SFT warm start" in out and "consensus acc (95% CI)" in out
+    summary = json.loads((second / "summary.json").read_text())
+    assert f"{summary['eval/consensus_accuracy']:.3f} [" in out
+    for folder in (first, second):
+        assert f"wrote {folder.relative_to(tmp_path)}/: checkpoint.safetensors, config.json, metrics.jsonl, sft/, summary.json" in out
+
+
+def test_a_second_train_in_a_folder_resumes_only_when_asked_and_with_its_settings(capsys, tmp_path):
+    run = tmp_path / "run"
+    cli.main(["train", *TINY_TRAIN, "--run-dir", str(run)])
+    written = {name: (run / name).read_bytes() for name in ("config.json", "metrics.jsonl", "summary.json")}
+    assert "holds a run already: add --resume" in refused(capsys, "train", *TINY_TRAIN, "--run-dir", str(run))
+    err = refused(capsys, "train", *TINY_TRAIN, "--algo", "grpo", "--run-dir", str(run), "--resume")
+    assert "cannot resume the run in" in err and "algo is 'softrankpo' there and 'grpo' here" in err
+    assert {name: (run / name).read_bytes() for name in written} == written  # refused before anything was written
+    assert "holds no run to continue" in refused(capsys, "train", *TINY_TRAIN, "--run-dir", str(tmp_path / "new"), "--resume")
+    cli.main(["train", *TINY_TRAIN, "--updates", "3", "--run-dir", str(run), "--resume"])
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [0, 1, 2, 3]
+
+
+def test_compare_prints_its_table_and_files(capsys, tmp_path):
+    out_dir = tmp_path / "cmp"
+    cli.main(["compare", "--algos", "softrankpo", "--seeds", "2", "--baselines", "independent", "oracle",
+              "--out-dir", str(out_dir), *TINY_TRAIN])  # fmt: skip
+    out = " ".join(capsys.readouterr().out.split())
+    summary = json.loads((out_dir / "summary.json").read_text())
+    learner = summary["learners"]["softrankpo@1"]
+    assert "held-out eval/consensus_accuracy, 2 seed(s), 8 test problems" in out
+    assert f"softrankpo@1 │ {learner['mean']:.3f} │ +- {learner['ci95']:.3f} │ 2" in out
+    assert "oracle" in out and "gap closed" in out
+    assert f"wrote {out_dir}/: action_shares.png, config.json, curves.csv, final.csv, final_accuracy.png" in out
+    assert "deliberate compare: error: compare sets --seed for each run: use --seeds" in refused(
+        capsys, "compare", "--seed", "3", "--out-dir", str(tmp_path / "other"))  # fmt: skip
