@@ -77,7 +77,7 @@ def meta_compare_table(summary: dict[str, Any], cfg: CompareConfig) -> Table:
     for name, stat in {**summary["learners"], **summary["baselines"]}.items():
         closed = gap.get(name)
         table.add_row(
-            name, f"{stat['mean']:.3f}", f"+- {stat['ci95']:.3f}", str(stat["n"]),
+            name, f"{stat['mean']:.3f}", f"+- {stat['ci95']:.3f}" if stat["n"] > 1 else "none (1 seed)", str(stat["n"]),
             "" if closed is None else f"{closed:+.0%}",
         )  # fmt: skip
     table.caption = (
