@@ -51,10 +51,11 @@ class Run:
     (``run`` or ``run meta``: the main job) or the MAGRPO paper's coding baselines on the
     text-action env (``run text``)."""
 
-    command: (
+    command: Annotated[
         Annotated[run.RunMeta, tyro.conf.subcommand("meta")]
-        | Annotated[run.RunText, tyro.conf.subcommand("text")]
-    ) = field(default_factory=run.RunMeta)
+        | Annotated[run.RunText, tyro.conf.subcommand("text")],
+        tyro.conf.arg(name=""),
+    ] = field(default_factory=run.RunMeta)
     config: Path | None = None
     """A YAML or JSON config file (``examples/configs/``) whose values start the command;
     the options given override them."""
@@ -66,10 +67,11 @@ class Train:
     or the LLMs' weights (``train text [magrpo|grpo|softrankpo]``); held-out results, metrics,
     checkpoints, in a folder of the run's own (``--run-dir`` names one, ``--resume`` continues it)."""
 
-    command: (
+    command: Annotated[
         Annotated[TrainConfig, tyro.conf.subcommand("meta")]
-        | Annotated[train.TextTrain, tyro.conf.subcommand("text")]
-    ) = field(default_factory=TrainConfig)
+        | Annotated[train.TextTrain, tyro.conf.subcommand("text")],
+        tyro.conf.arg(name=""),
+    ] = field(default_factory=TrainConfig)
     config: Path | None = None
     """A YAML or JSON config file (``examples/configs/``) whose values start the command;
     the options given override them."""
@@ -81,10 +83,11 @@ class Compare:
     learners and the baselines (``compare`` or ``compare meta``) or the LLM-weight learners
     (``compare text``); a table with 95% confidence intervals, CSV/JSON files and plots."""
 
-    command: (
+    command: Annotated[
         Annotated[CompareConfig, tyro.conf.subcommand("meta")]
-        | Annotated[compare.TextCompare, tyro.conf.subcommand("text")]
-    ) = field(default_factory=CompareConfig)
+        | Annotated[compare.TextCompare, tyro.conf.subcommand("text")],
+        tyro.conf.arg(name=""),
+    ] = field(default_factory=CompareConfig)
     config: Path | None = None
     """A YAML or JSON config file (``examples/configs/``) whose values start the command;
     the options given override them."""
@@ -94,21 +97,23 @@ class Compare:
 class Tasks:
     """Inspect the built-in tasks."""
 
-    command: (
+    command: Annotated[
         Annotated[tasks.TasksList, tyro.conf.subcommand("list")]
-        | Annotated[tasks.TasksShow, tyro.conf.subcommand("show")]
-    )
+        | Annotated[tasks.TasksShow, tyro.conf.subcommand("show")],
+        tyro.conf.arg(name=""),
+    ]
 
 
 @dataclass
 class Cache:
     """Inspect, clear or merge SQLite response caches."""
 
-    command: (
+    command: Annotated[
         Annotated[cache.CacheStats, tyro.conf.subcommand("stats")]
         | Annotated[cache.CacheClear, tyro.conf.subcommand("clear")]
-        | Annotated[cache.CacheMerge, tyro.conf.subcommand("merge")]
-    )
+        | Annotated[cache.CacheMerge, tyro.conf.subcommand("merge")],
+        tyro.conf.arg(name=""),
+    ]
 
 
 @dataclass
@@ -116,13 +121,14 @@ class Deliberate:
     """Teams of LLM agents that learn how to deliberate: evaluate, train and compare on
     the deliberation envs (``deliberate COMMAND --help`` for a command's options)."""
 
-    command: (
+    command: Annotated[
         Annotated[Run, tyro.conf.subcommand("run")]
         | Annotated[Train, tyro.conf.subcommand("train")]
         | Annotated[Compare, tyro.conf.subcommand("compare")]
         | Annotated[Tasks, tyro.conf.subcommand("tasks")]
-        | Annotated[Cache, tyro.conf.subcommand("cache")]
-    )
+        | Annotated[Cache, tyro.conf.subcommand("cache")],
+        tyro.conf.arg(name=""),
+    ]
     debug: bool = False
     """Show the traceback of an error (for a bug report) instead of its one line."""
 
