@@ -106,13 +106,17 @@ def test_a_forged_file_with_columns_of_other_types_is_refused(tmp_path):
         merge_caches(tmp_path / "out.sqlite", [path])
 
 
-def test_the_cli_refuses_a_forged_row(tmp_path):
+def test_the_cli_refuses_a_forged_row(tmp_path, capsys):
     from algorithms.cli import main
 
     filled(tmp_path / "a.sqlite")
     key = forge(tmp_path / "a.sqlite", "generations", completion_tokens=-7)
-    with pytest.raises(CacheRowError, match=key):
+    with pytest.raises(SystemExit):
         main(["cache", "merge", str(tmp_path / "out.sqlite"), str(tmp_path / "a.sqlite")])
+    err = capsys.readouterr().err  # one line in command-line terms; --debug raises the CacheRowError
+    assert err.startswith("deliberate cache merge: error:") and key in err and "nothing was merged" in err
+    with pytest.raises(CacheRowError, match=key):
+        main(["cache", "merge", str(tmp_path / "out.sqlite"), str(tmp_path / "a.sqlite"), "--debug"])
 
 
 class Returning(FakeBackend):
