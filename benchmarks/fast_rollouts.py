@@ -63,7 +63,7 @@ class Args:
     """Every completion exactly ``new_tokens`` long; else they stop at the stop token."""
     exact_logprobs: bool = False
     """Score fixed-length completions with torch for their log-probabilities (the learners
-    do not: ``deliberate train --sampler ctranslate2`` builds the sampler without)."""
+    do not: ``deliberate train text --sampler ctranslate2`` builds the sampler without)."""
     out_dir: str = "runs/benchmarks/fast-rollouts"
     """Where results.json goes."""
 

@@ -5,7 +5,7 @@ and reports, per learner, the mean of each final metric with the half-width of i
 Student-t confidence interval over seeds (:func:`mean_ci`, :func:`summarize_runs`), as a
 table (:func:`summary_table`) and as files (:func:`write_csv`). The meta family's
 comparison (:mod:`algorithms.meta.compare`) adds warm starts, reward scales, baselines
-and learning-curve plots; the text family's is ``deliberate compare --env text``.
+and learning-curve plots; the text family's is ``deliberate compare text`` (:mod:`algorithms.commands.compare`).
 
 >>> mean_ci([1.0, 1.0])
 {'mean': 1.0, 'ci95': 0.0, 'n': 2}

@@ -69,4 +69,4 @@ TEXT_LEARNERS: dict[str, type[TextPolicyGradientLearner]] = {
     "grpo": TextGRPO,
     "softrankpo": TextSoftRankPO,
 }
-"""The LLM-weight learners by algorithm name (as ``deliberate train --env text --algo`` spells them)."""
+"""The LLM-weight learners by algorithm name (as ``deliberate train text NAME`` spells them)."""

@@ -1,6 +1,6 @@
 """``train(config)``: build the model, the env and the learner from a config, and run it.
 
-This is what ``deliberate train --env text --algo NAME`` calls with the learner's config
+This is what ``deliberate train text NAME`` calls with the learner's config
 (``TEXT_CONFIGS[NAME]``), and what examples and benchmarks call from Python::
 
     from algorithms.text import TextMAGRPOConfig, train
