@@ -18,10 +18,13 @@ one frozen copy of the initial weights. The model stays in eval mode (no dropout
 forward pass is a deterministic function of the weights and the batch.
 
 **Sampling** (:meth:`TrainableLM.sample`): prompts are rendered with the tokenizer's chat
-template, left-padded and decoded together with a KV cache, ``batch_size`` at a time.
-Each request has its own ``torch.Generator`` seeded by its seed, from which it draws one
-uniform number per token and inverts the (temperature, top-p) distribution's CDF at it
-(the same sampler as :class:`agents.transformers_backend.TransformersBackend`). So a seed
+template, left-padded and decoded together with a KV cache, ``batch_size`` at a time;
+each distinct prompt of a batch is run once and its cache copied to its requests (a
+group's G requests share one prompt). Each request has its own ``torch.Generator`` seeded
+by its seed, from which it draws one uniform number per token and inverts the
+(temperature, top-p) distribution's CDF at it (the sampler of
+:class:`agents.transformers_backend.TransformersBackend`, without sorting the whole
+vocabulary: :func:`draw_tokens`). So a seed
 fixes the random stream of its request whatever shares its batch; the token chosen also
 depends on the logits, which other rows change only by floating-point noise of the
 padding. Each completion comes with its prompt and completion token ids (the stop token
@@ -29,9 +32,11 @@ included when the model stopped, so learning to stop is learned too) and their
 log-probabilities under the policy pi = softmax(logits / temperature) (top-p truncation
 is part of sampling, not of pi, as in TRL).
 
-**Log-probabilities for the loss** (:meth:`TrainableLM.logprobs`): one left-padded
-forward pass of prompt + completion per batch (logits only at the completions' positions), differentiable, or under the reference
-policy with ``reference=True`` (no gradient).
+**Log-probabilities for the loss** (:meth:`TrainableLM.logprobs`): per batch, one
+left-padded forward pass of its distinct prompts, then one of the completions continuing
+from their prompts' caches (logits only where a completion's token is predicted);
+differentiable (the gradient through a shared prompt sums over its completions, as
+separate passes would), or under the reference policy with ``reference=True`` (no gradient).
 
 **Checkpoints**: :meth:`TrainableLM.save_adapters` writes each agent's adapter in peft
 format (``directory/agent_k/adapter_config.json`` + ``adapter_model.safetensors``, with the
@@ -314,21 +319,18 @@ class TrainableLM:
         advance: progress.Advance,
     ) -> list[Completion]:
         rows = len(prompts)
-        ids, mask = _left_pad(prompts, self._pad_id, self.device)
         generators = [torch.Generator().manual_seed(int(seed)) for seed in seeds]
-        temperatures = torch.full((rows,), float(temperature), device=self.device)
-        top_ps = torch.full((rows,), float(top_p), device=self.device)
         tokens: list[list[int]] = [[] for _ in range(rows)]
         logprobs: list[list[float]] = [[] for _ in range(rows)]
         finish = [""] * rows
-        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        output = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+        # each distinct prompt is run once; its rows continue from a copy of its cache
+        output, mask, positions, owner = self._prefill(model, prompts)
+        logits = output.logits[owner, -1, :].float()
         stop_ids = torch.tensor(sorted(self._stop_ids), dtype=torch.long, device=self.device)
         for step in range(max_new_tokens):
-            logits = output.logits[:, -1, :].float()
             uniforms = torch.tensor([torch.rand((), generator=g).item() for g in generators], device=self.device)
             allowed = logits.index_fill(1, stop_ids, float("-inf")) if step < min_new_tokens else logits
-            chosen = _sample(allowed, temperatures, top_ps, uniforms)
+            chosen = draw_tokens(allowed, temperature, top_p, uniforms)
             scores = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(1, chosen[:, None])[:, 0]
             for row, (token, score) in enumerate(zip(chosen.tolist(), scores.tolist(), strict=True)):
                 if finish[row]:
@@ -352,6 +354,7 @@ class TrainableLM:
                 cache=output.cache,
                 use_cache=True,
             )
+            logits = output.logits[:, -1, :].float()
         return [
             Completion(
                 text=self.tokenizer.decode(row_tokens, skip_special_tokens=True),
@@ -406,23 +409,48 @@ class TrainableLM:
                     mask[start + offset, : len(row)] = 1.0
         return logp, mask
 
+    def _prefill(self, model: torch.nn.Module, prompts: Sequence[Sequence[int]]) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Run each distinct prompt once (left-padded, the logits of its last position only)
+        and give every row a copy of its prompt's cache.
+
+        Returns:
+            ``(output, mask, positions, owner)``: the model's output on the distinct prompts
+            (its ``cache`` now one row per prompt of ``prompts``), the rows' attention mask
+            and position ids (N, P), and each row's index among the distinct prompts (N,).
+        """
+        distinct: dict[tuple[int, ...], int] = {}
+        owners = [distinct.setdefault(tuple(prompt), len(distinct)) for prompt in prompts]
+        ids, mask = _left_pad([list(prompt) for prompt in distinct], self._pad_id, self.device)
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+        output = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+        owner = torch.tensor(owners, dtype=torch.long, device=self.device)
+        output.cache.batch_select_indices(owner)
+        return output, mask[owner], positions[owner], owner
+
     def _score(
         self, model: torch.nn.Module, prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]], temperature: float
     ) -> list[torch.Tensor]:
-        """Left-padded like sampling, so every completion ends at the last position and only
-        the logits of the last ``longest + 1`` positions are computed."""
-        ids, mask = _left_pad([list(p) + list(c) for p, c in zip(prompts, completions, strict=True)], self._pad_id, self.device)
-        keep = max(len(c) for c in completions) + 1
-        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        logits = model(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=keep).logits.float()
-        rows = []
-        for row, completion in enumerate(completions):
-            # kept position k holds the prediction of the token after it: the completion's
-            # n tokens are predicted at kept positions keep - n - 1 .. keep - 2
-            predicted = logits[row, keep - len(completion) - 1 : keep - 1] / temperature
-            target = torch.tensor(completion, device=self.device)[:, None]
-            rows.append(torch.log_softmax(predicted, dim=-1).gather(1, target)[:, 0])
-        return rows
+        """Each distinct prompt runs once (:meth:`_prefill`: a group's G completions share
+        theirs, and the gradient through it sums over them, as G separate passes would); the
+        completions continue from its cache, right-padded, so logits are computed only where
+        a completion's token is predicted: its first token at the prompt's last position,
+        token k at the position of token k - 1."""
+        output, mask, positions, owner = self._prefill(model, prompts)
+        longest = max(len(c) for c in completions)
+        logits = output.logits[owner, -1:, :]
+        if longest > 1:
+            inputs, inputs_mask = _right_pad([list(c[:-1]) for c in completions], longest - 1, self._pad_id, self.device)
+            later = model(
+                input_ids=inputs,
+                attention_mask=torch.cat([mask, inputs_mask], dim=1),
+                position_ids=positions[:, -1:] + 1 + torch.arange(longest - 1, device=self.device),
+                cache=output.cache,
+                use_cache=True,
+            ).logits
+            logits = torch.cat([logits, later], dim=1)
+        targets, _ = _right_pad([list(c) for c in completions], longest, 0, self.device)
+        logp = torch.log_softmax(logits.float() / temperature, dim=-1).gather(2, targets[:, :, None])[:, :, 0]
+        return [logp[row, : len(completion)] for row, completion in enumerate(completions)]
 
     @torch.no_grad()
     def merged_state_dict(self, agent: str) -> dict[str, torch.Tensor]:
@@ -565,6 +593,54 @@ def check_sample_arguments(
         )
 
 
+CANDIDATES = 64
+"""Tokens :func:`draw_tokens` ranks first; it sorts a row's whole vocabulary only when its draw is not decided among them."""
+
+
+def draw_tokens(logits: torch.Tensor, temperature: float, top_p: float, uniforms: torch.Tensor) -> torch.Tensor:
+    """One token per row of ``logits`` (N, V), drawn at ``uniforms`` (N,) in [0, 1).
+
+    The token :class:`agents.transformers_backend.TransformersBackend`'s sampler picks (the
+    argmax at temperature 0; else p = softmax(logits / temperature) sorted from the most
+    likely token down, the tokens after the top-p mass masked out, the token at which the
+    cumulative sum reaches ``u * total``), without sorting the whole vocabulary: the
+    :data:`CANDIDATES` most likely tokens (``topk``, ranked as the sort ranks them) hold the
+    same cumulative sums as the sorted vocabulary's first entries. A row is decided among
+    them when its nucleus ends there (its total is theirs), or at ``top_p = 1`` when every
+    total the whole sort could give (bounded from the double-precision sum of p: the sort's
+    sequential sum differs from it by less than 2 V 2^-53, and its top-p mask drops only a
+    tail after the sum has reached 1 - 2^-23) puts ``u * total`` before the same candidate;
+    any other row is drawn by the full sort. So the token is the sort's, except between
+    equally likely tokens, whose order neither sort specifies.
+    """
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    rows, size = logits.shape
+    temperatures = torch.full((rows,), float(temperature), device=logits.device)
+    top_ps = torch.full((rows,), float(top_p), device=logits.device)
+    probs = torch.softmax(logits / temperatures.clamp(min=1e-6).unsqueeze(1), dim=-1)
+    top, order = probs.topk(min(CANDIDATES, size), dim=-1)
+    outside = (top.cumsum(dim=-1) - top) >= top_ps.unsqueeze(1)  # once true, true for every later token
+    cdf = top.masked_fill(outside, 0.0).cumsum(dim=-1)
+    ends = outside[:, -1]
+    low = high = cdf[:, -1]
+    if top_p == 1:
+        mass = probs.sum(dim=-1, dtype=torch.float64)
+        slack = mass * (2 * size * 2.0**-52)
+        mass_high, mass_low = (mass + slack).float(), (mass - slack).float()
+        mass_low = torch.where(mass_high >= 1, mass_low.clamp(max=1 - 2.0**-23), mass_low)
+        low, high = torch.where(ends, low, mass_low), torch.where(ends, high, mass_high)
+    else:
+        high = torch.where(ends, high, torch.full_like(high, float("inf")))
+    bounds = torch.stack([uniforms * low, uniforms * high], dim=1)
+    picks = torch.searchsorted(cdf, bounds).clamp(max=cdf.shape[1] - 1)
+    tokens = order.gather(1, picks[:, :1]).squeeze(1)
+    undecided = (picks[:, 0] != picks[:, 1]) | (bounds[:, 1] > cdf[:, -1])
+    if undecided.any():
+        tokens[undecided] = _sample(logits[undecided], temperatures[undecided], top_ps[undecided], uniforms[undecided])
+    return tokens
+
+
 def _plain_base(wrapped: PeftModel) -> PreTrainedModel:
     """The base model under ``wrapped``'s LoRA adapters, as a plain transformers model (a
     copy: the adapters' layers hold the base weights as ``base_layer``)."""
@@ -612,6 +688,17 @@ def _left_pad(prompts: list[list[int]], pad_id: int, device: torch.device) -> tu
     for row, prompt in enumerate(prompts):
         ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
         mask[row, width - len(prompt) :] = 1
+    return ids, mask
+
+
+def _right_pad(
+    sequences: list[list[int]], width: int, pad_id: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long, device=device)
+    mask = torch.zeros_like(ids)
+    for row, sequence in enumerate(sequences):
+        ids[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+        mask[row, : len(sequence)] = 1
     return ids, mask
 
 

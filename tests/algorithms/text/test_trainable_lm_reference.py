@@ -1,0 +1,160 @@
+"""TrainableLM's fast paths against the plain computations they replace, in the same test:
+sampling without a whole-vocabulary sort and with one prefill per distinct prompt draws
+the same tokens as sorting and prefilling every row; scoring with shared prompts gives the
+same log-probabilities, loss and gradient as scoring every sequence on its own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from agents.transformers_backend import _sample
+
+CHAT = ({"role": "user", "content": "What is 9 + 4?"},)
+OTHER = ({"role": "system", "content": "A much longer system prompt, padded on the left."}, *CHAT)
+
+
+def sorted_draw(logits, temperature, top_p, uniforms):
+    """The sampler as it was: the whole vocabulary sorted for every row."""
+    rows = logits.shape[0]
+    return _sample(logits, torch.full((rows,), float(temperature)), torch.full((rows,), float(top_p)), uniforms)
+
+
+def reference_sample(lm, agent, chats, seeds, max_new_tokens, temperature, top_p=1.0, min_new_tokens=0):
+    """Decoding as it was: every row prefilled on its own left-padded prompt, each token
+    drawn by sorting the whole vocabulary. Returns each row's tokens and log-probabilities."""
+    prompts = [lm.encode(chat) for chat in chats]
+    width = max(len(p) for p in prompts)
+    pad = lm.tokenizer.pad_token_id
+    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+    generators = [torch.Generator().manual_seed(seed) for seed in seeds]
+    stop = lm.tokenizer.eos_token_id
+    tokens, scores, done = [[] for _ in prompts], [[] for _ in prompts], [False] * len(prompts)
+    with torch.no_grad(), lm._acting(agent) as model:
+        output = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+        for step in range(max_new_tokens):
+            logits = output.logits[:, -1, :].float()
+            uniforms = torch.tensor([torch.rand((), generator=g).item() for g in generators])
+            allowed = logits.index_fill(1, torch.tensor([stop]), float("-inf")) if step < min_new_tokens else logits
+            chosen = sorted_draw(allowed, temperature, top_p, uniforms)
+            logp = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(1, chosen[:, None])[:, 0]
+            for row, (token, score) in enumerate(zip(chosen.tolist(), logp.tolist(), strict=True)):
+                if not done[row]:
+                    tokens[row].append(token)
+                    scores[row].append(score)
+                    done[row] = token == stop or len(tokens[row]) == max_new_tokens
+            if all(done):
+                break
+            mask = torch.cat([mask, torch.ones((len(prompts), 1), dtype=mask.dtype)], dim=1)
+            positions = positions[:, -1:] + 1
+            output = model(
+                input_ids=chosen[:, None], attention_mask=mask, position_ids=positions, cache=output.cache, use_cache=True
+            )
+    return tokens, scores
+
+
+def reference_logprobs(lm, agent, prompt_ids, token_ids, temperature):
+    """Scoring as it was, in its plainest form: each prompt + completion run alone."""
+    rows = []
+    with lm._acting(agent) as model:
+        for prompt, completion in zip(prompt_ids, token_ids, strict=True):
+            logits = model(input_ids=torch.tensor([list(prompt) + list(completion)])).logits[0].float()
+            predicted = logits[len(prompt) - 1 : len(prompt) + len(completion) - 1] / temperature
+            rows.append(torch.log_softmax(predicted, dim=-1).gather(1, torch.tensor(completion)[:, None])[:, 0])
+    logp = torch.zeros(len(rows), max(len(t) for t in token_ids))
+    for k, row in enumerate(rows):
+        logp[k, : len(row)] = row
+    return logp
+
+
+def distributions(size, rows, seed):
+    """Logits of every shape the sampler meets: peaked, flat, wide, banned tokens, one certain token."""
+    rng = np.random.default_rng(seed)
+    table = [rng.normal(scale=scale, size=size) for scale in (0.5, 2.0, 6.0)]
+    table.append(np.zeros(size))  # flat: the draw lands past the candidates, the full sort decides
+    certain = np.zeros(size)
+    certain[3] = 40.0  # p = 1 in float32: the nucleus ends at the first candidate even at top-p 1
+    table.append(certain)
+    banned = rng.normal(scale=3.0, size=size)
+    banned[rng.choice(size, size // 10, replace=False)] = -np.inf
+    table.append(banned)
+    logits = np.stack([table[k % len(table)] for k in range(rows)])
+    return torch.tensor(logits, dtype=torch.float32)
+
+
+def assert_the_sorts_draw(logits, temperature, top_p, uniforms):
+    """``draw_tokens`` picks the full sort's token, or one exactly as likely (ties have no order)."""
+    from agents.trainable_lm import draw_tokens
+
+    ours, sorts = draw_tokens(logits, temperature, top_p, uniforms), sorted_draw(logits, temperature, top_p, uniforms)
+    rows = torch.nonzero(ours != sorts).flatten()
+    probs = torch.softmax(logits[rows] / max(temperature, 1e-6), dim=-1)
+    assert torch.equal(probs[torch.arange(len(rows)), ours[rows]], probs[torch.arange(len(rows)), sorts[rows]])
+    return len(rows)
+
+
+@pytest.mark.parametrize("size", [300, 49152])
+@pytest.mark.parametrize(("temperature", "top_p"), [(1.0, 1.0), (0.7, 1.0), (1.0, 0.95), (0.3, 0.5), (1.5, 0.999), (0.0, 1.0)])
+def test_drawing_without_the_full_sort_picks_the_sorts_token(size, temperature, top_p):
+    rows = 240 if size == 300 else 24
+    logits = distributions(size, rows, seed=size)
+    uniforms = torch.rand(rows, generator=torch.Generator().manual_seed(1))
+    uniforms[:6] = torch.tensor([0.0, 1e-9, 0.5, 0.999999, 1 - 2**-24, 0.25])
+    ties = assert_the_sorts_draw(logits, temperature, top_p, uniforms)
+    assert ties <= rows // 6  # only the flat rows may differ, and only between equal tokens
+
+
+def test_every_uniform_of_a_fine_grid_picks_the_sorts_token():
+    """Uniforms 1e-5 apart over one row: the draw crosses every candidate's boundary."""
+    grid = torch.linspace(0, 1, 100001)[:-1]
+    logits = distributions(2000, 3, seed=5)[1].expand(len(grid), -1)
+    for top_p in (1.0, 0.9):
+        assert assert_the_sorts_draw(logits, 1.0, top_p, grid) == 0
+
+
+@pytest.mark.parametrize(("temperature", "top_p", "min_new_tokens"), [(1.0, 1.0, 0), (0.7, 0.9, 3), (0.0, 1.0, 0)])
+def test_sampling_draws_the_tokens_of_the_plain_decoder(make_lm, temperature, top_p, min_new_tokens):
+    lm = make_lm(batch_size=8)
+    with torch.no_grad():
+        for parameter in lm.parameters("agent_1"):
+            parameter.add_(0.05)  # an adapter that changes the policy
+    chats = [CHAT, OTHER, CHAT, CHAT, OTHER, CHAT]  # a group shares its prompt
+    seeds = [11, 12, 13, 14, 15, 16]
+    completions = lm.sample(
+        "agent_1", chats, seeds, max_new_tokens=16, temperature=temperature, top_p=top_p, min_new_tokens=min_new_tokens
+    )
+    tokens, scores = reference_sample(lm, "agent_1", chats, seeds, 16, temperature, top_p, min_new_tokens)
+    assert [list(c.token_ids) for c in completions] == tokens
+    for completion, row in zip(completions, scores, strict=True):
+        assert list(completion.logprobs) == pytest.approx(row, abs=1e-5)
+
+
+def test_scoring_with_shared_prompts_keeps_the_loss_and_its_gradient(make_lm):
+    from algorithms.text.losses import text_policy_loss, token_weights
+
+    lm = make_lm(batch_size=8)
+    with torch.no_grad():
+        for parameter in lm.parameters("agent_0"):
+            parameter.add_(0.05)
+    short, long = lm.encode(CHAT), lm.encode(OTHER)
+    prompts = [short, short, long, short, long, short]  # two groups, interleaved
+    rng = np.random.default_rng(0)
+    lengths = [7, 1, 12, 7, 3, 9]
+    completions = [rng.integers(0, 250, size=n).tolist() for n in lengths]
+    advantages = torch.tensor([0.5, -1.0, 1.5, -0.25, 0.0, 0.75])
+    weights = token_weights(torch.tensor(lengths), "token")
+    mask = (torch.arange(max(lengths))[None, :] < torch.tensor(lengths)[:, None]).float()
+
+    def loss_and_gradient(logp):
+        loss, _ = text_policy_loss(logp, logp.detach(), None, advantages, mask, weights, 0.2, 0.0)
+        return logp.detach(), loss.item(), torch.autograd.grad(loss, lm.parameters("agent_0"))
+
+    fast = loss_and_gradient(lm.logprobs("agent_0", prompts, completions, temperature=0.7)[0])
+    plain = loss_and_gradient(reference_logprobs(lm, "agent_0", prompts, completions, 0.7))
+    assert torch.allclose(fast[0], plain[0], atol=1e-5)
+    assert fast[1] == pytest.approx(plain[1], rel=1e-5)
+    for ours, theirs in zip(fast[2], plain[2], strict=True):
+        assert torch.allclose(ours, theirs, rtol=1e-4, atol=1e-8)
