@@ -244,19 +244,17 @@ def check_spellings(args: list[str]) -> None:
                 raise ValueError(f"{flag} is gone: {new}")
         if flag == "--algo" and text_learner:
             raise ValueError("a text learner is a subcommand: 'deliberate train text grpo ...' (not --algo grpo)")
-        if flag in LIST_FLAGS:
-            values = [value] if equals else [v for v in args[k + 1:] if not v.startswith("--")][:1]
-            if values and "," in values[0]:
-                spaced = " ".join(part for part in values[0].split(",") if part)
-                raise ValueError(f"{flag} takes values separated by spaces, not commas: did you mean {flag} {spaced}?")
+        first = value if equals else " ".join(args[k + 1 : k + 2])  # the list's first value
+        if flag in LIST_FLAGS and "," in first and not first.startswith("-"):
+            spaced = " ".join(part for part in first.split(",") if part)
+            raise ValueError(f"{flag} takes values separated by spaces, not commas: did you mean {flag} {spaced}?")
 
 
 def show_warning(prog: str) -> Any:
     """A ``warnings.showwarning`` that prints ``<prog>: warning: <message>`` on one line."""
 
-    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
-             line: str | None = None) -> None:  # fmt: skip
-        print(f"{prog}: warning: {message}", file=sys.stderr)
+    def show(message: Warning | str, *where: Any, **_: Any) -> None:
+        print(f"{prog}: warning: {message}", file=sys.stderr)  # not where: the file and line are the package's
 
     return show
 
