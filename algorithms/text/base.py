@@ -53,7 +53,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
+from agents.progress import reporting
 from agents.seeding import derive_seed
 from agents.text_policy import TextPolicy, played_text
 from agents.trainable_lm import Completion, TrainableLM
@@ -460,7 +462,9 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
-    def evaluate(self, venv: Any, problem_indices: Sequence[int], seed: int = 0) -> dict[str, float]:
+    def evaluate(
+        self, venv: Any, problem_indices: Sequence[int], seed: int = 0, progress: bool = False
+    ) -> dict[str, float]:
         """Greedy play (temperature 0 for the trainable agents) of ``problem_indices``.
 
         Args:
@@ -468,6 +472,8 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
                 problems are played ``venv.num_envs`` at a time.
             problem_indices: The problems to play, once each.
             seed: Seeds the episode seeds (they matter to sampling frozen agents only).
+            progress: Show, on stderr, a bar of the problems played and, below it, the
+                completions done of each batched sampling call (:mod:`agents.progress`).
 
         Returns:
             ``eval/{part}``: the mean over problems of each reward part of the last turn
@@ -481,11 +487,14 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         rng = np.random.default_rng(seed)
         finals: dict[str, list[float]] = {}
         counts = np.zeros(3)  # the trainable agents' completions, those cut, their tokens
-        for _, n_real, padded in padded_batches(problem_indices, venv.num_envs):
-            play = self._play(venv, np.array(padded), rng.integers(2**62, size=venv.num_envs), 0.0, "aligned")
-            for name, values in play.finals.items():
-                finals.setdefault(name, []).extend(values[:n_real])
-            counts += play.completions[:, :n_real].sum(axis=1)
+        bar = tqdm(total=len(problem_indices), desc="held-out eval", unit="problem", leave=False, disable=not progress)
+        with bar, reporting(progress):
+            for _, n_real, padded in padded_batches(problem_indices, venv.num_envs):
+                play = self._play(venv, np.array(padded), rng.integers(2**62, size=venv.num_envs), 0.0, "aligned")
+                for name, values in play.finals.items():
+                    finals.setdefault(name, []).extend(values[:n_real])
+                counts += play.completions[:, :n_real].sum(axis=1)
+                bar.update(n_real)
         made, cut, tokens = counts
         results = {f"eval/{name}": float(np.mean(values)) for name, values in finals.items()}
         results["eval/truncated_share"] = float(cut / made)

@@ -132,7 +132,7 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
     if config.eval_problems:
         eval_env = build_env(config, min(config.eval_problems, 16), split="test")
         held_out = list(range(min(config.eval_problems, len(eval_env.problems))))
-    evaluate = functools.partial(learner.evaluate, eval_env, held_out) if held_out else None
+    evaluate = functools.partial(learner.evaluate, eval_env, held_out, progress=config.progress) if held_out else None
     before = evaluate() if evaluate else {}
     try:
         result = run(learner, run_config(config), evaluate, learner.settings(config), learner.headline)
