@@ -50,6 +50,7 @@ from scipy import stats
 from agents.base import Generation
 from agents.text_policy import TextPolicy, played_text
 from algorithms.text import TEXT_CONFIGS, train
+from algorithms.text.plots import REWARD, draw_curves
 from algorithms.text.train import build_env, build_lm
 from deliberation_env.text.env import build_protocol
 
@@ -87,6 +88,9 @@ class Args:
     """Self-consistency samples per agent of the untrained pair (c); 0: skip."""
     examples: int = 5
     """Held-out answers shown before and after, per learner (seed 0)."""
+    eval_interval: int = 0
+    """Evaluate the held-out problems every this many updates too, drawn as points on the
+    curves (0: only after training). It adds evaluations and changes no training result."""
     model: str = ""
     """A local model; "" is SmolLM2-135M-Instruct ("tiny" checks the script in seconds)."""
     out_dir: str = "runs/benchmarks/text-learning"
@@ -99,7 +103,7 @@ class Args:
 
 def settings_dir(args: Args) -> Path:
     """The folder of these settings: every argument that changes a result names it."""
-    run_only = ("algos", "seeds", "out_dir", "figure", "table_only", "single", "sc_samples", "examples")
+    run_only = ("algos", "seeds", "out_dir", "figure", "table_only", "single", "sc_samples", "examples", "eval_interval")
     shared = {k: v for k, v in dataclasses.asdict(args).items() if k not in run_only}
     digest = hashlib.sha256(json.dumps(shared, sort_keys=True).encode()).hexdigest()[:12]
     return Path(args.out_dir) / digest
@@ -161,11 +165,14 @@ def trained_run(args: Args, algo: str, seed: int, out: Path) -> dict:
     def compute() -> dict:
         config = config_of(args, algo, seed, run_dir)
         start = time.perf_counter()
-        result = train(dataclasses.replace(config, eval_problems=0))  # the untrained pair is evaluated once
+        # the untrained pair is evaluated once, in untrained(); --eval-interval adds the periodic evaluations
+        evaluations = {"eval_problems": args.eval_problems if args.eval_interval else 0, "eval_interval": args.eval_interval}
+        result = train(dataclasses.replace(config, **evaluations))
         seconds = time.perf_counter() - start
         curve = [m["rewards/joint/mean"] for m in result.history]
         examples = greedy_answers(config, result.learner.lm, args.examples) if seed == args.seeds[0] else []
-        return {"algo": algo, "seed": seed, "after": held_out(args, config, result.learner), "curve": curve,
+        after = result.after or held_out(args, config, result.learner)  # the same greedy play
+        return {"algo": algo, "seed": seed, "after": after, "curve": curve, "history": result.history,
                 "seconds": seconds, "examples": examples}
 
     return cached(run_dir / "summary.json", compute)
@@ -262,26 +269,29 @@ def row(name: str, metrics: list[dict], reference: float | None) -> str:
     return f"| {name} | {len(metrics)} | {acc:.3f}{ci} | {change} | {cut:.0%} | {form:.0%} | {length:.1f} |"
 
 
+def history_of(run: dict) -> list[dict]:
+    """A run's metrics per update (runs stored before histories were kept: their reward curve)."""
+    return run.get("history") or [{"charts/update": k + 1, REWARD: v} for k, v in enumerate(run["curve"])]
+
+
 def plot(runs: list[dict], before: float, baselines: dict[str, float], algos: tuple[str, ...], path: Path) -> None:
-    """Left: joint reward per update (each seed thin, the mean thick); right: held-out strict
-    accuracy after training per seed (dots) and mean, the baselines as lines."""
+    """Left: joint reward per update (each seed thin, the mean thick) with the periodic held-out
+    evaluations (``--eval-interval``) as points on the curves; right: held-out strict accuracy
+    after training per seed (dots) and mean, the baselines as lines."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (curves, accuracy) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [2, 1]})
+    fig, (curves, accuracy) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [2, 1]})
+    draw_curves(curves, {algo: [history_of(r) for r in runs if r["algo"] == algo] for algo in algos})
     for k, algo in enumerate(algos):
         mine = [r for r in runs if r["algo"] == algo]
-        for r in mine:
-            curves.plot(np.arange(1, len(r["curve"]) + 1), r["curve"], color=f"C{k}", alpha=0.3, lw=1)
-        mean = np.mean([r["curve"] for r in mine], axis=0)
-        curves.plot(np.arange(1, len(mean) + 1), mean, color=f"C{k}", lw=2.5, label=f"{algo} ({len(mine)} seeds)")
         afters = [r["after"]["eval/correct"] for r in mine]
         accuracy.scatter([k] * len(afters), afters, color=f"C{k}", alpha=0.6)
         accuracy.scatter([k], [np.mean(afters)], color=f"C{k}", marker="_", s=600, lw=3)
-    curves.set(xlabel="update", ylabel="joint reward (mean over the update's episodes)", title="Training reward (strict)")
-    curves.legend()
+    curves.set(title="Training reward (strict): mean over the update's episodes; points: held-out, greedy")
+    curves.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)  # below the axes: over nothing
     accuracy.axhline(before, color="grey", ls="--", label=f"(a) untrained pair {before:.3f}")
     styles = iter([":", "-."])
     for name, value in baselines.items():
@@ -289,11 +299,11 @@ def plot(runs: list[dict], before: float, baselines: dict[str, float], algos: tu
     accuracy.set_xticks(range(len(algos)), algos)
     accuracy.set(ylabel="held-out accuracy, strict", title="After training (dots: seeds)")
     accuracy.set_xlim(-0.5, len(algos) - 0.5)
-    accuracy.legend(loc="upper left", fontsize=8)
+    accuracy.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12))
     fig.suptitle("2 x SmolLM2-135M-Instruct + LoRA, math protocol, arithmetic level 1, strict scoring")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 

@@ -70,9 +70,7 @@ def curve(history: History, reward: str = REWARD, held_out: str = HELD_OUT) -> C
 def learning_curves(
     runs: Mapping[str, Sequence[History]], path: Path, title: str, held_out: str = HELD_OUT
 ) -> Path:
-    """Training reward per update per learner (seeds thin, their mean thick) and the
-    held-out evaluations as points on the curves (hollow markers: each seed's; filled: their
-    mean where every seed evaluated); the y axis fitted to the data, the legend beside it.
+    """Write the figure of :func:`draw_curves` to ``path``.
 
     Args:
         runs: Per learner, the histories of its seeds.
@@ -81,6 +79,19 @@ def learning_curves(
         held_out: The ``eval/...`` metric drawn as points.
     """
     fig, ax = plt.subplots(figsize=(7.6, 4.2))
+    draw_curves(ax, runs, held_out)
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the curves, over none
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def draw_curves(ax: plt.Axes, runs: Mapping[str, Sequence[History]], held_out: str = HELD_OUT) -> None:
+    """Training reward per update per learner (seeds thin, their mean thick) and the
+    held-out evaluations as points on the curves (hollow markers: each seed's; filled: their
+    mean where every seed evaluated), labelled for a legend; the y axis fitted to the data."""
     drawn: list[np.ndarray] = []
     for k, (name, histories) in enumerate(runs.items()):
         colour = f"C{k}"
@@ -95,13 +106,8 @@ def learning_curves(
         shared = _shared_evaluations(curves)
         if shared is not None:
             ax.plot(*shared, "o", color=colour, markersize=7, markeredgecolor="k", label=f"{name}, held-out (greedy)")
-    ax.set(xlabel="update", ylabel="joint reward", ylim=fitted_range(drawn, limits=None), title=title)
+    ax.set(xlabel="update", ylabel="joint reward", ylim=fitted_range(drawn, limits=None))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
 
 
 def _shared_evaluations(curves: Sequence[Curve]) -> tuple[np.ndarray, np.ndarray] | None:
