@@ -2,10 +2,13 @@
 
 The env sends every turn of a phase (all agents of all envs) to a backend in one call,
 which may decode for minutes. A job shows that work by running it inside
-:func:`reporting`: there, every backend call (and :meth:`agents.TrainableLM.sample`) draws
-one tqdm bar, cleared when the call returns, which the backend advances as its rows finish::
+:func:`reporting`: there, every batched LLM call draws one tqdm bar, cleared when the call
+returns, which the backend advances as its rows finish. The calls are an
+:class:`agents.LLMAgent`'s phases (``solve``, ``refine``, ``confidence``), a
+:class:`agents.TextPolicy`'s ``generate``, :meth:`agents.TrainableLM.sample` and any
+backend's own ``generate`` or ``score``::
 
-    generate:  51%|#####     | 37/72 [00:12<00:11, 3.02req/s, tokens=4321, tok/s=352]
+    refine:  51%|#####     | 37/72 [00:12<00:11, 3.02req/s, tokens=4321, tok/s=352]
 
 Outside :func:`reporting` a backend reports to nothing. Reporting changes no result: the
 backend decodes exactly what it would have, and only counts what it returns. A backend that
@@ -37,8 +40,8 @@ from dataclasses import dataclass
 from tqdm.auto import tqdm
 
 BAR_DELAY_S = 1.0
-"""A call's bar appears only once the call has run this long: calls served from the cache
-or by the simulated team draw nothing."""
+"""A call's bar appears only once the call has run this long: calls served from the
+response cache draw nothing."""
 
 Advance = Callable[[int, int], None]
 """``advance(requests, tokens)``: that many more requests of the call are done, having
