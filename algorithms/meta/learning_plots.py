@@ -22,6 +22,8 @@ from algorithms.core.figures import fitted_range
 from deliberation_env.meta.spaces import ACTION_NAMES
 
 METRIC = "eval/consensus_accuracy"
+MARKERS = ("o", "s", "^", "D", "v", "P")
+LINE_STYLES = ("-", "--", "-.", ":")
 Rows = list[dict[str, Any]]
 
 
@@ -79,7 +81,10 @@ def learning_curves(curves: Rows, baseline_rows: Rows, path: Path) -> None:
     one legend beside the panels."""
     series = _series(curves, METRIC)
     scales = sorted({scale for _, scale in series})
-    colour = {algo: f"C{k}" for k, algo in enumerate(sorted({algo for algo, _ in series}))}
+    algos = sorted({algo for algo, _ in series})
+    colour = {algo: f"C{k}" for k, algo in enumerate(algos)}
+    # hollow markers of their own shape and dash patterns: equal curves stay told apart
+    style = {algo: {"marker": MARKERS[k % len(MARKERS)], "ls": LINE_STYLES[k % len(LINE_STYLES)]} for k, algo in enumerate(algos)}
     fig, axes = plt.subplots(
         1, len(scales), figsize=(5.0 * len(scales), 4), squeeze=False, sharey=True
     )
@@ -89,7 +94,7 @@ def learning_curves(curves: Rows, baseline_rows: Rows, path: Path) -> None:
         for (algo, s), (episodes, values) in sorted(series.items()):
             if s == scale:
                 mean, half = _band(values)
-                ax.plot(episodes, mean, color=colour[algo], marker="o", markersize=3, label=algo)
+                ax.plot(episodes, mean, color=colour[algo], markerfacecolor="none", label=algo, **style[algo])
                 ax.fill_between(episodes, mean - half, mean + half, color=colour[algo], alpha=0.2)
                 drawn += [mean - half, mean + half]
         for name, value in references.items():
@@ -143,7 +148,7 @@ def action_shares(curves: Rows, finals: Rows, path: Path) -> None:
         for k, action in enumerate(ACTION_NAMES):
             episodes, values = per_action[action][(algo, scale)]
             mean, half = _band(values)
-            ax.plot(episodes, mean, color=f"C{k}", label=action)
+            ax.plot(episodes, mean, color=f"C{k}", marker="o", markersize=3, label=action)  # one update: a point
             ax.fill_between(episodes, mean - half, mean + half, color=f"C{k}", alpha=0.2)
         ax.set(title=f"{algo}, reward scale x{scale:g}", xlabel="training episodes", ylabel="share of actions",
                ylim=(0, 1))  # fmt: skip
