@@ -4,6 +4,9 @@ The first thing to read: one episode of the Dec-POMDP, what each agent observes,
 decomposed reward it receives.
 
     python examples/01_random_team.py [--team simulated|smollm2] [--episodes 2]
+
+Runtime: about 1 s on 2 CPU cores with the simulated team (measured once, 2026-11-25, on a
+shared 2-core Intel Xeon).
 """
 
 from __future__ import annotations

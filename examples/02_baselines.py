@@ -4,6 +4,9 @@ Uses the batched vector env and the evaluation helper every learner uses, so the
 are comparable with ``deliberate compare``.
 
     python examples/02_baselines.py [--team simulated] [--n-problems 200]
+
+Runtime: about 5 s on 2 CPU cores (measured once, 2026-11-25, on a shared 2-core Intel
+Xeon).
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import tyro
 
 import deliberation_env as de
 from algorithms import baselines
-from algorithms.cli import console, results_table
+from algorithms.commands.common import console
+from algorithms.commands.run import results_table
 from algorithms.meta.evaluate import evaluate
 
 
@@ -33,7 +37,7 @@ class Args:
 def main(args: Args) -> None:
     venv = de.vector_env(args.num_envs, task="arithmetic", team=args.team, max_rounds=args.max_rounds, split="test")
     results = [
-        evaluate(baselines.get(name), venv, range(min(args.n_problems, len(venv.problems))), progress=False)
+        evaluate(baselines.get(name), venv, range(min(args.n_problems, len(venv.problems))))  # progress on stderr
         for name in baselines.BASELINES
     ]
     console.print(results_table(results, f"baselines, team {args.team}"))

@@ -32,6 +32,13 @@ class Args:
     (a folder that holds a comparison is refused: every comparison gets its own)."""
 
 
+def mean_and_interval(stat: dict) -> str:
+    """``mean ± half-width (n=...)``; one value has no interval, and says so."""
+    if stat["n"] < 2:
+        return f"{stat['mean']:.3f} (n=1, no interval)"
+    return f"{stat['mean']:.3f} ± {stat['ci95']:.3f} (n={stat['n']})"
+
+
 def main(args: Args) -> dict:
     algos = ("softrankpo", "grpo", "magrpo")
     out_dir = args.out_dir or str(new_run_dir("compare", "meta", "+".join(algos)))
@@ -56,9 +63,9 @@ def main(args: Args) -> dict:
             out_dir=out_dir,
         )
     )
-    print(f"held-out {summary['metric']} (mean +- 95% CI over {args.seeds} seeds):")
+    print(f"held-out {summary['metric']} (mean ± 95% CI over seeds):")
     for name, stat in {**summary["learners"], **summary["baselines"]}.items():
-        print(f"  {name:>22}: {stat['mean']:.3f} +- {stat['ci95']:.3f}")
+        print(f"  {name:>22}: {mean_and_interval(stat)}")
     for name, share in summary.get("gap_closed", {}).items():
         closed = "n/a" if share is None else f"{share:+.0%}"
         print(f"  {name:>22} closes {closed} of the {summary['best_heuristic']}-to-oracle gap")

@@ -4,6 +4,8 @@ Nothing from ``algorithms/``: a linear-softmax meta-policy shared by all agents 
 ``obs[agent]["self"]`` and the peer rows, samples PERSIST / REFINE / CONCEDE every round
 through ``de.vector_env``, and follows the REINFORCE gradient of each agent's episode
 return with the batch mean as baseline. Run ``python examples/05_custom_learner.py --updates 3``.
+
+Runtime: about 15 s on 2 CPU cores (measured once, 2026-11-25, on a shared 2-core Xeon).
 """
 
 from dataclasses import dataclass

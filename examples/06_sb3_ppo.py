@@ -14,7 +14,9 @@ import numpy as np
 import supersuit as ss
 import tyro
 from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.utils import set_random_seed
+from tqdm.auto import tqdm
 
 import deliberation_env as de
 
@@ -32,6 +34,30 @@ class Args:
 
 
 ENV_KWARGS = {"task": "arithmetic", "team": "simulated", "n_agents": 3, "max_rounds": 3}
+
+
+class ProgressBar(BaseCallback):
+    """PPO's agent-steps done of the run's total and what it is doing, with a rate and an
+    ETA (tqdm, on stderr). PPO collects whole rollouts of ``n_steps`` per SB3 "env"
+    (agent), so the total is rounded up to them."""
+
+    def _on_training_start(self) -> None:
+        rollout = self.model.n_steps * self.training_env.num_envs
+        total = -(-self.locals["total_timesteps"] // rollout) * rollout
+        self.bar = tqdm(total=total, desc="PPO", unit="agent-step")
+
+    def _on_rollout_start(self) -> None:
+        self.bar.set_postfix_str("collecting")
+
+    def _on_step(self) -> bool:
+        self.bar.update(self.training_env.num_envs)  # one step of every SB3 "env" (agent)
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.bar.set_postfix_str("updating the policy")
+
+    def _on_training_end(self) -> None:
+        self.bar.close()
 
 
 def evaluate(model: PPO, num_problems: int, seed: int) -> float:
@@ -54,7 +80,7 @@ def main(args: Args) -> float:
             "MultiInputPolicy", env, n_steps=64, batch_size=128, learning_rate=3e-4, verbose=0
         )
         untrained = evaluate(model, args.eval_problems, args.seed)
-        model.learn(total_timesteps=args.total_timesteps)
+        model.learn(total_timesteps=args.total_timesteps, callback=ProgressBar())
     accuracy = evaluate(model, args.eval_problems, args.seed)
     print(f"held-out consensus accuracy: untrained {untrained:.3f}, after PPO {accuracy:.3f}")
     env.close()

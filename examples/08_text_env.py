@@ -15,6 +15,9 @@ its result on one);
 
     python examples/08_text_env.py [--task humaneval|arithmetic] [--episodes 1] [--max-turns 2]
         [--backend scripted|smollm2]
+
+Runtime: about 3 s on 2 CPU cores with the scripted backends (measured once, 2026-11-25, on
+a shared 2-core Intel Xeon).
 """
 
 from __future__ import annotations

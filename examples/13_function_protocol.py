@@ -15,6 +15,9 @@ adapter per agent.
 ``--model tiny`` (the default here) is a tiny random model: it checks the wiring in about
 10 seconds and writes random bytes, so its rewards come from luck. ``--model ""`` is
 SmolLM2-135M-Instruct (a few minutes per update on 2 CPU cores).
+
+Runtime: about 12 s on 2 CPU cores with the tiny model (measured once, 2026-11-25, on a
+shared 2-core Intel Xeon).
 """
 
 import argparse
@@ -50,7 +53,7 @@ def main(path: Path, model: str, updates: int) -> None:
 
     protocol = FunctionProtocol(task, prompt=prompt, reward=reward, n_agents=2, name="capitals")
     config = TextMAGRPOConfig(protocol=protocol, model=model, updates=updates, groups_per_update=2, group_size=4,
-                              max_new_tokens=16, progress=False)
+                              max_new_tokens=16)  # progress: a bar over the updates, on stderr
     result = train(config)
     for metrics in result.history:
         print(f"update {metrics['charts/update']:.0f}: joint reward {metrics['rewards/joint/mean']:.3f}")
