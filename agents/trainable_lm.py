@@ -471,12 +471,24 @@ class TrainableLM:
             return dict(seat.model.state_dict())
         base = seat.model.get_base_model()
         state = {name.replace(".base_layer.", "."): t for name, t in base.state_dict().items() if "lora_" not in name}
-        for name, module in base.named_modules():
-            if isinstance(module, LoraLayer) and seat.adapter in module.lora_A:
-                if module.use_dora.get(seat.adapter):
-                    raise NotImplementedError("merged_state_dict does not merge DoRA adapters (use_dora=True)")
-                state[f"{name}.weight"] = module.base_layer.weight + module.get_delta_weight(seat.adapter)
+        for name, module in self._adapted(agent).items():
+            if module.use_dora.get(seat.adapter):
+                raise NotImplementedError("merged_state_dict does not merge DoRA adapters (use_dora=True)")
+            state[f"{name}.weight"] = module.base_layer.weight + module.get_delta_weight(seat.adapter)
         return state
+
+    def adapted_weights(self, agent: str) -> list[str]:
+        """The weights (under :meth:`merged_state_dict`'s names) that ``agent``'s LoRA adapter
+        changes; every weight with full fine-tuning."""
+        if self._seat(agent).adapter is None:
+            return list(self.merged_state_dict(agent))
+        return [f"{name}.weight" for name in self._adapted(agent)]
+
+    def _adapted(self, agent: str) -> dict[str, LoraLayer]:
+        """The layers ``agent``'s adapter adapts, by their plain model's module names."""
+        seat = self._seat(agent)
+        modules = seat.model.get_base_model().named_modules()
+        return {name: m for name, m in modules if isinstance(m, LoraLayer) and seat.adapter in m.lora_A}
 
     # ------------------------------------------------------------------ persistence
     def _owners(self) -> list[str]:

@@ -1,18 +1,26 @@
 """Rollouts sampled by CTranslate2: the learner's policy handed to a fast engine each update.
 
 Sampling is what an update of the LLM-weight learners costs (:mod:`algorithms.text.base`).
-CTranslate2 decodes a batch several times faster than torch on the CPU, but only from
-weights it has loaded, so :class:`CTranslate2Sampler` hands it the policy of each update:
+CTranslate2 decodes a batch faster than torch on the CPU, but only from weights it has
+loaded, so :class:`CTranslate2Sampler` hands it the policy of each update: the first time,
 an agent's weights with its LoRA adapter merged in (:meth:`TrainableLM.merged_state_dict`)
 become a plain ``transformers`` model, CTranslate2's converter turns it into a float32
 model in a work directory (:func:`agents.ctranslate2_backend.convert_model`), and a
-``ctranslate2.Generator`` loads it. On the 2-core machine the hand-over takes about 1 s
-for SmolLM2-135M, and an update's sampling took 2.5x to 2.7x less time than torch's at 16
-completions, 2.9x to 3.2x less at 64 (BENCHMARKS.md, issue 14).
+``ctranslate2.Generator`` loads it. On the 2-core machine an update's sampling took 2.5x
+to 2.7x less time than torch's at 16 completions, 2.9x to 3.2x less at 64 (BENCHMARKS.md,
+issue 14).
 
 **On-policy.** The learner calls :meth:`sync` with the version of its weights before each
-collection; a new version drops the converted models, and each agent's is converted again
-on its first sampling call. A completion always comes from the weights of its update.
+collection; a new version makes the converted models stale, and each agent's is brought up
+to date on its first sampling call. An adapter changes only the weights of the layers it
+adapts, so only those are handed over again: their merged values are written over the old
+ones in the converted model's ``model.bin``, where the converter wrote them verbatim (the
+projections of a Llama-family model, :data:`LLAMA_WEIGHTS`; checked against the first
+conversion, byte for byte). Where that does not hold (full fine-tuning, another
+architecture, a layer not found as written) the whole model is converted again. Either
+way the converted model is, byte for byte, what converting the current weights gives. A
+completion always comes from the weights of its update; :attr:`CTranslate2Sampler.handover_seconds`
+sums the time spent handing weights over.
 
 **The same policy as** :meth:`TrainableLM.sample`: the chat template of the policy's
 tokenizer, the whole vocabulary (no top-k), then the temperature, then top-p, the policy's
@@ -41,8 +49,12 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
+import re
 import shutil
+import struct
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -60,6 +72,19 @@ from agents.ctranslate2_backend import (
 )
 from agents.local import usable_cpus
 from agents.trainable_lm import Completion, TrainableLM, check_sample_arguments
+
+LLAMA_WEIGHTS = {
+    "self_attn.q_proj": ("self_attention/linear_0", 0),
+    "self_attn.k_proj": ("self_attention/linear_0", 1),
+    "self_attn.v_proj": ("self_attention/linear_0", 2),
+    "self_attn.o_proj": ("self_attention/linear_1", 0),
+    "mlp.gate_proj": ("ffn/linear_0", 0),
+    "mlp.up_proj": ("ffn/linear_0_noact", 0),
+    "mlp.down_proj": ("ffn/linear_1", 0),
+}
+"""Where CTranslate2's converter writes the projections of layer i of a Llama-family model
+(``model.layers.{i}.<projection>.weight``): into the variable ``decoder/layer_{i}/<variable>/weight``,
+as part k of the rows (q, k and v are fused in this order: ``LlamaLoader.set_decoder``)."""
 
 
 class CTranslate2Sampler:
@@ -96,7 +121,11 @@ class CTranslate2Sampler:
         self._owned = work_dir is None
         self.work_dir = Path(tempfile.mkdtemp(prefix="ct2-sampler-") if work_dir is None else work_dir)
         self.version: int | None = None
+        self.handover_seconds = 0.0
+        """Seconds spent handing weights over (checking, converting, patching), summed over the calls."""
         self._converted: dict[tuple[int, str | None], Path] = {}
+        self._layouts: dict[tuple[int, str | None], dict[str, int] | None] = {}
+        self._current: set[tuple[int, str | None]] = set()
         stop_ids = sorted(lm._stop_ids)
         self._stop_ids = set(stop_ids)
         self._end_tokens = lm.tokenizer.convert_ids_to_tokens(stop_ids)
@@ -114,6 +143,7 @@ class CTranslate2Sampler:
         """
         if version == self.version:
             return
+        start = time.perf_counter()
         current = self.lm.state_dict()
         if sorted(weights) != sorted(current) or any(
             sorted(weights[agent]) != sorted(current[agent])
@@ -124,29 +154,48 @@ class CTranslate2Sampler:
                 "CTranslate2Sampler samples from the TrainableLM it was built with, and these weights are "
                 "not its weights: build the sampler on the learner's lm"
             )
-        self._drop_converted()
+        self._current.clear()
         self.version = version
+        self.handover_seconds += time.perf_counter() - start
 
     def _model_dir(self, agent: str) -> Path:
-        """The converted model ``agent`` acts with in the current version (converted on first use)."""
-        from transformers import AutoModelForCausalLM
-
+        """The converted model ``agent`` acts with in the current version (brought up to date
+        on first use: its adapted layers patched, or the whole model converted)."""
         seat = self.lm.seats[agent]
         key = (id(seat.model), seat.adapter)
-        if key not in self._converted:
-            with torch.device("meta"):
-                plain = AutoModelForCausalLM.from_config(seat.model.config)
-            # the converter takes the model apart: a throwaway one over the merged tensors
-            plain.load_state_dict(self.lm.merged_state_dict(agent), assign=True)
-            plain.requires_grad_(False)
-            work = self.work_dir / str(len(self._converted))
-            self._converted[key] = convert_model(plain, self.lm.tokenizer, work)
+        if key in self._current:
+            return self._converted[key]
+        start = time.perf_counter()
+        merged = self.lm.merged_state_dict(agent)
+        layout = self._layouts.get(key)
+        if layout is not None:
+            _patch(self._converted[key] / "model.bin", layout, merged)
+        else:
+            self._converted[key] = self._convert(seat.model.config, merged, self._converted.get(key))
+            if seat.adapter is not None and key not in self._layouts:  # found once, or known absent
+                self._layouts[key] = _layout(self._converted[key] / "model.bin", merged, self.lm.adapted_weights(agent))
+        self._current.add(key)
+        self.handover_seconds += time.perf_counter() - start
         return self._converted[key]
+
+    def _convert(self, config: Any, merged: Mapping[str, torch.Tensor], previous: Path | None) -> Path:
+        """Convert a plain model holding ``merged`` (into ``previous``'s work directory, or a new one)."""
+        from transformers import AutoModelForCausalLM
+
+        with torch.device("meta"):
+            plain = AutoModelForCausalLM.from_config(config)
+        # the converter takes the model apart: a throwaway one over the merged tensors
+        plain.load_state_dict(merged, assign=True)
+        plain.requires_grad_(False)
+        work = previous.parent if previous is not None else self.work_dir / str(len(self._converted))
+        return convert_model(plain, self.lm.tokenizer, work)
 
     def _drop_converted(self) -> None:
         for directory in self._converted.values():
             shutil.rmtree(directory.parent, ignore_errors=True)
         self._converted.clear()
+        self._layouts.clear()
+        self._current.clear()
 
     # ------------------------------------------------------------------ sampling
     def sample(
@@ -244,3 +293,68 @@ class CTranslate2Sampler:
 
     def __repr__(self) -> str:
         return f"CTranslate2Sampler(agents={self.lm.agents}, threads={self.threads}, version={self.version})"
+
+
+FLOAT32 = 0
+"""CTranslate2's type id of float32 in ``model.bin``."""
+
+
+def _variables(model_bin: Path) -> dict[str, tuple[int, tuple[int, ...], int]]:
+    """Each variable of a CTranslate2 ``model.bin``: the byte offset of its values, its
+    shape and its type id (the format ``ctranslate2.specs.ModelSpec`` writes)."""
+    with model_bin.open("rb") as file:
+
+        def read(layout: str) -> tuple[Any, ...]:
+            return struct.unpack(layout, file.read(struct.calcsize(layout)))
+
+        def string() -> str:
+            (length,) = read("H")
+            return file.read(length)[:-1].decode()
+
+        read("I")  # binary version
+        string()  # model name
+        read("I")  # revision
+        (count,) = read("I")
+        variables = {}
+        for _ in range(count):
+            name = string()
+            (rank,) = read("B")
+            shape = read(f"{rank}I")
+            (dtype,) = read("B")
+            (size,) = read("I")
+            variables[name] = (file.tell(), shape, dtype)
+            file.seek(size, os.SEEK_CUR)
+    return variables
+
+
+def _layout(model_bin: Path, merged: Mapping[str, torch.Tensor], names: Sequence[str]) -> dict[str, int] | None:
+    """The byte offset in ``model_bin`` of each weight of ``names``, where :data:`LLAMA_WEIGHTS`
+    places it and ``model_bin`` holds ``merged``'s values verbatim; None if one is not so."""
+    variables = _variables(model_bin)
+    layout = {}
+    with model_bin.open("rb") as file:
+        for name in names:
+            found = re.fullmatch(r"model\.layers\.(\d+)\.(.+)\.weight", name)
+            if found is None or found[2] not in LLAMA_WEIGHTS or merged[name].dtype != torch.float32:
+                return None
+            layer, (variable, part) = found[1], LLAMA_WEIGHTS[found[2]]
+            fused = [projection for projection, (other, _) in LLAMA_WEIGHTS.items() if other == variable]
+            rows_before = sum(merged[f"model.layers.{layer}.{projection}.weight"].shape[0] for projection in fused[:part])
+            entry = variables.get(f"decoder/layer_{layer}/{variable}/weight")
+            values = merged[name].detach().contiguous().numpy().tobytes()
+            if entry is None or entry[2] != FLOAT32:
+                return None
+            offset = entry[0] + rows_before * merged[name].shape[1] * 4
+            file.seek(offset)
+            if file.read(len(values)) != values:
+                return None
+            layout[name] = offset
+    return layout
+
+
+def _patch(model_bin: Path, layout: Mapping[str, int], merged: Mapping[str, torch.Tensor]) -> None:
+    """Write ``merged``'s values of the weights of ``layout`` at their offsets in ``model_bin``."""
+    with model_bin.open("r+b") as file:
+        for name, offset in layout.items():
+            file.seek(offset)
+            file.write(merged[name].detach().contiguous().numpy().tobytes())

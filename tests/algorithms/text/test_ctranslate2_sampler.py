@@ -97,7 +97,7 @@ def test_without_exact_logprobs_they_are_nan_where_torch_would_have_to_score(mak
         assert list(completion.logprobs) == pytest.approx(expected, abs=1e-4)
 
 
-def test_each_version_is_handed_over_and_old_ones_are_dropped(make_lm, tmp_path):
+def test_each_version_is_handed_over(make_lm, tmp_path):
     lm = make_lm()
     sampler = CTranslate2Sampler(lm, threads=1, work_dir=tmp_path)
     sampler.sync(lm.state_dict(), 1)
@@ -109,11 +109,36 @@ def test_each_version_is_handed_over_and_old_ones_are_dropped(make_lm, tmp_path)
     assert list(stale.logprobs) != pytest.approx(scored(lm, "agent_0", [stale], 1.0)[0], abs=1e-3)
     sampler.sync(lm.state_dict(), 1)  # the same version: nothing happens
     assert sampler.sample("agent_0", [CHAT], [0], max_new_tokens=8, temperature=0.0)[0] == stale
+    spent = sampler.handover_seconds
     sampler.sync(lm.state_dict(), 2)
-    assert not any(tmp_path.iterdir())  # version 1's model is gone
     handed = sampler.sample("agent_0", [CHAT], [0], max_new_tokens=8, temperature=0.0)[0]
     assert handed.token_ids == now.token_ids
     assert list(handed.logprobs) == pytest.approx(scored(lm, "agent_0", [handed], 1.0)[0], abs=1e-4)
+    assert sampler.handover_seconds > spent > 0
+
+
+@pytest.mark.parametrize(("finetune", "separate", "conversions"), [("lora", False, 1), ("lora", True, 1), ("full", False, 2)])
+def test_a_new_version_is_what_converting_it_gives_byte_for_byte(make_lm, tmp_path, monkeypatch, finetune, separate, conversions):
+    """An adapter's layers are written over the old ones in place; without an adapter the
+    model is converted again. Either way: the file a conversion of the new weights writes."""
+    from algorithms.text import ctranslate2_sampler
+
+    calls = []
+    convert = ctranslate2_sampler.convert_model
+    monkeypatch.setattr(ctranslate2_sampler, "convert_model", lambda *a, **k: calls.append(1) or convert(*a, **k))
+    lm = make_lm(finetune=finetune, separate=separate)
+    sampler = CTranslate2Sampler(lm, threads=1, work_dir=tmp_path / "handed")
+    sampler.sync(lm.state_dict(), 1)
+    sampler.sample("agent_0", [CHAT], [0], max_new_tokens=2)
+    move(lm, "agent_0", seed=5)
+    sampler.sync(lm.state_dict(), 2)
+    handed = sampler.sample("agent_0", [CHAT, OTHER], [3, 4], max_new_tokens=8)
+    assert len(calls) == conversions
+    fresh = CTranslate2Sampler(lm, threads=1, work_dir=tmp_path / "fresh")
+    fresh.sync(lm.state_dict(), 2)
+    assert fresh.sample("agent_0", [CHAT, OTHER], [3, 4], max_new_tokens=8) == handed
+    (ours,), (theirs,) = (sorted((tmp_path / side).rglob("model.bin")) for side in ("handed", "fresh"))
+    assert ours.read_bytes() == theirs.read_bytes()
 
 
 def test_misuse_is_refused_and_close_removes_its_models(make_lm):
