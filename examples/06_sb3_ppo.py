@@ -5,6 +5,10 @@ SB3 PPO policy (a ``MultiInputPolicy`` over the ``self`` / ``peers`` dict) acts 
 agent: parameter sharing. The trained model is then evaluated greedily on held-out
 problems through ``de.vector_env(split="test")``. Run
 ``python examples/06_sb3_ppo.py --total-timesteps 512`` for a quick check.
+
+Runtime on 2 CPU cores (measured once, 2026-11-25, on a shared 2-core Intel Xeon): about 7
+minutes with the defaults (20,000 agent-steps of PPO); the tests' settings
+(``--total-timesteps 256 --num-copies 2 --eval-problems 10``) take about 8 s.
 """
 
 import warnings
