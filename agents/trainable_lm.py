@@ -449,7 +449,8 @@ class TrainableLM:
             ).logits
             logits = torch.cat([logits, later], dim=1)
         targets, _ = _right_pad([list(c) for c in completions], longest, 0, self.device)
-        logp = torch.log_softmax(logits.float() / temperature, dim=-1).gather(2, targets[:, :, None])[:, :, 0]
+        logits = logits.float() if temperature == 1 else logits.float() / temperature  # x / 1 is x: no copy
+        logp = torch.log_softmax(logits, dim=-1).gather(2, targets[:, :, None])[:, :, 0]
         return [logp[row, : len(completion)] for row, completion in enumerate(completions)]
 
     @torch.no_grad()

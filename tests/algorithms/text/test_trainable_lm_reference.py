@@ -132,7 +132,8 @@ def test_sampling_draws_the_tokens_of_the_plain_decoder(make_lm, temperature, to
         assert list(completion.logprobs) == pytest.approx(row, abs=1e-5)
 
 
-def test_scoring_with_shared_prompts_keeps_the_loss_and_its_gradient(make_lm):
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_scoring_with_shared_prompts_keeps_the_loss_and_its_gradient(make_lm, temperature):
     from algorithms.text.losses import text_policy_loss, token_weights
 
     lm = make_lm(batch_size=8)
@@ -152,8 +153,8 @@ def test_scoring_with_shared_prompts_keeps_the_loss_and_its_gradient(make_lm):
         loss, _ = text_policy_loss(logp, logp.detach(), None, advantages, mask, weights, 0.2, 0.0)
         return logp.detach(), loss.item(), torch.autograd.grad(loss, lm.parameters("agent_0"))
 
-    fast = loss_and_gradient(lm.logprobs("agent_0", prompts, completions, temperature=0.7)[0])
-    plain = loss_and_gradient(reference_logprobs(lm, "agent_0", prompts, completions, 0.7))
+    fast = loss_and_gradient(lm.logprobs("agent_0", prompts, completions, temperature=temperature)[0])
+    plain = loss_and_gradient(reference_logprobs(lm, "agent_0", prompts, completions, temperature))
     assert torch.allclose(fast[0], plain[0], atol=1e-5)
     assert fast[1] == pytest.approx(plain[1], rel=1e-5)
     for ours, theirs in zip(fast[2], plain[2], strict=True):
