@@ -11,6 +11,10 @@ agents) and is evaluated greedily on held-out problems with the package's own
 evaluation (:func:`algorithms.meta.evaluate.evaluate`). Needs the ``integrations`` extra.
 
     python examples/12_benchmarl.py [--iterations 20] [--frames-per-batch 480]
+
+Runtime on 2 CPU cores (measured once, 2026-11-25, on a shared 2-core Intel Xeon): about 9
+minutes with the defaults (BenchMARL's own bar shows the iterations); the tests' settings
+(``--iterations 2 --eval-problems 8 --frames-per-batch 24``) take about 15 s.
 """
 
 from __future__ import annotations
