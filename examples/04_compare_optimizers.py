@@ -48,7 +48,7 @@ def main(args: Args) -> dict:
         sft_updates=args.sft_updates,
         eval_every=max(1, args.updates // 5),
         eval_problems=200,
-        progress=False,
+        progress=True,  # a bar over the comparison's runs, on stderr
         softrankpo=SoftRankPOConfig(**batch),
         grpo=GRPOConfig(**batch),
         magrpo=MAGRPOConfig(**batch),
