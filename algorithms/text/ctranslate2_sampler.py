@@ -8,7 +8,8 @@ become a plain ``transformers`` model, CTranslate2's converter turns it into a f
 model in a work directory (:func:`agents.ctranslate2_backend.convert_model`), and a
 ``ctranslate2.Generator`` loads it. On the 2-core machine an update's sampling took 2.5x
 to 2.7x less time than torch's at 16 completions, 2.9x to 3.2x less at 64 (BENCHMARKS.md,
-issue 14).
+issue 14), against torch's sampler before it shared a group's prompt and stopped sorting
+the vocabulary at every token; against today's, ``benchmarks/text_speed.py`` measures both.
 
 **On-policy.** The learner calls :meth:`sync` with the version of its weights before each
 collection; a new version makes the converted models stale, and each agent's is brought up
