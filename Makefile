@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install install-llamacpp install-dev run test lint
+.PHONY: install install-llamacpp install-dev run test test-fast lint
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -45,6 +45,11 @@ run: install
 test: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# The edit loop's tier (unit and api; tests/conftest.py says what each tier holds): under
+# 3 minutes on 2 cores, its 10 slowest tests listed to keep it so. `make test` runs every tier.
+test-fast: install-dev
+	$(BIN)/python -m pytest -m "not slow and not ray and not integrations" --durations=10
 
 lint: install-dev
 	$(BIN)/ruff check .

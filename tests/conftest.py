@@ -1,4 +1,127 @@
+"""Test tiers, set on every collected test from where it lives and what it uses.
+
+Test files carry no tier marks: the hook below reads each test's folder, file name, the
+packages its module imports and the fixtures it requests, so a test keeps its tier when
+its file moves. The tiers (pytest markers; a test may have several):
+
+- ``unit``: everything no other tier claims: pure functions checked on hand-computed
+  values, envs on simulated or scripted teams, learners on the tiny random model,
+  the sandbox, the CLI in process, and the packages' doctests.
+- ``api``: the public API's contract: PettingZoo conformance (a module that imports
+  ``pettingzoo.test``) and the files named in ``API_FILES`` (bad input, determinism,
+  the vector env, the names users import).
+- ``integrations``: the ecosystem libraries: tests under an ``integrations`` folder and
+  modules that import one of ``ECOSYSTEM`` (Stable-Baselines3, SuperSuit, TorchRL,
+  BenchMARL; RLlib's tests sit in ``integrations/``).
+- ``ray``: modules that import Ray (local clusters, actors, rollout workers).
+- ``slow``: the bundled SmolLM2 end to end (a test that requests a fixture of
+  ``REAL_MODEL_FIXTURES``, or is named in ``SLOW_TESTS``), the examples, tutorial and
+  paper-scale commands run as programs (``SLOW_FILES``, file names with "example" or
+  "tutorial"), the sandbox's attack suites (file names with "attacks": hundreds of
+  hostile programs), and single tests over 4 CPU-seconds (``SLOW_TESTS``), chosen by
+  measured time so that the fast tier stays within its budget.
+
+``make test`` (CI) runs every tier. ``make test-fast`` runs the edit-loop tier,
+``pytest -m "not slow and not ray and not integrations"`` (unit and api), in under 3
+minutes on 2 cores. One tier alone: ``pytest -m ray``; any marker expression works.
+"""
+
+from __future__ import annotations
+
 import sys
+from functools import cache
 from pathlib import Path
+from types import ModuleType
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+TIERS = {
+    "unit": "no other tier: hand-computed values, simulated teams, the tiny model, doctests",
+    "api": "the public API's contract: PettingZoo conformance, bad input, determinism",
+    "integrations": "ecosystem libraries: Stable-Baselines3, SuperSuit, RLlib, TorchRL, BenchMARL",
+    "ray": "Ray clusters, actors and rollout workers",
+    "slow": "the real SmolLM2 end to end, examples run as programs, attack suites, heavy runs",
+}
+ECOSYSTEM = frozenset({"stable_baselines3", "supersuit", "torchrl", "benchmarl"})
+API_FILES = frozenset(
+    {"test_api.py", "test_bad_input.py", "test_action_names.py", "test_determinism.py",
+     "test_vector.py", "test_properties.py", "test_moved_modules.py"}
+)  # fmt: skip
+# Module- or session-scoped fixtures that load the bundled SmolLM2 (llama.cpp, CTranslate2,
+# transformers) or serve it (llama_cpp.server).
+REAL_MODEL_FIXTURES = frozenset({"smollm2", "backend", "server", "server_url"})
+# Whole files of programs: the paper-scale commands against SmolLM2, and interpreters that
+# must exit cleanly while CTranslate2 decodes (each test starts several).
+SLOW_FILES = frozenset({"test_cli_paper_path.py", "test_ctranslate2_lifetime.py"})
+# File names with these words: programs run as a user runs them, hostile programs in bulk.
+SLOW_WORDS = ("example", "tutorial", "attacks")
+# Single tests over 4 CPU-seconds each (measured 2026-11-25, 2-core Xeon): SmolLM2 loaded in
+# the test itself, `deliberate` or several Pythons started as subprocesses, every HumanEval
+# canonical solution through the sandbox, searches over whole episodes or a fine grid of
+# the sampler's uniforms, and runs of several updates with evaluations.
+SLOW_TESTS = frozenset(
+    {"test_a_gguf_model_fully_fine_tuned_saves_and_serves",
+     "test_the_default_team_is_built_without_importing_llama_cpp",
+     "test_the_cli_clears_a_cache_only_when_told_to",
+     "test_processes_that_create_one_cache_file_at_once_all_open_it",
+     "test_the_deliberate_command_finds_a_protocol_module_in_the_working_directory",
+     "test_held_out_metrics_join_every_interval_th_update_and_the_metrics_file",
+     "test_every_canonical_solution_is_admitted_and_passes_its_tests",
+     "test_all_canonical_solutions_pass_and_a_wrong_one_fails",
+     "test_rewards_and_contributions_stay_in_their_documented_bounds",
+     "test_every_uniform_of_a_fine_grid_picks_the_sorts_token",
+     "test_periodic_evaluations_of_a_run_become_points_on_its_curve",
+     "test_resume_equals_an_uninterrupted_run",
+     "test_run_reports_every_evaluation_and_no_progress_changes_nothing"}
+)  # fmt: skip
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the tier markers (``pytest --markers`` lists them)."""
+    for name, description in TIERS.items():
+        config.addinivalue_line("markers", f"{name}: {description}")
+
+
+@cache
+def _imported(module: ModuleType) -> frozenset[str]:
+    """Dotted names of the modules that ``module``'s globals come from."""
+    names = set()
+    for value in vars(module).values():
+        name = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None)
+        if isinstance(name, str):
+            names.add(name)
+    return frozenset(names)
+
+
+def tiers(item: pytest.Item) -> set[str]:
+    """The tier markers of one collected test (doctests are ``unit``)."""
+    module = getattr(item, "module", None)
+    imported = _imported(module) if module is not None else frozenset()
+    packages = {name.partition(".")[0] for name in imported}
+    name = getattr(item, "originalname", item.name)
+    found = set()
+    if "integrations" in item.path.parts or packages & ECOSYSTEM:
+        found.add("integrations")
+    if "ray" in packages:
+        found.add("ray")
+    if (
+        item.path.name in SLOW_FILES
+        or any(word in item.path.name for word in SLOW_WORDS)
+        or name in SLOW_TESTS
+        or REAL_MODEL_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+    ):
+        found.add("slow")
+    if not found and (
+        item.path.name in API_FILES or any(n.startswith("pettingzoo.test") for n in imported)
+    ):
+        found.add("api")
+    return found or {"unit"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every collected test with its tiers."""
+    for item in items:
+        for tier in sorted(tiers(item)):
+            item.add_marker(tier)
