@@ -13,8 +13,7 @@ evaluation (:func:`algorithms.meta.evaluate.evaluate`). Needs the ``integrations
 
 Runtime on 2 CPU cores (measured once, 2026-11-25, on a shared 2-core Intel Xeon): the
 defaults ran over 10 minutes (11 of 20 iterations done when stopped, one line each); the
-tests' settings (``--iterations 2 --eval-problems 8 --batch-size 64``) take about 41 s,
-most of it Ray starting.
+tests' settings (``--iterations 2 --eval-problems 8 --batch-size 64``) take about 41 s.
 """
 
 from __future__ import annotations
