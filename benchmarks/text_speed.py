@@ -273,6 +273,8 @@ def interleaver(contenders: list[Contender], trl_times: Timings):
             trl_times.update.append(time.perf_counter() - self.mark)
             for contender in contenders:
                 contender.train_step()
+            ours = ", ".join(f"ours-{c.sampler} {c.times.update[-1]:.2f} s" for c in contenders)
+            print(f"round {len(trl_times.update)}: TRL {trl_times.update[-1]:.2f} s, {ours}", flush=True)
             self.mark = time.perf_counter()
 
     return Interleave()
