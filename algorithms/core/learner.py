@@ -6,10 +6,12 @@ family's SFT is one); :class:`GroupPolicyGradient` is the group policy-gradient 
 both families, step by step:
 
 1. ``collect``: B problems, G rollouts each from the same start state (a group).
-2. ``returns``: each agent's return, (B, G, n) (the text family: one per turn).
+2. ``returns``: each agent's return, (B, G, n) (the text family: one per turn). This is
+   where a learner decides what an agent's return is (MAGRPO's: the team's joint return).
 3. ``group_advantages``: the returns' advantages within each group, through
-   ``compute_advantages``, **the one method a variant (GRPO, MAGRPO, SoftRankPO) overrides**;
-   ``sample_advantages`` hands each trained sample its trajectory's advantage.
+   ``compute_advantages(returns)``, (B, G, n) -> (B, G, n), **the one method a variant
+   (GRPO, MAGRPO, SoftRankPO) overrides**; ``sample_advantages`` hands each trained sample
+   its trajectory's advantage.
 4. ``optimize``: the clipped policy-gradient loss (and KL) on the samples.
 
 The meta family's learners are in :mod:`algorithms.meta.base`, the text family's in
@@ -129,7 +131,8 @@ class Learner(abc.ABC):
 class GroupPolicyGradient(Learner):
     """One update of group rollouts and group-relative advantages (the module docstring).
 
-    A family implements the steps for its policy; a variant overrides ``compute_advantages``.
+    A family implements the steps for its policy; a variant overrides
+    :meth:`compute_advantages` (returns (B, G, n) -> advantages (B, G, n)).
     """
 
     @abc.abstractmethod
@@ -141,8 +144,31 @@ class GroupPolicyGradient(Learner):
         """The batch's returns, (B, G, n_agents) (or one such per turn)."""
 
     @abc.abstractmethod
+    def compute_advantages(self, returns: torch.Tensor) -> torch.Tensor:
+        r"""Each agent's advantage within its group: the one method a variant overrides.
+
+        Agent i's advantage in rollout g of group b depends only on the G returns of that
+        agent in that group (the group is the baseline, no critic), e.g. GRPO's
+
+        .. math::
+
+            A_{b,g,i} = \frac{R_{b,g,i} - \operatorname{mean}_h R_{b,h,i}}
+                             {\operatorname{std}_h R_{b,h,i} + \epsilon}.
+
+        Args:
+            returns: (B, G, n_agents) float: B groups of G rollouts, each agent's return as
+                :meth:`returns` defines it (one turn's for the text family; MAGRPO's is
+                the team's joint return, the same for every agent).
+
+        Returns:
+            Advantages (B, G, n_agents).
+        """
+
     def group_advantages(self, batch: Any, returns: torch.Tensor) -> torch.Tensor:
-        """The returns' advantages within each group, through ``compute_advantages``."""
+        """The returns' advantages within each group: :meth:`compute_advantages` of them (a
+        family whose returns have more axes, such as the text family's turns, overrides
+        this to apply it to each)."""
+        return self.compute_advantages(returns)
 
     @abc.abstractmethod
     def sample_advantages(self, batch: Any, advantages: torch.Tensor) -> torch.Tensor:

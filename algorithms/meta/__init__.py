@@ -10,7 +10,8 @@ learner                 config                       what changes
 ======================  ===========================  =========================================
 
 The three policy-gradient learners share :class:`~algorithms.meta.base.PolicyGradientLearner`
-and override only ``compute_advantages``. A run of one of them is :func:`~algorithms.meta.train.train`,
+and override ``compute_advantages(returns)``, (B, G, n_agents) -> (B, G, n_agents), the
+signature of both families (MAGRPO also ``returns``: every agent's is the joint return). A run of one of them is :func:`~algorithms.meta.train.train`,
 a comparison of several :func:`~algorithms.meta.compare.compare`; the heuristic baselines are in
 :mod:`algorithms.meta.baselines`.
 """

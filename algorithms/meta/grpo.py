@@ -23,6 +23,14 @@ class GRPO(PolicyGradientLearner):
     config_class = GRPOConfig
     name = "grpo"
 
-    def compute_advantages(self, returns: torch.Tensor, team_rewards: torch.Tensor) -> torch.Tensor:
-        """Group-standardized advantages of each agent's return, (B, G, n_agents)."""
+    def compute_advantages(self, returns: torch.Tensor) -> torch.Tensor:
+        """Group-standardized advantages of each agent's return:
+        A_{g,i} = (R_{g,i} - mean_h R_{h,i}) / (std_h R_{h,i} + eps).
+
+        Args:
+            returns: (B, G, n_agents) each agent's episode return.
+
+        Returns:
+            Advantages (B, G, n_agents).
+        """
         return per_agent_groups(partial(grpo_advantages, eps=self.config.eps), returns)

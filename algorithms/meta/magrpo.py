@@ -1,9 +1,11 @@
 """MAGRPO (https://arxiv.org/abs/2508.04652): one joint advantage for the whole team.
 
-The only change w.r.t. :class:`~algorithms.meta.base.PolicyGradientLearner` is
-:meth:`MAGRPO.compute_advantages`: the joint return of each trajectory minus its group
-mean (:func:`~algorithms.core.advantages.magrpo_advantages`), shared by every agent of the
-trajectory (centralized training, decentralized execution).
+The changes w.r.t. :class:`~algorithms.meta.base.PolicyGradientLearner`:
+:meth:`MAGRPO.returns` credits every agent of a trajectory with the team's joint return
+(the sum of the agents' returns, or the team reward with ``joint_return="team"``), and
+:meth:`MAGRPO.compute_advantages` takes each return minus its group mean
+(:func:`~algorithms.core.advantages.magrpo_advantages`), so every agent of the trajectory
+gets the same advantage (centralized training, decentralized execution).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 import torch
 
 from algorithms.core.advantages import magrpo_advantages
-from algorithms.meta.base import PolicyGradientLearner
+from algorithms.core.checks import per_agent_groups
+from algorithms.meta.base import PolicyGradientLearner, Rollout
 from algorithms.meta.config import MAGRPOConfig
 
 
@@ -21,7 +24,30 @@ class MAGRPO(PolicyGradientLearner):
     config_class = MAGRPOConfig
     name = "magrpo"
 
-    def compute_advantages(self, returns: torch.Tensor, team_rewards: torch.Tensor) -> torch.Tensor:
-        """Mean-centred joint-return advantages, broadcast to (B, G, n_agents)."""
-        joint = returns.sum(dim=2) if self.config.joint_return == "sum" else team_rewards
-        return magrpo_advantages(joint).unsqueeze(2).expand_as(returns)
+    def returns(self, batch: Rollout) -> torch.Tensor:
+        """The joint return of each trajectory, credited to every agent of it:
+        R_{g,i} = sum_j R_{g,j} (``joint_return="sum"``) or the team reward T_g (``"team"``).
+
+        Args:
+            batch: The rollout, with each agent's return (B, G, n_agents) and the team
+                rewards (B, G).
+
+        Returns:
+            (B, G, n_agents), equal across the agent axis.
+        """
+        if self.config.joint_return == "sum":
+            joint = batch.returns.sum(dim=2, keepdim=True)
+        else:
+            joint = batch.team_rewards.unsqueeze(2)
+        return joint.expand_as(batch.returns)
+
+    def compute_advantages(self, returns: torch.Tensor) -> torch.Tensor:
+        """Mean-centred joint-return advantages: A_{g,i} = R_{g,i} - mean_h R_{h,i}.
+
+        Args:
+            returns: (B, G, n_agents) the joint returns of :meth:`returns`.
+
+        Returns:
+            Advantages (B, G, n_agents), equal across the agent axis when the returns are.
+        """
+        return per_agent_groups(magrpo_advantages, returns)

@@ -24,6 +24,15 @@ class SoftRankPO(PolicyGradientLearner):
     config_class = SoftRankPOConfig
     name = "softrankpo"
 
-    def compute_advantages(self, returns: torch.Tensor, team_rewards: torch.Tensor) -> torch.Tensor:
-        """Soft-rank advantages of each agent's return within its group, (B, G, n_agents)."""
+    def compute_advantages(self, returns: torch.Tensor) -> torch.Tensor:
+        """Soft-rank advantages of each agent's return within its group:
+        A_{g,i} = Phi^{-1}(s_{g,i} / G), s_{g,i} = 1/2 + sum_{h != g} sigmoid((z_{g,i} - z_{h,i}) / tau),
+        z the group-standardized returns.
+
+        Args:
+            returns: (B, G, n_agents) each agent's episode return.
+
+        Returns:
+            Advantages (B, G, n_agents), the same for any positive scale of ``returns``.
+        """
         return per_agent_groups(partial(softrank_advantages, tau=self.config.tau), returns)

@@ -1,6 +1,7 @@
 """Learners on the simulated team: configs, advantages per learner, tiny runs, checkpoints."""
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -86,16 +87,21 @@ def test_each_learner_forms_its_own_advantages():
     returns = torch.tensor([[[0.0, 2.0], [1.0, 2.0], [1.0, 0.0]]])  # (B=1, G=3, n_agents=2)
     team = torch.tensor([[1.0, 0.0, 0.0]])
     config = {"groups_per_update": 1, "group_size": 3, "hidden_size": 16, "num_heads": 2}
+    batch = SimpleNamespace(returns=returns, team_rewards=team)
     learners = {cls.name: cls(cfg(**config), venv_for(cfg(**config))) for cls, cfg in PG}
-    soft = learners["softrankpo"].compute_advantages(returns, team)
-    assert torch.allclose(soft, learners["softrankpo"].compute_advantages(10 * returns, team))
+
+    def advantages(learner, batch=batch):
+        return learner.compute_advantages(learner.returns(batch))
+
+    soft = advantages(learners["softrankpo"])
+    assert torch.allclose(soft, advantages(learners["softrankpo"], SimpleNamespace(returns=10 * returns)))
     assert soft[0, 1, 0] == soft[0, 2, 0] and soft[0, 0, 0] < 0  # agent 0: ties, lowest
-    grpo = learners["grpo"].compute_advantages(returns, team)
+    grpo = advantages(learners["grpo"])
     assert torch.allclose(grpo.mean(dim=1), torch.zeros(1, 2), atol=1e-6)
-    magrpo = learners["magrpo"].compute_advantages(returns, team)  # joint sums 2, 3, 1
+    magrpo = advantages(learners["magrpo"])  # joint sums 2, 3, 1
     assert torch.allclose(magrpo[0], torch.tensor([[0.0, 0.0], [1.0, 1.0], [-1.0, -1.0]]))
     team_config = MAGRPOConfig(joint_return="team", **config)
-    team_magrpo = MAGRPO(team_config, venv_for(team_config)).compute_advantages(returns, team)
+    team_magrpo = advantages(MAGRPO(team_config, venv_for(team_config)))
     assert torch.allclose(team_magrpo[0, :, 1], torch.tensor([2 / 3, -1 / 3, -1 / 3]))
 
 
@@ -164,7 +170,7 @@ def test_stop_on_consensus_drops_transitions_of_ended_episodes():
     learner = GRPO(config, venv_for(config, stop_on_consensus=True))
     rollout = learner.collect()
     assert len(rollout.actions) < config.num_envs * 3 * 2  # some episodes ended after round 1
-    assert torch.isfinite(learner.compute_advantages(rollout.returns, rollout.team_rewards)).all()
+    assert torch.isfinite(learner.compute_advantages(learner.returns(rollout))).all()
 
 
 def test_play_shows_each_round_before_stepping_the_env():
