@@ -1,7 +1,8 @@
 """Optimizer comparisons: same env, same problems, same budget (``deliberate compare``).
 
 ``compare(CompareConfig(...))`` runs ``train`` for every algorithm x seed x reward scale
-with the same env, problems, warm start and budget, evaluates the baselines of
+with the same env, problems, warm start and budget (the shared loop of both families,
+:func:`~algorithms.core.compare.run_grid`, seed by seed after each seed's SFT warm start), evaluates the baselines of
 :mod:`algorithms.meta.baselines` on the same held-out problems, and writes to ``out_dir``:
 
 =========================  ============================================================
@@ -23,13 +24,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
 from algorithms.core.checkpoints import CHECKPOINT
-from algorithms.core.compare import summarize_runs, write_csv
+from algorithms.core.compare import run_grid, summarize_runs, write_csv
 from algorithms.core.metrics import read_metrics
 from algorithms.core.run_dirs import new_run_dir, open_run_dir
 from algorithms.meta import baselines, learning_plots
@@ -45,69 +47,79 @@ def compare(cfg: CompareConfig) -> dict[str, Any]:
     out_dir = open_run_dir(cfg.out_dir, dataclasses.asdict(cfg), cfg.train.resume, COMPARE_RESUMABLE)
     learners = [a for a in cfg.algos if a != "sft"]
     runs = cfg.seeds * (len(cfg.reward_scales) * len(learners) + bool(cfg.train.sft_updates))
-    curves: list[dict[str, Any]] = []
-    finals: list[dict[str, Any]] = []
     with tqdm(total=runs, desc="compare", unit="run", disable=not cfg.train.progress) as bar:
-        for seed in range(cfg.seeds):
-            warm_start = cfg.train.warm_start
-            if cfg.train.sft_updates and not warm_start:
-                run_dir = out_dir / "sft" / f"seed{seed}"
-                final = train(
-                    dataclasses.replace(
-                        cfg.train,
-                        algo="sft",
-                        updates=cfg.train.sft_updates,
-                        seed=seed,
-                        run_dir=str(run_dir),
-                        progress=False,
-                    )
-                )
-                warm_start = str(run_dir / CHECKPOINT)
-                if "sft" in cfg.algos:
-                    for scale in cfg.reward_scales:  # the warm start is the same at every scale
-                        _collect(curves, finals, run_dir, final, "sft", scale, seed)
-                bar.update()
-            for scale in cfg.reward_scales:
-                env = dataclasses.replace(cfg.train.env, reward_scale=scale)
-                for algo in learners:
-                    run_dir = out_dir / f"scale{scale:g}" / algo / f"seed{seed}"
-                    final = train(
-                        dataclasses.replace(
-                            cfg.train,
-                            algo=algo,
-                            env=env,
-                            seed=seed,
-                            warm_start=warm_start,
-                            run_dir=str(run_dir),
-                            progress=False,
-                        )
-                    )
-                    _collect(curves, finals, run_dir, final, algo, scale, seed)
-                    bar.set_postfix(
-                        last=f"{algo}@{scale:g}: {final['eval/consensus_accuracy']:.3f}"
-                    )
-                    bar.update()
+        grid = Grid(cfg, out_dir, bar)
+        grid_runs = [(scale, algo) for scale in cfg.reward_scales for algo in learners]
+        run_grid(grid.train_learner, grid_runs, cfg.seeds, setup_seed=grid.warm_start_seed)
     baseline_rows = _evaluate_baselines(cfg)
-    write_csv(out_dir / "curves.csv", curves)
-    write_csv(out_dir / "final.csv", finals + baseline_rows)
-    summary = summarize(finals, baseline_rows)
+    write_csv(out_dir / "curves.csv", grid.curves)
+    write_csv(out_dir / "final.csv", grid.finals + baseline_rows)
+    summary = summarize(grid.finals, baseline_rows)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    learning_plots.write_all(out_dir, curves, finals, baseline_rows)
+    learning_plots.write_all(out_dir, grid.curves, grid.finals, baseline_rows)
     return summary
 
 
-def _collect(
-    curves: list,
-    finals: list,
-    run_dir: Path,
-    final: dict[str, float],
-    algo: str,
-    scale: float,
-    seed: int,
-) -> None:
-    tags = {"algo": algo, "reward_scale": scale, "seed": seed}
-    curves.extend({**tags, **record} for record in read_metrics(run_dir / "metrics.jsonl"))
-    finals.append({**tags, **final})
+@dataclass
+class Grid:
+    """The comparison's runs as :func:`~algorithms.core.compare.run_grid` calls them, seed by
+    seed: the seed's warm start, then every (reward scale, learner) from it.
+
+    Attributes:
+        cfg: The comparison.
+        out_dir: Its folder: ``sft/seed<k>`` and ``scale<s>/<algo>/seed<k>`` hold the runs.
+        bar: The progress bar over the runs.
+        curves: Every run's metrics records, tagged with ``algo``, ``reward_scale`` and ``seed``.
+        finals: Every run's final metrics, tagged alike.
+        warm_start: The checkpoint the current seed's learners start from ("" for none).
+    """
+
+    cfg: CompareConfig
+    out_dir: Path
+    bar: Any
+    curves: list[dict[str, Any]] = field(default_factory=list)
+    finals: list[dict[str, Any]] = field(default_factory=list)
+    warm_start: str = ""
+
+    def warm_start_seed(self, seed: int) -> None:
+        """The seed's warm start: the configured one, else (with ``sft_updates``) an SFT run,
+        recorded at every reward scale when ``sft`` is compared (it is the same at each)."""
+        cfg = self.cfg
+        self.warm_start = cfg.train.warm_start
+        if not cfg.train.sft_updates or self.warm_start:
+            return
+        run_dir = self.out_dir / "sft" / f"seed{seed}"
+        final = self.run("sft", cfg.train.env, seed, run_dir, updates=cfg.train.sft_updates)
+        self.warm_start = str(run_dir / CHECKPOINT)
+        if "sft" in cfg.algos:
+            for scale in cfg.reward_scales:
+                self.record(run_dir, final, "sft", scale, seed)
+        self.bar.update()
+
+    def train_learner(self, scaled: tuple[float, str], seed: int) -> dict[str, float]:
+        """Train one learner at one reward scale and seed from the seed's warm start; its
+        final metrics."""
+        scale, algo = scaled
+        run_dir = self.out_dir / f"scale{scale:g}" / algo / f"seed{seed}"
+        env = dataclasses.replace(self.cfg.train.env, reward_scale=scale)
+        final = self.run(algo, env, seed, run_dir, warm_start=self.warm_start)
+        self.record(run_dir, final, algo, scale, seed)
+        self.bar.set_postfix(last=f"{algo}@{scale:g}: {final['eval/consensus_accuracy']:.3f}")
+        self.bar.update()
+        return final
+
+    def run(self, algo: str, env: Any, seed: int, run_dir: Path, **settings: Any) -> dict[str, float]:
+        """:func:`~algorithms.meta.train.train` of ``algo`` with the comparison's settings."""
+        config = dataclasses.replace(
+            self.cfg.train, algo=algo, env=env, seed=seed, run_dir=str(run_dir), progress=False, **settings
+        )
+        return train(config)
+
+    def record(self, run_dir: Path, final: dict[str, float], algo: str, scale: float, seed: int) -> None:
+        """Add a finished run's metrics records and final metrics to :attr:`curves` and :attr:`finals`."""
+        tags = {"algo": algo, "reward_scale": scale, "seed": seed}
+        self.curves.extend({**tags, **record} for record in read_metrics(run_dir / "metrics.jsonl"))
+        self.finals.append({**tags, **final})
 
 
 def _evaluate_baselines(cfg: CompareConfig) -> list[dict[str, Any]]:

@@ -5,9 +5,10 @@ import json
 
 import pytest
 import tyro
+from rich.console import Console
 
 from algorithms import cli
-from algorithms.core.compare import mean_ci
+from algorithms.core.compare import mean_ci, run_grid, summary_table
 from algorithms.core.metrics import read_metrics
 from algorithms.meta import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig
 from algorithms.meta.compare import CompareConfig, compare
@@ -132,3 +133,27 @@ def test_mean_ci_by_hand():
     assert stat["mean"] == pytest.approx(0.7) and stat["n"] == 3
     assert stat["ci95"] == pytest.approx(4.302653 * 0.2 / 3**0.5, rel=1e-5)
     assert mean_ci([0.4]) == {"mean": 0.4, "ci95": 0.0, "n": 1}
+
+
+def test_one_seed_prints_its_mean_without_an_interval():
+    summary = {"grpo": {"eval/joint": mean_ci([0.415])}, "magrpo": {"eval/joint": mean_ci([0.4, 0.6])}}
+    console = Console(width=100, record=True)
+    console.print(summary_table(summary, ["eval/joint"], "one seed"))
+    text = console.export_text()
+    assert "0.415 (1 seed)" in text and "0.500 +- 1.271" in text and "+- 0.000" not in text
+
+
+def test_run_grid_goes_learner_by_learner_or_seed_by_seed_after_its_setup():
+    calls = []
+
+    def train(algo, seed):
+        calls.append((algo, seed))
+        return {"score": seed}
+
+    rows = run_grid(train, ["a", "b"], 2)
+    assert calls == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    assert rows[1] == {"algo": "a", "seed": 1, "score": 1}
+    calls.clear()
+    rows = run_grid(train, ["a", "b"], 2, setup_seed=lambda seed: calls.append(("setup", seed)))
+    assert calls == [("setup", 0), ("a", 0), ("b", 0), ("setup", 1), ("a", 1), ("b", 1)]
+    assert [row["algo"] for row in rows] == ["a", "b", "a", "b"]
