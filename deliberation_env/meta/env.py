@@ -204,6 +204,12 @@ from deliberation_env.meta.config import EnvConfig
 from deliberation_env.meta.core import DeliberationCore
 from deliberation_env.meta.spaces import MetaAction
 from deliberation_env.meta.team import build_team
+from deliberation_env.parallel_episode import (
+    RENDER_MODES,
+    check_render_mode,
+    end_step,
+    render_table,
+)
 from deliberation_env.tasks import Task
 from deliberation_env.values import check_action_keys, is_integer
 
@@ -352,14 +358,12 @@ class DeliberationEnv(ParallelEnv):
 
     metadata: ClassVar[dict[str, Any]] = {
         "name": "deliberation_v0",
-        "render_modes": ["ansi", "human"],
+        "render_modes": list(RENDER_MODES),
         "is_parallelizable": True,
     }
 
     def __init__(self, render_mode: str | None = None, infos: str = "rich", **kwargs: Any) -> None:
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}")
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(render_mode)
         self.info_mode = check_infos(infos)
         self._core = build_core(1, **kwargs)
         n = self._core.n_agents
@@ -425,17 +429,9 @@ class DeliberationEnv(ParallelEnv):
         check_action_keys(actions, self.agents)
         row = np.array([[check_action(a, actions[a]) for a in self.possible_agents]])
         rewards = self._core.step(row)[0]
-        core = self._core
-        agents = self.agents
-        observations = self._observations()
-        infos = self._infos()
-        ended = bool(core.episode.just_ended[0])
-        rewards_out = {a: float(rewards[i]) for i, a in enumerate(agents)}
-        terminations = {a: ended for a in agents}
-        truncations = {a: False for a in agents}
-        if ended:
-            self.agents = []
-        return observations, rewards_out, terminations, truncations, infos
+        rewards_out = {a: float(rewards[i]) for i, a in enumerate(self.agents)}
+        ended = bool(self._core.episode.just_ended[0])
+        return end_step(self, self._observations(), rewards_out, ended, self._infos())
 
     def _infos(self) -> dict[str, dict[str, Any]]:
         return encode_infos(all_infos(self._core, self.agents), self.info_mode)[0]
@@ -464,12 +460,7 @@ class DeliberationEnv(ParallelEnv):
     def render(self) -> str | None:
         """A table of the round (answer, confidence, last action): returned with
         ``render_mode="ansi"``, printed with ``"human"`` (which returns None)."""
-        if self.render_mode is None or not self._core.started:
-            return None
-        if self.render_mode == "human":
-            print(self._table())
-            return None
-        return self._table()
+        return render_table(self.render_mode, self._core.started, self._table)
 
     def _table(self) -> str:
         ep = self._core.episode

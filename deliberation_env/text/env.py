@@ -122,6 +122,12 @@ from pettingzoo import ParallelEnv
 from agents.base import Message
 from agents.seeding import derive_seed, turn_seeds
 from deliberation_env.arguments import build_task
+from deliberation_env.parallel_episode import (
+    RENDER_MODES,
+    check_render_mode,
+    end_step,
+    render_table,
+)
 from deliberation_env.starts import Starts
 from deliberation_env.tasks import Problem
 from deliberation_env.text.config import CODE_TASKS, TextEnvConfig, import_protocol
@@ -406,14 +412,12 @@ class TextDeliberationEnv(ParallelEnv):
 
     metadata: ClassVar[dict[str, Any]] = {
         "name": "text_deliberation_v0",
-        "render_modes": ["ansi", "human"],
+        "render_modes": list(RENDER_MODES),
         "is_parallelizable": True,
     }
 
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}")
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(render_mode)
         self._engine = TextEngine(1, TextEnvConfig(**kwargs))
         self.possible_agents = [f"agent_{i}" for i in range(self._engine.n_agents)]
         self.agents: list[str] = []
@@ -472,17 +476,8 @@ class TextDeliberationEnv(ParallelEnv):
         check_action_keys(actions, self.agents)
         self._engine.step([[check_text(a, actions[a]) for a in self.possible_agents]])
         state = self._engine.states[0]
-        agents = self.agents
-        ended = not state.active
-        if ended:
-            self.agents = []
-        return (
-            self._observations(),
-            {a: state.reward for a in agents},
-            {a: ended for a in agents},
-            {a: False for a in agents},
-            self._engine.infos(0, agents),
-        )
+        rewards = {a: state.reward for a in self.agents}
+        return end_step(self, self._observations(), rewards, not state.active, self._engine.infos(0, self.agents))
 
     def _observations(self) -> dict[str, str]:
         return dict(zip(self.possible_agents, self._engine.observations(0), strict=True))
@@ -490,12 +485,7 @@ class TextDeliberationEnv(ParallelEnv):
     def render(self) -> str | None:
         """The turn, each agent's last text (cut) and the reward parts: returned with
         ``render_mode="ansi"``, printed with ``"human"`` (which returns None)."""
-        if self.render_mode is None or self._engine.states is None:
-            return None
-        if self.render_mode == "human":
-            print(self._table())
-            return None
-        return self._table()
+        return render_table(self.render_mode, self._engine.states is not None, self._table)
 
     def _table(self) -> str:
         state = self._engine.states[0]
