@@ -13,9 +13,9 @@ fills the steps of the skeleton both families follow
 2. ``returns``: each agent's undiscounted episode return, (B, G, n_agents) (MAGRPO's: the
    team's joint return, the same for every agent of a trajectory).
 3. ``compute_advantages(returns)``: returns (B, G, n_agents) -> advantages (B, G, n_agents).
-   This is the one method SoftRankPO, GRPO and MAGRPO override. (A subclass written for
+   This is the method SoftRankPO, GRPO and MAGRPO override (MAGRPO also ``returns``). (A subclass written for
    the earlier ``compute_advantages(returns, team_rewards)`` still runs, with a
-   ``DeprecationWarning`` when its class is created; that signature goes in the next release.)
+   ``DeprecationWarning`` when its class is created; that signature goes in release 0.2.)
 4. ``optimize``: epochs of minibatch steps on the clipped ratio loss plus the exact KL to
    the frozen reference policy (:func:`~algorithms.meta.losses.kl_regularized_policy_loss`);
    every step of an agent's trajectory gets that trajectory's advantage (outcome
@@ -288,7 +288,7 @@ class PolicyGradientLearner(Learner, GroupPolicyGradient):
             if cls.advantages_take_team_rewards:
                 warnings.warn(
                     f"{cls.__qualname__}.compute_advantages(returns, team_rewards) is deprecated and "
-                    "goes in the next release: override compute_advantages(returns), and returns(batch) "
+                    "goes in release 0.2: override compute_advantages(returns), and returns(batch) "
                     "where an agent's return should be another one (e.g. the team reward, as MAGRPO does)",
                     DeprecationWarning,
                     stacklevel=3,  # the class statement, past abc.ABCMeta.__new__
