@@ -307,6 +307,64 @@ class TrainableLM:
                 )
         return completions
 
+    @torch.no_grad()
+    def sample_joint(
+        self,
+        requests: Mapping[str, tuple[Sequence[Sequence[Message]], Sequence[int]]],
+        *,
+        max_new_tokens: int = 128,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        min_new_tokens: int = 0,
+    ) -> dict[str, list[Completion]]:
+        """Several agents' requests of one turn, ``{agent: (chats, seeds)}``: each completion
+        is what :meth:`sample` gives for it (the same seed, the same stream), but agents that
+        are adapters of one shared base are decoded together, ``batch_size`` rows of any
+        agents at a time, each row through its own agent's adapter (peft's mixed-adapter
+        batches: the base's weights are read once per step for every agent's rows). Other
+        layouts sample agent by agent.
+
+        Args:
+            requests: Per agent, its chats and one seed per chat.
+            max_new_tokens: Most tokens per completion, >= 1.
+            temperature: Sampling temperature, >= 0 (0: greedy).
+            top_p: Nucleus mass in (0, 1].
+            min_new_tokens: No stop token before this many tokens (see :meth:`sample`).
+
+        Returns:
+            ``{agent: completions}``, in the order of each agent's chats.
+
+        Raises:
+            ValueError: On mismatched lengths or a bad sampling setting.
+        """
+        settings = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "min_new_tokens": min_new_tokens}
+        seats = [self._seat(agent) for agent in requests]
+        shared = len(seats) > 1 and all(s.model is seats[0].model and s.adapter is not None for s in seats)
+        if not shared:
+            return {agent: self.sample(agent, chats, seeds, **settings) for agent, (chats, seeds) in requests.items()}
+        for chats, seeds in requests.values():
+            check_sample_arguments(chats, seeds, **settings)
+        rows = [
+            (agent, self.encode(chat), seed)
+            for agent, (chats, seeds) in requests.items()
+            for chat, seed in zip(chats, seeds, strict=True)
+        ]
+        model = seats[0].model
+        completions: list[Completion] = []
+        with progress.call(len(rows), "sample " + " + ".join(requests)) as advance:
+            for start in range(0, len(rows), self.batch_size):
+                agents, prompts, seeds = zip(*rows[start : start + self.batch_size], strict=True)
+                completions.extend(
+                    self._sample_batch(
+                        model, list(prompts), seeds, max_new_tokens, temperature, top_p, min_new_tokens, advance,
+                        adapters=[self.seats[agent].adapter for agent in agents],
+                    )
+                )
+        joint: dict[str, list[Completion]] = {agent: [] for agent in requests}
+        for (agent, _, _), completion in zip(rows, completions, strict=True):
+            joint[agent].append(completion)
+        return joint
+
     def _sample_batch(
         self,
         model: torch.nn.Module,
@@ -317,14 +375,18 @@ class TrainableLM:
         top_p: float,
         min_new_tokens: int,
         advance: progress.Advance,
+        adapters: Sequence[str] | None = None,
     ) -> list[Completion]:
+        """Decode ``prompts`` together; ``adapters``: each row's adapter (a mixed-adapter
+        batch of one peft model), None: the active one."""
         rows = len(prompts)
+        per_row = {} if adapters is None else {"adapter_names": list(adapters)}
         generators = [torch.Generator().manual_seed(int(seed)) for seed in seeds]
         tokens: list[list[int]] = [[] for _ in range(rows)]
         logprobs: list[list[float]] = [[] for _ in range(rows)]
         finish = [""] * rows
         # each distinct prompt is run once; its rows continue from a copy of its cache
-        output, mask, positions, owner = self._prefill(model, prompts)
+        output, mask, positions, owner = self._prefill(model, prompts, adapters)
         logits = output.logits[owner, -1, :].float()
         stop_ids = torch.tensor(sorted(self._stop_ids), dtype=torch.long, device=self.device)
         for step in range(max_new_tokens):
@@ -353,6 +415,7 @@ class TrainableLM:
                 position_ids=positions,
                 cache=output.cache,
                 use_cache=True,
+                **per_row,
             )
             logits = output.logits[:, -1, :].float()
         return [
@@ -409,20 +472,27 @@ class TrainableLM:
                     mask[start + offset, : len(row)] = 1.0
         return logp, mask
 
-    def _prefill(self, model: torch.nn.Module, prompts: Sequence[Sequence[int]]) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _prefill(
+        self, model: torch.nn.Module, prompts: Sequence[Sequence[int]], adapters: Sequence[str] | None = None
+    ) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Run each distinct prompt once (left-padded, the logits of its last position only)
-        and give every row a copy of its prompt's cache.
+        and give every row a copy of its prompt's cache; with ``adapters`` (each row's adapter
+        of a mixed-adapter batch), each distinct (adapter, prompt) once.
 
         Returns:
             ``(output, mask, positions, owner)``: the model's output on the distinct prompts
             (its ``cache`` now one row per prompt of ``prompts``), the rows' attention mask
             and position ids (N, P), and each row's index among the distinct prompts (N,).
         """
-        distinct: dict[tuple[int, ...], int] = {}
-        owners = [distinct.setdefault(tuple(prompt), len(distinct)) for prompt in prompts]
-        ids, mask = _left_pad([list(prompt) for prompt in distinct], self._pad_id, self.device)
+        names = [None] * len(prompts) if adapters is None else list(adapters)
+        distinct: dict[tuple[str | None, tuple[int, ...]], int] = {}
+        owners = [distinct.setdefault((name, tuple(prompt)), len(distinct)) for name, prompt in zip(names, prompts, strict=True)]
+        ids, mask = _left_pad([list(prompt) for _, prompt in distinct], self._pad_id, self.device)
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        output = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+        per_row = {} if adapters is None else {"adapter_names": [name for name, _ in distinct]}
+        output = model(
+            input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1, **per_row
+        )
         owner = torch.tensor(owners, dtype=torch.long, device=self.device)
         output.cache.batch_select_indices(owner)
         return output, mask[owner], positions[owner], owner

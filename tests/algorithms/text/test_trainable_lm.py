@@ -39,6 +39,27 @@ def test_sampled_logprobs_match_the_scored_ones(make_lm):
         assert logp[row].detach().tolist() == pytest.approx(list(completion.logprobs), abs=1e-4)
 
 
+
+@pytest.mark.parametrize(("finetune", "separate"), [("lora", False), ("lora", True), ("full", True)])
+def test_joint_sampling_gives_each_agent_what_sampling_alone_gives(make_lm, finetune, separate):
+    lm = make_lm(batch_size=3, finetune=finetune, separate=separate)
+    with torch.no_grad():  # two different policies (LoRA's B starts at 0: the adapters would coincide)
+        for scale, agent in enumerate(lm.agents, start=1):
+            for parameter in lm.parameters(agent):
+                parameter.add_(0.3 * scale * torch.randn_like(parameter))
+    requests = {"agent_0": ([CHAT, OTHER], [1, 2]), "agent_1": ([CHAT, CHAT, OTHER], [1, 5, 2])}
+    joint = lm.sample_joint(requests, max_new_tokens=8, temperature=0.9)
+    for agent, (chats, seeds) in requests.items():
+        alone = lm.sample(agent, chats, seeds, max_new_tokens=8, temperature=0.9)
+        assert [c.token_ids for c in joint[agent]] == [c.token_ids for c in alone]
+        assert [c.finish_reason for c in joint[agent]] == [c.finish_reason for c in alone]
+        for mine, theirs in zip(joint[agent], alone, strict=True):
+            assert mine.logprobs == pytest.approx(theirs.logprobs, abs=1e-5)
+    # the same chat and seed, another agent's adapter: another completion
+    assert joint["agent_0"][0].token_ids != joint["agent_1"][0].token_ids
+    with pytest.raises(ValueError, match="one seed per chat"):
+        lm.sample_joint({"agent_0": ([CHAT], [1, 2])})
+
 def test_greedy_sampling_ignores_the_seed(make_lm):
     lm = make_lm()
     first, second = lm.sample("agent_0", [CHAT, CHAT], [1, 2], max_new_tokens=6, temperature=0.0)
