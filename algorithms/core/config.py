@@ -2,7 +2,8 @@
 documentation and check.
 
 :class:`LearnerSettings` is what every learner has (the meta family's SFT too),
-:class:`GroupSettings` adds the group policy gradient's. A family's learner config extends
+:class:`GroupSettings` adds the group policy gradient's, :class:`GRPOSettings` GRPO's
+standardization epsilon. A family's learner config extends
 them with its own fields (:class:`algorithms.meta.base.LearnerConfig`,
 :class:`algorithms.text.config.TextLearnerConfig`); the text family sets other defaults for
 some (LLM weights: a smaller batch, one pass, no KL), in one block of its config.
@@ -63,3 +64,17 @@ class GroupSettings(LearnerSettings):
             )
         if self.kl_coef < 0:
             raise ValueError(f"kl_coef must be >= 0 (0 switches the KL term off), got {self.kl_coef}")
+
+
+@dataclass
+class GRPOSettings(GroupSettings):
+    """GRPO's own setting beside the group settings, shared by both families' GRPO configs
+    (:class:`algorithms.meta.config.GRPOConfig`, :class:`algorithms.text.TextGRPOConfig`)."""
+
+    eps: float = 1e-6
+    """Added to the group standard deviation (>= 0)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.eps < 0:
+            raise ValueError(f"eps must be >= 0, got {self.eps}; the usual value is 1e-6")

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 import tyro
 
 from algorithms.core.checks import check_positive
-from algorithms.core.config import GroupSettings, LearnerSettings
+from algorithms.core.config import GroupSettings, GRPOSettings, LearnerSettings
 from algorithms.meta import baselines
 from deliberation_env.meta.config import EnvConfig
 
@@ -71,16 +71,9 @@ class PolicyGradientConfig(LearnerConfig, GroupSettings):
 
 
 @dataclass
-class GRPOConfig(PolicyGradientConfig):
-    """GRPO: the shared policy-gradient settings plus the standardization epsilon."""
-
-    eps: float = 1e-6
-    """Added to the group standard deviation (>= 0)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.eps < 0:
-            raise ValueError(f"eps must be >= 0, got {self.eps}; the usual value is 1e-6")
+class GRPOConfig(PolicyGradientConfig, GRPOSettings):
+    """GRPO: the shared policy-gradient settings plus the standardization epsilon
+    (:class:`~algorithms.core.config.GRPOSettings`, declared once for both families)."""
 
 
 @dataclass
