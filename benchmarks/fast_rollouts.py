@@ -45,6 +45,7 @@ from transformers import AutoModelForCausalLM
 
 from agents.trainable_lm import TrainableLM
 from algorithms.text import TextGRPOConfig
+from algorithms.text.config import TextEnvConfig, TextRunConfig
 from algorithms.text.ctranslate2_sampler import CTranslate2Sampler
 from algorithms.text.train import build_env, build_lm
 
@@ -71,14 +72,13 @@ class Args:
 def config(args: Args, completions: int) -> TextGRPOConfig:
     """The learners' defaults on arithmetic, one agent's prompts per completion."""
     return TextGRPOConfig(
-        task="arithmetic",
-        n_agents=2,
+        env=TextEnvConfig(task="arithmetic", n_agents=2),
+        run=TextRunConfig(progress=False),
         groups_per_update=1,
         group_size=2,
         problem_pool=completions,
         max_new_tokens=args.new_tokens,
         min_new_tokens=args.new_tokens if args.fixed_length else 0,
-        progress=False,
     )
 
 

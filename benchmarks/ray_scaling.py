@@ -180,12 +180,13 @@ def text_run(workers: int, threads: int, args: Args) -> tuple[list[float], list[
     import torch
 
     from algorithms.text import TextGRPO, TextGRPOConfig
+    from algorithms.text.config import TextEnvConfig, TextRunConfig
     from algorithms.text.rollout_workers import RolloutWorkers
     from algorithms.text.train import build_env, build_lm
 
     config = TextGRPOConfig(
-        model=args.text_model, task_kwargs={"difficulty": 1}, n_agents=2, groups_per_update=4, group_size=4,
-        max_new_tokens=48, temperature=0.7, learning_rate=5e-4, progress=False,
+        env=TextEnvConfig(task_kwargs={"difficulty": 1}, n_agents=2), run=TextRunConfig(progress=False),
+        model=args.text_model, groups_per_update=4, group_size=4, max_new_tokens=48, temperature=0.7, learning_rate=5e-4,
     )  # fmt: skip
     venv = build_env(config, config.num_envs)
     agents = list(venv.possible_agents)

@@ -33,6 +33,7 @@ from results import write_results
 
 from agents.trainable_lm import TrainableLM
 from algorithms.text import TextMAGRPO, TextMAGRPOConfig
+from algorithms.text.config import TextEnvConfig, TextRunConfig
 from algorithms.text.train import build_env, build_lm
 
 LEVELS = ("helper_defined", "main_defined", "syntax", "tests", "cooperation")
@@ -64,17 +65,15 @@ class Args:
 def config_of(args: Args, run_dir: Path) -> TextMAGRPOConfig:
     """MAGRPO as published (joint return, mean baseline, one REINFORCE step, no KL)."""
     return TextMAGRPOConfig(
+        env=TextEnvConfig(task="humaneval", n_agents=2),
+        run=TextRunConfig(updates=args.updates, run_dir=str(run_dir)),
         model=args.model,
-        task="humaneval",
-        n_agents=2,
         groups_per_update=args.groups,
         group_size=args.group_size,
         max_new_tokens=args.max_new_tokens,
         temperature=0.8,
         learning_rate=args.learning_rate,
         seed=args.seed,
-        updates=args.updates,
-        run_dir=str(run_dir),
     )
 
 
@@ -117,7 +116,7 @@ def main(args: Args) -> None:
         before_path.write_text(json.dumps(held_out(learner.lm, eval_env, args.max_new_tokens)), encoding="utf-8")
     before = json.loads(before_path.read_text())
     start = time.perf_counter()
-    learner.learn(config.updates, run_dir)
+    learner.learn(config.run.updates, run_dir)
     seconds = time.perf_counter() - start
     after = held_out(learner.lm, eval_env, args.max_new_tokens)
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]

@@ -50,8 +50,10 @@ from scipy import stats
 from agents.base import Generation
 from agents.text_policy import TextPolicy, played_text
 from algorithms.text import TEXT_CONFIGS, train
+from algorithms.text.config import TextRunConfig
 from algorithms.text.plots import REWARD, draw_curves
 from algorithms.text.train import build_env, build_lm
+from deliberation_env.text.config import TextEnvConfig
 from deliberation_env.text.env import build_protocol
 
 TEMPERATURE = 0.7
@@ -112,21 +114,16 @@ def settings_dir(args: Args) -> Path:
 def config_of(args: Args, algo: str, seed: int, run_dir: Path | None, group_size: int | None = None):
     """The learner config of one run: everything but the algorithm, seed and team size is shared."""
     return TEXT_CONFIGS[algo](
+        env=TextEnvConfig(task="arithmetic", task_kwargs={"difficulty": args.difficulty}, scoring=args.scoring, n_agents=2),
+        run=TextRunConfig(updates=args.updates, progress=True, run_dir=str(run_dir) if run_dir else ""),
         model=args.model,
-        task="arithmetic",
-        task_kwargs={"difficulty": args.difficulty},
-        scoring=args.scoring,
-        n_agents=2,
         groups_per_update=args.groups,
         group_size=group_size or args.group_size,
         max_new_tokens=args.max_new_tokens,
         temperature=TEMPERATURE,
         learning_rate=args.learning_rate,
         seed=seed,
-        updates=args.updates,
         sampler=args.sampler if args.model != "tiny" else "torch",
-        progress=True,
-        run_dir=str(run_dir) if run_dir else "",
     )
 
 
@@ -167,7 +164,7 @@ def trained_run(args: Args, algo: str, seed: int, out: Path) -> dict:
         start = time.perf_counter()
         # the untrained pair is evaluated once, in untrained(); --eval-interval adds the periodic evaluations
         evaluations = {"eval_problems": args.eval_problems if args.eval_interval else 0, "eval_interval": args.eval_interval}
-        result = train(dataclasses.replace(config, **evaluations))
+        result = train(dataclasses.replace(config, run=dataclasses.replace(config.run, **evaluations)))
         seconds = time.perf_counter() - start
         curve = [m["rewards/joint/mean"] for m in result.history]
         examples = greedy_answers(config, result.learner.lm, args.examples) if seed == args.seeds[0] else []
@@ -183,7 +180,7 @@ def untrained(args: Args, out: Path) -> dict:
 
     def compute() -> dict:
         config = config_of(args, args.algos[0], 0, None)
-        learner = train(dataclasses.replace(config, updates=0, eval_problems=0)).learner
+        learner = train(dataclasses.replace(config, run=dataclasses.replace(config.run, updates=0, eval_problems=0))).learner
         return {"after": held_out(args, config, learner), "examples": greedy_answers(config, learner.lm, args.examples)}
 
     return cached(out / "untrained.json", compute)
@@ -210,7 +207,7 @@ def single_agent(args: Args, seed: int, out: Path) -> dict:
     def compute() -> dict:
         config = config_of(args, "grpo", seed, None, group_size=2 * args.group_size)
         frozen = {"agent_1": TextPolicy(Silent(), max_tokens=1)}
-        learner = train(dataclasses.replace(config, updates=0), frozen=frozen).learner
+        learner = train(dataclasses.replace(config, run=dataclasses.replace(config.run, updates=0)), frozen=frozen).learner
         before = held_out(args, config, learner)
         learner.learn(args.updates, progress=True)
         return {"seed": seed, "before": before, "after": held_out(args, config, learner)}
@@ -229,7 +226,7 @@ def self_consistency(args: Args, out: Path) -> dict:
         lm = build_lm(config, venv.possible_agents)
         indices = list(range(args.eval_problems))
         _, infos = venv.reset(seed=0, options={"problem_index": indices})
-        protocol = build_protocol(config)
+        protocol = build_protocol(config.env)
         texts: list[list[str]] = [[] for _ in indices]
         tokens, cut, total = 0, 0, 0
         for agent in lm.agents:

@@ -63,6 +63,7 @@ from results import RESULTS_DIR, cpu_model, write_results
 
 from agents.trainable_lm import default_lora
 from algorithms.text import TextGRPO, TextGRPOConfig
+from algorithms.text.config import TextEnvConfig, TextRunConfig
 from algorithms.text.train import build_env, build_lm
 from deliberation_env import tasks
 
@@ -126,12 +127,10 @@ class Contender:
 def our_config(args: Args, sampler: Sampler = "torch") -> TextGRPOConfig:
     """TextGRPO on the benchmark's problems: one pass, no KL (TRL's settings below)."""
     return TextGRPOConfig(
-        task="arithmetic",
-        task_kwargs={"difficulty": args.difficulty},
         # every completion runs to max_new_tokens (equal work on both sides): strict scoring
         # would count them all as cut, every reward 0; lenient keeps the rewards varied
-        scoring="lenient",
-        n_agents=2,
+        env=TextEnvConfig(task="arithmetic", task_kwargs={"difficulty": args.difficulty}, scoring="lenient", n_agents=2),
+        run=TextRunConfig(progress=False),
         groups_per_update=args.groups,
         group_size=args.group_size,
         problem_pool=args.groups,
@@ -142,7 +141,6 @@ def our_config(args: Args, sampler: Sampler = "torch") -> TextGRPOConfig:
         batch_size=args.batch_size,
         kl_coef=0.0,
         sampler=sampler,
-        progress=False,
     )
 
 

@@ -4,8 +4,8 @@ place that turns configs into envs. ``de.parallel_env``, ``de.env`` and ``de.vec
 :mod:`deliberation_env.text`, whose face they are.
 
 Configs are data and checks (:class:`~deliberation_env.meta.config.EnvConfig`,
-:class:`~deliberation_env.text.config.TextEnvConfig`, and the learners' configs that
-extend the latter); a caller that holds one builds its vector env here:
+:class:`~deliberation_env.text.config.TextEnvConfig`, the ``env`` part of a text learner's
+config); a caller that holds one builds its vector env here:
 
 >>> import deliberation_env as de
 >>> config = de.EnvConfig(task="arithmetic", team="simulated", max_rounds=2)
@@ -65,10 +65,10 @@ def vector_env_from(config: EnvConfig | TextEnvConfig, num_envs: int, **override
     """A vector env of ``num_envs`` envs with ``config``'s arguments and ``overrides`` (e.g.
     ``split="test"``): ``de.vector_env`` for an :class:`EnvConfig` (on its ``workers`` Ray
     workers if that is > 0, at most one per env), ``de.text_vector_env`` for a
-    :class:`TextEnvConfig` or a learner config that extends it (its env fields only).
+    :class:`TextEnvConfig` (a text learner config's ``env``).
 
     Raises:
-        TypeError: When ``config`` is neither.
+        TypeError: When ``config`` is neither (a learner config: the error says to pass its ``env``).
     """
     if isinstance(config, EnvConfig):
         config = dataclasses.replace(config, **overrides)
@@ -76,4 +76,5 @@ def vector_env_from(config: EnvConfig | TextEnvConfig, num_envs: int, **override
         return vector_env(num_envs, **dataclasses.replace(config, workers=workers).kwargs())
     if isinstance(config, TextEnvConfig):
         return text_vector_env(num_envs, **{**config.env_kwargs(), **overrides})
-    raise TypeError(f"config must be an EnvConfig or a TextEnvConfig, got {type(config).__name__}")
+    hint = " (a learner config: pass its .env)" if isinstance(getattr(config, "env", None), TextEnvConfig) else ""
+    raise TypeError(f"config must be an EnvConfig or a TextEnvConfig, got {type(config).__name__}{hint}")

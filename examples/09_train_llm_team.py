@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import torch
 import tyro
 
-from algorithms.text import TextMAGRPOConfig, train
+from algorithms.text import TextMAGRPOConfig, TextRunConfig, train
+from deliberation_env.text.config import TextEnvConfig
 
 
 @dataclass
@@ -52,17 +53,14 @@ def main(args: Args) -> None:
     if args.tiny:
         torch.set_num_threads(1)  # tiny matrices: thread synchronisation would cost more than it saves
     config = TextMAGRPOConfig(
+        env=TextEnvConfig(task="arithmetic", task_kwargs={"difficulty": 1}, n_agents=2),
+        run=TextRunConfig(updates=args.updates, run_dir=args.run_dir),
         model="tiny" if args.tiny else "",
-        task="arithmetic",
-        task_kwargs={"difficulty": 1},
-        n_agents=2,
         groups_per_update=args.groups,
         group_size=args.group_size,
         max_new_tokens=args.max_new_tokens,
         temperature=0.7,
         learning_rate=2e-4,
-        updates=args.updates,
-        run_dir=args.run_dir,
         seed=args.seed,
     )
     result = train(config)

@@ -13,8 +13,9 @@ unless ``--out-dir`` names one.
 from __future__ import annotations
 
 import json
+import operator
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,12 +38,14 @@ PER_RUN = {"algo": "--algos", "seed": "--seeds", "run_dir": "--out-dir"}
 
 def check_per_run_settings(template: Any, defaults: Any, names: tuple[str, ...]) -> None:
     """Refuse a run setting of ``names`` that a comparison sets per run (``--algo``: use
-    ``--algos``), that is, one ``template`` gives another value than ``defaults``."""
+    ``--algos``), that is, one ``template`` gives another value than ``defaults``. A name
+    may be dotted (``run.run_dir``: the ``run_dir`` of the template's ``run`` part)."""
     for name in names:
-        instead = PER_RUN[name]
-        if getattr(template, name) != getattr(defaults, name):
-            flag = "--" + name.replace("_", "-")
-            raise ValueError(f"compare sets {flag} for each run: use {instead} (got {flag} {getattr(template, name)!r})")
+        read = operator.attrgetter(name)
+        last = name.rpartition(".")[2]
+        if read(template) != read(defaults):
+            flag = "--" + last.replace("_", "-")
+            raise ValueError(f"compare sets {flag} for each run: use {PER_RUN[last]} (got {flag} {read(template)!r})")
 
 
 def compare_meta(cfg: CompareConfig) -> dict[str, Any]:
@@ -91,17 +94,51 @@ TEXT_COMPARE_FILE = "compare.json"
 """The results file of ``deliberate compare text`` (in ``out_dir``)."""
 
 
+PER_LEARNER_DEFAULTS = ("kl_coef",)
+"""Shared settings whose default differs between the text learners (SoftRankPO's
+``kl_coef`` is 0.02, the others' 0): :class:`SharedTextSettings` leaves them None unless
+given, so that each learner keeps its own."""
+
+
+@dataclass
+class SharedTextSettings(TextLearnerConfig):
+    """The settings every compared text learner gets (``compare text``'s options): a
+    :class:`~algorithms.text.config.TextLearnerConfig`, but a setting of
+    :data:`PER_LEARNER_DEFAULTS` is None unless given, so that a value given on the command
+    line or in a config file applies to every learner (``--kl-coef 0`` too, though it is
+    the shared default) and, when none is given, each learner keeps its own default."""
+
+    kl_coef: float | None = None
+    """beta: weight of KL(pi || base) for every learner (0 switches it off); None: each
+    learner's own (SoftRankPO 0.02, MAGRPO and GRPO 0)."""
+
+    def __post_init__(self) -> None:
+        given = {name: getattr(self, name) for name in PER_LEARNER_DEFAULTS}
+        for name, value in given.items():  # checked as any learner's value would be
+            setattr(self, name, 0.0 if value is None else value)
+        try:
+            super().__post_init__()
+        finally:
+            for name, value in given.items():
+                setattr(self, name, value)
+
+    def learner_keywords(self) -> dict[str, Any]:
+        """The shared fields as keywords of a learner config, without those of
+        :data:`PER_LEARNER_DEFAULTS` not given."""
+        values = {f.name: getattr(self, f.name) for f in fields(TextLearnerConfig)}
+        return {name: value for name, value in values.items() if not (name in PER_LEARNER_DEFAULTS and value is None)}
+
+
 @dataclass
 class TextCompare:
     """Compare the LLM-weight learners (``algorithms.text``) over seeds on the same settings:
     a summary table and ``<out_dir>/compare.json``; each run's files in
     ``<out_dir>/<algo>/seed<k>/``."""
 
-    learner: tyro.conf.OmitArgPrefixes[TextLearnerConfig] = field(default_factory=TextLearnerConfig)
+    learner: tyro.conf.OmitArgPrefixes[SharedTextSettings] = field(default_factory=SharedTextSettings)
     """The settings every learner shares (``--model``, ``--task``, ``--updates``, ...; no
-    prefix). Those left at the shared default keep each learner's own default (SoftRankPO's
-    ``kl_coef`` 0.02; a config file's ``learner`` mapping gives every learner what it
-    names); ``seed`` and ``run_dir`` are set per run."""
+    prefix; :class:`SharedTextSettings`): ``--kl-coef`` given applies to every learner, left
+    out each keeps its own (SoftRankPO's 0.02); ``seed`` and ``run_dir`` are set per run."""
     algos: tuple[str, ...] = tuple(TEXT_ALGOS.values())
     """Learners to compare, separated by spaces (``algorithms.text.TEXT_CONFIGS``)."""
     seeds: int = 2
@@ -110,7 +147,8 @@ class TextCompare:
     """Folder of compare.json and every run's files; ``""``: a new one,
     ``runs/compare/text-<algos>-<YYYYmmdd-HHMMSS>``."""
     given: tyro.conf.Suppress[frozenset[str]] = frozenset()
-    """Shared settings a config file gives, even at their default (``kl_coef: 0``)."""
+    """Not read: the names of the shared settings a config file gives (``algorithms.cli``
+    still records them); :class:`SharedTextSettings` tells a given ``kl_coef`` by itself."""
 
     def __post_init__(self) -> None:
         for algo in self.algos:
@@ -121,14 +159,14 @@ class TextCompare:
             raise ValueError(f"--seeds must be >= 1, got {self.seeds}")
 
     def run_config(self, algo: str, seed: int) -> TextLearnerConfig:
-        """The config of ``algo`` at ``seed``: the shared settings given or changed over the
-        learner's own defaults, and its run folder."""
+        """The config of ``algo`` at ``seed``: built from the shared settings (each
+        learner's own default where one of :data:`PER_LEARNER_DEFAULTS` is not given), with
+        its run folder."""
         from algorithms import text as text_learners
 
-        defaults = asdict(TextLearnerConfig())
-        given = {k: v for k, v in asdict(self.learner).items() if k in self.given or v != defaults[k]}
-        run_dir = Path(self.out_dir) / algo / f"seed{seed}"
-        return text_learners.TEXT_CONFIGS[algo](**{**given, "seed": seed, "run_dir": str(run_dir)})
+        shared = self.learner.learner_keywords()
+        run_dir = str(Path(self.out_dir) / algo / f"seed{seed}")
+        return text_learners.TEXT_CONFIGS[algo](**{**shared, "seed": seed, "run": replace(shared["run"], run_dir=run_dir)})
 
 
 TEXT_COMPARE_METRICS = (
@@ -143,8 +181,8 @@ the share of answers in the asked form, the share cut at the budget and the leng
 def compare_text_command(cfg: TextCompare) -> dict[str, Any]:
     """``deliberate compare text``: check the settings, give the comparison its folder, and
     run :func:`compare_text`."""
-    check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed", "run_dir"))
-    check_loggers(cfg.learner.tensorboard, cfg.learner.wandb_project)
+    check_per_run_settings(cfg.learner, SharedTextSettings(), ("seed", "run.run_dir"))
+    check_loggers(cfg.learner.run.tensorboard, cfg.learner.run.wandb_project)
     if not cfg.out_dir:
         cfg = replace(cfg, out_dir=str(new_run_dir("compare", "text", "+".join(cfg.algos))))
     open_run_dir(cfg.out_dir, json.loads(json.dumps(asdict(cfg), default=str)), resume=False)
@@ -177,7 +215,7 @@ def compare_text(cfg: TextCompare) -> dict[str, Any]:
         "runs": runs,
     }
     (folder / TEXT_COMPARE_FILE).write_text(json.dumps(record, indent=2))
-    table = summary_table(summary, TEXT_COMPARE_METRICS, f"LLM-weight learners, {cfg.seeds} seed(s), {cfg.learner.updates} updates")
+    table = summary_table(summary, TEXT_COMPARE_METRICS, f"LLM-weight learners, {cfg.seeds} seed(s), {cfg.learner.run.updates} updates")
     table.caption = "last update's rewards and held-out greedy evaluation after training; mean +- 95% CI over seeds"
     console.print(table)
     console.print(f"wrote {folder / TEXT_COMPARE_FILE}")

@@ -132,16 +132,17 @@ def train_text(cfg: TextTrain) -> dict[str, Any]:
 
     config = cfg.learner
     algo = TEXT_ALGOS[type(config)]
-    check_loggers(config.tensorboard, config.wandb_project)
-    check_run_dir_for(cfg.resume, config.run_dir)
-    if not config.run_dir:
-        config = dataclasses.replace(config, run_dir=str(new_run_dir("train", "text", f"{algo}-seed{config.seed}")))
-    open_run_dir(config.run_dir, {"algo": algo, **config_record(config)}, cfg.resume, TextLearnerConfig.RUN_FIELDS)
+    check_loggers(config.run.tensorboard, config.run.wandb_project)
+    check_run_dir_for(cfg.resume, config.run.run_dir)
+    if not config.run.run_dir:
+        run_dir = str(new_run_dir("train", "text", f"{algo}-seed{config.seed}"))
+        config = dataclasses.replace(config, run=dataclasses.replace(config.run, run_dir=run_dir))
+    open_run_dir(config.run.run_dir, {"algo": algo, **config_record(config)}, cfg.resume, TextLearnerConfig.RUN_FIELDS)
     started = time.perf_counter()
     result = text_learners.train(config)
     final = result.history[-1] if result.history else {}
     console.print(text_train_table(type(result.learner).__name__, final, result.before, result.after))
-    wrote_folder(Path(config.run_dir), time.perf_counter() - started)
+    wrote_folder(Path(config.run.run_dir), time.perf_counter() - started)
     return {**final, **{f"after/{k}": v for k, v in result.after.items()}}
 
 

@@ -6,7 +6,9 @@ config, nested as the dataclasses nest (``env_args`` of ``run``, ``env`` of ``tr
 still override them. Every value is checked against its field's annotation (an ``int``
 where a float is asked for is a float; ``true`` is not an int; a list is a tuple where a
 tuple is asked for) and then goes through the dataclasses' own checks, so a loaded config is
-a validated one. A file is data only and is read with bounded work: it is at most
+a validated one. A config class with a ``nested_fields(mapping)`` class method first
+rewrites its mapping with it (a text learner's config nests the flat ``env`` and ``run``
+fields of release 0.1, with a ``DeprecationWarning``). A file is data only and is read with bounded work: it is at most
 :data:`MAX_BYTES` long, nests at most :data:`MAX_DEPTH` levels and has no YAML anchors or
 aliases (a few hundred bytes of nested aliases expand to billions of values), no merge keys
 and no key twice. Every refusal is a ``ValueError`` naming the file and, where there is one,
@@ -143,6 +145,7 @@ def build(cls: type, data: dict[str, Any], where: str, base: Any = None) -> Any:
 def _build(cls: type, data: Mapping[Any, Any], where: str, prefix: str, base: Any) -> Any:
     """:func:`build` of the fields under ``prefix`` (``"train.env."``)."""
     base = cls() if base is None else base
+    data = _nested(cls, data, where, prefix)
     fields = {field.name for field in dataclasses.fields(cls)}
     unknown = sorted(str(key) for key in data if key not in fields)
     if unknown:
@@ -153,6 +156,19 @@ def _build(cls: type, data: Mapping[Any, Any], where: str, prefix: str, base: An
     try:
         return dataclasses.replace(base, **values)
     except (TypeError, ValueError) as error:
+        context = f"{prefix.rstrip('.')}: " if prefix else ""
+        raise ValueError(f"config file {where}: {context}{error}") from error
+
+
+def _nested(cls: type, data: Mapping[Any, Any], where: str, prefix: str) -> Mapping[Any, Any]:
+    """``data`` as ``cls.nested_fields`` rewrites it (the flat fields of an older layout), if
+    ``cls`` has that class method."""
+    nested_fields = getattr(cls, "nested_fields", None)
+    if nested_fields is None:
+        return data
+    try:
+        return nested_fields(data)
+    except ValueError as error:
         context = f"{prefix.rstrip('.')}: " if prefix else ""
         raise ValueError(f"config file {where}: {context}{error}") from error
 

@@ -55,6 +55,7 @@ from algorithms.text.config import (
     TextGRPOConfig,
     TextLearnerConfig,
     TextMAGRPOConfig,
+    TextRunConfig,
     TextSoftRankPOConfig,
 )
 
@@ -80,6 +81,7 @@ __all__ = [
     "TextMAGRPO",
     "TextMAGRPOConfig",
     "TextPolicyGradientLearner",
+    "TextRunConfig",
     "TextSoftRankPO",
     "TextSoftRankPOConfig",
     "TrainResult",

@@ -178,10 +178,10 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
                 f"the text vector env has num_envs={venv.num_envs}, the config needs {config.num_envs} "
                 f"({config.pairing} pairing): build it with de.text_vector_env({config.num_envs}, ...)"
             )
-        if venv.n_agents != config.n_agents or venv.episode_length != config.max_turns:
+        if venv.n_agents != config.env.n_agents or venv.episode_length != config.env.max_turns:
             raise ValueError(
                 f"the env has n_agents={venv.n_agents}, max_turns={venv.episode_length}; the config says "
-                f"{config.n_agents}, {config.max_turns}"
+                f"{config.env.n_agents}, {config.env.max_turns}"
             )
         if config.problem_pool > len(venv.problems):
             raise ValueError(
@@ -340,10 +340,10 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         """An agent's reward of a turn: the env's (joint) reward, or its scaled contribution.
 
         Raises:
-            ValueError: If the env's reward is not ``config.reward_scale`` times the joint
+            ValueError: If the env's reward is not ``config.env.reward_scale`` times the joint
                 reward (the env was built with another ``reward_scale``).
         """
-        scale = self.config.reward_scale
+        scale = self.config.env.reward_scale
         if not np.isclose(reward, scale * components["joint"], rtol=1e-5, atol=1e-6):
             raise ValueError(
                 f"the env's reward {reward} is not reward_scale={scale} times the joint reward "
@@ -448,8 +448,9 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         }
 
     def settings(self, config: TextLearnerConfig) -> dict[str, Any]:
-        """The config's fields that a resumed run must share (a protocol instance by its name);
-        its run fields (``RUN_FIELDS``, e.g. ``updates``) may change."""
+        """The config's fields that a resumed run must share, recorded flat
+        (:func:`~deliberation_env.text.config.config_record`; a protocol instance by its
+        name); its run fields (``RUN_FIELDS``: the run part, ``workers`` and ``sampler``) may change."""
         return {k: v for k, v in config_record(config).items() if k not in config.RUN_FIELDS}
 
     def restore(self, state: Mapping[str, Any]) -> None:

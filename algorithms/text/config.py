@@ -1,34 +1,160 @@
 """The configs of the LLM-weight learners: one dataclass per learner, every field documented.
 
-Grouped as TRL groups its configs: the env (:class:`~deliberation_env.text.config.TextEnvConfig`,
-the one home of the text env's arguments, which every learner config extends), the model,
-the rollouts, the optimization and the run. ``__post_init__`` checks every invariant and says how to fix it.
+A learner config composes its parts, as :class:`algorithms.meta.config.TrainConfig` does:
+``env`` (:class:`~deliberation_env.text.config.TextEnvConfig`, the one home of the text env's
+arguments), ``run`` (:class:`TextRunConfig`: updates, run folder, evaluation, logging) and
+the learner's own fields, grouped as TRL groups its configs (model, rollouts,
+optimization). On the command line the parts have no prefix (``--task``, ``--updates``,
+``--model``). ``__post_init__`` checks every invariant and says how to fix it.
+
+>>> config = TextGRPOConfig(env=TextEnvConfig(task="arithmetic"), run=TextRunConfig(updates=3), model="tiny")
+>>> config.env.task, config.run.updates, config.num_envs
+('arithmetic', 3, 16)
+
+The flat spelling of release 0.1 (``TextGRPOConfig(task="arithmetic", updates=3)``, and
+reading ``config.task``) still works until release 0.2, with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Annotated, Literal
+import dataclasses
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar, Literal
 
 import tyro
 
 from algorithms.core.checks import check_positive
-from algorithms.core.config import GroupSettings
+from algorithms.core.config import GroupSettings, GRPOSettings
 from deliberation_env.text.config import TextEnvConfig
+
+REMOVAL = "0.2"
+"""The release in which the flat spelling of the env's and run's fields goes."""
 
 
 @dataclass
-class TextLearnerConfig(GroupSettings, TextEnvConfig):
-    """What every LLM-weight learner shares: the env's arguments (:class:`TextEnvConfig`:
+class TextRunConfig:
+    """How a text learner's run goes: its length, folder, held-out evaluation and logging
+    (:func:`algorithms.text.train` hands them to :func:`algorithms.core.run.run`)."""
+
+    updates: int = 10
+    """Updates to run (a resumed run continues up to this many)."""
+    run_dir: str = ""
+    """Folder of metrics.jsonl, checkpoint.safetensors and the saved adapters; ``""``: none."""
+    checkpoint_every: int = 0
+    """Write checkpoint.safetensors every this many updates (and at the end); 0: at the end only."""
+    eval_problems: int = 0
+    """Held-out (test split) problems to evaluate greedily before and after training; 0: none."""
+    eval_interval: int = 0
+    """Also evaluate them every this many updates, logged with the update's metrics as
+    ``eval/*`` (CoMLRL's ``eval_interval``); the last update's evaluation is logged in any
+    case; 0: before and after only. Needs ``eval_problems``."""
+    progress: bool = True
+    """Show a progress bar."""
+    tensorboard: bool = False
+    """Also log to TensorBoard in ``run_dir`` (needs the ``tensorboard`` extra)."""
+    wandb_project: str = ""
+    """Also log to this Weights & Biases project, same metric names (needs the ``wandb``
+    extra and ``run_dir``; ``WANDB_MODE=offline`` keeps it in ``run_dir/wandb``); ``""``: off."""
+
+    def __post_init__(self) -> None:
+        for name in ("checkpoint_every", "eval_problems", "eval_interval", "updates"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{type(self).__name__}.{name} must be >= 0, got {getattr(self, name)}")
+        if self.eval_interval and not self.eval_problems:
+            raise ValueError("eval_interval evaluates the eval_problems held-out problems: give eval_problems > 0 too")
+        if self.wandb_project and not self.run_dir:
+            raise ValueError("wandb_project logs the metrics of run_dir: give run_dir too")
+
+
+MOVED_FIELDS: dict[str, str] = {
+    **{f.name: "env" for f in dataclasses.fields(TextEnvConfig)},
+    **{f.name: "run" for f in dataclasses.fields(TextRunConfig)},
+}
+"""The fields a learner config had flat in release 0.1, and the part that holds each now."""
+PART_CLASSES: dict[str, type] = {"env": TextEnvConfig, "run": TextRunConfig}
+"""The class of each part of a learner config."""
+
+
+def nest_moved_fields(owner: str, values: Mapping[str, Any], stacklevel: int = 2, mappings: bool = False) -> dict[str, Any]:
+    """``values`` (keywords of a learner config, or a config file's mapping) with the flat
+    fields of release 0.1 moved into their part, with one ``DeprecationWarning`` naming the
+    new spelling. A part given as a mapping (a config file) takes them as keys; a part given
+    as a config is rebuilt with them; a part not given is made of them (a mapping with
+    ``mappings``, else a config). ``stacklevel`` 1 blames the caller.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     nest_moved_fields("TextGRPOConfig", {"updates": 3, "env": {"task": "gsm8k"}, "model": "tiny"}, mappings=True)
+    {'env': {'task': 'gsm8k'}, 'model': 'tiny', 'run': {'updates': 3}}
+
+    Raises:
+        ValueError: When a field is given both flat and inside its part.
+    """
+    moved = {name: value for name, value in values.items() if name in MOVED_FIELDS}
+    if not moved:
+        return dict(values)
+    nested = {name: value for name, value in values.items() if name not in MOVED_FIELDS}
+    for part, cls in PART_CLASSES.items():
+        flat = {name: value for name, value in moved.items() if MOVED_FIELDS[name] == part}
+        if flat:
+            nested[part] = _with_fields(part, nested.get(part, {} if mappings else None), cls, flat)
+    warnings.warn(_moved_message(owner, moved), DeprecationWarning, stacklevel=stacklevel + 1)
+    return nested
+
+
+def _with_fields(part: str, given: Any, cls: type, flat: dict[str, Any]) -> Any:
+    """The part ``given`` (a mapping, a config or None) with the flat fields ``flat`` added."""
+    if isinstance(given, Mapping):
+        twice = sorted(set(given) & set(flat))
+        if twice:
+            raise ValueError(f"{twice} given both flat and inside {part}: give them inside {part} only")
+        return {**given, **flat}
+    return cls(**flat) if given is None else dataclasses.replace(given, **flat)
+
+
+def _moved_message(owner: str, moved: Mapping[str, Any]) -> str:
+    """The deprecation message of the flat fields ``moved``: what to write instead."""
+    parts = []
+    for part, cls in PART_CLASSES.items():
+        names = [name for name in moved if MOVED_FIELDS[name] == part]
+        if names:
+            parts.append(f"{part}={cls.__name__}({', '.join(f'{name}=...' for name in names)})")
+    return (
+        f"{owner}: the flat fields {sorted(moved)} moved into the config's env and run parts: write "
+        f"{owner}({', '.join(parts)}) (config files: nest them under env: and run:); "
+        f"the flat spelling goes in release {REMOVAL}"
+    )
+
+
+class _TakesFlatFields(type):
+    """The metaclass of :class:`TextLearnerConfig`: a call with the flat fields of release
+    0.1 (``TextGRPOConfig(task=..., updates=...)``, and ``dataclasses.replace(config,
+    updates=...)``) moves them into their part (:func:`nest_moved_fields`)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return super().__call__(*args, **nest_moved_fields(cls.__name__, kwargs, stacklevel=2))
+
+
+@dataclass
+class TextLearnerConfig(GroupSettings, metaclass=_TakesFlatFields):
+    """What every LLM-weight learner shares: the env (``env``, a :class:`TextEnvConfig`:
     ``task``, ``path``, ``difficulty``, ``task_kwargs``, ``protocol``, ``n_agents``,
     ``max_turns``, ``stop_threshold``, ``reward_scale``; ``split`` is the training split,
-    held-out evaluation uses ``test``), the settings both families' learners share
-    (:class:`~algorithms.core.config.GroupSettings`: ``learning_rate``, ``update_epochs``,
-    ``num_minibatches``, ``max_grad_norm``, ``seed``, ``problem_pool``,
-    ``groups_per_update``, ``group_size``, ``clip_eps``, ``kl_coef``) with this family's
-    defaults, then the model, the rollouts, the optimization and the run. Here ``max_grad_norm``
-    clips each agent's gradient, the KL is the k3 estimate of KL(pi || base) and ``seed`` also
-    seeds the adapters' initialization."""
+    held-out evaluation uses ``test``), the run (``run``, a :class:`TextRunConfig`), the
+    settings both families' learners share (:class:`~algorithms.core.config.GroupSettings`:
+    ``learning_rate``, ``update_epochs``, ``num_minibatches``, ``max_grad_norm``, ``seed``,
+    ``problem_pool``, ``groups_per_update``, ``group_size``, ``clip_eps``, ``kl_coef``) with
+    this family's defaults, then the model, the rollouts and the optimization. Here
+    ``max_grad_norm`` clips each agent's gradient, the KL is the k3 estimate of KL(pi || base)
+    and ``seed`` also seeds the adapters' initialization."""
+
+    env: Annotated[TextEnvConfig, tyro.conf.arg(name="")] = field(default_factory=TextEnvConfig)
+    """The training env (``split`` the training split; held-out evaluation uses ``test``)."""
+    run: Annotated[TextRunConfig, tyro.conf.arg(name="")] = field(default_factory=TextRunConfig)
+    """The run: updates, folder, held-out evaluation, logging."""
 
     # ------------------------------------------------------------------ this family's defaults
     # (declared, documented and checked in GroupSettings): LLM weights take small batches,
@@ -86,27 +212,7 @@ class TextLearnerConfig(GroupSettings, TextEnvConfig):
     """``token``: mean over all tokens of the batch; ``sequence``: mean over sequences of
     their token means (see :func:`algorithms.text.losses.token_weights`)."""
 
-    # ------------------------------------------------------------------ run
-    updates: int = 10
-    """Updates to run (a resumed run continues up to this many)."""
-    run_dir: str = ""
-    """Folder of metrics.jsonl, checkpoint.safetensors and the saved adapters; ``""``: none."""
-    checkpoint_every: int = 0
-    """Write checkpoint.safetensors every this many updates (and at the end); 0: at the end only."""
-    eval_problems: int = 0
-    """Held-out (test split) problems to evaluate greedily before and after training; 0: none."""
-    eval_interval: int = 0
-    """Also evaluate them every this many updates, logged with the update's metrics as
-    ``eval/*`` (CoMLRL's ``eval_interval``); the last update's evaluation is logged in any
-    case; 0: before and after only. Needs ``eval_problems``."""
-    progress: bool = True
-    """Show a progress bar."""
-    tensorboard: bool = False
-    """Also log to TensorBoard in ``run_dir`` (needs the ``tensorboard`` extra)."""
-    wandb_project: str = ""
-    """Also log to this Weights & Biases project, same metric names (needs the ``wandb``
-    extra and ``run_dir``; ``WANDB_MODE=offline`` keeps it in ``run_dir/wandb``); ``""``: off."""
-
+    # ------------------------------------------------------------------ where it samples
     workers: Annotated[int, tyro.conf.arg(name="rollout_workers")] = 0
     """Ray rollout workers, ``--rollout-workers`` on the command line (the ``ray`` extra): N copies of the policy sample the
     completions, the trainable weights shipped to them before every collection, so the
@@ -119,15 +225,11 @@ class TextLearnerConfig(GroupSettings, TextEnvConfig):
     faster, and a default MAGRPO update took 1.6x less time; :mod:`algorithms.text.ctranslate2_sampler`). ``train`` and the
     CLI build it; a learner built by hand takes ``sampler=CTranslate2Sampler(lm)``."""
 
-    RUN_FIELDS = (
-        "updates", "run_dir", "checkpoint_every", "eval_problems", "eval_interval", "progress", "tensorboard",
-        "wandb_project", "workers", "sampler",
-    )
-    """Fields a resumed run may change."""
+    RUN_FIELDS: ClassVar[tuple[str, ...]] = (*(f.name for f in dataclasses.fields(TextRunConfig)), "workers", "sampler")
+    """Fields a resumed run may change: the run part's, and where the rollouts are sampled."""
 
     def __post_init__(self) -> None:
-        TextEnvConfig.__post_init__(self)
-        GroupSettings.__post_init__(self)
+        super().__post_init__()
         check_positive(self, "lora_rank", "lora_alpha", "max_new_tokens", "temperature", "batch_size")
         choices = {
             "finetune": ("lora", "full"),
@@ -152,21 +254,48 @@ class TextLearnerConfig(GroupSettings, TextEnvConfig):
             raise ValueError(f"min_new_tokens must lie in [0, max_new_tokens], got {self.min_new_tokens}")
         if not 0 <= self.gamma <= 1:
             raise ValueError(f"gamma must lie in [0, 1], got {self.gamma}")
-        if self.eval_interval and not self.eval_problems:
-            raise ValueError("eval_interval evaluates the eval_problems held-out problems: give eval_problems > 0 too")
-        for name in ("checkpoint_every", "eval_problems", "eval_interval", "updates", "workers"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{type(self).__name__}.{name} must be >= 0, got {getattr(self, name)}")
-        if self.wandb_project and not self.run_dir:
-            raise ValueError("wandb_project logs the metrics of run_dir: give run_dir too")
-        if self.pairing == "cross" and self.max_turns != 1:
+        if self.workers < 0:
+            raise ValueError(f"{type(self).__name__}.workers must be >= 0, got {self.workers}")
+        if self.pairing == "cross" and self.env.max_turns != 1:
             raise ValueError("pairing='cross' scores every combination of one turn: use max_turns=1, or 'aligned'")
 
     @property
     def num_envs(self) -> int:
         """The vector env size: B * G (aligned) or B * G^n (cross)."""
-        per_group = self.group_size**self.n_agents if self.pairing == "cross" else self.group_size
+        per_group = self.group_size**self.env.n_agents if self.pairing == "cross" else self.group_size
         return self.groups_per_update * per_group
+
+    @classmethod
+    def nested_fields(cls, values: Mapping[str, Any]) -> dict[str, Any]:
+        """A config file's mapping of this config's fields, with the flat fields of release
+        0.1 nested under ``env`` and ``run`` (:func:`nest_moved_fields`, with its warning)."""
+        return nest_moved_fields(cls.__name__, values, stacklevel=3, mappings=True)
+
+    def __getattr__(self, name: str) -> Any:
+        """A flat field of release 0.1 (``config.task``), read from its part with a
+        ``DeprecationWarning`` (called only for names the config does not have)."""
+        part = MOVED_FIELDS.get(name)
+        if part is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        warnings.warn(
+            f"{type(self).__name__}.{name} moved: read config.{part}.{name} (config.{name} goes in release {REMOVAL})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(object.__getattribute__(self, part), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Set a field; a flat field of release 0.1 is set on its part, with a ``DeprecationWarning``."""
+        part = MOVED_FIELDS.get(name)
+        if part is None:
+            object.__setattr__(self, name, value)
+            return
+        warnings.warn(
+            f"{type(self).__name__}.{name} moved: set config.{part}.{name} (config.{name} goes in release {REMOVAL})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        setattr(getattr(self, part), name, value)
 
 
 @dataclass
@@ -195,16 +324,9 @@ class TextMAGRPOConfig(TextLearnerConfig):
 
 
 @dataclass
-class TextGRPOConfig(TextLearnerConfig):
-    """GRPO per agent: group-standardized advantages, clipped ratio, optional KL."""
-
-    eps: float = 1e-6
-    """Added to the group standard deviation (>= 0)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.eps < 0:
-            raise ValueError(f"eps must be >= 0, got {self.eps}; the usual value is 1e-6")
+class TextGRPOConfig(TextLearnerConfig, GRPOSettings):
+    """GRPO per agent: group-standardized advantages (``eps``,
+    :class:`~algorithms.core.config.GRPOSettings`), clipped ratio, optional KL."""
 
 
 @dataclass

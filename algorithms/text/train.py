@@ -3,8 +3,8 @@
 This is what ``deliberate train text NAME`` calls with the learner's config
 (``TEXT_CONFIGS[NAME]``), and what examples and benchmarks call from Python::
 
-    from algorithms.text import TextMAGRPOConfig, train
-    result = train(TextMAGRPOConfig(model="tiny", updates=2, run_dir="runs/text"))
+    from algorithms.text import TextMAGRPOConfig, TextRunConfig, train
+    result = train(TextMAGRPOConfig(model="tiny", run=TextRunConfig(updates=2, run_dir="runs/text")))
 """
 
 from __future__ import annotations
@@ -89,9 +89,9 @@ def load_lm(config: TextLearnerConfig, model: str, agents: list[str]) -> Trainab
 
 
 def build_env(config: TextLearnerConfig, num_envs: int, split: str | None = None) -> TextDeliberationVectorEnv:
-    """The text vector env of ``config``'s env arguments (:class:`TextEnvConfig`, which it
-    extends), on ``split`` (None: ``config.split``, the training split)."""
-    return vector_env_from(config, num_envs, **({} if split is None else {"split": split}))
+    """The text vector env of ``config.env`` (a :class:`TextEnvConfig`), on ``split``
+    (None: ``config.env.split``, the training split)."""
+    return vector_env_from(config.env, num_envs, **({} if split is None else {"split": split}))
 
 
 def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = None) -> TrainResult:
@@ -102,7 +102,7 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
     this machine's cores when Ray runs locally); with ``config.sampler="ctranslate2"``, by
     CTranslate2 in this process; evaluation stays with torch in this process.
 
-    With ``config.run_dir``: metrics.jsonl, checkpoint.safetensors (resumed from when present),
+    With ``config.run.run_dir``: metrics.jsonl, checkpoint.safetensors (resumed from when present),
     ``adapters/agent_k`` (peft format) and summary.json (config, before/after evaluation).
 
     Args:
@@ -129,10 +129,10 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
         sampler = CTranslate2Sampler(lm, exact_logprobs=False)  # the learners score with torch
     learner = learner_type(config, lm, venv, frozen, sampler=sampler)
     held_out = []
-    if config.eval_problems:
-        eval_env = build_env(config, min(config.eval_problems, 16), split="test")
-        held_out = list(range(min(config.eval_problems, len(eval_env.problems))))
-    evaluate = functools.partial(learner.evaluate, eval_env, held_out, progress=config.progress) if held_out else None
+    if config.run.eval_problems:
+        eval_env = build_env(config, min(config.run.eval_problems, 16), split="test")
+        held_out = list(range(min(config.run.eval_problems, len(eval_env.problems))))
+    evaluate = functools.partial(learner.evaluate, eval_env, held_out, progress=config.run.progress) if held_out else None
     before = evaluate() if evaluate else {}
     try:
         result = run(learner, run_config(config), evaluate, learner.settings(config), learner.headline)
@@ -140,8 +140,8 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
         if sampler is not None:
             sampler.close()
     after = (result.evaluation or evaluate()) if evaluate else {}  # a run resumed when finished may have none logged
-    if config.run_dir:
-        folder = Path(config.run_dir)
+    if config.run.run_dir:
+        folder = Path(config.run.run_dir)
         lm.save_adapters(folder / ADAPTERS)
         summary = {"algo": learner.name, "config": config_record(config), "before": before, "after": after}
         (folder / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
@@ -149,14 +149,15 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
 
 
 def run_config(config: TextLearnerConfig) -> RunConfig:
-    """The run settings of ``config``: evaluated every ``eval_interval`` updates and last,
+    """The run settings of ``config.run``: evaluated every ``eval_interval`` updates and last,
     checkpointed every ``checkpoint_every`` and last (:func:`algorithms.core.run.run`)."""
+    run_part = config.run
     return RunConfig(
-        config.updates,
-        config.run_dir,
-        checkpoint_every=config.checkpoint_every,
-        eval_every=config.eval_interval,
-        progress=config.progress,
-        tensorboard=config.tensorboard,
-        wandb_project=config.wandb_project,
+        run_part.updates,
+        run_part.run_dir,
+        checkpoint_every=run_part.checkpoint_every,
+        eval_every=run_part.eval_interval,
+        progress=run_part.progress,
+        tensorboard=run_part.tensorboard,
+        wandb_project=run_part.wandb_project,
     )

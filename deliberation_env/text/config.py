@@ -2,7 +2,7 @@
 
 ``de.text_env(**kwargs)``, ``de.text_vector_env(num_envs, **kwargs)`` and
 ``de.make("text-deliberation-v0", **kwargs)`` build a ``TextEnvConfig(**kwargs)``; the
-LLM-weight learners' configs extend it (:class:`algorithms.text.TextLearnerConfig`), so
+LLM-weight learners' configs hold one as their ``env`` (:class:`algorithms.text.TextLearnerConfig`), so
 ``deliberate train text --task gsm8k --path data/gsm8k`` and ``--config`` files take
 the same arguments with the same defaults, documentation and checks. A bad argument
 raises an error naming it before any task is loaded or protocol built. A config is data
@@ -79,10 +79,13 @@ def import_protocol(path: str) -> TextProtocol:
 
 
 def config_record(config: Any) -> dict[str, Any]:
-    """``config``'s fields (a :class:`TextEnvConfig` or a learner config extending it) as
+    """``config``'s fields (a :class:`TextEnvConfig` or a learner config holding one) as
     JSON data: what result files and checkpoints record, and what a resumed run compares.
     A task or protocol given as an instance is recorded by its name (``"<protocol NAME>"``:
-    instances compare by name, not identity), a tuple as a list.
+    instances compare by name, not identity), a tuple as a list. The parts of a composed
+    config (a learner config's ``env`` and ``run``) are recorded flat, their fields beside
+    its own, as release 0.1 recorded them: records written before and after the parts were
+    composed compare equal, so a run started then resumes now.
 
     >>> config_record(TextEnvConfig(task="arithmetic"))["task"], config_record(TextEnvConfig())["reward_scale"]
     ('arithmetic', 1.0)
@@ -94,6 +97,9 @@ def config_record(config: Any) -> dict[str, Any]:
             value = f"<protocol {value.name}>"
         elif isinstance(value, Task):
             value = f"<task {value.name}>"
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            record.update(config_record(value))  # a part, recorded flat
+            continue
         elif isinstance(value, tuple):
             value = list(value)
         record[field.name] = value
@@ -205,5 +211,5 @@ class TextEnvConfig:
 
     def env_kwargs(self) -> dict[str, Any]:
         """The env's arguments as keywords of ``de.text_env`` / ``de.text_vector_env`` (of
-        this class's fields only: a learner config that extends it passes just these)."""
+        this class's fields only)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(TextEnvConfig)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -51,12 +52,36 @@ def parse(*args: str):
 
 def test_a_train_text_file_takes_its_algo_and_options_override_it(tmp_path):
     path = tmp_path / "t.yaml"
-    path.write_text("command: train text\nalgo: grpo\ntask: arithmetic\ndifficulty: 2\nmax_turns: 2\neps: 0.01\n")
+    path.write_text("command: train text\nalgo: grpo\nenv: {task: arithmetic, difficulty: 2, max_turns: 2}\n"
+                    "run: {updates: 7}\neps: 0.01\n")  # fmt: skip
     learner = parse("train", "text", "--config", str(path), "--eps", "0.5", "--max-turns", "3").learner
     assert type(learner) is TEXT_CONFIGS["grpo"]
-    assert (learner.difficulty, learner.max_turns, learner.eps, learner.group_size) == (2, 3, 0.5, 4)
+    assert (learner.env.difficulty, learner.env.max_turns, learner.run.updates, learner.eps, learner.group_size) == (
+        2, 3, 7, 0.5, 4,
+    )  # fmt: skip
     with pytest.raises(ValueError, match="t.yaml trains grpo, the command line names softrankpo"):
         parse("train", "text", "softrankpo", "--config", str(path))
+
+
+def test_a_train_text_file_of_the_flat_layout_loads_the_same_values_with_one_warning(tmp_path):
+    flat, nested = tmp_path / "flat.yaml", tmp_path / "nested.yaml"
+    flat.write_text("command: train text\nalgo: grpo\ntask: arithmetic\ndifficulty: 2\nupdates: 7\neps: 0.01\n")
+    nested.write_text("command: train text\nalgo: grpo\nenv: {task: arithmetic, difficulty: 2}\nrun: {updates: 7}\neps: 0.01\n")
+    with pytest.warns(DeprecationWarning, match=r"write TextGRPOConfig\(env=TextEnvConfig\(task=\.\.\., difficulty=\.\.\.\), run=TextRunConfig\(updates=\.\.\.\)\)") as caught:
+        from_flat = parse("train", "text", "--config", str(flat)).learner
+    assert len([w for w in caught if issubclass(w.category, DeprecationWarning)]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        from_nested = parse("train", "text", "--config", str(nested)).learner
+    assert from_flat == from_nested
+    assert (from_nested.env.task, from_nested.env.difficulty, from_nested.run.updates) == ("arithmetic", 2, 7)
+
+
+def test_a_field_given_flat_and_nested_is_refused(tmp_path):
+    path = tmp_path / "both.yaml"
+    path.write_text("command: train text\nenv: {task: arithmetic}\ntask: gsm8k\n")
+    with pytest.raises(ValueError, match=r"both.yaml: \['task'\] given both flat and inside env"):
+        parse("train", "text", "--config", str(path))
 
 
 def test_a_compare_text_file_gives_every_learner_its_learner_settings(tmp_path):
@@ -65,6 +90,13 @@ def test_a_compare_text_file_gives_every_learner_its_learner_settings(tmp_path):
     cfg = parse("compare", "text", "--config", str(path))
     assert (cfg.algos, cfg.seeds) == (("softrankpo",), 1)
     assert cfg.run_config("softrankpo", 0).kl_coef == 0.0  # given by the file, though at the shared default
+
+
+def test_a_compare_text_file_nests_the_env_and_run_of_its_learner_settings(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("command: compare text\nlearner:\n  env: {task: arithmetic, n_agents: 3}\n  run: {updates: 2}\n")
+    run = parse("compare", "text", "--config", str(path)).run_config("magrpo", 1)
+    assert (run.env.n_agents, run.run.updates, run.run.run_dir.endswith("magrpo/seed1"), run.kl_coef) == (3, 2, True, 0.0)
 
 
 def test_flags_override_the_file_and_unset_fields_keep_the_commands_defaults():
@@ -176,7 +208,7 @@ def test_oversized_deep_or_ambiguous_files_are_refused(tmp_path, name, text, mes
         ("train text", "algo: grpo\nkl_coef: x", r"field 'kl_coef': expected float, got str 'x'"),
         ("train text", "finetune: qlora", r"field 'finetune': expected one of 'lora', 'full', got str 'qlora'"),
         ("train text", "lora_targets: q_proj", r"field 'lora_targets': expected a list of str, got str"),
-        ("compare text", "learner: {kl_coef: [1]}", r"field 'learner.kl_coef': expected float, got list"),
+        ("compare text", "learner: {kl_coef: [1]}", r"field 'learner.kl_coef': expected float or null, got list"),
     ],
 )
 def test_a_value_of_the_wrong_type_is_refused_naming_its_field(tmp_path, command, text, message):
@@ -193,7 +225,7 @@ def test_a_value_of_the_wrong_type_is_refused_naming_its_field(tmp_path, command
         ("compare", "train:\n  env:\n    simulated:\n      bogus: 1", r"train.env.simulated: unknown SimulatedTeamConfig fields \['bogus'\]"),
         ("train", "1: one", r"unknown TrainConfig fields \['1'\]"),
         ("train text", "algo: grpo\ntemperture: 0.5", r"unknown TextGRPOConfig fields \['temperture'\]"),
-        ("compare text", "learner: {lr: 1}", r"learner: unknown TextLearnerConfig fields \['lr'\]"),
+        ("compare text", "learner: {lr: 1}", r"learner: unknown SharedTextSettings fields \['lr'\]"),
         ("run", "env_args: {team: simulated}", r"unknown RunMeta fields \['env_args'\]"),
     ],
 )

@@ -76,8 +76,8 @@ def test_a_missing_extra_is_named_and_nothing_is_created(tmp_path, monkeypatch):
 
 
 def test_the_text_learners_refuse_wandb_without_a_run_dir():
-    from algorithms.text import TextMAGRPOConfig
+    from algorithms.text import TextMAGRPOConfig, TextRunConfig
 
     with pytest.raises(ValueError, match="wandb_project logs the metrics of run_dir: give run_dir too"):
-        TextMAGRPOConfig(wandb_project="p")
-    assert TextMAGRPOConfig(wandb_project="p", run_dir="runs/x").wandb_project == "p"
+        TextRunConfig(wandb_project="p")
+    assert TextMAGRPOConfig(run=TextRunConfig(wandb_project="p", run_dir="runs/x")).run.wandb_project == "p"

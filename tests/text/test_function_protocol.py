@@ -7,7 +7,7 @@ import json
 import pytest
 
 import deliberation_env as de
-from algorithms.text import TextMAGRPOConfig, train
+from algorithms.text import TextMAGRPOConfig, TextRunConfig, train
 from deliberation_env.text.config import TextEnvConfig
 from deliberation_env.text.env import build_protocol
 from deliberation_env.text.protocols import FunctionProtocol, TextProtocol
@@ -81,19 +81,21 @@ def test_the_cli_names_a_protocol_by_import_path(questions, tmp_path, monkeypatc
 def test_a_function_protocol_trains_for_one_update_with_the_tiny_model_and_resumes(questions, tmp_path):
     """Also the CoMLRL user's crash: a protocol instance in a run_dir's summary and
     checkpoint (recorded by its name), and a resumed run with a new instance of it."""
-    settings = {
-        "model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "batch_size": 4,
-        "progress": False, "run_dir": str(tmp_path / "run"),
-    }
-    result = train(TextMAGRPOConfig(protocol=colour_protocol(questions, name="colours"), updates=1, **settings))
+    settings = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "batch_size": 4}
+
+    def config(name: str, updates: int) -> TextMAGRPOConfig:
+        env = TextEnvConfig(protocol=colour_protocol(questions, name=name))
+        return TextMAGRPOConfig(env=env, run=TextRunConfig(updates=updates, progress=False, run_dir=str(tmp_path / "run")), **settings)
+
+    result = train(config("colours", 1))
     assert len(result.history) == 1
     assert {"rewards/joint/mean", "rewards/said_answer/mean", "rewards/short/mean"} <= set(result.history[0])
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["config"]["protocol"] == "<protocol colours>"
-    resumed = train(TextMAGRPOConfig(protocol=colour_protocol(questions, name="colours"), updates=2, **settings))
+    resumed = train(config("colours", 2))
     assert [m["charts/update"] for m in resumed.history] == [2.0]
     with pytest.raises(ValueError, match=r"differs from this learner's in \['protocol'\]"):
-        train(TextMAGRPOConfig(protocol=colour_protocol(questions, name="other"), updates=3, **settings))
+        train(config("other", 3))
 
 
 def test_the_deliberate_command_finds_a_protocol_module_in_the_working_directory(questions, tmp_path):

@@ -1,10 +1,11 @@
 """One home for the text env's arguments (``TextEnvConfig``): every entry point (text_env,
-text_vector_env, make, vector_env_from, the learners' configs and their command line) takes
+text_vector_env, make, vector_env_from, the learners' configs' ``env`` and their command line) takes
 the same arguments and refuses the same bad ones, by name, before anything is built."""
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import pytest
 import tyro
@@ -19,12 +20,20 @@ from deliberation_env.text.config import TextEnvConfig
 ARGUMENTS = {"task": "arithmetic", "difficulty": 2, "n_agents": 3, "max_turns": 2, "reward_scale": 0.5,
              "stop_threshold": 1.1, "split": "test"}  # fmt: skip
 
+def flat_learner_config(**kwargs):
+    """A learner config in the flat spelling of release 0.1 (deprecated, still checked)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return TextMAGRPOConfig(**kwargs)
+
+
 ENTRY_POINTS = {
     "TextEnvConfig": lambda **kwargs: TextEnvConfig(**kwargs),
     "text_env": lambda **kwargs: text_env(**kwargs),
     "text_vector_env": lambda **kwargs: text_vector_env(2, **kwargs),
     "make": lambda **kwargs: de.make("text-deliberation-v0", **kwargs),
-    "TextMAGRPOConfig": lambda **kwargs: TextMAGRPOConfig(**kwargs),
+    "TextMAGRPOConfig": lambda **kwargs: TextMAGRPOConfig(env=TextEnvConfig(**kwargs)),
+    "TextMAGRPOConfig, flat": flat_learner_config,
 }
 
 
@@ -37,7 +46,7 @@ def first_step(env):
 
 def test_every_entry_point_builds_the_same_env_from_the_same_arguments():
     config = TextEnvConfig(**ARGUMENTS)
-    learner = TextGRPOConfig(**ARGUMENTS)
+    learner = TextGRPOConfig(env=TextEnvConfig(**ARGUMENTS))
     envs = [de.vector_env_from(config, 2), text_vector_env(2, **ARGUMENTS), build_env(learner, 2), build_env(learner, 2, split="test")]
     results = [first_step(env) for env in envs]
     assert all(result == results[0] for result in results)
@@ -47,12 +56,12 @@ def test_every_entry_point_builds_the_same_env_from_the_same_arguments():
     assert results[0][1] == pytest.approx(0.5 * results[0][3]["reward_components"]["joint"])
 
 
-def test_the_learner_config_is_the_env_config_plus_the_learners_fields():
+def test_the_learner_config_holds_the_env_config_beside_the_learners_fields():
     env_fields = {f.name for f in dataclasses.fields(TextEnvConfig)}
-    learner_fields = [f.name for f in dataclasses.fields(TextMAGRPOConfig)]
-    assert env_fields <= set(learner_fields)
-    learner = TextMAGRPOConfig(**ARGUMENTS, group_size=3)
-    assert learner.env_kwargs() == TextEnvConfig(**ARGUMENTS).env_kwargs()
+    learner_fields = {f.name for f in dataclasses.fields(TextMAGRPOConfig)}
+    assert not env_fields & learner_fields and "env" in learner_fields
+    learner = TextMAGRPOConfig(env=TextEnvConfig(**ARGUMENTS), group_size=3)
+    assert learner.env.env_kwargs() == TextEnvConfig(**ARGUMENTS).env_kwargs()
     assert build_env(learner, 6).num_envs == 6 and build_env(learner, 6).problems[0].id.startswith("arithmetic")
 
 

@@ -16,7 +16,7 @@ from agents.base import Generation
 from agents.text_policy import TextPolicy, played_text
 from agents.trainable_lm import TrainableLM, default_lora, tiny_model
 from algorithms import cli
-from algorithms.text import TextMAGRPO, TextMAGRPOConfig
+from algorithms.text import TextMAGRPO, TextMAGRPOConfig, TextRunConfig
 from deliberation_env.tasks import Problem
 from deliberation_env.text import MathProtocol, WritingProtocol, text_env, text_vector_env
 
@@ -156,7 +156,7 @@ class ScriptedLM(TrainableLM):
 
 
 def learner(scoring: str, finish_reason: str) -> TextMAGRPO:
-    config = TextMAGRPOConfig(groups_per_update=2, group_size=2, max_new_tokens=6, batch_size=4, progress=False)
+    config = TextMAGRPOConfig(groups_per_update=2, group_size=2, max_new_tokens=6, batch_size=4, run=TextRunConfig(progress=False))
     venv = text_vector_env(config.num_envs, task=FixedTask(SEVEN), n_agents=2, scoring=scoring)
     return TextMAGRPO(config, ScriptedLM(LOOPING, finish_reason), venv)
 
@@ -225,7 +225,7 @@ def test_the_command_line_takes_scoring():
     def parse(*args):
         return cli.parse(list(args)).command.command
 
-    assert parse("train", "text", "grpo", "--scoring", "lenient").learner.scoring == "lenient"
-    assert parse("train", "text").learner.scoring == "strict"
+    assert parse("train", "text", "grpo", "--scoring", "lenient").learner.env.scoring == "lenient"
+    assert parse("train", "text").learner.env.scoring == "strict"
     assert parse("run", "--scoring", "lenient").env.scoring == "lenient"
     assert parse("train", "--scoring", "lenient").env.scoring == "lenient"

@@ -105,8 +105,13 @@ def test_compare_text_keeps_each_learners_defaults_under_shared_settings(tmp_pat
     softrankpo = cfg.run_config("softrankpo", 1)
     assert type(softrankpo) is TextSoftRankPOConfig
     assert (softrankpo.learning_rate, softrankpo.kl_coef, softrankpo.seed) == (0.001, 0.02, 1)
-    assert softrankpo.run_dir == str(tmp_path / "softrankpo" / "seed1")
+    assert softrankpo.run.run_dir == str(tmp_path / "softrankpo" / "seed1")
     assert type(cfg.run_config("grpo", 0)) is TextGRPOConfig
+
+
+def test_compare_text_gives_every_learner_a_kl_coef_given_at_the_shared_default(tmp_path):
+    cfg = parse("compare", "text", "--model", "tiny", "--kl-coef", "0", "--out-dir", str(tmp_path))
+    assert [cfg.run_config(algo, 0).kl_coef for algo in ("magrpo", "grpo", "softrankpo")] == [0.0, 0.0, 0.0]
 
 
 def test_compare_text_rejects_unknown_algos_and_bad_seeds():

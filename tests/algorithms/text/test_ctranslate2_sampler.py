@@ -13,7 +13,7 @@ pytest.importorskip("ctranslate2", reason="the ctranslate2 extra is not installe
 
 from text_learner_fakes import HashProtocol
 
-from algorithms.text import TextGRPO, TextGRPOConfig
+from algorithms.text import TextGRPO, TextGRPOConfig, TextRunConfig
 from algorithms.text.ctranslate2_sampler import CTranslate2Sampler
 from algorithms.text.train import build_lm
 from deliberation_env.text import text_vector_env
@@ -166,10 +166,11 @@ def test_misuse_is_refused_and_close_removes_its_models(make_lm):
 
 def test_a_learner_trains_on_the_samplers_rollouts():
     config = TextGRPOConfig(
-        model="tiny", groups_per_update=2, group_size=2, max_new_tokens=6, batch_size=4, progress=False, lora_rank=4
+        model="tiny", groups_per_update=2, group_size=2, max_new_tokens=6, batch_size=4, lora_rank=4,
+        run=TextRunConfig(progress=False),
     )
     lm = build_lm(config, ["agent_0", "agent_1"])
-    venv = text_vector_env(config.num_envs, protocol=HashProtocol(), n_agents=2, max_turns=config.max_turns)
+    venv = text_vector_env(config.num_envs, protocol=HashProtocol(), n_agents=2, max_turns=config.env.max_turns)
     sampler = CTranslate2Sampler(lm, threads=1, exact_logprobs=False)  # as train() builds it
     learner = TextGRPO(config, lm, venv, sampler=sampler)
     before = lm.state_dict()

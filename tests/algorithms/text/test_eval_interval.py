@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from algorithms.text import TextGRPOConfig, train
+from algorithms.text import TextGRPOConfig, TextRunConfig, train
 
-SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "batch_size": 4, "progress": False}
+SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "batch_size": 4}
 
 
 def test_held_out_metrics_join_every_interval_th_update_and_the_metrics_file(tmp_path):
-    result = train(TextGRPOConfig(**SMALL, updates=4, eval_problems=3, eval_interval=2, run_dir=str(tmp_path)))
+    result = train(TextGRPOConfig(**SMALL, run=TextRunConfig(updates=4, eval_problems=3, eval_interval=2, run_dir=str(tmp_path), progress=False)))
     evaluated = [m["charts/update"] for m in result.history if "eval/correct" in m]
     assert evaluated == [2.0, 4.0]
     logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
@@ -22,4 +22,4 @@ def test_held_out_metrics_join_every_interval_th_update_and_the_metrics_file(tmp
 
 def test_eval_interval_needs_held_out_problems():
     with pytest.raises(ValueError, match="give eval_problems"):
-        TextGRPOConfig(eval_interval=2)
+        TextRunConfig(eval_interval=2)

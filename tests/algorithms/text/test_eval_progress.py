@@ -3,17 +3,17 @@ the metrics are the same either way."""
 
 from __future__ import annotations
 
-from algorithms.text import TextGRPOConfig, train
+from algorithms.text import TextGRPOConfig, TextRunConfig, train
 from algorithms.text.train import build_env
 
-SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "batch_size": 4, "progress": False}
+SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "batch_size": 4}
 
 
 def test_held_out_evaluation_progress_changes_no_metric(capsys, monkeypatch):
     from agents import progress
 
     monkeypatch.setattr(progress, "BAR_DELAY_S", 0.0)
-    config = TextGRPOConfig(**SMALL, updates=0)
+    config = TextGRPOConfig(**SMALL, run=TextRunConfig(updates=0, progress=False))
     learner = train(config).learner
     venv = build_env(config, 2, split="test")
     capsys.readouterr()

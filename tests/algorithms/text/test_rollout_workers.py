@@ -12,7 +12,7 @@ import torch
 from helpers import kill_and_wait
 from text_learner_fakes import HashProtocol
 
-from algorithms.text import TextMAGRPO, TextMAGRPOConfig
+from algorithms.text import TextMAGRPO, TextMAGRPOConfig, TextRunConfig
 from algorithms.text.train import build_lm
 from deliberation_env.ray_pool import WorkerError
 from deliberation_env.text import text_vector_env
@@ -23,7 +23,8 @@ from algorithms.text.rollout_workers import RolloutWorkers, base_fingerprint
 pytestmark = pytest.mark.timeout(300)
 AGENTS = ["agent_0", "agent_1"]
 CONFIG = TextMAGRPOConfig(
-    model="tiny", groups_per_update=2, group_size=2, max_new_tokens=6, batch_size=4, progress=False, lora_rank=4
+    model="tiny", groups_per_update=2, group_size=2, max_new_tokens=6, batch_size=4, lora_rank=4,
+    run=TextRunConfig(progress=False),
 )
 
 
@@ -42,7 +43,7 @@ def learner(sampler_workers: int = 0, kill_after: int | None = None):
     sampler = None
     if sampler_workers:
         sampler = RolloutWorkers(functools.partial(build_lm, CONFIG, AGENTS), sampler_workers, lm, threads=1)
-    venv = text_vector_env(CONFIG.num_envs, protocol=HashProtocol(), n_agents=2, max_turns=CONFIG.max_turns)
+    venv = text_vector_env(CONFIG.num_envs, protocol=HashProtocol(), n_agents=2, max_turns=CONFIG.env.max_turns)
     subject = TextMAGRPO(CONFIG, lm, venv, sampler=sampler)
     history = []
     for update in range(3):

@@ -12,10 +12,10 @@ from safetensors.torch import load_file, save_file
 from text_learner_fakes import HashProtocol
 
 from algorithms.core.checkpoints import CHECKPOINT, LEGACY_CHECKPOINT, CheckpointError
-from algorithms.text import TextMAGRPO
+from algorithms.text import TextMAGRPO, TextRunConfig
 from deliberation_env.text import text_vector_env
 
-SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "batch_size": 4, "progress": False}
+SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "batch_size": 4, "run": TextRunConfig(progress=False)}
 
 
 class WritesMarker:
@@ -30,7 +30,7 @@ class WritesMarker:
 
 def make_learner(make_lm):
     config = TextMAGRPO.config_class(**SMALL)
-    venv = text_vector_env(config.num_envs, protocol=HashProtocol(), n_agents=2, max_turns=config.max_turns)
+    venv = text_vector_env(config.num_envs, protocol=HashProtocol(), n_agents=2, max_turns=config.env.max_turns)
     return TextMAGRPO(config, make_lm(), venv, {})
 
 

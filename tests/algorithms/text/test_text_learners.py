@@ -16,12 +16,14 @@ from algorithms.text import (
     TextGRPOConfig,
     TextMAGRPO,
     TextMAGRPOConfig,
+    TextRunConfig,
     TextSoftRankPO,
     TextSoftRankPOConfig,
 )
 from deliberation_env.text import text_vector_env
+from deliberation_env.text.config import TextEnvConfig
 
-SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "batch_size": 4, "progress": False}
+SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "batch_size": 4, "run": TextRunConfig(progress=False)}
 
 
 def make_learner(
@@ -29,7 +31,7 @@ def make_learner(
 ):
     config = config or learner.config_class(**SMALL)
     venv = text_vector_env(
-        config.num_envs, protocol=HashProtocol(), n_agents=config.n_agents, max_turns=config.max_turns, **env
+        config.num_envs, protocol=HashProtocol(), n_agents=config.env.n_agents, max_turns=config.env.max_turns, **env
     )
     return learner(config, make_lm(agents=agents, **(lm or {})), venv, frozen or {})
 
@@ -152,7 +154,7 @@ def test_metrics_name_every_reward_part_and_agent(make_lm, tmp_path):
 
 
 def test_multi_turn_credit_is_the_discounted_return_of_later_turns(make_lm):
-    config = TextMAGRPOConfig(**{**SMALL, "max_turns": 2, "gamma": 0.5, "baseline": "raw"})
+    config = TextMAGRPOConfig(**SMALL, env=TextEnvConfig(max_turns=2), gamma=0.5, baseline="raw")
     subject = make_learner(make_lm, config=config)
     rollouts = subject.collect()
     assert rollouts.rewards.shape == (2, 2, 2, 2)
@@ -212,7 +214,7 @@ def test_bad_setups_are_named(make_lm):
         ({"credit": "contribution"}, "credit='joint'"),
         ({"baseline": "median"}, "baseline"),
         ({"group_size": 1}, "group_size"),
-        ({"pairing": "cross", "max_turns": 2}, "max_turns=1"),
+        ({"pairing": "cross", "env": TextEnvConfig(max_turns=2)}, "max_turns=1"),
         ({"temperature": 0.0}, "temperature"),
         ({"aggregation": "batch"}, "aggregation"),
         ({"max_new_tokens": 8, "min_new_tokens": 9}, "min_new_tokens"),

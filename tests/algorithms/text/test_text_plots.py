@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from algorithms.core.metrics import read_metrics
-from algorithms.text import TextGRPOConfig, train
+from algorithms.text import TextGRPOConfig, TextRunConfig, train
 from algorithms.text.plots import curve, learning_curves
 
-SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "batch_size": 4, "progress": False}
+SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "batch_size": 4}
 
 
 def test_periodic_evaluations_of_a_run_become_points_on_its_curve(tmp_path):
-    result = train(TextGRPOConfig(**SMALL, updates=4, eval_problems=3, eval_interval=2, run_dir=str(tmp_path)))
+    result = train(TextGRPOConfig(**SMALL, run=TextRunConfig(updates=4, eval_problems=3, eval_interval=2, run_dir=str(tmp_path), progress=False)))
     from_history = curve(result.history)
     assert from_history.updates.tolist() == [1.0, 2.0, 3.0, 4.0]
     assert from_history.eval_updates.tolist() == [2.0, 4.0]

@@ -1,0 +1,161 @@
+"""A text learner's config composes its parts (issue 25): ``env`` (a TextEnvConfig), ``run``
+(a TextRunConfig) and the learner's own fields; the flat spelling of release 0.1 keeps
+working until 0.2 with one DeprecationWarning, records stay flat so old run folders
+resume, and ``compare text`` applies a shared setting given at its default."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+
+import pytest
+
+import deliberation_env as de
+from algorithms import cli
+from algorithms.commands.compare import PER_LEARNER_DEFAULTS, SharedTextSettings
+from algorithms.core.config import GRPOSettings
+from algorithms.core.run_dirs import CONFIG, open_run_dir
+from algorithms.meta.config import GRPOConfig
+from algorithms.text import (
+    TEXT_CONFIGS,
+    TextGRPOConfig,
+    TextLearnerConfig,
+    TextRunConfig,
+    TextSoftRankPOConfig,
+)
+from deliberation_env.text.config import TextEnvConfig, config_record
+
+FLAT_LAYOUT_RECORD = json.loads(
+    '{"algo": "grpo", "task": "arithmetic", "path": null, "difficulty": null, "task_kwargs": null, "protocol": null,'
+    ' "split": "train", "n_agents": 2, "max_turns": 1, "max_cycles": null, "stop_threshold": null, "scoring": "strict",'
+    ' "reward_scale": 1.0, "learning_rate": 0.0001, "update_epochs": 1, "num_minibatches": 1, "max_grad_norm": 1.0,'
+    ' "seed": 0, "problem_pool": 0, "groups_per_update": 1, "group_size": 2, "clip_eps": 0.2, "kl_coef": 0.0,'
+    ' "model": "tiny", "models": [], "finetune": "lora", "separate_models": false, "lora_rank": 8, "lora_alpha": 16.0,'
+    ' "lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj"], "pairing": "aligned", "max_new_tokens": 4,'
+    ' "min_new_tokens": 0, "temperature": 1.0, "top_p": 1.0, "gamma": 1.0, "credit": "joint", "batch_size": 4,'
+    ' "aggregation": "token", "updates": 2, "run_dir": "", "checkpoint_every": 0, "eval_problems": 0,'
+    ' "eval_interval": 0, "progress": true, "tensorboard": false, "wandb_project": "", "workers": 0,'
+    ' "sampler": "torch", "eps": 1e-06}'
+)
+"""config.json of a ``train text grpo`` run as release 0.1 (the flat layout) recorded it."""
+SMALL = {"model": "tiny", "groups_per_update": 1, "group_size": 2, "max_new_tokens": 4, "batch_size": 4}
+
+
+def composed(updates: int = 2, **run) -> TextGRPOConfig:
+    """The config of :data:`FLAT_LAYOUT_RECORD`, in the composed spelling."""
+    return TextGRPOConfig(env=TextEnvConfig(task="arithmetic"), run=TextRunConfig(updates=updates, **run), **SMALL)
+
+
+def deprecations(caught: list[warnings.WarningMessage]) -> list[str]:
+    """The messages of the DeprecationWarnings in ``caught``."""
+    return [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
+
+
+def test_the_composed_spelling_builds_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        config = composed()
+        assert (config.env.task, config.run.updates, config.model, config.num_envs) == ("arithmetic", 2, "tiny", 2)
+        assert dataclasses.replace(config, run=dataclasses.replace(config.run, updates=5)).run.updates == 5
+
+
+def test_flat_keywords_give_the_same_config_with_one_warning_naming_the_new_spelling():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        flat = TextGRPOConfig(task="arithmetic", updates=2, **SMALL)
+    (message,) = deprecations(caught)
+    assert "TextGRPOConfig(env=TextEnvConfig(task=...), run=TextRunConfig(updates=...))" in message
+    assert "release 0.2" in message
+    assert caught[0].filename == __file__  # the warning points at the caller
+    assert flat == composed()
+
+
+def test_reading_and_setting_a_moved_field_warns_and_reaches_its_part():
+    config = composed()
+    with pytest.warns(DeprecationWarning, match=r"read config.env.task"):
+        assert config.task == "arithmetic"
+    with pytest.warns(DeprecationWarning, match=r"read config.run.updates"):
+        assert config.updates == 2
+    with pytest.warns(DeprecationWarning, match=r"set config.run.updates"):
+        config.updates = 7
+    assert config.run.updates == 7
+    with pytest.raises(AttributeError, match="no attribute 'updatez'"):
+        _ = config.updatez
+
+
+def test_replace_with_a_flat_field_changes_it_inside_its_part():
+    config = composed(run_dir="runs/x")
+    with pytest.warns(DeprecationWarning, match="flat fields"):
+        changed = dataclasses.replace(config, updates=0, n_agents=3)
+    assert (changed.run.updates, changed.run.run_dir, changed.env.n_agents, changed.env.task) == (0, "runs/x", 3, "arithmetic")
+    assert config.run.updates == 2  # the original is untouched
+
+
+def test_the_checks_of_each_part_and_across_parts_still_name_the_mistake():
+    with pytest.raises(ValueError, match="give eval_problems > 0 too"):
+        TextRunConfig(eval_interval=2)
+    with pytest.raises(ValueError, match="TextRunConfig.updates must be >= 0"):
+        TextRunConfig(updates=-1)
+    with pytest.raises(ValueError, match="use max_turns=1"):
+        TextGRPOConfig(pairing="cross", env=TextEnvConfig(max_turns=2))
+    with pytest.raises(ValueError, match="n_agents must be >= 2"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        TextGRPOConfig(n_agents=1)  # the flat spelling is checked too
+    assert TextGRPOConfig(pairing="cross", env=TextEnvConfig(n_agents=3)).num_envs == 4 * 4**3
+
+
+def test_the_command_line_spells_every_option_as_before():
+    learner = cli.parse(["train", "text", "grpo", "--task", "arithmetic", "--updates", "3", "--model", "tiny",
+                         "--n-agents", "3", "--run-dir", "runs/x", "--eps", "0.1"]).command.command.learner  # fmt: skip
+    assert (learner.env.task, learner.env.n_agents, learner.run.updates, learner.run.run_dir) == ("arithmetic", 3, 3, "runs/x")
+    assert (learner.model, learner.eps) == ("tiny", 0.1)
+
+
+def test_resume_fields_are_the_run_part_with_workers_and_sampler():
+    run_fields = {f.name for f in dataclasses.fields(TextRunConfig)}
+    assert set(TextLearnerConfig.RUN_FIELDS) == run_fields | {"workers", "sampler"}
+
+
+def test_records_stay_flat_so_a_run_folder_of_the_flat_layout_resumes(tmp_path):
+    record = {"algo": "grpo", **config_record(composed())}
+    assert record == FLAT_LAYOUT_RECORD
+    (tmp_path / CONFIG).write_text(json.dumps(FLAT_LAYOUT_RECORD))
+    more_updates = {"algo": "grpo", **config_record(composed(updates=9, eval_problems=3))}
+    open_run_dir(tmp_path, more_updates, resume=True, may_change=TextLearnerConfig.RUN_FIELDS)  # run fields may change
+    other_env = {"algo": "grpo", **config_record(dataclasses.replace(composed(), env=TextEnvConfig(task="arithmetic", n_agents=3)))}
+    with pytest.raises(ValueError, match="n_agents is 2 there and 3 here"):
+        open_run_dir(tmp_path, other_env, resume=True, may_change=TextLearnerConfig.RUN_FIELDS)
+
+
+def test_a_vector_env_is_built_from_the_env_part_and_a_learner_config_is_refused_naming_it():
+    assert de.vector_env_from(composed().env, 2).num_envs == 2
+    with pytest.raises(TypeError, match=r"got TextGRPOConfig \(a learner config: pass its .env\)"):
+        de.vector_env_from(composed(), 2)
+
+
+def test_compare_text_applies_a_shared_setting_given_at_the_shared_default():
+    given = cli.parse(["compare", "text", "--kl-coef", "0"]).command.command
+    assert {algo: given.run_config(algo, 0).kl_coef for algo in TEXT_CONFIGS} == {"magrpo": 0.0, "grpo": 0.0, "softrankpo": 0.0}
+    absent = cli.parse(["compare", "text", "--updates", "3", "--task", "gsm8k", "--path", "sample"]).command.command
+    softrankpo = absent.run_config("softrankpo", 1)
+    assert type(softrankpo) is TextSoftRankPOConfig and softrankpo.kl_coef == 0.02  # its own default
+    assert (softrankpo.run.updates, softrankpo.env.task, softrankpo.seed) == (3, "gsm8k", 1)
+    assert absent.run_config("grpo", 0).kl_coef == 0.0
+
+
+def test_only_the_per_learner_defaults_differ_between_the_learners_shared_fields():
+    shared = [f.name for f in dataclasses.fields(TextLearnerConfig)]
+    differing = {name for name in shared if len({repr(getattr(cls(), name)) for cls in TEXT_CONFIGS.values()}) > 1}
+    assert differing == set(PER_LEARNER_DEFAULTS)
+    assert all(getattr(SharedTextSettings(), name) is None for name in PER_LEARNER_DEFAULTS)
+    with pytest.raises(ValueError, match="kl_coef must be >= 0"):
+        SharedTextSettings(kl_coef=-1.0)
+
+
+def test_grpos_eps_is_declared_once_for_both_families():
+    assert issubclass(GRPOConfig, GRPOSettings) and issubclass(TextGRPOConfig, GRPOSettings)
+    for cls in (GRPOConfig, TextGRPOConfig):
+        assert cls().eps == 1e-6
+        with pytest.raises(ValueError, match="eps must be >= 0"):
+            cls(eps=-1.0)
