@@ -40,6 +40,7 @@ import torch
 import tyro
 from results import write_results
 
+from algorithms.core.compare import mean_and_interval
 from algorithms.meta import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPO, SoftRankPOConfig
 from algorithms.meta.base import Rollout
 from algorithms.meta.compare import CompareConfig, compare
@@ -149,7 +150,7 @@ def update_time(transitions: int = 4096, repeats: int = 30) -> dict[str, float]:
         times = []
         for _ in range(repeats):
             begin = time.perf_counter()
-            advantages = learner.compute_advantages(rollout.returns, rollout.team_rewards)
+            advantages = learner.compute_advantages(learner.returns(rollout))
             per_env = advantages.reshape(venv.num_envs, 3)
             learner.optimize(rollout, per_env[rollout.env_index, rollout.agent_index])
             times.append(time.perf_counter() - begin)
@@ -195,10 +196,10 @@ def report(out_dir: Path) -> str:
             algo, scale = name.split("@")
             closed = "n/a" if gap.get(name) is None else f"{gap[name]:.0%}"
             lines.append(
-                f"| {algo} | x{scale} | {stat['mean']:.3f} +- {stat['ci95']:.3f} | {closed} |"
+                f"| {algo} | x{scale} | {mean_and_interval(stat)} | {closed} |"
             )
         for name, stat in summary["baselines"].items():
-            lines.append(f"| {name} (baseline) | - | {stat['mean']:.3f} +- {stat['ci95']:.3f} | |")
+            lines.append(f"| {name} (baseline) | - | {mean_and_interval(stat)} | |")
         with (out_dir / what / "curves.csv").open() as file:
             rows = [r for r in csv.DictReader(file) if r["reward_scale"] == "1.0"]
         lines += ["", "PERSIST share at x1 (mean over seeds), first -> peak -> last:", ""]
