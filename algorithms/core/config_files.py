@@ -2,16 +2,17 @@
 
 A file holds ``command`` (the subcommand it is for) and any fields of that subcommand's
 config, nested as the dataclasses nest (``env_args`` of ``run``, ``env`` of ``train``,
-``train.env`` of ``compare``). Its values become the defaults; flags on the command line
-still override them. Every value is checked against its field's annotation (an ``int``
-where a float is asked for is a float; ``true`` is not an int; a list is a tuple where a
-tuple is asked for) and then goes through the dataclasses' own checks, so a loaded config is
-a validated one. A config class with a ``nested_fields(mapping)`` class method first
-rewrites its mapping with it (a text learner's config nests the flat ``env`` and ``run``
-fields of release 0.1, with a ``DeprecationWarning``). A file is data only and is read with bounded work: it is at most
-:data:`MAX_BYTES` long, nests at most :data:`MAX_DEPTH` levels and has no YAML anchors or
-aliases (a few hundred bytes of nested aliases expand to billions of values), no merge keys
-and no key twice. Every refusal is a ``ValueError`` naming the file and, where there is one,
+``train.env`` of ``compare``, ``env`` and ``run`` of ``train text``, ``learner.env`` of
+``compare text``). Its values become the defaults; flags on the command line still
+override them. Every value is checked against its field's annotation (an ``int`` where a
+float is asked for is a float; ``true`` is not an int; a list is a tuple where a tuple is
+asked for) and then goes through the dataclasses' own checks, so a loaded config is a
+validated one. A config class with a ``nested_fields(mapping)`` class method first
+rewrites its mapping with it (a text learner's config nests the flat env and run fields
+of release 0.1 under ``env`` and ``run``, with a ``DeprecationWarning``). A file is data
+only and is read with bounded work: it is at most :data:`MAX_BYTES` long, nests at most
+:data:`MAX_DEPTH` levels and has no YAML anchors or aliases (a few hundred bytes of nested
+aliases expand to billions of values), no merge keys and no key twice. Every refusal is a ``ValueError`` naming the file and, where there is one,
 the field (a file that holds no mapping is a ``TypeError``):
 
 >>> from deliberation_env.meta.config import EnvConfig
