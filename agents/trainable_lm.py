@@ -322,7 +322,8 @@ class TrainableLM:
         are adapters of one shared base are decoded together, ``batch_size`` rows of any
         agents at a time, each row through its own agent's adapter (peft's mixed-adapter
         batches: the base's weights are read once per step for every agent's rows). Other
-        layouts sample agent by agent.
+        layouts, and a subclass that overrides :meth:`sample`, sample agent by agent through
+        :meth:`sample`.
 
         Args:
             requests: Per agent, its chats and one seed per chat.
@@ -340,7 +341,7 @@ class TrainableLM:
         settings = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "min_new_tokens": min_new_tokens}
         seats = [self._seat(agent) for agent in requests]
         shared = len(seats) > 1 and all(s.model is seats[0].model and s.adapter is not None for s in seats)
-        if not shared:
+        if not shared or type(self).sample is not TrainableLM.sample:
             return {agent: self.sample(agent, chats, seeds, **settings) for agent, (chats, seeds) in requests.items()}
         for chats, seeds in requests.values():
             check_sample_arguments(chats, seeds, **settings)

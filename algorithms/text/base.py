@@ -71,6 +71,18 @@ from algorithms.text.losses import (
 from deliberation_env.text.config import config_record
 
 
+def sample_turn(
+    sampler: Any, requests: Mapping[str, tuple[list[Any], list[int]]], **settings: Any
+) -> dict[str, list[Completion]]:
+    """Every trainable agent's completions of one turn, ``{agent: (chats, seeds)}``: in one
+    call where the sampler decodes agents together (:meth:`agents.TrainableLM.sample_joint`:
+    adapters of one base share each batch), else agent by agent (``sampler.sample``).
+    Either way a request's completion is that of its seed (the samplers' contract)."""
+    if hasattr(sampler, "sample_joint"):
+        return sampler.sample_joint(requests, **settings)
+    return {agent: sampler.sample(agent, chats, seeds, **settings) for agent, (chats, seeds) in requests.items()}
+
+
 @dataclass(frozen=True)
 class Sample:
     """One completion of a trainable agent, with where its advantage comes from.
@@ -291,6 +303,21 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             if not active.any():
                 break
             live = [(m, e) for m, e in enumerate(members) if active[e]]
+            requests = {}
+            for agent in self.trainable:
+                own = [infos[e][agent] for _, e in live]
+                requests[agent] = (
+                    [info["messages"] for info in own],
+                    [derive_seed(info["seed"], tuple(info["messages"])) for info in own],
+                )
+            turn_completions = sample_turn(
+                self.sampler if temperature else self.lm,
+                requests,
+                max_new_tokens=config.max_new_tokens,
+                temperature=temperature,
+                top_p=config.top_p,
+                min_new_tokens=config.min_new_tokens if temperature else 0,
+            )
             texts = {}
             for i, agent in enumerate(self.agents):
                 own = [infos[e][agent] for _, e in live]
@@ -298,15 +325,7 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
                     observed = {agent: [obs[agent][e] for _, e in live]}
                     written = self.frozen[agent].act_vector(observed, [infos[e] for _, e in live])[agent]
                 else:
-                    completions = (self.sampler if temperature else self.lm).sample(
-                        agent,
-                        [info["messages"] for info in own],
-                        [derive_seed(info["seed"], tuple(info["messages"])) for info in own],
-                        max_new_tokens=config.max_new_tokens,
-                        temperature=temperature,
-                        top_p=config.top_p,
-                        min_new_tokens=config.min_new_tokens if temperature else 0,
-                    )
+                    completions = turn_completions[agent]
                     written = [played_text(c.text, c.finish_reason, info) for c, info in zip(completions, own, strict=True)]
                     samples.extend(
                         Sample(agent, i, turn, m // group, m % group, c) for (m, _), c in zip(live, completions, strict=True)
