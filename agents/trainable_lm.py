@@ -18,7 +18,9 @@ one frozen copy of the initial weights. The model stays in eval mode (no dropout
 forward pass is a deterministic function of the weights and the batch.
 
 **Sampling** (:meth:`TrainableLM.sample`): prompts are rendered with the tokenizer's chat
-template, left-padded and decoded together with a KV cache, ``batch_size`` at a time;
+template, left-padded and decoded together with a KV cache, ``sample_batch_size`` at a time
+(:meth:`TrainableLM.sample_joint`: several agents' requests in one batch, each row through
+its agent's adapter);
 each distinct prompt of a batch is run once and its cache copied to its requests (a
 group's G requests share one prompt). Each request has its own ``torch.Generator`` seeded
 by its seed, from which it draws one uniform number per token and inverts the
@@ -146,12 +148,14 @@ class TrainableLM:
         finetune: ``"lora"`` (an adapter per agent) or ``"full"`` (all weights).
         separate: One model per agent (deep copies of ``model``) instead of one shared.
         lora: The adapters' :class:`peft.LoraConfig` (default :func:`default_lora`).
-        batch_size: Most sequences per forward pass.
+        batch_size: Most sequences per forward pass of :meth:`logprobs` (with gradients).
+        sample_batch_size: Most requests decoded together by :meth:`sample` and
+            :meth:`sample_joint` (no gradients, so it may be larger); None: ``batch_size``.
         seed: Seeds the adapters' initialization (the global torch RNG is left as it was).
 
     Raises:
         ValueError: On no agents, repeated agents, an unknown ``finetune``, a tokenizer
-            without a chat template, or ``batch_size`` < 1.
+            without a chat template, or a batch size < 1.
     """
 
     def __init__(
@@ -164,6 +168,7 @@ class TrainableLM:
         separate: bool = False,
         lora: LoraConfig | None = None,
         batch_size: int = 16,
+        sample_batch_size: int | None = None,
         seed: int = 0,
     ) -> None:
         _require_train_extra()
@@ -174,10 +179,11 @@ class TrainableLM:
             raise ValueError(f"finetune must be 'lora' or 'full', got {finetune!r}")
         if not tokenizer.chat_template:
             raise ValueError("the tokenizer has no chat template: set tokenizer.chat_template (a Jinja template)")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if batch_size < 1 or (sample_batch_size is not None and sample_batch_size < 1):
+            raise ValueError(f"batch_size and sample_batch_size must be >= 1, got {batch_size}, {sample_batch_size}")
         self.tokenizer = tokenizer
         self.finetune, self.separate, self.batch_size = finetune, separate, batch_size
+        self.sample_batch_size = sample_batch_size or batch_size
         self.device = next(model.parameters()).device
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self._stop_ids = set(_eos_ids(model.generation_config.eos_token_id, tokenizer.eos_token_id))
@@ -297,8 +303,8 @@ class TrainableLM:
         prompts = [self.encode(chat) for chat in chats]
         completions: list[Completion] = []
         with self._acting(agent) as model, progress.call(len(prompts), f"sample {agent}") as advance:
-            for start in range(0, len(prompts), self.batch_size):
-                stop = start + self.batch_size
+            for start in range(0, len(prompts), self.sample_batch_size):
+                stop = start + self.sample_batch_size
                 completions.extend(
                     self._sample_batch(
                         model, prompts[start:stop], seeds[start:stop], max_new_tokens, temperature, top_p,
@@ -319,7 +325,7 @@ class TrainableLM:
     ) -> dict[str, list[Completion]]:
         """Several agents' requests of one turn, ``{agent: (chats, seeds)}``: each completion
         is what :meth:`sample` gives for it (the same seed, the same stream), but agents that
-        are adapters of one shared base are decoded together, ``batch_size`` rows of any
+        are adapters of one shared base are decoded together, ``sample_batch_size`` rows of any
         agents at a time, each row through its own agent's adapter (peft's mixed-adapter
         batches: the base's weights are read once per step for every agent's rows). Other
         layouts, and a subclass that overrides :meth:`sample`, sample agent by agent through
@@ -353,8 +359,8 @@ class TrainableLM:
         model = seats[0].model
         completions: list[Completion] = []
         with progress.call(len(rows), "sample " + " + ".join(requests)) as advance:
-            for start in range(0, len(rows), self.batch_size):
-                agents, prompts, seeds = zip(*rows[start : start + self.batch_size], strict=True)
+            for start in range(0, len(rows), self.sample_batch_size):
+                agents, prompts, seeds = zip(*rows[start : start + self.sample_batch_size], strict=True)
                 completions.extend(
                     self._sample_batch(
                         model, list(prompts), seeds, max_new_tokens, temperature, top_p, min_new_tokens, advance,

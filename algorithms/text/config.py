@@ -213,6 +213,11 @@ class TextLearnerConfig(GroupSettings, metaclass=_TakesFlatFields):
     their token means (see :func:`algorithms.text.losses.token_weights`)."""
 
     # ------------------------------------------------------------------ where it samples
+    sample_batch_size: int = 32
+    """Requests the torch sampler decodes together, any trainable agents' together when
+    they are adapters of one base (:meth:`agents.TrainableLM.sample_joint`); no gradients
+    flow there, so it may exceed ``batch_size``. It changes the speed, and the completions
+    only by floating-point noise."""
     workers: Annotated[int, tyro.conf.arg(name="rollout_workers")] = 0
     """Ray rollout workers, ``--rollout-workers`` on the command line (the ``ray`` extra): N copies of the policy sample the
     completions, the trainable weights shipped to them before every collection, so the
@@ -220,17 +225,19 @@ class TextLearnerConfig(GroupSettings, metaclass=_TakesFlatFields):
     in this process."""
     sampler: Literal["torch", "ctranslate2"] = "torch"
     """What samples the rollouts in this process: ``torch`` (a request's completion
-    depends on its seed alone), or ``ctranslate2`` (the ``ctranslate2`` extra: the policy
-    handed to CTranslate2 each update, seeded per call; on 2 cores it sampled 2.5x to 3.2x
-    faster, and a default MAGRPO update took 1.6x less time; :mod:`algorithms.text.ctranslate2_sampler`). ``train`` and the
+    depends on its seed alone), or ``ctranslate2`` (the policy handed to CTranslate2 each
+    update, seeded per call, agent by agent; :mod:`algorithms.text.ctranslate2_sampler`;
+    BENCHMARKS.md, "Speed against TRL's GRPOTrainer", compares the two). ``train`` and the
     CLI build it; a learner built by hand takes ``sampler=CTranslate2Sampler(lm)``."""
 
-    RUN_FIELDS: ClassVar[tuple[str, ...]] = (*(f.name for f in dataclasses.fields(TextRunConfig)), "workers", "sampler")
-    """Fields a resumed run may change: the run part's, and where the rollouts are sampled."""
+    RUN_FIELDS: ClassVar[tuple[str, ...]] = (
+        *(f.name for f in dataclasses.fields(TextRunConfig)), "workers", "sampler", "sample_batch_size",
+    )
+    """Fields a resumed run may change: the run part's, and where and how many at a time the rollouts are sampled."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_positive(self, "lora_rank", "lora_alpha", "max_new_tokens", "temperature", "batch_size")
+        check_positive(self, "lora_rank", "lora_alpha", "max_new_tokens", "temperature", "batch_size", "sample_batch_size")
         choices = {
             "finetune": ("lora", "full"),
             "pairing": ("aligned", "cross"),

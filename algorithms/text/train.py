@@ -76,6 +76,7 @@ def load_lm(config: TextLearnerConfig, model: str, agents: list[str]) -> Trainab
         "separate": config.separate_models,
         "lora": default_lora(config.lora_rank, config.lora_alpha, config.lora_targets),
         "batch_size": config.batch_size,
+        "sample_batch_size": config.sample_batch_size,
         "seed": config.seed,
     }
     if model == "tiny":
