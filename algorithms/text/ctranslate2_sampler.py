@@ -6,10 +6,11 @@ loaded, so :class:`CTranslate2Sampler` hands it the policy of each update: the f
 an agent's weights with its LoRA adapter merged in (:meth:`TrainableLM.merged_state_dict`)
 become a plain ``transformers`` model, CTranslate2's converter turns it into a float32
 model in a work directory (:func:`agents.ctranslate2_backend.convert_model`), and a
-``ctranslate2.Generator`` loads it. On the 2-core machine an update's sampling took 2.5x
-to 2.7x less time than torch's at 16 completions, 2.9x to 3.2x less at 64 (BENCHMARKS.md,
-issue 14), against torch's sampler before it shared a group's prompt and stopped sorting
-the vocabulary at every token; against today's, ``benchmarks/text_speed.py`` measures both.
+``ctranslate2.Generator`` loads it. It samples agent by agent: against torch's sampler
+before it shared a group's prompt, stopped sorting the vocabulary at every token and
+decoded both agents in one batch, it took 2.5x to 3.2x less time on 2 cores; against
+today's, at 16 completions of 32 tokens, 1.7x more (BENCHMARKS.md, "Speed against TRL's
+GRPOTrainer", ``benchmarks/text_speed.py``).
 
 **On-policy.** The learner calls :meth:`sync` with the version of its weights before each
 collection; a new version makes the converted models stale, and each agent's is brought up
