@@ -307,8 +307,6 @@ def file_defaults(path: Path) -> Deliberate:
         loaded: Any = train.TextTrain(learner=config_files.build(classes[algo], data, str(path)))
     else:
         loaded = config_files.build(kind, data, str(path))
-    if kind is compare.TextCompare:
-        loaded = dataclasses.replace(loaded, given=frozenset(data.get("learner", {})))
     return Deliberate(command=CONTAINERS[name.split()[0]](command=loaded, config=path))
 
 

@@ -146,9 +146,6 @@ class TextCompare:
     out_dir: str = ""
     """Folder of compare.json and every run's files; ``""``: a new one,
     ``runs/compare/text-<algos>-<YYYYmmdd-HHMMSS>``."""
-    given: tyro.conf.Suppress[frozenset[str]] = frozenset()
-    """Not read: the names of the shared settings a config file gives (``algorithms.cli``
-    still records them); :class:`SharedTextSettings` tells a given ``kl_coef`` by itself."""
 
     def __post_init__(self) -> None:
         for algo in self.algos:
