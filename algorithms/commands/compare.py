@@ -24,7 +24,7 @@ import tyro
 
 import deliberation_env as de
 from algorithms.commands.common import check_choice, check_loggers, console, wrote_folder
-from algorithms.commands.train import TEXT_ALGOS, check_run_dir_for
+from algorithms.commands.train import TEXT_ALGOS, TEXT_CURVES_FILE, check_run_dir_for
 from algorithms.core.run_dirs import new_run_dir, open_run_dir
 from algorithms.meta.config import CompareConfig, TrainConfig
 from algorithms.text.config import TextLearnerConfig
@@ -191,9 +191,13 @@ def compare_text(cfg: TextCompare) -> dict[str, Any]:
     table and ``compare.json``."""
     from algorithms import text as text_learners
     from algorithms.core.compare import run_grid, summarize_runs, summary_table
+    from algorithms.text.plots import learning_curves
+
+    histories: dict[str, list[list[dict[str, float]]]] = {algo: [] for algo in cfg.algos}
 
     def train_one(algo: str, seed: int) -> dict[str, Any]:
         result = text_learners.train(cfg.run_config(algo, seed))
+        histories[algo].append(result.history)
         final = result.history[-1] if result.history else {}
         return {"final": final, "before": result.before, "after": result.after}
 
@@ -212,8 +216,12 @@ def compare_text(cfg: TextCompare) -> dict[str, Any]:
         "runs": runs,
     }
     (folder / TEXT_COMPARE_FILE).write_text(json.dumps(record, indent=2))
+    figure = learning_curves(
+        histories, folder / TEXT_CURVES_FILE, f"{cfg.learner.env.task}, {cfg.seeds} seed(s): joint reward per update"
+    )
     table = summary_table(summary, TEXT_COMPARE_METRICS, f"LLM-weight learners, {cfg.seeds} seed(s), {cfg.learner.run.updates} updates")
     table.caption = "last update's rewards and held-out greedy evaluation after training; mean +- 95% CI over seeds"
     console.print(table)
     console.print(f"wrote {folder / TEXT_COMPARE_FILE}")
+    console.print(f"wrote {figure}")
     return record

@@ -43,6 +43,9 @@ TextLearner = (
     | Annotated[TextSoftRankPOConfig, tyro.conf.subcommand("softrankpo")]
 )
 """The LLM-weight learners, each a subcommand whose options are its config's fields."""
+TEXT_CURVES_FILE = "learning_curves.png"
+"""The figure ``train text`` and ``compare text`` write in their folder: the joint reward per
+update, held-out evaluations as points (:func:`algorithms.text.plots.learning_curves`)."""
 TEXT_ALGOS = {cls: name for name, cls in TEXT_CONFIGS.items()}
 """Each text learner config's algorithm name (as ``deliberate train text NAME`` spells it)."""
 
@@ -141,6 +144,11 @@ def train_text(cfg: TextTrain) -> dict[str, Any]:
     started = time.perf_counter()
     result = text_learners.train(config)
     final = result.history[-1] if result.history else {}
+    if result.history:
+        from algorithms.text.plots import learning_curves
+
+        title = f"{algo}, {config.env.task}, seed {config.seed}: joint reward per update"
+        learning_curves({algo: [result.history]}, Path(config.run.run_dir) / TEXT_CURVES_FILE, title)
     console.print(text_train_table(type(result.learner).__name__, final, result.before, result.after))
     wrote_folder(Path(config.run.run_dir), time.perf_counter() - started)
     return {**final, **{f"after/{k}": v for k, v in result.after.items()}}

@@ -39,7 +39,11 @@ def test_train_text_writes_the_run_files_and_prints_the_table(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "TextGRPO" in out
     assert "held-out eval/joint" in out
-    assert f"wrote {run_dir}/: adapters/, checkpoint.safetensors, config.json, metrics.jsonl, summary.json" in out
+    assert (
+        f"wrote {run_dir}/: adapters/, checkpoint.safetensors, config.json, learning_curves.png, metrics.jsonl, summary.json"
+        in out
+    )
+    assert (run_dir / "learning_curves.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_train_text_gets_a_folder_of_its_own_and_resumes_only_when_asked(tmp_path, monkeypatch, capsys):
@@ -97,7 +101,8 @@ def test_compare_text_runs_algos_by_seeds_and_writes_the_table_and_json(tmp_path
     out = capsys.readouterr().out
     assert "magrpo" in out and "grpo" in out
     assert "rewards/joint/mean" in out
-    assert f"wrote {folder / compare.TEXT_COMPARE_FILE}" in out
+    assert f"wrote {folder / compare.TEXT_COMPARE_FILE}" in out and f"wrote {folder / 'learning_curves.png'}" in out
+    assert (folder / "learning_curves.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_compare_text_keeps_each_learners_defaults_under_shared_settings(tmp_path):
