@@ -48,6 +48,25 @@ class Learner(abc.ABC):
     optimizer: torch.optim.Optimizer
     update: int
 
+    config_class: ClassVar[type] = object
+    """The config type this learner takes (:meth:`check_setup` refuses others)."""
+
+    def check_setup(self, config: Any, venv: Any) -> None:
+        """Refuse a config of another learner, or a ``problem_pool`` beyond ``venv``'s
+        training problems, before anything is built.
+
+        Raises:
+            TypeError: If ``config`` is no :attr:`config_class`.
+            ValueError: If ``config.problem_pool`` exceeds the training split.
+        """
+        if not isinstance(config, self.config_class):
+            raise TypeError(f"{type(self).__name__} needs a {self.config_class.__name__}, got {type(config).__name__}")
+        if config.problem_pool > len(venv.problems):
+            raise ValueError(
+                f"problem_pool={config.problem_pool} exceeds the {len(venv.problems)} problems "
+                "of the training split: lower it, or 0 to use them all"
+            )
+
     @property
     def episodes(self) -> int:
         """Training episodes played so far: every update plays one per env."""

@@ -104,16 +104,7 @@ class Learner(CoreLearner):
     def __init__(
         self, config: LearnerConfig, venv: Any, warm_start: MetaPolicyNetwork | None = None
     ):
-        if not isinstance(config, self.config_class):
-            raise TypeError(
-                f"{type(self).__name__} needs a {self.config_class.__name__}, "
-                f"got {type(config).__name__}"
-            )
-        if config.problem_pool > len(venv.problems):
-            raise ValueError(
-                f"problem_pool={config.problem_pool} exceeds the {len(venv.problems)} problems "
-                "of the training split: lower it, or 0 to use them all"
-            )
+        self.check_setup(config, venv)
         self.config = config
         self.venv = venv
         self.agents = list(venv.agents)

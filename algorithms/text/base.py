@@ -170,8 +170,7 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         frozen: Mapping[str, TextPolicy] | None = None,
         sampler: Any = None,
     ) -> None:
-        if not isinstance(config, self.config_class):
-            raise TypeError(f"{type(self).__name__} needs a {self.config_class.__name__}, got {type(config).__name__}")
+        self.check_setup(config, venv)
         frozen = dict(frozen or {})
         for agent, policy in frozen.items():
             if not isinstance(policy, TextPolicy):
@@ -194,10 +193,6 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             raise ValueError(
                 f"the env has n_agents={venv.n_agents}, max_turns={venv.episode_length}; the config says "
                 f"{config.env.n_agents}, {config.env.max_turns}"
-            )
-        if config.problem_pool > len(venv.problems):
-            raise ValueError(
-                f"problem_pool={config.problem_pool} exceeds the {len(venv.problems)} training problems: lower it, or 0"
             )
         self.config, self.lm, self.venv, self.frozen = config, lm, venv, frozen
         self.trainable = [a for a in self.agents if a in lm.agents]
