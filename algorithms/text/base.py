@@ -46,7 +46,6 @@ in training as in evaluation; its tokens are still trained on, with that reward.
 
 from __future__ import annotations
 
-import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -211,10 +210,6 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         return list(unique.values())
 
     # ------------------------------------------------------------------ the loop
-    @abc.abstractmethod
-    def compute_advantages(self, returns: torch.Tensor) -> torch.Tensor:
-        """Advantages (B, G, n) from one turn's returns (B, G, n)."""
-
     def returns(self, batch: Rollouts) -> torch.Tensor:
         """Each agent's discounted return per turn, (T, B, G, n) (the module docstring)."""
         return discounted_returns(batch.rewards, self.config.gamma)
@@ -315,12 +310,12 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             )
             texts = {}
             for i, agent in enumerate(self.agents):
-                own = [infos[e][agent] for _, e in live]
                 if agent in self.frozen:
                     observed = {agent: [obs[agent][e] for _, e in live]}
                     written = self.frozen[agent].act_vector(observed, [infos[e] for _, e in live])[agent]
                 else:
                     completions = turn_completions[agent]
+                    own = [infos[e][agent] for _, e in live]
                     written = [played_text(c.text, c.finish_reason, info) for c, info in zip(completions, own, strict=True)]
                     samples.extend(
                         Sample(agent, i, turn, m // group, m % group, c) for (m, _), c in zip(live, completions, strict=True)
