@@ -1,7 +1,10 @@
-"""Doctest collection over the packages: skip modules that cannot be imported by design.
+"""Doctest collection over the packages: skip modules that cannot be imported by design;
+every test and doctest signs response-cache rows with a key of its own, never the user's.
 
 The test tiers (markers unit, api, integrations, ray, slow) are set in tests/conftest.py.
 """
+
+import pytest
 
 collect_ignore = [
     "agents/vllm_backend.py",  # raises ImportError without vLLM (a CUDA machine); tested in tests/agents
@@ -13,3 +16,12 @@ collect_ignore_glob = [
     # Fixtures, not doctests: collected as doctest modules, two files named conftest clash.
     "tests/*conftest.py",
 ]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _cache_key(tmp_path_factory: pytest.TempPathFactory):
+    """The response cache's signing key in the session's temporary folder (the variable
+    reaches the processes tests start), never in the user's ``~/.config``."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DELIBERATION_ENV_CACHE_KEY", str(tmp_path_factory.mktemp("cache-key") / "cache.key"))
+        yield

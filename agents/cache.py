@@ -41,6 +41,38 @@ not one per candidate): the warning or error names its key. A backend that retur
 fewer results than requests, or such a value, is a :class:`~agents.base.BackendError`,
 and that chunk is not stored.
 
+Nothing foreign is served unless trusted. A checksum proves a row intact, not who wrote
+it: keys and checksums are hashes of public data, so anyone who can write the file can
+plant a row that passes them. So every row this install writes also carries an
+HMAC-SHA256 of its table, key, model id, origin and values under a key of this install:
+32 random bytes made at first use (``secrets``), in a file only its user can read (mode
+0600) at ``$DELIBERATION_ENV_CACHE_KEY`` if that variable is set, else
+``$XDG_CONFIG_HOME/deliberation-env/cache.key`` (default ``~/.config/...``); a key file
+that others can read is a :class:`CacheKeyError` saying ``chmod 600``. A row without a
+valid MAC is *foreign* (written on another machine, by a version before 0.2, or planted)
+and is served only when the user trusts it: ``deliberate cache merge --trust OUT FILE``
+(:func:`agents.cache_merge.merge_caches` with ``trust=True``) re-signs the rows of a
+trusted file with this install's key and marks each with the file it came from (its
+``origin``, under the MAC too), or ``CachedBackend(..., trust_foreign=True)`` serves the
+foreign rows of its own file. An untrusted foreign row is a miss, with a warning: the
+backend generates the request again and a signed row replaces it (offline, a
+:class:`CacheMissError` that says how to trust it). Every report counts the rows of
+trusted foreign files: :attr:`CachedBackend.trusted_foreign` (hits) and
+``foreign_ignored``, ``deliberate cache stats`` (``trusted_foreign`` by file,
+``foreign``) and ``deliberate cache merge`` (``trusted``, ``foreign``). Caches written
+before this version hold no MAC: their rows are foreign; to keep them, merge them once
+into a new file, ``deliberate cache merge --trust NEW OLD`` (then use NEW, or move it over
+OLD). Ray nodes each sign with their own key: merge their files with ``--trust``, or give
+every node one key file through ``DELIBERATION_ENV_CACHE_KEY``.
+
+No row is larger than a result of its request can be: a completion holds at most
+:data:`CHARS_PER_TOKEN` characters per token of its ``max_tokens`` plus
+:data:`ROW_SLACK_CHARS`, a log-probability row 32 characters per candidate plus 64, and no
+row more than :data:`MAX_ROW_CHARS` (1 MiB). A backend result over its bound is a
+:class:`~agents.base.BackendError` naming the key, and nothing of its call is stored; a
+stored row over it is never loaded (SQLite measures it) nor served: a miss with a warning
+naming its key, or offline a :class:`CacheMissError`.
+
 The database is in WAL mode (readers never block the writer) with a busy timeout, so
 several processes (parallel runs, a learner and an evaluator) can share one file.
 ``offline=True`` opens the file read-only, serves only what is cached and raises
@@ -60,13 +92,18 @@ imported, else ``~/.cache/deliberation_env/responses.sqlite``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import hmac
 import json
 import math
 import numbers
 import operator
 import os
+import secrets
 import sqlite3
+import stat
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -94,14 +131,27 @@ BUSY_TIMEOUT_S = 60.0
 """How long a writer waits for another process's transaction before failing."""
 _SQL_VARIABLES = 500  # keys per SELECT ... IN (...), well under SQLite's limit
 
+KEY_ENV = "DELIBERATION_ENV_CACHE_KEY"
+"""The variable naming this install's signing key file (tests and CI point it elsewhere)."""
+KEY_BYTES = 32
+"""Random bytes of a signing key (HMAC-SHA256)."""
+MAX_ROW_CHARS = 1 << 20
+"""The most characters any row's text (or log-probabilities) may hold: 1 MiB."""
+CHARS_PER_TOKEN = 64
+"""The most characters a completion may hold per token of its ``max_tokens`` (a token is a
+few characters of text; the longest in common vocabularies a few dozen)."""
+ROW_SLACK_CHARS = 4096
+"""Characters a completion may hold beyond :data:`CHARS_PER_TOKEN` per token."""
+
 _TABLES = {
     "generations": "key TEXT PRIMARY KEY, model_id TEXT NOT NULL, text TEXT NOT NULL, "
     "prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, "
-    "finish_reason TEXT NOT NULL, created REAL NOT NULL, checksum TEXT",
+    "finish_reason TEXT NOT NULL, created REAL NOT NULL, checksum TEXT, mac TEXT, origin TEXT",
     "logprobs": "key TEXT PRIMARY KEY, model_id TEXT NOT NULL, logprobs TEXT NOT NULL, "
-    "prompt_tokens INTEGER NOT NULL, created REAL NOT NULL, checksum TEXT",
+    "prompt_tokens INTEGER NOT NULL, created REAL NOT NULL, checksum TEXT, mac TEXT, origin TEXT",
 }
-_SCHEMA_VERSION = 1  # PRAGMA user_version; 0 in the files of older versions, without checksums
+_ADDED_COLUMNS = ("checksum", "mac", "origin")  # added to the tables of older versions, NULL in their rows
+_SCHEMA_VERSION = 2  # PRAGMA user_version; 0: no checksums, 1: no MACs
 _VALUES = {  # the columns a result is built from, in order; the checksum covers them
     "generations": ("text", "prompt_tokens", "completion_tokens", "finish_reason"),
     "logprobs": ("logprobs", "prompt_tokens"),
@@ -132,6 +182,78 @@ class CacheFullError(CacheFileError):
 class CacheReadOnlyError(CacheMissError, CacheFileError):
     """The cache file cannot be written (read-only media or permissions), so what it does
     not hold cannot be generated and stored."""
+
+
+class CacheKeyError(CacheFileError):
+    """This install's signing key cannot be made or read, or others can read it; the
+    message names the file and what to do."""
+
+
+# ------------------------------------------------------------------ the signing key
+def key_path() -> Path:
+    """The file of this install's signing key: ``$DELIBERATION_ENV_CACHE_KEY``, else
+    ``$XDG_CONFIG_HOME/deliberation-env/cache.key`` (``~/.config`` without the variable)."""
+    if os.environ.get(KEY_ENV):
+        return Path(os.environ[KEY_ENV]).absolute()
+    config = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(config).absolute() / "deliberation-env" / "cache.key"
+
+
+def signing_key() -> bytes:
+    """This install's signing key, made at first use (:func:`key_path`, mode 0600).
+
+    Raises:
+        CacheKeyError: The key cannot be made or read, or others can read it.
+    """
+    return _key_at(key_path())
+
+
+@functools.cache
+def _key_at(path: Path) -> bytes:
+    """The key in ``path``, made first if there is none (read once per process)."""
+    try:
+        if not path.exists():
+            _make_key(path)
+        return _read_key(path)
+    except OSError as error:
+        raise CacheKeyError(
+            f"the response cache's signing key {path} cannot be made or read ({error}): make its folder "
+            f"writable, or set {KEY_ENV} to a file this user can write"
+        ) from error
+
+
+def _make_key(path: Path) -> None:
+    """Write a new random key to ``path``, readable by its user alone; when processes make
+    it at once, the first one linked in place is the key of all."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # mode 0600
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(secrets.token_bytes(KEY_BYTES))
+            file.flush()
+            os.fsync(file.fileno())
+        with suppress(FileExistsError):  # another process linked its key first
+            os.link(temporary, path)
+    finally:
+        os.unlink(temporary)
+
+
+def _read_key(path: Path) -> bytes:
+    """The key in ``path``, which must be readable by its user alone and hold >= 32 bytes."""
+    with path.open("rb") as file:
+        mode = stat.S_IMODE(os.fstat(file.fileno()).st_mode)
+        if mode & 0o077:
+            raise CacheKeyError(
+                f"the response cache's signing key {path} can be read or written by others (mode {mode:o}): "
+                f"anyone who reads it can forge cached rows; make it private with `chmod 600 {path}`"
+            )
+        key = file.read(4096)
+    if len(key) < KEY_BYTES:
+        raise CacheKeyError(
+            f"the response cache's signing key {path} holds {len(key)} bytes, fewer than {KEY_BYTES}: "
+            f"delete it (a new one is made; rows signed with it are then foreign) or point {KEY_ENV} elsewhere"
+        )
+    return key
 
 
 # ------------------------------------------------------------------ the file
@@ -249,8 +371,9 @@ def _file_error(path: Path, error: sqlite3.Error | OSError, read_only: bool) -> 
 
 
 def _create_or_migrate(db: sqlite3.Connection) -> None:
-    """Create the tables, or add the checksum column to the tables of an older version
-    (their rows keep a NULL checksum: they cannot be verified, so they are never served).
+    """Create the tables, or add the checksum, MAC and origin columns to the tables of an
+    older version (their rows keep NULLs: without a checksum they cannot be verified,
+    without a MAC they are foreign, so neither is served untrusted).
 
     It always writes the schema version, so a file that cannot be written fails here,
     before anything is generated, not when the first results are stored.
@@ -258,8 +381,8 @@ def _create_or_migrate(db: sqlite3.Connection) -> None:
     db.execute("BEGIN IMMEDIATE")
     for table, columns in _TABLES.items():
         db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
-        if "checksum" not in _column_names(db, table):
-            db.execute(f"ALTER TABLE {table} ADD COLUMN checksum TEXT")
+        for column in sorted(set(_ADDED_COLUMNS) - _column_names(db, table)):
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
     db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
     db.execute("COMMIT")
 
@@ -363,6 +486,50 @@ def _intact(key: str, values: Sequence[object], checksum: str) -> bool:
         return False
 
 
+def mac(secret: bytes, table: str, key: str, model_id: str, origin: str | None, values: Sequence[object]) -> str:
+    """The HMAC-SHA256 under ``secret`` of a row: its table, key, model id, origin (None:
+    written here; else the trusted file it came from) and values (:data:`_VALUES`)."""
+    message = json.dumps([table, key, model_id, origin, *values]).encode()
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()
+
+
+def signed(
+    secret: bytes, table: str, key: str, model_id: str, origin: object, values: Sequence[object], tag: object
+) -> bool:
+    """Whether ``tag`` is the row's MAC under ``secret``: this install wrote the row, or
+    re-signed it from a file the user trusted."""
+    if not isinstance(tag, str) or not (origin is None or isinstance(origin, str)):
+        return False
+    try:
+        return hmac.compare_digest(mac(secret, table, key, model_id, origin, values), tag)
+    except TypeError:  # a damaged type cannot be serialized, so it was not signed
+        return False
+
+
+def row_limit(table: str, request: Request | None) -> int:
+    """The most characters the text (or log-probabilities) of a row of ``request`` may hold:
+    :data:`CHARS_PER_TOKEN` per token of its budget plus :data:`ROW_SLACK_CHARS`, 32 per
+    candidate plus 64; never over :data:`MAX_ROW_CHARS` (also the bound without a request)."""
+    if request is None:
+        return MAX_ROW_CHARS
+    if table == "generations":
+        bound = CHARS_PER_TOKEN * request.max_tokens + ROW_SLACK_CHARS
+    else:
+        bound = 32 * len(request.candidates) + 64
+    return min(bound, MAX_ROW_CHARS)
+
+
+def row_select(table: str, columns: set[str]) -> str:
+    """A ``SELECT`` of ``table``'s rows as ``key, size, *values, checksum, mac, origin,
+    model_id, created``: ``size`` is the length of the first value (the text or the
+    log-probabilities), which is loaded only when it is at most :data:`MAX_ROW_CHARS`
+    (else NULL); columns the file lacks (an older version's) are NULL. Append a ``WHERE``."""
+    first, *rest = _VALUES[table]
+    added = [column if column in columns else "NULL" for column in _ADDED_COLUMNS]
+    loaded = f"CASE WHEN length({first}) <= {MAX_ROW_CHARS} THEN {first} END"
+    return f"SELECT key, length({first}), {', '.join([loaded, *rest, *added])}, model_id, created FROM {table}"
+
+
 def _to_values(result: Generation | LogprobResult) -> tuple:
     if isinstance(result, Generation):
         return (result.text, result.prompt_tokens, result.completion_tokens, result.finish_reason)
@@ -432,41 +599,70 @@ def _result_problem(table: str, result: object, request: Request) -> str | None:
         values = _to_values(result)
     except (TypeError, ValueError) as error:  # log-probs that JSON cannot hold
         return f"logprobs {result.logprobs!r:.100} cannot be stored: {error}"
-    return row_problem(table, values, request)
+    return row_problem(table, values, request) or _size_problem(table, len(values[0]), request)
+
+
+def _size_problem(table: str, size: int, request: Request | None) -> str | None:
+    """What is wrong with a row whose first value holds ``size`` characters, or None."""
+    limit = row_limit(table, request)
+    if size <= limit:
+        return None
+    if request is None or limit == MAX_ROW_CHARS:
+        bound = f"{MAX_ROW_CHARS:,}, the most any row may hold"
+    elif table == "generations":
+        bound = f"{limit:,} for max_tokens={request.max_tokens}"
+    else:
+        bound = f"{limit:,} for {len(request.candidates)} candidates"
+    return f"{size:,} characters, over the limit of {bound}"
 
 
 @dataclass
 class _Lookup:
-    """What a lookup found: intact results by key, and the keys it could not serve."""
+    """What a lookup found: servable results by key (those of trusted foreign rows also in
+    ``trusted_foreign``), and the keys it could not serve."""
 
     found: dict[str, Generation | LogprobResult] = field(default_factory=dict)
+    trusted_foreign: set[str] = field(default_factory=set)
+    oversized: dict[str, str] = field(default_factory=dict)  # key: its size against its limit
     corrupt: set[str] = field(default_factory=set)
     unverified: set[str] = field(default_factory=set)
     invalid: dict[str, str] = field(default_factory=dict)  # key: what is wrong with its values
+    foreign: set[str] = field(default_factory=set)
+
+    def unservable(self) -> int:
+        """How many rows were found but cannot be served."""
+        return sum(map(len, (self.oversized, self.corrupt, self.unverified, self.invalid, self.foreign)))
 
 
-def _lookup(db: sqlite3.Connection, table: str, requests: dict[str, Request]) -> _Lookup:
-    """The rows of ``requests`` (by key) in ``table`` that are intact and valid; the
-    corrupt, unverifiable and invalid ones apart."""
+def _lookup(
+    db: sqlite3.Connection, table: str, requests: dict[str, Request], secret: bytes, trust_foreign: bool
+) -> _Lookup:
+    """The rows of ``requests`` (by key) in ``table`` that are within their size, intact,
+    valid and signed with ``secret`` (or, with ``trust_foreign``, foreign); the others apart."""
     lookup = _Lookup()
     columns = _column_names(db, table)
     if not columns:  # an empty file, opened read-only
         return lookup
-    checksum = "checksum" if "checksum" in columns else "NULL"  # NULL: an older file, read-only
     unique = list(requests)
     for start in range(0, len(unique), _SQL_VARIABLES):
         batch = unique[start : start + _SQL_VARIABLES]
-        marks = ",".join("?" * len(batch))
-        select = f"SELECT key, {checksum}, {', '.join(_VALUES[table])} FROM {table} WHERE key IN ({marks})"
-        for key, stored, *values in db.execute(select, batch):
-            if stored is None:
+        select = f"{row_select(table, columns)} WHERE key IN ({','.join('?' * len(batch))})"
+        for key, size, *values, stored, tag, origin, model_id, _ in db.execute(select, batch):
+            request = requests[key]
+            if problem := _size_problem(table, size or 0, request):
+                lookup.oversized[key] = problem
+            elif stored is None:
                 lookup.unverified.add(key)
             elif not _intact(key, values, stored):
                 lookup.corrupt.add(key)
-            elif problem := row_problem(table, values, requests[key]):
+            elif problem := row_problem(table, values, request):
                 lookup.invalid[key] = problem
-            else:
+            elif (mine := signed(secret, table, key, model_id, origin, values, tag)) or trust_foreign:
                 lookup.found[key] = _from_values(table, values)
+                if origin is not None or not mine:
+                    lookup.trusted_foreign.add(key)
+            else:
+                lookup.foreign.add(key)
     return lookup
 
 
@@ -504,14 +700,23 @@ class CachedBackend:
             soon as it is generated. None: the backend's ``preferred_chunk`` attribute
             if it has one (a batching backend decodes a whole phase together), else 64 (a
             backend that decodes one request at a time then commits every 64).
+        trust_foreign: Also serve the file's foreign rows (no valid MAC of this install's
+            key: written on another machine or by an older version), as from a file the
+            user trusts; they are counted in ``trusted_foreign``. Only for a file you trust:
+            anyone who could write it decides what these requests return.
 
     Raises:
         CacheFileError: The file cannot be used (the message says why and what to do).
+        CacheKeyError: This install's signing key cannot be made or read.
 
     Attributes:
         writable: Whether misses are generated and stored: False offline and for a
             file opened read-only.
         hits: Requests served from the cache since construction.
+        trusted_foreign: Of the hits, those served from rows of trusted foreign files
+            (merged with ``--trust``, or foreign rows served under ``trust_foreign``).
+        foreign_ignored: Foreign rows found and not served (generated again) since
+            construction.
         misses: Requests sent to the inner backend since construction.
     """
 
@@ -522,6 +727,7 @@ class CachedBackend:
         *,
         offline: bool = False,
         chunk_size: int | None = None,
+        trust_foreign: bool = False,
     ) -> None:
         if chunk_size is None:
             chunk_size = int(getattr(backend, "preferred_chunk", 64))
@@ -533,8 +739,9 @@ class CachedBackend:
         self.chunk_size = chunk_size
         self.model_id = backend.model_id
         self.supports_logprobs = backend.supports_logprobs
-        self.hits = 0
-        self.misses = 0
+        self.trust_foreign = trust_foreign
+        self.hits = self.trusted_foreign = self.foreign_ignored = self.misses = 0
+        self._secret = signing_key()
         # Fail now, not in the middle of a run: open (and create or migrate) the file.
         self.writable = not offline and _open_writable(self.path)
         if not self.writable:
@@ -574,10 +781,12 @@ class CachedBackend:
     ) -> list[Result]:
         by_key = dict(zip(keys, requests, strict=True))
         with _open(self.path, read_only=not self.writable) as db:
-            lookup = _lookup(db, table, by_key)
+            lookup = _lookup(db, table, by_key, self._secret, self.trust_foreign)
         found = lookup.found
         missing = {key: request for key, request in by_key.items() if key not in found}
         self.hits += sum(key in found for key in keys)
+        self.trusted_foreign += sum(key in lookup.trusted_foreign for key in keys)
+        self.foreign_ignored += len(lookup.foreign)
         self._warn_unservable(lookup)
         if missing and not self.writable:
             raise self._unservable(lookup, missing, len(keys))
@@ -602,10 +811,10 @@ class CachedBackend:
                 f"{where} returned {len(results)} results for {len(chunk)} requests; "
                 "none of them was cached"
             )
-        for (_, request), result in zip(chunk, results, strict=True):
+        for (key, request), result in zip(chunk, results, strict=True):
             if problem := _result_problem(table, result, request):
                 raise BackendError(
-                    f"{where} returned an invalid result for {_describe(request)}: {problem}; "
+                    f"{where} returned an invalid result for key {key}, {_describe(request)}: {problem}; "
                     f"none of the {len(chunk)} results of its call was cached"
                 )
 
@@ -615,8 +824,9 @@ class CachedBackend:
         rows = []
         for key, result in zip(keys, results, strict=True):
             values = _to_values(result)
-            rows.append((key, *values, _checksum(key, values), self.model_id, now))
-        columns = ("key", *_VALUES[table], "checksum", "model_id", "created")
+            tag = mac(self._secret, table, key, self.model_id, None, values)
+            rows.append((key, *values, _checksum(key, values), tag, self.model_id, now))
+        columns = ("key", *_VALUES[table], "checksum", "mac", "model_id", "created")
         insert = (
             f"INSERT OR REPLACE INTO {table} ({', '.join(columns)}) "
             f"VALUES ({', '.join('?' * len(columns))})"
@@ -655,7 +865,21 @@ class CachedBackend:
         if lookup.invalid:
             warnings.warn(
                 f"response cache {self.path}: {len(lookup.invalid)} rows of {self.model_id} hold "
-                f"values no backend returns ({_first_invalid(lookup)}); they are not served{then}",
+                f"values no backend returns ({_first(lookup.invalid)}); they are not served{then}",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        if lookup.oversized:
+            warnings.warn(
+                f"response cache {self.path}: {len(lookup.oversized)} rows of {self.model_id} are larger "
+                f"than a result of their request can be ({_first(lookup.oversized)}); they are not served{then}",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        if lookup.foreign:
+            warnings.warn(
+                f"response cache {self.path}: {len(lookup.foreign)} rows of {self.model_id} are foreign: "
+                f"{FOREIGN}; they are not served{then} ({TRUST_HINT})",
                 RuntimeWarning,
                 stacklevel=4,
             )
@@ -664,19 +888,18 @@ class CachedBackend:
         self, lookup: _Lookup, missing: dict[str, Request], total: int
     ) -> CacheMissError:
         """The error for requests that cannot be served by a cache that cannot store them."""
-        found_unservable = len(lookup.corrupt) + len(lookup.unverified) + len(lookup.invalid)
         reasons = [
             f"{count} {why}"
             for count, why in (
-                (len(missing) - found_unservable, "not cached"),
+                (len(missing) - lookup.unservable(), "not cached"),
                 (len(lookup.corrupt), "cached in a corrupt row (checksum mismatch)"),
                 (len(lookup.unverified), "cached without a checksum by an older version"),
-                (len(lookup.invalid), "cached with invalid values"),
+                (len(lookup.invalid), f"cached with invalid values ({_first(lookup.invalid)})"),
+                (len(lookup.oversized), f"cached in an oversized row ({_first(lookup.oversized)})"),
+                (len(lookup.foreign), f"cached in a foreign row ({FOREIGN}: {TRUST_HINT})"),
             )
             if count
         ]
-        if lookup.invalid:
-            reasons[-1] += f" ({_first_invalid(lookup)})"
         first = next(iter(missing.values()))
         problem = (
             f"{len(missing)} of {total} requests of {self.model_id} cannot be served: "
@@ -707,7 +930,17 @@ class CachedBackend:
         )
 
     def __repr__(self) -> str:
-        return f"CachedBackend({self.backend!r}, path={str(self.path)!r}, offline={self.offline})"
+        trusting = ", trust_foreign=True" if self.trust_foreign else ""
+        return f"CachedBackend({self.backend!r}, path={str(self.path)!r}, offline={self.offline}{trusting})"
+
+
+FOREIGN = "no valid MAC of this install's key, so written on another machine, by a version before 0.2, or planted"
+"""Why a foreign row is not served (warnings and errors)."""
+TRUST_HINT = (
+    "if you trust the file, merge it into a new cache with `deliberate cache merge --trust NEW FILE` "
+    "(or pass trust_foreign=True to CachedBackend)"
+)
+"""How to serve the rows of a foreign file the user trusts."""
 
 
 def _open_writable(path: Path) -> bool:
@@ -730,9 +963,10 @@ def _open_writable(path: Path) -> bool:
     return True
 
 
-def _first_invalid(lookup: _Lookup) -> str:
-    key, problem = next(iter(lookup.invalid.items()))
-    return f"key {key}: {problem}"
+def _first(problems: dict[str, str]) -> str:
+    """The first of ``problems`` (what is wrong, by key), for a message: ``key K: problem``
+    (empty when there is none)."""
+    return next((f"key {key}: {problem}" for key, problem in problems.items()), "")
 
 
 def _describe(request: GenerationRequest | LogprobRequest) -> str:
@@ -747,10 +981,14 @@ def cache_stats(path: str | os.PathLike[str] = DEFAULT_CACHE_PATH) -> dict:
 
     Returns:
         ``{"path", "exists", "size_bytes", "generations", "logprobs", "prompt_tokens",
-        "completion_tokens", "models": {model_id: rows}}``; counts are 0 for a missing file.
+        "completion_tokens", "models": {model_id: rows}, "trusted_foreign": {file: rows},
+        "foreign"}``: ``trusted_foreign`` counts the rows re-signed from each trusted file
+        (``deliberate cache merge --trust``), ``foreign`` those without a valid MAC of this
+        install's key, never served untrusted; counts are 0 for a missing file.
 
     Raises:
         CacheFileError: The file cannot be read (the message says why and what to do).
+        CacheKeyError: This install's signing key cannot be made or read.
     """
     path = Path(path)
     stats = {
@@ -762,6 +1000,8 @@ def cache_stats(path: str | os.PathLike[str] = DEFAULT_CACHE_PATH) -> dict:
         "prompt_tokens": 0,
         "completion_tokens": 0,
         "models": {},
+        "trusted_foreign": {},
+        "foreign": 0,
     }
     if not path.exists():
         return stats
@@ -777,10 +1017,25 @@ def cache_stats(path: str | os.PathLike[str] = DEFAULT_CACHE_PATH) -> dict:
                 "SELECT model_id FROM logprobs) GROUP BY model_id ORDER BY model_id"
             )
             stats["models"] = dict(models.fetchall())
+            stats["trusted_foreign"], stats["foreign"] = _origins(db, signing_key())
     stats["size_bytes"] = sum(
         p.stat().st_size for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()
     )
     return stats
+
+
+def _origins(db: sqlite3.Connection, secret: bytes) -> tuple[dict[str, int], int]:
+    """The rows signed with ``secret`` that came from trusted files, by file, and the
+    foreign rows (no valid MAC)."""
+    trusted: dict[str, int] = {}
+    foreign = 0
+    for table in _TABLES:
+        for key, _, *values, _, tag, origin, model_id, _ in db.execute(row_select(table, _column_names(db, table))):
+            if not signed(secret, table, key, model_id, origin, values, tag):  # an oversized text is None
+                foreign += 1
+            elif origin is not None:
+                trusted[origin] = trusted.get(origin, 0) + 1
+    return trusted, foreign
 
 
 def cache_clear(path: str | os.PathLike[str] = DEFAULT_CACHE_PATH) -> int:

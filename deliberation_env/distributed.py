@@ -32,7 +32,8 @@ real team's responses come back from the node's response cache). A worker that r
 and ``step`` stay atomic for the whole batch. Errors name the worker, its envs and node.
 
 Each node keeps its own SQLite response cache (SQLite over a network file system is
-unsafe); ``deliberate cache merge`` combines the nodes' caches afterwards.
+unsafe); ``deliberate cache merge --trust`` combines the nodes' caches afterwards (each
+node signs its rows with its own key: :mod:`agents.cache`).
 """
 
 from __future__ import annotations

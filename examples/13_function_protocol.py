@@ -3,7 +3,7 @@
 A :class:`~deliberation_env.text.protocols.FunctionProtocol` takes what CoMLRL calls the
 formatters (one prompt function), the reward function and, optionally, the external
 transition (the feedback of the next turn), and is a protocol like the built-in ones:
-``de.text_env``, the learners' configs and the CLI (``--protocol my_module:protocol``)
+``de.text_env``, the learners' configs and the CLI (``--protocol ./my_module.py:protocol``)
 take it. Here two agents answer short questions from a JSONL file of
 ``{"question": ..., "answer": ...}`` lines (yours: ``python examples/13_function_protocol.py
 my.jsonl``; else a small file of capitals is written), and the joint reward is the share
@@ -14,7 +14,9 @@ adapter per agent.
 
 ``--model tiny`` (the default here) is a tiny random model: it checks the wiring in about
 10 seconds and writes random bytes, so its rewards come from luck. ``--model ""`` is
-SmolLM2-135M-Instruct (a few minutes per update on 2 CPU cores).
+SmolLM2-135M-Instruct (at the benchmark's settings, 4 problems x 4 joint rollouts of up to
+96 tokens, larger than this example's, an update takes 72 to 92 s on 2 CPU cores:
+BENCHMARKS.md, "LLM-weight learning").
 
 Runtime: about 12 s on 2 CPU cores with the tiny model (measured once, 2026-11-25, on a
 shared 2-core Intel Xeon).

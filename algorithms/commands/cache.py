@@ -33,16 +33,23 @@ class CacheClear:
 @dataclass
 class CacheMerge:
     """Merge the caches of several nodes into one (each node keeps its own: SQLite over a
-    network file system is unsafe); rows are verified, conflicting rows refused."""
+    network file system is unsafe); rows are verified, conflicting rows refused. Rows
+    written by another install (another machine, or a version before 0.2) are foreign:
+    skipped unless --trust. To keep an old cache: merge --trust NEW OLD, then use NEW."""
 
     out: tyro.conf.Positional[Path]
     """The merged cache (created if missing)."""
     inputs: tyro.conf.Positional[tuple[Path, ...]]
     """The nodes' cache files."""
+    trust: bool = False
+    """Trust the input files: their foreign rows (not signed with this install's key) are
+    re-signed with it, marked with their file, and served like your own. Only for files you
+    trust: whoever could write them decides what those requests return."""
 
 
 def cache_stats(cfg: CacheStats) -> None:
-    """``deliberate cache stats``: the counts and size of a cache, as JSON."""
+    """``deliberate cache stats``: the counts and size of a cache, as JSON (with the rows of
+    trusted foreign files by file, and the foreign rows, never served untrusted)."""
     from agents.cache import DEFAULT_CACHE_PATH, cache_stats
 
     console.print_json(json.dumps(cache_stats(cfg.path or DEFAULT_CACHE_PATH), default=str))
@@ -67,8 +74,10 @@ def cache_clear(cfg: CacheClear) -> None:
 
 
 def cache_merge(cfg: CacheMerge) -> None:
-    """``deliberate cache merge OUT IN [IN ...]``: one cache of several nodes' caches."""
+    """``deliberate cache merge OUT IN [IN ...] [--trust]``: one cache of several nodes' caches;
+    the report counts the rows of trusted foreign files (``trusted``) and the foreign rows
+    skipped (``foreign``)."""
     from agents.cache_merge import merge_caches
 
-    counts = merge_caches(cfg.out, cfg.inputs)
+    counts = merge_caches(cfg.out, cfg.inputs, trust=cfg.trust)
     console.print_json(json.dumps({"out": str(cfg.out), **counts}))

@@ -12,8 +12,13 @@ rewrites its mapping with it (a text learner's config nests the flat env and run
 of release 0.1 under ``env`` and ``run``, with a ``DeprecationWarning``). A file is data
 only and is read with bounded work: it is at most :data:`MAX_BYTES` long, nests at most
 :data:`MAX_DEPTH` levels and has no YAML anchors or aliases (a few hundred bytes of nested
-aliases expand to billions of values), no merge keys and no key twice. Every refusal is a ``ValueError`` naming the file and, where there is one,
-the field (a file that holds no mapping is a ``TypeError``):
+aliases expand to billions of values), no merge keys and no key twice. Reading a file
+runs no code: a field marked :class:`~deliberation_env.text.config.ImportsCode` (the text
+env's ``protocol``) may name a registered protocol (``math``, ``coding``) but not an import
+path (``module:attribute``), which would import a module, perhaps one placed beside the
+file: an import path is given on the command line (the error names the flag) or from
+Python. Every refusal is a ``ValueError`` naming the file and, where there is one, the
+field (a file that holds no mapping is a ``TypeError``):
 
 >>> from deliberation_env.meta.config import EnvConfig
 >>> build(EnvConfig, {"task": "arithmetic", "team": ["simulated", "simulated"], "n_agents": 2}, "f").team
@@ -38,6 +43,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from deliberation_env.text.config import ImportsCode, is_import_path
 
 MAX_BYTES = 1_000_000
 """The longest config file read, in bytes (the paper configs are under 2 kB)."""
@@ -152,7 +159,7 @@ def _build(cls: type, data: Mapping[Any, Any], where: str, prefix: str, base: An
     if unknown:
         context = f"{prefix.rstrip('.')}: " if prefix else ""
         raise ValueError(f"config file {where}: {context}unknown {cls.__name__} fields {unknown}; known: {sorted(fields)}")
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     values = {name: _checked(hints[name], value, where, prefix + name, getattr(base, name)) for name, value in data.items()}
     try:
         return dataclasses.replace(base, **values)
@@ -201,6 +208,7 @@ def _as(kind: Any, value: Any, where: str, field: str, current: Any) -> Any:
     if kind is Any:
         return value
     if origin is typing.Annotated:
+        _refuse_code(args[1:], value, where, field)
         return _as(args[0], value, where, field, current)
     if origin in (typing.Union, types.UnionType):
         return _first_member(kind, value, where, field, current)
@@ -223,6 +231,22 @@ def _as(kind: Any, value: Any, where: str, field: str, current: Any) -> Any:
             for key, item in value.items()
         }
     return _plain(kind, value, field)
+
+
+def _refuse_code(marks: tuple[Any, ...], value: Any, where: str, field: str) -> None:
+    """Refuse an import path in a field marked :class:`ImportsCode`: importing it would run
+    code while the file is only read.
+
+    Raises:
+        ValueError: Naming the file, the field and the command-line flag to use instead.
+    """
+    for mark in marks:
+        if isinstance(mark, ImportsCode) and is_import_path(value):
+            raise ValueError(
+                f"config file {where}: field {field!r}: {value!r} is an import path, which would import and "
+                f"run code, and a config file is data: give it on the command line ({mark.flag} {value}) or "
+                f"from Python; a file may name one of {', '.join(mark.names)}"
+            )
 
 
 def _first_member(kind: Any, value: Any, where: str, field: str, current: Any) -> Any:

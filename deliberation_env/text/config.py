@@ -1,7 +1,7 @@
 """The text-action env's arguments, in one place: :class:`TextEnvConfig`.
 
 ``de.text_env(**kwargs)``, ``de.text_vector_env(num_envs, **kwargs)`` and
-``de.make("text-deliberation-v0", **kwargs)`` build a ``TextEnvConfig(**kwargs)``; the
+``de.make("text-deliberation-v1", **kwargs)`` build a ``TextEnvConfig(**kwargs)``; the
 LLM-weight learners' configs hold one as their ``env`` (:class:`algorithms.text.TextLearnerConfig`), so
 ``deliberate train text --task gsm8k --path data/gsm8k`` and ``--config`` files take
 the same arguments with the same defaults, documentation and checks. A bad argument
@@ -10,6 +10,12 @@ and checks; it builds nothing: the protocol is built by
 :func:`deliberation_env.text.env.build_protocol`, a vector env by
 ``de.vector_env_from(config, n)``. The meta-action env's counterpart is
 :class:`deliberation_env.meta.config.EnvConfig`.
+
+A protocol given by import path (``--protocol my_task.py:protocol``) runs the user's code:
+it comes from the command line or from Python, never from a config file (``protocol`` is
+marked :class:`ImportsCode`, and :mod:`algorithms.core.config_files` refuses an import path
+there; a file may name ``math`` or ``coding``). The working directory is never searched
+implicitly (:func:`import_protocol`).
 
 >>> config = TextEnvConfig(task="arithmetic", difficulty=2, n_agents=3, max_turns=2)
 >>> config.task_arguments(), config.max_turns
@@ -24,10 +30,12 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import math
-import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Any, Literal
 
 import tyro
@@ -56,26 +64,85 @@ def _name_on_the_command_line(metavar: str) -> PrimitiveConstructorSpec:
     )
 
 
+@dataclass(frozen=True)
+class ImportsCode:
+    """The mark of a field whose value may be an import path (``"module:attribute"``, see
+    :func:`import_protocol`): reading it imports the module, which runs its code. Such a
+    value comes from the command line or from Python, never from a config file, which is
+    data (:mod:`algorithms.core.config_files` refuses it, naming ``flag``).
+
+    Attributes:
+        flag: The command-line option that takes the import path.
+        names: The names a file may give instead.
+    """
+
+    flag: str
+    names: tuple[str, ...]
+
+
+def is_import_path(value: object) -> bool:
+    """Whether ``value`` is an import path, ``"module:attribute"`` (a string with a colon).
+
+    >>> is_import_path("my_task.py:protocol"), is_import_path("math")
+    (True, False)
+    """
+    return isinstance(value, str) and ":" in value
+
+
 def import_protocol(path: str) -> TextProtocol:
-    """The protocol instance at ``path``, ``"module:attribute"`` (the module is imported; as
-    uvicorn's ``module:app``, the working directory is searched first, so a ``my_task.py``
-    beside the user is found from the ``deliberate`` command too).
+    """The protocol instance at ``path``, ``"module:attribute"``; this imports the module,
+    so it runs its code: give an import path on the command line or from Python only.
+
+    ``module`` is either the path of a Python file, ending in ``.py`` (``./my_task.py``,
+    relative to the working directory, or absolute), loaded from there, or a dotted module
+    name found on ``sys.path`` as ``import`` finds it (installed packages, ``PYTHONPATH``).
+    The working directory is never added to ``sys.path``: a ``my_task.py`` beside the user
+    is named by its path, ``./my_task.py:protocol``.
 
     >>> import_protocol("deliberation_env.text.config:DEFAULT_TASK")
     Traceback (most recent call last):
     ...
     TypeError: protocol 'deliberation_env.text.config:DEFAULT_TASK' is a str, not a TextProtocol instance
     """
-    module_name, _, attribute = path.partition(":")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    module_name, _, attribute = path.rpartition(":")
     try:
-        found = getattr(importlib.import_module(module_name), attribute)
+        found = getattr(_import_module(module_name), attribute)
     except (ImportError, AttributeError) as error:
-        raise ValueError(f"protocol {path!r}: cannot import {attribute!r} from module {module_name!r} ({error})") from error
+        hint = "" if module_name.endswith(".py") else (
+            f"; the working directory is not searched: name a file by its path "
+            f"(./{module_name.replace('.', '/')}.py:{attribute}) "
+            "or put its folder on PYTHONPATH"
+        )  # fmt: skip
+        raise ValueError(
+            f"protocol {path!r}: cannot import {attribute!r} from {module_name!r} ({error}){hint}"
+        ) from error
     if not isinstance(found, TextProtocol):
         raise TypeError(f"protocol {path!r} is a {type(found).__name__}, not a TextProtocol instance")
     return found
+
+
+def _import_module(name: str) -> ModuleType:
+    """The module ``name``: a dotted name, imported, or a ``.py`` file's path, loaded once
+    under its file name (a name another module already holds is an ``ImportError``)."""
+    if not name.endswith(".py"):
+        return importlib.import_module(name)
+    file = Path(name).resolve()
+    if not file.is_file():
+        raise ImportError(f"no file {file}")
+    loaded = sys.modules.get(file.stem)
+    if loaded is not None:
+        if getattr(loaded, "__file__", None) == str(file):
+            return loaded
+        raise ImportError(f"a module named {file.stem!r} is already imported from elsewhere: rename {file.name}")
+    spec = importlib.util.spec_from_file_location(file.stem, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[file.stem] = module  # as import does: dataclasses and pickle find the module by its name
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[file.stem]
+        raise
+    return module
 
 
 def config_record(config: Any) -> dict[str, Any]:
@@ -122,12 +189,16 @@ class TextEnvConfig:
     """Arithmetic difficulty, 1 to 5; None: 1. Task ``arithmetic`` only."""
     task_kwargs: dict[str, int | float | str] | None = None
     """Further keyword arguments of a task given by name (``de.tasks.get(task, **task_kwargs)``)."""
-    protocol: Annotated[str | TextProtocol | None, _name_on_the_command_line("NAME")] = None
+    protocol: Annotated[
+        str | TextProtocol | None, _name_on_the_command_line("NAME"), ImportsCode("--protocol", PROTOCOLS)
+    ] = None
     """How the team collaborates: None (the task's default: ``coding`` for humaneval,
     ``math`` for every other task), ``math``, ``coding``, the import path of a protocol
-    instance, ``"module:attribute"`` (e.g. a
-    :class:`~deliberation_env.text.protocols.function.FunctionProtocol` in the user's
-    module, as the CLI takes it), or from Python a
+    instance, ``"module:attribute"`` with ``module`` a ``.py`` file's path or an importable
+    module (e.g. ``./my_task.py:protocol``, a
+    :class:`~deliberation_env.text.protocols.function.FunctionProtocol`), which imports
+    and runs that code: it is taken from the command line or from Python, never from a
+    config file; or from Python a
     :class:`~deliberation_env.text.protocols.base.TextProtocol` instance (e.g. a
     ``WritingProtocol``)."""
     split: str = "train"
@@ -173,9 +244,9 @@ class TextEnvConfig:
 
     def _check_protocol(self) -> None:
         """The protocol and the task agree (nothing is loaded but an imported protocol's module)."""
-        if isinstance(self.protocol, str) and ":" in self.protocol:
+        if is_import_path(self.protocol):
             import_protocol(self.protocol)
-        if isinstance(self.protocol, TextProtocol) or (isinstance(self.protocol, str) and ":" in self.protocol):
+        if isinstance(self.protocol, TextProtocol) or is_import_path(self.protocol):
             if self.scoring != "strict":
                 raise ValueError(
                     "a protocol instance brings its own scoring: give it to the protocol "

@@ -37,7 +37,7 @@ def test_merged_caches_replay_every_node_offline(tmp_path):
     node_a = fill(tmp_path / "a.sqlite", ["q1", "q2"])
     node_b = fill(tmp_path / "b.sqlite", ["q1", "q3"])  # q1 with seed 0 is on both nodes
     counts = merge_caches(tmp_path / "merged" / "all.sqlite", [tmp_path / "a.sqlite", tmp_path / "b.sqlite"])
-    assert counts == {"added": 4, "duplicates": 2, "skipped": 0}  # 3 generations + 1 log-probs row
+    assert counts == {"added": 4, "duplicates": 2, "skipped": 0, "trusted": 0, "foreign": 0}  # 3 generations + 1 log-probs row
     replay = CachedBackend(FakeBackend(), tmp_path / "merged" / "all.sqlite", offline=True)
     assert replay.generate([request("q1", 0), request("q2", 1), request("q3", 1)]) == [*node_a, node_b[1]]
 
@@ -59,7 +59,7 @@ def test_corrupt_rows_are_skipped_with_a_warning(tmp_path):
         db.execute("UPDATE generations SET text = 'flipped' WHERE text LIKE '%answer is 1.'")
     with pytest.warns(UserWarning, match=r"a\.sqlite: skipped 1 generations rows that failed their checksum"):
         counts = merge_caches(tmp_path / "out.sqlite", [tmp_path / "a.sqlite"])
-    assert counts == {"added": 2, "duplicates": 0, "skipped": 1}
+    assert counts == {"added": 2, "duplicates": 0, "skipped": 1, "trusted": 0, "foreign": 0}
     replay = CachedBackend(FakeBackend(), tmp_path / "out.sqlite", offline=True)
     assert replay.generate([request("q1", 0)])[0].text.endswith("The answer is 0.")
 

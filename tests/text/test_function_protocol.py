@@ -111,7 +111,7 @@ def test_the_deliberate_command_finds_a_protocol_module_in_the_working_directory
     )
     deliberate = shutil.which("deliberate", path=str(Path(sys.executable).parent))
     done = subprocess.run(
-        [deliberate, "train", "text", "grpo", "--protocol", "my_task:protocol", "--model", "tiny",
+        [deliberate, "train", "text", "grpo", "--protocol", "./my_task.py:protocol", "--model", "tiny",
          "--updates", "1", "--groups-per-update", "1", "--group-size", "2", "--max-new-tokens", "4", "--no-progress"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
     )

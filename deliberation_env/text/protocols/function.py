@@ -5,7 +5,7 @@ CoMLRL describes a task by its ``formatters`` (one prompt function per agent), a
 ``external_transition`` (the feedback of the next turn). :class:`FunctionProtocol` takes
 the same three things and is a :class:`~deliberation_env.text.protocols.base.TextProtocol`,
 so ``de.text_env(protocol=...)``, the learners' configs and the CLI accept it (the CLI by
-import path, ``--protocol my_module:my_protocol``)::
+import path, ``--protocol ./my_module.py:my_protocol``)::
 
     import deliberation_env as de
     from deliberation_env.text.protocols import FunctionProtocol
