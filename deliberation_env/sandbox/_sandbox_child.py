@@ -42,6 +42,20 @@ Processes, each with one job:
      ``StopIteration`` would end the tests' ``map``), evaluates the probe expressions
      through the proxy, calls ``check(proxy)`` and alone writes the verdict to the
      result channel, which the candidate never holds.
+   - the *helper* (only when the request carries a helper program: the coding protocol's
+     second agent) is forked before the candidate and confined the same way
+     (:func:`_confine`: the candidate's limits and uid, a Landlock domain of its own, the
+     seccomp filter). It runs the helper's program alone and then serves the candidate's
+     calls of its functions (:func:`_serve_helper`). In the candidate each of those names
+     is bound, before its program runs, to a stub (:class:`_Helper`) that sends the
+     arguments as codec values, and receives a codec value back, or the exception's type
+     name and arguments (raised in the candidate as that built-in exception, else as
+     :class:`HelperError`). Lists, dicts and sets the call changed in place come back too
+     and refill the caller's own objects (identity kept, nesting included), so a helper
+     that sorts its argument behaves as in one process. So no object crosses between the
+     two agents' code: each process holds only its own objects and decoded plain values.
+     The candidate answers the judge only once the helper's program has loaded; a helper
+     that fails to load is the program's load error.
 """
 
 from __future__ import annotations
@@ -52,6 +66,7 @@ import errno
 import fcntl
 import importlib.util
 import json
+import operator
 import os
 import resource
 import signal
@@ -273,16 +288,35 @@ def _supervise(request: dict, config: dict, namespaces: bool) -> None:
             _run_user_code(request["code"], config, workdir)
         os._exit(_wait_status(user))
     calls, answers = os.pipe(), os.pipe()
+    helper = _fork_helper(request, config, workdir) if request["helper"] else None
     candidate = os.fork()
     if candidate == 0:
         mine = _above_descriptor_limit(calls[0]), _above_descriptor_limit(answers[1])
-        _keep_descriptors(*mine)
-        _serve_candidate(request, config, workdir, *mine)
+        to_helper = helper and tuple(map(_above_descriptor_limit, helper))
+        _keep_descriptors(*mine, *(to_helper or ()))
+        _serve_candidate(request, config, workdir, *mine, to_helper)
+    if helper is not None:
+        os.close(helper[0])
+        os.close(helper[1])
     # The supervisor becomes the judge (one fork fewer). Its exit ends the candidate: as
     # PID 1 it takes the namespace down; otherwise the parent kills the process group.
     material = _read_frame(0)
     _keep_descriptors(config["channel_fd"], calls[1], answers[0], quiet=True)
     _judge(material, config, calls[1], answers[0])
+
+
+def _fork_helper(request: dict, config: dict, workdir: str) -> tuple[int, int]:
+    """Fork the helper's process (:func:`_serve_helper`); the candidate's ends of its two
+    pipes: (where calls go, where answers come from)."""
+    calls, answers = os.pipe(), os.pipe()
+    helper = os.fork()
+    if helper == 0:
+        mine = _above_descriptor_limit(calls[0]), _above_descriptor_limit(answers[1])
+        _keep_descriptors(*mine)
+        _serve_helper(request, config, workdir, *mine)
+    os.close(calls[0])
+    os.close(answers[1])
+    return calls[1], answers[0]
 
 
 def _keep_descriptors(*keep: int, quiet: bool = False) -> None:
@@ -344,9 +378,12 @@ def _confine(config: dict, workdir: str) -> None:
 # * seccomp: a deny-list (``_DENIED``): kernel keyrings, POSIX message queues, memfd,
 #   unix sockets (``socketpair``, and ``socket`` of any family but IP inside the empty
 #   network namespace), new namespaces and mounts, leaving the process group, other
-#   processes' memory and descriptors, io_uring/bpf/perf/userfaultfd, page-cache probes;
-#   without namespaces also SysV IPC, changes of file metadata that Landlock leaves
-#   alone, and limits, priorities and CPU affinities of any process but itself.
+#   processes' memory and descriptors, io_uring/bpf/perf/userfaultfd, the page cache's
+#   probes and controls (``mincore``, ``cachestat``, ``fadvise64``, ``readahead``, Linux
+#   AIO; ``preadv2``/``pwritev2`` with flags, ``madvise`` with advice that loads, evicts or
+#   tests pages: ``_ONLY_WITH``); without namespaces also SysV IPC, changes of file
+#   metadata that Landlock leaves alone, and limits, priorities and CPU affinities of any
+#   process but itself.
 #   Refused calls fail with EPERM (``clone3`` with ENOSYS, so that the C library falls
 #   back to ``clone``, whose flags the filter reads); another ABI kills the process.
 _SYS_SECCOMP = {"x86_64": 317, "aarch64": 277}
@@ -436,6 +473,13 @@ _SYSCALLS = {
     "userfaultfd": (323, 282),
     "mincore": (27, 232),
     "cachestat": (451, 451),
+    "fadvise64": (221, 223),
+    "readahead": (187, 213),
+    "io_setup": (206, 0),
+    "io_submit": (209, 2),
+    "preadv2": (327, 286),
+    "pwritev2": (328, 287),
+    "madvise": (28, 233),
     "shmget": (29, 194),
     "shmat": (30, 196),
     "shmctl": (31, 195),
@@ -497,8 +541,9 @@ _DENIED = (
     # interfaces that act beside this filter or keep state of their own
     *("io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "perf_event_open"),
     "userfaultfd",
-    # the page cache as a channel between runs
-    *("mincore", "cachestat"),
+    # the page cache as a channel between runs: probes, and calls that evict or load pages
+    # (Linux AIO takes ``RWF_NOWAIT`` from memory, where the filter cannot read it)
+    *("mincore", "cachestat", "fadvise64", "readahead", "io_setup", "io_submit"),
 )
 _DENIED_WITHOUT_NAMESPACES = (
     # SysV IPC of the host's IPC namespace
@@ -510,6 +555,17 @@ _DENIED_WITHOUT_NAMESPACES = (
     *("fremovexattr", "removexattrat", "utime", "utimes", "futimesat", "utimensat", "truncate"),
 )
 
+_ONLY_WITH = {  # in both modes: calls allowed with one of these values of one argument only
+    # name: (argument, the values allowed)
+    # ``RWF_*`` flags: ``RWF_NOWAIT`` tells whether a page is cached, ``RWF_DONTCACHE`` drops it
+    "preadv2": (5, (0,)),
+    "pwritev2": (5, (0,)),
+    # advice that neither loads, evicts nor tests a file's pages: NORMAL, RANDOM, SEQUENTIAL,
+    # DONTNEED, FREE, DONTFORK, DOFORK, (UN)MERGEABLE, (NO)HUGEPAGE, DONTDUMP, DODUMP,
+    # WIPEONFORK, KEEPONFORK, GUARD_INSTALL, GUARD_REMOVE (not WILLNEED, REMOVE, COLD,
+    # PAGEOUT, POPULATE_READ/WRITE, COLLAPSE)
+    "madvise": (2, (0, 1, 2, 4, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 102, 103)),
+}
 
 _ONLY_ON_ITSELF = {  # without namespaces: calls that could mark the env's processes
     # name: ((argument, the one value allowed), ...): pid 0 (and PRIO_PROCESS, IOPRIO_WHO_PROCESS)
@@ -653,6 +709,8 @@ def _seccomp_program(machine: str, namespaces: bool) -> bytes:
     for name in denied:
         if number[name] is not None:
             program += [_bpf(_BPF_JEQ, number[name], 0, 1), refuse]
+    for name, (argument, allowed) in _ONLY_WITH.items():
+        program += _only_with(number[name], argument, allowed)
     program += [
         _bpf(_BPF_JEQ, number["clone3"], 0, 1),
         _bpf(_BPF_RET, _SECCOMP_RET_ERRNO | errno.ENOSYS),
@@ -672,16 +730,21 @@ def _seccomp_program(machine: str, namespaces: bool) -> bytes:
                 ]
             program += [_bpf(_BPF_RET, _SECCOMP_RET_ALLOW), refuse]
     if namespaces:  # socket(): IP only, in the network namespace without interfaces
-        families = len(_IP_FAMILIES)
-        program += [
-            _bpf(_BPF_JEQ, number["socket"], 0, families + 3),
-            _bpf(_BPF_LD_W_ABS, _SECCOMP_DATA_ARG0),
-            *(_bpf(_BPF_JEQ, f, families - i, 0) for i, f in enumerate(_IP_FAMILIES)),
-            refuse,
-            _bpf(_BPF_RET, _SECCOMP_RET_ALLOW),
-        ]
+        program += _only_with(number["socket"], 0, _IP_FAMILIES)
     program.append(_bpf(_BPF_RET, _SECCOMP_RET_ALLOW))
     return b"".join(program)
+
+
+def _only_with(number: int, argument: int, allowed: tuple[int, ...]) -> list[bytes]:
+    """Filter instructions: system call ``number`` runs only with one of the ``allowed``
+    values (the low 32 bits) of its ``argument``; other calls pass on to what follows."""
+    return [
+        _bpf(_BPF_JEQ, number, 0, len(allowed) + 3),
+        _bpf(_BPF_LD_W_ABS, _SECCOMP_DATA_ARG0 + 8 * argument),
+        *(_bpf(_BPF_JEQ, value, len(allowed) - i, 0) for i, value in enumerate(allowed)),
+        _bpf(_BPF_RET, _SECCOMP_RET_ERRNO | errno.EPERM),
+        _bpf(_BPF_RET, _SECCOMP_RET_ALLOW),
+    ]
 
 
 def _bpf(code: int, k: int, jump_true: int = 0, jump_false: int = 0) -> bytes:
@@ -750,17 +813,32 @@ def _block_sockets() -> None:
 
 
 # ---------------------------------------------------------------------- judge mode
-def _serve_candidate(request: dict, config: dict, workdir: str, calls: int, answers: int) -> None:
-    """Candidate: run the program, then answer calls of its entry point until the judge stops."""
+def _serve_candidate(
+    request: dict,
+    config: dict,
+    workdir: str,
+    calls: int,
+    answers: int,
+    to_helper: tuple[int, int] | None,
+) -> None:
+    """Candidate: run the program (the helper's functions bound to stubs that call the
+    helper's process through ``to_helper``), then answer calls of its entry point until the
+    judge stops."""
+    request["helper"] = ""  # the helper's source is the helper process's, not this one's
     _confine(config, workdir)
     _LIBC.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own /proc entries are its own: nothing to hide
     _block_sockets()
     namespace = {"__name__": "__main__"}
+    helper = None if to_helper is None else _Helper(*to_helper)
+    if helper is not None:
+        namespace |= {name: helper.stub(name) for name in request["helper_functions"]}
     try:
         exec(compile(request["code"], "<candidate>", "exec"), namespace)  # noqa: S102
         function = namespace[request["entry_point"]]
         if not callable(function):
             raise TypeError(f"{request['entry_point']} is not callable")
+        if helper is not None:
+            helper.load()
     except BaseException as error:  # noqa: BLE001 - any failure of the program is its result
         _print_traceback(error)
         _answer(answers, ("load_error", _describe(error)))
@@ -786,6 +864,268 @@ def _answer(answers: int, reply: tuple) -> None:
     except codec.CodecError as error:
         message = codec.encode(("unsendable", str(error)))
     codec.write_message(answers, message)
+
+
+# ------------------------------------------------------------ the helper's process
+def _serve_helper(request: dict, config: dict, workdir: str, calls: int, answers: int) -> None:
+    """Helper: run the helper's program alone, then answer the candidate's calls of the
+    helper's functions until the candidate is gone or breaks the protocol.
+
+    A call is ``(name, args, kwargs)``; the answer is ``("return", value, changed)`` or
+    ``("raise", type name, the exception's arguments, changed)``, where ``changed`` is
+    ``None`` or the arguments as the call left them (:func:`_changed_arguments`);
+    ``("unsendable", detail)`` when the value or a changed argument is not a codec value.
+    """
+    code, names = request["helper"], frozenset(request["helper_functions"])
+    request.clear()  # the candidate's program is not this process's business
+    _confine(config, workdir)
+    _LIBC.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+    _block_sockets()
+    namespace = {"__name__": "__main__"}
+    try:
+        exec(compile(code, "<helper>", "exec"), namespace)  # noqa: S102
+    except BaseException as error:  # noqa: BLE001 - any failure of the program is its result
+        _print_traceback(error)
+        _answer(answers, ("load_error", _describe(error)))
+        os._exit(1)
+    _answer(answers, ("ready",))
+    while True:
+        try:
+            message = codec.read_message(calls)
+            call = codec.decode(message)
+        except (EOFError, codec.CodecError):
+            os._exit(0)
+        if not _well_formed_call(call):
+            os._exit(0)
+        _answer(answers, _helper_answer(namespace, names, message, call))
+
+
+def _well_formed_call(call: object) -> bool:
+    return (
+        type(call) is tuple
+        and len(call) == 3
+        and type(call[0]) is str
+        and type(call[1]) is tuple
+        and type(call[2]) is dict
+        and all(type(key) is str for key in call[2])
+    )
+
+
+def _helper_answer(namespace: dict, names: frozenset[str], message: bytes, call: tuple) -> tuple:
+    """Call the helper's function ``call[0]`` (only one of ``names``) on the decoded
+    arguments; the answer to send (see :func:`_serve_helper`)."""
+    name, args, kwargs = call
+    if name not in names or name not in namespace:
+        return ("raise", "NameError", f"name {name!r} is not defined in the helper's program", None)
+    before = _mutable_values((args, kwargs), [])
+    try:
+        answer = ("return", namespace[name](*args, **kwargs))
+    except BaseException as error:  # noqa: BLE001 - the call's outcome is its answer
+        answer = ("raise", type(error).__name__, _exception_arguments(error))
+    return (*answer, _changed_arguments(message, call, before))
+
+
+def _changed_arguments(message: bytes, call: tuple, before: list) -> tuple | None:
+    """``None`` if the call left its arguments as they came (``message``), else ``(args,
+    kwargs, origins)``: the arguments now, and for each list, dict and set in them (in the
+    order of :func:`_mutable_values`) the index of the argument object it is in ``before``
+    (-1 for a new one), so that the caller refills its own objects.
+
+    Encoding the arguments first also refuses what :func:`_mutable_values` could not walk
+    (a list that holds itself): the answer then does not encode, and says why.
+    """
+    if not before:
+        return None
+    _, args, kwargs = call
+    try:
+        unchanged = codec.encode(call) == message
+    except codec.CodecError:
+        return (args, kwargs, ())
+    after = _mutable_values((args, kwargs), [])
+    if unchanged and len(after) == len(before) and all(map(operator.is_, after, before)):
+        return None
+    index = {id(value): i for i, value in enumerate(before)}
+    return (args, kwargs, tuple(index.get(id(value), -1) for value in after))
+
+
+def _mutable_values(value: object, found: list) -> list:
+    """``found`` with every list, dict and set in ``value`` (a codec value) appended, each
+    before the values it holds, in order."""
+    kind = type(value)
+    if kind is list or kind is set or kind is dict:
+        found.append(value)
+    if kind is list or kind is tuple:
+        for item in value:
+            _mutable_values(item, found)
+    elif kind is dict:
+        for item in value.values():
+            _mutable_values(item, found)
+    return found
+
+
+def _exception_arguments(error: BaseException) -> tuple:
+    """``error.args`` if they are codec values, else its message alone."""
+    try:
+        codec.encode(error.args)
+    except codec.CodecError:
+        pass
+    else:
+        return error.args
+    try:
+        return (str(error)[:_MAX_DETAIL_CHARS],)
+    except Exception:  # noqa: BLE001 - a hostile __str__
+        return ("<unprintable>",)
+
+
+class HelperError(Exception):
+    """Raised in the candidate by a call of a helper's function when the helper raised an
+    exception that is not a built-in one (the message starts with its type's name), or
+    when the helper's process did not load, is gone or broke the protocol (then every
+    later call raises it too). A value that cannot cross raises ``TypeError`` instead."""
+
+
+class _Helper:
+    """The candidate's end of the helper's process: the stubs its program calls."""
+
+    def __init__(self, calls: int, answers: int) -> None:
+        self.calls, self.answers = calls, answers
+        self.loaded = False
+        self.failure = ""
+        self.exceptions = {
+            name: value
+            for name, value in vars(builtins).items()
+            if isinstance(value, type) and issubclass(value, Exception)
+        }
+
+    def stub(self, name: str):
+        """The function the candidate's program calls under ``name``."""
+
+        def call(*args, **kwargs):
+            return self.call(name, args, kwargs)
+
+        call.__name__ = call.__qualname__ = name
+        return call
+
+    def load(self) -> None:
+        """Wait until the helper's program has run.
+
+        Raises:
+            HelperError: If it did not load.
+        """
+        if self.loaded:
+            return
+        reply = self._receive()
+        if reply != ("ready",):
+            detail = reply[1] if reply[0] == "load_error" and len(reply) == 2 else repr(reply)
+            raise self._fail(f"the helper's program did not load: {detail}"[:_MAX_DETAIL_CHARS])
+        self.loaded = True
+
+    def call(self, name: str, args: tuple, kwargs: dict):
+        """Call the helper's function ``name`` in its process."""
+        if self.failure:
+            raise HelperError(self.failure)
+        self.load()
+        try:
+            message = codec.encode((name, args, kwargs))
+        except codec.CodecError as error:
+            raise TypeError(
+                f"{name}() is the helper's, in another process: an argument cannot cross ({error})"
+            ) from None
+        _flush_streams()
+        try:
+            codec.write_message(self.calls, message)
+        except OSError as error:
+            raise self._fail(f"the helper's process is gone ({error.strerror})") from None
+        reply = self._receive()
+        kind = reply[0]
+        if kind == "return" and len(reply) == 3:
+            self._refill(args, kwargs, reply[2])
+            return reply[1]
+        raised = kind == "raise" and len(reply) == 4 and type(reply[1]) is str
+        if raised and type(reply[2]) is tuple:
+            self._refill(args, kwargs, reply[3])
+            raise self._exception(reply[1], reply[2])
+        if kind == "unsendable" and len(reply) == 2 and type(reply[1]) is str:
+            raise TypeError(
+                f"{name}() is the helper's, in another process: what it returned, or left in an "
+                f"argument, cannot cross ({reply[1]})"
+            )
+        raise self._fail(f"a malformed answer from the helper: {reply!r}"[:_MAX_DETAIL_CHARS])
+
+    def _receive(self) -> tuple:
+        if self.failure:
+            raise HelperError(self.failure)
+        try:
+            reply = codec.decode(codec.read_message(self.answers))
+        except EOFError:
+            raise self._fail("the helper's process ended") from None
+        except codec.CodecError as error:
+            raise self._fail(f"an undecodable answer from the helper: {error}") from None
+        if type(reply) is not tuple or not reply:
+            raise self._fail("a malformed answer from the helper")
+        return reply
+
+    def _exception(self, name: str, args: tuple) -> Exception:
+        """The built-in exception ``name`` made from ``args``, else a :class:`HelperError`
+        whose message is the type's name and the exception's message."""
+        if name in self.exceptions:
+            try:
+                return self.exceptions[name](*args)
+            except TypeError:  # arguments its constructor does not take
+                pass
+        return HelperError(f"{name}: {BaseException(*args)}")
+
+    def _refill(self, args: tuple, kwargs: dict, changed: object) -> None:
+        """Give the caller's lists, dicts and sets the contents the call left them with."""
+        if changed is None:
+            return
+        if not (
+            type(changed) is tuple
+            and len(changed) == 3
+            and type(changed[2]) is tuple
+            and all(type(i) is int for i in changed[2])
+        ):
+            raise self._fail("a malformed answer from the helper")
+        originals = _mutable_values((args, kwargs), [])
+        origins = iter(changed[2])
+        try:
+            _refilled(changed[:2], origins, originals)
+        except (StopIteration, IndexError, TypeError):
+            raise self._fail("a malformed answer from the helper") from None
+
+    def _fail(self, detail: str) -> HelperError:
+        self.failure = self.failure or detail
+        return HelperError(self.failure)
+
+
+def _refilled(value: object, origins, originals: list) -> object:
+    """``value`` (a decoded codec value) with each list, dict and set that came from one of
+    ``originals`` (the next of ``origins``, in :func:`_mutable_values`' order) replaced by
+    that original, its contents made the value's.
+
+    Raises:
+        TypeError: If an origin names an object of another type.
+    """
+    kind = type(value)
+    if kind is tuple:
+        return tuple(_refilled(item, origins, originals) for item in value)
+    if kind is not list and kind is not dict and kind is not set:
+        return value
+    origin = next(origins)
+    target = value if origin < 0 else originals[origin]
+    if type(target) is not kind:
+        raise TypeError("an origin of another type")
+    if kind is list:
+        target[:] = [_refilled(item, origins, originals) for item in value]
+    elif kind is dict:
+        items = [(key, _refilled(item, origins, originals)) for key, item in value.items()]
+        target.clear()
+        target.update(items)
+    else:
+        items = list(value)
+        target.clear()
+        target.update(items)
+    return target
 
 
 class _CandidateFailure(BaseException):

@@ -33,6 +33,7 @@ MAX_MESSAGE_BYTES = 16 * 2**20
 _HEADER_BYTES = 8
 _CONTAINERS = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
 _BUILDERS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+_ENCODER = json.JSONEncoder(separators=(",", ":"))  # built once: a message may be one of many
 
 
 class CodecError(ValueError):
@@ -48,7 +49,7 @@ def encode(value: object) -> bytes:
     """
     counter = [0]
     try:
-        text = json.dumps(_tagged(value, 0, counter), separators=(",", ":"))
+        text = _ENCODER.encode(_tagged(value, 0, counter))
     except RecursionError as error:
         raise CodecError("value too deep") from error
     if len(text) > MAX_MESSAGE_BYTES:
@@ -66,7 +67,7 @@ def decode(message: bytes) -> object:
     if len(message) > MAX_MESSAGE_BYTES:
         raise CodecError(f"message larger than {MAX_MESSAGE_BYTES} bytes")
     try:
-        tree = json.loads(message)
+        tree = json.loads(message.decode("ascii"))  # what encode writes: ASCII only
         return _untagged(tree, 0, [0])
     except CodecError:
         raise

@@ -27,6 +27,22 @@ Two APIs:
   The tests are read after the candidate is forked, so they are never in the
   candidate's memory, and the task's data files can be hidden from it (``hidden_paths``).
 
+  A request may carry a second untrusted program, the *helper* (``JudgeRequest.helper``:
+  the coding protocol's helper agent). Then a third process, forked before the candidate
+  and confined as it is (its uid and limits, a Landlock domain and the seccomp filter of
+  its own), runs the helper's program alone and answers the candidate's calls of
+  ``helper_functions``: in the candidate each of those names is bound to a stub before
+  the program runs. Arguments and results cross as codec values; lists, dicts and sets
+  that a call changed in place come back and refill the caller's own objects (identity
+  and nesting kept); the helper's exception comes back as its type's name and arguments,
+  raised in the candidate as that built-in exception, else as ``HelperError``; a value
+  that cannot cross raises ``TypeError`` in the call. Neither process ever holds an
+  object of the other's program, so no reflection in one reaches the other's functions,
+  globals or builtins; they share the uid, the scratch and the process limit, so one can
+  make the other fail, not compute something else. A helper that does not load is the
+  program's ``load_error``. Without a helper program no such process starts. A call
+  costs about 0.1 ms (BENCHMARKS.md).
+
   How this differs from EvalPlus (``evalplus.eval.untrusted_check``): EvalPlus computes
   the expected outputs from the reference solution in the trusted parent, but the
   comparison ``out == expected`` runs inside the process that executes the candidate,
@@ -76,7 +92,11 @@ What is guaranteed, and how (``isolation`` on every result says which mode ran):
     (``unshare``, ``setns``, ``clone`` with namespace flags; ``clone3`` answers ENOSYS so
     that the C library falls back to ``clone``), ``setsid``/``setpgid``, ``ptrace``,
     ``process_vm_*``, ``pidfd_getfd``, io_uring, ``bpf``, ``perf_event_open``,
-    ``userfaultfd``, and the page-cache probes ``mincore``/``cachestat``. Without
+    ``userfaultfd``, and what reads or sets which pages of a file are cached
+    (``mincore``, ``cachestat``, ``posix_fadvise``, ``readahead``, Linux AIO, and
+    ``preadv2``/``pwritev2`` with any flag, as ``RWF_NOWAIT`` answers EAGAIN for a page
+    that is not cached; ``madvise`` only with advice that leaves file pages alone, not
+    ``WILLNEED``, ``COLD``, ``PAGEOUT``, ``POPULATE_*``, ``REMOVE``, ``COLLAPSE``). Without
     namespaces also SysV IPC (the host's IPC namespace), changes of file metadata
     (``chmod``, ``chown``, xattrs, times, ``truncate``: Landlock does not govern them),
     and ``prlimit``/``setpriority``/``sched_set*``/``ioprio_set`` on any process but
@@ -94,7 +114,8 @@ What is guaranteed, and how (``isolation`` on every result says which mode ran):
   ``scratch_mb`` MiB of SysV shared memory, 256 KiB of SysV message queues and 16 small
   semaphore sets (limits written into the run's IPC namespace); memfd and POSIX queues
   are refused. In all, a candidate may hold up to ``max_processes`` times ``memory_mb``
-  (threads share one address space), the judge ``memory_mb`` more, and the scratch.
+  (threads share one address space; a helper's process counts among them), the judge
+  ``memory_mb`` more, and the scratch.
 
   **Fails closed.** Before any code runs the sandbox checks that the kernel offers
   seccomp filters and Landlock (Linux 5.13+ with ``landlock`` in the ``lsm=`` boot list;
@@ -120,10 +141,16 @@ What is guaranteed, and how (``isolation`` on every result says which mode ran):
 
 * **Not guaranteed in either mode**: the code sees the host's process list in namespace
   mode (names and command lines in ``/proc``, not their memory or descriptors); timing
-  (CPU load, whether a file's pages are cached) is a channel no sandbox closes; no cgroup
-  bounds the run's total memory (that needs cgroup v2 with the ``memory`` and ``pids``
-  controllers delegated to the env's cgroup, which this project's containers do not
-  have; run the env in a container with a memory limit).
+  is a channel no sandbox closes: CPU contention between concurrent runs, and the page
+  cache. A run cannot evict a page or ask whether one is cached, but every read loads
+  one, and a later run can tell a cached page from one on disk by the time its read or
+  page fault takes (and by its own major-fault count, ``getrusage`` or
+  ``/proc/self/stat``). That channel is not exact: each page that is cold when a run
+  starts can carry one bit, once, and the host's own reads and its memory pressure load
+  and evict pages in between. No cgroup bounds the run's total memory (that needs cgroup
+  v2 with the ``memory`` and ``pids`` controllers delegated to the env's cgroup, which
+  this project's containers do not have; run the env in a container with a memory
+  limit).
 
 * **As root without namespaces** (a container without ``CAP_SYS_ADMIN``): the dedicated
   uids, their exact process limits and non-dumpable judge still hold, so the verdict
@@ -154,6 +181,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import keyword
 import math
 import os
 import select
@@ -253,6 +281,15 @@ class JudgeRequest:
             whose helper functions the tests use).
         probes: Trusted expressions evaluated in the judge with ``entry_point`` bound to
             the candidate (e.g. ``"add(1, 2)"``); their results make ``Verdict.behaviour``.
+        helper: A second, untrusted program (the coding protocol's helper agent), run in
+            its own confined process; ``""``: none, and no such process starts.
+        helper_functions: The names of ``helper``'s functions that ``program`` may call:
+            each is bound in the candidate, before ``program`` runs, to a stub that calls
+            the function in the helper's process (module docstring).
+
+    Raises:
+        ValueError: If ``helper`` and ``helper_functions`` are not both given or both
+            empty, or a name is not an identifier or is a dunder name.
     """
 
     program: str
@@ -260,6 +297,21 @@ class JudgeRequest:
     entry_point: str
     setup: str = ""
     probes: tuple[str, ...] = ()
+    helper: str = ""
+    helper_functions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if bool(self.helper) != bool(self.helper_functions):
+            raise ValueError(
+                "a JudgeRequest's helper program and helper_functions go together: name the "
+                f"helper's functions the program calls, or give neither (got "
+                f"helper_functions={self.helper_functions!r} and {len(self.helper)} characters of helper)"
+            )
+        for name in self.helper_functions:
+            if not (isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)):
+                raise ValueError(f"helper_functions must be identifiers, got {name!r}")
+            if name.startswith("__"):
+                raise ValueError(f"helper_functions may not bind a dunder name, got {name!r}")
 
 
 @dataclass(frozen=True)
@@ -420,7 +472,12 @@ def judge_python(
     """
     limits = _Limits(timeout_s, memory_mb, max_processes, max_file_mb)
     frames = [
-        {"code": request.program, "entry_point": request.entry_point},
+        {
+            "code": request.program,
+            "entry_point": request.entry_point,
+            "helper": request.helper,
+            "helper_functions": list(request.helper_functions),
+        },
         {
             "setup": request.setup,
             "tests": request.tests,

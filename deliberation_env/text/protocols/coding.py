@@ -3,8 +3,10 @@
 **Roles.** Two agents (n = 2), as in the MAGRPO paper's coding collaboration and its
 reference code (CoMLRL's ``LLM_Collab_Code_Generation``): agent 0 is the ``"helper"``,
 which writes a function ``aux(...)``; agent 1 is the ``"main"`` agent, which writes the
-problem's entry point and may call ``aux``. The team's program is the HumanEval prompt
-(its imports and helper functions), then the helper's code, then the main agent's code.
+problem's entry point and may call ``aux``. The team's code is two programs, each run in
+its own sandboxed process: the HumanEval prompt (its imports and helper functions) then
+the helper's code, and the prompt then the main agent's code, whose calls of the
+helper's functions cross to the helper's process (below).
 Code is the last ```` ```python ```` block of a text that defines the agent's function
 (else its last block, else the whole text), as for :mod:`deliberation_env.tasks.humaneval`;
 code that never defines the agent's function is no code (as CoMLRL keeps only function
@@ -21,7 +23,7 @@ part                  weight  what it measures
                               top level, with a ``return <value>`` in it
 ``main_defined``      0.6     the main agent's code is admitted and defines the entry point
                               likewise; if not, nothing below is scored
-``syntax``            0.5     both codes and the team's program compile; if not, nothing
+``syntax``            0.5     both codes and the team's two programs compile; if not, nothing
                               below is scored
 ``tests``             1.0     the fraction of the hidden tests the program passes, from the
                               sandbox's trusted verdict (below)
@@ -37,7 +39,7 @@ part                  weight  what it measures
 **What each agent's code may hold.** Both codes are checked with :mod:`ast` before
 anything runs, by the same rules on every path (scoring, leave-one-out, every turn). Code
 that breaks a rule is *refused*: it scores as not defined and does not run (a refused
-helper's code is left out of the team's program; a refused main function ends the
+helper's code is left out: no helper process runs; a refused main function ends the
 scoring at ``main_defined``), and the agents' feedback names the line and the rule.
 
 1. *Top level*: only imports, function definitions (``def``, ``async def``) and
@@ -56,11 +58,19 @@ scoring at ``main_defined``), and the agents' feedback names the line and the ru
    reads a frame, code object or traceback (``gi_frame``, ``f_globals``, ``tb_frame``,
    ``co_code``; prefixes :data:`FRAME_PREFIXES`), none of :data:`DENIED_NAMES` (the
    builtins that read or write another object's namespace or run strings: ``globals``,
-   ``vars``, ``getattr``, ``setattr``, ``exec``, ``compile``, ``open``; the library
-   functions that reach attributes by name or evaluate strings: ``attrgetter``,
+   ``vars``, ``getattr``, ``setattr``, ``hasattr``, ``exec``, ``compile``, ``open``; the
+   library functions that reach attributes by name or evaluate strings: ``attrgetter``,
    ``Formatter``, ``get_type_hints``, ``update_wrapper``, ``singledispatch``, ...), no
    attribute under which an allowed module holds one that is not (``typing.sys``,
-   ``statistics.random``: :data:`MODULE_ATTRIBUTES`).
+   ``statistics.random``: :data:`MODULE_ATTRIBUTES`). And none of the other ways found to
+   reach an attribute by a string: no class pattern in ``match`` (``case C(x)`` reads the
+   attributes named by ``C.__match_args__``, and a metaclass decides what ``C`` matches),
+   ``type`` only as ``type(value)`` and never its result called (``type(name, bases,
+   namespace)`` makes such classes and metaclasses), ``.format`` and ``.format_map`` only
+   on a string literal whose fields name no attribute or item (``"{0.__globals__}"``
+   reads one: :data:`FORMAT_METHODS`), no method ``__reduce__`` or ``__reduce_ex__``
+   (``copy.copy`` calls what it returns and sets the names of its state with
+   ``setattr``: :data:`COPY_HOOKS`).
 4. *Names*: each agent binds at top level only names of its own: no builtin's name, no
    dunder name, no name the prompt binds (unless it repeats the prompt's own import or
    function unchanged). The helper never binds the entry point; the main agent binds it
@@ -72,21 +82,47 @@ functions, even without their docstrings) is the prompt's own code and is not ch
 an answer that copies the prompt before its solution is admitted, and every canonical
 solution is.
 
-``eval`` in the team's program evaluates literals and operators only (numbers, strings,
-arithmetic, comparisons): the judged program starts with a trusted definition of it,
+``eval`` in the team's programs evaluates literals and operators only (numbers, strings,
+arithmetic, comparisons): each judged program starts with a trusted definition of it,
 since HumanEval/160's own solution calls ``eval``.
 
-**What the rules prove.** *The function analysed is the function judged*: the main
-agent's last ``def`` of the entry point is the last binding of that name when the
-program has loaded (no other binding exists in either code, and none can be made later:
-no ``global``, no namespace writes, no frames), the sandbox calls the very function that
-``def`` created, and nothing can replace its code, defaults or globals. This protocol
-*refuses* every other binding of the entry point; it does not analyse whatever ends up
-bound to it. *One agent's code cannot change what another's does*: nothing an agent
-wrote runs at load, and when called, its code can rebind none of the other's names or
-builtins, patch no module, and reach no frame, ``sys`` or ``builtins``. The rules are a
-syntactic allow-list, checked on each agent's code alone and on the names they bind
-together; a way around them is a bug to report, not a behaviour to learn.
+**Each agent's code runs in its own process** (:class:`TeamProgram`, the sandbox's
+``JudgeRequest.helper``). The helper's program runs in a process of its own, confined
+as the candidate is (limits, uid, Landlock, seccomp); in the main agent's process each of
+the helper code's top-level functions is bound to a stub that sends the arguments to the
+helper's process and receives the result. Only plain values cross, in the sandbox's codec
+(numbers, strings, bytes, ``None``, booleans, and lists, tuples, dicts, sets and
+frozensets of them; never pickle): a list, dict or set that the call changed in place
+refills the caller's own object (nesting and identity kept), so a helper that sorts its
+argument behaves as in one process; the helper's exception is raised in the main's call
+as the built-in exception of that name with its arguments, else as ``HelperError`` (whose
+message starts with the type's name); a value that cannot cross (a function, a
+generator, an object of the helper's class, as the result or left in an argument) makes
+the call raise ``TypeError``, and so does an argument that cannot. The prompts say so.
+The helper's code cannot call the main agent's functions, and each code has its own
+imports. A call costs about 0.1 ms (10,000 calls in one check take about a second of
+the ten the task allows; BENCHMARKS.md, "Sandbox").
+
+**What is proven, and by what.** *One agent's code cannot change what another's does*:
+this rests on the process boundary, not on the rules. Neither process ever holds an
+object of the other agent's code, only its own objects and plain values decoded by the
+codec (exact built-in types, no code of the sender runs to build them), so no
+reflection in one process reaches the other's functions, globals or builtins. The
+two processes share the run's uid, scratch directory and process limit: the helper can
+make the main fail (by its answers, its exceptions, its death, a full scratch), and the
+main's code chooses the arguments of its calls, which is the collaboration itself; but
+neither can make the other's code compute anything else. *The function analysed is the
+function judged*: the main agent's last ``def`` of the entry point is the last binding of
+that name when its program has loaded (no other binding exists in the main's code, and
+none can be made later: no ``global``, no namespace writes, no frames), the sandbox calls
+the very function that ``def`` created, and the helper's process cannot replace its
+code, defaults or globals. This protocol *refuses* every other binding of the entry point;
+it does not analyse whatever ends up bound to it. The rules stay as a first filter,
+checked on each agent's code alone and on the names they bind together: nothing an agent
+wrote runs at load, and its code reaches no frame, ``sys`` or ``builtins``. They are a
+syntactic allow-list, and one can miss a reflective path (the class pattern above was
+one); what such a path reaches is the agent's own process. *Not proven*: that the
+helper's result matters, or that either function is correct beyond the tests.
 
 **What the structure bonuses do not prove.** ``helper_defined``, ``main_defined``,
 ``cooperation``, ``not_wrapper`` and ``ignored_call`` are facts of the judged functions'
@@ -152,9 +188,9 @@ function's calls of ``aux`` then fail), or no main function (R is at most 0.4).
   and runs each alone, so asserts inside loops fail for want of their loop variable.
 - One wall-clock limit for the whole check (``HumanEvalTask.timeout_s``); CoMLRL gives
   each assert 10 s and stops after three timeouts. A program that hangs passes nothing.
-- Each agent's code is checked against the rules above and refused if it breaks one;
-  CoMLRL cuts the named function out of the text with regular expressions and runs it
-  with whatever else the module binds.
+- Each agent's code is checked against the rules above and refused if it breaks one,
+  and runs in its own process; CoMLRL cuts the named function out of the text with
+  regular expressions and runs both in one interpreter with whatever else the module binds.
 - Calls, wrappers and ignored results are read from the syntax tree, not with regular
   expressions (which count ``aux(`` inside a string or a comment as a call).
 - Cooperation also needs a *non-trivial* helper (one that returns something other than a
@@ -183,7 +219,9 @@ import dataclasses
 import functools
 import hashlib
 import importlib
+import json
 import re
+import string
 import textwrap
 import types
 from collections import OrderedDict
@@ -226,8 +264,8 @@ ALLOWED_MODULES = frozenset({
 """The modules the agents' code may import (rule 2 of the module docstring)."""
 DENIED_NAMES = frozenset({
     # builtins that read or write another object's namespace, or run strings
-    "globals", "vars", "locals", "getattr", "setattr", "delattr", "exec", "compile", "open",
-    "breakpoint",
+    "globals", "vars", "locals", "getattr", "setattr", "delattr", "hasattr", "exec", "compile",
+    "open", "breakpoint",
     # library functions that reach attributes by name, set them, or evaluate strings
     "attrgetter", "methodcaller", "Formatter", "get_type_hints", "ForwardRef",
     "singledispatch", "singledispatchmethod", "update_wrapper", "wraps", "total_ordering",
@@ -240,6 +278,11 @@ CONSTANT_NODES = (
 """What the arguments of a call the feedback shows may be built of (literals and operators)."""
 FRAME_PREFIXES = ("f_", "gi_", "cr_", "ag_", "tb_", "co_")
 """Attribute prefixes of frames, generators, coroutines, tracebacks and code objects."""
+COPY_HOOKS = frozenset({"__reduce__", "__reduce_ex__"})
+"""Methods no class may define: ``copy.copy`` and ``copy.deepcopy`` call what they return
+and ``setattr`` the names in its state on that call's result (rule 3)."""
+FORMAT_METHODS = frozenset({"format", "format_map"})
+"""String methods whose fields read attributes and items by name (``"{0.__globals__}"``)."""
 CACHE_DECORATORS = frozenset({"cache", "lru_cache"})
 """The ``functools`` decorators a top-level function may have (never the entry point)."""
 
@@ -271,13 +314,20 @@ SYSTEM = (
     f"and may call {HELPER}(...). Reply with your function only, in one ```python code block: "
     "imports and function definitions, no other code outside a function."
 )
+CROSSING = (
+    "The two functions run in separate processes: {helper}(...) takes and returns plain values "
+    "only (numbers, strings, bytes, None, booleans, and lists, tuples, dicts and sets of them); "
+    "in-place changes to a list, dict or set argument reach the caller, and returning a "
+    "function, a generator or an object of your own class makes the call raise TypeError."
+)
+"""What both roles read about the process boundary (module docstring)."""
 HELPER_TASK = (
     "Write a helper function {helper}(...) that does a useful, self-contained part of the work "
-    "for {entry}. Do not write {entry} itself."
+    "for {entry}, with its own imports. Do not write {entry} itself, and do not call it. " + CROSSING
 )
 MAIN_TASK = (
     "Write the function {entry}. A helper function {helper}(...) written by your partner is "
-    "available: call it where it helps, and do not define {helper} yourself."
+    "available: call it where it helps, and do not define {helper} yourself. " + CROSSING
 )
 FIRST = "Problem:\n```python\n{prompt}```\n\n{task}"
 LATER = "Problem:\n```python\n{prompt}```\n\n{task}\n\nYour previous code:\n{previous}\n\n{feedback}\n\nRevise your function."
@@ -569,8 +619,11 @@ def check_code(module: ast.Module, entry_point: str, prompt: Sequence[Binding], 
     checked = [statement for statement in module.body if statement_key(statement) not in trusted]
     for statement in checked:
         _check_top_level(statement, entry_point, imports)
-    for node in (node for statement in checked for node in ast.walk(statement)):
+    nodes = [node for statement in checked for node in ast.walk(statement)]
+    type_calls = {id(node.func) for node in nodes if _type_of_one_value(node)}
+    for node in nodes:
         _check_node(node)
+        _check_reflection(node, type_calls)
 
 
 def _check_top_level(statement: ast.stmt, entry_point: str, imports: Mapping[str, str]) -> None:
@@ -646,9 +699,57 @@ def _check_node(node: ast.AST) -> None:
         _check_attribute(node, node.attr)
         if isinstance(node.ctx, ast.Store | ast.Del):
             raise Refused(node, f"an assignment or deletion of the attribute .{node.attr}")
-    elif isinstance(node, ast.MatchClass):
-        for name in node.kwd_attrs:
-            _check_attribute(node, name)
+
+
+def _type_of_one_value(node: ast.AST) -> bool:
+    """``type(x)``: a call of the name ``type`` with one positional argument."""
+    return (
+        _calls_name(node, "type")
+        and len(node.args) == 1
+        and not isinstance(node.args[0], ast.Starred)
+        and not node.keywords
+    )
+
+
+def _check_reflection(node: ast.AST, type_calls: set[int]) -> None:
+    """Rule 3's reflective forms: class patterns, ``type`` but as ``type(x)``, a call of
+    what ``type(x)`` returns, format strings that read attributes, the copy hooks.
+
+    Args:
+        node: A node of the agent's code.
+        type_calls: The ``id`` of each ``type`` name that is called as ``type(x)``.
+    """
+    if isinstance(node, ast.MatchClass):
+        raise Refused(node, "a class pattern (case C(...)), which reads attributes named by C.__match_args__")
+    if isinstance(node, ast.Name) and node.id == "type" and id(node) not in type_calls:
+        raise Refused(node, "the name type other than as type(value); type(name, bases, namespace) makes classes")
+    if isinstance(node, ast.Call) and _type_of_one_value(node.func):
+        raise Refused(node, "a call of what type(value) returns, which may be type itself")
+    if isinstance(node, ast.Attribute) and node.attr in FORMAT_METHODS and not _plain_format_string(node.value):
+        raise Refused(
+            node,
+            f"the method .{node.attr} on anything but a string literal whose fields name no "
+            "attribute or item (write an f-string)",
+        )
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in COPY_HOOKS:
+        raise Refused(node, f"a method {node.name}, which copy.copy calls and whose state it sets by name")
+
+
+def _plain_format_string(node: ast.expr) -> bool:
+    """A string literal whose format fields (nested ones included) are plain positions or
+    names: ``"{0.real}"`` and ``"{0[key]}"`` read by name, ``"{}"`` and ``"{x:>{w}}"`` do not."""
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and _plain_fields(node.value)
+
+
+def _plain_fields(text: str) -> bool:
+    try:
+        fields = list(string.Formatter().parse(text))
+    except ValueError:
+        return False
+    return all(
+        (name is None or not any(mark in name for mark in ".[")) and (not spec or _plain_fields(spec))
+        for _, name, spec, _ in fields
+    )
 
 
 def _check_identifier(node: ast.stmt | ast.expr | ast.pattern, name: str, kind: str) -> None:
@@ -745,15 +846,15 @@ class Analysis:
     """The static facts of a team's two codes (module docstring).
 
     Attributes:
-        program: The team's program: the prompt, the helper's code if admitted, the main
-            agent's code.
+        program: The team's two programs: the prompt then the helper's code if admitted,
+            the prompt then the main agent's code.
         helper_refused, main_refused: Why a code was refused (``""``: admitted).
     """
 
     helper_defined: bool
     main_defined: bool
     syntax_errors: tuple[str, ...]
-    program: str
+    program: TeamProgram
     helper_refused: str = ""
     main_refused: str = ""
     calls_helper: bool = False
@@ -776,12 +877,13 @@ def analyse(helper_code: str, main_code: str, prompt: str, entry_point: str) -> 
     helper_module = ast.Module([], []) if helper_error else ast.parse(helper_code)
     main_module = ast.Module([], []) if main_error else ast.parse(main_code)
     helper_refused, main_refused = _refusals(helper_module, main_module, _prompt_bindings(prompt), entry_point)
-    program = _program(prompt, "" if helper_refused else helper_code, main_code)
+    functions = () if helper_refused else _function_names(helper_module)
+    program = TeamProgram(prompt, helper_code if functions else "", main_code, functions)
     helper = None if helper_refused else _last_function(helper_module, HELPER)
     main = None if main_refused else _last_function(main_module, entry_point)
     helper_defined = _defines(helper_code, HELPER) if helper_error else _returns_value(helper)
     main_defined = _defines(main_code, entry_point) if main_error else _returns_value(main)
-    error = helper_error or main_error or _syntax_error("team program", program)
+    error = helper_error or main_error or _program_syntax_error(program)
     if not main_defined or error:
         return Analysis(helper_defined, main_defined, (error,) if error else (), program, helper_refused, main_refused)
     return Analysis(
@@ -833,8 +935,55 @@ def _refusals(
     return helper_refused, main_refused
 
 
-def _program(prompt: str, helper_code: str, main_code: str) -> str:
-    return f"{prompt}\n\n{helper_code}\n\n{main_code}\n"
+@dataclass(frozen=True)
+class TeamProgram:
+    """The team's code as the sandbox judges it: two programs, each run in its own process
+    (module docstring, "Each agent's code runs in its own process").
+
+    Attributes:
+        prompt: The problem's prompt (its imports and helper functions), which starts both.
+        helper_code: The helper's admitted code (``""``: none, and no helper process).
+        main_code: The main agent's code.
+        helper_functions: The helper code's top-level functions, which the main program
+            calls through the sandbox's stubs.
+    """
+
+    prompt: str
+    helper_code: str
+    main_code: str
+    helper_functions: tuple[str, ...] = ()
+
+    @property
+    def helper(self) -> str:
+        """The helper's program: the prompt then the helper's code (``""`` without one)."""
+        return f"{self.prompt}\n\n{self.helper_code}\n" if self.helper_code else ""
+
+    @property
+    def main(self) -> str:
+        """The main agent's program: the prompt then the main agent's code."""
+        return f"{self.prompt}\n\n{self.main_code}\n"
+
+    @property
+    def text(self) -> str:
+        """Both codes after the prompt, as one listing (the team's output)."""
+        return f"{self.prompt}\n\n{self.helper_code}\n\n{self.main_code}\n"
+
+    def digest(self) -> str:
+        """SHA-256 of what a verdict depends on (the verdict cache's key)."""
+        material = json.dumps([self.helper, self.main, self.helper_functions])
+        return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _function_names(module: ast.Module) -> tuple[str, ...]:
+    """The names of the top-level functions of an agent's code, each once."""
+    functions = (node.name for node in module.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef))
+    return tuple(dict.fromkeys(functions))
+
+
+def _program_syntax_error(program: TeamProgram) -> str | None:
+    return _syntax_error("main program", program.main) or (
+        _syntax_error("helper program", program.helper) if program.helper else None
+    )
 
 
 def _defines(code: str, name: str) -> bool:
@@ -979,8 +1128,8 @@ class CodingProtocol:
             return chat(SYSTEM, FIRST.format(prompt=problem.meta["prompt"], task=task))
         return chat(SYSTEM, LATER.format(prompt=problem.meta["prompt"], task=task, previous=previous, feedback=feedback))
 
-    def codes(self, problem: Problem, texts: Sequence[str]) -> tuple[str, str, str]:
-        """The helper's code, the main agent's code and the team's program (without the
+    def codes(self, problem: Problem, texts: Sequence[str]) -> tuple[str, str, TeamProgram]:
+        """The helper's code, the main agent's code and the team's programs (without the
         helper's code if the rules refuse it)."""
         helper, main = _code(texts[0], HELPER), _code(texts[1], problem.meta["entry_point"])
         return helper, main, analyse(helper, main, problem.meta["prompt"], problem.meta["entry_point"]).program
@@ -1003,16 +1152,16 @@ class CodingProtocol:
             for problem, helper, main, analysis in read
         ]
 
-    def tests(self, problem: Problem, program: str) -> TestResult:
+    def tests(self, problem: Problem, program: TeamProgram) -> TestResult:
         """The trusted count of the tests ``program`` passes (results are cached)."""
         return self.judge([(problem, program)])[0]
 
-    def judge(self, pairs: Sequence[tuple[Problem, str]]) -> list[TestResult]:
+    def judge(self, pairs: Sequence[tuple[Problem, TeamProgram]]) -> list[TestResult]:
         """:meth:`tests` for many (problem, program) pairs, judged concurrently, each
         distinct one once; cached results are not judged again. Programs whose judged run
         gave no results on the tests' calls (it timed out or broke the protocol after they
         loaded) run the calls alone in a second concurrent batch (module docstring)."""
-        keys = [(problem.id, hashlib.sha256(program.encode("utf-8", "surrogatepass")).hexdigest()) for problem, program in pairs]
+        keys = [(problem.id, program.digest()) for problem, program in pairs]
         found = {key: self._verdicts.recall(key) for key in dict.fromkeys(keys)}
         missing = {key: pair for key, pair in zip(keys, pairs, strict=True) if found[key] is None}
         verdicts = judge_many(
@@ -1037,21 +1186,24 @@ class CodingProtocol:
             self._verdicts.keep(key, found[key])
         return [found[key] for key in keys]
 
-    def request(self, problem: Problem, program: str) -> JudgeRequest:
-        """What the sandbox judges for a team's program: the trusted ``eval``
-        (:data:`SAFE_EVAL`) then the program, the counting tests, the entry point, the
-        prompt as the judge's setup (its helper functions) and the tests' constant calls as
-        probes (the feedback's results)."""
+    def request(self, problem: Problem, program: TeamProgram) -> JudgeRequest:
+        """What the sandbox judges for a team's programs: the trusted ``eval``
+        (:data:`SAFE_EVAL`) then the main agent's program, the same start for the helper's
+        program in its own process with the functions it defines, the counting tests, the
+        entry point, the prompt as the judge's setup (its helper functions) and the tests'
+        constant calls as probes (the feedback's results)."""
         counted = self._counted[problem.id]
         return JudgeRequest(
-            program=SAFE_EVAL + program,
+            program=SAFE_EVAL + program.main,
             tests=counted.source,
             entry_point=problem.meta["entry_point"],
             setup=problem.meta["prompt"],
             probes=counted.calls,
+            helper=SAFE_EVAL + program.helper if program.helper else "",
+            helper_functions=program.helper_functions,
         )
 
-    def calls_request(self, problem: Problem, program: str) -> JudgeRequest:
+    def calls_request(self, problem: Problem, program: TeamProgram) -> JudgeRequest:
         """The tests' constant calls alone, without the tests: what the feedback shows of a
         program whose judged run gave no results (module docstring)."""
         return dataclasses.replace(self.request(problem, program), tests=NO_TESTS)
@@ -1095,7 +1247,7 @@ def _outcome(problem: Problem, helper_code: str, main_code: str, analysis: Analy
         _feedback(report, "main agent", main_code, entry=None),
         _feedback(report, "helper agent", helper_code, entry=problem.meta["entry_point"], analysis=analysis),
     )
-    return Outcome(reward=reward, parts=parts, feedback=feedback, output=analysis.program)
+    return Outcome(reward=reward, parts=parts, feedback=feedback, output=analysis.program.text)
 
 
 def _code(text: str, name: str) -> str:
