@@ -9,7 +9,7 @@ backend converts them (under the user's cache directory):
 - ``int8-8bit``: the float32 model loaded with ``compute_type="int8"``: CTranslate2 quantizes
   every weight row to [-127, 127] as it loads (its own int8).
 - ``int8-7bit``: the backend's int8 model (``CTranslate2Backend(quantization="int8")``),
-  weight rows in [-63, 63] (:data:`agents.ctranslate2_backend.INT8_WEIGHT_LEVELS`).
+  weight rows in [-63, 63] (:data:`agents.ctranslate2_convert.INT8_WEIGHT_LEVELS`).
 
 Measured for each:
 
@@ -52,7 +52,8 @@ from scipy.special import log_softmax
 import deliberation_env as de
 from agents import SMOLLM2_TEMPERATURE, SMOLLM2_TOP_K, make_backend, prompts
 from agents.base import Backend, GenerationRequest, Turn
-from agents.ctranslate2_backend import CTranslate2Backend, converted_model_dir
+from agents.ctranslate2_backend import CTranslate2Backend
+from agents.ctranslate2_convert import converted_model_dir
 from agents.llamacpp_backend import default_model_path
 from agents.specs import SMOLLM2_BACKEND, parse_spec
 

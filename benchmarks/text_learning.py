@@ -49,6 +49,7 @@ from scipy import stats
 
 from agents.base import Generation
 from agents.text_policy import TextPolicy, played_text
+from algorithms.core.figures import new_figure, write_figure
 from algorithms.text import TEXT_CONFIGS, train
 from algorithms.text.config import TextRunConfig
 from algorithms.text.plots import REWARD, draw_curves
@@ -275,12 +276,8 @@ def plot(runs: list[dict], before: float, baselines: dict[str, float], algos: tu
     """Left: joint reward per update (each seed thin, the mean thick) with the periodic held-out
     evaluations (``--eval-interval``) as points on the curves; right: held-out strict accuracy
     after training per seed (dots) and mean, the baselines as lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (curves, accuracy) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [2, 1]})
+    fig = new_figure(figsize=(12, 4))
+    curves, accuracy = fig.subplots(1, 2, width_ratios=(2, 1))
     draw_curves(curves, {algo: [history_of(r) for r in runs if r["algo"] == algo] for algo in algos})
     for k, algo in enumerate(algos):
         mine = [r for r in runs if r["algo"] == algo]
@@ -300,8 +297,7 @@ def plot(runs: list[dict], before: float, baselines: dict[str, float], algos: tu
     fig.suptitle("2 x SmolLM2-135M-Instruct + LoRA, math protocol, arithmetic level 1, strict scoring")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    write_figure(fig, path, bbox_inches="tight")
 
 
 def finished(path: Path) -> dict | None:

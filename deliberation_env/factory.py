@@ -50,15 +50,33 @@ def vector_env(num_envs: int, workers: int = 0, **kwargs: Any) -> DeliberationVe
     return RayVectorEnv(DeliberationVectorEnv.factory(**kwargs), num_envs, workers, worker_options)
 
 
-REGISTRY = {"deliberation-v0": parallel_env, "text-deliberation-v0": text_env}
-"""Versioned env ids and the functions that build them (a change of behaviour bumps the version)."""
+REGISTRY = {"deliberation-v1": parallel_env, "text-deliberation-v1": text_env}
+"""Versioned env ids and the functions that build them (a change of behaviour bumps the version;
+each env card's version history says what changed)."""
 
 
 def make(env_id: str, **kwargs: Any) -> DeliberationEnv | TextDeliberationEnv:
-    """Build a registered env by versioned id, e.g. ``make("deliberation-v0", team="simulated")``."""
+    """Build a registered env by versioned id, e.g. ``make("deliberation-v1", team="simulated")``.
+
+    Raises:
+        ValueError: When ``env_id`` is not registered; an earlier version of a registered
+            env is named as such, with the id that replaced it.
+    """
     if env_id not in REGISTRY:
-        raise ValueError(f"unknown env id {env_id!r}; registered: {', '.join(REGISTRY)}")
+        raise ValueError(_unknown_id_message(env_id))
     return REGISTRY[env_id](**kwargs)
+
+
+def _unknown_id_message(env_id: str) -> str:
+    """Why ``env_id`` is refused: an earlier version of a registered env, or no env at all."""
+    name, _, version = env_id.rpartition("-v")
+    current = next((key for key in REGISTRY if key.rpartition("-v")[0] == name), None)
+    if current is not None and version.isdigit() and int(version) < int(current.rpartition("-v")[2]):
+        return (
+            f"env id {env_id!r} is an earlier version of {current!r}, no longer built: "
+            f"use de.make({current!r}, ...) (the env card's version history says what changed)"
+        )
+    return f"unknown env id {env_id!r}; registered: {', '.join(REGISTRY)}"
 
 
 def vector_env_from(config: EnvConfig | TextEnvConfig, num_envs: int, **overrides: Any) -> Any:

@@ -49,14 +49,15 @@ TIERS = {
 ECOSYSTEM = frozenset({"stable_baselines3", "supersuit", "torchrl", "benchmarl"})
 API_FILES = frozenset(
     {"test_api.py", "test_bad_input.py", "test_action_names.py", "test_determinism.py",
-     "test_vector.py", "test_properties.py", "test_moved_modules.py"}
+     "test_vector.py", "test_properties.py"}
 )  # fmt: skip
 # Module- or session-scoped fixtures that load the bundled SmolLM2 (llama.cpp, CTranslate2,
 # transformers) or serve it (llama_cpp.server).
 REAL_MODEL_FIXTURES = frozenset({"smollm2", "backend", "server", "server_url"})
-# Whole files of programs: the paper-scale commands against SmolLM2, and interpreters that
-# must exit cleanly while CTranslate2 decodes (each test starts several).
-SLOW_FILES = frozenset({"test_cli_paper_path.py", "test_ctranslate2_lifetime.py"})
+# Whole files of programs: the paper-scale commands against SmolLM2, interpreters that
+# must exit cleanly while CTranslate2 decodes (each test starts several), and torchrun jobs
+# of two processes.
+SLOW_FILES = frozenset({"test_cli_paper_path.py", "test_ctranslate2_lifetime.py", "test_data_parallel.py"})
 # File names with these words: programs run as a user runs them, hostile programs in bulk.
 SLOW_WORDS = ("example", "tutorial", "attacks")
 # Single tests over 4 CPU-seconds each (measured 2026-11-25, 2-core Xeon): SmolLM2 loaded in
@@ -71,6 +72,7 @@ SLOW_TESTS = frozenset(
      "test_the_deliberate_command_finds_a_protocol_module_in_the_working_directory",
      "test_held_out_metrics_join_every_interval_th_update_and_the_metrics_file",
      "test_every_canonical_solution_is_admitted_and_passes_its_tests",
+     "test_every_canonical_solution_passes_as_the_helper_behind_a_forwarding_main",
      "test_all_canonical_solutions_pass_and_a_wrong_one_fails",
      "test_rewards_and_contributions_stay_in_their_documented_bounds",
      "test_every_uniform_of_a_fine_grid_picks_the_sorts_token",

@@ -114,7 +114,7 @@ def test_max_cycles_is_pettingzoos_name_for_max_rounds():
         steps += 1
     assert steps == env.max_rounds == 2
     assert de.vector_env(2, team="simulated", max_cycles=4).max_rounds == 4
-    assert de.make("deliberation-v0", team="simulated").max_rounds == 3  # neither given
+    assert de.make("deliberation-v1", team="simulated").max_rounds == 3  # neither given
 
 
 @pytest.mark.parametrize(
@@ -136,11 +136,17 @@ def test_bad_integration_arguments_are_named(kwargs, match):
 
 
 def test_make_and_registry():
-    env = de.make("deliberation-v0", team="simulated", n_agents=4)
+    env = de.make("deliberation-v1", team="simulated", n_agents=4)
     assert env.possible_agents == [f"agent_{i}" for i in range(4)]
     assert env.observation_space("agent_0") is env.observation_space("agent_3")  # cached, shared
+    assert env.metadata["name"] == "deliberation_v1"
     with pytest.raises(ValueError, match="unknown env id"):
         de.make("deliberation-v9")
+
+
+def test_an_earlier_env_id_is_refused_with_the_new_one():
+    with pytest.raises(ValueError, match=r"'deliberation-v0' is an earlier version.*de.make\('deliberation-v1'"):
+        de.make("deliberation-v0", team="simulated")
 
 
 def test_render_and_state():

@@ -12,11 +12,8 @@ Loading reads nothing but tensors, numbers, strings, lists and dicts, and checks
 whole before a learner uses it (:func:`check_structure`): a tampered or foreign file is a
 :class:`CheckpointError`, never code that runs and never a half-restored learner.
 
-Checkpoints of earlier versions (``checkpoint.pt``, written by ``torch.save``) are pickles;
-unpickling one can run any code it holds, so they are refused. To keep one you wrote
-yourself, convert it once (torch's restricted unpickler, ``weights_only=True``)::
-
-    python -c "from algorithms.core.checkpoints import convert_legacy_checkpoint as c; c('runs/train/checkpoint.pt')"
+Checkpoints of release 0.1 (``checkpoint.pt``, written by ``torch.save``) are pickles;
+unpickling one can run any code it holds, so they are refused unread.
 """
 
 from __future__ import annotations
@@ -34,7 +31,7 @@ from safetensors.torch import save_file
 CHECKPOINT = "checkpoint.safetensors"
 """The checkpoint's file name in a run directory."""
 LEGACY_CHECKPOINT = "checkpoint.pt"
-"""The file name of the pickled checkpoints of earlier versions (refused)."""
+"""The file name of the pickled checkpoints of release 0.1 (refused unread)."""
 FORMAT = "deliberation-env checkpoint"
 """The ``format`` entry of a checkpoint's safetensors metadata."""
 VERSION = "1"
@@ -96,9 +93,9 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """The state written by :func:`save_checkpoint`. Reads tensors and JSON only: no code runs.
 
     Raises:
-        CheckpointError: When ``path`` is no safetensors file (e.g. a pickled checkpoint of an
-            earlier version, which :func:`convert_legacy_checkpoint` converts), not a checkpoint
-            of this format, or inconsistent (a tensor it names is missing, a tag is unknown).
+        CheckpointError: When ``path`` is no safetensors file (e.g. a pickled checkpoint of
+            release 0.1), not a checkpoint of this format, or inconsistent (a tensor it names
+            is missing, a tag is unknown).
         FileNotFoundError: When there is no file at ``path``.
     """
     path = Path(path)
@@ -164,15 +161,13 @@ def _decode_value(value: Any, tensors: dict[str, torch.Tensor], used: set[str]) 
 
 
 def _not_safetensors(path: Path, error: Exception | None = None) -> str:
-    """Why a file that is no safetensors file (a pickled checkpoint of an earlier version) is
-    refused, and how to convert one you trust."""
+    """Why a file that is no safetensors file (a pickled checkpoint of release 0.1) is refused,
+    and what to do instead."""
     why = f" ({error})" if error is not None else ""
     return (
-        f"{path} is not a safetensors checkpoint{why}. Checkpoints of earlier versions were pickles "
-        "(torch.save, checkpoint.pt), and unpickling a file can run any code it holds, so they are refused. "
-        "If you wrote it yourself, convert it once: python -c \"from algorithms.core.checkpoints import "
-        f"convert_legacy_checkpoint as c; c('{path}')\" (it writes {path.with_suffix('.safetensors')}); "
-        "otherwise delete it."
+        f"{path} is not a safetensors checkpoint{why}. Checkpoints of release 0.1 were pickles "
+        "(torch.save, checkpoint.pt), and unpickling a file can run any code it holds, so they are "
+        "refused unread: delete it and start the run again (or in a new run directory)."
     )
 
 
@@ -180,8 +175,8 @@ def resume_checkpoint(run_dir: str | Path) -> Path | None:
     """The checkpoint a run in ``run_dir`` resumes from, or None when it has none.
 
     Raises:
-        CheckpointError: When ``run_dir`` holds only a pickled checkpoint of an earlier
-            version (never loaded: see :func:`convert_legacy_checkpoint`).
+        CheckpointError: When ``run_dir`` holds only a pickled checkpoint of release 0.1
+            (never loaded).
     """
     run_dir = Path(run_dir)
     if (run_dir / CHECKPOINT).exists():
@@ -189,28 +184,6 @@ def resume_checkpoint(run_dir: str | Path) -> Path | None:
     if (run_dir / LEGACY_CHECKPOINT).exists():
         raise CheckpointError(_not_safetensors(run_dir / LEGACY_CHECKPOINT))
     return None
-
-
-def convert_legacy_checkpoint(path: str | Path) -> Path:
-    """Rewrite a ``torch.save`` checkpoint of an earlier version as a safetensors checkpoint
-    beside it (``checkpoint.pt`` -> ``checkpoint.safetensors``), and return its path.
-
-    This unpickles ``path``, with torch's restricted unpickler (``weights_only=True``: tensors,
-    numbers, strings and containers only, no other class), so call it only on a file you
-    wrote or trust; the learners never call it.
-
-    Raises:
-        CheckpointError: When the pickle holds anything but tensors, numbers, strings and
-            containers (torch's restricted unpickler refuses it).
-    """
-    path = Path(path)
-    try:
-        state = torch.load(path, weights_only=True, map_location="cpu")
-    except Exception as error:  # torch raises UnpicklingError, RuntimeError, ...: all mean "refused"
-        raise CheckpointError(f"{path}: torch's restricted unpickler refused it, so it is not converted: {error}") from error
-    converted = path.with_suffix(".safetensors")
-    save_checkpoint(state, converted)
-    return converted
 
 
 def check_structure(saved: Any, template: Any, where: str = "checkpoint") -> None:

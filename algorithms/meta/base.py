@@ -13,9 +13,8 @@ fills the steps of the skeleton both families follow
 2. ``returns``: each agent's undiscounted episode return, (B, G, n_agents) (MAGRPO's: the
    team's joint return, the same for every agent of a trajectory).
 3. ``compute_advantages(returns)``: returns (B, G, n_agents) -> advantages (B, G, n_agents).
-   This is the method SoftRankPO, GRPO and MAGRPO override (MAGRPO also ``returns``). (A subclass written for
-   the earlier ``compute_advantages(returns, team_rewards)`` still runs, with a
-   ``DeprecationWarning`` when its class is created; that signature goes in release 0.2.)
+   This is the method SoftRankPO, GRPO and MAGRPO override (MAGRPO also ``returns``, where
+   an agent's return is the team's).
 4. ``optimize``: epochs of minibatch steps on the clipped ratio loss plus the exact KL to
    the frozen reference policy (:func:`~algorithms.meta.losses.kl_regularized_policy_loss`);
    every step of an agent's trajectory gets that trajectory's advantage (outcome
@@ -26,9 +25,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
-import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -204,18 +201,6 @@ class Learner(CoreLearner):
         self.update = state["update"]
 
 
-def takes_team_rewards(compute_advantages: Callable[..., torch.Tensor]) -> bool:
-    """Whether ``compute_advantages`` has the deprecated signature ``(self, returns,
-    team_rewards)``: a second required argument after ``returns``."""
-    parameters = list(inspect.signature(compute_advantages).parameters.values())[1:]
-    positional = [
-        p
-        for p in parameters
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-    ]
-    return len(positional) >= 2
-
-
 @dataclass
 class Rollout:
     """One batch of group rollouts, flattened to the transitions of live agents.
@@ -268,33 +253,9 @@ class PolicyGradientLearner(Learner, GroupPolicyGradient):
             )
         self.reference = copy.deepcopy(self.network).requires_grad_(False)
 
-    advantages_take_team_rewards: ClassVar[bool] = False
-    """Whether :meth:`compute_advantages` has the deprecated ``(returns, team_rewards)`` signature."""
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Note, once per class, a :meth:`compute_advantages` of the deprecated signature."""
-        super().__init_subclass__(**kwargs)
-        if "compute_advantages" in cls.__dict__:
-            cls.advantages_take_team_rewards = takes_team_rewards(cls.__dict__["compute_advantages"])
-            if cls.advantages_take_team_rewards:
-                warnings.warn(
-                    f"{cls.__qualname__}.compute_advantages(returns, team_rewards) is deprecated and "
-                    "goes in release 0.2: override compute_advantages(returns), and returns(batch) "
-                    "where an agent's return should be another one (e.g. the team reward, as MAGRPO does)",
-                    DeprecationWarning,
-                    stacklevel=3,  # the class statement, past abc.ABCMeta.__new__
-                )
-
     def returns(self, batch: Rollout) -> torch.Tensor:
         """Each agent's undiscounted episode return, R_i = sum_t r_{i,t}, (B, G, n_agents)."""
         return batch.returns
-
-    def group_advantages(self, batch: Rollout, returns: torch.Tensor) -> torch.Tensor:
-        """:meth:`compute_advantages` of the returns, (B, G, n_agents); a subclass of the
-        deprecated signature gets each agent's own return and the team rewards, as before."""
-        if self.advantages_take_team_rewards:
-            return self.compute_advantages(batch.returns, batch.team_rewards)  # type: ignore[call-arg]
-        return super().group_advantages(batch, returns)
 
     def sample_advantages(self, batch: Rollout, advantages: torch.Tensor) -> torch.Tensor:
         """Every transition of an agent's trajectory gets that trajectory's advantage."""

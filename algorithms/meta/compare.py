@@ -34,7 +34,7 @@ from algorithms.core.checkpoints import CHECKPOINT
 from algorithms.core.compare import run_grid, summarize_runs, write_csv
 from algorithms.core.metrics import read_metrics
 from algorithms.core.run_dirs import new_run_dir, open_run_dir
-from algorithms.meta import baselines, learning_plots
+from algorithms.meta import baselines, plots
 from algorithms.meta.config import COMPARE_RESUMABLE, CompareConfig
 from algorithms.meta.train import EVAL_BATCH, held_out, train
 from deliberation_env.factory import vector_env_from
@@ -56,7 +56,7 @@ def compare(cfg: CompareConfig) -> dict[str, Any]:
     write_csv(out_dir / "final.csv", grid.finals + baseline_rows)
     summary = summarize(grid.finals, baseline_rows)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    learning_plots.write_all(out_dir, grid.curves, grid.finals, baseline_rows)
+    plots.write_comparison(out_dir, grid.curves, grid.finals, baseline_rows)
     return summary
 
 

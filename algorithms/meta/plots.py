@@ -1,20 +1,33 @@
-"""Matplotlib figures of evaluation results (written to files; no screen needed)."""
+"""The meta family's figures, written to files (no screen needed; importing this module
+leaves matplotlib's backend as it was: see :mod:`algorithms.core.figures`).
+
+**Evaluation** (``deliberate run``): :func:`accuracy_per_round` and
+:func:`reliability_diagram` of :class:`~algorithms.meta.evaluate.EvalResult` rows.
+
+**Comparison** (``deliberate compare``, :func:`write_comparison`): every function takes the
+rows that :func:`algorithms.meta.compare.compare` collects: ``curves`` (one per logged
+record of every run, tagged ``algo``, ``reward_scale``, ``seed``), ``finals`` (final
+held-out metrics per run) and ``baseline_rows``. Accuracies and shares are drawn with the
+mean over seeds and its 95% band, clipped to [0, 1] (:func:`algorithms.core.figures.band`);
+a reward scale is named only where the comparison ran more than one.
+"""
 
 from __future__ import annotations
 
 import re
 import textwrap
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 
+from algorithms.core.figures import band, fitted_range, new_figure, write_figure
 from algorithms.meta.evaluate import EvalResult
+from deliberation_env.meta.spaces import ACTION_NAMES
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 """One marker per policy, so that lines drawn on top of each other stay told apart."""
@@ -24,6 +37,10 @@ X_OFFSET = 0.05
 """How far apart, in rounds, neighbouring policies' points are drawn (so equal values do
 not hide each other)."""
 FINGERPRINT = re.compile(r"@sha256:[0-9a-f]+")
+METRIC = "eval/consensus_accuracy"
+"""The comparison's held-out metric."""
+LINE_STYLES = ("-", "--", "-.", ":")
+Rows = list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -123,7 +140,8 @@ def accuracy_per_round(
         matched: The compute-matched rows (:func:`algorithms.meta.compute_matched.compute_matched`).
         split: The evaluated split (``test``: held-out).
     """
-    fig, ax = plt.subplots(figsize=(7.6, 4.6))
+    fig = new_figure(figsize=(7.6, 4.6))
+    ax = fig.subplots()
     for k, line in enumerate(round_lines(results)):
         colour = f"C{k}"
         ax.plot(line.rounds, line.consensus, "-", marker=line.marker, color=colour, label=f"{line.label} (consensus)")
@@ -141,9 +159,7 @@ def accuracy_per_round(
               bbox_to_anchor=(1.01, 1.0))  # fmt: skip
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return write_figure(fig, path)
 
 
 def reliability_diagram(results: Sequence[EvalResult], path: Path, title: str, bins: int = 10) -> Path:
@@ -156,7 +172,8 @@ def reliability_diagram(results: Sequence[EvalResult], path: Path, title: str, b
     accuracy = np.bincount(which, weights=correct, minlength=bins) / np.maximum(counts, 1)
     mean_conf = np.bincount(which, weights=conf, minlength=bins) / np.maximum(counts, 1)
     ece = float(np.sum(counts * np.abs(accuracy - mean_conf)) / max(counts.sum(), 1))
-    fig, (ax, ax_count) = plt.subplots(2, 1, figsize=(5.2, 5.6), sharex=True, height_ratios=(3, 1))
+    fig = new_figure(figsize=(5.2, 5.6))
+    ax, ax_count = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1))
     centres = (edges[:-1] + edges[1:]) / 2
     filled = counts > 0
     ax.bar(centres[filled], accuracy[filled], width=1.0 / bins, edgecolor="k", alpha=0.7, label="accuracy")
@@ -167,6 +184,159 @@ def reliability_diagram(results: Sequence[EvalResult], path: Path, title: str, b
     ax_count.bar(centres, counts, width=1.0 / bins, edgecolor="k", color="C7")
     ax_count.set(xlabel="introspective confidence z_conf", ylabel="answers", xlim=(0, 1))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return write_figure(fig, path)
+
+
+# ---------------------------------------------------------------- the comparison's figures
+def _series(curves: Rows, metric: str) -> dict[tuple[str, float], tuple[np.ndarray, np.ndarray]]:
+    """(algo, scale) -> (episodes, values (seeds, points)) of the records that hold ``metric``."""
+    runs: dict[tuple[str, float], dict[int, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
+    for row in curves:
+        if metric in row:
+            runs[(row["algo"], row["reward_scale"])][row["seed"]].append((row["episodes"], row[metric]))
+    series = {}
+    for key, seeds in runs.items():
+        # Runs of one key share their evaluation schedule; a run cut short is truncated.
+        length = min(len(points) for points in seeds.values())
+        episodes = np.array([e for e, _ in next(iter(seeds.values()))[:length]])
+        series[key] = (episodes, np.array([[v for _, v in points[:length]] for points in seeds.values()]))
+    return series
+
+
+def _reference_scale(finals: Rows) -> float:
+    """The reward scale closest to 1 (for the figures drawn at one scale)."""
+    return min({row["reward_scale"] for row in finals}, key=lambda s: abs(np.log(s)))
+
+
+def _at_scale(finals: Rows, scale: float) -> str:
+    """`` (learners at reward scale xS)`` where the comparison ran several scales, else nothing."""
+    return f" (learners at reward scale x{scale:g})" if len({row["reward_scale"] for row in finals}) > 1 else ""
+
+
+def reference_levels(baseline_rows: Rows) -> dict[str, float]:
+    """The best heuristic baseline's and the oracle's held-out consensus accuracy (the
+    horizontal lines of the learning curves)."""
+    baseline = {
+        name: float(np.mean([r[METRIC] for r in baseline_rows if r["algo"] == name]))
+        for name in dict.fromkeys(r["algo"] for r in baseline_rows)
+    }
+    best = max((name for name in baseline if name != "oracle"), key=baseline.get, default=None)
+    return {name: baseline[name] for name in (best, "oracle") if name in baseline}
+
+
+def comparison_curves(curves: Rows, baseline_rows: Rows) -> Figure:
+    """Held-out consensus accuracy vs training episodes, mean and 95% band over seeds, one
+    panel per reward scale (titled with it where there are several); the best heuristic and
+    the oracle as lines; the y axis fitted to all of them and one legend beside the panels."""
+    series = _series(curves, METRIC)
+    scales = sorted({scale for _, scale in series})
+    algos = sorted({algo for algo, _ in series})
+    colour = {algo: f"C{k}" for k, algo in enumerate(algos)}
+    # hollow markers of their own shape and dash patterns: equal curves stay told apart
+    style = {algo: {"marker": MARKERS[k % len(MARKERS)], "ls": LINE_STYLES[k % len(LINE_STYLES)]} for k, algo in enumerate(algos)}
+    fig = new_figure(figsize=(5.0 * len(scales), 4))
+    axes = fig.subplots(1, len(scales), squeeze=False, sharey=True)[0]
+    references = reference_levels(baseline_rows)
+    drawn = [np.array(list(references.values()))]
+    for ax, scale in zip(axes, scales, strict=True):
+        for (algo, s), (episodes, values) in sorted(series.items()):
+            if s == scale:
+                seeds = band(values)
+                ax.plot(episodes, seeds.mean, color=colour[algo], markerfacecolor="none", label=algo, **style[algo])
+                ax.fill_between(episodes, seeds.low, seeds.high, color=colour[algo], alpha=0.2)
+                drawn += [seeds.low, seeds.high]
+        for name, value in references.items():
+            ax.axhline(value, color="k", lw=1, ls=":" if name == "oracle" else "--", label=f"{name} (baseline)")
+        ax.set(title=f"reward scale x{scale:g}" if len(scales) > 1 else "", xlabel="training episodes")
+        ax.grid(alpha=0.3)
+    axes[0].set(ylabel="held-out consensus accuracy", ylim=fitted_range(drawn))
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def final_accuracy(finals: Rows, baseline_rows: Rows) -> Figure:
+    """Final held-out consensus accuracy per learner (at the scale closest to 1) and
+    baseline: bars labelled with their value, 95% CIs clipped to [0, 1], and a y axis fitted
+    around the intervals (not from 0, which flattens 0.945 against 0.963)."""
+    scale = _reference_scale(finals)
+    groups: dict[str, list[float]] = defaultdict(list)
+    for row in finals:
+        if row["reward_scale"] == scale:
+            groups[row["algo"]].append(row[METRIC])
+    for row in baseline_rows:
+        groups[row["algo"]].append(row[METRIC])
+    names = list(groups)
+    bands = [band(np.array(groups[name])) for name in names]
+    means = np.array([b.mean for b in bands])
+    errors = np.stack([b.errors() for b in bands], axis=1)
+    colours = ["C0" if n in {r["algo"] for r in finals} else "C7" for n in names]
+    fig = new_figure(figsize=(1.0 * len(names) + 2, 4))
+    ax = fig.subplots()
+    ax.bar(names, means, yerr=errors, color=colours, capsize=4)
+    for x, (mean, top) in enumerate(zip(means, means + errors[1], strict=True)):
+        ax.annotate(f"{mean:.3f}", (x, top), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=8)
+    low, high = fitted_range([means - errors[0], means + errors[1]])
+    ax.set(
+        ylabel="held-out consensus accuracy",
+        title=f"final accuracy{_at_scale(finals, scale)}",
+        ylim=(low, high + 0.1 * (high - low)),  # room for the labels
+    )
+    ax.tick_params(axis="x", rotation=30)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    return fig
+
+
+def action_shares(curves: Rows, finals: Rows) -> Figure:
+    """Training shares of PERSIST / REFINE / CONCEDE per learner at one reward scale (the
+    one closest to 1, named in the title where the comparison ran several), mean and 95%
+    band over seeds."""
+    scale = _reference_scale(finals)
+    per_action = {a: _series(curves, f"actions/{a}_share") for a in ACTION_NAMES}
+    algos = sorted({algo for algo, s in per_action["persist"] if s == scale})
+    fig = new_figure(figsize=(4.5 * len(algos), 3.6))
+    axes = fig.subplots(1, len(algos), squeeze=False, sharey=True)[0]
+    for ax, algo in zip(axes, algos, strict=True):
+        for k, action in enumerate(ACTION_NAMES):
+            episodes, values = per_action[action][(algo, scale)]
+            seeds = band(values)
+            ax.plot(episodes, seeds.mean, color=f"C{k}", marker="o", markersize=3, label=action)  # one update: a point
+            ax.fill_between(episodes, seeds.low, seeds.high, color=f"C{k}", alpha=0.2)
+        ax.set(title=algo, xlabel="training episodes", ylabel="share of actions", ylim=(0, 1))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"Actions taken in training{_at_scale(finals, scale)}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def reward_scale(finals: Rows) -> Figure:
+    """Final held-out consensus accuracy vs reward scale per learner, 95% CIs clipped to
+    [0, 1] (the ablation)."""
+    groups: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in finals:
+        groups[row["algo"]][row["reward_scale"]].append(row[METRIC])
+    fig = new_figure(figsize=(5.5, 4))
+    ax = fig.subplots()
+    for algo, by_scale in sorted(groups.items()):
+        scales = sorted(by_scale)
+        bands = [band(np.array(by_scale[s])) for s in scales]
+        errors = np.stack([b.errors() for b in bands], axis=1)
+        ax.errorbar(scales, [b.mean for b in bands], yerr=errors, marker="o", capsize=4, label=algo)
+    ax.set(xscale="log", xlabel="reward scale", ylabel="final held-out consensus accuracy", title="reward-scale ablation")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def write_comparison(out_dir: Path, curves: Rows, finals: Rows, baseline_rows: Rows) -> list[Path]:
+    """Write the four figures of a comparison into ``out_dir`` and return their paths."""
+    return [
+        write_figure(comparison_curves(curves, baseline_rows), out_dir / "learning_curves.png", bbox_inches="tight"),
+        write_figure(final_accuracy(finals, baseline_rows), out_dir / "final_accuracy.png"),
+        write_figure(action_shares(curves, finals), out_dir / "action_shares.png"),
+        write_figure(reward_scale(finals), out_dir / "reward_scale.png"),
+    ]

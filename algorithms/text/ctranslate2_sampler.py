@@ -5,7 +5,7 @@ CTranslate2 decodes a batch faster than torch on the CPU, but only from weights 
 loaded, so :class:`CTranslate2Sampler` hands it the policy of each update: the first time,
 an agent's weights with its LoRA adapter merged in (:meth:`TrainableLM.merged_state_dict`)
 become a plain ``transformers`` model, CTranslate2's converter turns it into a float32
-model in a work directory (:func:`agents.ctranslate2_backend.convert_model`), and a
+model in a work directory (:func:`agents.ctranslate2_convert.convert_model`), and a
 ``ctranslate2.Generator`` loads it. It samples agent by agent: against torch's sampler
 before it shared a group's prompt, stopped sorting the vocabulary at every token and
 decoded both agents in one batch, it took 2.5x to 3.2x less time on 2 cores; against
@@ -64,14 +64,8 @@ from typing import Any
 import torch
 
 from agents.base import Message
-from agents.ctranslate2_backend import (
-    CALLS,
-    SEEDING_LOCK,
-    convert_model,
-    generate_batch,
-    load_copy,
-    stream_seed,
-)
+from agents.ctranslate2_backend import CALLS, SEEDING_LOCK, generate_batch, load_copy, stream_seed
+from agents.ctranslate2_convert import convert_model
 from agents.local import usable_cpus
 from agents.trainable_lm import Completion, TrainableLM, check_sample_arguments
 

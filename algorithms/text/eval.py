@@ -34,13 +34,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 from rich.table import Table
 from tqdm.auto import tqdm
@@ -53,12 +48,10 @@ from deliberation_env.tasks import problem_count
 from deliberation_env.tasks.humaneval import HUMANEVAL_INSTRUCTIONS
 from deliberation_env.text import CodingProtocol, text_vector_env
 from deliberation_env.text.protocols.base import chat, quote
-from deliberation_env.text.protocols.coding import WEIGHTS
 
 BASELINES = ("single", "concatenation", "pipeline", "discussion")
 """The coding baselines, in the order of the table."""
 SINGLE_SYSTEM = "You are a Python programmer."
-WEIGHTS_TOTAL = sum(weight for weight in WEIGHTS.values() if weight > 0)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -371,21 +364,3 @@ def results_table(summaries: Sequence[Mapping[str, Any]], title: str) -> Table:
     )
     return table
 
-
-def plot_reward_parts(summaries: Sequence[Mapping[str, Any]], path: Path, title: str) -> Path:
-    """Each baseline's mean weighted reward parts, stacked (the bar's height is R)."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    names = [s["baseline"] for s in summaries]
-    bottom = np.zeros(len(summaries))
-    for k, (part, weight) in enumerate(WEIGHTS.items()):
-        values = np.array([weight * s["parts"][part] for s in summaries])
-        ax.bar(names, values, bottom=bottom if weight > 0 else None, color=f"C{k}", label=f"{part} (x{weight:g})")
-        bottom += np.clip(values, 0, None)
-    ax.set(ylabel="mean reward part", ylim=(-0.6, WEIGHTS_TOTAL + 0.1))
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, ncol=2)
-    ax.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path

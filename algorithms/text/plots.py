@@ -1,4 +1,7 @@
-"""Learning curves of the LLM-weight learners (matplotlib, written to files).
+"""The text family's figures, written to files (no screen needed; importing this module
+leaves matplotlib's backend as it was: see :mod:`algorithms.core.figures`).
+
+**Learning curves** (``train text``, ``compare text``).
 
 A learner's history (``TrainResult.history``, or the lines of ``metrics.jsonl``) holds one
 record per update: the training reward ``rewards/joint/mean`` and, every ``eval_interval``
@@ -7,6 +10,9 @@ updates, the held-out greedy evaluation's ``eval/...`` metrics
 from a history; :func:`learning_curves` draws the training reward per update (each seed
 thin, the mean thick) with the held-out joint reward as points on the curves, the same
 quantity scored greedily on problems never trained on.
+
+**Coding baselines** (``run text``): :func:`reward_parts`, each baseline's weighted reward
+parts stacked (:func:`algorithms.text.eval.evaluate_baselines`).
 """
 
 from __future__ import annotations
@@ -16,13 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.axes import Axes
 
-from algorithms.core.figures import fitted_range
+from algorithms.core.figures import fitted_range, new_figure, write_figure
+from deliberation_env.text.protocols.coding import WEIGHTS
 
 REWARD = "rewards/joint/mean"
 """The training reward of a curve: the joint reward, mean over the update's episodes."""
@@ -78,17 +82,16 @@ def learning_curves(
         title: The figure's title (team, task, scoring).
         held_out: The ``eval/...`` metric drawn as points.
     """
-    fig, ax = plt.subplots(figsize=(7.6, 4.2))
+    fig = new_figure(figsize=(7.6, 4.2))
+    ax = fig.subplots()
     draw_curves(ax, runs, held_out)
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the curves, over none
     fig.tight_layout()
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return write_figure(fig, path, bbox_inches="tight")
 
 
-def draw_curves(ax: plt.Axes, runs: Mapping[str, Sequence[History]], held_out: str = HELD_OUT) -> None:
+def draw_curves(ax: Axes, runs: Mapping[str, Sequence[History]], held_out: str = HELD_OUT) -> None:
     """Training reward per update per learner (seeds thin, their mean thick) and the
     held-out evaluations as points on the curves (hollow markers: each seed's; filled: their
     mean where every seed evaluated), labelled for a legend; the y axis fitted to the data."""
@@ -117,3 +120,23 @@ def _shared_evaluations(curves: Sequence[Curve]) -> tuple[np.ndarray, np.ndarray
         return None
     means = [np.mean([c.eval_values[c.eval_updates == u][0] for c in curves]) for u in common]
     return np.array(common), np.array(means)
+
+
+def reward_parts(summaries: Sequence[Mapping[str, Any]], path: Path, title: str) -> Path:
+    """Each baseline's mean weighted reward parts, stacked (the bar's height is R), written
+    to ``path``; ``summaries`` as :func:`algorithms.text.eval.summarize` returns them."""
+    fig = new_figure(figsize=(6.4, 4.2))
+    ax = fig.subplots()
+    names = [s["baseline"] for s in summaries]
+    bottom = np.zeros(len(summaries))
+    for k, (part, weight) in enumerate(WEIGHTS.items()):
+        values = np.array([weight * s["parts"][part] for s in summaries])
+        ax.bar(names, values, bottom=bottom if weight > 0 else None, color=f"C{k}", label=f"{part} (x{weight:g})")
+        bottom += np.clip(values, 0, None)
+    most = sum(weight for weight in WEIGHTS.values() if weight > 0)
+    ax.set(ylabel="mean reward part", ylim=(-0.6, most + 0.1))
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    return write_figure(fig, path)

@@ -2,7 +2,7 @@
 
 ============================  ==============================================================
 Import                        ``import deliberation_env as de; de.parallel_env(...)``
-Registry id                   ``de.make("deliberation-v0", ...)``
+Registry id                   ``de.make("deliberation-v1", ...)``
 Actions                       Discrete(3): PERSIST, REFINE, CONCEDE (:class:`MetaAction`)
 Parallel API                  Yes (``de.env(...)`` gives the AEC form)
 Agents                        ``agent_0 ... agent_{n-1}``, n >= 2, no upper limit
@@ -178,15 +178,17 @@ integer in [0, 2**64); ``options["problem_index"]`` an integer in [0, len(env.pr
 
 **Version history.**
 
-- v0: initial release. Added since, without a new version because no dynamics changed
-  for valid input: ``infos[agent]["concede_target"]``; atomic ``reset`` and ``step``;
-  invalid solver results rejected (they used to be clipped, or pass NaN through);
-  ``observation="flat"``, ``infos="numeric"``, ``render_mode="human"``, ``max_cycles``;
-  team spec strings, ``path``, ``difficulty``, ``temperature``, ``max_tokens``, ``top_k``, ``cache``,
-  ``offline``, ``simulated``.
-- v0, ``scoring`` (a change of dynamics for LLM teams, kept in v0): answers are read
-  strictly by default (they used to be read leniently: the last number anywhere, and a
-  cut answer counted); ``scoring="lenient"`` restores the earlier reading.
+- v1 (release 0.2.0): answers of LLM teams are read strictly by default: a decision
+  counts only in the form the prompt asks for, and an answer cut at the token budget is
+  none (v0 read the last number anywhere and counted a cut answer), so the same actions
+  can earn other rewards; ``scoring="lenient"`` restores v0's reading.
+  ``de.make("deliberation-v0")`` is refused with an error naming v1.
+- v0 (release 0.1.0): initial release. Added during v0, without a new version because
+  no dynamics changed for valid input: ``infos[agent]["concede_target"]``; atomic
+  ``reset`` and ``step``; invalid solver results rejected (they used to be clipped, or
+  pass NaN through); ``observation="flat"``, ``infos="numeric"``,
+  ``render_mode="human"``, ``max_cycles``; team spec strings, ``path``, ``difficulty``,
+  ``temperature``, ``max_tokens``, ``top_k``, ``cache``, ``offline``, ``simulated``.
 """
 
 from __future__ import annotations
@@ -357,7 +359,7 @@ class DeliberationEnv(ParallelEnv):
     """
 
     metadata: ClassVar[dict[str, Any]] = {
-        "name": "deliberation_v0",
+        "name": "deliberation_v1",
         "render_modes": list(RENDER_MODES),
         "is_parallelizable": True,
     }

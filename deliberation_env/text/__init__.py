@@ -1,7 +1,7 @@
 """The text-action env: teams of LLM policies collaborating in text (MAGRPO's setting).
 
 >>> import deliberation_env as de
->>> env = de.make("text-deliberation-v0", task="arithmetic", n_agents=3)
+>>> env = de.make("text-deliberation-v1", task="arithmetic", n_agents=3)
 >>> env.possible_agents
 ['agent_0', 'agent_1', 'agent_2']
 

@@ -2,7 +2,7 @@
 
 ============================  ==============================================================
 Import                        ``from deliberation_env.text import text_env; text_env(...)``
-Registry id                   ``"text-deliberation-v0"`` (:data:`deliberation_env.text.ENV_ID`)
+Registry id                   ``de.make("text-deliberation-v1", ...)``
 Actions                       any ``str`` (space: ``Text(ACTION_MAX_LENGTH, charset=BMP)``)
 Parallel API                  Yes
 Agents                        ``agent_0 ... agent_{n-1}``; n as the protocol seats (math:
@@ -101,11 +101,16 @@ argument is an error naming it before any task is loaded).
 
 **Version history.**
 
-- v0: initial release (math, writing and coding protocols).
-- v0, ``scoring`` (a change of the math protocol's rewards, kept in v0): answers are read
-  strictly by default, ``format`` pays the asked form, and the ``text_if_cut`` info makes
-  a completion cut at the token budget no answer; ``scoring="lenient"`` reads answers as
-  before (the last number anywhere) and plays cut completions as they are.
+- v1 (release 0.2.0): what an episode rewards changed in two protocols. Math: answers
+  are read strictly by default, ``format`` pays the asked form, and the ``text_if_cut``
+  info makes a completion cut at the token budget no answer; ``scoring="lenient"`` reads
+  answers as v0 did (the last number anywhere) and plays cut completions as they are.
+  Coding: both agents' code passes a syntax allow-list before anything runs (no other
+  binding of the entry point, no code of one agent that runs at load or reaches the
+  other's), the rewards judge the program the tests run, and the feedback between turns
+  shows the program's own results on the tests' calls, never expected values or how the
+  judged run ended. ``de.make("text-deliberation-v0")`` is refused with an error naming v1.
+- v0 (release 0.1.0): initial release (math, writing and coding protocols).
 """
 
 from __future__ import annotations
@@ -411,7 +416,7 @@ class TextDeliberationEnv(ParallelEnv):
     """
 
     metadata: ClassVar[dict[str, Any]] = {
-        "name": "text_deliberation_v0",
+        "name": "text_deliberation_v1",
         "render_modes": list(RENDER_MODES),
         "is_parallelizable": True,
     }

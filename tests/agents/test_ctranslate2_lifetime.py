@@ -28,6 +28,7 @@ pytestmark = pytest.mark.skipif(
 
 from agents import ctranslate2_backend as ct2
 from agents.base import GenerationRequest
+from agents.ctranslate2_convert import convert_model
 from agents.trainable_lm import tiny_model
 
 RUNS = 6
@@ -135,7 +136,7 @@ print(json.dumps([
 def model_dir(tmp_path_factory):
     """A tiny random Llama converted into a CTranslate2 model with its chat template."""
     model, tokenizer = tiny_model(seed=0)
-    return ct2.convert_model(model, tokenizer, tmp_path_factory.mktemp("ct2-tiny"))
+    return convert_model(model, tokenizer, tmp_path_factory.mktemp("ct2-tiny"))
 
 
 def run_children(model_dir, scenario: str) -> tuple[list[dict[str, int]], str]:

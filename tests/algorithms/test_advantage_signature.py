@@ -1,7 +1,9 @@
 """One ``compute_advantages(returns)`` for both families: the meta learners' advantages are
-bit-identical to those of the earlier ``compute_advantages(returns, team_rewards)``, and a
-subclass written for that signature still runs, with a DeprecationWarning."""
+bit-identical to their advantage functions applied as release 0.1's two-argument
+``compute_advantages(returns, team_rewards)`` applied them (MAGRPO's team reward now arrives
+through ``returns``)."""
 
+import inspect
 from functools import partial
 
 import pytest
@@ -12,7 +14,7 @@ from algorithms.core.advantages import grpo_advantages, magrpo_advantages, softr
 from algorithms.core.checks import per_agent_groups
 from algorithms.core.learner import GroupPolicyGradient
 from algorithms.meta import GRPO, MAGRPO, GRPOConfig, MAGRPOConfig, SoftRankPO, SoftRankPOConfig
-from algorithms.meta.base import PolicyGradientLearner, Rollout, takes_team_rewards
+from algorithms.meta.base import Rollout
 
 TINY = {"groups_per_update": 3, "group_size": 4, "hidden_size": 16, "num_heads": 2}
 
@@ -60,39 +62,4 @@ def test_advantages_are_bit_identical_to_the_two_argument_signature(cls, config,
 def test_the_skeleton_declares_the_one_argument_signature():
     assert "compute_advantages" in GroupPolicyGradient.__abstractmethods__
     for cls in (SoftRankPO, GRPO, MAGRPO):
-        assert not takes_team_rewards(cls.compute_advantages) and not cls.advantages_take_team_rewards
-
-
-def test_a_two_argument_subclass_still_runs_with_a_deprecation_warning(rollout):
-    seen = []
-    with pytest.warns(DeprecationWarning, match=r"compute_advantages\(returns, team_rewards\) is deprecated"):
-
-        class TeamOnly(PolicyGradientLearner):
-            config_class = GRPOConfig
-            name = "team_only"
-
-            def compute_advantages(self, returns, team_rewards):
-                seen.append((returns, team_rewards))
-                return magrpo_advantages(team_rewards).unsqueeze(2).expand_as(returns)
-
-    assert TeamOnly.advantages_take_team_rewards
-    learner = make(TeamOnly, GRPOConfig(**TINY))
-    advantages = learner.group_advantages(rollout, learner.returns(rollout))
-    assert seen[-1][0] is rollout.returns and seen[-1][1] is rollout.team_rewards
-    assert torch.equal(advantages, magrpo_advantages(rollout.team_rewards).unsqueeze(2).expand_as(rollout.returns))
-    assert "losses/policy" in learner.train_step()
-
-
-def test_a_one_argument_subclass_of_a_two_argument_one_is_not_deprecated():
-    with pytest.warns(DeprecationWarning) as caught:
-
-        class Old(GRPO):
-            def compute_advantages(self, returns, team_rewards):
-                return returns
-
-    class New(Old):
-        def compute_advantages(self, returns):
-            return returns
-
-    assert caught[0].filename == __file__  # the warning points at the class statement
-    assert Old.advantages_take_team_rewards and not New.advantages_take_team_rewards
+        assert list(inspect.signature(cls.compute_advantages).parameters) == ["self", "returns"]

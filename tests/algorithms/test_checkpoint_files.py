@@ -18,7 +18,6 @@ from algorithms.core.checkpoints import (
     CHECKPOINT,
     LEGACY_CHECKPOINT,
     CheckpointError,
-    convert_legacy_checkpoint,
     load_checkpoint,
     save_checkpoint,
 )
@@ -106,7 +105,7 @@ def test_the_attack_payload_runs_code_when_unpickled(tmp_path):
 def test_load_checkpoint_refuses_a_pickle_without_unpickling_it(tmp_path, kind, name):
     marker = tmp_path / "marker"
     path = evil(tmp_path / name, marker, kind)
-    with pytest.raises(CheckpointError, match="can run any code.*convert_legacy_checkpoint"):
+    with pytest.raises(CheckpointError, match="can run any code.*refused unread: delete it"):
         load_checkpoint(path)
     with pytest.raises(CheckpointError, match="not a safetensors checkpoint"):
         learner().load(path)
@@ -151,26 +150,12 @@ def test_evaluation_refuses_a_pickle(tmp_path):
     assert not marker.exists()
 
 
-def test_converting_a_legacy_checkpoint_refuses_one_that_runs_code(tmp_path):
-    marker = tmp_path / "marker"
-    with pytest.raises(CheckpointError, match="restricted unpickler refused"):
-        convert_legacy_checkpoint(evil(tmp_path / LEGACY_CHECKPOINT, marker))
-    assert not marker.exists() and not (tmp_path / CHECKPOINT).exists()
-
-
-def test_a_trusted_legacy_checkpoint_converts_and_resumes_exactly(tmp_path):
+def test_a_checkpoint_of_release_0_1_is_refused_and_no_converter_is_offered(tmp_path):
     written = learner()
-    written.train_step()
-    torch.save(written.state_dict(), tmp_path / LEGACY_CHECKPOINT)  # how earlier versions wrote it
-    with pytest.raises(CheckpointError, match="convert_legacy_checkpoint"):
+    torch.save(written.state_dict(), tmp_path / LEGACY_CHECKPOINT)  # how release 0.1 wrote it
+    with pytest.raises(CheckpointError, match="release 0.1 were pickles") as refused:
         learner().load(tmp_path / LEGACY_CHECKPOINT)
-    converted = convert_legacy_checkpoint(tmp_path / LEGACY_CHECKPOINT)
-    assert converted == tmp_path / CHECKPOINT
-    resumed = learner()
-    resumed.load(converted)
-    assert_same(fingerprint(written), fingerprint(resumed))
-    written.train_step(), resumed.train_step()
-    assert_same(fingerprint(written), fingerprint(resumed))
+    assert "convert" not in str(refused.value)
 
 
 # ---------------------------------------------------------------- the format

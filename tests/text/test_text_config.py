@@ -31,7 +31,7 @@ ENTRY_POINTS = {
     "TextEnvConfig": lambda **kwargs: TextEnvConfig(**kwargs),
     "text_env": lambda **kwargs: text_env(**kwargs),
     "text_vector_env": lambda **kwargs: text_vector_env(2, **kwargs),
-    "make": lambda **kwargs: de.make("text-deliberation-v0", **kwargs),
+    "make": lambda **kwargs: de.make("text-deliberation-v1", **kwargs),
     "TextMAGRPOConfig": lambda **kwargs: TextMAGRPOConfig(env=TextEnvConfig(**kwargs)),
     "TextMAGRPOConfig, flat": flat_learner_config,
 }

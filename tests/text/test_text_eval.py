@@ -9,8 +9,8 @@ import re
 import pytest
 
 from agents.base import Generation
-from algorithms import text_eval
 from algorithms.commands.run import RunText, run_text
+from algorithms.text import eval as text_eval
 from algorithms.text.eval import Episode, accuracy_at_k, pass_at_k, summarize
 
 
