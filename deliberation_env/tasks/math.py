@@ -22,9 +22,12 @@ Decisions are the model's final answer as a LaTeX string, read under the task's
 
 - ``"strict"`` (the default; the prompt asks for ``\\boxed{}``): the content of the
   ``\\boxed{...}`` (braces balanced; a box inside a box is part of its content) when
-  every box of the text holds the same text, up to whitespace; a text without a box, or
-  with boxes of different texts (``\\boxed{2} or \\boxed{3}``, and ``\\boxed{0.5}``
-  then ``\\boxed{\\frac12}``), has none (:func:`stated_answer`).
+  every box of the text holds the same text, up to whitespace, and is followed on its
+  line by nothing but closing markup and punctuation (spaces, ``$``, ``**``, ``\\)``,
+  ``\\]``, ``.``, ``!``); a text without a box, with boxes of different texts
+  (``\\boxed{2} or \\boxed{3}``, and ``\\boxed{0.5}`` then ``\\boxed{\\frac12}``), or
+  with more after a box on its line (``\\boxed{2} (or 3)``, ``\\boxed{2} cm``), has none
+  (:func:`stated_answer`).
 - ``"lenient"``: the content of the last ``\\boxed{...}``, else what follows the last
   "The answer is" (:func:`extract_answer`).
 
@@ -72,6 +75,7 @@ MATH_INSTRUCTIONS = (
 
 _BOXED = "\\boxed"
 _BRACES = re.compile(r"\\boxed\{|\{|\}")
+_CLOSING = re.compile(r"(?:[^\S\n]|[$*.!]|\\[)\]])*(?:\n|$)")  # the rest of a line
 _ANSWER_IS = re.compile(r"answer is\s*:?\s*(.+)", re.IGNORECASE)
 _LATEX_EXTRACTION = (LatexExtractionConfig(),)
 
@@ -102,7 +106,13 @@ def outer_boxes(text: str) -> list[str]:
     >>> outer_boxes(r"\\boxed{1} and \\boxed{\\frac{1}{\\boxed{2}}} but \\boxed{3")
     ['1', '\\\\frac{1}{\\\\boxed{2}}']
     """
-    contents: list[str] = []
+    return [text[start:end].strip() for start, end in _outer_box_spans(text)]
+
+
+def _outer_box_spans(text: str) -> list[tuple[int, int]]:
+    """Where the contents of :func:`outer_boxes` lie: (start, end) of each, in order; the
+    box's closing brace is at ``end``."""
+    spans: list[tuple[int, int]] = []
     opened: list[tuple[bool, int | None]] = []  # per open brace: a box's? where an outer box's content starts
     boxes = 0  # boxes open
     for match in _BRACES.finditer(text):
@@ -111,25 +121,32 @@ def outer_boxes(text: str) -> list[str]:
                 box, start = opened.pop()
                 boxes -= box
                 if start is not None:
-                    contents.append(text[start : match.start()].strip())
+                    spans.append((start, match.start()))
         else:
             box = match.group() != "{"
             opened.append((box, match.end() if box and not boxes else None))
             boxes += box
-    return contents
+    return spans
 
 
 def stated_answer(text: str) -> str | None:
     """The final answer ``text`` states in the asked form (strict scoring), or ``None``:
-    the whitespace-normalized content of its outer boxes when they all hold the same text.
+    the whitespace-normalized content of its outer boxes when they all hold the same text
+    and each ends its line but for closing markup and punctuation.
 
-    >>> stated_answer(r"So $\\boxed{\\frac{1}{2}}$, that is \\boxed{ \\frac{1}{2} }.")
+    >>> stated_answer("So $\\\\boxed{\\\\frac{1}{2}}$.\\nThat is \\\\boxed{ \\\\frac{1}{2} }.")
     '\\\\frac{1}{2}'
-    >>> stated_answer(r"\\boxed{2} or \\boxed{3}") is None, stated_answer("The answer is 2.") is None
-    (True, True)
+    >>> stated_answer(r"\\boxed{2} or \\boxed{3}"), stated_answer(r"\\boxed{2} (or 3)"), stated_answer("The answer is 2.")
+    (None, None, None)
     """
-    answers = {_squeeze(content) for content in outer_boxes(text)} - {""}
+    answers = {_boxed_answer(text, start, end) for start, end in _outer_box_spans(text)} - {""}
     return answers.pop() if len(answers) == 1 else None
+
+
+def _boxed_answer(text: str, start: int, end: int) -> str | None:
+    """The whitespace-normalized content of the box whose content is ``text[start:end]``,
+    or ``None`` when more than closing markup and punctuation follows it on its line."""
+    return _squeeze(text[start:end]) if _CLOSING.match(text, end + 1) else None
 
 
 def extract_answer(text: str) -> str | None:

@@ -25,10 +25,12 @@ Decisions are the letters ``A``-``D``, read under the task's ``scoring`` option:
 
 - ``"strict"`` (the default; the prompt asks for "Answer: X"): a *statement* is "Answer:"
   or "answer is" (any case), then optional spaces, ``**``, ``(`` and ``:``, then a
-  capital letter A-D standing alone ("Answer: B", "**Answer:** (B)", "The answer is
-  B."); the decision is the stated letter when every statement of the text states the
-  same one; a text without a statement, or with statements of different letters, has
-  none (:func:`stated_letter`).
+  capital letter A-D standing alone, and after it on its line nothing but ``)``, ``**``
+  and closing punctuation (one ``.`` or ``!``): "Answer: B", "**Answer:** (B)", "The
+  answer is B."; a statement with more on its line ("Answer: B or C", "Answer: B (or
+  C)", "Answer: B. Heart") makes the text no answer. The decision is the stated letter
+  when every statement of the text states the same one; a text without a statement, or
+  with statements of different letters, has none (:func:`stated_letter`).
 - ``"lenient"``: the last "Answer: X" / "the answer is (X)" / "option X" / ``\\boxed{X}``,
   else a reply that is just a letter (:func:`extract_letter`).
 """
@@ -67,19 +69,24 @@ _CSV_SPLITS = {"test": ("test",), "train": ("dev", "val")}
 _MARKED = re.compile(r"(?i:answer|option|choice)\s*(?i:is)?\s*:?\s*\(?\**([ABCD])\b")
 _BOXED = re.compile(r"\\boxed\{\s*(?:\\text\{)?\s*\(?([ABCD])\)?\s*\}?\s*\}")
 _ALONE = re.compile(r"^\W*\(?([ABCD])\)?\W*$")
-_STATED = re.compile(r"\b(?i:answer)(?:\s+(?i:is)\b|\s*:)[\s*(:]*([ABCD])\b")
+_STATED = re.compile(r"\b(?i:answer)(?:\s+(?i:is)\b|\s*:)(?>[\s*(:]*)([ABCD])\b([^\n]*)")
+_CLOSING = re.compile(r"[\s*)]*[.!]?[\s*]*")
 
 
 def stated_letter(text: str) -> str | None:
     """The option letter ``text`` states as its answer in the asked form (strict scoring:
     see the module docstring), or ``None``.
 
-    >>> stated_letter("B looks tempting.\\nAnswer: C"), stated_letter("**Answer:** (C) and the answer is C.")
+    >>> stated_letter("B looks tempting.\\nAnswer: C"), stated_letter("**Answer:** (C)\\nSo the answer is C.")
     ('C', 'C')
     >>> stated_letter("Answer: B. No wait, Answer: C"), stated_letter("C"), stated_letter("the answer is a guess")
     (None, None, None)
+    >>> stated_letter("Answer: B or C"), stated_letter("**Answer:** (B) (or C)")
+    (None, None)
     """
-    letters = set(_STATED.findall(text))
+    letters = {
+        letter if _CLOSING.fullmatch(rest) else None for letter, rest in _STATED.findall(text)
+    }
     return letters.pop() if len(letters) == 1 else None
 
 

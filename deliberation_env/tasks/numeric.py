@@ -5,14 +5,17 @@ prompt asks, "The answer is N.":
 
 - a *statement* is "answer is" (any case; "The answer is", "The final answer is"),
   an optional ``:``, optional markup (spaces, ``**``, ``$``, ``\\(``, ``\\boxed{``), then
-  a number N: an optional sign and ``$``, digits (thousands may be grouped by commas),
-  an optional decimal part or ``/denominator``; what follows N up to the period is free
-  ("The answer is 18 apples."), unless N goes on as an expression or a list: an
-  operator, a comparison, ``,`` ``;`` ``or`` ``and`` ``to`` followed by another number
-  ("The answer is 3 + 4 = 7", "The answer is 5 or 6") makes it no statement;
+  the start of a number (a digit, after an optional sign and ``$``);
+- its line, from there on, must hold exactly one number N and nothing after it but
+  closing punctuation (one ``.`` or ``!``), once the markup (``*``, ``$``, ``\\(``
+  ``\\)``, ``\\[`` ``\\]``, ``\\boxed{``, braces) is taken out. N is an optional sign,
+  digits (thousands may be grouped by commas), an optional decimal part or
+  ``/denominator``. Anything else makes the text no answer: a hedge ("$11$ or $12$",
+  "\\boxed{11} or \\boxed{12}", "**11** (or 12)", "11 (12)", "11 — 12"), an exponent
+  ("11e3"), an expression ("3 + 4 = 7"), units or words ("18 apples");
 - the decision is the canonical N of the statements when they all state the same
-  number; a text without a statement, or with statements of different numbers ("The
-  answer is 3. The answer is 4."), has no answer.
+  number; a text without a statement, or with statements of different numbers (a line
+  "The answer is 3." and a line "The answer is 4."), has no answer.
 
 **Lenient scoring** (:func:`extract_number`): the last ``\\boxed{...}``, else the last
 "The answer is N" / "Answer: N" / "#### N", else the last number anywhere in the text.
@@ -35,10 +38,12 @@ _NUMBER = r"[-+]?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?"
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _MARKED = re.compile(rf"(?:####|answer is|answer:|answer =)\s*\**\s*({_NUMBER})", re.IGNORECASE)
 _ANY = re.compile(_NUMBER)
-_GOES_ON = r"\s*(?:[-+*/×÷=<>^,;]|\\times|\\cdot|\\div|\bor\b|\band\b|\bto\b)\s*\$?\s*\(?[-+]?\d"
-_STATED = re.compile(
-    rf"\banswer\s+is\b:?(?:[\s*$]|\\\(|\\boxed\{{)*((?>{_NUMBER}))(?!\d)(?!{_GOES_ON})", re.IGNORECASE
+# strict: a statement's head, then the rest of the line that holds its number
+_STATEMENT = re.compile(
+    r"\banswer\s+is\b:?(?>(?:[\s*$]|\\\(|\\boxed\{)*)(?=[-+]?\$?\s?\d)([^\n]*)", re.IGNORECASE
 )
+_MARKUP = re.compile(r"\\boxed\{|\\[()\[\]]|[*${}]")
+_ONE_NUMBER = re.compile(r"\s*([-+]?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?)\s*[.!]?\s*")
 
 
 def canonical_number(text: str) -> str | None:
@@ -97,9 +102,18 @@ def stated_number(text: str) -> str | None:
     True
     >>> stated_number("The final answer is **$1,250**.")
     '1250'
+    >>> stated_number("The answer is $11$ or $12$."), stated_number("The answer is 11e3.")
+    (None, None)
     """
-    numbers = {canonical_number(match) for match in _STATED.findall(text)} - {None}
+    numbers = {_line_number(line) for line in _STATEMENT.findall(text)}
     return numbers.pop() if len(numbers) == 1 else None
+
+
+def _line_number(line: str) -> str | None:
+    """The canonical number a statement's ``line`` holds, when it holds exactly one and
+    nothing after it but closing punctuation (markup taken out), else ``None``."""
+    one = _ONE_NUMBER.fullmatch(_MARKUP.sub(" ", line))
+    return canonical_number(one.group(1)) if one else None
 
 
 def read_number(text: str, scoring: str) -> str | None:

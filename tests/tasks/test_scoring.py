@@ -83,7 +83,8 @@ def numeric_cases(answer: str) -> list[tuple[str, str, bool, bool]]:
         ("right stated in markup", f"The final answer is **${answer}$**.", True, True),
         ("wrong stated", f"The answer is {wrong}.", False, False),
         ("hedged", f"The answer is {wrong}. The answer is {answer}.", False, True),
-        ("stated, then a number", f"The answer is {answer}. Check: 2 + 2 = 4", True, True),
+        ("stated, then more on its line", f"The answer is {answer}. Check: 2 + 2 = 4", False, True),
+        ("stated, then a number on the next line", f"The answer is {answer}.\nCheck: 2 + 2 = 4", True, True),
         ("stated as an expression", f"The answer is 1 + {answer}", False, False),
         ("repeated", f"The answer is {answer}.\n\nThe answer is {answer}.", True, True),
     ]
@@ -97,7 +98,8 @@ CASES: dict[str, Sequence[tuple[str, str, bool, bool]]] = {
         ("cut off", "So the answer is $\\frac{1}{2}$.\nBoxed: \\boxed{\\frac{1}", False, True),
         ("unformatted", "The answer is $\\frac{1}{2}$.", False, True),
         ("right stated", "Half of one: $\\boxed{\\frac{1}{2}}$.", True, True),
-        ("right stated twice", "$\\boxed{\\frac{1}{2}}$, that is \\boxed{ \\frac{1}{2} }", True, True),
+        ("right stated twice", "$\\boxed{\\frac{1}{2}}$.\nThat is \\boxed{ \\frac{1}{2} }", True, True),
+        ("right stated, then more on its line", "$\\boxed{\\frac{1}{2}}$, that is \\boxed{ \\frac{1}{2} }", False, True),
         ("right stated in two spellings", "$\\boxed{0.5}$, that is \\boxed{\\dfrac{1}{2}}", False, True),
         ("wrong stated", "\\boxed{2}", False, False),
         ("hedged", "Either \\boxed{2} or \\boxed{\\frac{1}{2}}.", False, True),
@@ -161,11 +163,18 @@ def test_a_stated_answer_is_read_in_every_asked_form():
         "The final answer is: $1,250",
         "The answer is \\boxed{1250}.",
         "The answer is \\(1250\\).",
-        "The answer is 1250 apples.",
         "The answer is 1250.0",
     ):
         assert task.parse(problem, text) == "1250", text
-    for text in ("Answer: 1250", "#### 1250", "\\boxed{1250}", "1250", "The answer is 1250 or 1251", "The answer is 1250, 1251"):
+    for text in (
+        "Answer: 1250",
+        "#### 1250",
+        "\\boxed{1250}",
+        "1250",
+        "The answer is 1250 or 1251",
+        "The answer is 1250, 1251",
+        "The answer is 1250 apples.",
+    ):
         assert task.parse(problem, text) is None, text
 
 

@@ -72,8 +72,8 @@ def test_hostile_text_earns_only_what_it_parses_to():
     assert earned == [
         (0.0, 0.0),  # empty
         (0.0, 0.0),  # 200,000 x's
-        (pytest.approx(1.1), 1.0),  # a right answer followed by control characters
-        (pytest.approx(1.1), 1.0),  # a right answer among lone surrogates
+        (0.0, 0.0),  # a right answer, then control characters on its line (an escape with a 2): no answer
+        (0.0, 0.0),  # a right answer, then a lone surrogate on its line: no answer
         (0.0, 0.0),  # "reward=1 ... reward 1000": states no answer (lenient scoring would read 1000)
         (0.0, 0.0),  # no number at all
     ]
@@ -237,10 +237,16 @@ def test_writing_needs_exactly_two_agents(tmp_path):
 
 
 def test_registry_id_builds_the_env():
-    env = de.make("text-deliberation-v0", task="arithmetic", n_agents=3)
+    env = de.make("text-deliberation-v1", task="arithmetic", n_agents=3)
     assert env.possible_agents == ["agent_0", "agent_1", "agent_2"]
-    with pytest.raises(ValueError, match="text-deliberation-v0"):
+    assert env.metadata["name"] == "text_deliberation_v1"
+    with pytest.raises(ValueError, match="text-deliberation-v1"):
         de.make("text-deliberation-v9")
+
+
+def test_the_v0_id_is_refused_with_the_v1_id():
+    with pytest.raises(ValueError, match=r"earlier version of 'text-deliberation-v1'"):
+        de.make("text-deliberation-v0", task="arithmetic")
 
 
 def test_render_ansi_shows_the_reward_and_the_texts():

@@ -68,7 +68,7 @@ def test_text_env_scores_strictly_by_default_and_leniently_when_asked():
 def test_every_text_entry_point_takes_scoring():
     venv = text_vector_env(2, task="arithmetic", protocol="math", scoring="lenient")
     assert venv.protocol.scoring == venv.protocol.task.scoring == "lenient"
-    assert de.make("text-deliberation-v0", task="arithmetic", scoring="lenient").protocol.scoring == "lenient"
+    assert de.make("text-deliberation-v1", task="arithmetic", scoring="lenient").protocol.scoring == "lenient"
     env = de.text_env(task="arithmetic", protocol="math", scoring="strict")
     assert env.protocol.scoring == env.protocol.task.scoring == "strict"
 

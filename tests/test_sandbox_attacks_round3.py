@@ -1,0 +1,188 @@
+"""No run writes a message into the page cache that a later run reads back.
+
+Run A evicts the pages of an interpreter file and loads one page per 1-bit; run B asks,
+page by page, whether a read would have to wait for the disk (``preadv2`` with
+``RWF_NOWAIT``). Every attack is a real program run in the sandbox, in the mode this
+machine gives and in forced ``rlimits`` mode (no namespaces, no uid change); a control
+runs the same programs outside the sandbox to show that the message gets through there.
+"""
+
+from __future__ import annotations
+
+import ast
+import errno
+import platform
+import pydoc_data
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deliberation_env.sandbox import JudgeRequest, judge_python, sandbox
+
+IO_SETUP = {"x86_64": 206, "aarch64": 0}.get(platform.machine())
+# 184 pages that nothing else reads: room for 8 bits, 16 pages apart
+INTERPRETER_FILE = str(Path(pydoc_data.__file__).parent / "topics.py")
+BITS = 8
+
+
+@pytest.fixture(params=["default", "rlimits"])
+def mode(request, monkeypatch):
+    """Each attack in the mode this machine gives, and in forced ``rlimits`` mode."""
+    if request.param == "rlimits":
+        monkeypatch.setattr(sandbox, "_privileged", lambda: False)
+    return request.param
+
+
+def message() -> list[int]:
+    """Eight random bits, both values present."""
+    bits = [random.getrandbits(1) for _ in range(BITS)]
+    return bits if 0 < sum(bits) < BITS else [1, 0] * (BITS // 2)
+
+
+def in_sandbox(program: str, call: str) -> object:
+    """What ``call`` returns in a fresh sandbox, after ``program`` ran there."""
+    tests = "def check(candidate):\n    pass\n"
+    verdict = judge_python(JudgeRequest(program, tests, call.split("(")[0], probes=(call,)))
+    assert verdict.passed and verdict.behaviour is not None, verdict
+    return ast.literal_eval(verdict.behaviour[0])
+
+
+def unsandboxed(program: str, call: str) -> object:
+    """What ``call`` returns in a plain interpreter (the controls)."""
+    code = f"{program}\nprint(repr({call}))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    return ast.literal_eval(done.stdout)
+
+
+PAGE_CACHE = """
+import ctypes, mmap, os
+libc = ctypes.CDLL(None, use_errno=True)
+PAGE, STRIDE = mmap.PAGESIZE, 16  # a page's readahead stays clear of the next bit's page
+
+def with_fadvise(path, bits):  # evict every page, then load one page per 1-bit
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        for k, bit in enumerate(bits):
+            if bit and libc.readahead(fd, ctypes.c_longlong(k * STRIDE * PAGE), ctypes.c_size_t(1)):
+                return ctypes.get_errno()
+    except OSError as error:
+        return error.errno
+    return 0
+
+def with_madvise(path, bits):
+    with open(path, "rb") as file:
+        pages = mmap.mmap(file.fileno(), 0, mmap.MAP_PRIVATE, mmap.PROT_READ)
+    try:
+        for k in range(0, len(pages), PAGE):
+            pages[k]  # mapped, so that MADV_PAGEOUT reclaims it
+        pages.madvise(21)  # MADV_PAGEOUT
+        for k, bit in enumerate(bits):
+            if bit:
+                pages.madvise(mmap.MADV_WILLNEED, k * STRIDE * PAGE, PAGE)
+    except OSError as error:
+        return error.errno
+    return 0
+
+def read(path, n):  # 1 where the page is cached; RWF_NOWAIT answers EAGAIN where it is not
+    fd = os.open(path, os.O_RDONLY)
+    bits = []
+    for k in reversed(range(n)):  # a miss starts readahead forward: into bits already read
+        try:
+            os.preadv(fd, [bytearray(1)], k * STRIDE * PAGE, os.RWF_NOWAIT)
+            bits.insert(0, 1)
+        except BlockingIOError:
+            bits.insert(0, 0)
+        except OSError as error:
+            return error.errno
+    return bits
+"""
+WRITERS = ("with_fadvise", "with_madvise")
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_the_page_cache_carries_no_message_between_runs(mode, writer):
+    bits = message()
+    written = in_sandbox(PAGE_CACHE, f"{writer}({INTERPRETER_FILE!r}, {bits})")
+    read = in_sandbox(PAGE_CACHE, f"read({INTERPRETER_FILE!r}, {BITS})")
+    assert (written, read) == (errno.EPERM, errno.EPERM)
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_control_the_page_cache_carries_the_message_between_processes(writer):
+    """Three tries: a page still being read in by the last probe's readahead stays cached."""
+    transfers = []
+    for _ in range(3):
+        bits = message()
+        assert unsandboxed(PAGE_CACHE, f"{writer}({INTERPRETER_FILE!r}, {bits})") == 0
+        transfers.append((bits, unsandboxed(PAGE_CACHE, f"read({INTERPRETER_FILE!r}, {BITS})")))
+    assert any(bits == read for bits, read in transfers), transfers
+
+
+CALLS = """
+import ctypes, mmap, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+RWF_DONTCACHE = 0x80
+# madvise advice by number: mmap lacks some of them
+WILLNEED, REMOVE, COLD, PAGEOUT, POPULATE_READ, POPULATE_WRITE, COLLAPSE = 3, 9, 20, 21, 22, 23, 25
+NORMAL, RANDOM, DONTNEED, FREE = 0, 1, 4, 8
+
+def code_of(call):
+    ctypes.set_errno(0)
+    try:
+        result = call()
+    except OSError as error:
+        return error.errno
+    return ctypes.get_errno() if result == -1 else 0
+
+def calls(path):
+    fd = os.open(path, os.O_RDONLY)
+    scratch = os.open("scratch", os.O_RDWR | os.O_CREAT)
+    with open(path, "rb") as file:
+        pages = mmap.mmap(file.fileno(), 0, mmap.MAP_PRIVATE, mmap.PROT_READ)
+    memory = mmap.mmap(-1, 16 * mmap.PAGESIZE, mmap.MAP_PRIVATE)
+    refused = {
+        "posix_fadvise(DONTNEED)": lambda: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED),
+        "posix_fadvise(WILLNEED)": lambda: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED),
+        "readahead": lambda: libc.readahead(fd, ctypes.c_longlong(0), ctypes.c_size_t(1)),
+        "preadv2(RWF_NOWAIT)": lambda: os.preadv(fd, [bytearray(1)], 0, os.RWF_NOWAIT),
+        "preadv2(RWF_DONTCACHE)": lambda: os.preadv(fd, [bytearray(1)], 0, RWF_DONTCACHE),
+        "pwritev2(RWF_NOWAIT)": lambda: os.pwritev(scratch, [b"1"], 0, os.RWF_NOWAIT),
+        "io_setup": lambda: libc.syscall(IO_SETUP, 1, ctypes.byref(ctypes.c_ulong(0))),
+        **{f"madvise({advice})": (lambda advice=advice: pages.madvise(advice))
+           for advice in (WILLNEED, REMOVE, COLD, PAGEOUT, POPULATE_READ, POPULATE_WRITE,
+                          COLLAPSE)},
+    }
+    allowed = {
+        "preadv": lambda: os.preadv(fd, [bytearray(1)], 0),
+        "pwritev": lambda: os.pwritev(scratch, [b"1"], 0),
+        **{f"madvise({advice})": (lambda advice=advice: memory.madvise(advice))
+           for advice in (NORMAL, RANDOM, DONTNEED, FREE)},
+        "malloc and free": lambda: [bytearray(2**24) for _ in range(8)] and None,
+    }
+    return ({name: code_of(call) for name, call in refused.items()},
+            {name: code_of(call) for name, call in allowed.items()})
+"""
+
+
+@pytest.mark.skipif(IO_SETUP is None, reason="syscall numbers of this CPU")
+def test_the_filter_refuses_page_cache_calls_and_keeps_memory_calls(mode):
+    program = f"IO_SETUP = {IO_SETUP}\n{CALLS}"
+    refused, allowed = in_sandbox(program, f"calls({INTERPRETER_FILE!r})")
+    assert refused == dict.fromkeys(refused, errno.EPERM), refused
+    assert allowed == dict.fromkeys(allowed, 0), allowed
+
+
+@pytest.mark.skipif(IO_SETUP is None, reason="syscall numbers of this CPU")
+def test_control_the_calls_run_outside_the_sandbox(tmp_path, monkeypatch):
+    program = f"IO_SETUP = {IO_SETUP}\n{CALLS}"
+    monkeypatch.chdir(tmp_path)
+    refused, allowed = unsandboxed(program, f"calls({INTERPRETER_FILE!r})")
+    assert errno.EPERM not in refused.values(), refused  # each runs, or fails on its own terms
+    assert allowed == dict.fromkeys(allowed, 0), allowed
