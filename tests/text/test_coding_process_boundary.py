@@ -65,7 +65,7 @@ def honest(protocol, problem):
 @pytest.fixture
 def no_allow_list(monkeypatch):
     """The protocol with rules 1 to 3 switched off: what stops an attack is the boundary."""
-    monkeypatch.setattr(coding, "check_code", lambda *args: None)
+    monkeypatch.setattr(coding.admission, "check_code", lambda *args: None)
 
 
 def judged(main: str, helper: str, tests: str = "def check(f):\n    return f()\n", **limits):

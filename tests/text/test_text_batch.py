@@ -30,14 +30,14 @@ TEAMS = [
 def judge_calls(monkeypatch):
     """The number of requests of every ``judge_many`` call the coding protocol makes."""
     calls = []
-    real = coding.judge_many
+    real = coding.judge.judge_many
 
     def recording(requests, *args, **kwargs):
         requests = list(requests)
         calls.append(len(requests))
         return real(requests, *args, **kwargs)
 
-    monkeypatch.setattr(coding, "judge_many", recording)
+    monkeypatch.setattr(coding.judge, "judge_many", recording)
     return calls
 
 

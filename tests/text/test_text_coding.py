@@ -305,14 +305,14 @@ def test_a_malformed_count_or_a_judge_error_is_an_error_not_a_reward(protocol, r
 def judged(monkeypatch):
     """The number of requests of every judge_many call the coding protocol makes (the real one runs)."""
     calls = []
-    real = coding.judge_many
+    real = coding.judge.judge_many
 
     def recording(requests, *args, **kwargs):
         requests = list(requests)
         calls.append(len(requests))
         return real(requests, *args, **kwargs)
 
-    monkeypatch.setattr(coding, "judge_many", recording)
+    monkeypatch.setattr(coding.judge, "judge_many", recording)
     return calls
 
 

@@ -1,0 +1,181 @@
+"""What the syntax of the coding team's two codes says, after the admission rules (no code runs).
+
+:func:`analyse` reads the facts that the reward's structure parts score
+(:mod:`deliberation_env.text.protocols.coding.protocol`, the reward table): whether each
+code is admitted (:mod:`deliberation_env.text.protocols.coding.admission`) and defines its
+function with a ``return <value>``; whether the codes and the team's two programs
+compile; and, for a main function that reaches the tests, whether it calls ``aux``, binds
+``aux`` itself, is one of CoMLRL's two thin-wrapper forms or throws a call's result away,
+and whether the helper is trivial (it returns only constants or its own parameters). All
+are read from the syntax tree, except the definition of a function in a code that does not
+compile, read as text (CoMLRL's format level). What these facts do not prove is in the
+protocol's page ("What the structure bonuses do not prove").
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from deliberation_env.text.protocols.coding.admission import HELPER, calls_name, refusals
+from deliberation_env.text.protocols.coding.judge import TeamProgram
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The static facts of a team's two codes (module docstring).
+
+    Attributes:
+        program: The team's two programs: the prompt then the helper's code if admitted,
+            the prompt then the main agent's code.
+        helper_refused, main_refused: Why a code was refused (``""``: admitted).
+    """
+
+    helper_defined: bool
+    main_defined: bool
+    syntax_errors: tuple[str, ...]
+    program: TeamProgram
+    helper_refused: str = ""
+    main_refused: str = ""
+    calls_helper: bool = False
+    helper_trivial: bool = True
+    main_defines_helper: bool = False
+    wrapper: bool = False
+    ignored_call: bool = False
+
+    @property
+    def tested(self) -> bool:
+        """The program reaches the tests: the main function is defined and everything compiles."""
+        return self.main_defined and not self.syntax_errors
+
+
+def analyse(helper_code: str, main_code: str, prompt: str, entry_point: str) -> Analysis:
+    """What the syntax of the two codes says, after the rules (no code runs). A code that
+    does not compile is read as text for its function (CoMLRL's format level), and the
+    syntax level fails."""
+    helper_error, main_error = _syntax_error("helper code", helper_code), _syntax_error("main code", main_code)
+    helper_module = ast.Module([], []) if helper_error else ast.parse(helper_code)
+    main_module = ast.Module([], []) if main_error else ast.parse(main_code)
+    helper_refused, main_refused = refusals(helper_module, main_module, prompt, entry_point)
+    functions = () if helper_refused else _function_names(helper_module)
+    program = TeamProgram(prompt, helper_code if functions else "", main_code, functions)
+    helper = None if helper_refused else _last_function(helper_module, HELPER)
+    main = None if main_refused else _last_function(main_module, entry_point)
+    helper_defined = _defines(helper_code, HELPER) if helper_error else _returns_value(helper)
+    main_defined = _defines(main_code, entry_point) if main_error else _returns_value(main)
+    error = helper_error or main_error or _program_syntax_error(program)
+    if not main_defined or error:
+        return Analysis(helper_defined, main_defined, (error,) if error else (), program, helper_refused, main_refused)
+    return Analysis(
+        helper_defined=helper_defined,
+        main_defined=main_defined,
+        syntax_errors=(),
+        program=program,
+        helper_refused=helper_refused,
+        main_refused=main_refused,
+        calls_helper=any(calls_name(node, HELPER) for node in ast.walk(main)),
+        helper_trivial=helper is None or _trivial(helper),
+        main_defines_helper=_binds_helper(main_module),
+        wrapper=_wrapper(main),
+        ignored_call=any(isinstance(node, ast.Expr) and calls_name(node.value, HELPER) for node in ast.walk(main)),
+    )
+
+
+def _function_names(module: ast.Module) -> tuple[str, ...]:
+    """The names of the top-level functions of an agent's code, each once."""
+    functions = (node.name for node in module.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef))
+    return tuple(dict.fromkeys(functions))
+
+
+def _program_syntax_error(program: TeamProgram) -> str | None:
+    return _syntax_error("main program", program.main) or (
+        _syntax_error("helper program", program.helper) if program.helper else None
+    )
+
+
+def _defines(code: str, name: str) -> bool:
+    """A top-level ``def name(`` whose block has a ``return <value>`` (read as text, so a
+    syntax error elsewhere does not hide it)."""
+    match = re.search(rf"^(?:async\s+)?def\s+{re.escape(name)}\s*\(", code, re.MULTILINE)
+    if match is None:
+        return False
+    block = re.split(r"\n(?=\S)", code[match.end() :], maxsplit=1)[0]
+    return re.search(r"\breturn\b[ \t(]*[^\s#)]", block) is not None
+
+
+def _returns_value(function: ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool:
+    """The function has a ``return <value>`` in its block."""
+    return function is not None and any(
+        isinstance(node, ast.Return) and node.value is not None for node in ast.walk(function)
+    )
+
+
+def _syntax_error(name: str, code: str) -> str | None:
+    try:
+        compile(code, f"<{name}>", "exec")
+    except SyntaxError as error:
+        return f"{name}, line {error.lineno}: {error.msg}"
+    except (ValueError, RecursionError, MemoryError) as error:
+        return f"{name}: {type(error).__name__}"
+    return None
+
+
+def _last_function(module: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    functions = [
+        node for node in module.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
+    ]
+    return functions[-1] if functions else None
+
+
+def _body(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+    """The function's statements without its docstring."""
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        return body[1:]
+    return body
+
+
+def _trivial(helper: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Every value the helper returns is a constant or one of its own parameters."""
+    arguments = helper.args
+    parameters = {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+    parameters |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+    returns = [node.value for node in ast.walk(helper) if isinstance(node, ast.Return)]
+    return all(
+        value is None or isinstance(value, ast.Constant) or (isinstance(value, ast.Name) and value.id in parameters)
+        for value in returns
+    )
+
+
+def _binds_helper(module: ast.Module) -> bool:
+    """The main agent's code defines, assigns or imports the name ``aux`` itself."""
+    for node in ast.walk(module):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == HELPER:
+            return True
+        if isinstance(node, ast.Name) and node.id == HELPER and isinstance(node.ctx, ast.Store):
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name) == HELPER:
+            return True
+        if isinstance(node, ast.arg) and node.arg == HELPER:
+            return True
+    return False
+
+
+def _wrapper(main: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``return aux(...)`` alone, or ``v = aux(...)`` then ``return v`` (CoMLRL's two forms)."""
+    body = _body(main)
+    if len(body) == 1:
+        return isinstance(body[0], ast.Return) and body[0].value is not None and calls_name(body[0].value, HELPER)
+    if len(body) == 2:
+        first, second = body
+        return (
+            isinstance(first, ast.Assign)
+            and len(first.targets) == 1
+            and isinstance(first.targets[0], ast.Name)
+            and calls_name(first.value, HELPER)
+            and isinstance(second, ast.Return)
+            and isinstance(second.value, ast.Name)
+            and second.value.id == first.targets[0].id
+        )
+    return False

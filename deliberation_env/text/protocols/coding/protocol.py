@@ -1,0 +1,408 @@
+"""The coding protocol: a helper function and a main function on HumanEval (MAGRPO, CoMLRL).
+
+**Roles.** Two agents (n = 2), as in the MAGRPO paper's coding collaboration and its
+reference code (CoMLRL's ``LLM_Collab_Code_Generation``): agent 0 is the ``"helper"``,
+which writes a function ``aux(...)``; agent 1 is the ``"main"`` agent, which writes the
+problem's entry point and may call ``aux``. The team's code is two programs, each run in
+its own sandboxed process: the HumanEval prompt (its imports and helper functions) then
+the helper's code, and the prompt then the main agent's code, whose calls of the
+helper's functions cross to the helper's process (below).
+Code is the last ```` ```python ```` block of a text that defines the agent's function
+(else its last block, else the whole text), as for :mod:`deliberation_env.tasks.humaneval`;
+code that never defines the agent's function is no code (as CoMLRL keeps only function
+definitions), so prose without a function is a missing function, not a syntax error.
+
+**Reward** (CoMLRL's level-based reward, its weights; R in [0, 4]). Each part below is
+in ``infos[agent]["reward_components"]`` as the 0/1 (or fraction) it measures; R is their
+weighted sum, and a level is only scored when the levels before it pass:
+
+====================  ======  ===============================================================
+part                  weight  what it measures
+====================  ======  ===============================================================
+``helper_defined``    0.4     the helper's code is admitted (below) and defines ``aux`` at
+                              top level, with a ``return <value>`` in it
+``main_defined``      0.6     the main agent's code is admitted and defines the entry point
+                              likewise; if not, nothing below is scored
+``syntax``            0.5     both codes and the team's two programs compile; if not, nothing
+                              below is scored
+``tests``             1.0     the fraction of the hidden tests the program passes, from the
+                              sandbox's trusted verdict (below)
+``cooperation``       0.5     at least one test passed, the helper is defined and
+                              non-trivial, and the main function calls ``aux`` without
+                              binding ``aux`` itself
+``not_wrapper``       1.0     given cooperation: the main function is not a thin wrapper
+                              (``return aux(...)``, or ``v = aux(...)`` then ``return v``)
+``ignored_call``      -0.5    given cooperation: the main function calls ``aux`` as a bare
+                              statement, throwing its result away
+====================  ======  ===============================================================
+
+**What each agent's code may hold.** Both codes are checked with :mod:`ast` before
+anything runs, by the same rules on every path (scoring, leave-one-out, every turn). Code
+that breaks a rule is *refused*: it scores as not defined and does not run (a refused
+helper's code is left out: no helper process runs; a refused main function ends the
+scoring at ``main_defined``), and the agents' feedback names the line and the rule. The
+rules, each with what it keeps out, are documented with their code in
+:mod:`deliberation_env.text.protocols.coding.admission`; in short:
+
+1. *Top level*: only imports, function definitions and docstrings; literal defaults,
+   annotations that are type expressions, no decorator but ``functools``' caches. No code
+   an agent wrote runs while the program loads.
+2. *Imports*: absolute and named, of the modules of pure computation in
+   :data:`~deliberation_env.text.protocols.coding.admission.ALLOWED_MODULES` only.
+3. *Anywhere*: no ``global``, no attribute assignment, no dunder name, no attribute that
+   starts with ``_`` or reads a frame, none of
+   :data:`~deliberation_env.text.protocols.coding.admission.DENIED_NAMES`, and none of the
+   other ways found to reach an attribute by a string (class patterns in ``match``,
+   ``type`` but as ``type(value)``, format fields that read attributes, ``__reduce__``).
+4. *Names*: each agent binds at top level only names of its own; the main agent binds
+   the entry point by ``def`` only.
+
+A top-level statement that repeats one of the prompt's unchanged is the prompt's own
+code and is not checked, so every canonical solution is admitted.
+
+**Each agent's code runs in its own process**
+(:mod:`deliberation_env.text.protocols.coding.judge`, which says what crosses and how).
+The helper's program runs in a confined process of its own; in the main agent's process
+each of the helper code's top-level functions is a stub that sends the arguments there
+and receives the result. Only plain values cross (the sandbox's codec, never pickle);
+in-place changes of a list, dict or set argument are copied back, and a value that cannot
+cross makes the call raise ``TypeError``. The prompts say so. ``eval`` in the team's
+programs evaluates literals and operators only (HumanEval/160's solution calls it).
+
+**What is proven, and by what.** *One agent's code cannot change what another's does*:
+this rests on the process boundary, not on the rules. Neither process ever holds an
+object of the other agent's code, only its own objects and plain values decoded by the
+codec (exact built-in types, no code of the sender runs to build them), so no
+reflection in one process reaches the other's functions, globals or builtins. The
+two processes share the run's uid, scratch directory and process limit: the helper can
+make the main fail (by its answers, its exceptions, its death, a full scratch), and the
+main's code chooses the arguments of its calls, which is the collaboration itself; but
+neither can make the other's code compute anything else. *The function analysed is the
+function judged*: the main agent's last ``def`` of the entry point is the last binding of
+that name when its program has loaded (no other binding exists in the main's code, and
+none can be made later: no ``global``, no namespace writes, no frames), the sandbox calls
+the very function that ``def`` created, and the helper's process cannot replace its
+code, defaults or globals. This protocol *refuses* every other binding of the entry point;
+it does not analyse whatever ends up bound to it. The rules stay as a first filter,
+checked on each agent's code alone and on the names they bind together: nothing an agent
+wrote runs at load, and its code reaches no frame, ``sys`` or ``builtins``. They are a
+syntactic allow-list, and one can miss a reflective path (the class pattern above was
+one); what such a path reaches is the agent's own process. *Not proven*: that the
+helper's result matters, or that either function is correct beyond the tests.
+
+**What the structure bonuses do not prove.** ``helper_defined``, ``main_defined``,
+``cooperation``, ``not_wrapper`` and ``ignored_call`` are facts of the judged functions'
+text, as in CoMLRL: that ``aux`` returns something other than a constant or one of its
+parameters, that the main function's text calls ``aux`` and is not one of CoMLRL's two
+wrapper forms. They do not prove that the call matters to the result (``v = aux(x)``
+with ``v`` never used passes), that the main function does part of the work (one more
+statement takes any wrapper out of the two forms), or that the helper is correct. Only
+the ``tests`` part measures behaviour.
+
+**Tests passed come only from the sandbox's verdict**
+(:mod:`deliberation_env.text.protocols.coding.counting`). The trusted tests are rewritten
+once, in this process (the candidate's code is never rewritten or run here): each
+top-level statement of ``check`` that uses the candidate is one *test*, and the judge
+process returns how many passed. A verdict whose reason is not ``"passed"`` counts 0 tests
+passed: a program that exits, prints "passed", forges records or returns objects
+claiming equality earns no test.
+
+**Feedback** (multi-turn, after CoMLRL's ``level_feedback`` mode): each agent's next
+prompt says which functions were found (or why a code was refused), the syntax error
+(which code, line, message), whether the program loaded (its error if not), and *what the
+program returns on the tests' calls*: each call of the candidate with constant arguments
+(literals and operators) in the tests (at most
+:data:`~deliberation_env.text.protocols.coding.counting.FEEDBACK_CALLS`, in the tests'
+order), written with the entry point's name, and the program's own result or exception.
+The judge evaluates these calls each on its own, before the tests (so the program cannot
+yet know how a test went), and if that run ends without them (the program hung or broke
+the protocol, perhaps on a later test), the calls run again alone, without the tests (a
+second sandbox run, for such programs only). The feedback therefore never
+holds an expected value, which tests passed or how many, or anything else that depends
+on the tests beyond their inputs: not even whether the judged run timed out, which a
+program could otherwise use to signal what the order of its calls told it (a loop of
+asserts stops at its first failure). A policy that reads it learns nothing of what the
+reward checks: a lookup table built from the feedback alone scores no more tests at turn
+k than at turn 1 (``tests/text/test_coding_attacks.py``). The main agent also reads
+whether it calls ``aux`` and whether it is a thin wrapper. Each agent sees its partner's
+code. *CoMLRL's choice*: its level feedback quotes each failed ``assert`` line, expected
+value included, and the next turn is rewarded on the same tests, so a lookup table built
+from its feedback alone passes most of them by turn 3.
+
+**Verdict cache.** What the reward and the feedback read of a verdict, never the
+candidate's output, is kept per (problem, program digest), at most ``cache_size`` entries,
+the least recently used dropped first; only verdicts that say something lasting about the
+program are kept (:class:`~deliberation_env.text.protocols.coding.counting.VerdictCache`).
+
+**Neutral text** (leave-one-out): the empty text, for both roles: no helper (the main
+function's calls of ``aux`` then fail), or no main function (R is at most 0.4).
+
+**Where this differs from CoMLRL, and why.**
+
+- Tests run in the sandbox and are counted by the trusted judge; CoMLRL runs each assert
+  line with ``exec`` in the trainer's own process, which the judged code can take over.
+- A test is a top-level statement of ``check`` that uses the candidate, found in the
+  syntax tree; CoMLRL finds ``assert ... candidate ...`` lines with regular expressions
+  and runs each alone, so asserts inside loops fail for want of their loop variable.
+- One wall-clock limit for the whole check (``HumanEvalTask.timeout_s``); CoMLRL gives
+  each assert 10 s and stops after three timeouts. A program that hangs passes nothing.
+- Each agent's code is checked against the rules above and refused if it breaks one,
+  and runs in its own process; CoMLRL cuts the named function out of the text with
+  regular expressions and runs both in one interpreter with whatever else the module binds.
+- Calls, wrappers and ignored results are read from the syntax tree, not with regular
+  expressions (which count ``aux(`` inside a string or a comment as a call).
+- Cooperation also needs a *non-trivial* helper (one that returns something other than a
+  constant or one of its own parameters), and a main agent that does not bind ``aux``
+  itself: otherwise ``def aux(x): return x`` farms the 1.5 points of cooperation.
+- The ignored-call deduction applies only with the cooperation bonus it offsets, so R is
+  never negative (CoMLRL's reward function does the same; its logger applies it always).
+- Feedback shows the program's results, never the expected values (above).
+
+Example (no sandbox run: the main agent writes no function, so no level past the first
+is scored):
+    >>> from deliberation_env import tasks
+    >>> protocol = CodingProtocol(tasks.get("humaneval"))
+    >>> problem = protocol.problems("test")[0]
+    >>> outcome = protocol.score(problem, ["def aux(x):\\n    return x * 2\\n", "I cannot."])
+    >>> outcome.reward, outcome.parts["helper_defined"], outcome.parts["main_defined"]
+    (0.4, 1.0, 0.0)
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Iterator, Sequence
+
+from agents.base import Message
+from deliberation_env.sandbox import JudgeRequest
+from deliberation_env.tasks import Problem, Task
+from deliberation_env.tasks.base import positive_int
+from deliberation_env.tasks.humaneval import extract_code
+from deliberation_env.text.protocols.base import Outcome, chat, quote
+from deliberation_env.text.protocols.coding.admission import HELPER
+from deliberation_env.text.protocols.coding.analysis import Analysis, analyse
+from deliberation_env.text.protocols.coding.counting import (
+    VERDICT_CACHE_SIZE,
+    TestResult,
+    VerdictCache,
+    count_tests,
+)
+from deliberation_env.text.protocols.coding.judge import TeamProgram, judge_programs, judge_request
+
+WEIGHTS = {
+    "helper_defined": 0.4,
+    "main_defined": 0.6,
+    "syntax": 0.5,
+    "tests": 1.0,
+    "cooperation": 0.5,
+    "not_wrapper": 1.0,
+    "ignored_call": -0.5,
+}
+"""CoMLRL's weight of each reward part (module docstring)."""
+
+SYSTEM = (
+    "You are one of two programmers writing a Python solution together: a helper agent "
+    f"writes a function {HELPER}(...), a main agent writes the function the problem asks for "
+    f"and may call {HELPER}(...). Reply with your function only, in one ```python code block: "
+    "imports and function definitions, no other code outside a function."
+)
+CROSSING = (
+    "The two functions run in separate processes: {helper}(...) takes and returns plain values "
+    "only (numbers, strings, bytes, None, booleans, and lists, tuples, dicts and sets of them); "
+    "in-place changes to a list, dict or set argument reach the caller, and returning a "
+    "function, a generator or an object of your own class makes the call raise TypeError."
+)
+"""What both roles read about the process boundary (module docstring)."""
+HELPER_TASK = (
+    "Write a helper function {helper}(...) that does a useful, self-contained part of the work "
+    "for {entry}, with its own imports. Do not write {entry} itself, and do not call it. " + CROSSING
+)
+MAIN_TASK = (
+    "Write the function {entry}. A helper function {helper}(...) written by your partner is "
+    "available: call it where it helps, and do not define {helper} yourself. " + CROSSING
+)
+FIRST = "Problem:\n```python\n{prompt}```\n\n{task}"
+LATER = "Problem:\n```python\n{prompt}```\n\n{task}\n\nYour previous code:\n{previous}\n\n{feedback}\n\nRevise your function."
+
+
+class CodingProtocol:
+    """A helper function and a main function on HumanEval (see the module docstring).
+
+    Args:
+        task: The ``humaneval`` task (``deliberation_env.tasks.get("humaneval", ...)``);
+            its sandbox limits (``timeout_s``, ``memory_mb``) judge the team's programs.
+        cache_size: Verdicts kept at most (module docstring).
+
+    Raises:
+        ValueError: If ``task`` is not HumanEval, a problem's tests cannot be counted
+            (naming the problem), or ``cache_size`` is not an integer >= 1.
+    """
+
+    name = "coding"
+    reward_range = (0.0, 4.0)
+
+    def __init__(self, task: Task, cache_size: int = VERDICT_CACHE_SIZE) -> None:
+        if not isinstance(task, Task):
+            raise TypeError(f"task must be a Task, got {type(task).__name__}")
+        if task.name != "humaneval":
+            raise ValueError(f"the coding protocol needs the 'humaneval' task, got {task.name!r}")
+        self.task = task
+        self._counted = {
+            problem.id: count_tests(problem.meta["test"], f"problem {problem.id!r}", problem.meta["entry_point"])
+            for split in ("train", "test")
+            for problem in task.problems(split)
+        }
+        self._verdicts = VerdictCache(positive_int("cache_size", cache_size))
+
+    def roles(self, n_agents: int) -> tuple[str, ...]:
+        """``("helper", "main")``: the protocol seats exactly two agents."""
+        if n_agents != 2:
+            raise ValueError(f"the coding protocol seats 2 agents (helper, main), got n_agents={n_agents}")
+        return ("helper", "main")
+
+    def problems(self, split: str) -> Sequence[Problem]:
+        """HumanEval's problems of ``split``."""
+        return self.task.problems(split)
+
+    def prompt(
+        self, problem: Problem, roles: tuple[str, ...], agent: int, previous: str | None, feedback: str | None
+    ) -> tuple[Message, ...]:
+        """The problem and the role's job; later turns add the previous code and the feedback."""
+        entry = problem.meta["entry_point"]
+        job = HELPER_TASK if roles[agent] == "helper" else MAIN_TASK
+        task = job.format(helper=HELPER, entry=entry)
+        if previous is None:
+            return chat(SYSTEM, FIRST.format(prompt=problem.meta["prompt"], task=task))
+        return chat(SYSTEM, LATER.format(prompt=problem.meta["prompt"], task=task, previous=previous, feedback=feedback))
+
+    def codes(self, problem: Problem, texts: Sequence[str]) -> tuple[str, str, TeamProgram]:
+        """The helper's code, the main agent's code and the team's programs (without the
+        helper's code if the rules refuse it)."""
+        helper, main = _code(texts[0], HELPER), _code(texts[1], problem.meta["entry_point"])
+        return helper, main, analyse(helper, main, problem.meta["prompt"], problem.meta["entry_point"]).program
+
+    def score(self, problem: Problem, texts: Sequence[str]) -> Outcome:
+        """The level reward of a helper text and a main text (module docstring)."""
+        return self.score_many([(problem, texts)])[0]
+
+    def score_many(self, teams: Sequence[tuple[Problem, Sequence[str]]]) -> list[Outcome]:
+        """:meth:`score` of many teams; every program that reaches the tests is judged in
+        one :meth:`judge` call, so the sandbox checks them concurrently."""
+        read = []
+        for problem, texts in teams:
+            helper, main = _code(texts[0], HELPER), _code(texts[1], problem.meta["entry_point"])
+            analysis = analyse(helper, main, problem.meta["prompt"], problem.meta["entry_point"])
+            read.append((problem, helper, main, analysis))
+        results = iter(self.judge([(problem, analysis.program) for problem, _, _, analysis in read if analysis.tested]))
+        return [
+            _outcome(problem, helper, main, analysis, next(results) if analysis.tested else None)
+            for problem, helper, main, analysis in read
+        ]
+
+    def tests(self, problem: Problem, program: TeamProgram) -> TestResult:
+        """The trusted count of the tests ``program`` passes (results are cached)."""
+        return self.judge([(problem, program)])[0]
+
+    def judge(self, pairs: Sequence[tuple[Problem, TeamProgram]]) -> list[TestResult]:
+        """:meth:`tests` for many (problem, program) pairs, judged concurrently, each
+        distinct one once; cached results are not judged again
+        (:func:`~deliberation_env.text.protocols.coding.judge.judge_programs`)."""
+        return judge_programs(pairs, self._counted, self._verdicts, self.task)
+
+    def request(self, problem: Problem, program: TeamProgram) -> JudgeRequest:
+        """What the sandbox judges for a team's programs
+        (:func:`~deliberation_env.text.protocols.coding.judge.judge_request`)."""
+        return judge_request(problem, program, self._counted[problem.id])
+
+    def neutral_text(self, problem: Problem, agent: int) -> str:
+        """The empty text: no helper, or no main function."""
+        return ""
+
+
+def _outcome(problem: Problem, helper_code: str, main_code: str, analysis: Analysis, tests: TestResult | None) -> Outcome:
+    """The level reward, its parts and the feedback of a team's codes (module docstring);
+    ``tests`` is the trusted count when ``analysis.tested``, else ``None``."""
+    parts = dict.fromkeys(WEIGHTS, 0.0)
+    parts["helper_defined"] = float(analysis.helper_defined)
+    parts["main_defined"] = float(analysis.main_defined)
+    if tests is not None:
+        parts["syntax"] = 1.0
+        parts["tests"] = tests.passed / tests.total
+        cooperation = (
+            tests.passed > 0
+            and analysis.helper_defined
+            and analysis.calls_helper
+            and not analysis.helper_trivial
+            and not analysis.main_defines_helper
+        )
+        if cooperation:
+            parts["cooperation"] = 1.0
+            parts["not_wrapper"] = float(not analysis.wrapper)
+            parts["ignored_call"] = float(analysis.ignored_call)
+    reward = sum(WEIGHTS[name] * value for name, value in parts.items())
+    report = _report(problem, analysis, tests)
+    feedback = (
+        _feedback(report, "main agent", main_code, entry=None),
+        _feedback(report, "helper agent", helper_code, entry=problem.meta["entry_point"], analysis=analysis),
+    )
+    return Outcome(reward=reward, parts=parts, feedback=feedback, output=analysis.program.text)
+
+
+def _code(text: str, name: str) -> str:
+    """The agent's code (module docstring); ``""`` if it never defines ``name`` (prose is no code)."""
+    code = textwrap.dedent(extract_code(text, name)).strip("\n")
+    return code if re.search(rf"^\s*(?:async\s+)?def\s+{re.escape(name)}\s*\(", code, re.MULTILINE) else ""
+
+
+def _report(problem: Problem, analysis: Analysis, tests: TestResult | None) -> str:
+    """The diagnostics both agents read (module docstring): never an expected value, which
+    tests passed or how many."""
+    entry = problem.meta["entry_point"]
+    lines = [
+        f"- helper {HELPER}(...): {_found(analysis.helper_defined, analysis.helper_refused)}",
+        f"- main {entry}(...): {_found(analysis.main_defined, analysis.main_refused)}",
+    ]
+    if analysis.syntax_errors:
+        lines.append(f"- syntax: ERROR in the {analysis.syntax_errors[0]}")
+    elif analysis.main_defined:
+        lines.append("- syntax: OK")
+    if tests is None:
+        lines.append("- tests: not run")
+        return "\n".join(lines)
+    lines.append("- tests: run (their results are hidden)")
+    lines += list(_run_outcome(tests))
+    return "\n".join(lines)
+
+
+def _found(defined: bool, refused: str) -> str:
+    if refused:
+        return f"REFUSED, its code did not run ({refused})"
+    return "found" if defined else "MISSING (no def with a return value)"
+
+
+def _run_outcome(tests: TestResult) -> Iterator[str]:
+    """Whether the program loaded, and its results on the tests' calls: nothing that
+    depends on the tests (module docstring)."""
+    if tests.reason == "load_error":
+        yield f"- the program did not load: {tests.detail}"
+    elif tests.results is None:
+        yield f"- the program gave no results on calls from the tests ({tests.no_results})"
+    elif tests.results:
+        yield "- what the program returns on calls from the tests (check them against the problem):"
+        yield from (f"    {call} -> {result}" for call, result in tests.results)
+
+
+def _feedback(report: str, partner: str, partner_code: str, entry: str | None, analysis: Analysis | None = None) -> str:
+    """One agent's feedback: the diagnostics, its usage notes (main only), the partner's code."""
+    lines = ["Diagnostics of the team's program:", report]
+    if entry is not None and analysis is not None and analysis.main_defined and not analysis.syntax_errors:
+        if not analysis.calls_helper:
+            lines.append(f"- {entry} does NOT call {HELPER}")
+        elif analysis.ignored_call:
+            lines.append(f"- {entry} calls {HELPER} but throws its result away")
+        if analysis.wrapper:
+            lines.append(f"- {entry} is a thin wrapper around {HELPER}: do part of the work yourself")
+    shown = quote(partner_code, 1_500) if partner_code else "(none)"
+    lines.append(f"\nThe {partner}'s code:\n```python\n{shown}\n```")
+    return "\n".join(lines)
