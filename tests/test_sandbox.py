@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -93,33 +97,47 @@ def test_non_positive_limits_are_refused(bad):
         run_python("pass", **bad)
 
 
-def _rendezvous(group: str, member: int, size: int) -> str:
-    """Code that waits until the ``size`` members of ``group`` overlapped in time: programs
+@contextlib.contextmanager
+def _rendezvous(size: int) -> Iterator[Callable[[int], str]]:
+    """Code for ``size`` programs that wait until all of them overlapped in time: programs
     that do not run concurrently never all get past it.
 
-    Each names its process ``<group><member>a`` (arrived) and waits until it has seen every
-    member; then it renames itself ``...d`` (done) and waits until no member is still
-    ``...a``. A member exits only when all have seen everyone, so none waits forever.
+    Member ``k`` names its process after the group and ``k`` and waits for ``SIGUSR1``; a
+    thread of the test sends it to every member once it sees all of them alive at once, in
+    the host's ``/proc`` (the sandbox lets no program read another's name).
     """
-    return (
-        "import ctypes, os, time\n"
-        "def name(state):\n"
-        f"    ctypes.CDLL(None).prctl(15, b'{group}{member}' + state)  # PR_SET_NAME\n"
-        "def members():\n"
-        "    names = set()\n"
-        "    for pid in filter(str.isdigit, os.listdir('/proc')):\n"
-        "        try: names.add(open(f'/proc/{pid}/comm').read().strip())\n"
-        "        except OSError: pass\n"
-        f"    return {{n for n in names if n.startswith({group!r})}}\n"
-        "name(b'a')\n"
-        "seen = set()\n"
-        f"while len(seen) < {size}:\n"
-        "    seen |= {n[:-1] for n in members()}\n"
-        "    time.sleep(0.01)\n"
-        "name(b'd')\n"
-        "while any(n.endswith('a') for n in members()):\n"
-        "    time.sleep(0.01)\n"
-    )
+    group, done = _group(), threading.Event()
+
+    def members() -> dict[str, int]:
+        named = {}
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            with contextlib.suppress(OSError):
+                named[Path(f"/proc/{pid}/comm").read_text().strip()] = int(pid)
+        return {name: pid for name, pid in named.items() if name.startswith(group)}
+
+    def release() -> None:
+        while not done.wait(0.01):
+            seen = members()
+            if len(seen) == size:
+                for pid in seen.values():
+                    os.kill(pid, signal.SIGUSR1)
+                return
+
+    def code(member: int) -> str:
+        return (
+            "import ctypes, signal\n"
+            "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+            f"ctypes.CDLL(None).prctl(15, b'{group}{member}')  # PR_SET_NAME\n"
+            "signal.sigwait({signal.SIGUSR1})\n"
+        )
+
+    releaser = threading.Thread(target=release, daemon=True)
+    releaser.start()
+    try:
+        yield code
+    finally:
+        done.set()
+        releaser.join()
 
 
 def _group() -> str:
@@ -128,9 +146,9 @@ def _group() -> str:
 
 
 def test_run_many_keeps_order_and_runs_concurrently():
-    group = _group()
-    codes = [_rendezvous(group, i, 4) + f"print({i})" for i in range(4)]
-    results = run_many(codes, timeout_s=60, max_workers=4)
+    with _rendezvous(4) as rendezvous:
+        codes = [rendezvous(i) + f"print({i})" for i in range(4)]
+        results = run_many(codes, timeout_s=60, max_workers=4)
     assert [(r.reason, r.stdout) for r in results] == [("passed", f"{i}\n") for i in range(4)]
 
 
@@ -373,9 +391,9 @@ class TestHostileCode:
 
     @needs_namespaces
     def test_concurrent_runs_get_distinct_uids(self):
-        group = _group()
-        codes = [_rendezvous(group, i, 4) + "print(os.getuid())" for i in range(4)]
-        results = run_many(codes, timeout_s=60, max_workers=4)
+        with _rendezvous(4) as rendezvous:
+            codes = [rendezvous(i) + "import os\nprint(os.getuid())" for i in range(4)]
+            results = run_many(codes, timeout_s=60, max_workers=4)
         assert len({int(r.stdout) for r in results}) == 4
 
     @needs_namespaces

@@ -2,9 +2,12 @@
 
 Run A evicts the pages of an interpreter file and loads one page per 1-bit; run B asks,
 page by page, whether a read would have to wait for the disk (``preadv2`` with
-``RWF_NOWAIT``). Every attack is a real program run in the sandbox, in the mode this
-machine gives and in forced ``rlimits`` mode (no namespaces, no uid change); a control
-runs the same programs outside the sandbox to show that the message gets through there.
+``RWF_NOWAIT``), or counts its own major faults while it touches each page (``getrusage``,
+``/proc/self/stat``, ``wait4``'s rusage) or the host's cached pages (``/proc/meminfo``,
+``/proc/vmstat``, ``sysinfo``). Every attack is a real program run in the sandbox, in the
+mode this machine gives and in forced ``rlimits`` mode (no namespaces, no uid change); a
+control runs the same programs outside the sandbox to show that the message gets through
+there.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import pytest
 from deliberation_env.sandbox import JudgeRequest, judge_python, sandbox
 
 IO_SETUP = {"x86_64": 206, "aarch64": 0}.get(platform.machine())
+NUMBERS = {"x86_64": (279, 61), "aarch64": (239, 260)}.get(platform.machine())
 # 184 pages that nothing else reads: room for 8 bits, 16 pages apart
 INTERPRETER_FILE = str(Path(pydoc_data.__file__).parent / "topics.py")
 BITS = 8
@@ -186,3 +190,185 @@ def test_control_the_calls_run_outside_the_sandbox(tmp_path, monkeypatch):
     refused, allowed = unsandboxed(program, f"calls({INTERPRETER_FILE!r})")
     assert errno.EPERM not in refused.values(), refused  # each runs, or fails on its own terms
     assert allowed == dict.fromkeys(allowed, 0), allowed
+
+
+FAULTS = """
+import mmap, os, resource
+PAGE, STRIDE = mmap.PAGESIZE, 16  # a fault maps cached neighbours 16 pages around, no more
+
+def pages(path):
+    with open(path, "rb") as file:
+        mapped = mmap.mmap(file.fileno(), 0, mmap.MAP_PRIVATE, mmap.PROT_READ)
+    mapped.madvise(mmap.MADV_RANDOM)  # a fault reads its own page only
+    return mapped
+
+def evict(path):
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+    return 0
+
+def write(path, bits):  # load one page per 1-bit, by touching it
+    mapped = pages(path)
+    for k, bit in enumerate(bits):
+        if bit:
+            mapped[k * STRIDE * PAGE]
+    return 0
+
+def read(path, n):  # 1 where touching the page took no major fault: it was cached
+    mapped = pages(path)
+    bits = []
+    for k in range(n):
+        try:
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
+        except OSError as error:
+            return error.errno
+        mapped[k * STRIDE * PAGE]
+        bits.append(int(resource.getrusage(resource.RUSAGE_SELF).ru_majflt == before))
+    return bits
+"""
+
+
+def test_the_fault_counter_carries_no_message_between_runs(mode):
+    bits = message()
+    written = in_sandbox(FAULTS, f"write({INTERPRETER_FILE!r}, {bits})")
+    read = in_sandbox(FAULTS, f"read({INTERPRETER_FILE!r}, {BITS})")
+    assert (written, read) == (0, errno.EPERM)
+
+
+def test_control_the_fault_counter_carries_the_message_between_processes():
+    """Three tries, as above: the host may load a page in between."""
+    transfers = []
+    for _ in range(3):
+        bits = message()
+        assert unsandboxed(FAULTS, f"evict({INTERPRETER_FILE!r})") == 0
+        assert unsandboxed(FAULTS, f"write({INTERPRETER_FILE!r}, {bits})") == 0
+        transfers.append((bits, unsandboxed(FAULTS, f"read({INTERPRETER_FILE!r}, {BITS})")))
+    assert any(bits == read for bits, read in transfers), transfers
+
+
+OPEN = """
+import os
+
+def opened(paths):  # for each path, 0 where it opens and reads, else the error's number
+    codes = []
+    for path in paths:
+        path = path.format(pid=os.getpid())
+        try:
+            if os.path.isdir(path):
+                os.listdir(path)
+            else:
+                with open(path, "rb") as file:
+                    file.read(1)
+            codes.append(0)
+        except OSError as error:
+            codes.append(error.errno)
+    return codes
+"""
+# a process's own fault, I/O and memory counters, and the host's page-cache counters
+COUNTERS = [
+    *(f"/proc/self/{name}" for name in ("stat", "statm", "status", "io", "smaps")),
+    *(f"/proc/self/{name}" for name in ("smaps_rollup", "pagemap", "numa_maps", "sched")),
+    *("/proc/self/schedstat", "/proc/thread-self/stat", "/proc/{pid}/stat", "/proc/{pid}/io"),
+    *("/proc/vmstat", "/proc/meminfo", "/proc/diskstats", "/proc/zoneinfo", "/proc/stat"),
+    *("/proc/pressure/io", "/proc/pressure/memory", "/proc/sys/fs/dentry-state"),
+    *("/sys/fs/cgroup/memory.stat", "/sys/block"),
+]
+KEPT = ["/proc/self/maps", "/proc/self/fd", "/proc/cpuinfo"]  # what programs may need
+
+
+def test_the_fault_and_page_cache_counters_are_unreadable(mode):
+    paths = COUNTERS + KEPT
+    outside = dict(zip(paths, unsandboxed(OPEN, f"opened({paths!r})")))
+    inside = dict(zip(paths, in_sandbox(OPEN, f"opened({paths!r})")))
+    assert outside["/proc/self/stat"] == outside["/proc/vmstat"] == outside["/proc/meminfo"] == 0
+    counters = [path for path in COUNTERS if outside[path] == 0]  # those this host has
+    assert {path: inside[path] for path in counters} == dict.fromkeys(counters, errno.EACCES)
+    assert {path: inside[path] for path in KEPT} == dict.fromkeys(KEPT, 0)
+
+
+COUNTER_CALLS = """
+import ctypes, os, resource, subprocess, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+def code_of(call):
+    ctypes.set_errno(0)
+    try:
+        result = call()
+    except OSError as error:
+        return error.errno
+    return ctypes.get_errno() if result == -1 else 0
+
+def move_pages():  # each page's node, -ENOENT for one that no fault has mapped
+    memory = ctypes.create_string_buffer(1)
+    page = (ctypes.c_void_p * 1)(ctypes.addressof(memory))
+    status = (ctypes.c_int * 1)()
+    return libc.syscall(MOVE_PAGES, 0, ctypes.c_ulong(1), page, None, status, 0)
+
+def calls():
+    refused = {
+        "getrusage(SELF)": lambda: resource.getrusage(resource.RUSAGE_SELF),
+        "getrusage(CHILDREN)": lambda: resource.getrusage(resource.RUSAGE_CHILDREN),
+        "getrusage(THREAD)": lambda: resource.getrusage(resource.RUSAGE_THREAD),
+        "sysinfo": lambda: libc.sysinfo(ctypes.create_string_buffer(256)),
+        "move_pages": move_pages,
+    }
+    return {name: code_of(call) for name, call in refused.items()}
+
+def status_of(wait):
+    try:
+        return wait()
+    except OSError as error:
+        return error.errno
+
+def wait4_above_4_gib(pid):  # a rusage pointer whose low 32 bits are 0
+    address = ctypes.c_void_p(2**32)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap(address, ctypes.c_size_t(4096), 3, 0x100022, -1, ctypes.c_long(0))  # NOREPLACE
+    return libc.syscall(WAIT4, pid, None, 0, address)
+
+def child():  # a child process that exits with 7
+    pid = os.fork()
+    if pid == 0:
+        os._exit(7)
+    return pid
+
+def waits():  # children waited for with and without their rusage
+    first, second = child(), child()
+    return {
+        "wait4 with rusage": code_of(lambda: os.wait4(first, 0)),
+        "wait4 with rusage above 4 GiB": code_of(lambda: wait4_above_4_gib(first)),
+        "wait3 with rusage": code_of(lambda: os.wait3(0)),
+        "waitpid": status_of(lambda: os.waitstatus_to_exitcode(os.waitpid(first, 0)[1])),
+        "waitid": status_of(lambda: os.waitid(os.P_PID, second, os.WEXITED).si_status),
+        "subprocess": subprocess.run(["/bin/sh", "-c", "exit 7"]).returncode,
+        "clocks": time.process_time() > 0 and os.times().elapsed > 0,
+    }
+"""
+
+
+@pytest.mark.skipif(NUMBERS is None, reason="syscall numbers of this CPU")
+def test_the_filter_refuses_the_fault_and_memory_counters(mode):
+    refused = in_sandbox(f"MOVE_PAGES, WAIT4 = {NUMBERS}\n{COUNTER_CALLS}", "calls()")
+    assert refused == dict.fromkeys(refused, errno.EPERM), refused
+
+
+@pytest.mark.skipif(NUMBERS is None, reason="syscall numbers of this CPU")
+def test_control_the_counter_calls_run_outside_the_sandbox():
+    refused = unsandboxed(f"MOVE_PAGES, WAIT4 = {NUMBERS}\n{COUNTER_CALLS}", "calls()")
+    assert errno.EPERM not in refused.values(), refused  # each runs, or fails on its own terms
+
+
+@pytest.mark.skipif(NUMBERS is None, reason="syscall numbers of this CPU")
+def test_waiting_for_a_child_works_without_its_rusage(mode):
+    waited = in_sandbox(f"MOVE_PAGES, WAIT4 = {NUMBERS}\n{COUNTER_CALLS}", "waits()")
+    assert waited == {
+        "wait4 with rusage": errno.EPERM,
+        "wait4 with rusage above 4 GiB": errno.EPERM,
+        "wait3 with rusage": errno.EPERM,
+        "waitpid": 7,
+        "waitid": 7,
+        "subprocess": 7,
+        "clocks": True,
+    }

@@ -367,23 +367,30 @@ def _confine(config: dict, workdir: str) -> None:
 # need no privilege and hold in both isolation modes:
 #
 # * Landlock: it reads only the system's and the interpreter's files (``_READABLE``, the
-#   library paths, the prefixes) and ``/proc`` (without namespaces, where the env runs as
-#   the same uid, only its own ``/proc/self`` and a few system files), and writes only its
-#   scratch directories (the private tmpfs, or the working directory without a mount
-#   namespace) and a few devices. The host's files, FIFOs and sockets elsewhere are out of
-#   reach; Landlock also denies ptrace and ``/proc/<pid>/mem`` out of the domain. Without
-#   a mount namespace, ``hidden`` paths inside readable trees are carved out (their
-#   directories still list, their files do not open). Where the kernel has Landlock ABI
-#   6 (Linux 6.12), no signal leaves the domain either.
+#   library paths, the prefixes) and, of ``/proc``, only its own memory map and memory
+#   and the CPUs' description (``_PROC_READABLE``): no counter of its own faults, I/O or
+#   memory and none of the host's memory or page cache (``/proc/self/stat``, ``io``,
+#   ``smaps``, ``pagemap``, ``/proc/meminfo``, ``vmstat``, ...), which would tell a page
+#   that was cached from one read from the disk. It lists ``/proc`` (with namespaces: the
+#   pids, not their names or files; without namespaces, where the env runs as the same
+#   uid, only its own ``/proc/self``). It writes only its scratch directories (the private
+#   tmpfs, or the working directory without a mount namespace) and a few devices. The
+#   host's files, FIFOs and sockets elsewhere are out of reach; Landlock also denies
+#   ptrace and ``/proc/<pid>/mem`` out of the domain. Without a mount namespace,
+#   ``hidden`` paths inside readable trees are carved out (their directories still list,
+#   their files do not open). Where the kernel has Landlock ABI 6 (Linux 6.12), no signal
+#   leaves the domain either.
 # * seccomp: a deny-list (``_DENIED``): kernel keyrings, POSIX message queues, memfd,
 #   unix sockets (``socketpair``, and ``socket`` of any family but IP inside the empty
 #   network namespace), new namespaces and mounts, leaving the process group, other
 #   processes' memory and descriptors, io_uring/bpf/perf/userfaultfd, the page cache's
 #   probes and controls (``mincore``, ``cachestat``, ``fadvise64``, ``readahead``, Linux
-#   AIO; ``preadv2``/``pwritev2`` with flags, ``madvise`` with advice that loads, evicts or
-#   tests pages: ``_ONLY_WITH``); without namespaces also SysV IPC, changes of file
-#   metadata that Landlock leaves alone, and limits, priorities and CPU affinities of any
-#   process but itself.
+#   AIO, ``move_pages``; ``preadv2``/``pwritev2`` with flags, ``madvise`` with advice that
+#   loads, evicts or tests pages: ``_ONLY_WITH``) and its counters (``getrusage``, and
+#   ``wait4``/``waitid`` with a rusage to fill: ``_ONLY_NULL``, a run's own major faults;
+#   ``sysinfo``, free memory); without namespaces also SysV IPC, changes of file metadata
+#   that Landlock leaves alone, and limits, priorities and CPU affinities of any process
+#   but itself.
 #   Refused calls fail with EPERM (``clone3`` with ENOSYS, so that the C library falls
 #   back to ``clone``, whose flags the filter reads); another ABI kills the process.
 _SYS_SECCOMP = {"x86_64": 317, "aarch64": 277}
@@ -410,9 +417,10 @@ _READABLE = (
     "/dev/urandom",
     "/dev/random",
 )
-_PROC_READABLE = {
+_PROC_READABLE = ("/proc/self/maps", "/proc/self/mem", "/proc/cpuinfo")
+_PROC_LISTABLE = {
     True: ("/proc",),  # other uids' entries are closed to the candidate's uid
-    False: ("/proc/self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat"),  # not the env's
+    False: ("/proc/self",),  # the env's processes share the uid
 }
 _WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full")
 
@@ -423,6 +431,7 @@ _SECCOMP_RET_ERRNO = 0x00050000
 _SECCOMP_RET_ALLOW = 0x7FFF0000
 _BPF_LD_W_ABS, _BPF_JEQ, _BPF_JGE, _BPF_JSET, _BPF_RET = 0x20, 0x15, 0x35, 0x45, 0x06
 _SECCOMP_DATA_NR, _SECCOMP_DATA_ARCH, _SECCOMP_DATA_ARG0 = 0, 4, 16  # arg0's low half (LE)
+_HIGH_HALF = 4  # an argument's high 32 bits follow its low ones (little-endian)
 _X32_SYSCALL_BIT = 0x40000000
 _CLONE_NEW_ANY = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 _IP_FAMILIES = (socket.AF_INET, socket.AF_INET6)
@@ -480,6 +489,11 @@ _SYSCALLS = {
     "preadv2": (327, 286),
     "pwritev2": (328, 287),
     "madvise": (28, 233),
+    "move_pages": (279, 239),
+    "getrusage": (98, 165),
+    "sysinfo": (99, 179),
+    "wait4": (61, 260),
+    "waitid": (247, 95),
     "shmget": (29, 194),
     "shmat": (30, 196),
     "shmctl": (31, 195),
@@ -544,6 +558,9 @@ _DENIED = (
     # the page cache as a channel between runs: probes, and calls that evict or load pages
     # (Linux AIO takes ``RWF_NOWAIT`` from memory, where the filter cannot read it)
     *("mincore", "cachestat", "fadvise64", "readahead", "io_setup", "io_submit"),
+    # which pages a fault mapped (a fault maps the cached pages around it: -ENOENT for the
+    # others), a run's own major faults, the host's free memory (it drops as pages load)
+    *("move_pages", "getrusage", "sysinfo"),
 )
 _DENIED_WITHOUT_NAMESPACES = (
     # SysV IPC of the host's IPC namespace
@@ -565,6 +582,12 @@ _ONLY_WITH = {  # in both modes: calls allowed with one of these values of one a
     # WIPEONFORK, KEEPONFORK, GUARD_INSTALL, GUARD_REMOVE (not WILLNEED, REMOVE, COLD,
     # PAGEOUT, POPULATE_READ/WRITE, COLLAPSE)
     "madvise": (2, (0, 1, 2, 4, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 102, 103)),
+}
+
+_ONLY_NULL = {  # in both modes: calls allowed only with a NULL pointer in one argument
+    # name: argument; the rusage a child's end fills in (its major faults)
+    "wait4": 3,
+    "waitid": 4,
 }
 
 _ONLY_ON_ITSELF = {  # without namespaces: calls that could mark the env's processes
@@ -630,8 +653,8 @@ def _landlock_ruleset(config: dict, workdir: str) -> int:
     if ruleset < 0:
         _check(-1, "create a Landlock ruleset")
     hidden = [] if config["namespaces"] else config["hidden"]  # with namespaces: covered
-    readable, listable = _readable(_PROC_READABLE[config["namespaces"]], hidden)
-    for path in listable:
+    readable, listable = _readable(_PROC_READABLE, hidden)
+    for path in (*_PROC_LISTABLE[config["namespaces"]], *listable):
         _allow(ruleset, path, _FS_READ_DIR)
     for path in readable:
         _allow(ruleset, path, _FS_READ)
@@ -711,6 +734,8 @@ def _seccomp_program(machine: str, namespaces: bool) -> bytes:
             program += [_bpf(_BPF_JEQ, number[name], 0, 1), refuse]
     for name, (argument, allowed) in _ONLY_WITH.items():
         program += _only_with(number[name], argument, allowed)
+    for name, argument in _ONLY_NULL.items():
+        program += _only_null(number[name], argument)
     program += [
         _bpf(_BPF_JEQ, number["clone3"], 0, 1),
         _bpf(_BPF_RET, _SECCOMP_RET_ERRNO | errno.ENOSYS),
@@ -742,6 +767,21 @@ def _only_with(number: int, argument: int, allowed: tuple[int, ...]) -> list[byt
         _bpf(_BPF_JEQ, number, 0, len(allowed) + 3),
         _bpf(_BPF_LD_W_ABS, _SECCOMP_DATA_ARG0 + 8 * argument),
         *(_bpf(_BPF_JEQ, value, len(allowed) - i, 0) for i, value in enumerate(allowed)),
+        _bpf(_BPF_RET, _SECCOMP_RET_ERRNO | errno.EPERM),
+        _bpf(_BPF_RET, _SECCOMP_RET_ALLOW),
+    ]
+
+
+def _only_null(number: int, argument: int) -> list[bytes]:
+    """Filter instructions: system call ``number`` runs only with a NULL pointer (all 64
+    bits zero) in its ``argument``; other calls pass on to what follows."""
+    low = _SECCOMP_DATA_ARG0 + 8 * argument
+    return [
+        _bpf(_BPF_JEQ, number, 0, 6),
+        _bpf(_BPF_LD_W_ABS, low),
+        _bpf(_BPF_JEQ, 0, 0, 2),
+        _bpf(_BPF_LD_W_ABS, low + _HIGH_HALF),
+        _bpf(_BPF_JEQ, 0, 1, 0),
         _bpf(_BPF_RET, _SECCOMP_RET_ERRNO | errno.EPERM),
         _bpf(_BPF_RET, _SECCOMP_RET_ALLOW),
     ]

@@ -78,12 +78,16 @@ What is guaranteed, and how (``isolation`` on every result says which mode ran):
 
   - *Landlock*: it reads only the system's and the interpreter's files (``/usr``,
     ``/lib*``, ``/bin``, ``/sbin``, ``/etc``, CPU topology, the interpreter's prefixes and
-    library paths) and ``/proc`` (without namespaces only its own ``/proc/self``), and
-    writes only its scratch (the private tmpfs, or without namespaces the working
-    directory) and ``/dev/null``, ``/dev/zero``, ``/dev/full``. The host's other files,
-    FIFOs and unix sockets (the checkout, ``/run``, ``/tmp``, home directories) cannot be
-    opened; ptrace and ``/proc/<pid>/mem`` stop at the domain's edge, and on Linux 6.12+
-    signals too.
+    library paths) and of ``/proc`` only its own memory map and memory
+    (``/proc/self/maps``, ``mem``) and ``/proc/cpuinfo``: no counter of its own faults,
+    I/O or memory, nor of the host's memory or page cache (``/proc/self/stat``, ``io``,
+    ``smaps``, ``pagemap``, ``/proc/meminfo``, ``vmstat``, ``diskstats``, ...; ``/sys``
+    only for the CPUs' topology). It lists ``/proc`` (in namespace mode the pids, not
+    their names or files; without namespaces only its own ``/proc/self``), and writes only
+    its scratch (the private tmpfs, or without namespaces the working directory) and
+    ``/dev/null``, ``/dev/zero``, ``/dev/full``. The host's other files, FIFOs and unix
+    sockets (the checkout, ``/run``, ``/tmp``, home directories) cannot be opened; ptrace
+    and ``/proc/<pid>/mem`` stop at the domain's edge, and on Linux 6.12+ signals too.
   - *seccomp* (a deny-list, EPERM): kernel keyrings (``add_key``, ``request_key``,
     ``keyctl``: they live outside every namespace, per uid and per session), POSIX message
     queues, ``memfd_create``/``memfd_secret``, unix sockets (``socketpair``, and
@@ -92,15 +96,22 @@ What is guaranteed, and how (``isolation`` on every result says which mode ran):
     (``unshare``, ``setns``, ``clone`` with namespace flags; ``clone3`` answers ENOSYS so
     that the C library falls back to ``clone``), ``setsid``/``setpgid``, ``ptrace``,
     ``process_vm_*``, ``pidfd_getfd``, io_uring, ``bpf``, ``perf_event_open``,
-    ``userfaultfd``, and what reads or sets which pages of a file are cached
-    (``mincore``, ``cachestat``, ``posix_fadvise``, ``readahead``, Linux AIO, and
+    ``userfaultfd``, and what reads or sets which pages of a file are cached (``mincore``,
+    ``cachestat``, ``posix_fadvise``, ``readahead``, Linux AIO, and
     ``preadv2``/``pwritev2`` with any flag, as ``RWF_NOWAIT`` answers EAGAIN for a page
     that is not cached; ``madvise`` only with advice that leaves file pages alone, not
-    ``WILLNEED``, ``COLD``, ``PAGEOUT``, ``POPULATE_*``, ``REMOVE``, ``COLLAPSE``). Without
-    namespaces also SysV IPC (the host's IPC namespace), changes of file metadata
-    (``chmod``, ``chown``, xattrs, times, ``truncate``: Landlock does not govern them),
-    and ``prlimit``/``setpriority``/``sched_set*``/``ioprio_set`` on any process but
-    itself. Another system-call ABI (x32, i386) kills the process.
+    ``WILLNEED``, ``COLD``, ``PAGEOUT``, ``POPULATE_*``, ``REMOVE``, ``COLLAPSE``;
+    ``move_pages``, which tells which pages a fault mapped, and a fault maps the cached
+    pages around it), and what counts the page cache's work (``getrusage``, and ``wait4``
+    and ``waitid`` with a rusage to fill: a run's major faults; ``sysinfo``: free memory,
+    which drops as pages load; ``os.waitpid``, ``os.waitid``, ``subprocess`` and
+    ``time.process_time`` still work, ``resource.getrusage`` and ``os.wait3``/``wait4``
+    raise ``PermissionError``, and ``os.sysconf("SC_PHYS_PAGES")`` is meaningless, as the
+    C library ignores the refused ``sysinfo``). ``statfs`` stays: free blocks on disk say
+    nothing of the cache. Without namespaces also SysV IPC (the host's IPC namespace),
+    changes of file metadata (``chmod``, ``chown``, xattrs, times, ``truncate``: Landlock
+    does not govern them), and ``prlimit``/``setpriority``/``sched_set*``/``ioprio_set``
+    on any process but itself. Another system-call ABI (x32, i386) kills the process.
 
   So no kernel object carries a bit from one run to the next: keyrings, SysV IPC and
   POSIX queues (refused, or in namespace mode the run's own IPC namespace), abstract
@@ -139,18 +150,20 @@ What is guaranteed, and how (``isolation`` on every result says which mode ran):
   ``/root``), and ``hidden_paths`` are covered (an empty tmpfs over a directory,
   ``/dev/null`` over a file). Needs Linux 5.12+ (``mount_setattr``).
 
-* **Not guaranteed in either mode**: the code sees the host's process list in namespace
-  mode (names and command lines in ``/proc``, not their memory or descriptors); timing
-  is a channel no sandbox closes: CPU contention between concurrent runs, and the page
-  cache. A run cannot evict a page or ask whether one is cached, but every read loads
-  one, and a later run can tell a cached page from one on disk by the time its read or
-  page fault takes (and by its own major-fault count, ``getrusage`` or
-  ``/proc/self/stat``). That channel is not exact: each page that is cold when a run
-  starts can carry one bit, once, and the host's own reads and its memory pressure load
-  and evict pages in between. No cgroup bounds the run's total memory (that needs cgroup
-  v2 with the ``memory`` and ``pids`` controllers delegated to the env's cgroup, which
-  this project's containers do not have; run the env in a container with a memory
-  limit).
+* **Not guaranteed in either mode**: the code sees the pids of the host's processes in
+  namespace mode (not their names, command lines, memory or descriptors); timing is a
+  channel no sandbox closes: CPU contention between concurrent runs, and the page cache. A
+  run can neither evict a page, nor ask whether one is cached, nor read a counter that
+  tells (its own major faults or I/O, the host's cached or free memory), but every read
+  loads a page, and a later run can tell a cached page from one on disk only by the time
+  its read or page fault takes. That channel is not exact: each page that is cold when a
+  run starts can carry one bit, once (the reading loads it); readahead loads its
+  neighbours with it; the host's own reads and its memory pressure load and evict pages in
+  between; and a read that the scheduler or a busy disk delays looks like a miss. So a
+  reader guesses each bit, with an error rate the host's activity sets, not the code. No
+  cgroup bounds the run's total memory (that needs cgroup v2 with the ``memory`` and
+  ``pids`` controllers delegated to the env's cgroup, which this project's containers do
+  not have; run the env in a container with a memory limit).
 
 * **As root without namespaces** (a container without ``CAP_SYS_ADMIN``): the dedicated
   uids, their exact process limits and non-dumpable judge still hold, so the verdict
