@@ -6,7 +6,9 @@ spec                                   member
 ``simulated``                          the synthetic team of :mod:`agents.simulated` (no LLM)
 ``smollm2``                            SmolLM2-135M-Instruct, int8 CTranslate2 (the default)
 ``llamacpp`` / ``llamacpp:<gguf>``     a GGUF file through llama.cpp (the ``llamacpp`` extra)
-``transformers:<model dir or id>``     a local transformers model
+``transformers:<model dir>``           a local transformers model (CUDA with bfloat16 where
+                                       present); ``#device=<d>`` and ``#dtype=<t>`` after it
+                                       choose (:mod:`agents.devices`: ``cpu``, ``cuda:1``, ...)
 ``ctranslate2[:<gguf or model dir>]``  batched CPU decoding (default: SmolLM2, converted once)
 ``ctranslate2-int8[:<gguf or dir>]``   the same in int8 (7-bit weights)
 ``openai:<base_url>#<model>``          an OpenAI-compatible server (vLLM, llama.cpp, Ollama)
@@ -20,6 +22,8 @@ response cache. A bad spec raises ``ValueError`` naming it before any model is l
 ('openai', {'base_url': 'http://localhost:8000/v1', 'model': 'Qwen2.5-7B-Instruct'})
 >>> parse_spec("llamacpp")
 ('llamacpp', {})
+>>> parse_spec("transformers:/models/qwen#device=cpu#dtype=bfloat16")
+('transformers', {'model': '/models/qwen', 'device': 'cpu', 'dtype': 'bfloat16'})
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ BACKEND_SPECS = (
     "llamacpp[:<gguf>]",
     "ctranslate2[:<gguf or model dir>]",
     "ctranslate2-int8[:<gguf or model dir>]",
-    "transformers:<model>",
+    "transformers:<model>[#device=<device>][#dtype=<dtype>]",
     "openai:<base_url>#<model>",
     "vllm:<model>",
 )
@@ -64,13 +68,37 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
         return name, ({"model_path": rest} if rest else {})
     if name == "ctranslate2-int8":
         return "ctranslate2", {"quantization": "int8", **({"model_path": rest} if rest else {})}
-    if name in ("transformers", "vllm") and rest:
+    if name == "transformers" and rest:
+        return name, _transformers_arguments(spec, rest)
+    if name == "vllm" and rest:
         return name, {"model": rest}
     if name == "openai" and rest:
         base_url, _, model = rest.rpartition("#")
         if base_url and model:
             return name, {"base_url": base_url, "model": model}
     raise ValueError(f"bad team spec {spec!r}: use one of {SPEC_FORMS}")
+
+
+def _transformers_arguments(spec: str, rest: str) -> dict[str, str]:
+    """The model and the ``#device=...``, ``#dtype=...`` options of a ``transformers:`` spec.
+
+    Raises:
+        ValueError: On an unknown option or a bad device or dtype name, naming the spec.
+    """
+    from agents.devices import check_names
+
+    model, *options = rest.split("#")
+    arguments = {"model": model}
+    for option in options:
+        key, equals, value = option.partition("=")
+        if key not in ("device", "dtype") or not equals or key in arguments:
+            raise ValueError(f"bad team spec {spec!r}: after the model, give #device=<device> and/or #dtype=<dtype> once each")
+        arguments[key] = value
+    try:
+        check_names(arguments.get("device", "auto"), arguments.get("dtype", "auto"))
+    except ValueError as error:
+        raise ValueError(f"bad team spec {spec!r}: {error}") from error
+    return arguments
 
 
 def check_spec(spec: str) -> None:

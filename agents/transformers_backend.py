@@ -1,7 +1,11 @@
 """Hugging Face ``transformers`` backend: true batched generation, CUDA when available.
 
 Loads any local model directory, or a GGUF file (transformers dequantizes it; needs the
-``gguf`` package), never from the network (``local_files_only=True``). The model id names
+``gguf`` package), never from the network (``local_files_only=True``), on the ``device`` and
+in the ``dtype`` it is given (:func:`agents.devices.resolve`: ``auto`` is CUDA with bfloat16
+where present, else the CPU with float32; the team spec
+``transformers:<model>#device=cuda:1#dtype=float16`` names them), attention through
+PyTorch's SDPA. The model id names
 the model, its weights' dtype and a hash of its directory's files
 (``transformers:agent_0-float32@sha256:...``, :mod:`agents.fingerprint`), so two models
 saved under one name never share the response cache's rows. Requests are
@@ -20,6 +24,7 @@ from pathlib import Path
 
 from agents import progress
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult
+from agents.devices import dtype_name, resolve
 from agents.fingerprint import directory_sha256, fingerprinted
 
 try:
@@ -38,12 +43,14 @@ class TransformersBackend:
         model: A local model directory, or a path to a ``.gguf`` file (then
             ``gguf_file`` is taken from it).
         gguf_file: A GGUF file name inside the directory ``model``.
-        device: ``"cuda"``, ``"cpu"``, ...; default CUDA when available, else CPU.
-        dtype: Torch dtype of the weights; default bfloat16 on CUDA, float32 on CPU.
+        device: ``auto`` (CUDA when available, else the CPU), ``cpu``, ``cuda``, ``cuda:N``.
+        dtype: The weights' dtype: ``auto`` (bfloat16 on CUDA, float32 on the CPU),
+            ``float32``, ``bfloat16``, ``float16``.
         batch_size: Most requests decoded together.
 
     Raises:
         FileNotFoundError: If ``model`` is not a local path.
+        ValueError: On a device this machine lacks, or a bad name.
     """
 
     supports_logprobs = True
@@ -53,8 +60,8 @@ class TransformersBackend:
         model: str | Path,
         *,
         gguf_file: str | None = None,
-        device: str | None = None,
-        dtype: torch.dtype | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
         batch_size: int = 16,
     ) -> None:
         path = Path(model)
@@ -66,8 +73,7 @@ class TransformersBackend:
             )
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        dtype = dtype or (torch.bfloat16 if self.device.type == "cuda" else torch.float32)
+        self.device, self.dtype = resolve(device, dtype)
         self.batch_size = batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(
             path, gguf_file=gguf_file, local_files_only=True
@@ -76,7 +82,7 @@ class TransformersBackend:
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(
-            path, gguf_file=gguf_file, dtype=dtype, local_files_only=True
+            path, gguf_file=gguf_file, dtype=self.dtype, local_files_only=True, attn_implementation="sdpa"
         ).to(self.device)
         self.model.eval()
         self._stop_ids = set(
@@ -84,7 +90,7 @@ class TransformersBackend:
         )
         name = Path(gguf_file).stem if gguf_file else path.name
         self.model_id = fingerprinted(
-            f"transformers:{name}-{str(dtype).removeprefix('torch.')}", directory_sha256(path, gguf_file)
+            f"transformers:{name}-{dtype_name(self.dtype)}", directory_sha256(path, gguf_file)
         )
 
     # ------------------------------------------------------------------ generation

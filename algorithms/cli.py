@@ -7,7 +7,7 @@ tyro once and runs the command chosen (:mod:`algorithms.commands`, one module pe
     deliberate train [meta|text [magrpo|grpo|softrankpo]] ...   one learner
     deliberate compare [meta|text] ...                  learners x seeds on the same env and budget
     deliberate tasks list | show NAME
-    deliberate cache stats | clear | merge OUT IN [IN ...]
+    deliberate cache stats | clear | merge OUT IN [IN ...] [--trust]
 
 The family is a subcommand: ``meta`` (the meta-action env, the default, so ``deliberate run``
 is the main job) or ``text`` (the text-action env). Every option has one name: the env's
@@ -25,9 +25,13 @@ the models only when they run, so ``--help`` is fast.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
+import difflib
+import io
 import logging
+import re
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -38,6 +42,7 @@ import tyro
 from rich.logging import RichHandler
 from tyro.constructors import ConstructorRegistry, StructConstructorSpec, StructTypeInfo
 
+from agents.cache import CacheFileError
 from algorithms.commands import cache, compare, run, tasks, train
 from algorithms.commands.common import console
 from algorithms.core import config_files
@@ -57,8 +62,11 @@ class Run:
         tyro.conf.arg(name=""),
     ] = field(default_factory=run.RunMeta)
     config: Path | None = None
-    """A YAML or JSON config file (``examples/configs/``) whose values start the command;
-    the options given override them."""
+    """A YAML or JSON file (``examples/configs/``) whose values start the command; the
+    options given override them. It maps the command's fields by their Python names,
+    nested as its config nests them (``env: {task: gsm8k, path: data/gsm8k}``,
+    ``n_problems: 100``); a first line ``command: run`` (or ``run text``) is optional and,
+    if given, must name this command."""
 
 
 @dataclass
@@ -73,8 +81,13 @@ class Train:
         tyro.conf.arg(name=""),
     ] = field(default_factory=TrainConfig)
     config: Path | None = None
-    """A YAML or JSON config file (``examples/configs/``) whose values start the command;
-    the options given override them."""
+    """A YAML or JSON file (``examples/configs/``) whose values start the command; the
+    options given override them. It maps the command's fields by their Python names,
+    nested as its config nests them (``train``: ``algo: grpo``, ``updates: 50``,
+    ``env: {task: gsm8k, path: data/gsm8k}``, ``grpo: {kl_coef: 0.1}``; ``train text``:
+    ``algo: grpo``, ``env: {...}``, ``run: {updates: 50}``, the learner's own fields); a
+    first line ``command: train`` (or ``train text``) is optional and, if given, must name
+    this command."""
 
 
 @dataclass
@@ -89,8 +102,11 @@ class Compare:
         tyro.conf.arg(name=""),
     ] = field(default_factory=CompareConfig)
     config: Path | None = None
-    """A YAML or JSON config file (``examples/configs/``) whose values start the command;
-    the options given override them."""
+    """A YAML or JSON file (``examples/configs/``) whose values start the command; the
+    options given override them. It maps the command's fields by their Python names,
+    nested as its config nests them (``compare``: ``seeds: 3``, ``train: {updates: 50,
+    env: {task: arithmetic}}``); a first line ``command: compare`` (or ``compare text``) is
+    optional and, if given, must name this command."""
 
 
 @dataclass
@@ -139,7 +155,7 @@ COMMANDS: dict[type, tuple[str, Any]] = {
     TrainConfig: ("train", train.train_meta),
     train.TextTrain: ("train text", train.train_text),
     CompareConfig: ("compare", compare.compare_meta),
-    compare.TextCompare: ("compare text", compare.compare_text_command),
+    compare.TextCompare: ("compare text", compare.compare_text),
     tasks.TasksList: ("tasks list", tasks.list_tasks),
     tasks.TasksShow: ("tasks show", tasks.show_task),
     cache.CacheStats: ("cache stats", cache.cache_stats),
@@ -153,26 +169,8 @@ subcommand below the one they belong to, and the default family chosen by its op
 
 
 # ---------------------------------------------------------------------------- errors
-USER_ERRORS = (ValueError, TypeError, KeyError, FileNotFoundError, ImportError)
-"""What the package raises on a bad value, file or missing extra: one line, no traceback."""
-OLD_SPELLINGS = {
-    "--env": (
-        "the family is a subcommand: 'deliberate train text ...', 'deliberate compare text ...', "
-        "'deliberate run text ...' (meta is the default: 'deliberate train ...')"
-    ),
-    "--workers": (
-        "--env-workers N (Ray workers that run the env's episodes) or, for 'train text' and "
-        "'compare text', --rollout-workers N (Ray workers that sample the completions)"
-    ),
-    "--env.": "the env's options have no prefix: --env.team simulated -> --team simulated",
-    "--train.": (
-        "compare's run options have no prefix: --train.updates 5 -> --updates 5, "
-        "--train.softrankpo.kl-coef -> --softrankpo.kl-coef"
-    ),
-    "--name": "--run-dir DIR names the folder of 'run'; --out-dir DIR that of 'compare text'",
-}
-"""Options of release 0.1 that README and the examples used, and what to write now (only
-to word the error; nothing is rewritten)."""
+USER_ERRORS = (ValueError, TypeError, KeyError, FileNotFoundError, ImportError, CacheFileError)
+"""What the package raises on a bad value, file, cache key or missing extra: one line, no traceback."""
 LIST_FLAGS = (
     "--algos", "--reward-scales", "--baselines", "--policies", "--team", "--models", "--lora-targets",
     "--simulated.skill", "--simulated.refine-gain", "--simulated.self-fix", "--simulated.corruption",
@@ -234,20 +232,35 @@ def command_name(args: list[str]) -> str:
 
 
 def check_spellings(args: list[str]) -> None:
-    """Refuse an option of release 0.1 (:data:`OLD_SPELLINGS`) or a comma-separated list,
-    naming what to write instead."""
+    """Refuse ``--algo`` after ``train text`` or a comma-separated list, naming what to write instead."""
     text_learner = "text" in args and "train" in args
     for k, arg in enumerate(args):
         flag, equals, value = arg.partition("=")
-        for old, new in OLD_SPELLINGS.items():
-            if flag == old or (old.endswith(".") and flag.startswith(old)):
-                raise ValueError(f"{flag} is gone: {new}")
         if flag == "--algo" and text_learner:
             raise ValueError("a text learner is a subcommand: 'deliberate train text grpo ...' (not --algo grpo)")
         first = value if equals else " ".join(args[k + 1 : k + 2])  # the list's first value
         if flag in LIST_FLAGS and "," in first and not first.startswith("-"):
             spaced = " ".join(part for part in first.split(",") if part)
             raise ValueError(f"{flag} takes values separated by spaces, not commas: did you mean {flag} {spaced}?")
+
+
+def known_options(args: list[str]) -> set[str]:
+    """The options of the command that ``args`` names, as its ``--help`` lists them."""
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown), contextlib.suppress(SystemExit):
+        tyro.cli(Deliberate, args=[*command_name(args).split()[1:], "--help"], prog="deliberate", config=MARKERS)
+    return set(re.findall(r"(?<![\w-])--[a-z0-9][a-z0-9.-]*", shown.getvalue()))
+
+
+def check_options(args: list[str]) -> None:
+    """Refuse the first option of ``args`` that its command does not have, naming the
+    nearest one it has (as argparse would, in one line)."""
+    known = known_options(args)
+    for arg in args:
+        flag = arg.partition("=")[0]
+        if flag.startswith("--") and flag not in known:
+            close = difflib.get_close_matches(flag, sorted(known), n=1)
+            raise ValueError(f"unrecognized option {flag}" + (f"; did you mean {close[0]}?" if close else ""))
 
 
 def show_warning(prog: str) -> Any:
@@ -263,7 +276,7 @@ def show_warning(prog: str) -> Any:
 @dataclass
 class ConfigFile:
     """The one option read before the grammar: the config file whose values are the
-    defaults of the command it names (its ``command`` key)."""
+    defaults of the command the line names."""
 
     config: Path | None = None
 
@@ -272,60 +285,80 @@ CONTAINERS = {"run": Run, "train": Train, "compare": Compare}
 """The commands that take ``--config FILE``, by their first word."""
 
 
-def read_config_file(path: Path) -> tuple[str, dict[str, Any]]:
-    """The command the config file ``path`` is for (its ``command`` key: ``run``, ``run
-    text``, ...; ``meta`` may be written or left out) and its other fields.
+def line_command(args: list[str]) -> tuple[str, str | None]:
+    """The command the command line ``args`` names (``train text``; ``meta`` left out) and
+    the text learner it names, if any (``grpo`` of ``train text grpo``)."""
+    words = command_name(args).split()[1:]
+    algo = next((word for word in words if word in train.TEXT_ALGOS.values()), None)
+    return " ".join(word for word in words if word not in ("meta", algo)), algo
+
+
+def read_config_file(path: Path, named: str) -> dict[str, Any]:
+    """The fields of the config file ``path`` given to the command ``named`` (``train text``).
+    Its ``command`` key is optional (the command line decides); if given (``meta`` may be
+    written or left out), it must name that command.
 
     Raises:
-        ValueError: Naming the file, when its command takes no config file.
+        ValueError: Naming the file, when ``named`` takes no config file or the file's
+            ``command`` names another command.
     """
+    if not named or named.split()[0] not in CONTAINERS:
+        raise ValueError("--config FILE follows the command it starts: deliberate run|train|compare [meta|text] --config FILE")
     data = config_files.read(path)
-    name = " ".join(word for word in str(data.pop("command", "")).split() if word != "meta")
-    if name not in {command for command, _ in COMMANDS.values()} or name.split()[0] not in CONTAINERS:
+    written = data.pop("command", None)
+    written_for = None if written is None else " ".join(word for word in str(written).split() if word != "meta")
+    if written_for is not None and written_for != named:
         raise ValueError(
-            f"config file {path}: its first line names the command it is for, one of 'command: run', "
-            f"'command: run text', 'command: train', 'command: train text', 'command: compare', "
-            f"'command: compare text' (got {name or 'none'!r})"
+            f"config file {path} is for 'deliberate {written_for}', not 'deliberate {named}': "
+            f"give it to 'deliberate {written_for}', or change or leave out its command: key"
         )
-    return name, data
+    return data
 
 
-def file_defaults(path: Path) -> Deliberate:
-    """The command named by the config file ``path``, with the file's values.
+def file_defaults(path: Path, args: list[str]) -> Deliberate:
+    """The command that the command line ``args`` names, with the values of the config file
+    ``path`` (a text learner's file names it by ``algo``, else the command line's, else magrpo).
 
     Raises:
         ValueError: Naming the file and the field, on a field the command does not have or a
             value it refuses (:func:`algorithms.core.config_files.build`).
     """
-    name, data = read_config_file(path)
-    kind = next(kind for kind, (command, _) in COMMANDS.items() if command == name)
+    named, line_algo = line_command(args)
+    data = read_config_file(path, named)
+    kind = next(kind for kind, (command, _) in COMMANDS.items() if command == named)
     if kind is train.TextTrain:
-        algo = data.pop("algo", "magrpo")
+        algo = data.pop("algo", line_algo or "magrpo")
         classes = {name: cls for cls, name in train.TEXT_ALGOS.items()}
         if not isinstance(algo, str) or algo not in classes:
             raise ValueError(f"config file {path}: algo {algo!r} is not one of {', '.join(classes)}")
         loaded: Any = train.TextTrain(learner=config_files.build(classes[algo], data, str(path)))
     else:
         loaded = config_files.build(kind, data, str(path))
-    return Deliberate(command=CONTAINERS[name.split()[0]](command=loaded, config=path))
+    return Deliberate(command=CONTAINERS[named.split()[0]](command=loaded, config=path))
 
 
 def parse(args: list[str]) -> Deliberate:
     """The config of the command line ``args``. With ``--config FILE``, the file's values
-    are the defaults of the command it names, so that the options given override them.
+    are the defaults of the command the line names, so that the options given override them.
 
     Raises:
-        ValueError: When the command line names another command than the file, or another
-            text learner.
+        ValueError: When the file names another command than the command line, or another
+            text learner, or an option is unknown (its command's nearest option named).
     """
     located, _ = tyro.cli(ConfigFile, args=args, return_unknown_args=True, add_help=False)
-    default = None if located.config is None else file_defaults(located.config)
-    parsed = tyro.cli(Deliberate, args=args, prog="deliberate", config=MARKERS, registry=REGISTRY, default=default)
+    default = None if located.config is None else file_defaults(located.config, args)
+    printed = io.StringIO()  # what tyro prints: its error box is shown unless one line says it
+    try:
+        with contextlib.redirect_stderr(printed):
+            parsed = tyro.cli(Deliberate, args=args, prog="deliberate", config=MARKERS, registry=REGISTRY, default=default)
+    except SystemExit as exit_:
+        if exit_.code:
+            check_options(args)  # an unknown option: one line, the nearest option named
+        sys.stderr.write(printed.getvalue())
+        raise
+    sys.stderr.write(printed.getvalue())
     if default is not None:
         chosen, loaded = parsed.command.command, default.command.command
-        named, written_for = COMMANDS[type(chosen)][0], COMMANDS[type(loaded)][0]
-        if named != written_for:
-            raise ValueError(f"config file {located.config} is for 'deliberate {written_for}', not 'deliberate {named}'")
         if isinstance(chosen, train.TextTrain) and type(chosen.learner) is not type(loaded.learner):
             file_algo, given = train.TEXT_ALGOS[type(loaded.learner)], train.TEXT_ALGOS[type(chosen.learner)]
             raise ValueError(f"config file {located.config} trains {file_algo}, the command line names {given}: give one")

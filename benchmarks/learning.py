@@ -178,13 +178,13 @@ def persist_trend(rows: list[dict[str, str]], algo: str, column: str) -> str:
 
 
 def report(out_dir: Path) -> str:
-    """Markdown tables of results 1-3 from the comparisons' ``summary.json`` and ``curves.csv``."""
+    """Markdown tables of results 1-3 from the comparisons' ``compare.json`` and ``curves.csv``."""
     lines = []
     for what in ("scratch", "recipe"):
-        path = out_dir / what / "summary.json"
+        path = out_dir / what / "compare.json"
         if not path.is_file():
             continue
-        summary = json.loads(path.read_text())
+        summary = json.loads(path.read_text())["summary"]
         gap = summary.get("gap_closed", {})
         lines += [
             f"**{what}** (held-out consensus accuracy, mean +- 95% CI over seeds)",

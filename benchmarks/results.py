@@ -2,8 +2,13 @@
 
 Every script in ``benchmarks/`` ends by calling :func:`write_results` with the numbers it
 printed, so that a table in BENCHMARKS.md can be traced to the run that made it: the file
-``benchmarks/results/<name>.json`` holds the command line, the machine, the date, the git
-commit and the script's own record. A later run of the same benchmark replaces the file.
+``benchmarks/results/<name>.json`` holds the command line, the machine, the thread settings,
+the date, the git commit and the script's own record (:func:`provenance`). A later run of the
+same benchmark replaces the file.
+
+A script that keeps one result per run (``text_learning.py``'s ``summary.json`` files) stores
+:func:`provenance` in each, and a table built from them names the commits that made its runs
+(:func:`commits_of`): a table whose runs come from several commits says so.
 
 The scripts run as ``python benchmarks/<script>.py``, which puts this folder first on
 ``sys.path``, so they import it as ``from results import write_results``.
@@ -17,6 +22,7 @@ import platform
 import shlex
 import subprocess
 import sys
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -81,6 +87,63 @@ def git_commit() -> dict[str, Any]:
     return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
+def threads() -> dict[str, Any]:
+    """The thread settings of this process: they set a run's speed, and its float-level results.
+
+    Returns:
+        ``torch`` (intra-op threads), ``omp_num_threads`` (the ``OMP_NUM_THREADS`` variable,
+        None when unset) and ``affinity`` (the CPUs this process may run on, e.g. ``[1]``
+        under ``taskset -c 1``; None where the OS does not say: only Linux does).
+    """
+    return {
+        "torch": torch.get_num_threads(),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "affinity": sorted(os.sched_getaffinity(0)) if sys.platform == "linux" else None,
+    }
+
+
+def provenance() -> dict[str, Any]:
+    """What produced a result, recorded where the result is written.
+
+    Returns:
+        ``command`` (this process's command line), ``date`` (now, with the UTC offset),
+        ``commit`` and ``dirty`` (:func:`git_commit`), ``machine`` (:func:`machine`) and
+        ``threads`` (:func:`threads`).
+    """
+    return {
+        "command": shlex.join(["python", *sys.argv]),
+        "date": datetime.now().astimezone().isoformat(timespec="seconds"),
+        **git_commit(),
+        "machine": machine(),
+        "threads": threads(),
+    }
+
+
+UNRECORDED = "unrecorded"
+"""The commit :func:`commits_of` gives a run stored without its provenance."""
+
+
+def commit_name(record: Mapping[str, Any] | None) -> str:
+    """The code a result was made with: its commit, ``-dirty`` appended when tracked files
+    differed from it, or :data:`UNRECORDED` (no provenance, or none outside a checkout)."""
+    if not record or record["commit"] is None:
+        return UNRECORDED
+    return record["commit"] + ("-dirty" if record["dirty"] else "")
+
+
+def commits_of(runs: Mapping[str, Mapping[str, Any] | None]) -> dict[str, list[str]]:
+    """Which runs each commit made, ``{commit: [run names]}`` (:func:`commit_name`), from
+    ``{run name: its provenance}``: a table built from the runs names them all.
+
+    >>> commits_of({"a": {"commit": "f6ecbc6", "dirty": False}, "b": None})
+    {'f6ecbc6': ['a'], 'unrecorded': ['b']}
+    """
+    commits: dict[str, list[str]] = {}
+    for name, record in runs.items():
+        commits.setdefault(commit_name(record), []).append(name)
+    return commits
+
+
 def _plain(value: Any) -> Any:
     """JSON for what :func:`json.dumps` does not know: numpy numbers and arrays, paths."""
     if isinstance(value, np.generic | np.ndarray):
@@ -91,7 +154,7 @@ def _plain(value: Any) -> Any:
 
 
 def write_results(name: str, record: dict[str, Any]) -> Path:
-    """Write ``record`` with its provenance to ``benchmarks/results/<name>.json``.
+    """Write ``record`` with its :func:`provenance` to ``benchmarks/results/<name>.json``.
 
     Args:
         name: The file's stem: the script's name, and its mode where it has several
@@ -103,14 +166,7 @@ def write_results(name: str, record: dict[str, Any]) -> Path:
     """
     path = RESULTS_DIR / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    document = {
-        "name": name,
-        "command": shlex.join(["python", *sys.argv]),
-        "date": datetime.now().astimezone().isoformat(timespec="seconds"),
-        **git_commit(),
-        "machine": machine(),
-        "results": record,
-    }
+    document = {"name": name, **provenance(), "results": record}
     path.write_text(json.dumps(document, indent=2, default=_plain) + "\n", encoding="utf-8")
     print(f"wrote {path}")
     return path

@@ -22,10 +22,13 @@ the trained pair beat
 Held-out: the first ``eval_problems`` test problems, greedy (self-consistency samples).
 Every result is stored per run in ``OUT_DIR/<settings>/`` (the settings' hash names the
 folder, so runs with other arguments never read each other's results) and resumes:
-``--table-only`` tabulates what has finished. Writes ``results.json`` (and the same record to
+``--table-only`` tabulates what has finished. Each run's result holds its ``provenance``
+(``results.provenance``: the command, date, commit, whether the tree was dirty, the machine
+and the thread settings that made it). Writes ``results.json`` (and the same record to
 ``benchmarks/results/text_learning.json``), a markdown table
 (accuracy, 95% t-interval over seeds, truncation share, asked-form share, completion
-length) and five held-out answers before and after, per learner.
+length) with the commits that made its runs (``run_commits``: a table of runs from several
+commits says so), and five held-out answers before and after, per learner.
 
     nice python benchmarks/text_learning.py --algos grpo magrpo softrankpo --seeds 0 1 2 --updates 16
 """
@@ -39,12 +42,11 @@ import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 import tyro
-from results import write_results
+from results import UNRECORDED, commits_of, provenance, write_results
 from scipy import stats
 
 from agents.base import Generation
@@ -128,11 +130,12 @@ def config_of(args: Args, algo: str, seed: int, run_dir: Path | None, group_size
     )
 
 
-def cached(path: Path, compute) -> Any:
-    """``compute()``, stored at ``path`` as JSON and read back from it later."""
+def cached(path: Path, compute) -> dict:
+    """``compute()``, a run's result, with its ``provenance`` (what made it), stored at
+    ``path`` as JSON and read back from it later."""
     if path.exists():
         return json.loads(path.read_text())
-    value = compute()
+    value = {**compute(), "provenance": provenance()}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(value, indent=2), encoding="utf-8")
     return value
@@ -300,6 +303,24 @@ def plot(runs: list[dict], before: float, baselines: dict[str, float], algos: tu
     write_figure(fig, path, bbox_inches="tight")
 
 
+def run_commits(base: dict, runs: list[dict], singles: list[dict], sc: dict | None, sc_name: str) -> dict[str, list[str]]:
+    """``{commit: [runs it made]}`` of the table's runs (``results.commits_of``); runs stored
+    before their provenance was recorded fall under ``unrecorded``."""
+    named = {"untrained": base, **{f"{r['algo']}-seed{r['seed']}": r for r in runs}}
+    named |= {f"single-seed{r['seed']}": r for r in singles}
+    named |= {sc_name: sc} if sc else {}
+    return commits_of({name: run.get("provenance") for name, run in named.items()})
+
+
+def commits_line(commits: dict[str, list[str]]) -> str:
+    """The table's caption line naming the code of its runs (:func:`run_commits`)."""
+    if len(commits) == 1:
+        (commit,) = commits
+        return "runs made with code of unrecorded commits" if commit == UNRECORDED else f"runs made at commit {commit}"
+    parts = "; ".join(f"{commit}: {', '.join(names)}" for commit, names in commits.items())
+    return f"runs made at {len(commits)} different commits, not one code: {parts}"
+
+
 def finished(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
@@ -325,7 +346,8 @@ def main(args: Args) -> None:
     if base is None:
         raise SystemExit(f"nothing finished in {out}")
     before = base["after"]["eval/correct"]
-    print(f"settings: {out}\n")
+    commits = run_commits(base, runs, singles, sc, f"self-consistency-k{args.sc_samples}")
+    print(f"settings: {out}\n{commits_line(commits)}\n")
     print("| team | runs | held-out accuracy, strict (95% CI) | vs (a) | cut at the budget | asked form | tokens/answer |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     print(row("(a) untrained pair", [base["after"]], None))
@@ -349,7 +371,8 @@ def main(args: Args) -> None:
                 print(f"- {old['problem']!r} (answer {old['answer']}):\n    before [{old['agent_0']['finish']}] {old['agent_0']['text']!r}\n"
                       f"    after  [{new['agent_0']['finish']}] {new['agent_0']['text']!r}")
     record = {
-        "args": dataclasses.asdict(args), "untrained": base, "runs": runs, "single": singles, "self_consistency": sc,
+        "args": dataclasses.asdict(args), "run_commits": commits, "untrained": base, "runs": runs, "single": singles,
+        "self_consistency": sc,
         "machine": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads",
         "date": time.strftime("%Y-%m-%d"),
     }

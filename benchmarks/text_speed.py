@@ -138,7 +138,7 @@ def our_config(args: Args, sampler: Sampler = "torch") -> TextGRPOConfig:
         min_new_tokens=args.new_tokens,
         temperature=1.0,
         learning_rate=1e-5,
-        batch_size=args.batch_size,
+        micro_batch_size=args.batch_size,
         kl_coef=0.0,
         sampler=sampler,
     )

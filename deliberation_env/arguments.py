@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from deliberation_env.tasks import Task, get
+from deliberation_env.tasks import Task, check_data, check_name, get
 from deliberation_env.tasks.base import with_scoring
 
 DEFAULT_TASK = "arithmetic"
@@ -39,12 +39,17 @@ def task_arguments(
     task: Any, task_kwargs: Mapping[str, Any] | None, path: str | None, difficulty: int | None
 ) -> dict[str, Any]:
     """The keyword arguments of a task given by name: ``task_kwargs`` plus ``path`` and
-    ``difficulty`` (the shortcuts of both env families' configs).
+    ``difficulty`` (the shortcuts of both env families' configs). The task's name and data
+    are checked first, then its arguments.
 
     Raises:
-        TypeError, ValueError: When an argument is given twice, ``difficulty`` is given for
-            a task other than arithmetic, or arguments are given with a Task instance.
+        TypeError, ValueError: When the task name is unknown (naming the closest), a task
+            that reads data is given no ``path``, an argument is given twice,
+            ``difficulty`` is given for a task other than arithmetic, or arguments are given
+            with a Task instance.
     """
+    if isinstance(task, str):
+        check_name(task)
     if task_kwargs is not None and not isinstance(task_kwargs, Mapping):
         raise TypeError(f"task_kwargs must be a dict or None, got {task_kwargs!r}")
     shortcuts = {k: v for k, v in (("path", path), ("difficulty", difficulty)) if v is not None}
@@ -60,11 +65,10 @@ def task_arguments(
             )
         if not isinstance(task, Task):
             raise TypeError(f"task must be a task name or a Task, got {type(task).__name__}")
-    elif "difficulty" in arguments and task != "arithmetic":
-        raise ValueError(
-            f"difficulty is an argument of task 'arithmetic' only, got task {task!r} "
-            "(leave difficulty unset: --difficulty None)"
-        )
+    else:
+        check_data(task, arguments)
+        if "difficulty" in arguments and task != "arithmetic":
+            raise ValueError(f"difficulty is an argument of task 'arithmetic' only, got task {task!r}: leave it unset")
     return arguments
 
 

@@ -1,77 +1,113 @@
-"""05: bring your own algorithm: REINFORCE on the env API alone, in under 80 lines.
+"""05: bring your own algorithm: REINFORCE on the env API, compared with the shipped learners.
 
-Nothing from ``algorithms/``: a linear-softmax meta-policy shared by all agents reads
-``obs[agent]["self"]`` and the peer rows, samples PERSIST / REFINE / CONCEDE every round
-through ``de.vector_env``, and follows the REINFORCE gradient of each agent's episode
-return with the batch mean as baseline. Run ``python examples/05_custom_learner.py --updates 3``.
-
-Runtime: about 15 s on 2 CPU cores (measured once, 2026-11-25, on a shared 2-core Xeon).
+A linear-softmax meta-policy shared by all agents reads ``obs[agent]["self"]`` and the peer
+rows, samples PERSIST / REFINE / CONCEDE every round of the ``de.vector_env`` it is given,
+and follows the REINFORCE gradient of each agent's episode return with the batch mean as
+baseline. To join a comparison a learner has the learner skeleton's parts
+(:class:`algorithms.core.learner.Learner`: ``train_step`` and the state of its checkpoints)
+and ``policy()``, the greedy policy (``name``, ``act``) that ``evaluate`` plays on held-out
+problems. ``compare(..., learners={"reinforce": Reinforce})`` then trains it beside SoftRankPO
+and GRPO on the same env, problems and budget, with the same table, intervals and figures; on
+the command line: ``deliberate compare --algos softrankpo grpo examples/05_custom_learner.py:Reinforce``.
+Run ``python examples/05_custom_learner.py --updates 3 --seeds 1`` for a quick check.
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import tyro
+from rich.console import Console
 
 import deliberation_env as de
+from algorithms.core.learner import Learner
+from algorithms.meta import GRPOConfig, SFTConfig, SoftRankPOConfig, TrainConfig
+from algorithms.meta.compare import CompareConfig, compare, compare_table
+
+
+class Reinforce(Learner):
+    """REINFORCE with the batch mean as baseline, built as the shipped learners are:
+    ``Reinforce(config, venv, warm_start)`` (a comparison gives it GRPO's config; it ignores
+    the SFT warm start, a network of another shape)."""
+
+    name = "reinforce"
+    headline = "rewards/team/mean"
+
+    def __init__(self, config: GRPOConfig, venv, warm_start=None):
+        self.config, self.venv, self.update = config, venv, 0
+        self.rng = np.random.default_rng(config.seed)
+        torch.manual_seed(config.seed)
+        size = len(de.SELF_FEATURES) + 2 * len(de.PEER_FEATURES)
+        self.linear = torch.nn.Linear(size, 3)  # one policy for all agents: PERSIST, REFINE, CONCEDE
+        self.optimizer = torch.optim.Adam(self.linear.parameters(), lr=0.05)
+
+    def logits(self, obs, agent):
+        """An agent's own features, then the mean and the max of its peer rows: any team size."""
+        own, peers = obs[agent]["self"], obs[agent]["peers"]
+        return self.linear(torch.as_tensor(np.concatenate([own, peers.mean(1), peers.max(1)], axis=1)))
+
+    def act(self, obs, infos):
+        """Greedy actions for a batch of envs (what ``evaluate`` calls)."""
+        with torch.no_grad():
+            return {agent: self.logits(obs, agent).argmax(-1).numpy() for agent in obs}
+
+    def policy(self):
+        """The greedy policy a comparison evaluates: this learner (it has ``name`` and ``act``)."""
+        return self
+
+    def train_step(self):
+        """Play one episode per env, then one gradient step; the update's metrics."""
+        venv, agents = self.venv, self.venv.possible_agents
+        obs, _ = venv.reset(options={"problem_index": self.rng.integers(len(venv.problems), size=venv.num_envs).tolist()})
+        logp, returns, done = torch.zeros(len(agents), venv.num_envs), np.zeros((len(agents), venv.num_envs)), False
+        while not done:
+            dists = {agent: torch.distributions.Categorical(logits=self.logits(obs, agent)) for agent in agents}
+            actions = {agent: dist.sample() for agent, dist in dists.items()}
+            logp = logp + torch.stack([dists[a].log_prob(actions[a]) for a in agents])
+            obs, rewards, terminations, _, infos = venv.step({a: actions[a].numpy() for a in agents})
+            returns += np.stack([rewards[agent] for agent in agents])
+            done = all(terminations[agent].all() for agent in agents)
+        advantages = torch.as_tensor(returns - returns.mean(), dtype=torch.float32)
+        loss = -(logp * advantages).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        self.update += 1
+        return {"rewards/team/mean": float(np.mean([info[agents[0]]["team_reward"] for info in infos]))}
+
+    def state_dict(self):
+        return {"algo": self.name, "config": self.settings(self.config), "linear": self.linear.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "rng": self.rng.bit_generator.state, "update": self.update}  # fmt: skip
+
+    def settings(self, config):
+        return dataclasses.asdict(config)
+
+    def restore(self, state):
+        self.linear.load_state_dict(state["linear"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.rng.bit_generator.state, self.update = state["rng"], state["update"]
 
 
 @dataclass
 class Args:
-    updates: int = 40
-    """Policy updates (each plays ``num_envs`` episodes)."""
-    num_envs: int = 64
-    """Episodes per update."""
-    learning_rate: float = 0.05
-    """Adam learning rate."""
-    seed: int = 0
-    """Seed of the problems, the policy and its sampling."""
+    updates: int = 20
+    """Updates per learner (each plays 64 episodes)."""
+    seeds: int = 2
+    """Seeds per learner."""
+    out_dir: str = ""
+    """Where the comparison's files go; ``""``: a new folder under ``runs/compare/``."""
 
 
-def features(obs: dict, agent: str) -> torch.Tensor:
-    """An agent's own features, then the mean and the max of its peer rows: any team size."""
-    own, peers = obs[agent]["self"], obs[agent]["peers"]
-    return torch.as_tensor(np.concatenate([own, peers.mean(1), peers.max(1)], axis=1))
-
-
-def main(args: Args) -> float:
-    torch.manual_seed(args.seed)
-    venv = de.vector_env(args.num_envs, task="arithmetic", team="simulated", max_rounds=3)
-    size = len(de.SELF_FEATURES) + 2 * len(de.PEER_FEATURES)
-    policy = torch.nn.Linear(size, venv.action_space(venv.agents[0]).n)  # one policy, all agents
-    optimizer = torch.optim.Adam(policy.parameters(), lr=args.learning_rate)
-    for update in range(args.updates):
-        obs, _ = venv.reset(seed=args.seed + update)
-        logps = {agent: [] for agent in venv.agents}
-        returns = {agent: np.zeros(args.num_envs) for agent in venv.agents}
-        done = False
-        while not done:
-            actions = {}
-            for agent in venv.agents:
-                dist = torch.distributions.Categorical(logits=policy(features(obs, agent)))
-                action = dist.sample()
-                logps[agent].append(dist.log_prob(action))
-                actions[agent] = action.numpy()
-            obs, rewards, terminations, _, infos = venv.step(actions)
-            for agent in venv.agents:
-                returns[agent] += rewards[agent]
-            done = all(terminations[agent].all() for agent in venv.agents)
-        episode_returns = torch.as_tensor(
-            np.stack([returns[a] for a in venv.agents]), dtype=torch.float32
-        )
-        advantages = episode_returns - episode_returns.mean()  # (n_agents, num_envs)
-        logp_sums = torch.stack([torch.stack(logps[a]).sum(0) for a in venv.agents])
-        loss = -(logp_sums * advantages).mean()
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        team = np.mean([env_infos[venv.agents[0]]["team_reward"] for env_infos in infos])
-        print(
-            f"update {update:3d}  mean return {episode_returns.mean():+.3f}  "
-            f"team accuracy {team:.3f}"
-        )
-    return float(team)
+def main(args: Args) -> dict:
+    batch = {"groups_per_update": 8, "group_size": 8}  # the same budget for every learner
+    train = TrainConfig(updates=args.updates, sft_updates=5, eval_every=max(1, args.updates // 4), eval_problems=100,
+                        softrankpo=SoftRankPOConfig(**batch), grpo=GRPOConfig(**batch), sft=SFTConfig(episodes_per_update=64))  # fmt: skip
+    cfg = CompareConfig(algos=("softrankpo", "grpo", "reinforce"), seeds=args.seeds, baselines=("independent", "oracle"),
+                        train=train, out_dir=args.out_dir)  # fmt: skip
+    summary = compare(cfg, learners={"reinforce": Reinforce})
+    Console().print(compare_table(summary, cfg))
+    return summary
 
 
 if __name__ == "__main__":

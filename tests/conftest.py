@@ -65,7 +65,8 @@ SLOW_WORDS = ("example", "tutorial", "attacks")
 # canonical solution through the sandbox, searches over whole episodes or a fine grid of
 # the sampler's uniforms, and runs of several updates with evaluations.
 SLOW_TESTS = frozenset(
-    {"test_a_gguf_model_fully_fine_tuned_saves_and_serves",
+    {"test_the_gpu_check_smoke_run_reports_every_figure_and_cpu_parity",
+     "test_a_gguf_model_fully_fine_tuned_saves_and_serves",
      "test_the_default_team_is_built_without_importing_llama_cpp",
      "test_the_cli_clears_a_cache_only_when_told_to",
      "test_processes_that_create_one_cache_file_at_once_all_open_it",

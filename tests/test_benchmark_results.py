@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from datetime import datetime
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,3 +64,26 @@ def test_outside_a_git_checkout_the_commit_is_none(results, tmp_path, monkeypatc
 def test_an_unknown_type_is_refused(results):
     with pytest.raises(TypeError, match="set is not JSON serializable"):
         results.write_results("bad", {"values": {1, 2}})
+
+
+def test_the_thread_settings_are_recorded(results, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+    document = json.loads(results.write_results("threads", {}).read_text())
+
+    assert document["threads"] == {
+        "torch": torch.get_num_threads(),
+        "omp_num_threads": "1",
+        "affinity": sorted(os.sched_getaffinity(0)) if sys.platform == "linux" else None,
+    }
+
+
+def test_runs_are_grouped_by_the_code_that_made_them(results):
+    commits = results.commits_of({
+        "a": {"commit": "f6ecbc6", "dirty": False},
+        "b": {"commit": "f6ecbc6", "dirty": True},
+        "c": {"commit": None, "dirty": None},
+        "d": None,
+    })
+
+    assert commits == {"f6ecbc6": ["a"], "f6ecbc6-dirty": ["b"], "unrecorded": ["c", "d"]}

@@ -62,3 +62,36 @@ def check_loggers(tensorboard: bool, wandb_project: str) -> None:
     ):
         if asked and importlib.util.find_spec(module) is None:
             raise ImportError(f"{flag} needs the {extra!r} extra: pip install 'deliberation-env[{extra}]'")
+
+
+RESOLVED_FIELDS = ("resolved_device", "resolved_dtype")
+"""What ``config.json`` records beside a run's ``device`` and ``dtype`` names: what they gave
+on the machine that ran it (a resumed run may move; the learners check the dtype against
+the checkpoint's)."""
+
+
+def resolved_placement(device: str, dtype: str) -> dict[str, str]:
+    """Before a run writes anything: the device and dtype that ``--device`` and ``--dtype``
+    give here (:func:`agents.devices.resolve`), under :data:`RESOLVED_FIELDS`.
+
+    Raises:
+        ValueError: Naming ``--device``, when this machine lacks the device it asks for.
+    """
+    from agents.devices import dtype_name, resolve, unavailable
+
+    why = unavailable(device)
+    if why:
+        raise ValueError(f"--device {device}: {why}: use --device cpu, or --device auto (CUDA where present)")
+    resolved_device, resolved_dtype = resolve(device, dtype)
+    return dict(zip(RESOLVED_FIELDS, (str(resolved_device), dtype_name(resolved_dtype)), strict=True))
+
+
+def quiet_libraries(progress: bool) -> None:
+    """Without ``progress`` (``--no-progress``): no progress bars of transformers and the
+    Hugging Face hub either (downloads, "Writing model shards")."""
+    if not progress:
+        import huggingface_hub.utils
+        import transformers.utils.logging
+
+        transformers.utils.logging.disable_progress_bar()
+        huggingface_hub.utils.disable_progress_bars()

@@ -165,8 +165,6 @@ def run_meta(cfg: RunMeta) -> dict[str, Any]:
 
     started = time.perf_counter()
     args = cfg.env
-    if isinstance(args.task, str):
-        check_choice("--task", args.task, de.tasks.names())
     task = build_task(args)  # loaded once (before any model): it sizes the vector env and is handed to it
     n_problems = problem_count(cfg.n_problems, len(task.problems(args.split)), args.split, "--n-problems")
     team = build_team(args)  # the built members hold the sampling settings of their specs already
@@ -198,7 +196,7 @@ def run_meta(cfg: RunMeta) -> dict[str, Any]:
         **record_header(cfg, elapsed),
         "model_id": model_ids[0] if len(model_ids) == 1 else [solver.model_id for solver in team],
         "team_kind": kind,
-        "env": "deliberation-v0",
+        "env": "deliberation-v1",
         "results": [r.summary() for r in results],
         "compute_matched": [r.summary() for r in matched],
         "figures": [str(f) for f in figures],
@@ -222,6 +220,7 @@ def run_text(cfg: RunText, backend: Backend | None = None) -> dict[str, Any]:
     from agents import SMOLLM2_TEMPERATURE
     from agents.specs import backend_from_spec
     from algorithms.text import eval as text_eval
+    from algorithms.text.plots import reward_parts
     from deliberation_env.text import CodingProtocol
 
     started = time.perf_counter()
@@ -238,11 +237,11 @@ def run_text(cfg: RunText, backend: Backend | None = None) -> dict[str, Any]:
     folder = cfg.folder()
     folder.mkdir(parents=True, exist_ok=True)
     title = f"helper + main, 2 x {backend.model_id} on {cfg.task}"
-    figure = text_eval.plot_reward_parts(summaries, folder / "reward_parts.png", title)
+    figure = reward_parts(summaries, folder / "reward_parts.png", title)
     record = {
         **record_header(cfg, elapsed),
         "model_id": backend.model_id,
-        "env": "text-deliberation-v0",
+        "env": "text-deliberation-v1",
         "protocol": "coding",
         "results": summaries,
         "figures": [str(figure)],

@@ -10,6 +10,12 @@ Every run writes to a folder of its own, ``runs/train/<family>-<algo>-seed<seed>
 unless ``--run-dir`` names one; a folder that holds a run is continued only with
 ``--resume``, and only with the settings it was started with
 (:mod:`algorithms.core.run_dirs`), checked before anything is written.
+
+``train text`` runs unchanged under ``torchrun`` (``torchrun --nproc-per-node 8 -m
+algorithms.cli train text ...``): the processes train data-parallel
+(:mod:`algorithms.core.data_parallel`), rank 0 alone names and writes the folder and
+prints. Under ``torchrun --max-restarts K`` (which needs ``--run-dir``), restarted workers
+continue the run from its last checkpoint, as ``--resume`` would.
 """
 
 from __future__ import annotations
@@ -22,9 +28,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import tyro
 
-import deliberation_env as de
-from algorithms.commands.common import check_choice, check_loggers, console, wrote_folder
-from algorithms.core.run_dirs import CONFIG, holds_run, new_run_dir, open_run_dir
+from algorithms.commands.common import (
+    RESOLVED_FIELDS,
+    check_loggers,
+    console,
+    quiet_libraries,
+    resolved_placement,
+    wrote_folder,
+)
+from algorithms.core.run_dirs import CONFIG, failed_start, holds_run, new_run_dir, open_run_dir
 from algorithms.meta.config import TrainConfig
 from algorithms.text.config import (
     TEXT_CONFIGS,
@@ -62,10 +74,15 @@ class TextTrain:
     number of updates, evaluation and logging)."""
 
 
-def check_run_dir_for(resume: bool, run_dir: str) -> None:
+def check_run_dir_for(resume: bool, run_dir: str | None) -> None:
     """``--resume`` names a folder that holds a run (a ValueError saying what is missing)."""
     if resume and not run_dir:
         raise ValueError("--resume continues the run in --run-dir: give its folder")
+    if resume and failed_start(Path(run_dir)):
+        raise ValueError(
+            f"--resume: {run_dir} holds only the {CONFIG} of a start that failed, no run to continue: "
+            "leave --resume out (the folder is reused)"
+        )
     if resume and not holds_run(Path(run_dir)):
         raise ValueError(f"--resume: {run_dir} holds no run to continue (no {CONFIG}, checkpoint or metrics)")
 
@@ -76,8 +93,6 @@ def train_meta(cfg: TrainConfig) -> dict[str, float]:
     final held-out metrics."""
     from algorithms.meta.train import train
 
-    if isinstance(cfg.env.task, str):
-        check_choice("--task", cfg.env.task, de.tasks.names())
     check_loggers(cfg.tensorboard, cfg.wandb_project)
     check_run_dir_for(cfg.resume, cfg.run_dir)
     if not cfg.run_dir:
@@ -135,23 +150,50 @@ def train_text(cfg: TextTrain) -> dict[str, Any]:
 
     config = cfg.learner
     algo = TEXT_ALGOS[type(config)]
+    quiet_libraries(config.run.progress)
     check_loggers(config.run.tensorboard, config.run.wandb_project)
-    check_run_dir_for(cfg.resume, config.run.run_dir)
-    if not config.run.run_dir:
-        run_dir = str(new_run_dir("train", "text", f"{algo}-seed{config.seed}"))
-        config = dataclasses.replace(config, run=dataclasses.replace(config.run, run_dir=run_dir))
-    open_run_dir(config.run.run_dir, {"algo": algo, **config_record(config)}, cfg.resume, TextLearnerConfig.RUN_FIELDS)
-    started = time.perf_counter()
-    result = text_learners.train(config)
-    final = result.history[-1] if result.history else {}
-    if result.history:
-        from algorithms.text.plots import learning_curves
+    resume = cfg.resume or restarted_run(config.run.run_dir)
+    check_run_dir_for(resume, config.run.run_dir)
+    placement = resolved_placement(config.device, config.dtype)
+    from algorithms.core import data_parallel  # torch: imported when a run starts, not for --help
 
-        title = f"{algo}, {config.env.task}, seed {config.seed}: joint reward per update"
-        learning_curves({algo: [result.history]}, Path(config.run.run_dir) / TEXT_CURVES_FILE, title)
-    console.print(text_train_table(type(result.learner).__name__, final, result.before, result.after))
-    wrote_folder(Path(config.run.run_dir), time.perf_counter() - started)
+    with data_parallel.process_group(config.device) as ranks:
+        if config.run.run_dir is None:  # --run-dir "" names no folder
+            run_dir = str(new_run_dir("train", "text", f"{algo}-seed{config.seed}")) if ranks.writes else ""
+            config = dataclasses.replace(config, run=dataclasses.replace(config.run, run_dir=data_parallel.broadcast_object(run_dir)))
+        if ranks.writes and config.run.run_dir:
+            record = {"algo": algo, **config_record(config), **placement}
+            open_run_dir(config.run.run_dir, record, resume, (*TextLearnerConfig.RUN_FIELDS, *RESOLVED_FIELDS))
+        data_parallel.barrier()  # the others start once rank 0 has checked and recorded the folder
+        started = time.perf_counter()
+        result = text_learners.train(config)
+    final = result.history[-1] if result.history else {}
+    if ranks.writes:  # rank 0 alone draws, prints and writes
+        if result.history and config.run.run_dir:
+            from algorithms.text.plots import learning_curves
+
+            title = f"{algo}, {config.env.task}, seed {config.seed}: joint reward per update"
+            learning_curves({algo: [result.history]}, Path(config.run.run_dir) / TEXT_CURVES_FILE, title)
+        console.print(text_train_table(type(result.learner).__name__, final, result.before, result.after))
+        if config.run.run_dir:
+            wrote_folder(Path(config.run.run_dir), time.perf_counter() - started)
     return {**final, **{f"after/{k}": v for k, v in result.after.items()}}
+
+
+def restarted_run(run_dir: str | None) -> bool:
+    """Whether this process is a worker ``torchrun`` restarted (``--max-restarts``) after one
+    failed, with ``run_dir`` holding the run: it then continues the run from its last
+    checkpoint, as with ``--resume`` (the same settings are checked).
+
+    Raises:
+        ValueError: Under ``torchrun --max-restarts`` > 0 without ``--run-dir`` (a restarted
+            worker would start over in a new folder).
+    """
+    from algorithms.core import data_parallel
+
+    if data_parallel.may_restart() and not run_dir:
+        raise ValueError("torchrun --max-restarts continues a failed run from its folder: give --run-dir")
+    return data_parallel.restarted() and holds_run(Path(run_dir))
 
 
 def text_train_table(title: str, final: dict[str, float], before: dict[str, float], after: dict[str, float]) -> Table:

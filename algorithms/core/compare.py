@@ -1,27 +1,151 @@
-"""The compare harness of both families: learners x seeds, confidence intervals, table, CSV.
+"""The compare harness of both families: learners x seeds, confidence intervals, table, files.
 
 A comparison runs every learner for every seed on the same settings (:func:`run_grid`,
 with a per-seed setup such as a shared warm start where the family needs one)
 and reports, per learner, the mean of each final metric with the half-width of its 95%
 Student-t confidence interval over seeds (:func:`mean_ci`, :func:`summarize_runs`), as a
-table (:func:`summary_table`) and as files (:func:`write_csv`). The meta family's
-comparison (:mod:`algorithms.meta.compare`) adds warm starts, reward scales, baselines
-and learning-curve plots; the text family's is ``deliberate compare text`` (:mod:`algorithms.commands.compare`).
+table (:func:`summary_table`) and as the files every comparison writes (:func:`write_results`):
+
+=========================  ============================================================
+file                       content
+=========================  ============================================================
+``compare.csv``            the final metrics of every run (and baseline), one row each
+``curves.csv``             every run's logged records (its ``metrics.jsonl``), tagged
+``compare.json``           the config, env id, version, date, the summary (mean and 95%
+                           CI over seeds per learner) and the runs' rows
+``learning_curves.png``    the learners' curves over training, 95% bands over seeds
+``final_accuracy.png``     each learner's final accuracy with its 95% CI
+=========================  ============================================================
+
+Each family's driver is its package's ``compare(cfg, learners=None)``
+(:mod:`algorithms.meta.compare`: warm starts, reward scales, baselines and two more figures;
+:mod:`algorithms.text.compare`), and ``deliberate compare [meta|text]`` calls it.
+
+**A learner of one's own** joins a comparison beside the shipped ones: name it in ``algos``
+and give ``learners={"mine": Mine}`` (a name and its learner factory, e.g. the class), or,
+on the command line only, give its import path in ``--algos`` (``./mine.py:Mine`` or
+``my_package.module:Mine``; named ``Mine`` in the table). A config file's ``algos`` names
+shipped learners only: importing a path would run code while a file is read
+(:class:`~deliberation_env.text.config.ImportsCode`). A factory is called as the family's
+shipped learner classes are, with the config the family's GRPO gets (see each driver), and
+returns a learner that :func:`algorithms.core.run.run` drives (``name``, ``update``,
+``episodes``, ``train_step``, ``save``, ``load``) and the family's evaluation plays.
 
 >>> mean_ci([1.0, 1.0])
 {'mean': 1.0, 'ci95': 0.0, 'n': 2}
+>>> learner_label("./mine.py:Mine"), learner_label("grpo")
+('Mine', 'grpo')
 """
 
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from rich.table import Table
 from scipy import stats
+
+import deliberation_env as de
+from deliberation_env.text.config import ImportsCode, import_attribute, is_import_path
+
+RESULTS_CSV = "compare.csv"
+"""The final metrics of every run (and baseline) of a comparison, one row each."""
+CURVES_CSV = "curves.csv"
+"""Every logged record of every run of a comparison, tagged with its learner and seed."""
+RESULTS_JSON = "compare.json"
+"""A comparison's record: config, env id, version, date, summary and runs."""
+CURVES_FIGURE = "learning_curves.png"
+"""The learners' curves over training (both families)."""
+FINAL_FIGURE = "final_accuracy.png"
+"""Each learner's final accuracy with its 95% CI (both families)."""
+LearnerFactory = Callable[..., Any]
+"""Builds a learner of one's own, called as the family's shipped learner classes are."""
+
+
+def algo_names(shipped: Sequence[str]) -> Any:
+    """The type of a comparison's ``algos``: names, each a shipped learner's (``shipped``),
+    a key of the driver's ``learners``, or an import path given on the command line
+    (:class:`~deliberation_env.text.config.ImportsCode`: a config file may not give one)."""
+    return tuple[Annotated[str, ImportsCode("--algos", tuple(shipped))], ...]
+
+
+def learner_label(algo: str) -> str:
+    """The name of ``algo`` in tables, files and folders: an import path's attribute, else itself."""
+    return algo.rpartition(":")[2]
+
+
+def check_algos(algos: Sequence[str]) -> None:
+    """Refuse an empty list, or two learners of one name (``--algos``).
+
+    Raises:
+        ValueError: Naming the fix.
+    """
+    labels = [learner_label(algo) for algo in algos]
+    if not algos:
+        raise ValueError("--algos must name at least one learner")
+    twice = sorted({label for label in labels if labels.count(label) > 1})
+    if twice:
+        raise ValueError(f"--algos names {', '.join(twice)} twice: give each learner once (by name or import path)")
+
+
+def user_learners(
+    algos: Sequence[str], shipped: Sequence[str], learners: Mapping[str, LearnerFactory] | None
+) -> dict[str, LearnerFactory]:
+    """The factories of the learners of one's own in ``algos``, by :func:`learner_label`:
+    each given in ``learners`` or by import path (imported here, which runs its module).
+
+    Raises:
+        ValueError: On a name that is neither shipped, nor in ``learners``, nor an import
+            path, or an import path that does not import.
+        TypeError: On a factory that cannot be called.
+    """
+    learners = dict(learners or {})
+    clash = sorted(set(learners) & set(shipped))
+    if clash:
+        raise ValueError(f"learners= names {', '.join(clash)}, a shipped learner: give yours another name")
+    found = {}
+    for algo in algos:
+        if algo in shipped:
+            continue
+        if algo in learners:
+            factory = learners[algo]
+        elif is_import_path(algo):
+            factory = import_attribute(algo, "learner")
+        else:
+            raise ValueError(
+                f"--algos {algo!r} is not one of {', '.join(shipped)}: a learner of your own is given by import "
+                f"path on the command line (--algos ./mine.py:Mine) or, from Python, in learners={{{algo!r}: Mine}}"
+            )
+        if not callable(factory):
+            raise TypeError(f"learner {algo!r} is a {type(factory).__name__}, not a class or function that builds one")
+        found[learner_label(algo)] = factory
+    return found
+
+
+def write_results(
+    out_dir: Path,
+    record: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    curves: Sequence[Mapping[str, Any]],
+) -> list[Path]:
+    """Write a comparison's :data:`RESULTS_CSV` (``rows``), :data:`CURVES_CSV` (``curves``)
+    and :data:`RESULTS_JSON` (``record`` with the env's package version, the date and
+    ``rows`` as ``runs``) into ``out_dir``; their paths."""
+    full = {
+        **record,
+        "deliberation_env_version": de.__version__,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "runs": list(rows),
+    }
+    write_csv(out_dir / RESULTS_CSV, list(rows))
+    write_csv(out_dir / CURVES_CSV, list(curves))
+    (out_dir / RESULTS_JSON).write_text(json.dumps(full, indent=2, default=str), encoding="utf-8")
+    return [out_dir / RESULTS_CSV, out_dir / CURVES_CSV, out_dir / RESULTS_JSON]
 
 
 def mean_ci(values: list[float]) -> dict[str, float]:

@@ -1,16 +1,16 @@
 """Config files for ``deliberate run|train|compare --config FILE`` (YAML or JSON).
 
-A file holds ``command`` (the subcommand it is for) and any fields of that subcommand's
-config, nested as the dataclasses nest (``env_args`` of ``run``, ``env`` of ``train``,
-``train.env`` of ``compare``, ``env`` and ``run`` of ``train text``, ``learner.env`` of
-``compare text``). Its values become the defaults; flags on the command line still
+A file holds any fields of the config of the subcommand it is given to, nested as the
+dataclasses nest (``env_args`` of ``run``, ``env`` of ``train``, ``train.env`` of
+``compare``, ``env`` and ``run`` of ``train text``, ``learner.env`` of ``compare text``),
+and optionally ``command``, the subcommand it is for (a file for another is refused,
+:func:`algorithms.cli.read_config_file`). Its values become the defaults; flags on the command line still
 override them. Every value is checked against its field's annotation (an ``int`` where a
 float is asked for is a float; ``true`` is not an int; a list is a tuple where a tuple is
 asked for) and then goes through the dataclasses' own checks, so a loaded config is a
-validated one. A config class with a ``nested_fields(mapping)`` class method first
-rewrites its mapping with it (a text learner's config nests the flat env and run fields
-of release 0.1 under ``env`` and ``run``, with a ``DeprecationWarning``). A file is data
-only and is read with bounded work: it is at most :data:`MAX_BYTES` long, nests at most
+validated one. An unknown key that names a field of a nested part is refused with
+the nested spelling (``task:`` in a text learner's file: write it under ``env:``). A file
+is data only and is read with bounded work: it is at most :data:`MAX_BYTES` long, nests at most
 :data:`MAX_DEPTH` levels and has no YAML anchors or aliases (a few hundred bytes of nested
 aliases expand to billions of values), no merge keys and no key twice. Reading a file
 runs no code: a field marked :class:`~deliberation_env.text.config.ImportsCode` (the text
@@ -153,12 +153,14 @@ def build(cls: type, data: dict[str, Any], where: str, base: Any = None) -> Any:
 def _build(cls: type, data: Mapping[Any, Any], where: str, prefix: str, base: Any) -> Any:
     """:func:`build` of the fields under ``prefix`` (``"train.env."``)."""
     base = cls() if base is None else base
-    data = _nested(cls, data, where, prefix)
     fields = {field.name for field in dataclasses.fields(cls)}
     unknown = sorted(str(key) for key in data if key not in fields)
     if unknown:
         context = f"{prefix.rstrip('.')}: " if prefix else ""
-        raise ValueError(f"config file {where}: {context}unknown {cls.__name__} fields {unknown}; known: {sorted(fields)}")
+        raise ValueError(
+            f"config file {where}: {context}unknown {cls.__name__} fields {unknown}{_nested_homes(cls, unknown, prefix)}; "
+            f"known: {sorted(fields)}"
+        )
     hints = typing.get_type_hints(cls, include_extras=True)
     values = {name: _checked(hints[name], value, where, prefix + name, getattr(base, name)) for name, value in data.items()}
     try:
@@ -168,17 +170,18 @@ def _build(cls: type, data: Mapping[Any, Any], where: str, prefix: str, base: An
         raise ValueError(f"config file {where}: {context}{error}") from error
 
 
-def _nested(cls: type, data: Mapping[Any, Any], where: str, prefix: str) -> Mapping[Any, Any]:
-    """``data`` as ``cls.nested_fields`` rewrites it (the flat fields of an older layout), if
-    ``cls`` has that class method."""
-    nested_fields = getattr(cls, "nested_fields", None)
-    if nested_fields is None:
-        return data
-    try:
-        return nested_fields(data)
-    except ValueError as error:
-        context = f"{prefix.rstrip('.')}: " if prefix else ""
-        raise ValueError(f"config file {where}: {context}{error}") from error
+def _nested_homes(cls: type, names: list[str], prefix: str) -> str:
+    """A hint for the unknown keys ``names`` of ``cls`` that are fields of one of its nested
+    parts: ``"; write them nested: env.task, run.updates"``, or ``""`` when none is."""
+    hints = typing.get_type_hints(cls)
+    parts = {field.name: hints[field.name] for field in dataclasses.fields(cls) if dataclasses.is_dataclass(hints[field.name])}
+    homes = [
+        f"{prefix}{part}.{name}"
+        for part, kind in parts.items()
+        for name in names
+        if name in {inner.name for inner in dataclasses.fields(kind)}
+    ]
+    return f"; write them nested: {', '.join(sorted(homes))}" if homes else ""
 
 
 class _Mismatch(Exception):

@@ -10,6 +10,7 @@ pyplot's global state.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,3 +97,31 @@ def write_figure(figure: Figure, path: str | Path, **kwargs: Any) -> Path:
     """Write ``figure`` to ``path`` at 120 dpi (``kwargs``: ``savefig``'s) and return the path."""
     figure.savefig(path, **{"dpi": 120, **kwargs})
     return Path(path)
+
+
+def final_bars(
+    groups: Mapping[str, Sequence[float]],
+    learners: Collection[str],
+    ylabel: str,
+    title: str,
+    limits: tuple[float, float] | None = SHARE,
+) -> Figure:
+    """A comparison's final accuracy per learner and baseline (``groups``: name -> its values
+    over seeds): bars (``learners`` coloured, the rest grey) labelled with their value, 95%
+    CIs clipped to ``limits`` (an accuracy's [0, 1]; None: a reward's, not clipped), and a y
+    axis fitted around the intervals (not from 0, which flattens 0.945 against 0.963)."""
+    names = list(groups)
+    bands = [band(np.array(groups[name]), limits) for name in names]
+    means = np.array([b.mean for b in bands])
+    errors = np.stack([b.errors() for b in bands], axis=1)
+    figure = new_figure(figsize=(1.0 * len(names) + 2, 4))
+    ax = figure.subplots()
+    ax.bar(names, means, yerr=errors, color=["C0" if name in learners else "C7" for name in names], capsize=4)
+    for x, (mean, top) in enumerate(zip(means, means + errors[1], strict=True)):
+        ax.annotate(f"{mean:.3f}", (x, top), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=8)
+    low, high = fitted_range([means - errors[0], means + errors[1]], limits=limits)
+    ax.set(ylabel=ylabel, title=title, ylim=(low, high + 0.1 * (high - low)))  # room for the labels
+    ax.tick_params(axis="x", rotation=30)
+    ax.grid(alpha=0.3, axis="y")
+    figure.tight_layout()
+    return figure

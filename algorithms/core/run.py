@@ -7,7 +7,8 @@ checkpoints and resume.
 
 - **Resume.** With ``run_dir`` holding ``checkpoint.safetensors`` (and ``resume``), the
   learner continues from it; metric lines logged after it (a run killed between two
-  checkpoints) are dropped, so a resumed run repeats no update and no log line.
+  checkpoints) are dropped, so a resumed run repeats no update and no log line (one
+  resumed before its first checkpoint starts over, its earlier lines dropped).
 - **Metrics.** One JSON line per update in ``run_dir/metrics.jsonl``
   (:class:`~algorithms.core.metrics.MetricLogger`; TensorBoard and Weights & Biases if asked).
 - **Evaluation.** ``evaluate()``, if given, runs every ``eval_every`` updates and after the
@@ -15,6 +16,10 @@ checkpoints and resume.
   logs it before the first update, as step 0.
 - **Checkpoints.** Every ``checkpoint_every`` updates and after the last one (0: after the
   last one only), written atomically.
+- **Several processes** (``torchrun``, :mod:`algorithms.core.data_parallel`): rank 0 alone
+  writes the metrics and checkpoints and shows the bar; every rank resumes from the
+  checkpoint (so on several nodes ``run_dir`` must be a folder every node sees) and calls
+  ``evaluate`` at the same updates (a learner's evaluation may share its problems among them).
 
 Held-out evaluations of both families play their problems a vector env at a time
 (:func:`padded_batches`).
@@ -30,6 +35,7 @@ from typing import Any, Protocol
 
 from tqdm.auto import tqdm
 
+from algorithms.core import data_parallel
 from algorithms.core.checkpoints import CHECKPOINT, resume_checkpoint
 from algorithms.core.metrics import METRICS, MetricLogger, read_metrics
 
@@ -114,17 +120,19 @@ def run(
     Returns:
         A :class:`RunResult`.
     """
-    logger = _open(learner, config, settings)
+    ranks = data_parallel.current()
+    logger = _open(learner, config, settings, ranks)
     evaluation: dict[str, float] = {}
-    if logger is not None and evaluate is not None and config.evaluate_first and learner.update == 0:
+    if config.run_dir and evaluate is not None and config.evaluate_first and learner.update == 0:
         evaluation = evaluate()
-        logger.log(0, 0, evaluation)
+        if logger is not None:
+            logger.log(0, 0, evaluation)
     history = []
     bar = tqdm(
         total=config.updates,
         initial=min(learner.update, config.updates),
         desc=config.label or learner.name,
-        disable=not config.progress,
+        disable=not (config.progress and ranks.writes),
         leave=False,
     )
     while learner.update < config.updates:
@@ -145,18 +153,37 @@ def run(
         logger.close()
         if evaluate is not None and not evaluation:  # a finished run resumed: its last evaluation is logged
             evaluation = _last_evaluation(logger.path)
+    if config.run_dir and evaluate is not None:
+        evaluation = data_parallel.broadcast_object(evaluation)  # rank 0 read the log
     return RunResult(history, evaluation)
 
 
-def _open(learner: Runnable, config: RunConfig, settings: dict[str, Any] | None) -> MetricLogger | None:
-    """Resume ``learner`` from ``config.run_dir`` and open its metric log (None without a run_dir)."""
+def _open(
+    learner: Runnable, config: RunConfig, settings: dict[str, Any] | None, ranks: data_parallel.Ranks
+) -> MetricLogger | None:
+    """Resume ``learner`` from ``config.run_dir`` and open its metric log (None without a
+    run_dir, and on every rank but 0).
+
+    Raises:
+        ValueError: When the ranks resumed from different updates (a run folder that not
+            every node sees).
+    """
     if not config.run_dir:
         return None
     folder = Path(config.run_dir)
     checkpoint = resume_checkpoint(folder) if config.resume else None  # refuses a pickled checkpoint.pt
     if checkpoint is not None:
         learner.load(checkpoint)
-        _keep_metrics_until(folder / METRICS, learner.update)
+    updates = data_parallel.all_gather_objects(learner.update)
+    if len(set(updates)) > 1:
+        raise ValueError(
+            f"the processes resumed {folder} at updates {updates} (by rank): on several nodes, "
+            "--run-dir must be a folder that every node sees (a shared file system)"
+        )
+    if not ranks.writes:
+        return None
+    if config.resume:  # without a checkpoint the run starts over: its earlier lines go
+        _keep_metrics_until(folder / METRICS, learner.update if checkpoint is not None else -1)
     return MetricLogger(folder, config.tensorboard, config.wandb_project, config=settings)
 
 
@@ -166,7 +193,8 @@ def _every(update: int, interval: int) -> bool:
 
 
 def _keep_metrics_until(path: Path, update: int) -> None:
-    """Drop the lines of ``path`` logged after ``update`` (a run killed after its checkpoint)."""
+    """Drop the lines of ``path`` logged after ``update`` (a run killed after its checkpoint;
+    -1: all of them, a run killed before its first checkpoint starts over)."""
     if path.exists():
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
         path.write_text("".join(line for line in lines if json.loads(line)["step"] <= update), encoding="utf-8")

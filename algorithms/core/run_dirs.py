@@ -5,12 +5,15 @@ and a run continues an earlier one only when asked.
 - :func:`open_run_dir` checks a folder before anything is written to it: without
   ``resume`` it refuses one that holds a run; with ``resume`` it refuses one whose
   recorded settings differ from this run's (but for those a resumed run may change, such
-  as the number of updates). Then it records the settings in ``config.json``.
+  as the number of updates). Then it records the settings in ``config.json``. A folder
+  that holds nothing but a ``config.json`` is a start that failed before its first update
+  (as release 0.1 left one): a new run reuses it, and says so.
 
 >>> import tempfile
 >>> folder = Path(tempfile.mkdtemp()) / "run"
 >>> open_run_dir(folder, {"algo": "grpo", "updates": 2}, resume=False).name
 'run'
+>>> (folder / "metrics.jsonl").touch()  # the run's first update
 >>> open_run_dir(folder, {"algo": "sft", "updates": 4}, resume=True, may_change=("updates",))  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -21,6 +24,7 @@ resume with its settings, or start a new run (without --resume, in another folde
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Collection, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -51,8 +55,15 @@ def new_run_dir(command: str, family: str, name: str, root: str | Path = "runs")
 
 
 def holds_run(folder: Path) -> bool:
-    """Whether ``folder`` holds a run (its config, a checkpoint or metrics)."""
-    return any((folder / name).exists() for name in RUN_FILES)
+    """Whether ``folder`` holds a run: a checkpoint or metrics, or a config beside other
+    files (a comparison's runs); a config alone is a start that failed (:func:`failed_start`)."""
+    return any((folder / name).exists() for name in RUN_FILES) and not failed_start(folder)
+
+
+def failed_start(folder: Path) -> bool:
+    """Whether ``folder`` holds nothing but a ``config.json``: a run that failed before
+    its first update, which a new run may reuse."""
+    return folder.is_dir() and [path.name for path in folder.iterdir()] == [CONFIG]
 
 
 def open_run_dir(
@@ -72,16 +83,19 @@ def open_run_dir(
 
     Raises:
         ValueError: Before anything is written, when ``folder`` holds a run and ``resume``
-            is False, or holds a run recorded with other settings and ``resume`` is True.
+            is False, or holds a run recorded with other settings and ``resume`` is True
+            (a start that failed is neither: its folder is reused, with a warning).
     """
     folder = Path(folder)
+    if failed_start(folder):
+        warnings.warn(f"{folder} holds only the {CONFIG} of a start that failed: reusing it", stacklevel=2)
     if holds_run(folder) and not resume:
         raise ValueError(
             f"{folder} holds a run already: add --resume to continue it, or leave --run-dir out "
             "to start a new run in a folder of its own"
         )
     recorded = folder / CONFIG
-    if resume and recorded.exists():
+    if resume and holds_run(folder) and recorded.exists():
         differences = changed_settings(json.loads(recorded.read_text(encoding="utf-8")), settings, may_change)
         if differences:
             raise ValueError(

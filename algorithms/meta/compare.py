@@ -1,63 +1,105 @@
-"""Optimizer comparisons: same env, same problems, same budget (``deliberate compare``).
+"""Optimizer comparisons of the meta family: same env, same problems, same budget
+(``deliberate compare meta``).
 
-``compare(CompareConfig(...))`` runs ``train`` for every algorithm x seed x reward scale
-with the same env, problems, warm start and budget (the shared loop of both families,
-:func:`~algorithms.core.compare.run_grid`, seed by seed after each seed's SFT warm start), evaluates the baselines of
-:mod:`algorithms.meta.baselines` on the same held-out problems, and writes to ``out_dir``:
+``compare(CompareConfig(...), learners=None)`` runs ``train`` for every algorithm x seed x
+reward scale with the same env, problems, warm start and budget (the shared loop of both
+families, :func:`~algorithms.core.compare.run_grid`, seed by seed after each seed's SFT warm
+start), evaluates the baselines of :mod:`algorithms.meta.baselines` on the same held-out
+problems, and writes to ``out_dir`` the files of every comparison
+(:mod:`algorithms.core.compare`: ``compare.csv`` with the final held-out metrics per run,
+then per baseline; ``curves.csv``; ``compare.json`` whose ``summary`` holds the mean and 95%
+CI over seeds per ``algo@reward scale`` and baseline and the share of the
+best-heuristic-to-oracle gap each learner closes; ``learning_curves.png``: held-out
+consensus accuracy vs training episodes; ``final_accuracy.png``) and two more figures:
+``action_shares.png`` (PERSIST / REFINE / CONCEDE shares over training) and
+``reward_scale.png`` (final accuracy vs reward scale, the ablation).
 
-=========================  ============================================================
-file                       content
-=========================  ============================================================
-``curves.csv``             one row per (reward scale, algorithm, seed, evaluation)
-``final.csv``              final held-out metrics per run, then per baseline
-``summary.json``           mean and 95% CI over seeds per (reward scale, algorithm), the
-                           baselines, and the share of the best-heuristic-to-oracle gap
-                           each learner closes
-``learning_curves.png``    held-out consensus accuracy vs training episodes, 95% bands
-``final_accuracy.png``     final held-out accuracy per algorithm with 95% CIs
-``action_shares.png``      PERSIST / REFINE / CONCEDE shares over training
-``reward_scale.png``       final accuracy vs reward scale per algorithm (the ablation)
-=========================  ============================================================
+A learner of one's own (``learners={"mine": Mine}``, or an import path in ``algos``) is
+built as the shipped ones are, ``Mine(config, venv, warm_start=network)``: ``config`` is
+the run's :class:`~algorithms.meta.config.GRPOConfig` (``train.grpo`` with the run's seed and
+pools), ``venv`` a ``de.vector_env`` of ``config.num_envs`` envs (the budget every learner
+gets), ``warm_start`` the seed's SFT network or None. Besides what the run loop drives,
+it has ``policy()``: the greedy :class:`~algorithms.meta.policy.Policy` (``name``,
+``act(obs, infos)``) that :func:`~algorithms.meta.evaluate.evaluate` plays
+(``examples/05_custom_learner.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
 from tqdm.auto import tqdm
 
 from algorithms.core.checkpoints import CHECKPOINT
-from algorithms.core.compare import run_grid, summarize_runs, write_csv
+from algorithms.core.compare import (
+    LearnerFactory,
+    learner_label,
+    mean_and_interval,
+    run_grid,
+    summarize_runs,
+    user_learners,
+    write_results,
+)
 from algorithms.core.metrics import read_metrics
 from algorithms.core.run_dirs import new_run_dir, open_run_dir
 from algorithms.meta import baselines, plots
-from algorithms.meta.config import COMPARE_RESUMABLE, CompareConfig
+from algorithms.meta.config import ALGOS, COMPARE_RESUMABLE, CompareConfig
 from algorithms.meta.train import EVAL_BATCH, held_out, train
 from deliberation_env.factory import vector_env_from
 
 
-def compare(cfg: CompareConfig) -> dict[str, Any]:
-    """Run the comparison, write its files (see the module docstring) and return the summary."""
+def compare(cfg: CompareConfig, learners: Mapping[str, LearnerFactory] | None = None) -> dict[str, Any]:
+    """Run the comparison, write its files (see the module docstring) and return the summary.
+
+    Args:
+        cfg: The comparison.
+        learners: Learners of one's own by name, each named in ``cfg.algos`` too.
+
+    Raises:
+        ValueError: Before anything is written, on a name of ``cfg.algos`` that is no
+            learner, or an ``out_dir`` that holds a comparison (without ``train.resume``).
+    """
+    own = user_learners(cfg.algos, ALGOS, learners)
+    cfg = dataclasses.replace(cfg, train=cfg.train.with_task_defaults())
+    names = [learner_label(algo) for algo in cfg.algos]
     if not cfg.out_dir:
-        cfg = dataclasses.replace(cfg, out_dir=str(new_run_dir("compare", "meta", "+".join(cfg.algos))))
+        cfg = dataclasses.replace(cfg, out_dir=str(new_run_dir("compare", "meta", "+".join(names))))
     out_dir = open_run_dir(cfg.out_dir, dataclasses.asdict(cfg), cfg.train.resume, COMPARE_RESUMABLE)
-    learners = [a for a in cfg.algos if a != "sft"]
-    runs = cfg.seeds * (len(cfg.reward_scales) * len(learners) + bool(cfg.train.sft_updates))
+    trained = [name for name in names if name != "sft"]
+    runs = cfg.seeds * (len(cfg.reward_scales) * len(trained) + bool(cfg.train.sft_updates))
     with tqdm(total=runs, desc="compare", unit="run", disable=not cfg.train.progress) as bar:
-        grid = Grid(cfg, out_dir, bar)
-        grid_runs = [(scale, algo) for scale in cfg.reward_scales for algo in learners]
+        grid = Grid(cfg, out_dir, bar, own)
+        grid_runs = [(scale, name) for scale in cfg.reward_scales for name in trained]
         run_grid(grid.train_learner, grid_runs, cfg.seeds, setup_seed=grid.warm_start_seed)
     baseline_rows = _evaluate_baselines(cfg)
-    write_csv(out_dir / "curves.csv", grid.curves)
-    write_csv(out_dir / "final.csv", grid.finals + baseline_rows)
     summary = summarize(grid.finals, baseline_rows)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    record = {"config": dataclasses.asdict(cfg), "env": "deliberation-v1", "summary": summary}
+    write_results(out_dir, record, grid.finals + baseline_rows, grid.curves)
     plots.write_comparison(out_dir, grid.curves, grid.finals, baseline_rows)
     return summary
+
+
+def compare_table(summary: dict[str, Any], cfg: CompareConfig) -> Table:
+    """Held-out consensus accuracy per learner (at each reward scale) and per baseline:
+    mean +- 95% CI over seeds (:func:`~algorithms.core.compare.mean_and_interval`), and the
+    share of the best-heuristic-to-oracle gap closed."""
+    table = Table(title=f"held-out {summary['metric']}, {cfg.seeds} seed(s), {cfg.train.eval_problems} test problems")
+    for column in ("policy", "mean +- 95% CI", "seeds", "gap closed"):
+        table.add_column(column, justify="left" if column == "policy" else "right")
+    gap = summary.get("gap_closed", {})
+    for name, stat in {**summary["learners"], **summary["baselines"]}.items():
+        closed = gap.get(name)
+        table.add_row(name, mean_and_interval(stat), str(stat["n"]), "" if closed is None else f"{closed:+.0%}")
+    table.caption = (
+        "learners as algo@reward scale; gap closed: (learner - best heuristic) / (oracle - best heuristic)"
+        + (f", best heuristic {summary['best_heuristic']}" if "best_heuristic" in summary else "")
+    )
+    return table
 
 
 @dataclass
@@ -69,6 +111,7 @@ class Grid:
         cfg: The comparison.
         out_dir: Its folder: ``sft/seed<k>`` and ``scale<s>/<algo>/seed<k>`` hold the runs.
         bar: The progress bar over the runs.
+        own: The learners of one's own by name (:func:`~algorithms.core.compare.user_learners`).
         curves: Every run's metrics records, tagged with ``algo``, ``reward_scale`` and ``seed``.
         finals: Every run's final metrics, tagged alike.
         warm_start: The checkpoint the current seed's learners start from ("" for none).
@@ -77,6 +120,7 @@ class Grid:
     cfg: CompareConfig
     out_dir: Path
     bar: Any
+    own: dict[str, LearnerFactory]
     curves: list[dict[str, Any]] = field(default_factory=list)
     finals: list[dict[str, Any]] = field(default_factory=list)
     warm_start: str = ""
@@ -102,18 +146,24 @@ class Grid:
         scale, algo = scaled
         run_dir = self.out_dir / f"scale{scale:g}" / algo / f"seed{seed}"
         env = dataclasses.replace(self.cfg.train.env, reward_scale=scale)
-        final = self.run(algo, env, seed, run_dir, warm_start=self.warm_start)
+        if algo in self.own:  # a learner of one's own: GRPO's config
+            final = self.run("grpo", env, seed, run_dir, self.own[algo], warm_start=self.warm_start)
+        else:
+            final = self.run(algo, env, seed, run_dir, warm_start=self.warm_start)
         self.record(run_dir, final, algo, scale, seed)
         self.bar.set_postfix(last=f"{algo}@{scale:g}: {final['eval/consensus_accuracy']:.3f}")
         self.bar.update()
         return final
 
-    def run(self, algo: str, env: Any, seed: int, run_dir: Path, **settings: Any) -> dict[str, float]:
-        """:func:`~algorithms.meta.train.train` of ``algo`` with the comparison's settings."""
+    def run(
+        self, algo: str, env: Any, seed: int, run_dir: Path, learner: LearnerFactory | None = None, **settings: Any
+    ) -> dict[str, float]:
+        """:func:`~algorithms.meta.train.train` of ``algo`` (or of ``learner`` with ``algo``'s
+        config) with the comparison's settings."""
         config = dataclasses.replace(
             self.cfg.train, algo=algo, env=env, seed=seed, run_dir=str(run_dir), progress=False, **settings
         )
-        return train(config)
+        return train(config, learner)
 
     def record(self, run_dir: Path, final: dict[str, float], algo: str, scale: float, seed: int) -> None:
         """Add a finished run's metrics records and final metrics to :attr:`curves` and :attr:`finals`."""

@@ -17,8 +17,10 @@ from typing import Annotated, Any, Literal
 import tyro
 
 from algorithms.core.checks import check_positive
+from algorithms.core.compare import algo_names, check_algos
 from algorithms.core.config import GroupSettings, GRPOSettings, LearnerSettings
 from algorithms.meta import baselines
+from deliberation_env.arguments import DEFAULT_TASK
 from deliberation_env.meta.config import EnvConfig
 
 Algo = Literal["softrankpo", "grpo", "magrpo", "sft"]
@@ -125,9 +127,15 @@ class SFTConfig(LearnerConfig):
 
 
 # ---------------------------------------------------------------------------- a run, a comparison
+TRAINING_DIFFICULTY = 3
+"""The arithmetic difficulty of a run that gives none (the learning benchmarks'); the
+default applies to arithmetic only, another task takes no difficulty."""
+
+
 def default_env() -> EnvConfig:
-    """The env of the learning benchmarks: the simulated team on arithmetic at difficulty 3."""
-    return EnvConfig(team="simulated", difficulty=3)
+    """The env of the learning benchmarks: the simulated team on arithmetic (at
+    :data:`TRAINING_DIFFICULTY`, :meth:`TrainConfig.with_task_defaults`)."""
+    return EnvConfig(team="simulated")
 
 
 @dataclass
@@ -137,8 +145,9 @@ class TrainConfig:
     algo: Algo = "softrankpo"
     """Learner to train."""
     env: Annotated[EnvConfig, tyro.conf.arg(name="")] = field(default_factory=default_env)
-    """The training env (:class:`deliberation_env.meta.config.EnvConfig`, any task and team);
-    evaluation uses the same env on the test split."""
+    """The training env (:class:`deliberation_env.meta.config.EnvConfig`, any task and team;
+    arithmetic given no difficulty plays :data:`TRAINING_DIFFICULTY`); evaluation uses the
+    same env on the test split."""
     updates: int = 100
     """Updates of ``algo``; each plays ``num_envs`` training episodes."""
     sft_updates: int = 20
@@ -198,6 +207,19 @@ class TrainConfig:
                 f"(e.g. <run_dir>/sft/checkpoint.safetensors) or leave it empty"
             )
 
+    def with_task_defaults(self) -> TrainConfig:
+        """This run with its task's defaults: arithmetic given no difficulty plays
+        :data:`TRAINING_DIFFICULTY` (what :func:`~algorithms.meta.train.train` and
+        :func:`~algorithms.meta.compare.compare` run and record); another task is unchanged.
+
+        >>> TrainConfig().with_task_defaults().env.difficulty, TrainConfig().env.difficulty
+        (3, None)
+        """
+        env = self.env
+        if env.task != DEFAULT_TASK or env.difficulty is not None or "difficulty" in (env.task_kwargs or {}):
+            return self
+        return dataclasses.replace(self, env=dataclasses.replace(env, difficulty=TRAINING_DIFFICULTY))
+
     def learner_config(self, algo: str) -> Any:
         """The config of ``algo`` with the run's seed and pools."""
         return dataclasses.replace(
@@ -213,8 +235,11 @@ class CompareConfig:
     """An optimizer comparison (``deliberate compare``): every algorithm x seed x reward scale
     (``--config FILE`` starts from a config file)."""
 
-    algos: tuple[Algo, ...] = ("softrankpo", "grpo", "magrpo")
-    """Learners to compare; ``sft`` adds the warm start itself as a row."""
+    algos: algo_names(ALGOS) = ("softrankpo", "grpo", "magrpo")
+    """Learners to compare (softrankpo, grpo, magrpo, sft): ``sft`` adds the warm start
+    itself as a row; a learner of your own by import path, ``./mine.py:Mine`` (on the
+    command line; from Python, a name given in ``learners=`` of
+    :func:`algorithms.meta.compare.compare`). A learner of your own gets GRPO's config (``--grpo.*``)."""
     seeds: int = 3
     """Seeds per (algorithm, reward scale): seeds 0 .. seeds-1."""
     reward_scales: tuple[float, ...] = (1.0,)
@@ -238,11 +263,7 @@ class CompareConfig:
     is refused unless ``train.resume``."""
 
     def __post_init__(self) -> None:
-        unknown = [a for a in self.algos if a not in ALGOS]
-        if unknown or not self.algos:
-            raise ValueError(
-                f"algos must be a non-empty subset of {sorted(ALGOS)}, got {self.algos}"
-            )
+        check_algos(self.algos)
         unknown = [b for b in self.baselines if b not in baselines.BASELINES]
         if unknown:
             raise ValueError(f"unknown baselines {unknown}; known: {sorted(baselines.BASELINES)}")
@@ -250,11 +271,15 @@ class CompareConfig:
             raise ValueError(f"seeds must be >= 1, got {self.seeds}")
         if not self.reward_scales or min(self.reward_scales) <= 0:
             raise ValueError(f"reward_scales must be positive numbers, got {self.reward_scales}")
-        sizes = {a: getattr(self.train, a).num_envs for a in self.algos if a != "sft"}
+        budgets = [a for a in self.algos if a in ALGOS and a != "sft"]
+        if any(a not in ALGOS for a in self.algos):
+            budgets.append("grpo")  # a learner of one's own gets GRPO's config
+        sizes = {a: getattr(self.train, a).num_envs for a in budgets}
         if len(set(sizes.values())) > 1:
             raise ValueError(
                 f"every learner must get the same budget, but episodes per update differ: {sizes}; "
                 "set the same groups_per_update and group_size for each algorithm"
+                + (" (a learner of your own gets grpo's: --grpo.groups-per-update, --grpo.group-size)" if "grpo" in budgets and "grpo" not in self.algos else "")
             )
         if "sft" in self.algos and not self.train.sft_updates:
             raise ValueError("algos includes 'sft' but train.sft_updates is 0: give it SFT updates")

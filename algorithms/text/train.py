@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,8 +20,9 @@ from typing import Any
 from agents.text_policy import TextPolicy
 from agents.trainable_lm import TrainableLM, default_lora, tiny_model
 from agents.trainable_team import TrainableTeam
+from algorithms.core import data_parallel
 from algorithms.core.run import RunConfig, run
-from algorithms.text.base import TextPolicyGradientLearner
+from algorithms.text.base import TextPolicyGradientLearner, rank_num_envs
 from algorithms.text.config import TextLearnerConfig
 from algorithms.text.learners import TEXT_LEARNERS
 from deliberation_env.factory import vector_env_from
@@ -70,14 +71,17 @@ def build_lm(config: TextLearnerConfig, agents: list[str]) -> TrainableLM | Trai
 
 def load_lm(config: TextLearnerConfig, model: str, agents: list[str]) -> TrainableLM:
     """``model`` (as :attr:`TextLearnerConfig.model` reads it) as the policy of ``agents``,
-    with ``config``'s layout and LoRA."""
+    with ``config``'s layout, LoRA, device, dtype and micro-batches."""
     settings: dict[str, Any] = {
         "finetune": config.finetune,
         "separate": config.separate_models,
         "lora": default_lora(config.lora_rank, config.lora_alpha, config.lora_targets),
-        "batch_size": config.batch_size,
+        "micro_batch_size": config.micro_batch_size,
         "sample_batch_size": config.sample_batch_size,
         "seed": config.seed,
+        "device": config.device,
+        "dtype": config.dtype,
+        "gradient_checkpointing": config.gradient_checkpointing,
     }
     if model == "tiny":
         weights, tokenizer = tiny_model(seed=config.seed)
@@ -95,8 +99,15 @@ def build_env(config: TextLearnerConfig, num_envs: int, split: str | None = None
     return vector_env_from(config.env, num_envs, **({} if split is None else {"split": split}))
 
 
-def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = None) -> TrainResult:
-    """Train the agents not in ``frozen`` with the learner of ``config``'s class.
+def train(
+    config: TextLearnerConfig,
+    frozen: Mapping[str, TextPolicy] | None = None,
+    learner: Callable[..., TextPolicyGradientLearner] | None = None,
+) -> TrainResult:
+    """Train the agents not in ``frozen`` with the learner of ``config``'s class, or with
+    ``learner``, one's own, built as the shipped classes are,
+    ``learner(config, lm, venv, frozen, sampler=sampler)`` (e.g. a subclass of
+    :class:`~algorithms.text.base.TextPolicyGradientLearner` that overrides one method).
 
     With ``config.workers``, completions are sampled on that many Ray rollout workers
     (:class:`~algorithms.text.rollout_workers.RolloutWorkers`, each with an equal share of
@@ -106,15 +117,38 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
     With ``config.run.run_dir``: metrics.jsonl, checkpoint.safetensors (resumed from when present),
     ``adapters/agent_k`` (peft format) and summary.json (config, before/after evaluation).
 
+    Under ``torchrun`` (``WORLD_SIZE`` > 1) the processes train data-parallel
+    (:mod:`algorithms.core.data_parallel`): each plays its share of every update's groups
+    and rank 0 alone writes; every process returns the same metrics.
+
     Args:
         config: A :class:`TextMAGRPOConfig`, :class:`TextGRPOConfig` or :class:`TextSoftRankPOConfig`.
         frozen: Policies of agents that do not learn, ``{agent: TextPolicy}``.
+        learner: A learner of one's own that takes ``config``; None: ``config``'s learner.
 
     Returns:
         A :class:`TrainResult`.
+
+    Raises:
+        ValueError: On rollout workers under ``torchrun`` (each process samples its own share).
     """
-    learner_type = learner_class(config)
-    venv = build_env(config, config.num_envs)
+    with data_parallel.process_group(config.device) as ranks:
+        if config.workers and ranks.world_size > 1:
+            raise ValueError(
+                "under torchrun each process samples its own share of the rollouts: leave --rollout-workers out "
+                "(Ray rollout workers serve one training process)"
+            )
+        return _train(config, frozen, ranks, learner_class(config) if learner is None else learner)
+
+
+def _train(
+    config: TextLearnerConfig,
+    frozen: Mapping[str, TextPolicy] | None,
+    ranks: data_parallel.Ranks,
+    learner_type: Callable[..., TextPolicyGradientLearner],
+) -> TrainResult:
+    """:func:`train` in this process, one of ``ranks``, with the learner ``learner_type`` builds."""
+    venv = build_env(config, rank_num_envs(config, ranks))
     frozen = dict(frozen or {})
     agents = [a for a in venv.possible_agents if a not in frozen]
     lm = build_lm(config, agents)
@@ -141,7 +175,7 @@ def train(config: TextLearnerConfig, frozen: Mapping[str, TextPolicy] | None = N
         if sampler is not None:
             sampler.close()
     after = (result.evaluation or evaluate()) if evaluate else {}  # a run resumed when finished may have none logged
-    if config.run.run_dir:
+    if config.run.run_dir and ranks.writes:
         folder = Path(config.run.run_dir)
         lm.save_adapters(folder / ADAPTERS)
         summary = {"algo": learner.name, "config": config_record(config), "before": before, "after": after}

@@ -16,8 +16,8 @@ built by :func:`deliberation_env.meta.team.build_team`, the task by
 Traceback (most recent call last):
 ...
 ValueError: bad team spec 'no-such-backend': use one of simulated, smollm2, llamacpp[:<gguf>], \
-ctranslate2[:<gguf or model dir>], ctranslate2-int8[:<gguf or model dir>], transformers:<model>, \
-openai:<base_url>#<model>, vllm:<model>
+ctranslate2[:<gguf or model dir>], ctranslate2-int8[:<gguf or model dir>], \
+transformers:<model>[#device=<device>][#dtype=<dtype>], openai:<base_url>#<model>, vllm:<model>
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ class EnvConfig:
     """Data of a file-based task (gsm8k, math, aime, amc, mmlu, jsonl, humaneval): a JSONL file, a
     folder with train.jsonl and test.jsonl, ``hf:<dataset>[:<config>]`` or ``sample`` (docs/data.md)."""
     difficulty: int | None = None
-    """Arithmetic difficulty, 1 (single-digit sums) to 5 (word problems); None: 1. Task
-    ``arithmetic`` only."""
+    """Arithmetic difficulty, 1 (single-digit sums) to 5 (word problems); None: the task's
+    default, 1 (``deliberate train`` and ``compare``: 3). Task ``arithmetic`` only."""
     task_kwargs: tyro.conf.Suppress[dict[str, Any] | None] = None
     """Further keyword arguments of a task given by name (``de.tasks.get(task, **task_kwargs)``)."""
     split: str = "train"
@@ -156,6 +156,7 @@ class EnvConfig:
     :mod:`deliberation_env.distributed`); a single env always runs in this process."""
 
     def __post_init__(self) -> None:
+        self.task_arguments()  # the task first: its name, its data, then its arguments
         self.max_rounds = with_max_cycles("max_rounds", self.max_rounds, self.max_cycles, DEFAULT_MAX_ROUNDS)
         self.max_cycles = None  # folded into max_rounds, so that dataclasses.replace keeps working
         self._check_numbers()
@@ -172,7 +173,6 @@ class EnvConfig:
             raise TypeError(f"stop_on_consensus must be a bool, got {self.stop_on_consensus!r}")
         self.stop_on_consensus = bool(self.stop_on_consensus)
         self.reward_config()
-        self.task_arguments()
         self._check_team()
         self._check_sampling()
 

@@ -28,8 +28,10 @@ benchmark, its license and its exact format: ``docs/data.md``.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
+from collections.abc import Mapping
 from typing import Any
 
 from deliberation_env.tasks.base import SPLITS, Problem, Task, problem_count
@@ -52,10 +54,31 @@ def names() -> list[str]:
     return list(_TASKS)
 
 
-def task_class(name: str) -> type:
-    """The class implementing the task ``name`` (raises ``ValueError`` if unknown)."""
+def check_name(name: str) -> None:
+    """Raise a ``ValueError`` naming the known tasks and the closest one unless ``name`` is one.
+
+    >>> check_name("gsm9k")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown task 'gsm9k'; known: arithmetic, gsm8k, jsonl, math, aime, amc, mmlu, humaneval; did you mean 'gsm8k'?
+    """
     if name not in _TASKS:
-        raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(_TASKS)}")
+        close = difflib.get_close_matches(name, _TASKS, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unknown task {name!r}; known: {', '.join(_TASKS)}{hint}")
+
+
+def check_data(name: str, kwargs: Mapping[str, Any]) -> None:
+    """Raise a ``ValueError`` saying what ``path`` accepts when the task ``name`` reads its
+    problems from data and ``kwargs`` give no ``path``."""
+    parameters = inspect.signature(task_class(name)).parameters
+    if "path" in parameters and parameters["path"].default is inspect.Parameter.empty and "path" not in kwargs:
+        raise ValueError(f"task {name!r} reads its problems from data: give path (--path): {ACCEPTED}")
+
+
+def task_class(name: str) -> type:
+    """The class implementing the task ``name`` (raises ``ValueError`` if unknown, :func:`check_name`)."""
+    check_name(name)
     module, attribute = _TASKS[name].split(":")
     return getattr(importlib.import_module(module), attribute)
 
@@ -80,9 +103,8 @@ def get(name: str, **kwargs: Any) -> Task:
         raise ValueError(
             f"task {name!r} takes no argument {', '.join(map(repr, unknown))}; it takes: {', '.join(parameters) or 'none'}"
         )
-    if "path" in parameters and parameters["path"].default is inspect.Parameter.empty and "path" not in kwargs:
-        raise ValueError(f"task {name!r} reads its problems from data: give path (--path): {ACCEPTED}")
+    check_data(name, kwargs)
     return cls(**kwargs)
 
 
-__all__ = ["SPLITS", "Problem", "Task", "get", "names", "problem_count", "sample_path", "task_class"]
+__all__ = ["SPLITS", "Problem", "Task", "check_data", "check_name", "get", "names", "problem_count", "sample_path", "task_class"]

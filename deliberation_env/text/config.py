@@ -42,7 +42,7 @@ import tyro
 from tyro.constructors import PrimitiveConstructorSpec
 
 from deliberation_env.arguments import DEFAULT_TASK, task_arguments, with_max_cycles
-from deliberation_env.tasks import Task, names
+from deliberation_env.tasks import Task
 from deliberation_env.tasks.base import SPLITS, check_scoring
 from deliberation_env.text.protocols.base import TextProtocol
 from deliberation_env.values import is_integer, is_number
@@ -104,21 +104,34 @@ def import_protocol(path: str) -> TextProtocol:
     ...
     TypeError: protocol 'deliberation_env.text.config:DEFAULT_TASK' is a str, not a TextProtocol instance
     """
+    found = import_attribute(path, "protocol")
+    if not isinstance(found, TextProtocol):
+        raise TypeError(f"protocol {path!r} is a {type(found).__name__}, not a TextProtocol instance")
+    return found
+
+
+def import_attribute(path: str, what: str) -> Any:
+    """The attribute at ``path``, ``"module:attribute"``, found as :func:`import_protocol`
+    says (a ``.py`` file by its path, or a dotted module on ``sys.path``; never the working
+    directory implicitly); this imports the module, so it runs its code.
+
+    Args:
+        path: The import path.
+        what: What the attribute is, for the error (``"protocol"``, ``"learner"``).
+
+    Raises:
+        ValueError: When the module or the attribute cannot be imported, saying how to name it.
+    """
     module_name, _, attribute = path.rpartition(":")
     try:
-        found = getattr(_import_module(module_name), attribute)
+        return getattr(_import_module(module_name), attribute)
     except (ImportError, AttributeError) as error:
         hint = "" if module_name.endswith(".py") else (
             f"; the working directory is not searched: name a file by its path "
             f"(./{module_name.replace('.', '/')}.py:{attribute}) "
             "or put its folder on PYTHONPATH"
         )  # fmt: skip
-        raise ValueError(
-            f"protocol {path!r}: cannot import {attribute!r} from {module_name!r} ({error}){hint}"
-        ) from error
-    if not isinstance(found, TextProtocol):
-        raise TypeError(f"protocol {path!r} is a {type(found).__name__}, not a TextProtocol instance")
-    return found
+        raise ValueError(f"{what} {path!r}: cannot import {attribute!r} from {module_name!r} ({error}){hint}") from error
 
 
 def _import_module(name: str) -> ModuleType:
@@ -264,9 +277,7 @@ class TextEnvConfig:
                 f"TextProtocol instance, got {self.protocol!r}"
             )
         task = DEFAULT_TASK if self.task is None else self.task
-        task_arguments(task, self.task_kwargs, self.path, self.difficulty)
-        if isinstance(task, str) and task not in names():
-            raise ValueError(f"unknown task {task!r}; known: {', '.join(names())}")
+        task_arguments(task, self.task_kwargs, self.path, self.difficulty)  # name and data first
         name = task if isinstance(task, str) else task.name
         if self.protocol == "coding" and name not in CODE_TASKS:
             raise ValueError(f"the coding protocol needs the 'humaneval' task, got {name!r}")

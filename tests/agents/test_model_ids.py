@@ -137,7 +137,8 @@ def test_two_runs_agent_0_never_share_cached_rows(tmp_path):
 
 def test_two_ctranslate2_model_directories_under_one_name_never_share_cached_rows(tmp_path):
     pytest.importorskip("ctranslate2")
-    from agents.ctranslate2_backend import CTranslate2Backend, convert_model
+    from agents.ctranslate2_backend import CTranslate2Backend
+    from agents.ctranslate2_convert import convert_model
     from agents.trainable_lm import tiny_model
 
     paths = []

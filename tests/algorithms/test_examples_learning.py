@@ -1,5 +1,6 @@
 """The learning tutorials (examples 03-06) run end to end with tiny budgets."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -46,9 +47,11 @@ def test_04_compare_optimizers(tmp_path):
     assert (tmp_path / "learning_curves.png").is_file() and (tmp_path / "summary.json").is_file()
 
 
-def test_05_custom_learner_is_short_and_runs():
-    assert len((EXAMPLES / "05_custom_learner.py").read_text().splitlines()) < 80
-    assert "update   1" in run_example("05_custom_learner.py", "--updates", "2", "--num-envs", "8")
+def test_05_custom_learner_is_short_and_joins_a_comparison(tmp_path):
+    assert len((EXAMPLES / "05_custom_learner.py").read_text().splitlines()) < 120
+    out = run_example("05_custom_learner.py", "--updates", "2", "--seeds", "1", "--out-dir", str(tmp_path))
+    assert "reinforce@1" in out and "softrankpo@1" in out and "(1 seed)" in out
+    assert "reinforce@1" in json.loads((tmp_path / "compare.json").read_text())["summary"]["learners"]
 
 
 @pytest.mark.filterwarnings("ignore")

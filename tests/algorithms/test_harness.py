@@ -111,17 +111,18 @@ def test_compare_writes_curves_summary_and_plots(tmp_path):
     )
     summary = compare(cfg)
     out = tmp_path / "compare"
-    for name in ["curves.csv", "final.csv", "summary.json"] + [
+    for name in ["compare.csv", "curves.csv", "compare.json"] + [
         f"{plot}.png"
         for plot in ("learning_curves", "final_accuracy", "action_shares", "reward_scale")
     ]:
         assert (out / name).stat().st_size > 0, name
+    assert json.loads((out / "compare.json").read_text())["summary"] == summary
     runs = {f"{a}@{s}" for a in ("softrankpo", "magrpo", "sft") for s in ("0.1", "1")}
     assert set(summary["learners"]) == runs
     assert all(stat["n"] == 2 for stat in summary["learners"].values())
     assert summary["best_heuristic"] in ("independent", "debate")
     assert "softrankpo@1" in summary["gap_closed"]
-    with (out / "final.csv").open() as file:
+    with (out / "compare.csv").open() as file:
         rows = list(csv.DictReader(file))
     assert len(rows) == 2 * 2 * 3 + 2 * 3  # runs (seeds x scales x algos) + baselines (seeds x 3)
     # One warm start per seed, shared by the learners of that seed.

@@ -13,7 +13,6 @@ import pytest
 
 import deliberation_env as de
 from algorithms import cli
-from algorithms.commands.compare import PER_LEARNER_DEFAULTS, SharedTextSettings
 from algorithms.core.config import GRPOSettings
 from algorithms.core.run_dirs import CONFIG, open_run_dir
 from algorithms.meta.config import GRPOConfig
@@ -24,6 +23,8 @@ from algorithms.text import (
     TextRunConfig,
     TextSoftRankPOConfig,
 )
+from algorithms.text.compare import PER_LEARNER_DEFAULTS, SharedTextSettings
+from algorithms.text.config import RENAMED_FIELDS
 from deliberation_env.text.config import TextEnvConfig, config_record
 
 FLAT_LAYOUT_RECORD = json.loads(
@@ -39,7 +40,7 @@ FLAT_LAYOUT_RECORD = json.loads(
     ' "sampler": "torch", "eps": 1e-06}'
 )
 """config.json of a ``train text grpo`` run as release 0.1 (the flat layout) recorded it."""
-SMALL = {"model": "tiny", "groups_per_update": 1, "group_size": 2, "max_new_tokens": 4, "batch_size": 4}
+SMALL = {"model": "tiny", "groups_per_update": 1, "group_size": 2, "max_new_tokens": 4, "micro_batch_size": 4}
 
 
 def composed(updates: int = 2, **run) -> TextGRPOConfig:
@@ -114,15 +115,19 @@ def test_the_command_line_spells_every_option_as_before():
 
 def test_resume_fields_are_the_run_part_with_workers_and_sampler():
     run_fields = {f.name for f in dataclasses.fields(TextRunConfig)}
-    assert set(TextLearnerConfig.RUN_FIELDS) == run_fields | {"workers", "sampler", "sample_batch_size"}
+    placement_and_passes = {"device", "dtype", "micro_batch_size", "gradient_checkpointing", "batch_size"}  # batch_size: the old name
+    assert set(TextLearnerConfig.RUN_FIELDS) == run_fields | {"workers", "sampler", "sample_batch_size"} | placement_and_passes
 
 
 def test_records_stay_flat_so_a_run_folder_of_the_flat_layout_resumes(tmp_path):
     record = {"algo": "grpo", **config_record(composed())}
-    added_since = {"sample_batch_size"}  # run fields added after the flat layout: not in its records
-    assert {k: v for k, v in record.items() if k not in added_since} == FLAT_LAYOUT_RECORD
+    added_since = {"sample_batch_size", "device", "dtype", "gradient_checkpointing"}  # run fields added after the flat layout
+    no_folder = {"run_dir"}  # None now, "" then (a run field, which a resumed run may change)
+    renamed = {RENAMED_FIELDS.get(k, k): v for k, v in FLAT_LAYOUT_RECORD.items() if k not in no_folder}  # batch_size is micro_batch_size now
+    assert {k: v for k, v in record.items() if k not in added_since | no_folder} == renamed
     assert added_since <= set(TextLearnerConfig.RUN_FIELDS)
     (tmp_path / CONFIG).write_text(json.dumps(FLAT_LAYOUT_RECORD))
+    (tmp_path / "metrics.jsonl").write_text("")  # a run, not a start that failed
     more_updates = {"algo": "grpo", **config_record(composed(updates=9, eval_problems=3))}
     open_run_dir(tmp_path, more_updates, resume=True, may_change=TextLearnerConfig.RUN_FIELDS)  # run fields may change
     other_env = {"algo": "grpo", **config_record(dataclasses.replace(composed(), env=TextEnvConfig(task="arithmetic", n_agents=3)))}

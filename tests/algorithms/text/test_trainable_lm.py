@@ -19,7 +19,7 @@ def test_agents_exports_trainable_lm_lazily():
 
 
 def test_a_seed_fixes_the_completion_whatever_shares_its_batch(make_lm):
-    lm = make_lm(batch_size=8)
+    lm = make_lm(micro_batch_size=8)
     alone = lm.sample("agent_0", [CHAT], [7], max_new_tokens=12)[0]
     batch = lm.sample("agent_0", [OTHER, CHAT, CHAT], [3, 7, 8], max_new_tokens=12)
     assert batch[1].token_ids == alone.token_ids and batch[1].text == alone.text
@@ -42,7 +42,7 @@ def test_sampled_logprobs_match_the_scored_ones(make_lm):
 
 @pytest.mark.parametrize(("finetune", "separate"), [("lora", False), ("lora", True), ("full", True)])
 def test_joint_sampling_gives_each_agent_what_sampling_alone_gives(make_lm, finetune, separate):
-    lm = make_lm(batch_size=3, finetune=finetune, separate=separate)
+    lm = make_lm(micro_batch_size=3, finetune=finetune, separate=separate)
     with torch.no_grad():  # two different policies (LoRA's B starts at 0: the adapters would coincide)
         for scale, agent in enumerate(lm.agents, start=1):
             for parameter in lm.parameters(agent):
@@ -159,7 +159,7 @@ def test_bad_input_is_named(make_lm):
         TrainableLM(model, tokenizer, ["agent_0"])
     with pytest.raises(ValueError, match="finetune"):
         TrainableLM(*tiny_model(), ["agent_0"], finetune="half")
-    with pytest.raises(FileNotFoundError, match="nothing is downloaded"):
+    with pytest.raises(FileNotFoundError, match="never looked up on the Hugging Face hub"):
         TrainableLM.from_pretrained("/nonexistent/model", ["agent_0"])
 
 

@@ -1,0 +1,152 @@
+"""Where the trainable models run and in what precision: the one place that names a device.
+
+A run asks for a ``device`` and a ``dtype`` by name; :func:`resolve` turns the names into
+torch's objects, and every model, tensor and checkpoint of the run follows them:
+
+==========  =======================================================================
+device      ``auto`` (CUDA when this machine has it, else the CPU), ``cpu``, ``cuda``
+            (the current CUDA device), ``cuda:N`` (CUDA device N)
+dtype       ``auto`` (bfloat16 on CUDA, float32 on the CPU), ``float32``, ``bfloat16``,
+            ``float16``: the weights' dtype (LoRA adapters stay float32: peft keeps them
+            so on a half-precision base)
+==========  =======================================================================
+
+>>> check_names("cuda:1", "bfloat16")
+>>> check_names("gpu", "auto")
+Traceback (most recent call last):
+...
+ValueError: device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'
+
+The spelling is checked without torch (:func:`check_names`: configs check it when they are
+built, and ``--help`` stays fast); whether the machine has the device is checked by
+:func:`resolve`. The helpers below give the learners' ``perf/*`` metrics what they read
+from the device: its peak memory (:func:`peak_memory_gb`) and its peak FLOPS
+(:func:`peak_flops`, from :data:`PEAK_FLOPS`).
+"""
+
+from __future__ import annotations
+
+import re
+import resource
+import sys
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import torch
+
+Dtype = Literal["auto", "float32", "bfloat16", "float16"]
+"""The dtypes a run may ask for."""
+DTYPES: tuple[str, ...] = ("auto", "float32", "bfloat16", "float16")
+DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
+"""The devices a run may ask for."""
+
+PEAK_FLOPS: tuple[tuple[str, float], ...] = (
+    ("H200", 989e12),
+    ("H100 PCIe", 756e12),
+    ("H100", 989e12),  # SXM
+    ("A100", 312e12),
+    ("L40S", 362e12),
+    ("L4", 121e12),
+    ("A10G", 125e12),
+    ("RTX 4090", 165e12),
+)
+"""Dense bfloat16/float16 tensor-core FLOPS per second of known GPUs (the vendors' data
+sheets, without sparsity), by a part of the name ``torch.cuda.get_device_name`` gives;
+the first that the name contains counts (so ``H100 PCIe`` before ``H100``)."""
+
+
+def check_names(device: str, dtype: str) -> None:
+    """Refuse a device or dtype name that is none of the module table's (no torch needed).
+
+    Raises:
+        ValueError: Naming the accepted spellings.
+    """
+    if not DEVICE_PATTERN.fullmatch(device):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+
+
+def resolve(device: str = "auto", dtype: str = "auto") -> tuple[torch.device, torch.dtype]:
+    """The torch device and dtype that the names ask for on this machine.
+
+    Args:
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
+        dtype: ``auto``, ``float32``, ``bfloat16`` or ``float16``.
+
+    Raises:
+        ValueError: On a name of neither table, or CUDA (or CUDA device N) where this
+            machine has none, saying what to ask for instead.
+    """
+    import torch
+
+    check_names(device, dtype)
+    why = unavailable(device)
+    if why:
+        raise ValueError(f"device {device!r}: {why}: use 'cpu' or 'auto'")
+    resolved = torch.device(device if device != "auto" else "cuda" if torch.cuda.is_available() else "cpu")
+    if dtype == "auto":
+        dtype = "bfloat16" if resolved.type == "cuda" else "float32"
+    return resolved, getattr(torch, dtype)
+
+
+def unavailable(device: str) -> str:
+    """Why this machine cannot run on ``device`` (a name :func:`check_names` accepts), or
+    ``""`` when it can."""
+    import torch
+
+    if not device.startswith("cuda"):
+        return ""
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device.partition(":")[2] or 0)
+    if index < count:
+        return ""
+    has = f"{count} CUDA device(s)" if count else "no CUDA (torch.cuda.is_available() is False)"
+    return f"it asks for CUDA device {index}, and this machine has {has}"
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.bfloat16`` -> ``"bfloat16"``: how runs record a dtype."""
+    return str(dtype).removeprefix("torch.")
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work (CUDA runs asynchronously), so that a clock read
+    next measures it; nothing on the CPU."""
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def peak_memory_gb(device: torch.device) -> float:
+    """The most memory used so far, in GB (10^9 bytes): on CUDA the tensors' peak since the
+    last :func:`reset_peak_memory` (``torch.cuda.max_memory_allocated``); on the CPU the
+    process's peak resident set size since it started (``getrusage``'s ``ru_maxrss``, which
+    cannot be reset)."""
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 1e9
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1e9 if sys.platform == "darwin" else peak * 1024 / 1e9  # macOS counts bytes, Linux KiB
+
+
+def reset_peak_memory(device: torch.device) -> None:
+    """Start a new window of :func:`peak_memory_gb` (CUDA only; the CPU's peak is the process's)."""
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def peak_flops(device: torch.device, dtype: torch.dtype) -> float | None:
+    """The device's dense peak FLOPS per second at ``dtype`` (:data:`PEAK_FLOPS`), or None
+    where unknown: the CPU, a GPU not in the table, and float32 (whose peak depends on
+    whether TF32 tensor cores are allowed)."""
+    import torch
+
+    if device.type != "cuda" or dtype not in (torch.bfloat16, torch.float16):
+        return None
+    name = torch.cuda.get_device_name(device)
+    return next((flops for part, flops in PEAK_FLOPS if part in name), None)

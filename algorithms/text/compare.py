@@ -1,0 +1,175 @@
+"""Optimizer comparisons of the text family: the LLM-weight learners over seeds on the same
+settings (``deliberate compare text``).
+
+``compare(TextCompare(...), learners=None)`` trains every learner for every seed with the
+settings they share (:class:`SharedTextSettings`; the shared loop of both families,
+:func:`~algorithms.core.compare.run_grid`), each run in ``<out_dir>/<algo>/seed<k>/``, and
+writes to ``out_dir`` the files of every comparison (:mod:`algorithms.core.compare`:
+``compare.csv`` with each run's last update's rewards and held-out evaluation after training;
+``curves.csv``; ``compare.json`` whose ``summary`` holds the mean and 95% CI over seeds of
+:data:`METRICS` per learner; ``learning_curves.png``: joint reward per update;
+``final_accuracy.png``: :func:`algorithms.text.plots.final_accuracy`).
+
+A learner of one's own (``learners={"mine": Mine}``, or an import path in ``algos``) is built
+as the shipped ones are, ``Mine(config, lm, venv, frozen, sampler=sampler)``
+(:func:`algorithms.text.train`): ``config`` is the :class:`~algorithms.text.config.TextGRPOConfig`
+of the shared settings, so a subclass of a shipped learner or of
+:class:`~algorithms.text.base.TextPolicyGradientLearner` that overrides
+``compute_advantages`` is one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import tyro
+
+from algorithms.core.compare import (
+    LearnerFactory,
+    algo_names,
+    check_algos,
+    learner_label,
+    run_grid,
+    summarize_runs,
+    summary_table,
+    user_learners,
+    write_results,
+)
+from algorithms.core.run_dirs import new_run_dir, open_run_dir
+from algorithms.text.config import TEXT_CONFIGS, TextGRPOConfig, TextLearnerConfig
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+SHIPPED = tuple(TEXT_CONFIGS)
+"""The text learners by name (``magrpo``, ``grpo``, ``softrankpo``)."""
+PER_LEARNER_DEFAULTS = ("kl_coef",)
+"""Shared settings whose default differs between the text learners (SoftRankPO's
+``kl_coef`` is 0.02, the others' 0): :class:`SharedTextSettings` leaves them None unless
+given, so that each learner keeps its own."""
+METRICS = (
+    "rewards/joint/mean", "rewards/correct/mean", "eval/joint", "eval/correct", "eval/asked_form_share",
+    "eval/truncated_share", "eval/mean_completion_tokens",
+)  # fmt: skip
+"""What a comparison summarizes per learner: the last update's rewards and, with
+``--eval-problems``, the held-out greedy evaluation after training (accuracy, and beside it
+the share of answers in the asked form, the share cut at the budget and the length)."""
+
+
+@dataclass
+class SharedTextSettings(TextLearnerConfig):
+    """The settings every compared text learner gets (``compare text``'s options): a
+    :class:`~algorithms.text.config.TextLearnerConfig`, but a setting of
+    :data:`PER_LEARNER_DEFAULTS` is None unless given, so that a value given on the command
+    line or in a config file applies to every learner (``--kl-coef 0`` too, though it is
+    the shared default) and, when none is given, each learner keeps its own default."""
+
+    kl_coef: float | None = None
+    """beta: weight of KL(pi || base) for every learner (0 switches it off); None: each
+    learner's own (SoftRankPO 0.02, MAGRPO and GRPO 0)."""
+
+    def __post_init__(self) -> None:
+        given = {name: getattr(self, name) for name in PER_LEARNER_DEFAULTS}
+        for name, value in given.items():  # checked as any learner's value would be
+            setattr(self, name, 0.0 if value is None else value)
+        try:
+            super().__post_init__()
+        finally:
+            for name, value in given.items():
+                setattr(self, name, value)
+
+    def learner_keywords(self) -> dict[str, Any]:
+        """The shared fields as keywords of a learner config, without those of
+        :data:`PER_LEARNER_DEFAULTS` not given."""
+        values = {f.name: getattr(self, f.name) for f in fields(TextLearnerConfig)}
+        return {name: value for name, value in values.items() if not (name in PER_LEARNER_DEFAULTS and value is None)}
+
+
+@dataclass
+class TextCompare:
+    """Compare the LLM-weight learners (``algorithms.text``) over seeds on the same settings:
+    a summary table and the comparison's files in ``out_dir``; each run's files in
+    ``<out_dir>/<algo>/seed<k>/``."""
+
+    learner: tyro.conf.OmitArgPrefixes[SharedTextSettings] = field(default_factory=SharedTextSettings)
+    """The settings every learner shares (``--model``, ``--task``, ``--updates``, ...; no
+    prefix; :class:`SharedTextSettings`): ``--kl-coef`` given applies to every learner, left
+    out each keeps its own (SoftRankPO's 0.02); ``seed`` and ``run_dir`` are set per run."""
+    algos: algo_names(SHIPPED) = SHIPPED
+    """Learners to compare, separated by spaces (magrpo, grpo, softrankpo); a learner of your
+    own by import path, ``./mine.py:Mine`` (on the command line; from Python, a name given in
+    ``learners=`` of :func:`compare`), with GRPO's config."""
+    seeds: int = 2
+    """Seeds per learner: 0 .. seeds-1."""
+    out_dir: str = ""
+    """Folder of the comparison's files and every run's; ``""``: a new one,
+    ``runs/compare/text-<algos>-<YYYYmmdd-HHMMSS>``."""
+
+    def __post_init__(self) -> None:
+        check_algos(self.algos)
+        if self.seeds < 1:
+            raise ValueError(f"--seeds must be >= 1, got {self.seeds}")
+
+    def run_config(self, algo: str, seed: int) -> TextLearnerConfig:
+        """The config of the learner named ``algo`` at ``seed``: built from the shared settings
+        (each learner's own default where one of :data:`PER_LEARNER_DEFAULTS` is not given;
+        GRPO's config for a learner of one's own), with its run folder."""
+        shared = self.learner.learner_keywords()
+        run_dir = str(Path(self.out_dir) / algo / f"seed{seed}")
+        config_class = TEXT_CONFIGS.get(algo, TextGRPOConfig)
+        return config_class(**{**shared, "seed": seed, "run": replace(shared["run"], run_dir=run_dir)})
+
+
+def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = None) -> dict[str, Any]:
+    """Run the comparison, write its files (see the module docstring) and return the summary,
+    learner -> metric -> :func:`~algorithms.core.compare.mean_ci`.
+
+    Args:
+        cfg: The comparison.
+        learners: Learners of one's own by name, each named in ``cfg.algos`` too.
+
+    Raises:
+        ValueError: Before anything is written, on a name of ``cfg.algos`` that is no
+            learner, or an ``out_dir`` that holds a comparison.
+    """
+    from algorithms.text.plots import write_comparison
+    from algorithms.text.train import train
+
+    own = user_learners(cfg.algos, SHIPPED, learners)
+    names = [learner_label(algo) for algo in cfg.algos]
+    if not cfg.out_dir:
+        cfg = replace(cfg, out_dir=str(new_run_dir("compare", "text", "+".join(names))))
+    out_dir = open_run_dir(cfg.out_dir, json.loads(json.dumps(asdict(cfg), default=str)), resume=False)
+    histories: dict[str, list[list[dict[str, float]]]] = {name: [] for name in names}
+
+    def train_one(name: str, seed: int) -> dict[str, Any]:
+        result = train(cfg.run_config(name, seed), learner=own.get(name))
+        histories[name].append(result.history)
+        final = result.history[-1] if result.history else {}
+        return {**final, **result.after, **{f"before/{k}": v for k, v in result.before.items()}}
+
+    rows = run_grid(train_one, names, cfg.seeds)
+    summary = {name: summarize_runs([row for row in rows if row["algo"] == name], METRICS) for name in names}
+    curves = [
+        {"algo": name, "seed": seed, **record}
+        for name, seeds in histories.items()
+        for seed, history in enumerate(seeds)
+        for record in history
+    ]
+    record = {"config": asdict(cfg), "env": "text-deliberation-v1", "summary": summary}
+    write_results(out_dir, record, rows, curves)
+    title = f"{cfg.learner.env.task}, {cfg.seeds} seed(s): joint reward per update"
+    write_comparison(out_dir, histories, rows, title)
+    return summary
+
+
+def compare_table(summary: dict[str, Any], cfg: TextCompare) -> Table:
+    """The summary as a table: mean +- 95% CI over seeds of each of :data:`METRICS` that the
+    runs have, per learner."""
+    table = summary_table(summary, METRICS, f"LLM-weight learners, {cfg.seeds} seed(s), {cfg.learner.run.updates} updates")
+    table.caption = "last update's rewards and held-out greedy evaluation after training; mean +- 95% CI over seeds"
+    return table

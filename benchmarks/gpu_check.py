@@ -1,0 +1,419 @@
+"""The prepared GPU check (issue 32, item 6): one command, no download, at most 8 minutes on
+one H100 or H200.
+
+Two agents on a randomly initialised model of Qwen2.5-1.5B-Instruct's shape (its config is
+written below, so nothing is downloaded; random weights measure speed, never learning), in
+bfloat16, one LoRA adapter of rank 16 on every linear layer per agent, both adapters on one
+base. Per agent ``prompts`` prompts x G samples of ``prompt_tokens`` tokens, ``new_tokens``
+new tokens each (every completion exactly that long: ``min_new_tokens = max_new_tokens``).
+It reports:
+
+1. **Generation**: output tokens/s of both agents' requests decoded in one mixed-adapter
+   batch (:meth:`agents.TrainableLM.sample_joint`, the learners' sampler), best of
+   ``--repeats``.
+2. **A MAGRPO update's model work**: the sampling above, then one pass of the learners'
+   token loss (:func:`algorithms.text.losses.text_policy_loss`, REINFORCE with
+   group-centred advantages, no KL, as MAGRPO) over every completion in micro-batches of
+   ``micro_batch_size`` sequences with gradient accumulation, clipping and one Adam step
+   per agent: the work of ``TextMAGRPO.optimize`` on one turn. Env and reward time (CPU,
+   text) is not in it. Seconds per update, trained tokens/s and MFU (model FLOPs of the
+   passes, :attr:`agents.TrainableLM.train_flops_per_token`, over the device's peak,
+   :data:`agents.devices.PEAK_FLOPS`).
+3. **Peak memory** (``torch.cuda.max_memory_allocated``).
+4. **Greedy parity**: a 2-layer model of the same family, greedy, the device in float32
+   against the CPU in float32 (token for token) and the device in bfloat16 against the CPU
+   in float32 (the share of equal tokens and where the first differs: bfloat16 rounds, so
+   random logits that lie close may swap).
+5. **TRL's GRPOTrainer** (``--trl``, the ``bench`` extra; on a GPU machine without a package
+   registry, bring TRL's wheel along and install it with ``pip install --no-deps``): the
+   same model shape, dtype, LoRA, prompts, G and tokens on the same device, one agent per
+   run (TRL trains one model): the team's update is two of its updates, and the ratio is
+   two TRL updates over one of ours.
+
+    python benchmarks/gpu_check.py            # on a GPU: the full check, about 5 minutes
+    python benchmarks/gpu_check.py --trl      # and TRL's update beside ours
+    python benchmarks/gpu_check.py --smoke    # a tiny model on the CPU in seconds (a test runs it)
+
+Prints a table and writes ``benchmarks/results/gpu_check.json`` (:func:`results.write_results`;
+not with ``--smoke``). Until it has run on a GPU, BENCHMARKS.md
+says that the GPU figures are not yet measured.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import tyro
+from results import write_results
+
+from agents.devices import (
+    dtype_name,
+    peak_flops,
+    peak_memory_gb,
+    reset_peak_memory,
+    resolve,
+    synchronize,
+)
+from agents.trainable_lm import TrainableLM
+from algorithms.text.losses import text_policy_loss, token_weights
+
+QWEN25_1_5B = {
+    "vocab_size": 151936,
+    "hidden_size": 1536,
+    "intermediate_size": 8960,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 12,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 32768,
+    "rope_theta": 1000000.0,
+    "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": True,
+}
+"""Qwen2.5-1.5B-Instruct's shape (its ``config.json`` on the hub)."""
+SMOKE_SHAPE = {**QWEN25_1_5B, "vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "num_key_value_heads": 2}  # fmt: skip
+"""A tiny model of the same family, for ``--smoke`` (and the parity check's small model)."""
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+"""Every linear layer of a Qwen2 block."""
+AGENTS = ("agent_0", "agent_1")
+
+
+@dataclass
+class Args:
+    prompts: int = 32
+    """Prompts per agent."""
+    group_size: int = 8
+    """Samples per prompt (G)."""
+    prompt_tokens: int = 512
+    """Tokens per prompt."""
+    new_tokens: int = 256
+    """New tokens per completion (exactly)."""
+    lora_rank: int = 16
+    """LoRA rank of each agent's adapter."""
+    micro_batch_size: int = 32
+    """Sequences per forward and backward pass of the loss."""
+    repeats: int = 2
+    """Timed generations and updates (the best is reported; one warm-up before)."""
+    parity_prompts: int = 8
+    """Prompts of the greedy parity check (32 tokens each, 32 new tokens)."""
+    device: str = "auto"
+    """Where to run (``agents.devices.resolve``)."""
+    dtype: str = "auto"
+    """The weights' dtype (bfloat16 on CUDA)."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass (less memory, about 1.3x the FLOPs)."""
+    trl: bool = False
+    """Also time TRL's GRPOTrainer on the same shape and tokens."""
+    smoke: bool = False
+    """A tiny model on the CPU with few, short prompts: runs in seconds."""
+
+
+def smoke_args(args: Args) -> Args:
+    """``args`` shrunk to a CPU run of seconds."""
+    return dataclasses.replace(
+        args, prompts=2, group_size=2, prompt_tokens=16, new_tokens=8, micro_batch_size=4, repeats=1,
+        parity_prompts=2, device="cpu", dtype="float32",
+    )  # fmt: skip
+
+
+def word_tokenizer(vocab_size: int):
+    """A tokenizer whose every id is one word (``w17``), with a chat template that writes the
+    messages' contents alone: a prompt of k words is exactly k tokens, and any id the model
+    samples decodes."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<pad>": 0, "<eos>": 1, **{f"w{k}": k for k in range(2, vocab_size)}}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<pad>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>"
+    )
+    tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    return tokenizer
+
+
+def random_model(shape: dict[str, Any], seed: int = 0):
+    """A Qwen2 causal LM of ``shape`` with random weights (float32, on the CPU), SDPA attention."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    config = Qwen2Config(
+        **shape, pad_token_id=0, eos_token_id=1, bos_token_id=None, attn_implementation="sdpa"
+    )
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return Qwen2ForCausalLM(config).eval()
+
+
+def lora_config(rank: int):
+    """LoRA of ``rank`` (alpha 2 x rank, no dropout) on every linear layer, for ours and TRL."""
+    from agents.trainable_lm import default_lora
+
+    return default_lora(rank, 2.0 * rank, LORA_TARGETS)
+
+
+def build_team(args: Args, shape: dict[str, Any]) -> TrainableLM:
+    """Both agents' adapters on one random base of ``shape``, on ``args.device``."""
+    return TrainableLM(
+        random_model(shape), word_tokenizer(shape["vocab_size"]), AGENTS, lora=lora_config(args.lora_rank),
+        micro_batch_size=args.micro_batch_size, sample_batch_size=len(AGENTS) * args.prompts * args.group_size,
+        device=args.device, dtype=args.dtype, gradient_checkpointing=args.gradient_checkpointing,
+    )  # fmt: skip
+
+
+def prompt_chats(count: int, tokens: int, vocab_size: int, seed: int) -> list[list[dict[str, str]]]:
+    """``count`` single-message chats of ``tokens`` random words each."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(2, vocab_size, (count, tokens), generator=generator)
+    return [[{"role": "user", "content": " ".join(f"w{k}" for k in row.tolist())}] for row in ids]
+
+
+def requests(args: Args, vocab_size: int) -> dict[str, tuple[list, list[int]]]:
+    """Per agent, its prompts each repeated G times, one seed per sample."""
+    result = {}
+    for index, agent in enumerate(AGENTS):
+        chats = prompt_chats(args.prompts, args.prompt_tokens, vocab_size, seed=index)
+        repeated = [chat for chat in chats for _ in range(args.group_size)]
+        result[agent] = (repeated, [index * 10**6 + k for k in range(len(repeated))])
+    return result
+
+
+def generate(
+    lm: TrainableLM, batch: dict[str, tuple[list, list[int]]], new_tokens: int
+) -> tuple[dict, float]:
+    """Both agents' completions in one mixed-adapter batch, and the seconds it took."""
+    synchronize(lm.device)
+    started = time.perf_counter()
+    completions = lm.sample_joint(
+        batch, max_new_tokens=new_tokens, min_new_tokens=new_tokens, temperature=1.0
+    )
+    synchronize(lm.device)
+    return completions, time.perf_counter() - started
+
+
+def train_pass(
+    lm: TrainableLM,
+    optimizers: dict[str, torch.optim.Optimizer],
+    completions: dict,
+    group_size: int,
+) -> tuple[float, int]:
+    r"""One MAGRPO pass per agent: :math:`A = R - \bar R_{\text{group}}` (random R: speed
+    only), the token loss in micro-batches with gradient accumulation, clipping, one Adam
+    step. Returns the seconds and the tokens trained."""
+    synchronize(lm.device)
+    started, trained = time.perf_counter(), 0
+    generator = torch.Generator().manual_seed(0)
+    for agent, rows in completions.items():
+        rewards = torch.rand(len(rows) // group_size, group_size, generator=generator)
+        advantages = (rewards - rewards.mean(dim=1, keepdim=True)).flatten()
+        lengths = torch.tensor([len(c.token_ids) for c in rows])
+        weights = token_weights(lengths, "token")
+        optimizers[agent].zero_grad()
+        for start in range(0, len(rows), lm.micro_batch_size):
+            block = range(start, min(start + lm.micro_batch_size, len(rows)))
+            logp, mask = lm.logprobs(
+                agent, [rows[k].prompt_ids for k in block], [rows[k].token_ids for k in block]
+            )
+            loss, _ = text_policy_loss(
+                logp, logp.detach(), None, advantages[list(block)].to(logp.device), mask,
+                weights[list(block)].to(logp.device), clip_eps=0.2, kl_coef=0.0,
+            )  # fmt: skip
+            loss.backward()
+        torch.nn.utils.clip_grad_norm_(lm.parameters(agent), 1.0)
+        optimizers[agent].step()
+        trained += int(lengths.sum()) + sum(len(c.prompt_ids) for c in rows)
+    synchronize(lm.device)
+    return time.perf_counter() - started, trained
+
+
+def measure_ours(args: Args, shape: dict[str, Any]) -> dict[str, Any]:
+    """Generation and update figures of our learners' model work (module docstring, 1-3)."""
+    lm = build_team(args, shape)
+    optimizers = {agent: torch.optim.Adam(lm.parameters(agent), lr=1e-5) for agent in AGENTS}
+    batch = requests(args, shape["vocab_size"])
+    new_tokens = len(AGENTS) * args.prompts * args.group_size * args.new_tokens
+    generate(lm, batch, args.new_tokens)  # warm-up: kernels, allocator
+    train_pass(lm, optimizers, generate(lm, batch, args.new_tokens)[0], args.group_size)
+    reset_peak_memory(lm.device)
+    generation, training, trained = [], [], 0
+    for _ in range(args.repeats):
+        completions, seconds = generate(lm, batch, args.new_tokens)
+        generation.append(seconds)
+        seconds, trained = train_pass(lm, optimizers, completions, args.group_size)
+        training.append(seconds)
+    best_generation, best_training = min(generation), min(training)
+    peak = peak_flops(lm.device, lm.dtype)
+    flops = lm.train_flops_per_token * trained
+    return {
+        "device": str(lm.device),
+        "device_name": torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else "cpu",
+        "dtype": dtype_name(lm.dtype),
+        "generated_tokens": new_tokens,
+        "generation_s": generation,
+        "generated_tokens_per_s": new_tokens / best_generation,
+        "training_s": training,
+        "trained_tokens": trained,
+        "trained_tokens_per_s": trained / best_training,
+        "update_s": best_generation + best_training,
+        "mfu": flops / best_training / peak if peak else None,
+        "peak_memory_gb": peak_memory_gb(lm.device),
+    }
+
+
+def greedy_parity(args: Args) -> dict[str, Any]:
+    """Greedy completions of a small model: the device (float32, and ``args.dtype``) against
+    the CPU in float32 (module docstring, 4)."""
+    chats = prompt_chats(args.parity_prompts, 32, SMOKE_SHAPE["vocab_size"], seed=7)
+    seeds = list(range(len(chats)))
+
+    def greedy(device: str, dtype: str) -> list[tuple[int, ...]]:
+        lm = TrainableLM(random_model(SMOKE_SHAPE), word_tokenizer(SMOKE_SHAPE["vocab_size"]), ["agent_0"],
+                         device=device, dtype=dtype)  # fmt: skip
+        return [
+            c.token_ids
+            for c in lm.sample("agent_0", chats, seeds, max_new_tokens=32, temperature=0.0)
+        ]
+
+    reference = greedy("cpu", "float32")
+    device, dtype = resolve(args.device, args.dtype)
+    result = {}
+    for name in dict.fromkeys(("float32", dtype_name(dtype))):
+        tokens = greedy(str(device), name)
+        equal = sum(
+            a == b for ref, ours in zip(reference, tokens, strict=True) for a, b in zip(ref, ours)
+        )
+        total = sum(len(ref) for ref in reference)
+        first = [
+            next((k for k, (a, b) in enumerate(zip(r, o)) if a != b), None)
+            for r, o in zip(reference, tokens)
+        ]
+        result[name] = {
+            "identical": tokens == reference,
+            "equal_token_share": equal / total,
+            "first_difference": first,
+        }
+    return result
+
+
+def measure_trl(args: Args, shape: dict[str, Any]) -> dict[str, Any]:
+    """Seconds per update of TRL's GRPOTrainer, one agent, on the same shape, dtype, LoRA,
+    prompts, G and tokens (module docstring, 5)."""
+    try:
+        from datasets import Dataset
+        from trl import GRPOConfig, GRPOTrainer
+    except ImportError as error:
+        raise ImportError(
+            "--trl needs TRL: pip install 'deliberation-env[bench]' (or its wheel, --no-deps)"
+        ) from error
+    from transformers import TrainerCallback
+
+    device, dtype = resolve(args.device, args.dtype)
+    model = random_model(shape).to(dtype=dtype)
+    completions = args.prompts * args.group_size
+    times: list[float] = []
+
+    class Clock(TrainerCallback):
+        def on_step_begin(self, *_, **__):
+            synchronize(device)
+            self.started = time.perf_counter()
+
+        def on_step_end(self, *_, **__):
+            synchronize(device)
+            times.append(time.perf_counter() - self.started)
+
+    chats = prompt_chats(args.prompts, args.prompt_tokens, shape["vocab_size"], seed=0)
+    rewards = torch.Generator().manual_seed(0)  # random rewards, as ours: speed only
+    with tempfile.TemporaryDirectory() as output_dir:
+        config = GRPOConfig(
+            output_dir=output_dir, use_cpu=device.type == "cpu", bf16=dtype == torch.bfloat16,
+            fp16=dtype == torch.float16, gradient_checkpointing=args.gradient_checkpointing, use_vllm=False,
+            per_device_train_batch_size=min(args.micro_batch_size, completions),
+            gradient_accumulation_steps=max(1, completions // args.micro_batch_size),
+            num_generations=args.group_size, num_iterations=1, beta=0.0,
+            max_completion_length=args.new_tokens, generation_kwargs={"min_new_tokens": args.new_tokens},
+            temperature=1.0, learning_rate=1e-5, max_grad_norm=1.0, loss_type="dapo",
+            max_steps=1 + args.repeats, logging_steps=10**6, report_to="none", save_strategy="no",
+            disable_tqdm=True, dataloader_num_workers=0, seed=0,
+        )  # fmt: skip
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=lambda completions, **_: torch.rand(
+                len(completions), generator=rewards
+            ).tolist(),
+            args=config,
+            train_dataset=Dataset.from_list([{"prompt": chat} for chat in chats]),
+            processing_class=word_tokenizer(shape["vocab_size"]),
+            peft_config=lora_config(args.lora_rank),
+            callbacks=[Clock()],
+        )
+        trainer.train()
+    return {"update_s_one_agent": min(times[1:] or times), "each": times, "trl": _version("trl")}
+
+
+def _version(package: str) -> str:
+    import importlib.metadata
+
+    return importlib.metadata.version(package)
+
+
+def table(record: dict[str, Any]) -> str:
+    """The check's figures as a markdown table."""
+    ours = record["ours"]
+    rows = [
+        ("device", f"{ours['device_name']} ({ours['dtype']})"),
+        ("generation, both agents, output tokens/s", f"{ours['generated_tokens_per_s']:,.0f}"),
+        ("MAGRPO update (sampling + loss pass + Adam), s", f"{ours['update_s']:.2f}"),
+        ("training tokens/s", f"{ours['trained_tokens_per_s']:,.0f}"),
+        (
+            "MFU of the loss pass",
+            "n/a (no peak FLOPS for this device)" if ours["mfu"] is None else f"{ours['mfu']:.1%}",
+        ),
+        ("peak memory, GB", f"{ours['peak_memory_gb']:.1f}"),
+    ]
+    for dtype, parity in record["parity"].items():
+        rows.append(
+            (
+                f"greedy parity vs CPU float32 ({dtype})",
+                f"{parity['equal_token_share']:.1%} equal tokens, identical: {parity['identical']}",
+            )
+        )
+    if "trl" in record:
+        trl = record["trl"]
+        rows.append(("TRL GRPOTrainer update, one agent, s", f"{trl['update_s_one_agent']:.2f}"))
+        rows.append(
+            (
+                "ours / TRL (two TRL updates per team update)",
+                f"{2 * trl['update_s_one_agent'] / ours['update_s']:.2f}x",
+            )
+        )
+    return "\n".join(
+        ["| figure | value |", "|---|---:|", *(f"| {name} | {value} |" for name, value in rows)]
+    )
+
+
+def main(args: Args) -> None:
+    shape = SMOKE_SHAPE if args.smoke else QWEN25_1_5B
+    if args.smoke:
+        args = smoke_args(args)
+    started = time.perf_counter()
+    record: dict[str, Any] = {"args": dataclasses.asdict(args), "shape": shape}
+    record["ours"] = measure_ours(args, shape)
+    record["parity"] = greedy_parity(args)
+    if args.trl:
+        record["trl"] = measure_trl(args, shape)
+    record["seconds"] = time.perf_counter() - started
+    print(table(record))
+    print(f"(the whole check: {record['seconds']:.0f} s; generation each repeat: "
+          f"{', '.join(f'{s:.2f}' for s in record['ours']['generation_s'])} s, median {statistics.median(record['ours']['generation_s']):.2f})")  # fmt: skip
+    if not args.smoke:  # a smoke run's figures measure nothing worth keeping
+        write_results("gpu_check", record)
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))

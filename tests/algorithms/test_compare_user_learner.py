@@ -1,0 +1,199 @@
+"""A learner of one's own joins ``compare`` beside the shipped ones, from Python
+(``learners={"mine": Mine}``) and from the command line (``--algos ./mine.py:Mine``), in
+both families; both families' comparisons write the same files and print one seed alike;
+a config file's ``algos`` never imports code (issue 33, items 4 and 7)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from dataclasses import replace
+
+import pytest
+import torch
+
+from algorithms import cli
+from algorithms.core.compare import (
+    CURVES_CSV,
+    CURVES_FIGURE,
+    FINAL_FIGURE,
+    RESULTS_CSV,
+    RESULTS_JSON,
+)
+from algorithms.meta import compare as meta_compare
+from algorithms.meta.config import (
+    GRPOConfig,
+    MAGRPOConfig,
+    SFTConfig,
+    SoftRankPOConfig,
+    TrainConfig,
+)
+from algorithms.meta.grpo import GRPO
+from algorithms.text import TextRunConfig
+from algorithms.text import compare as text_compare
+from algorithms.text.learners import TextGRPO
+from deliberation_env.meta.config import EnvConfig
+
+SMALL = {"groups_per_update": 2, "group_size": 2, "hidden_size": 16, "num_heads": 2}
+TINY_META = [
+    "--team", "simulated", "--difficulty", "3", "--max-rounds", "2", "--updates", "2", "--sft-updates", "1",
+    "--eval-every", "2", "--eval-problems", "8", "--sft.episodes-per-update", "4", "--sft.hidden-size", "16",
+    "--sft.num-heads", "2", "--no-progress",
+    *(arg for algo in ("softrankpo", "grpo") for flag in ("groups-per-update", "group-size", "hidden-size", "num-heads")
+      for arg in (f"--{algo}.{flag}", "16" if flag == "hidden-size" else "2")),
+]  # fmt: skip
+COMMON_FILES = {RESULTS_CSV, CURVES_CSV, RESULTS_JSON, CURVES_FIGURE, FINAL_FIGURE, "config.json"}
+"""What every comparison writes beside its runs' folders."""
+MINE = """
+from algorithms.meta.grpo import GRPO
+
+
+class Mine(GRPO):
+    '''GRPO with the group mean as the only baseline (no standardization).'''
+
+    name = "mine"
+
+    def compute_advantages(self, returns):
+        return returns - returns.mean(1, keepdim=True)
+"""
+MARKING = "import pathlib\npathlib.Path({marker!r}).write_text('ran')\nMine = None\n"
+
+
+class Centred(GRPO):
+    """A meta learner of one's own: returns minus their group mean."""
+
+    name = "centred"
+
+    def compute_advantages(self, returns: torch.Tensor) -> torch.Tensor:
+        return returns - returns.mean(1, keepdim=True)
+
+
+class CentredText(TextGRPO):
+    """A text learner of one's own: returns minus their group mean."""
+
+    name = "centred"
+
+    def compute_advantages(self, returns: torch.Tensor) -> torch.Tensor:
+        return returns - returns.mean(1, keepdim=True)
+
+
+def tiny_meta(tmp_path, algos: tuple[str, ...], seeds: int = 1) -> meta_compare.CompareConfig:
+    train = TrainConfig(
+        env=EnvConfig(team="simulated", difficulty=3, max_rounds=2), updates=2, sft_updates=1, eval_every=2,
+        eval_problems=8, progress=False, softrankpo=SoftRankPOConfig(**SMALL), grpo=GRPOConfig(**SMALL),
+        magrpo=MAGRPOConfig(**SMALL), sft=SFTConfig(episodes_per_update=4, hidden_size=16, num_heads=2),
+    )  # fmt: skip
+    return meta_compare.CompareConfig(
+        algos=algos, seeds=seeds, baselines=("independent", "oracle"), train=train, out_dir=str(tmp_path / "meta")
+    )
+
+
+def tiny_text(tmp_path, algos: tuple[str, ...]) -> text_compare.TextCompare:
+    shared = text_compare.SharedTextSettings(
+        model="tiny", groups_per_update=1, group_size=2, max_new_tokens=4, run=TextRunConfig(updates=1, progress=False)
+    )
+    return text_compare.TextCompare(learner=shared, algos=algos, seeds=1, out_dir=str(tmp_path / "text"))
+
+
+def top_files(folder) -> set[str]:
+    return {path.name for path in folder.iterdir() if path.is_file()}
+
+
+@pytest.fixture
+def beside(tmp_path, monkeypatch):
+    """``mine.py`` (a learner) and ``evil.py`` (writes a marker when imported) in the working
+    directory; the marker's path. The modules are forgotten afterwards."""
+    marker = tmp_path / "evil.ran"
+    (tmp_path / "mine.py").write_text(MINE)
+    (tmp_path / "evil.py").write_text(MARKING.format(marker=str(marker)))
+    monkeypatch.chdir(tmp_path)
+    yield marker
+    for name in ("mine", "evil"):
+        sys.modules.pop(name, None)
+
+
+def test_a_meta_learner_of_ones_own_joins_compare_from_python(tmp_path):
+    cfg = tiny_meta(tmp_path, ("softrankpo", "centred"), seeds=2)
+    summary = meta_compare.compare(cfg, learners={"centred": Centred})
+    assert set(summary["learners"]) == {"softrankpo@1", "centred@1"}
+    assert summary["learners"]["centred@1"]["n"] == 2 and "centred@1" in summary["gap_closed"]
+    out = tmp_path / "meta"
+    assert json.loads((out / "scale1" / "centred" / "seed1" / "summary.json").read_text())["eval/consensus_accuracy"] >= 0
+    with (out / RESULTS_CSV).open() as file:
+        assert [row["seed"] for row in csv.DictReader(file) if row["algo"] == "centred"] == ["0", "1"]
+    with (out / CURVES_CSV).open() as file:
+        assert any(row["algo"] == "centred" and row["eval/consensus_accuracy"] for row in csv.DictReader(file))
+
+
+def test_a_meta_learner_of_ones_own_joins_compare_from_the_command_line(beside, tmp_path, capsys):
+    cli.main(["compare", "meta", "--algos", "softrankpo", "./mine.py:Mine", "--seeds", "1", "--baselines", "oracle",
+              "--out-dir", str(tmp_path / "cmp"), *TINY_META])  # fmt: skip
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Mine@1 │" in out and "softrankpo@1 │" in out and "(1 seed)" in out and "+- 0.000" not in out
+    record = json.loads((tmp_path / "cmp" / RESULTS_JSON).read_text())
+    assert set(record["summary"]["learners"]) == {"softrankpo@1", "Mine@1"}
+    assert record["config"]["algos"] == ["softrankpo", "./mine.py:Mine"]
+    assert (tmp_path / "cmp" / "scale1" / "Mine" / "seed0" / "checkpoint.safetensors").is_file()
+
+
+def test_a_text_learner_of_ones_own_joins_compare_and_both_families_write_the_same_files(tmp_path, capsys):
+    meta_summary = meta_compare.compare(tiny_meta(tmp_path, ("softrankpo", "centred")), learners={"centred": Centred})
+    text_summary = text_compare.compare(tiny_text(tmp_path, ("grpo", "centred")), learners={"centred": CentredText})
+
+    assert set(text_summary) == {"grpo", "centred"} and text_summary["centred"]["rewards/joint/mean"]["n"] == 1
+    assert json.loads((tmp_path / "text" / "centred" / "seed0" / "summary.json").read_text())["algo"] == "centred"
+    assert top_files(tmp_path / "text") == COMMON_FILES
+    assert top_files(tmp_path / "meta") == COMMON_FILES | {"action_shares.png", "reward_scale.png"}
+    for family, summary in (("meta", meta_summary), ("text", text_summary)):
+        record = json.loads((tmp_path / family / RESULTS_JSON).read_text())
+        assert record["summary"] == summary and set(record) >= {"config", "env", "date", "runs"}
+        assert (tmp_path / family / FINAL_FIGURE).read_bytes()[:4] == b"\x89PNG"
+    text_table = text_compare.compare_table(text_summary, tiny_text(tmp_path, ("grpo",)))
+    meta_table = meta_compare.compare_table(meta_summary, tiny_meta(tmp_path, ("softrankpo",)))
+    for table in (text_table, meta_table):  # one seed: its mean, marked, and no interval of 0
+        cells = [cell for column in table.columns for cell in column._cells]
+        assert any(cell.endswith(" (1 seed)") for cell in cells) and not any("+- 0.000" in cell for cell in cells)
+
+
+def test_a_text_learner_of_ones_own_joins_compare_text_from_the_command_line(beside, tmp_path, capsys):
+    (tmp_path / "mine.py").write_text(
+        "from algorithms.text.learners import TextGRPO\n\n\nclass Mine(TextGRPO):\n    name = 'mine'\n"
+    )
+    cli.main(["compare", "text", "--algos", "magrpo", "./mine.py:Mine", "--seeds", "1", "--model", "tiny",
+              "--groups-per-update", "1", "--group-size", "2", "--max-new-tokens", "4", "--updates", "1",
+              "--no-progress", "--out-dir", str(tmp_path / "cmp")])  # fmt: skip
+    record = json.loads((tmp_path / "cmp" / RESULTS_JSON).read_text())
+    assert [row["algo"] for row in record["runs"]] == ["magrpo", "Mine"]
+    assert json.loads((tmp_path / "cmp" / "Mine" / "seed0" / "summary.json").read_text())["algo"] == "mine"
+
+
+def test_a_name_that_is_no_learner_is_refused_before_anything_is_written(tmp_path):
+    cfg = tiny_meta(tmp_path, ("softrankpo", "mine"))
+    with pytest.raises(ValueError, match=r"--algos 'mine' is not one of .* learners=\{'mine': Mine\}"):
+        meta_compare.compare(cfg)
+    with pytest.raises(ValueError, match="--algos 'mine' is not one of magrpo, grpo, softrankpo"):
+        text_compare.compare(tiny_text(tmp_path, ("grpo", "mine")))
+    with pytest.raises(ValueError, match="names softrankpo, a shipped learner"):
+        meta_compare.compare(replace(cfg, algos=("softrankpo",)), learners={"softrankpo": Centred})
+    assert not (tmp_path / "meta").exists() and not (tmp_path / "text").exists()
+    with pytest.raises(ValueError, match="names Mine twice"):
+        meta_compare.CompareConfig(algos=("./mine.py:Mine", "other.module:Mine"))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"command": "compare", "algos": ["softrankpo", "./evil.py:Mine"]},
+        {"command": "compare text", "algos": ["grpo", "evil:Mine"]},
+    ],
+)
+def test_an_import_path_in_a_config_files_algos_is_refused_without_importing(beside, tmp_path, capsys, data):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(SystemExit) as exit:
+        cli.main(["compare", *data["command"].split()[1:], "--config", str(path), "--out-dir", str(tmp_path / "c")])
+    error = capsys.readouterr().err
+    assert exit.value.code == 2 and f"{data['algos'][1]!r} is an import path" in error
+    assert f"(--algos {data['algos'][1]})" in error
+    assert not beside.exists() and "evil" not in sys.modules and not (tmp_path / "c").exists()

@@ -1,0 +1,149 @@
+"""Issue 32, item 1: ``device`` and ``dtype`` of the LLM-weight learners, from the resolver
+(:mod:`agents.devices`) through ``TrainableLM``, the config and the command line to the run
+folder and ``--resume``; the meta seat's ``transformers:`` team takes the same two options.
+Everything runs on the CPU; CUDA's absence is made certain where a test asks for it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from agents.devices import PEAK_FLOPS, check_names, peak_flops, resolve
+from algorithms import cli
+from algorithms.core.checkpoints import load_checkpoint
+from algorithms.text import TextGRPOConfig, TextMAGRPOConfig
+
+TINY = ["--model", "tiny", "--groups-per-update", "1", "--group-size", "2", "--max-new-tokens", "4",
+        "--no-progress"]  # fmt: skip
+CHAT = [{"role": "user", "content": "What is 2 + 3?"}]
+
+
+@pytest.fixture
+def no_cuda(monkeypatch):
+    """A machine without CUDA, whatever this one has."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+
+
+def test_the_resolver_reads_the_names_and_auto_follows_the_machine(no_cuda):
+    assert resolve() == (torch.device("cpu"), torch.float32)  # auto on a CPU machine
+    assert resolve("cpu", "bfloat16") == (torch.device("cpu"), torch.bfloat16)
+    assert resolve("auto", "float16")[1] is torch.float16
+    with pytest.raises(ValueError, match=r"device 'cuda:1': .*no CUDA.*use 'cpu' or 'auto'"):
+        resolve("cuda:1")
+    with pytest.raises(ValueError, match="device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'"):
+        check_names("gpu", "auto")
+    with pytest.raises(ValueError, match="dtype must be one of auto, float32, bfloat16, float16"):
+        check_names("cpu", "fp8")
+
+
+def test_auto_is_cuda_in_bfloat16_where_the_machine_has_it(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve() == (torch.device("cuda"), torch.bfloat16)
+    assert resolve("cuda:1", "float32") == (torch.device("cuda:1"), torch.float32)
+    with pytest.raises(ValueError, match="CUDA device 2, and this machine has 2 CUDA device"):
+        resolve("cuda:2")
+
+
+def test_peak_flops_come_from_the_table_for_half_precision_on_known_gpus(monkeypatch):
+    names = iter(["NVIDIA H100 PCIe", "NVIDIA H100 80GB HBM3", "NVIDIA L40S", "NVIDIA L4", "Some Future GPU"])
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: next(names))
+    cuda = torch.device("cuda")
+    assert [peak_flops(cuda, torch.bfloat16) for _ in range(5)] == [756e12, 989e12, 362e12, 121e12, None]
+    assert peak_flops(cuda, torch.float32) is None  # TF32 or not: unknown
+    assert peak_flops(torch.device("cpu"), torch.bfloat16) is None
+    assert dict(PEAK_FLOPS)["H200"] == 989e12
+
+
+def test_the_config_checks_the_spelling_and_the_flags_reach_it():
+    config = cli.parse(["train", "text", "--device", "cuda:3", "--dtype", "bfloat16"]).command.command.learner
+    assert (config.device, config.dtype) == ("cuda:3", "bfloat16")  # parsing needs no CUDA: the run checks it
+    assert (TextMAGRPOConfig().device, TextMAGRPOConfig().dtype) == ("auto", "auto")
+    with pytest.raises(ValueError, match="device must be"):
+        TextGRPOConfig(device="gpu")
+
+
+def test_train_text_on_the_cpu_in_float32_end_to_end(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    cli.main(["train", "text", "grpo", *TINY, "--updates", "1", "--device", "cpu", "--dtype", "float32",
+              "--run-dir", str(run_dir)])  # fmt: skip
+    recorded = json.loads((run_dir / "config.json").read_text())
+    assert {k: recorded[k] for k in ("device", "dtype", "resolved_device", "resolved_dtype")} == {
+        "device": "cpu", "dtype": "float32", "resolved_device": "cpu", "resolved_dtype": "float32",
+    }  # fmt: skip
+    assert load_checkpoint(run_dir / "checkpoint.safetensors")["config"]["dtype"] == "float32"
+    (line,) = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert line["perf/peak_memory_gb"] > 0
+    assert line["perf/generated_tokens_per_s"] > 0 and line["perf/trained_tokens_per_s"] > 0
+    assert "perf/mfu" not in line  # no peak FLOPS for a CPU
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_cuda_where_there_is_none_is_one_line_naming_the_flag(tmp_path, capsys, no_cuda):
+    run_dir = tmp_path / "run"
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["train", "text", *TINY, "--device", "cuda", "--run-dir", str(run_dir)])
+    assert refused.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("deliberate train text: error: --device cuda: it asks for CUDA device 0")
+    assert "use --device cpu" in err and "Traceback" not in err and err.count("\n") == 1
+    assert not run_dir.exists()  # refused before anything was written
+    with pytest.raises(SystemExit):
+        cli.main(["compare", "text", *TINY, "--device", "cuda:0", "--out-dir", str(tmp_path / "c")])
+    assert "--device cuda:0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["train", "text", *TINY, "--device", "gpu"])
+    assert "device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'" in capsys.readouterr().err
+
+
+def test_a_resumed_run_may_move_but_keeps_its_dtype(tmp_path, capsys):
+    """The rule: ``device`` and the spelling of ``dtype`` may change on ``--resume``; the dtype
+    they give (``auto`` resolved on the machine) must be the checkpoint's."""
+    run_dir = str(tmp_path / "run")
+    cli.main(["train", "text", *TINY, "--updates", "1", "--device", "cpu", "--dtype", "float32", "--run-dir", run_dir])
+    cli.main(["train", "text", *TINY, "--updates", "2", "--device", "auto", "--dtype", "auto", "--run-dir", run_dir,
+              "--resume"])  # fmt: skip  (auto: the CPU in float32 here, the checkpoint's dtype)
+    assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 2
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        cli.main(["train", "text", *TINY, "--updates", "3", "--dtype", "bfloat16", "--run-dir", run_dir, "--resume"])
+    assert "differs from this learner's in ['dtype']" in capsys.readouterr().err
+    assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+def test_bfloat16_on_the_cpu_samples_and_scores_in_bfloat16(make_lm):
+    lm = make_lm(dtype="bfloat16")
+    base = lm.seats["agent_0"].model.get_base_model()
+    assert lm.dtype is torch.bfloat16 and base.model.layers[0].mlp.down_proj.weight.dtype is torch.bfloat16
+    assert {p.dtype for p in lm.parameters("agent_0")} == {torch.float32}  # peft keeps adapters in float32
+    (completion,) = lm.sample("agent_0", [CHAT], [7], max_new_tokens=5)
+    assert len(completion.token_ids) == 5 and all(torch.isfinite(torch.tensor(completion.logprobs)))
+    logp, _ = lm.logprobs("agent_0", [completion.prompt_ids], [completion.token_ids])
+    assert logp.dtype is torch.float32
+    torch.testing.assert_close(logp[0], torch.tensor(completion.logprobs), atol=0.05, rtol=0)  # bf16 noise
+    assert make_lm().dtype is torch.float32  # auto on the CPU
+
+
+def test_the_transformers_team_spec_takes_device_and_dtype(tmp_path, no_cuda):
+    from agents.specs import parse_spec
+    from agents.trainable_lm import tiny_model
+    from agents.transformers_backend import TransformersBackend
+
+    assert parse_spec("transformers:Qwen/Qwen2.5-1.5B-Instruct#device=cuda:1#dtype=float16") == (
+        "transformers", {"model": "Qwen/Qwen2.5-1.5B-Instruct", "device": "cuda:1", "dtype": "float16"},
+    )  # fmt: skip
+    for bad in ("transformers:/m#device=gpu", "transformers:/m#precision=fp16", "transformers:/m#dtype=float16#dtype=float32"):
+        with pytest.raises(ValueError, match="bad team spec"):
+            parse_spec(bad)
+    model, tokenizer = tiny_model()
+    model.save_pretrained(tmp_path / "m")
+    tokenizer.save_pretrained(tmp_path / "m")
+    backend = TransformersBackend(tmp_path / "m", device="cpu", dtype="bfloat16")
+    assert backend.model.dtype is torch.bfloat16 and "bfloat16" in backend.model_id
+    assert backend.model.config._attn_implementation == "sdpa"
+    assert TransformersBackend(tmp_path / "m").model.dtype is torch.float32  # auto on the CPU
+    with pytest.raises(ValueError, match="no CUDA"):
+        TransformersBackend(tmp_path / "m", device="cuda")

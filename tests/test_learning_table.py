@@ -1,0 +1,131 @@
+"""The README's LLM-weight learning table is ``benchmarks/results/text_learning.json``, at the
+precision it prints, and names the commit that made its runs."""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+ROOT = Path(__file__).resolve().parent.parent
+START = "<!-- LLM-weight learning results"
+END = "<!-- end of the LLM-weight learning results -->"
+
+
+def readme_block() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return text[text.index(START) : text.index(END)]
+
+
+def table_rows(block: str) -> dict[str, list[str]]:
+    """``{team: [cells]}`` of the markdown table in ``block`` (bold marks dropped)."""
+    rows = {}
+    for line in block.splitlines():
+        if line.startswith("|") and not line.startswith(("|---", "| team")):
+            team, *cells = [cell.strip().replace("**", "") for cell in line.strip("|").split("|")]
+            rows[team] = cells
+    return rows
+
+
+def accuracy_cell(values: list[float]) -> str:
+    """Mean, and the half-width of its 95% Student-t interval over more than one seed."""
+    mean = np.mean(values)
+    if len(values) == 1:
+        return f"{mean:.3f}"
+    half = stats.t.ppf(0.975, len(values) - 1) * stats.sem(values)
+    return f"{mean:.3f} ± {half:.3f}"
+
+
+def expected_rows(results: dict) -> dict[str, list[str]]:
+    """The README's rows from the results file: accuracy, cut share, tokens per answer."""
+
+    def cells(metrics: list[dict]) -> list[str]:
+        return [
+            accuracy_cell([m["eval/correct"] for m in metrics]),
+            f"{np.mean([m['eval/truncated_share'] for m in metrics]):.0%}",
+            f"{np.mean([m['eval/mean_completion_tokens'] for m in metrics]):.1f}",
+        ]
+
+    def trained_by(algo: str) -> list[dict]:
+        return [run["after"] for run in results["runs"] if run["algo"] == algo]
+
+    sc = results["self_consistency"]
+    return {
+        "(a) untrained pair": cells([results["untrained"]["after"]]),
+        "pair trained by GRPO": cells(trained_by("grpo")),
+        "pair trained by MAGRPO": cells(trained_by("magrpo")),
+        "pair trained by SoftRankPO": cells(trained_by("softrankpo")),
+        "(b) one agent trained alone, same tokens and updates": cells([run["after"] for run in results["single"]]),
+        f"(c) untrained pair, self-consistency of {2 * sc['samples_per_agent']} samples": [
+            f"{sc['correct']:.3f}",
+            f"{sc['truncated_share']:.0%}",
+            f"{sc['mean_completion_tokens']:.1f}",
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def results() -> dict:
+    path = ROOT / "benchmarks" / "results" / "text_learning.json"
+    return json.loads(path.read_text(encoding="utf-8"))["results"]
+
+
+def test_the_readme_table_is_the_results_file(results):
+    assert table_rows(readme_block()) == expected_rows(results)
+
+
+def test_the_readme_names_the_commit_of_the_runs(results):
+    named = re.findall(r"runs at ([0-9a-f]{7,40})", readme_block())
+
+    assert len(named) == 1, "the README's learning table names the one commit its runs were made at"
+    assert [commit[: len(named[0])] for commit in results["run_commits"]] == named
+    everything = ["untrained", *(f"{r['algo']}-seed{r['seed']}" for r in results["runs"])]
+    made = {run for runs in results["run_commits"].values() for run in runs}
+    assert set(everything) <= made
+
+
+def test_a_changed_number_is_caught(results):
+    results = json.loads(json.dumps(results))
+    results["runs"][0]["after"]["eval/correct"] += 0.01
+
+    assert table_rows(readme_block()) != expected_rows(results)
+
+
+@pytest.fixture(scope="module")
+def text_learning():
+    """``benchmarks/text_learning.py`` imported as its scripts run it (``benchmarks/`` on the path)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(ROOT / "benchmarks"))
+        import text_learning
+
+        yield text_learning
+
+
+def test_each_run_result_keeps_what_made_it(text_learning, tmp_path):
+    path = tmp_path / "grpo-seed0" / "summary.json"
+
+    made = text_learning.cached(path, lambda: {"algo": "grpo", "seed": 0})
+
+    stored = json.loads(path.read_text())
+    assert stored == made and made["algo"] == "grpo"
+    assert set(made["provenance"]) == {"command", "date", "commit", "dirty", "machine", "threads"}
+    assert set(made["provenance"]["threads"]) == {"torch", "omp_num_threads", "affinity"}
+    assert text_learning.cached(path, lambda: pytest.fail("a finished run is read back, not run again")) == made
+
+
+def test_a_table_of_runs_from_several_commits_says_so(text_learning):
+    def at(commit, dirty=False):
+        return {"provenance": {"commit": commit, "dirty": dirty}}
+
+    base = at("aaa")
+    runs = [{"algo": "grpo", "seed": 0, **at("aaa")}, {"algo": "grpo", "seed": 1, **at("bbb", dirty=True)}]
+    singles = [{"seed": 0}]  # stored before runs kept their provenance
+
+    commits = text_learning.run_commits(base, runs, singles, None, "self-consistency-k4")
+
+    assert commits == {"aaa": ["untrained", "grpo-seed0"], "bbb-dirty": ["grpo-seed1"], "unrecorded": ["single-seed0"]}
+    line = text_learning.commits_line(commits)
+    assert line.startswith("runs made at 3 different commits, not one code:") and "bbb-dirty: grpo-seed1" in line
+    assert text_learning.commits_line({"aaa": ["untrained"]}) == "runs made at commit aaa"
