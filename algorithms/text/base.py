@@ -25,7 +25,7 @@ both families follow (:class:`algorithms.core.learner.GroupPolicyGradient`; its 
 4. :meth:`~TextPolicyGradientLearner.optimize`: ``update_epochs`` passes of
    ``num_minibatches`` Adam steps on :func:`~algorithms.text.losses.text_policy_loss`
    (every token of a completion gets its completion's advantage), gradients accumulated
-   over forward passes of ``batch_size`` sequences and clipped per agent. With one pass
+   over forward passes of ``micro_batch_size`` sequences and clipped per agent. With one pass
    and one minibatch, pi_old is the current policy detached (ratio 1: REINFORCE's
    gradient); otherwise pi_old is scored once, before the first step.
 

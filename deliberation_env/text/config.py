@@ -164,8 +164,7 @@ def config_record(config: Any) -> dict[str, Any]:
     A task or protocol given as an instance is recorded by its name (``"<protocol NAME>"``:
     instances compare by name, not identity), a tuple as a list. The parts of a composed
     config (a learner config's ``env`` and ``run``) are recorded flat, their fields beside
-    its own, as release 0.1 recorded them: records written before and after the parts were
-    composed compare equal, so a run started then resumes now.
+    its own, as release 0.1 recorded them.
 
     >>> config_record(TextEnvConfig(task="arithmetic"))["task"], config_record(TextEnvConfig())["reward_scale"]
     ('arithmetic', 1.0)

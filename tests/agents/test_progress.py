@@ -105,7 +105,7 @@ def test_sampling_a_tiny_trainable_lm_advances_row_by_row_without_changing_outpu
     from agents.trainable_lm import TrainableLM, tiny_model
 
     model, tokenizer = tiny_model()
-    lm = TrainableLM(model, tokenizer, agents=["agent_0"], batch_size=3)
+    lm = TrainableLM(model, tokenizer, agents=["agent_0"], micro_batch_size=3)
     chats = [chat(f"Say {word}.") for word in ("yes", "no", "up", "down", "red")]
     seeds = list(range(5))
     plain = lm.sample("agent_0", chats, seeds, max_new_tokens=12, temperature=1.0)

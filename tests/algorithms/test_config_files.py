@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
 import pytest
@@ -63,25 +62,19 @@ def test_a_train_text_file_takes_its_algo_and_options_override_it(tmp_path):
         parse("train", "text", "softrankpo", "--config", str(path))
 
 
-def test_a_train_text_file_of_the_flat_layout_loads_the_same_values_with_one_warning(tmp_path):
-    flat, nested = tmp_path / "flat.yaml", tmp_path / "nested.yaml"
-    flat.write_text("command: train text\nalgo: grpo\ntask: arithmetic\ndifficulty: 2\nupdates: 7\neps: 0.01\n")
-    nested.write_text("command: train text\nalgo: grpo\nenv: {task: arithmetic, difficulty: 2}\nrun: {updates: 7}\neps: 0.01\n")
-    with pytest.warns(DeprecationWarning, match=r"write TextGRPOConfig\(env=TextEnvConfig\(task=\.\.\., difficulty=\.\.\.\), run=TextRunConfig\(updates=\.\.\.\)\)") as caught:
-        from_flat = parse("train", "text", "--config", str(flat)).learner
-    assert len([w for w in caught if issubclass(w.category, DeprecationWarning)]) == 1
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        from_nested = parse("train", "text", "--config", str(nested)).learner
-    assert from_flat == from_nested
-    assert (from_nested.env.task, from_nested.env.difficulty, from_nested.run.updates) == ("arithmetic", 2, 7)
+def test_a_train_text_file_of_the_flat_layout_is_refused_naming_the_nested_fields(tmp_path):
+    flat = tmp_path / "flat.yaml"
+    flat.write_text("command: train text\nalgo: grpo\ntask: arithmetic\nupdates: 7\nmodle: tiny\n")
+    with pytest.raises(ValueError, match=r"flat.yaml: unknown TextGRPOConfig fields \['modle', 'task', 'updates'\]; "
+                                         r"write them nested: env.task, run.updates; known: "):  # fmt: skip
+        parse("train", "text", "--config", str(flat))
 
 
-def test_a_field_given_flat_and_nested_is_refused(tmp_path):
-    path = tmp_path / "both.yaml"
-    path.write_text("command: train text\nenv: {task: arithmetic}\ntask: gsm8k\n")
-    with pytest.raises(ValueError, match=r"both.yaml: \['task'\] given both flat and inside env"):
-        parse("train", "text", "--config", str(path))
+def test_a_compare_text_file_names_the_nested_fields_under_its_prefix(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("command: compare text\nlearner: {task: arithmetic}\n")
+    with pytest.raises(ValueError, match=r"c.yaml: learner: unknown \w+ fields \['task'\]; write them nested: learner.env.task"):
+        parse("compare", "text", "--config", str(path))
 
 
 def test_a_compare_text_file_gives_every_learner_its_learner_settings(tmp_path):

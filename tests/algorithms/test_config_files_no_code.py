@@ -8,7 +8,6 @@ takes it. On the command line it works when the user's own path names the module
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 
@@ -27,7 +26,6 @@ GOOD = (
 )
 LAYOUTS = {
     "train text": {"command": "train text", "algo": "grpo", "env": {"protocol": "evil:Protocol"}},
-    "train text, the flat fields of release 0.1": {"command": "train text", "protocol": "evil:Protocol"},
     "compare text": {"command": "compare text", "learner": {"env": {"protocol": "evil:Protocol"}}},
 }
 
@@ -65,10 +63,8 @@ def _yaml(data: dict, indent: str = "") -> str:
 @pytest.mark.parametrize("name", ["config.yaml", "config.json"])
 def test_an_import_path_in_a_config_file_is_refused_before_anything_is_imported(beside, tmp_path, layout, name):
     path = write(tmp_path, name, LAYOUTS[layout])
-    deprecated = pytest.warns(DeprecationWarning) if "flat" in layout else contextlib.nullcontext()
-    refused = pytest.raises(ValueError, match=r"'evil:Protocol' is an import path, .* \(--protocol evil:Protocol\)")
-    with deprecated, refused:
-        file_defaults(path)
+    with pytest.raises(ValueError, match=r"'evil:Protocol' is an import path, .* \(--protocol evil:Protocol\)"):
+        file_defaults(path, LAYOUTS[layout]["command"].split())
     assert not beside["evil"].exists() and "evil" not in sys.modules
 
 

@@ -81,7 +81,7 @@ def test_the_cli_names_a_protocol_by_import_path(questions, tmp_path, monkeypatc
 def test_a_function_protocol_trains_for_one_update_with_the_tiny_model_and_resumes(questions, tmp_path):
     """Also the CoMLRL user's crash: a protocol instance in a run_dir's summary and
     checkpoint (recorded by its name), and a resumed run with a new instance of it."""
-    settings = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "batch_size": 4}
+    settings = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "micro_batch_size": 4}
 
     def config(name: str, updates: int) -> TextMAGRPOConfig:
         env = TextEnvConfig(protocol=colour_protocol(questions, name=name))

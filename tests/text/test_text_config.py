@@ -5,7 +5,6 @@ the same arguments and refuses the same bad ones, by name, before anything is bu
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import pytest
 import tyro
@@ -20,20 +19,12 @@ from deliberation_env.text.config import TextEnvConfig
 ARGUMENTS = {"task": "arithmetic", "difficulty": 2, "n_agents": 3, "max_turns": 2, "reward_scale": 0.5,
              "stop_threshold": 1.1, "split": "test"}  # fmt: skip
 
-def flat_learner_config(**kwargs):
-    """A learner config in the flat spelling of release 0.1 (deprecated, still checked)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return TextMAGRPOConfig(**kwargs)
-
-
 ENTRY_POINTS = {
     "TextEnvConfig": lambda **kwargs: TextEnvConfig(**kwargs),
     "text_env": lambda **kwargs: text_env(**kwargs),
     "text_vector_env": lambda **kwargs: text_vector_env(2, **kwargs),
     "make": lambda **kwargs: de.make("text-deliberation-v1", **kwargs),
     "TextMAGRPOConfig": lambda **kwargs: TextMAGRPOConfig(env=TextEnvConfig(**kwargs)),
-    "TextMAGRPOConfig, flat": flat_learner_config,
 }
 
 

@@ -156,7 +156,7 @@ class ScriptedLM(TrainableLM):
 
 
 def learner(scoring: str, finish_reason: str) -> TextMAGRPO:
-    config = TextMAGRPOConfig(groups_per_update=2, group_size=2, max_new_tokens=6, batch_size=4, run=TextRunConfig(progress=False))
+    config = TextMAGRPOConfig(groups_per_update=2, group_size=2, max_new_tokens=6, micro_batch_size=4, run=TextRunConfig(progress=False))
     venv = text_vector_env(config.num_envs, task=FixedTask(SEVEN), n_agents=2, scoring=scoring)
     return TextMAGRPO(config, ScriptedLM(LOOPING, finish_reason), venv)
 

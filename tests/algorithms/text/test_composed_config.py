@@ -1,7 +1,6 @@
 """A text learner's config composes its parts (issue 25): ``env`` (a TextEnvConfig), ``run``
-(a TextRunConfig) and the learner's own fields; the flat spelling of release 0.1 keeps
-working until 0.2 with one DeprecationWarning, records stay flat so old run folders
-resume, and ``compare text`` applies a shared setting given at its default."""
+(a TextRunConfig) and the learner's own fields; the flat spelling of release 0.1 is gone,
+records stay flat, and ``compare text`` applies a shared setting given at its default."""
 
 from __future__ import annotations
 
@@ -24,7 +23,6 @@ from algorithms.text import (
     TextSoftRankPOConfig,
 )
 from algorithms.text.compare import PER_LEARNER_DEFAULTS, SharedTextSettings
-from algorithms.text.config import RENAMED_FIELDS
 from deliberation_env.text.config import TextEnvConfig, config_record
 
 FLAT_LAYOUT_RECORD = json.loads(
@@ -39,18 +37,13 @@ FLAT_LAYOUT_RECORD = json.loads(
     ' "eval_interval": 0, "progress": true, "tensorboard": false, "wandb_project": "", "workers": 0,'
     ' "sampler": "torch", "eps": 1e-06}'
 )
-"""config.json of a ``train text grpo`` run as release 0.1 (the flat layout) recorded it."""
+"""config.json of a ``train text grpo`` run as release 0.1 recorded it (flat, as records still are)."""
 SMALL = {"model": "tiny", "groups_per_update": 1, "group_size": 2, "max_new_tokens": 4, "micro_batch_size": 4}
 
 
 def composed(updates: int = 2, **run) -> TextGRPOConfig:
     """The config of :data:`FLAT_LAYOUT_RECORD`, in the composed spelling."""
     return TextGRPOConfig(env=TextEnvConfig(task="arithmetic"), run=TextRunConfig(updates=updates, **run), **SMALL)
-
-
-def deprecations(caught: list[warnings.WarningMessage]) -> list[str]:
-    """The messages of the DeprecationWarnings in ``caught``."""
-    return [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
 
 
 def test_the_composed_spelling_builds_without_a_warning():
@@ -61,36 +54,13 @@ def test_the_composed_spelling_builds_without_a_warning():
         assert dataclasses.replace(config, run=dataclasses.replace(config.run, updates=5)).run.updates == 5
 
 
-def test_flat_keywords_give_the_same_config_with_one_warning_naming_the_new_spelling():
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        flat = TextGRPOConfig(task="arithmetic", updates=2, **SMALL)
-    (message,) = deprecations(caught)
-    assert "TextGRPOConfig(env=TextEnvConfig(task=...), run=TextRunConfig(updates=...))" in message
-    assert "release 0.2" in message
-    assert caught[0].filename == __file__  # the warning points at the caller
-    assert flat == composed()
-
-
-def test_reading_and_setting_a_moved_field_warns_and_reaches_its_part():
-    config = composed()
-    with pytest.warns(DeprecationWarning, match=r"read config.env.task"):
-        assert config.task == "arithmetic"
-    with pytest.warns(DeprecationWarning, match=r"read config.run.updates"):
-        assert config.updates == 2
-    with pytest.warns(DeprecationWarning, match=r"set config.run.updates"):
-        config.updates = 7
-    assert config.run.updates == 7
-    with pytest.raises(AttributeError, match="no attribute 'updatez'"):
-        _ = config.updatez
-
-
-def test_replace_with_a_flat_field_changes_it_inside_its_part():
-    config = composed(run_dir="runs/x")
-    with pytest.warns(DeprecationWarning, match="flat fields"):
-        changed = dataclasses.replace(config, updates=0, n_agents=3)
-    assert (changed.run.updates, changed.run.run_dir, changed.env.n_agents, changed.env.task) == (0, "runs/x", 3, "arithmetic")
-    assert config.run.updates == 2  # the original is untouched
+def test_the_flat_spelling_of_release_0_1_is_gone():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'task'"):
+        TextGRPOConfig(task="arithmetic", **SMALL)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'batch_size'"):
+        TextGRPOConfig(batch_size=4)
+    with pytest.raises(AttributeError, match="no attribute 'task'"):
+        _ = composed().task
 
 
 def test_the_checks_of_each_part_and_across_parts_still_name_the_mistake():
@@ -100,9 +70,8 @@ def test_the_checks_of_each_part_and_across_parts_still_name_the_mistake():
         TextRunConfig(updates=-1)
     with pytest.raises(ValueError, match="use max_turns=1"):
         TextGRPOConfig(pairing="cross", env=TextEnvConfig(max_turns=2))
-    with pytest.raises(ValueError, match="n_agents must be >= 2"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        TextGRPOConfig(n_agents=1)  # the flat spelling is checked too
+    with pytest.raises(ValueError, match="n_agents must be >= 2"):
+        TextGRPOConfig(env=TextEnvConfig(n_agents=1))
     assert TextGRPOConfig(pairing="cross", env=TextEnvConfig(n_agents=3)).num_envs == 4 * 4**3
 
 
@@ -115,24 +84,27 @@ def test_the_command_line_spells_every_option_as_before():
 
 def test_resume_fields_are_the_run_part_with_workers_and_sampler():
     run_fields = {f.name for f in dataclasses.fields(TextRunConfig)}
-    placement_and_passes = {"device", "dtype", "micro_batch_size", "gradient_checkpointing", "batch_size"}  # batch_size: the old name
+    placement_and_passes = {"device", "dtype", "micro_batch_size", "gradient_checkpointing"}
     assert set(TextLearnerConfig.RUN_FIELDS) == run_fields | {"workers", "sampler", "sample_batch_size"} | placement_and_passes
 
 
-def test_records_stay_flat_so_a_run_folder_of_the_flat_layout_resumes(tmp_path):
+def test_records_stay_flat_and_a_run_folder_of_release_0_1_is_refused_naming_batch_size(tmp_path):
     record = {"algo": "grpo", **config_record(composed())}
-    added_since = {"sample_batch_size", "device", "dtype", "gradient_checkpointing"}  # run fields added after the flat layout
+    added_since = {"sample_batch_size", "device", "dtype", "gradient_checkpointing"}  # run fields added since 0.1
     no_folder = {"run_dir"}  # None now, "" then (a run field, which a resumed run may change)
-    renamed = {RENAMED_FIELDS.get(k, k): v for k, v in FLAT_LAYOUT_RECORD.items() if k not in no_folder}  # batch_size is micro_batch_size now
-    assert {k: v for k, v in record.items() if k not in added_since | no_folder} == renamed
+    then = {k: v for k, v in FLAT_LAYOUT_RECORD.items() if k not in no_folder | {"batch_size"}}
+    assert {k: v for k, v in record.items() if k not in added_since | no_folder | {"micro_batch_size"}} == then
     assert added_since <= set(TextLearnerConfig.RUN_FIELDS)
-    (tmp_path / CONFIG).write_text(json.dumps(FLAT_LAYOUT_RECORD))
+    (tmp_path / CONFIG).write_text(json.dumps({k: v for k, v in FLAT_LAYOUT_RECORD.items() if k != "batch_size"}))
     (tmp_path / "metrics.jsonl").write_text("")  # a run, not a start that failed
     more_updates = {"algo": "grpo", **config_record(composed(updates=9, eval_problems=3))}
     open_run_dir(tmp_path, more_updates, resume=True, may_change=TextLearnerConfig.RUN_FIELDS)  # run fields may change
     other_env = {"algo": "grpo", **config_record(dataclasses.replace(composed(), env=TextEnvConfig(task="arithmetic", n_agents=3)))}
     with pytest.raises(ValueError, match="n_agents is 2 there and 3 here"):
         open_run_dir(tmp_path, other_env, resume=True, may_change=TextLearnerConfig.RUN_FIELDS)
+    (tmp_path / CONFIG).write_text(json.dumps(FLAT_LAYOUT_RECORD))  # batch_size, renamed micro_batch_size in 0.2
+    with pytest.raises(ValueError, match="batch_size is 4 there and None here"):
+        open_run_dir(tmp_path, more_updates, resume=True, may_change=TextLearnerConfig.RUN_FIELDS)
 
 
 def test_a_vector_env_is_built_from_the_env_part_and_a_learner_config_is_refused_naming_it():

@@ -166,7 +166,7 @@ def test_misuse_is_refused_and_close_removes_its_models(make_lm):
 
 def test_a_learner_trains_on_the_samplers_rollouts():
     config = TextGRPOConfig(
-        model="tiny", groups_per_update=2, group_size=2, max_new_tokens=6, batch_size=4, lora_rank=4,
+        model="tiny", groups_per_update=2, group_size=2, max_new_tokens=6, micro_batch_size=4, lora_rank=4,
         run=TextRunConfig(progress=False),
     )
     lm = build_lm(config, ["agent_0", "agent_1"])

@@ -8,7 +8,7 @@ import pytest
 
 from algorithms.text import TextGRPOConfig, TextRunConfig, train
 
-SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "batch_size": 4}
+SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "micro_batch_size": 4}
 
 
 def test_held_out_metrics_join_every_interval_th_update_and_the_metrics_file(tmp_path):

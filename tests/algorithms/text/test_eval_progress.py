@@ -6,7 +6,7 @@ from __future__ import annotations
 from algorithms.text import TextGRPOConfig, TextRunConfig, train
 from algorithms.text.train import build_env
 
-SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "batch_size": 4}
+SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "micro_batch_size": 4}
 
 
 def test_held_out_evaluation_progress_changes_no_metric(capsys, monkeypatch):

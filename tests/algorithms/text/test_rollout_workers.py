@@ -23,7 +23,7 @@ from algorithms.text.rollout_workers import RolloutWorkers, base_fingerprint
 pytestmark = pytest.mark.timeout(300)
 AGENTS = ["agent_0", "agent_1"]
 CONFIG = TextMAGRPOConfig(
-    model="tiny", groups_per_update=2, group_size=2, max_new_tokens=6, batch_size=4, lora_rank=4,
+    model="tiny", groups_per_update=2, group_size=2, max_new_tokens=6, micro_batch_size=4, lora_rank=4,
     run=TextRunConfig(progress=False),
 )
 

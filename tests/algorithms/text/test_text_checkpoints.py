@@ -15,7 +15,7 @@ from algorithms.core.checkpoints import CHECKPOINT, LEGACY_CHECKPOINT, Checkpoin
 from algorithms.text import TextMAGRPO, TextRunConfig
 from deliberation_env.text import text_vector_env
 
-SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "batch_size": 4, "run": TextRunConfig(progress=False)}
+SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "micro_batch_size": 4, "run": TextRunConfig(progress=False)}
 
 
 class WritesMarker:

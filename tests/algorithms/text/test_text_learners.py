@@ -23,7 +23,7 @@ from algorithms.text import (
 from deliberation_env.text import text_vector_env
 from deliberation_env.text.config import TextEnvConfig
 
-SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "batch_size": 4, "run": TextRunConfig(progress=False)}
+SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "micro_batch_size": 4, "run": TextRunConfig(progress=False)}
 
 
 def make_learner(

@@ -9,7 +9,7 @@ from algorithms.core.metrics import read_metrics
 from algorithms.text import TextGRPOConfig, TextRunConfig, train
 from algorithms.text.plots import curve, learning_curves
 
-SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "batch_size": 4}
+SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "micro_batch_size": 4}
 
 
 def test_periodic_evaluations_of_a_run_become_points_on_its_curve(tmp_path):

@@ -117,7 +117,7 @@ def test_every_uniform_of_a_fine_grid_picks_the_sorts_token():
 
 @pytest.mark.parametrize(("temperature", "top_p", "min_new_tokens"), [(1.0, 1.0, 0), (0.7, 0.9, 3), (0.0, 1.0, 0)])
 def test_sampling_draws_the_tokens_of_the_plain_decoder(make_lm, temperature, top_p, min_new_tokens):
-    lm = make_lm(batch_size=8)
+    lm = make_lm(micro_batch_size=8)
     with torch.no_grad():
         for parameter in lm.parameters("agent_1"):
             parameter.add_(0.05)  # an adapter that changes the policy
@@ -136,7 +136,7 @@ def test_sampling_draws_the_tokens_of_the_plain_decoder(make_lm, temperature, to
 def test_scoring_with_shared_prompts_keeps_the_loss_and_its_gradient(make_lm, temperature):
     from algorithms.text.losses import text_policy_loss, token_weights
 
-    lm = make_lm(batch_size=8)
+    lm = make_lm(micro_batch_size=8)
     with torch.no_grad():
         for parameter in lm.parameters("agent_0"):
             parameter.add_(0.05)

@@ -11,7 +11,7 @@ from agents.trainable_team import TrainableTeam
 from algorithms.text import TextGRPO, TextGRPOConfig, TextMAGRPOConfig, TextRunConfig, train
 from deliberation_env.text import text_vector_env
 
-SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "batch_size": 4, "run": TextRunConfig(progress=False)}
+SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "micro_batch_size": 4, "run": TextRunConfig(progress=False)}
 
 
 def member(agent, hidden_size, seed):
