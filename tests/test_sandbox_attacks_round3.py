@@ -8,22 +8,32 @@ page by page, whether a read would have to wait for the disk (``preadv2`` with
 mode this machine gives and in forced ``rlimits`` mode (no namespaces, no uid change); a
 control runs the same programs outside the sandbox to show that the message gets through
 there.
+
+Nor does a run see another that overlaps it in time: run B lists ``/proc`` and looks up,
+signals and stats the pids of run A's children while they wait (their number would be an
+exact message).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import errno
+import json
+import os
 import platform
 import pydoc_data
 import random
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from deliberation_env.sandbox import JudgeRequest, judge_python, sandbox
+from deliberation_env.sandbox import JudgeRequest, judge_python, run_python, sandbox
 
 IO_SETUP = {"x86_64": 206, "aarch64": 0}.get(platform.machine())
 NUMBERS = {"x86_64": (279, 61), "aarch64": (239, 260)}.get(platform.machine())
@@ -372,3 +382,85 @@ def test_waiting_for_a_child_works_without_its_rusage(mode):
         "subprocess": 7,
         "clocks": True,
     }
+
+
+CHILDREN = 3
+
+
+def waiting_children(name: str) -> str:
+    """Run A: ``CHILDREN`` children, each named ``name`` and its number, wait for SIGUSR1."""
+    return (
+        "import ctypes, os, signal\n"
+        f"for k in range({CHILDREN}):\n"
+        "    if os.fork() == 0:\n"
+        "        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+        f"        ctypes.CDLL(None).prctl(15, f'{name}{{k}}'.encode())  # PR_SET_NAME\n"
+        "        signal.sigwait({signal.SIGUSR1})\n"
+        "        os._exit(0)\n"
+        f"for _ in range({CHILDREN}):\n"
+        "    os.wait()\n"
+    )
+
+
+def looking_for(pids: list[int]) -> str:
+    """Run B: what ``/proc`` lists, and for each of ``pids`` whether ``/proc`` has it and
+    what signal 0 to it answers."""
+    return (
+        "import errno, json, os\n"
+        "try: listed = sorted(map(int, filter(str.isdigit, os.listdir('/proc'))))\n"
+        "except OSError as error: listed = errno.errorcode[error.errno]\n"
+        "def signalled(pid):\n"
+        "    try: os.kill(pid, 0)\n"
+        "    except OSError as error: return errno.errorcode[error.errno]\n"
+        "    return 'delivered'\n"
+        "print(json.dumps({'me': os.getpid(), 'listed': listed,\n"
+        f"    'in /proc': [os.path.exists(f'/proc/{{p}}') for p in {pids}],\n"
+        f"    'signal 0': [signalled(p) for p in {pids}]}}))\n"
+    )
+
+
+def host_pids_named(prefix: str) -> list[int]:
+    """The pids of the host's processes whose name starts with ``prefix``."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/comm").read_text().startswith(prefix):
+                pids.append(int(pid))
+    return sorted(pids)
+
+
+@contextlib.contextmanager
+def run_waiting(name: str):
+    """Run A in a thread; the host pids of its children once they all wait."""
+    result = []
+    thread = threading.Thread(
+        target=lambda: result.append(run_python(waiting_children(name), timeout_s=60)),
+        daemon=True,
+    )
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(pids := host_pids_named(name)) < CHILDREN:
+            assert thread.is_alive() and time.monotonic() < deadline, result
+            time.sleep(0.01)
+        yield pids
+    finally:
+        for pid in host_pids_named(name):
+            os.kill(pid, signal.SIGUSR1)
+        thread.join()
+    assert result[0].reason == "passed", result[0]
+
+
+def test_a_run_sees_nothing_of_a_concurrent_run(mode):
+    """No exact channel between overlapping runs: B finds none of A's waiting children,
+    nor any process but its own, in ``/proc``; in namespace mode it cannot signal them
+    either (its own PID namespace)."""
+    name = f"r{os.getpid() % 10**4}{os.urandom(2).hex()}-"  # within 15 characters
+    with run_waiting(name) as pids:
+        seen = run_python(looking_for(pids))
+    assert seen.reason == "passed", seen
+    found = json.loads(seen.stdout)
+    assert found["listed"] in ("EACCES", [found["me"]]), found  # refused, or itself alone
+    if seen.isolation == "namespaces":
+        assert found["in /proc"] == [False] * CHILDREN, found
+        assert found["signal 0"] == ["ESRCH"] * CHILDREN, found

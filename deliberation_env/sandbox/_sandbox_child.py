@@ -18,8 +18,9 @@ Processes, each with one job:
    supervisor, waits for it and relays its exit status. On ``SIGTERM`` (the parent's
    wall-clock timeout) it kills the supervisor, which in namespace mode takes the whole
    namespace down with it.
-2. *supervisor* (PID 1 of the new PID namespace in namespace mode): creates the working
-   directory and forks the process below; in ``judge`` mode it then becomes the judge.
+2. *supervisor* (PID 1 of the new PID namespace in namespace mode, where it first mounts
+   that namespace's own ``/proc``): creates the working directory and forks the process
+   below; in ``judge`` mode it then becomes the judge.
    It dies with the bootstrap, and in namespace mode everything dies with it.
 3. ``run`` mode (:func:`deliberation_env.sandbox.run_python`): the *user process* sets
    the limits, drops to the sandbox uid, enters its Landlock domain and seccomp filter
@@ -140,7 +141,7 @@ def main(config_json: str) -> None:
         _limit_ipc(config["scratch_mb"])
         _build_file_system(config)
     _record(config["channel_fd"], {"isolation": "namespaces" if namespaces else "rlimits"})
-    config["namespaces"] = namespaces
+    config["namespaces"], config["own_proc"] = namespaces, False
     supervisor = os.fork()
     if supervisor == 0:
         _supervise(request, config, namespaces)
@@ -278,6 +279,7 @@ def _supervise(request: dict, config: dict, namespaces: bool) -> None:
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     workdir = config["workdir"]
     if namespaces:
+        config["own_proc"] = _mount_own_proc()
         workdir = "/tmp/sandbox"
         os.mkdir(workdir, 0o700)
         os.chown(workdir, config["uid"], config["uid"])
@@ -303,6 +305,16 @@ def _supervise(request: dict, config: dict, namespaces: bool) -> None:
     material = _read_frame(0)
     _keep_descriptors(config["channel_fd"], calls[1], answers[0], quiet=True)
     _judge(material, config, calls[1], answers[0])
+
+
+def _mount_own_proc() -> bool:
+    """Mount, as PID 1 of the run's PID namespace, a procfs of that namespace over
+    ``/proc`` (read-only; ``hidepid=2``: a process sees only its own uid's): in it, listing
+    ``/proc`` or looking a pid up there shows nothing of another run. ``False`` where the
+    kernel refuses (a user namespace over a masked ``/proc``): then the code lists no
+    ``/proc`` (:data:`_PROC_LISTABLE`)."""
+    flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    return _LIBC.mount(b"proc", b"/proc", b"proc", flags, b"hidepid=2") == 0
 
 
 def _fork_helper(request: dict, config: dict, workdir: str) -> tuple[int, int]:
@@ -371,9 +383,10 @@ def _confine(config: dict, workdir: str) -> None:
 #   and the CPUs' description (``_PROC_READABLE``): no counter of its own faults, I/O or
 #   memory and none of the host's memory or page cache (``/proc/self/stat``, ``io``,
 #   ``smaps``, ``pagemap``, ``/proc/meminfo``, ``vmstat``, ...), which would tell a page
-#   that was cached from one read from the disk. It lists ``/proc`` (with namespaces: the
-#   pids, not their names or files; without namespaces, where the env runs as the same
-#   uid, only its own ``/proc/self``). It writes only its scratch directories (the private
+#   that was cached from one read from the disk. It lists ``/proc`` only where that is the
+#   run's own (with namespaces, :func:`_mount_own_proc`: the pids of its own uid in its own
+#   PID namespace, nothing of another run's); otherwise (the host's ``/proc``) only
+#   ``/proc/self``. It writes only its scratch directories (the private
 #   tmpfs, or the working directory without a mount namespace) and a few devices. The
 #   host's files, FIFOs and sockets elsewhere are out of reach; Landlock also denies
 #   ptrace and ``/proc/<pid>/mem`` out of the domain. Without a mount namespace,
@@ -418,9 +431,9 @@ _READABLE = (
     "/dev/random",
 )
 _PROC_READABLE = ("/proc/self/maps", "/proc/self/mem", "/proc/cpuinfo")
-_PROC_LISTABLE = {
-    True: ("/proc",),  # other uids' entries are closed to the candidate's uid
-    False: ("/proc/self",),  # the env's processes share the uid
+_PROC_LISTABLE = {  # by whether /proc is the run's own (:func:`_mount_own_proc`)
+    True: ("/proc",),  # the run's own processes, and of them only the candidate uid's
+    False: ("/proc/self",),  # the host's pids, or the env's processes (sharing the uid)
 }
 _WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full")
 
@@ -654,7 +667,7 @@ def _landlock_ruleset(config: dict, workdir: str) -> int:
         _check(-1, "create a Landlock ruleset")
     hidden = [] if config["namespaces"] else config["hidden"]  # with namespaces: covered
     readable, listable = _readable(_PROC_READABLE, hidden)
-    for path in (*_PROC_LISTABLE[config["namespaces"]], *listable):
+    for path in (*_PROC_LISTABLE[config["own_proc"]], *listable):
         _allow(ruleset, path, _FS_READ_DIR)
     for path in readable:
         _allow(ruleset, path, _FS_READ)

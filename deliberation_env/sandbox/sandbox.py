@@ -82,8 +82,9 @@ What is guaranteed, and how (``isolation`` on every result says which mode ran):
     (``/proc/self/maps``, ``mem``) and ``/proc/cpuinfo``: no counter of its own faults,
     I/O or memory, nor of the host's memory or page cache (``/proc/self/stat``, ``io``,
     ``smaps``, ``pagemap``, ``/proc/meminfo``, ``vmstat``, ``diskstats``, ...; ``/sys``
-    only for the CPUs' topology). It lists ``/proc`` (in namespace mode the pids, not
-    their names or files; without namespaces only its own ``/proc/self``), and writes only
+    only for the CPUs' topology). It lists ``/proc`` only in namespace mode, where that is a
+    procfs of the run's own PID namespace showing only the candidate uid's processes
+    (otherwise only its own ``/proc/self``), and writes only
     its scratch (the private tmpfs, or without namespaces the working directory) and
     ``/dev/null``, ``/dev/zero``, ``/dev/full``. The host's other files, FIFOs and unix
     sockets (the checkout, ``/run``, ``/tmp``, home directories) cannot be opened; ptrace
@@ -150,12 +151,15 @@ What is guaranteed, and how (``isolation`` on every result says which mode ran):
   ``/root``), and ``hidden_paths`` are covered (an empty tmpfs over a directory,
   ``/dev/null`` over a file). Needs Linux 5.12+ (``mount_setattr``).
 
-* **Not guaranteed in either mode**: the code sees the pids of the host's processes in
-  namespace mode (not their names, command lines, memory or descriptors); timing is a
-  channel no sandbox closes: CPU contention between concurrent runs, and the page cache. A
-  run can neither evict a page, nor ask whether one is cached, nor read a counter that
-  tells (its own major faults or I/O, the host's cached or free memory), but every read
-  loads a page, and a later run can tell a cached page from one on disk only by the time
+* **Not guaranteed in either mode**: without a procfs of its own (``rlimits`` mode, or
+  namespace mode on a kernel that refuses to mount one) the code lists no ``/proc`` but
+  can still tell whether a host pid exists (``/proc/<pid>`` stats; in ``rlimits`` mode
+  signal 0 too), so runs that overlap in time can count each other's processes there;
+  with its own procfs a run sees no pid of another. Timing is a channel no sandbox
+  closes: CPU contention between concurrent runs, and the page cache. A run can neither
+  evict a page, nor ask whether one is cached, nor read a counter that tells (its own
+  major faults or I/O, the host's cached or free memory), but every read loads a page,
+  and a later run can tell a cached page from one on disk only by the time
   its read or page fault takes. That channel is not exact: each page that is cold when a
   run starts can carry one bit, once (the reading loads it); readahead loads its
   neighbours with it; the host's own reads and its memory pressure load and evict pages in
