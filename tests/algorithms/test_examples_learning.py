@@ -44,7 +44,7 @@ def test_04_compare_optimizers(tmp_path):
         str(tmp_path),
     )
     assert "magrpo@1" in out and "oracle" in out
-    assert (tmp_path / "learning_curves.png").is_file() and (tmp_path / "summary.json").is_file()
+    assert (tmp_path / "learning_curves.png").is_file() and (tmp_path / "compare.json").is_file()
 
 
 def test_05_custom_learner_is_short_and_joins_a_comparison(tmp_path):
