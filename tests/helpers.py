@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import socket
 import subprocess
 import sys
@@ -138,3 +139,12 @@ def kill_and_wait(handle, restart: bool) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"actor {handle} (pid {old}) still ran 120 s after ray.kill")
+
+
+def unsandboxed(program: str, call: str) -> object:
+    """What ``call`` returns in a plain interpreter (the sandbox attacks' controls)."""
+    code = f"{program}\nprint(repr({call}))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    return ast.literal_eval(done.stdout)

@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from helpers import unsandboxed
 
 from deliberation_env.sandbox import (
     JudgeRequest,
@@ -66,15 +67,6 @@ def value(verdict: sandbox.Verdict) -> object:
 def in_sandbox(program: str, call: str, **limits) -> object:
     """What ``call`` returns in a fresh sandbox, after ``program`` ran there."""
     return value(judge_python(request(program, call), **limits))
-
-
-def unsandboxed(program: str, call: str) -> object:
-    """What ``call`` returns in a plain interpreter (the controls)."""
-    code = f"{program}\nprint(repr({call}))\n"
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    return ast.literal_eval(done.stdout)
 
 
 # --------------------------------------------------------------- state between runs

@@ -25,13 +25,12 @@ import platform
 import pydoc_data
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from helpers import unsandboxed
 
 from deliberation_env.sandbox import JudgeRequest, judge_python, run_python, sandbox
 
@@ -62,15 +61,6 @@ def in_sandbox(program: str, call: str) -> object:
     verdict = judge_python(JudgeRequest(program, tests, call.split("(")[0], probes=(call,)))
     assert verdict.passed and verdict.behaviour is not None, verdict
     return ast.literal_eval(verdict.behaviour[0])
-
-
-def unsandboxed(program: str, call: str) -> object:
-    """What ``call`` returns in a plain interpreter (the controls)."""
-    code = f"{program}\nprint(repr({call}))\n"
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    return ast.literal_eval(done.stdout)
 
 
 PAGE_CACHE = """
