@@ -32,6 +32,7 @@ It reports:
 
     python benchmarks/gpu_check.py            # on a GPU: the full check, about 5 minutes
     python benchmarks/gpu_check.py --trl      # and TRL's update beside ours
+    python benchmarks/gpu_check.py --shape qwen2.5-3b --prompts 4  # the MAGRPO paper's scale: memory
     python benchmarks/gpu_check.py --smoke    # a tiny model on the CPU in seconds (a test runs it)
 
 Prints a table and writes ``benchmarks/results/gpu_check.json`` (:func:`results.write_results`;
@@ -46,7 +47,7 @@ import statistics
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import tyro
@@ -76,6 +77,10 @@ QWEN25_1_5B = {
     "tie_word_embeddings": True,
 }
 """Qwen2.5-1.5B-Instruct's shape (its ``config.json`` on the hub)."""
+QWEN25_3B = {**QWEN25_1_5B, "hidden_size": 2048, "intermediate_size": 11008, "num_hidden_layers": 36,
+             "num_attention_heads": 16, "num_key_value_heads": 2}  # fmt: skip
+"""Qwen2.5-3B-Instruct's shape, which Qwen2.5-Coder-3B-Instruct (the MAGRPO paper's agents) shares."""
+SHAPES = {"qwen2.5-1.5b": QWEN25_1_5B, "qwen2.5-3b": QWEN25_3B}
 SMOKE_SHAPE = {**QWEN25_1_5B, "vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
                "num_attention_heads": 4, "num_key_value_heads": 2}  # fmt: skip
 """A tiny model of the same family, for ``--smoke`` (and the parity check's small model)."""
@@ -86,6 +91,8 @@ AGENTS = ("agent_0", "agent_1")
 
 @dataclass
 class Args:
+    shape: Literal["qwen2.5-1.5b", "qwen2.5-3b"] = "qwen2.5-1.5b"
+    """The model's shape (random weights)."""
     prompts: int = 32
     """Prompts per agent."""
     group_size: int = 8
@@ -100,6 +107,9 @@ class Args:
     """Sequences per forward and backward pass of the loss."""
     repeats: int = 2
     """Timed generations and updates (the best is reported; one warm-up before)."""
+    latency_tokens: int = 128
+    """New tokens of the latency check: one prompt per agent, so each step's time is the
+    fixed cost of a decoded token (kernel launches and Python), not arithmetic."""
     parity_prompts: int = 8
     """Prompts of the greedy parity check (32 tokens each, 32 new tokens)."""
     device: str = "auto"
@@ -118,7 +128,7 @@ def smoke_args(args: Args) -> Args:
     """``args`` shrunk to a CPU run of seconds."""
     return dataclasses.replace(
         args, prompts=2, group_size=2, prompt_tokens=16, new_tokens=8, micro_batch_size=4, repeats=1,
-        parity_prompts=2, device="cpu", dtype="float32",
+        latency_tokens=8, parity_prompts=2, device="cpu", dtype="float32",
     )  # fmt: skip
 
 
@@ -139,16 +149,29 @@ def word_tokenizer(vocab_size: int):
     return tokenizer
 
 
-def random_model(shape: dict[str, Any], seed: int = 0):
-    """A Qwen2 causal LM of ``shape`` with random weights (float32, on the CPU), SDPA attention."""
+def random_model(
+    shape: dict[str, Any],
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
+):
+    """A Qwen2 causal LM of ``shape`` with random weights, SDPA attention, made on ``device``
+    in ``dtype`` (a 3B model initialised on the CPU in float32 takes a minute; on the GPU, a
+    second). The same seed gives other weights on another device: the parity check makes
+    its model on the CPU."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     config = Qwen2Config(
         **shape, pad_token_id=0, eos_token_id=1, bos_token_id=None, attn_implementation="sdpa"
     )
-    with torch.random.fork_rng():
+    default = torch.get_default_dtype()
+    with torch.random.fork_rng(devices=[]), torch.device(device):
         torch.manual_seed(seed)
-        return Qwen2ForCausalLM(config).eval()
+        torch.set_default_dtype(dtype)
+        try:
+            return Qwen2ForCausalLM(config).eval()
+        finally:
+            torch.set_default_dtype(default)
 
 
 def lora_config(rank: int):
@@ -160,8 +183,9 @@ def lora_config(rank: int):
 
 def build_team(args: Args, shape: dict[str, Any]) -> TrainableLM:
     """Both agents' adapters on one random base of ``shape``, on ``args.device``."""
+    device, dtype = resolve(args.device, args.dtype)
     return TrainableLM(
-        random_model(shape), word_tokenizer(shape["vocab_size"]), AGENTS, lora=lora_config(args.lora_rank),
+        random_model(shape, device=device, dtype=dtype), word_tokenizer(shape["vocab_size"]), AGENTS, lora=lora_config(args.lora_rank),
         micro_batch_size=args.micro_batch_size, sample_batch_size=len(AGENTS) * args.prompts * args.group_size,
         device=args.device, dtype=args.dtype, gradient_checkpointing=args.gradient_checkpointing,
     )  # fmt: skip
@@ -248,6 +272,9 @@ def measure_ours(args: Args, shape: dict[str, Any]) -> dict[str, Any]:
         seconds, trained = train_pass(lm, optimizers, completions, args.group_size)
         training.append(seconds)
     best_generation, best_training = min(generation), min(training)
+    latency = {agent: (chats[:1], seeds[:1]) for agent, (chats, seeds) in batch.items()}
+    generate(lm, latency, args.latency_tokens)  # warm-up at this batch size
+    latency_s = min(generate(lm, latency, args.latency_tokens)[1] for _ in range(args.repeats))
     peak = peak_flops(lm.device, lm.dtype)
     flops = lm.train_flops_per_token * trained
     return {
@@ -263,6 +290,7 @@ def measure_ours(args: Args, shape: dict[str, Any]) -> dict[str, Any]:
         "update_s": best_generation + best_training,
         "mfu": flops / best_training / peak if peak else None,
         "peak_memory_gb": peak_memory_gb(lm.device),
+        "decode_step_ms_two_rows": 1000 * latency_s / args.latency_tokens,
     }
 
 
@@ -314,7 +342,7 @@ def measure_trl(args: Args, shape: dict[str, Any]) -> dict[str, Any]:
     from transformers import TrainerCallback
 
     device, dtype = resolve(args.device, args.dtype)
-    model = random_model(shape).to(dtype=dtype)
+    model = random_model(shape, device=device, dtype=dtype)
     completions = args.prompts * args.group_size
     times: list[float] = []
 
@@ -375,6 +403,7 @@ def table(record: dict[str, Any]) -> str:
             "n/a (no peak FLOPS for this device)" if ours["mfu"] is None else f"{ours['mfu']:.1%}",
         ),
         ("peak memory, GB", f"{ours['peak_memory_gb']:.1f}"),
+        ("one decoded token, one row per agent (fixed cost per step), ms", f"{ours['decode_step_ms_two_rows']:.1f}"),
     ]
     for dtype, parity in record["parity"].items():
         rows.append(
@@ -383,6 +412,8 @@ def table(record: dict[str, Any]) -> str:
                 f"{parity['equal_token_share']:.1%} equal tokens, identical: {parity['identical']}",
             )
         )
+    if "trl_error" in record:
+        rows.append(("TRL GRPOTrainer", f"failed: {record['trl_error']}"))
     if "trl" in record:
         trl = record["trl"]
         rows.append(("TRL GRPOTrainer update, one agent, s", f"{trl['update_s_one_agent']:.2f}"))
@@ -398,7 +429,7 @@ def table(record: dict[str, Any]) -> str:
 
 
 def main(args: Args) -> None:
-    shape = SMOKE_SHAPE if args.smoke else QWEN25_1_5B
+    shape = SMOKE_SHAPE if args.smoke else SHAPES[args.shape]
     if args.smoke:
         args = smoke_args(args)
     started = time.perf_counter()
@@ -406,13 +437,16 @@ def main(args: Args) -> None:
     record["ours"] = measure_ours(args, shape)
     record["parity"] = greedy_parity(args)
     if args.trl:
-        record["trl"] = measure_trl(args, shape)
+        try:
+            record["trl"] = measure_trl(args, shape)
+        except Exception as error:  # noqa: BLE001 (a figure of ours is still worth keeping)
+            record["trl_error"] = f"{type(error).__name__}: {error}"[:500]
     record["seconds"] = time.perf_counter() - started
     print(table(record))
     print(f"(the whole check: {record['seconds']:.0f} s; generation each repeat: "
           f"{', '.join(f'{s:.2f}' for s in record['ours']['generation_s'])} s, median {statistics.median(record['ours']['generation_s']):.2f})")  # fmt: skip
     if not args.smoke:  # a smoke run's figures measure nothing worth keeping
-        write_results("gpu_check", record)
+        write_results("gpu_check" if args.shape == "qwen2.5-1.5b" else f"gpu_check_{args.shape}", record)
 
 
 if __name__ == "__main__":

@@ -72,17 +72,25 @@ def machine() -> dict[str, Any]:
 def git_commit() -> dict[str, Any]:
     """The checkout's commit, and whether tracked files differ from it.
 
+    Outside a git checkout (a tree copied to another machine, as the GPU check's is), the
+    commit named by ``DELIBERATION_ENV_SOURCE_COMMIT`` is recorded with ``commit_from:
+    "environment"``, so a reader sees that the copy, not git, named it.
+
     Returns:
-        ``commit`` (the full hash, or None outside a git checkout, e.g. in a copied
-        tree) and ``dirty`` (tracked files modified since that commit; None without one).
+        ``commit`` (the full hash, or None outside a git checkout without the variable) and
+        ``dirty`` (tracked files modified since that commit; None without a checkout).
     """
 
     def git(*arguments: str) -> subprocess.CompletedProcess:
         return subprocess.run(["git", *arguments], cwd=REPO, capture_output=True, text=True, check=False)
 
-    head = git("rev-parse", "HEAD")
+    try:
+        head = git("rev-parse", "HEAD")
+    except FileNotFoundError:  # no git on this machine
+        head = subprocess.CompletedProcess([], returncode=1)
     if head.returncode != 0:
-        return {"commit": None, "dirty": None}
+        named = os.environ.get("DELIBERATION_ENV_SOURCE_COMMIT")
+        return {"commit": named, "dirty": None, **({"commit_from": "environment"} if named else {})}
     status = git("status", "--porcelain", "--untracked-files=no")
     return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 

@@ -1,0 +1,116 @@
+"""The GPU check of the whole text learner (issue 32): ``deliberate train text grpo`` as a
+user types it, on the device, in one process and under ``torchrun`` (``nccl`` there: one
+rank per GPU), and the two runs' updates compared.
+
+``benchmarks/gpu_check.py`` times the model work; this runs the rest on the device too: the
+env, rollouts through :meth:`agents.TrainableLM.sample_joint`, rewards, the GRPO update with
+a KL term, checkpoints, the held-out evaluation and resume. The model is the tiny random
+Llama (``--model tiny``) and the task the test suite's hash protocol, whose reward always
+varies (``tests/algorithms/text/text_learner_fakes.py``), so every update moves the
+weights. It reports whether each run finished, whether the ``torchrun`` run made the
+one-process run's updates (the weights within 1e-4, the logged rewards and losses), and
+whether a run resumed on the device continues.
+
+    python benchmarks/gpu_train_check.py            # on a GPU (CUDA, nccl)
+    python benchmarks/gpu_train_check.py --smoke    # the same on the CPU (gloo)
+
+Prints the outcome and writes ``benchmarks/results/gpu_train_check.json`` (not with ``--smoke``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import tyro
+from results import REPO, write_results
+
+FAKES = REPO / "tests" / "algorithms" / "text"
+PROTOCOL = "from text_learner_fakes import HashProtocol\n\nprotocol = HashProtocol()\n"
+SETTINGS = ["--model", "tiny", "--protocol", "./hash_task.py:protocol", "--groups-per-update", "3", "--group-size", "2",
+            "--max-new-tokens", "6", "--max-turns", "2", "--update-epochs", "2", "--num-minibatches", "2",
+            "--kl-coef", "0.1", "--learning-rate", "0.003", "--checkpoint-every", "1", "--eval-problems", "4",
+            "--no-progress"]  # fmt: skip
+
+
+@dataclass
+class Args:
+    updates: int = 3
+    """Updates of each run."""
+    smoke: bool = False
+    """On the CPU with ``gloo`` (what a test can run)."""
+
+
+def run(folder: Path, program: list[str], *, torchrun: bool) -> dict[str, object]:
+    """``deliberate PROGRAM`` in ``folder``: a plain process, or one rank under ``torchrun``."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKES), str(folder), str(REPO), os.environ.get("PYTHONPATH", "")])}
+    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1"] if torchrun else []
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, *launcher, "-m", "algorithms.cli", *program], cwd=folder, env=env,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    return {"returncode": done.returncode, "seconds": round(time.perf_counter() - started, 1),
+            "stderr_tail": done.stderr[-1500:] if done.returncode else ""}  # fmt: skip
+
+
+def weights(run_dir: Path) -> dict[str, torch.Tensor]:
+    from algorithms.core.checkpoints import load_checkpoint
+
+    state = load_checkpoint(run_dir / "checkpoint.safetensors")
+    return {f"{agent}/{name}": tensor for agent, part in state["weights"].items() for name, tensor in part.items()}
+
+
+def metrics(run_dir: Path) -> list[dict[str, float]]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def largest_difference(ours: Path, reference: Path) -> float:
+    """The largest absolute difference of any trained weight between two runs' checkpoints."""
+    a, b = weights(ours), weights(reference)
+    assert a.keys() == b.keys()
+    return max(float((a[name].float() - b[name].float()).abs().max()) for name in a)
+
+
+def main(args: Args) -> None:
+    device = "cpu" if args.smoke else "cuda"
+    record: dict[str, object] = {"device": device, "updates": args.updates}
+    with tempfile.TemporaryDirectory() as temporary:
+        folder = Path(temporary)
+        (folder / "hash_task.py").write_text(PROTOCOL)
+
+        def train(run_dir: str, updates: int, *extra: str, torchrun: bool = False) -> dict[str, object]:
+            program = ["train", "text", "grpo", *SETTINGS, "--device", device, "--updates", str(updates),
+                       "--run-dir", run_dir, *extra]  # fmt: skip
+            return run(folder, program, torchrun=torchrun)
+
+        record["one_process"] = train("one", args.updates)
+        record["torchrun"] = train("ranked", args.updates, torchrun=True)
+        record["resumed"] = train("halves", args.updates - 1)
+        if record["resumed"]["returncode"] == 0:
+            record["resumed"] = train("halves", args.updates, "--resume")
+        finished = all(record[key]["returncode"] == 0 for key in ("one_process", "torchrun", "resumed"))
+        record["finished"] = finished
+        if finished:
+            one, ranked, halves = folder / "one", folder / "ranked", folder / "halves"
+            record["torchrun_max_weight_difference"] = largest_difference(ranked, one)
+            record["resumed_max_weight_difference"] = largest_difference(halves, one)
+            record["joint_reward"] = {
+                name: [round(line["rewards/joint/mean"], 6) for line in metrics(path)]
+                for name, path in (("one_process", one), ("torchrun", ranked), ("resumed", halves))
+            }
+            record["summary"] = json.loads((one / "summary.json").read_text())
+            config = json.loads((one / "config.json").read_text())
+            record["recorded_placement"] = {key: config.get(key) for key in ("resolved_device", "resolved_dtype")}
+    print(json.dumps({k: v for k, v in record.items() if k != "summary"}, indent=1, default=str))
+    if not args.smoke:
+        write_results("gpu_train_check", record)
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
