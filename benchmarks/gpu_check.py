@@ -434,19 +434,27 @@ def main(args: Args) -> None:
         args = smoke_args(args)
     started = time.perf_counter()
     record: dict[str, Any] = {"args": dataclasses.asdict(args), "shape": shape}
+    name = "gpu_check" if args.shape == "qwen2.5-1.5b" else f"gpu_check_{args.shape}"
+
+    def done(phase: str) -> None:  # each phase's figures are kept even if a later one is cut short
+        record["seconds"] = time.perf_counter() - started
+        print(f"[{record['seconds']:.0f} s] {phase} done", flush=True)
+        if not args.smoke:  # a smoke run's figures measure nothing worth keeping
+            write_results(name, record)
+
     record["ours"] = measure_ours(args, shape)
+    done("ours")
     record["parity"] = greedy_parity(args)
+    done("parity")
     if args.trl:
         try:
             record["trl"] = measure_trl(args, shape)
         except Exception as error:  # noqa: BLE001 (a figure of ours is still worth keeping)
             record["trl_error"] = f"{type(error).__name__}: {error}"[:500]
-    record["seconds"] = time.perf_counter() - started
+        done("TRL")
     print(table(record))
     print(f"(the whole check: {record['seconds']:.0f} s; generation each repeat: "
           f"{', '.join(f'{s:.2f}' for s in record['ours']['generation_s'])} s, median {statistics.median(record['ours']['generation_s']):.2f})")  # fmt: skip
-    if not args.smoke:  # a smoke run's figures measure nothing worth keeping
-        write_results("gpu_check" if args.shape == "qwen2.5-1.5b" else f"gpu_check_{args.shape}", record)
 
 
 if __name__ == "__main__":
