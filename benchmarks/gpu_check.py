@@ -1,5 +1,6 @@
-"""The prepared GPU check (issue 32, item 6): one command, no download, at most 8 minutes on
-one H100 or H200.
+"""The prepared GPU check (issue 32, item 6): one command, no download. Its first calls on an
+H200 (2026-11-28) were cut at 65 to 270 s before the first phase ended (BENCHMARKS.md), so
+it now prints each phase's seconds as it goes and writes its JSON after each phase.
 
 Two agents on a randomly initialised model of Qwen2.5-1.5B-Instruct's shape (its config is
 written below, so nothing is downloaded; random weights measure speed, never learning), in
@@ -30,7 +31,7 @@ It reports:
    run (TRL trains one model): the team's update is two of its updates, and the ratio is
    two TRL updates over one of ours.
 
-    python benchmarks/gpu_check.py            # on a GPU: the full check, about 5 minutes
+    python benchmarks/gpu_check.py            # on a GPU: the full check
     python benchmarks/gpu_check.py --trl      # and TRL's update beside ours
     python benchmarks/gpu_check.py --shape qwen2.5-3b --prompts 4  # the MAGRPO paper's scale: memory
     python benchmarks/gpu_check.py --smoke    # a tiny model on the CPU in seconds (a test runs it)
@@ -258,12 +259,19 @@ def train_pass(
 
 def measure_ours(args: Args, shape: dict[str, Any]) -> dict[str, Any]:
     """Generation and update figures of our learners' model work (module docstring, 1-3)."""
+    started = time.perf_counter()
+
+    def log(what: str) -> None:  # a call cut short still shows how far it came, and when
+        print(f"[{time.perf_counter() - started:.0f} s] {what}", flush=True)
+
     lm = build_team(args, shape)
+    log(f"model built on {lm.device} ({dtype_name(lm.dtype)})")
     optimizers = {agent: torch.optim.Adam(lm.parameters(agent), lr=1e-5) for agent in AGENTS}
     batch = requests(args, shape["vocab_size"])
     new_tokens = len(AGENTS) * args.prompts * args.group_size * args.new_tokens
-    generate(lm, batch, args.new_tokens)  # warm-up: kernels, allocator
-    train_pass(lm, optimizers, generate(lm, batch, args.new_tokens)[0], args.group_size)
+    completions, seconds = generate(lm, batch, args.new_tokens)  # warm-up: kernels, allocator
+    log(f"warm-up generation: {seconds:.1f} s")
+    log(f"warm-up loss pass: {train_pass(lm, optimizers, completions, args.group_size)[0]:.1f} s")
     reset_peak_memory(lm.device)
     generation, training, trained = [], [], 0
     for _ in range(args.repeats):

@@ -1,0 +1,24 @@
+"""benchmarks/results.py's provenance outside a git checkout (a tree copied to a GPU machine)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import results  # noqa: E402
+
+
+def test_a_copied_tree_records_the_commit_its_copier_named_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(results, "REPO", tmp_path)  # no .git here
+    monkeypatch.delenv("DELIBERATION_ENV_SOURCE_COMMIT", raising=False)
+    assert results.git_commit() == {"commit": None, "dirty": None}
+
+    monkeypatch.setenv("DELIBERATION_ENV_SOURCE_COMMIT", "7ab7ebd")
+    assert results.git_commit() == {"commit": "7ab7ebd", "dirty": None, "commit_from": "environment"}
+
+
+def test_inside_the_checkout_git_names_the_commit_and_the_variable_is_ignored(monkeypatch):
+    monkeypatch.setenv("DELIBERATION_ENV_SOURCE_COMMIT", "not-this")
+    record = results.git_commit()
+    assert record["commit"] != "not-this" and len(record["commit"]) == 40
+    assert "commit_from" not in record
