@@ -32,6 +32,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
+from agents.backends import make_backend
 from agents.base import Backend, Solver
 from agents.cache import DEFAULT_CACHE_PATH, CachedBackend
 from agents.llm_agent import LLMAgent
@@ -42,6 +43,16 @@ SMOLLM2_BACKEND = "ctranslate2-int8"
 CTranslate2 model, which decodes the main job's batches of 72 requests 2x (AVX2 CPUs) to 5x
 (AVX-512 VNNI) faster than llama.cpp with answers as often right (BENCHMARKS.md, issue 14).
 ``llamacpp`` was the preset's backend before 2026-11-25."""
+SMOLLM2_TEMPERATURE = 0.3
+"""Sampling temperature of the default team: measured so the agents still disagree on
+most problems while answering more often right than at 0.7 (BENCHMARKS.md)."""
+SMOLLM2_TOP_K = 50
+"""The default team samples among the 50 most likely tokens (as ``transformers``'
+``generate`` does unless told): at temperature 0.3 the nucleus is almost always inside
+them, and a bounded candidate set spares a batched backend sorting the whole vocabulary
+every token (BENCHMARKS.md, issue 14)."""
+SMOLLM2_SAMPLING = {"temperature": SMOLLM2_TEMPERATURE, "top_k": SMOLLM2_TOP_K}
+""":class:`LLMAgent` sampling settings of a default team member (the ``smollm2`` preset)."""
 BACKEND_SPECS = (
     "llamacpp[:<gguf>]",
     "ctranslate2[:<gguf or model dir>]",
@@ -117,8 +128,6 @@ def backend_from_spec(spec: str, cache: str | None = None, offline: bool = False
         cache: The response cache file (default :data:`agents.cache.DEFAULT_CACHE_PATH`).
         offline: Serve every request from the cache; a miss is an error.
     """
-    from agents import make_backend
-
     if spec == "simulated":
         raise ValueError("team spec 'simulated' has no text backend: it is a synthetic solver")
     name, kwargs = parse_spec(SMOLLM2_BACKEND if spec == "smollm2" else spec)
@@ -153,7 +162,6 @@ def member_from_spec(
     Raises:
         ValueError: For a bad spec, or sampling settings given to the simulated team.
     """
-    from agents import SMOLLM2_SAMPLING
     from agents.simulated import SimulatedTeam
 
     check_spec(spec)

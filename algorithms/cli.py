@@ -4,18 +4,20 @@ tyro once and runs the command chosen (:mod:`algorithms.commands`, one module pe
 .. code-block:: text
 
     deliberate run [meta|text] ...                      fixed protocols with a team (the main job)
-    deliberate train [meta|text [magrpo|grpo|softrankpo]] ...   one learner
-    deliberate compare [meta|text] ...                  learners x seeds on the same env and budget
+    deliberate train {meta,text} ALGO ...               one learner
+    deliberate compare {meta,text} ...                  learners x seeds on the same env and budget
     deliberate tasks list | show NAME
     deliberate cache stats | clear | merge OUT IN [IN ...] [--trust]
 
-The family is a subcommand: ``meta`` (the meta-action env, the default, so ``deliberate run``
-is the main job) or ``text`` (the text-action env). Every option has one name: the env's
-options have no prefix (``--task``, ``--team``), a meta learner's own carry its name
-(``--softrankpo.kl-coef``); ``--env-workers`` are the Ray workers of the env, ``--rollout-workers``
-those that sample the text learners' completions. Lists are separated by spaces
-(``--algos softrankpo grpo``). ``--config FILE`` starts from a YAML or JSON file
-(``examples/configs/``) whose values the options given override.
+The family is a subcommand: ``meta`` (the meta-action env; ``deliberate run`` alone is the
+main job, ``run meta``) or ``text`` (the text-action env). Both families' learners take the
+same shape of options, none prefixed: the env's (``--task``, ``--team``), the run's
+(``--updates``, ``--run-dir``, ``--eval-interval``) and the learner's own (``--kl-coef``);
+``--env-workers`` are the Ray workers of the env, ``--rollout-workers`` those that sample
+the text learners' completions. Lists are separated by spaces (``--algos softrankpo grpo``).
+``--config FILE`` starts from a YAML or JSON file (``examples/configs/``) whose values the
+options given override: it is read first (the only option read before the grammar) and its
+values are the defaults of the one parse of the command line.
 
 A mistake on the command line or in a data or config file prints one line,
 ``deliberate <command>: error: ...``, and exits with status 2 (``--debug`` shows the
@@ -26,8 +28,6 @@ the models only when they run, so ``--help`` is fast.
 from __future__ import annotations
 
 import contextlib
-import contextvars
-import dataclasses
 import difflib
 import io
 import logging
@@ -40,13 +40,14 @@ from typing import Annotated, Any
 
 import tyro
 from rich.logging import RichHandler
-from tyro.constructors import ConstructorRegistry, StructConstructorSpec, StructTypeInfo
 
 from agents.cache import CacheFileError
 from algorithms.commands import cache, compare, run, tasks, train
 from algorithms.commands.common import console
 from algorithms.core import config_files
-from algorithms.meta.config import CompareConfig, TrainConfig
+from algorithms.meta.config import CONFIGS as META_CONFIGS
+from algorithms.meta.config import CompareConfig
+from algorithms.text.config import TEXT_CONFIGS
 
 
 # ---------------------------------------------------------------------------- the grammar
@@ -71,42 +72,41 @@ class Run:
 
 @dataclass
 class Train:
-    """Train one learner: a meta-policy (``train`` or ``train meta --algo softrankpo|grpo|magrpo|sft``)
-    or the LLMs' weights (``train text [magrpo|grpo|softrankpo]``); held-out results, metrics,
+    """Train one learner: a meta-policy (``train meta softrankpo|grpo|magrpo|sft``) or the
+    LLMs' weights (``train text magrpo|grpo|softrankpo``); held-out results, metrics,
     checkpoints, in a folder of the run's own (``--run-dir`` names one, ``--resume`` continues it)."""
 
     command: Annotated[
-        Annotated[TrainConfig, tyro.conf.subcommand("meta")]
-        | Annotated[train.TextTrain, tyro.conf.subcommand("text")],
+        Annotated[train.TrainMeta, tyro.conf.subcommand("meta")]
+        | Annotated[train.TrainText, tyro.conf.subcommand("text")],
         tyro.conf.arg(name=""),
-    ] = field(default_factory=TrainConfig)
+    ]
     config: Path | None = None
     """A YAML or JSON file (``examples/configs/``) whose values start the command; the
-    options given override them. It maps the command's fields by their Python names,
-    nested as its config nests them (``train``: ``algo: grpo``, ``updates: 50``,
-    ``env: {task: gsm8k, path: data/gsm8k}``, ``grpo: {kl_coef: 0.1}``; ``train text``:
-    ``algo: grpo``, ``env: {...}``, ``run: {updates: 50}``, the learner's own fields); a
-    first line ``command: train`` (or ``train text``) is optional and, if given, must name
-    this command."""
+    options given override them. It maps the learner config's fields by their Python names,
+    nested as the config nests them, the same for both families: ``env: {task: gsm8k,
+    path: data/gsm8k}``, ``run: {updates: 50}``, the learner's own fields (``kl_coef: 0.1``);
+    ``algo: grpo`` names the learner when the command line does not; a first line
+    ``command: train meta`` (or ``train text``) is optional and, if given, must name this command."""
 
 
 @dataclass
 class Compare:
     """Compare learners over seeds on the same env, problems and budget: the meta-policy
-    learners and the baselines (``compare`` or ``compare meta``) or the LLM-weight learners
+    learners and the baselines (``compare meta``) or the LLM-weight learners
     (``compare text``); a table with 95% confidence intervals, CSV/JSON files and plots."""
 
     command: Annotated[
         Annotated[CompareConfig, tyro.conf.subcommand("meta")]
         | Annotated[compare.TextCompare, tyro.conf.subcommand("text")],
         tyro.conf.arg(name=""),
-    ] = field(default_factory=CompareConfig)
+    ]
     config: Path | None = None
     """A YAML or JSON file (``examples/configs/``) whose values start the command; the
-    options given override them. It maps the command's fields by their Python names,
-    nested as its config nests them (``compare``: ``seeds: 3``, ``train: {updates: 50,
-    env: {task: arithmetic}}``); a first line ``command: compare`` (or ``compare text``) is
-    optional and, if given, must name this command."""
+    options given override them. It maps the comparison's fields by their Python names:
+    ``seeds: 3``, ``algos: [grpo, magrpo]``, ``learner: {env: {task: arithmetic}, run:
+    {updates: 50}}`` (the template every learner shares); a first line ``command: compare
+    meta`` (or ``compare text``) is optional and, if given, must name this command."""
 
 
 @dataclass
@@ -150,11 +150,11 @@ class Deliberate:
 
 
 COMMANDS: dict[type, tuple[str, Any]] = {
-    run.RunMeta: ("run", run.run_meta),
+    run.RunMeta: ("run meta", run.run_meta),
     run.RunText: ("run text", run.run_text),
-    TrainConfig: ("train", train.train_meta),
-    train.TextTrain: ("train text", train.train_text),
-    CompareConfig: ("compare", compare.compare_meta),
+    train.TrainMeta: ("train meta", train.train_meta),
+    train.TrainText: ("train text", train.train_text),
+    CompareConfig: ("compare meta", compare.compare_meta),
     compare.TextCompare: ("compare text", compare.compare_text),
     tasks.TasksList: ("tasks list", tasks.list_tasks),
     tasks.TasksShow: ("tasks show", tasks.show_task),
@@ -164,8 +164,8 @@ COMMANDS: dict[type, tuple[str, Any]] = {
 }
 """Each command's config class: its name on the command line and the function that runs it."""
 MARKERS = (tyro.conf.OmitSubcommandPrefixes, tyro.conf.CascadeSubcommandArgs)
-"""Subcommands without their field's prefix (``train text``), options that may follow any
-subcommand below the one they belong to, and the default family chosen by its options alone."""
+"""Subcommands without their field's prefix (``train text``) and options that may follow any
+subcommand below the one they belong to."""
 
 
 # ---------------------------------------------------------------------------- errors
@@ -176,49 +176,12 @@ LIST_FLAGS = (
     "--simulated.skill", "--simulated.refine-gain", "--simulated.self-fix", "--simulated.corruption",
 )  # fmt: skip
 """Options that take a list, separated by spaces."""
+ALGOS = {"meta": tuple(META_CONFIGS), "text": tuple(TEXT_CONFIGS)}
+"""The learners of each family, by name (``deliberate train FAMILY ALGO``)."""
 COMMAND_WORDS = frozenset(
     word for name, _ in COMMANDS.values() for word in name.split()
-) | {"meta", "magrpo", "grpo", "softrankpo"}
+) | {word for names in ALGOS.values() for word in names}
 """The words of the command names (what the error line's ``deliberate <command>`` shows)."""
-
-
-class ConfigError(Exception):
-    """A config's own check refused the values of the command line (tyro would show it
-    under its internal field path; the entry prints it as the command's error line)."""
-
-
-_building = contextvars.ContextVar("building", default=False)
-
-
-def _checked_dataclasses() -> ConstructorRegistry:
-    """A tyro registry that builds dataclasses as tyro does, but turns the ``ValueError``
-    of a config's check into a :class:`ConfigError` that reaches the entry."""
-    registry = ConstructorRegistry()
-
-    @registry.struct_rule
-    def checked(info: StructTypeInfo) -> StructConstructorSpec | None:
-        if not dataclasses.is_dataclass(info.type) or _building.get():
-            return None
-        token = _building.set(True)  # tyro's own rule for the dataclass, not this one again
-        try:
-            spec = ConstructorRegistry.get_struct_spec(info)
-        finally:
-            _building.reset(token)
-        if not isinstance(spec, StructConstructorSpec):
-            return None
-
-        def instantiate(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return spec.instantiate(*args, **kwargs)
-            except ValueError as error:
-                raise ConfigError(str(error)) from error
-
-        return dataclasses.replace(spec, instantiate=instantiate)
-
-    return registry
-
-
-REGISTRY = _checked_dataclasses()
 
 
 def command_name(args: list[str]) -> str:
@@ -231,36 +194,49 @@ def command_name(args: list[str]) -> str:
     return " ".join(["deliberate", *words])
 
 
-def check_spellings(args: list[str]) -> None:
-    """Refuse ``--algo`` after ``train text`` or a comma-separated list, naming what to write instead."""
-    text_learner = "text" in args and "train" in args
+def check_lists(args: list[str]) -> None:
+    """Refuse a comma-separated list, naming what to write instead."""
     for k, arg in enumerate(args):
         flag, equals, value = arg.partition("=")
-        if flag == "--algo" and text_learner:
-            raise ValueError("a text learner is a subcommand: 'deliberate train text grpo ...' (not --algo grpo)")
         first = value if equals else " ".join(args[k + 1 : k + 2])  # the list's first value
         if flag in LIST_FLAGS and "," in first and not first.startswith("-"):
             spaced = " ".join(part for part in first.split(",") if part)
             raise ValueError(f"{flag} takes values separated by spaces, not commas: did you mean {flag} {spaced}?")
 
 
-def known_options(args: list[str]) -> set[str]:
-    """The options of the command that ``args`` names, as its ``--help`` lists them."""
-    shown = io.StringIO()
-    with contextlib.redirect_stdout(shown), contextlib.suppress(SystemExit):
-        tyro.cli(Deliberate, args=[*command_name(args).split()[1:], "--help"], prog="deliberate", config=MARKERS)
-    return set(re.findall(r"(?<![\w-])--[a-z0-9][a-z0-9.-]*", shown.getvalue()))
+UNRECOGNIZED = re.compile(r"Unrecognized (?:options|arguments?):\s*(--[\w.-]+)")
+"""tyro's line naming the first option that the command does not have."""
+OPTION = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9.-]*[a-z0-9])")
+"""An option as tyro's message lists them."""
+MISSING = re.compile(r"Missing subcommand\W*Expected one of \{([^}]*)\}")
+"""tyro's line on a command line that stops before its subcommand (``train meta``)."""
+REFUSED = re.compile(r"Error parsing [\w.]+: (.*?)(?: -{3,}| For full helptext|$)")
+"""tyro's line naming a value that a config's own check refused, and the check's message."""
 
 
-def check_options(args: list[str]) -> None:
-    """Refuse the first option of ``args`` that its command does not have, naming the
-    nearest one it has (as argparse would, in one line)."""
-    known = known_options(args)
-    for arg in args:
-        flag = arg.partition("=")[0]
-        if flag.startswith("--") and flag not in known:
-            close = difflib.get_close_matches(flag, sorted(known), n=1)
-            raise ValueError(f"unrecognized option {flag}" + (f"; did you mean {close[0]}?" if close else ""))
+def unboxed(printed: str) -> str:
+    """tyro's error box ``printed`` as one line of text, without its frame."""
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", printed).split())
+
+
+def short_error(printed: str) -> str | None:
+    """One line for tyro's error message ``printed``: on an option the command does not have,
+    ``unrecognized option --kl-coeff; did you mean --kl-coef?`` (the nearest of the options
+    tyro lists as similar); on a missing subcommand, the ones to choose from; on a value a
+    config's check refused, the check's message; None for another message (shown as tyro
+    printed it)."""
+    text = unboxed(printed)
+    found = UNRECOGNIZED.search(text)
+    if found is not None:
+        flag = found.group(1)
+        candidates = sorted({option for option in OPTION.findall(text[found.end() :]) if option != flag})
+        close = difflib.get_close_matches(flag, candidates, n=1, cutoff=0.5)
+        return f"unrecognized option {flag}" + (f"; did you mean {close[0]}?" if close else "")
+    missing = MISSING.search(text)
+    if missing is not None:
+        return f"name one of {missing.group(1)} after the command"
+    refused = REFUSED.search(text)
+    return None if refused is None else refused.group(1).strip()
 
 
 def show_warning(prog: str) -> Any:
@@ -273,95 +249,113 @@ def show_warning(prog: str) -> Any:
 
 
 # ---------------------------------------------------------------------------- config files
-@dataclass
-class ConfigFile:
-    """The one option read before the grammar: the config file whose values are the
-    defaults of the command the line names."""
-
-    config: Path | None = None
-
-
 CONTAINERS = {"run": Run, "train": Train, "compare": Compare}
 """The commands that take ``--config FILE``, by their first word."""
+FAMILIES = {"train": {"meta": train.TrainMeta, "text": train.TrainText}}
+"""The commands whose config is a learner's, by family: the file's learner is built as its class."""
+
+
+def config_path(args: list[str]) -> Path | None:
+    """The file of ``--config FILE`` (or ``--config=FILE``) in ``args``, the one option read
+    before the grammar; None without one."""
+    for k, arg in enumerate(args):
+        if arg == "--config" and k + 1 < len(args):
+            return Path(args[k + 1])
+        if arg.startswith("--config="):
+            return Path(arg.partition("=")[2])
+    return None
 
 
 def line_command(args: list[str]) -> tuple[str, str | None]:
-    """The command the command line ``args`` names (``train text``; ``meta`` left out) and
-    the text learner it names, if any (``grpo`` of ``train text grpo``)."""
+    """The command the command line ``args`` names (``train meta``; ``run`` alone is
+    ``run meta``) and the learner it names, if any (``grpo`` of ``train text grpo``)."""
     words = command_name(args).split()[1:]
-    algo = next((word for word in words if word in train.TEXT_ALGOS.values()), None)
-    return " ".join(word for word in words if word not in ("meta", algo)), algo
+    if words[:1] == ["run"] and words[1:2] not in (["meta"], ["text"]):
+        words = ["run", "meta", *words[1:]]
+    family = words[1] if len(words) > 1 else ""
+    algo = next((word for word in words[2:] if word in ALGOS.get(family, ())), None)
+    return " ".join(word for word in words if word != algo), algo
+
+
+def names_command(written: str, named: str) -> bool:
+    """Whether a config file's ``command: written`` names the command ``named``
+    (``train meta``): the same words, a learner's name left out; ``run`` alone is
+    ``run meta``, ``train`` or ``compare`` alone either family's."""
+    words, _ = line_command(written.split())
+    return words.split() == named.split()[: len(words.split())] and bool(words)
 
 
 def read_config_file(path: Path, named: str) -> dict[str, Any]:
     """The fields of the config file ``path`` given to the command ``named`` (``train text``).
-    Its ``command`` key is optional (the command line decides); if given (``meta`` may be
-    written or left out), it must name that command.
+    Its ``command`` key is optional (the command line decides); if given, it must name that
+    command (``train`` for any ``train FAMILY``).
 
     Raises:
         ValueError: Naming the file, when ``named`` takes no config file or the file's
             ``command`` names another command.
     """
-    if not named or named.split()[0] not in CONTAINERS:
-        raise ValueError("--config FILE follows the command it starts: deliberate run|train|compare [meta|text] --config FILE")
+    if not named or named.split()[0] not in CONTAINERS or len(named.split()) < 2:
+        raise ValueError("--config FILE follows the command it starts: deliberate run|train|compare meta|text [ALGO] --config FILE")
     data = config_files.read(path)
     written = data.pop("command", None)
-    written_for = None if written is None else " ".join(word for word in str(written).split() if word != "meta")
-    if written_for is not None and written_for != named:
+    if written is not None and not names_command(str(written), named):
         raise ValueError(
-            f"config file {path} is for 'deliberate {written_for}', not 'deliberate {named}': "
-            f"give it to 'deliberate {written_for}', or change or leave out its command: key"
+            f"config file {path} is for 'deliberate {written}', not 'deliberate {named}': "
+            f"give it to 'deliberate {written}', or change or leave out its command: key"
         )
     return data
 
 
 def file_defaults(path: Path, args: list[str]) -> Deliberate:
     """The command that the command line ``args`` names, with the values of the config file
-    ``path`` (a text learner's file names it by ``algo``, else the command line's, else magrpo).
+    ``path`` as its defaults (a learner's file names it by ``algo``, else the command line does).
 
     Raises:
         ValueError: Naming the file and the field, on a field the command does not have or a
-            value it refuses (:func:`algorithms.core.config_files.build`).
+            value it refuses (:func:`algorithms.core.config_files.build`), or a learner
+            named twice differently or not at all.
     """
     named, line_algo = line_command(args)
     data = read_config_file(path, named)
-    kind = next(kind for kind, (command, _) in COMMANDS.items() if command == named)
-    if kind is train.TextTrain:
-        algo = data.pop("algo", line_algo or "magrpo")
-        classes = {name: cls for cls, name in train.TEXT_ALGOS.items()}
-        if not isinstance(algo, str) or algo not in classes:
-            raise ValueError(f"config file {path}: algo {algo!r} is not one of {', '.join(classes)}")
-        loaded: Any = train.TextTrain(learner=config_files.build(classes[algo], data, str(path)))
+    first, family = named.split()[:2]
+    if first in FAMILIES:
+        configs = {"meta": META_CONFIGS, "text": TEXT_CONFIGS}[family]
+        algo = data.pop("algo", None)
+        if algo is not None and (not isinstance(algo, str) or algo not in configs):
+            raise ValueError(f"config file {path}: algo {algo!r} is not one of {', '.join(configs)}")
+        if algo is not None and line_algo is not None and algo != line_algo:
+            raise ValueError(f"config file {path} trains {algo}, the command line names {line_algo}: give one")
+        algo = algo or line_algo
+        if algo is None:
+            raise ValueError(f"name the learner: deliberate {named} {'|'.join(configs)} --config {path} (or algo: in the file)")
+        loaded: Any = FAMILIES[first][family](learner=config_files.build(configs[algo], data, str(path)))
     else:
+        kind = next(kind for kind, (command, _) in COMMANDS.items() if command == named)
         loaded = config_files.build(kind, data, str(path))
-    return Deliberate(command=CONTAINERS[named.split()[0]](command=loaded, config=path))
+    return Deliberate(command=CONTAINERS[first](command=loaded, config=path))
 
 
 def parse(args: list[str]) -> Deliberate:
-    """The config of the command line ``args``. With ``--config FILE``, the file's values
-    are the defaults of the command the line names, so that the options given override them.
+    """The config of the command line ``args``, parsed once by tyro. With ``--config FILE``,
+    the file's values are the defaults of that parse, so that the options given override them.
 
     Raises:
-        ValueError: When the file names another command than the command line, or another
-            text learner, or an option is unknown (its command's nearest option named).
+        ValueError: When the file names another command or learner than the command line,
+            or an option is unknown (one line naming the nearest option).
     """
-    located, _ = tyro.cli(ConfigFile, args=args, return_unknown_args=True, add_help=False)
-    default = None if located.config is None else file_defaults(located.config, args)
+    path = config_path(args)
+    default = None if path is None else file_defaults(path, args)
     printed = io.StringIO()  # what tyro prints: its error box is shown unless one line says it
     try:
         with contextlib.redirect_stderr(printed):
-            parsed = tyro.cli(Deliberate, args=args, prog="deliberate", config=MARKERS, registry=REGISTRY, default=default)
+            parsed = tyro.cli(Deliberate, args=args, prog="deliberate", config=MARKERS, default=default)
     except SystemExit as exit_:
-        if exit_.code:
-            check_options(args)  # an unknown option: one line, the nearest option named
+        short = short_error(printed.getvalue()) if exit_.code else None
+        if short is not None:
+            raise ValueError(short) from None
         sys.stderr.write(printed.getvalue())
         raise
     sys.stderr.write(printed.getvalue())
-    if default is not None:
-        chosen, loaded = parsed.command.command, default.command.command
-        if isinstance(chosen, train.TextTrain) and type(chosen.learner) is not type(loaded.learner):
-            file_algo, given = train.TEXT_ALGOS[type(loaded.learner)], train.TEXT_ALGOS[type(chosen.learner)]
-            raise ValueError(f"config file {located.config} trains {file_algo}, the command line names {given}: give one")
     return parsed
 
 
@@ -378,10 +372,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = show_warning(prog)
-            check_spellings(args)
+            check_lists(args)
             chosen = parse(args).command.command
             COMMANDS[type(chosen)][1](chosen)
-    except (ConfigError, *USER_ERRORS) as error:
+    except USER_ERRORS as error:
         if "--debug" in args:
             raise
         message = error.args[0] if isinstance(error, KeyError) and error.args else error

@@ -45,7 +45,7 @@ from transformers import AutoModelForCausalLM
 
 from agents.trainable_lm import TrainableLM
 from algorithms.text import TextGRPOConfig
-from algorithms.text.config import TextEnvConfig, TextRunConfig
+from algorithms.text.config import TextEnvConfig, text_run
 from algorithms.text.ctranslate2_sampler import CTranslate2Sampler
 from algorithms.text.train import build_env, build_lm
 
@@ -64,7 +64,7 @@ class Args:
     """Every completion exactly ``new_tokens`` long; else they stop at the stop token."""
     exact_logprobs: bool = False
     """Score fixed-length completions with torch for their log-probabilities (the learners
-    do not: ``deliberate train text --sampler ctranslate2`` builds the sampler without)."""
+    do not: ``deliberate train text magrpo --sampler ctranslate2`` builds the sampler without)."""
     out_dir: str = "runs/benchmarks/fast-rollouts"
     """Where results.json goes."""
 
@@ -73,7 +73,7 @@ def config(args: Args, completions: int) -> TextGRPOConfig:
     """The learners' defaults on arithmetic, one agent's prompts per completion."""
     return TextGRPOConfig(
         env=TextEnvConfig(task="arithmetic", n_agents=2),
-        run=TextRunConfig(progress=False),
+        run=text_run(progress=False),
         groups_per_update=1,
         group_size=2,
         problem_pool=completions,

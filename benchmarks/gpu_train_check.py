@@ -36,7 +36,7 @@ FAKES = REPO / "tests" / "algorithms" / "text"
 PROTOCOL = "from text_learner_fakes import HashProtocol\n\nprotocol = HashProtocol()\n"
 SETTINGS = ["--model", "tiny", "--protocol", "./hash_task.py:protocol", "--groups-per-update", "3", "--group-size", "2",
             "--max-new-tokens", "6", "--max-turns", "2", "--update-epochs", "2", "--num-minibatches", "2",
-            "--kl-coef", "0.1", "--learning-rate", "0.003", "--checkpoint-every", "1", "--eval-problems", "4",
+            "--kl-coef", "0.1", "--learning-rate", "0.003", "--checkpoint-interval", "1", "--eval-problems", "4",
             "--no-progress"]  # fmt: skip
 
 
@@ -67,7 +67,9 @@ def weights(run_dir: Path) -> dict[str, torch.Tensor]:
 
 
 def metrics(run_dir: Path) -> list[dict[str, float]]:
-    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    """The metrics of each update (the step-0 line, the evaluation before the first update, left out)."""
+    lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [line for line in lines if line["step"] > 0]
 
 
 def largest_difference(ours: Path, reference: Path) -> float:

@@ -41,10 +41,10 @@ import tyro
 from results import write_results
 
 from algorithms.core.compare import mean_and_interval
-from algorithms.meta import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPO, SoftRankPOConfig
+from algorithms.core.config import RunConfig
+from algorithms.meta import PolicyGradientConfig, SoftRankPO, SoftRankPOConfig
 from algorithms.meta.base import Rollout
 from algorithms.meta.compare import CompareConfig, compare
-from algorithms.meta.train import TrainConfig
 from deliberation_env.meta.config import EnvConfig, SimulatedTeamConfig
 
 DELIBERATION_MATTERS = SimulatedTeamConfig(
@@ -73,30 +73,27 @@ class Args:
     """A smoke run with a tiny budget (checks that the benchmark runs, measures nothing)."""
 
 
-def batch_configs(kl_coef: float) -> dict[str, object]:
-    """The same budget and regularization for every policy-gradient learner."""
-    batch = {"groups_per_update": 16, "group_size": 8, "kl_coef": kl_coef}
-    return {
-        "softrankpo": SoftRankPOConfig(**batch),
-        "grpo": GRPOConfig(**batch),
-        "magrpo": MAGRPOConfig(**batch),
-    }
+def batch_settings(kl_coef: float) -> dict[str, object]:
+    """The same budget and regularization for every policy-gradient learner (the comparison's
+    template; the SFT warm start plays the same 128 episodes per update)."""
+    return {"groups_per_update": 16, "group_size": 8, "kl_coef": kl_coef}
 
 
 def run_compare(args: Args) -> dict:
     """Results 1-3: the optimizers from scratch (three reward scales) or the SFT recipe (x1)."""
     recipe = args.what == "recipe"
     updates = 2 if args.quick else (60 if recipe else args.updates)
-    train = TrainConfig(
+    learner = PolicyGradientConfig(
         env=EnvConfig(team="simulated", difficulty=3, simulated=DELIBERATION_MATTERS),
-        updates=updates,
+        run=RunConfig(
+            updates=updates,
+            eval_interval=max(1, updates // 10),
+            eval_problems=20 if args.quick else 200,
+            progress=False,
+            resume=True,  # a re-run continues the runs in out_dir (refused if their settings differ)
+        ),
         sft_updates=(1 if args.quick else 20) if recipe else 0,
-        eval_every=max(1, updates // 10),
-        eval_problems=20 if args.quick else 200,
-        progress=False,
-        resume=True,  # a re-run continues the runs in out_dir (refused if their settings differ)
-        sft=SFTConfig(episodes_per_update=128),
-        **batch_configs(kl_coef=0.02 if recipe else 0.05),
+        **batch_settings(kl_coef=0.02 if recipe else 0.05),
     )
     cfg = CompareConfig(
         algos=("sft", "softrankpo", "grpo", "magrpo")
@@ -104,7 +101,7 @@ def run_compare(args: Args) -> dict:
         else ("softrankpo", "grpo", "magrpo"),
         seeds=1 if args.quick else args.seeds,
         reward_scales=(1.0,) if recipe or args.quick else (0.1, 1.0, 10.0),
-        train=train,
+        learner=learner,
         out_dir=str(Path(args.out_dir) / args.what),
     )
     start = time.perf_counter()

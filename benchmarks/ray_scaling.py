@@ -180,12 +180,13 @@ def text_run(workers: int, threads: int, args: Args) -> tuple[list[float], list[
     import torch
 
     from algorithms.text import TextGRPO, TextGRPOConfig
-    from algorithms.text.config import TextEnvConfig, TextRunConfig
+    from algorithms.text.config import TextEnvConfig
+    from algorithms.text.config import text_run as text_run_config
     from algorithms.text.rollout_workers import RolloutWorkers
     from algorithms.text.train import build_env, build_lm
 
     config = TextGRPOConfig(
-        env=TextEnvConfig(task_kwargs={"difficulty": 1}, n_agents=2), run=TextRunConfig(progress=False),
+        env=TextEnvConfig(task_kwargs={"difficulty": 1}, n_agents=2), run=text_run_config(progress=False),
         model=args.text_model, groups_per_update=4, group_size=4, max_new_tokens=48, temperature=0.7, learning_rate=5e-4,
     )  # fmt: skip
     venv = build_env(config, config.num_envs)
@@ -199,7 +200,8 @@ def text_run(workers: int, threads: int, args: Args) -> tuple[list[float], list[
     seconds, metrics = [], []
     for _ in range(args.learner_updates):
         started = time.perf_counter()
-        metrics.append({k: v for k, v in learner.train_step().items() if k != "charts/seconds"})
+        # timing and memory (charts/seconds, perf/*) differ between the two ways of sampling
+        metrics.append({k: v for k, v in learner.train_step().items() if k != "charts/seconds" and not k.startswith("perf/")})
         seconds.append(time.perf_counter() - started)
     if sampler is not None:
         sampler.close()

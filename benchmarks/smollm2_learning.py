@@ -8,7 +8,7 @@ numbers were measured, int8 CTranslate2 since 2026-11-25) on the default task
 outputs for thousands of episodes. They do not need to: an LLM agent's request is a
 function of the episode seed, the problem and the history, and the cache serves a request
 what it stored, so with a fixed pool of training problems and
-episode seeds (``TrainConfig.problem_pool`` and ``seed_pool``) every history a learner can
+episode seeds (the learner config's ``problem_pool`` and ``seed_pool``) every history a learner can
 reach is generated once, stored in the response cache, and replayed from then on.
 
 Phases (each resumes: re-running skips finished work)::
@@ -45,11 +45,12 @@ import deliberation_env as de
 from agents.cache import DEFAULT_CACHE_PATH, cache_stats
 from agents.seeding import derive_seed
 from algorithms.core.checkpoints import CHECKPOINT
-from algorithms.meta import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig, baselines
+from algorithms.core.config import RunConfig
+from algorithms.meta import PolicyGradientConfig, baselines
 from algorithms.meta.compare import CompareConfig, compare
-from algorithms.meta.evaluate import EvalResult, evaluate
+from algorithms.meta.evaluate import EvalResult, evaluate_rounds
 from algorithms.meta.network import NetworkPolicy
-from algorithms.meta.train import TrainConfig, load_network
+from algorithms.meta.train import load_network
 from deliberation_env import EnvConfig
 from deliberation_env.meta.spaces import ACTION_NAMES
 
@@ -120,7 +121,7 @@ def warm(args: Args, num_envs: int = 8) -> dict:
     print(f"pool: {pool['pool_new_responses']} new responses in {pool['pool_seconds']:.0f} s")
     test = de.vector_env_from(ENV, num_envs, split="test")
     for name in BASELINES:
-        evaluate(baselines.get(name), test, range(args.eval_problems))
+        evaluate_rounds(baselines.get(name), test, range(args.eval_problems))
     new, seconds = responses() - before, time.perf_counter() - start
     print(f"total: {new} new responses in {seconds:.0f} s")
     return {"args": dataclasses.asdict(args), **pool, "new_responses": new, "seconds": seconds}
@@ -132,26 +133,27 @@ def trained(args: Args) -> tuple[str, ...]:
 
 
 def compare_config(args: Args) -> CompareConfig:
-    """SFT on oracle actions, then SoftRankPO, GRPO and MAGRPO, each with a KL to the SFT
-    policy: same pool, same budget, same held-out episodes."""
-    batch = {"groups_per_update": 16, "group_size": 8, "kl_coef": 0.02}
+    """SFT on oracle actions (128 episodes per update, the learners' batch), then SoftRankPO,
+    GRPO and MAGRPO, each with a KL to the SFT policy: same pool, same budget, same held-out
+    episodes."""
     return CompareConfig(
         algos=trained(args),
         seeds=args.seeds,
-        train=TrainConfig(
+        learner=PolicyGradientConfig(
             env=ENV,
-            updates=args.updates,
+            run=RunConfig(
+                updates=args.updates,
+                eval_interval=max(1, args.updates // 10),
+                eval_problems=args.eval_problems,
+                progress=False,
+                resume=True,  # a re-run continues the runs in out_dir (refused if their settings differ)
+            ),
             sft_updates=args.sft_updates,
-            eval_every=max(1, args.updates // 10),
-            eval_problems=args.eval_problems,
             problem_pool=args.problem_pool,
             seed_pool=args.seed_pool,
-            progress=False,
-        resume=True,  # a re-run continues the runs in out_dir (refused if their settings differ)
-            sft=SFTConfig(episodes_per_update=128),
-            softrankpo=SoftRankPOConfig(**batch),
-            grpo=GRPOConfig(**batch),
-            magrpo=MAGRPOConfig(**batch),
+            groups_per_update=16,
+            group_size=8,
+            kl_coef=0.02,
         ),
         out_dir=args.out_dir,
     )
@@ -198,7 +200,7 @@ def hindsight_ceiling(problems: range) -> float:
     venv = de.vector_env_from(ENV, len(joint), split="test")
     best = []
     for k in tqdm(problems, desc="hindsight ceiling", unit="problem", leave=False):
-        seed = derive_seed(0, venv.problems[k].id)  # evaluate()'s episode seed for eval seed 0
+        seed = derive_seed(0, venv.problems[k].id)  # evaluate_rounds()'s episode seed for eval seed 0
         venv.reset(options={"problem_index": [k] * len(joint), "episode_seed": [seed] * len(joint)})
         actions = np.array(joint, dtype=np.int64)
         *_, infos = venv.step({a: actions[:, i] for i, a in enumerate(venv.agents)})
@@ -243,14 +245,14 @@ def report(args: Args) -> dict:
     """
     test = de.vector_env_from(ENV, 8, split="test")
     problems = range(args.eval_problems)
-    results = {name: [evaluate(baselines.get(name), test, problems, progress=False)] for name in BASELINES}
+    results = {name: [evaluate_rounds(baselines.get(name), test, problems, progress=False)] for name in BASELINES}
     for algo in trained(args):
         paths = checkpoints(args, algo)
         missing = [str(p) for p in paths if not p.is_file()]
         if missing:
             raise SystemExit(f"missing checkpoints {missing}: run --what train first")
         results[algo] = [
-            evaluate(NetworkPolicy(load_network(p, ENV), list(test.agents), name=algo), test, problems, progress=False)
+            evaluate_rounds(NetworkPolicy(load_network(p, ENV), list(test.agents), name=algo), test, problems, progress=False)
             for p in paths
         ]
     rows = {name: {k: float(np.mean([row(r)[k] for r in runs])) for k in row(runs[0])} for name, runs in results.items()}

@@ -33,7 +33,7 @@ from results import write_results
 
 from agents.trainable_lm import TrainableLM
 from algorithms.text import TextMAGRPO, TextMAGRPOConfig
-from algorithms.text.config import TextEnvConfig, TextRunConfig
+from algorithms.text.config import TextEnvConfig, text_run
 from algorithms.text.train import build_env, build_lm
 
 LEVELS = ("helper_defined", "main_defined", "syntax", "tests", "cooperation")
@@ -66,7 +66,7 @@ def config_of(args: Args, run_dir: Path) -> TextMAGRPOConfig:
     """MAGRPO as published (joint return, mean baseline, one REINFORCE step, no KL)."""
     return TextMAGRPOConfig(
         env=TextEnvConfig(task="humaneval", n_agents=2),
-        run=TextRunConfig(updates=args.updates, run_dir=str(run_dir)),
+        run=text_run(updates=args.updates, run_dir=str(run_dir), resume=True),  # a re-run continues from the checkpoint
         model=args.model,
         groups_per_update=args.groups,
         group_size=args.group_size,
@@ -116,7 +116,7 @@ def main(args: Args) -> None:
         before_path.write_text(json.dumps(held_out(learner.lm, eval_env, args.max_new_tokens)), encoding="utf-8")
     before = json.loads(before_path.read_text())
     start = time.perf_counter()
-    learner.learn(config.run.updates, run_dir)
+    learner.learn(config.run)
     seconds = time.perf_counter() - start
     after = held_out(learner.lm, eval_env, args.max_new_tokens)
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]

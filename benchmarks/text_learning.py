@@ -19,10 +19,24 @@ the trained pair beat
   answers at the training temperature, the team's answer is the plurality vote of all 2k;
   k = G, the samples per problem and agent of one training step)?
 
-Held-out: the first ``eval_problems`` test problems, greedy (self-consistency samples).
-Every result is stored per run in ``OUT_DIR/<settings>/`` (the settings' hash names the
-folder, so runs with other arguments never read each other's results) and resumes:
-``--table-only`` tabulates what has finished. Each run's result holds its ``provenance``
+Held-out: the first ``eval_problems`` test problems, greedy (self-consistency samples,
+seeded per seed). Every run's result (a small JSON, its summary) is stored in
+``SUMMARIES/<settings>/<run>.json``, tracked by git (the settings' hash names the folder, so
+runs with other arguments never read each other's results); the run folders themselves
+(checkpoints, adapters) go to ``OUT_DIR/<settings>/``, which git ignores. A finished run is
+read back, never run again, so an interrupted table resumes where it stopped, in this
+checkout or a fresh clone; ``--commit`` commits each run's summary as it finishes, and
+``--table-only`` tabulates what has finished.
+
+Both cores, one run per core, pinned (the README table's runs)::
+
+    OMP_NUM_THREADS=1 taskset -c 0 nice python benchmarks/text_learning.py --algos magrpo softrankpo \
+        --seeds 0 2 4 --commit --no-table &
+    OMP_NUM_THREADS=1 taskset -c 1 nice python benchmarks/text_learning.py --algos magrpo softrankpo \
+        --seeds 1 3 --parts trained single sc --commit --no-table &
+    wait; python benchmarks/text_learning.py --algos magrpo softrankpo --seeds 0 1 2 3 4 --table-only
+
+(the first queue also runs the untrained pair (a), which both queues' table needs once). Each run's result holds its ``provenance``
 (``results.provenance``: the command, date, commit, whether the tree was dirty, the machine
 and the thread settings that made it). Writes ``results.json`` (and the same record to
 ``benchmarks/results/text_learning.json``), a markdown table
@@ -39,21 +53,23 @@ import dataclasses
 import hashlib
 import json
 import platform
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
 import tyro
-from results import UNRECORDED, commits_of, provenance, write_results
+from results import REPO, UNRECORDED, commits_of, provenance, write_results
 from scipy import stats
 
 from agents.base import Generation
 from agents.text_policy import TextPolicy, played_text
 from algorithms.core.figures import new_figure, write_figure
-from algorithms.text import TEXT_CONFIGS, train
-from algorithms.text.config import TextRunConfig
+from algorithms.text import TEXT_CONFIGS, evaluate, train
+from algorithms.text.config import text_run
 from algorithms.text.plots import REWARD, draw_curves
 from algorithms.text.train import build_env, build_lm
 from deliberation_env.text.config import TextEnvConfig
@@ -90,7 +106,10 @@ class Args:
     single: bool = True
     """Also train one agent alone (b), per seed."""
     sc_samples: int = 4
-    """Self-consistency samples per agent of the untrained pair (c); 0: skip."""
+    """Self-consistency samples per agent of the untrained pair (c), one run per seed; 0: skip."""
+    parts: tuple[Literal["untrained", "trained", "single", "sc"], ...] = ("untrained", "trained", "single", "sc")
+    """Which runs to make: the untrained pair (a), the learners' runs, the lone agent (b),
+    self-consistency (c) (two queues on two cores split them: the module docstring)."""
     examples: int = 5
     """Held-out answers shown before and after, per learner (seed 0)."""
     eval_interval: int = 0
@@ -99,7 +118,15 @@ class Args:
     model: str = ""
     """A local model; "" is SmolLM2-135M-Instruct ("tiny" checks the script in seconds)."""
     out_dir: str = "runs/benchmarks/text-learning"
-    """Where the runs and results.json go (in a folder named by the settings)."""
+    """Where the run folders (checkpoints, adapters) and results.json go (in a folder named
+    by the settings); git ignores it."""
+    summaries: str = "benchmarks/results/text_learning_runs"
+    """Where each run's result goes (in a folder named by the settings), tracked by git."""
+    commit: bool = False
+    """Commit each run's result as it finishes (``git commit -- PATH``: that file alone)."""
+    table: bool = True
+    """Print the table and write the results and the figure at the end (``--no-table``: a
+    queue that makes runs only)."""
     figure: str = "docs/figures/text_learning_strict.png"
     """The figure: reward curves, held-out accuracy per run and the baselines; "" for none."""
     table_only: bool = False
@@ -108,7 +135,8 @@ class Args:
 
 def settings_dir(args: Args) -> Path:
     """The folder of these settings: every argument that changes a result names it."""
-    run_only = ("algos", "seeds", "out_dir", "figure", "table_only", "single", "sc_samples", "examples", "eval_interval")
+    run_only = ("algos", "seeds", "out_dir", "figure", "table_only", "single", "sc_samples", "examples", "eval_interval",
+                "parts", "summaries", "commit", "table")
     shared = {k: v for k, v in dataclasses.asdict(args).items() if k not in run_only}
     digest = hashlib.sha256(json.dumps(shared, sort_keys=True).encode()).hexdigest()[:12]
     return Path(args.out_dir) / digest
@@ -118,7 +146,7 @@ def config_of(args: Args, algo: str, seed: int, run_dir: Path | None, group_size
     """The learner config of one run: everything but the algorithm, seed and team size is shared."""
     return TEXT_CONFIGS[algo](
         env=TextEnvConfig(task="arithmetic", task_kwargs={"difficulty": args.difficulty}, scoring=args.scoring, n_agents=2),
-        run=TextRunConfig(updates=args.updates, progress=True, run_dir=str(run_dir) if run_dir else ""),
+        run=text_run(updates=args.updates, progress=True, run_dir=str(run_dir) if run_dir else None),
         model=args.model,
         groups_per_update=args.groups,
         group_size=group_size or args.group_size,
@@ -130,15 +158,30 @@ def config_of(args: Args, algo: str, seed: int, run_dir: Path | None, group_size
     )
 
 
-def cached(path: Path, compute) -> dict:
+def cached(path: Path, compute, commit: bool = False) -> dict:
     """``compute()``, a run's result, with its ``provenance`` (what made it), stored at
-    ``path`` as JSON and read back from it later."""
+    ``path`` as JSON and read back from it later; ``commit``: committed alone as it is written."""
     if path.exists():
         return json.loads(path.read_text())
     value = {**compute(), "provenance": provenance()}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(value, indent=2), encoding="utf-8")
+    if commit:
+        commit_result(path)
     return value
+
+
+def commit_result(path: Path) -> None:
+    """Commit the file at ``path`` alone (``git commit -- PATH`` leaves whatever else is
+    staged or changed as it is)."""
+    name = path.resolve().relative_to(REPO)
+    for command in (["git", "add", "--", str(name)], ["git", "commit", "-q", "-m", f"text_learning: {path.stem} finished", "--", str(name)]):
+        subprocess.run(command, cwd=REPO, check=True)
+
+
+def summary_path(args: Args, name: str) -> Path:
+    """Where the result of the run ``name`` of these settings is kept (tracked by git)."""
+    return Path(args.summaries) / settings_dir(args).name / f"{name}.json"
 
 
 def greedy_answers(config, lm, count: int) -> list[dict]:
@@ -156,7 +199,7 @@ def greedy_answers(config, lm, count: int) -> list[dict]:
 
 def held_out(args: Args, config, learner) -> dict[str, float]:
     """The learner's team, greedy, on the first ``eval_problems`` test problems."""
-    return learner.evaluate(build_env(config, 16, split="test"), list(range(args.eval_problems)))
+    return evaluate(learner, build_env(config, 16, split="test"), list(range(args.eval_problems)), progress=False).metrics
 
 
 def trained_run(args: Args, algo: str, seed: int, out: Path) -> dict:
@@ -176,7 +219,7 @@ def trained_run(args: Args, algo: str, seed: int, out: Path) -> dict:
         return {"algo": algo, "seed": seed, "after": after, "curve": curve, "history": result.history,
                 "seconds": seconds, "examples": examples}
 
-    return cached(run_dir / "summary.json", compute)
+    return cached(summary_path(args, f"{algo}-seed{seed}"), compute, args.commit)
 
 
 def untrained(args: Args, out: Path) -> dict:
@@ -187,7 +230,7 @@ def untrained(args: Args, out: Path) -> dict:
         learner = train(dataclasses.replace(config, run=dataclasses.replace(config.run, updates=0, eval_problems=0))).learner
         return {"after": held_out(args, config, learner), "examples": greedy_answers(config, learner.lm, args.examples)}
 
-    return cached(out / "untrained.json", compute)
+    return cached(summary_path(args, "untrained"), compute, args.commit)
 
 
 class Silent:
@@ -213,15 +256,16 @@ def single_agent(args: Args, seed: int, out: Path) -> dict:
         frozen = {"agent_1": TextPolicy(Silent(), max_tokens=1)}
         learner = train(dataclasses.replace(config, run=dataclasses.replace(config.run, updates=0)), frozen=frozen).learner
         before = held_out(args, config, learner)
-        learner.learn(args.updates, progress=True)
+        learner.learn(config.run)  # args.updates, no run folder
         return {"seed": seed, "before": before, "after": held_out(args, config, learner)}
 
-    return cached(out / f"single-seed{seed}" / "summary.json", compute)
+    return cached(summary_path(args, f"single-seed{seed}"), compute, args.commit)
 
 
-def self_consistency(args: Args, out: Path) -> dict:
+def self_consistency(args: Args, seed: int) -> dict:
     """(c) The untrained pair, k samples per agent at the training temperature, the team's
-    answer the plurality vote of all 2k (cut completions are no answer, as in training)."""
+    answer the plurality vote of all 2k (cut completions are no answer, as in training);
+    ``seed`` draws the samples (seed 0 those of the runs before seeds were given)."""
 
     def compute() -> dict:
         k = args.sc_samples
@@ -235,7 +279,7 @@ def self_consistency(args: Args, out: Path) -> dict:
         tokens, cut, total = 0, 0, 0
         for agent in lm.agents:
             chats = [infos[i][agent]["messages"] for i in indices for _ in range(k)]
-            seeds = [1000 * i + s for i in indices for s in range(k)]
+            seeds = [10**6 * seed + 1000 * i + s for i in indices for s in range(k)]
             for n, completion in enumerate(lm.sample(agent, chats, seeds, max_new_tokens=args.max_new_tokens, temperature=TEMPERATURE)):
                 info = infos[n // k][agent]
                 texts[n // k].append(played_text(completion.text, completion.finish_reason, info))
@@ -244,10 +288,15 @@ def self_consistency(args: Args, out: Path) -> dict:
                 total += 1
         problems = [venv.problems[i] for i in indices]
         correct = [protocol.score(problem, team).parts["correct"] for problem, team in zip(problems, texts)]
-        return {"samples_per_agent": k, "correct": float(np.mean(correct)), "truncated_share": cut / total,
+        return {"samples_per_agent": k, "seed": seed, "correct": float(np.mean(correct)), "truncated_share": cut / total,
                 "mean_completion_tokens": tokens / total}
 
-    return cached(out / f"self-consistency-k{args.sc_samples}.json", compute)
+    return cached(summary_path(args, sc_name(args, seed)), compute, args.commit)
+
+
+def sc_name(args: Args, seed: int) -> str:
+    """The name of self-consistency's run of ``seed``."""
+    return f"self-consistency-k{args.sc_samples}-seed{seed}"
 
 
 def interval(values: list[float]) -> tuple[float, float]:
@@ -303,12 +352,12 @@ def plot(runs: list[dict], before: float, baselines: dict[str, float], algos: tu
     write_figure(fig, path, bbox_inches="tight")
 
 
-def run_commits(base: dict, runs: list[dict], singles: list[dict], sc: dict | None, sc_name: str) -> dict[str, list[str]]:
+def run_commits(base: dict, runs: list[dict], singles: list[dict], scs: list[dict], sc_samples: int) -> dict[str, list[str]]:
     """``{commit: [runs it made]}`` of the table's runs (``results.commits_of``); runs stored
     before their provenance was recorded fall under ``unrecorded``."""
     named = {"untrained": base, **{f"{r['algo']}-seed{r['seed']}": r for r in runs}}
     named |= {f"single-seed{r['seed']}": r for r in singles}
-    named |= {sc_name: sc} if sc else {}
+    named |= {f"self-consistency-k{sc_samples}-seed{r.get('seed', 0)}": r for r in scs}
     return commits_of({name: run.get("provenance") for name, run in named.items()})
 
 
@@ -329,24 +378,33 @@ def main(args: Args) -> None:
     out = settings_dir(args)
     out.mkdir(parents=True, exist_ok=True)
     (out / "settings.json").write_text(json.dumps(dataclasses.asdict(args), indent=2), encoding="utf-8")
-    if args.table_only:
-        base = finished(out / "untrained.json")
-        runs = [r for a in args.algos for s in args.seeds if (r := finished(out / f"{a}-seed{s}" / "summary.json"))]
-        singles = [r for s in args.seeds if (r := finished(out / f"single-seed{s}" / "summary.json"))]
-        sc = finished(out / f"self-consistency-k{args.sc_samples}.json") if args.sc_samples else None
-    else:
-        # seed by seed: an interrupted run leaves (a) and (b) with the learners' first seeds
-        base = untrained(args, out)
-        runs, singles = [], []
+    if not args.table_only:
+        # seed by seed: an interrupted queue leaves (a), (b) and (c) with the learners' first seeds
+        if "untrained" in args.parts:
+            untrained(args, out)
         for seed in args.seeds:
-            runs += [trained_run(args, algo, seed, out) for algo in args.algos]
-            singles += [single_agent(args, seed, out)] if args.single else []
-        runs.sort(key=lambda r: args.algos.index(r["algo"]))
-        sc = self_consistency(args, out) if args.sc_samples else None
+            if "trained" in args.parts:
+                for algo in args.algos:
+                    trained_run(args, algo, seed, out)
+            if "single" in args.parts and args.single:
+                single_agent(args, seed, out)
+            if "sc" in args.parts and args.sc_samples:
+                self_consistency(args, seed)
+    if args.table or args.table_only:
+        tabulate(args, out)
+
+
+def tabulate(args: Args, out: Path) -> None:
+    """Print the table of every finished run of these settings and seeds, write the results
+    (``results.json``, ``benchmarks/results/text_learning.json``) and the figure."""
+    base = finished(summary_path(args, "untrained"))
+    runs = [r for a in args.algos for s in args.seeds if (r := finished(summary_path(args, f"{a}-seed{s}")))]
+    singles = [r for s in args.seeds if (r := finished(summary_path(args, f"single-seed{s}")))]
+    scs = [r for s in args.seeds if args.sc_samples and (r := finished(summary_path(args, sc_name(args, s))))]
     if base is None:
-        raise SystemExit(f"nothing finished in {out}")
+        raise SystemExit(f"nothing finished in {summary_path(args, 'untrained').parent}")
     before = base["after"]["eval/correct"]
-    commits = run_commits(base, runs, singles, sc, f"self-consistency-k{args.sc_samples}")
+    commits = run_commits(base, runs, singles, scs, args.sc_samples)
     print(f"settings: {out}\n{commits_line(commits)}\n")
     print("| team | runs | held-out accuracy, strict (95% CI) | vs (a) | cut at the budget | asked form | tokens/answer |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -358,9 +416,10 @@ def main(args: Args) -> None:
     if singles:
         print(row("(b) one agent trained alone (GRPO), its own answer", [r["after"] for r in singles], before))
         print(row("    the same agent before training", [singles[0]["before"]], before))
-    if sc:
-        print(f"| (c) untrained pair, self-consistency of {2 * sc['samples_per_agent']} samples | 1 | {sc['correct']:.3f} | "
-              f"{sc['correct'] - before:+.3f} | {sc['truncated_share']:.0%} | | {sc['mean_completion_tokens']:.1f} |")
+    if scs:
+        sc_rows = [{"eval/correct": r["correct"], "eval/truncated_share": r["truncated_share"],
+                    "eval/mean_completion_tokens": r["mean_completion_tokens"]} for r in scs]  # fmt: skip
+        print(row(f"(c) untrained pair, self-consistency of {2 * args.sc_samples} samples", sc_rows, before))
     print("\nreward curves (joint reward per update):")
     for r in runs:
         print(f"  {r['algo']} seed {r['seed']}: " + " ".join(f"{v:.2f}" for v in r["curve"]))
@@ -372,7 +431,7 @@ def main(args: Args) -> None:
                       f"    after  [{new['agent_0']['finish']}] {new['agent_0']['text']!r}")
     record = {
         "args": dataclasses.asdict(args), "run_commits": commits, "untrained": base, "runs": runs, "single": singles,
-        "self_consistency": sc,
+        "self_consistency": scs,
         "machine": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads",
         "date": time.strftime("%Y-%m-%d"),
     }
@@ -382,8 +441,8 @@ def main(args: Args) -> None:
         baselines = {}
         if singles:
             baselines["(b) one agent trained alone"] = float(np.mean([r["after"]["eval/correct"] for r in singles]))
-        if sc:
-            baselines["(c) self-consistency"] = sc["correct"]
+        if scs:
+            baselines["(c) self-consistency"] = float(np.mean([r["correct"] for r in scs]))
         plot(runs, before, baselines, tuple(a for a in args.algos if any(r["algo"] == a for r in runs)), Path(args.figure))
         print(f"wrote {args.figure}")
 

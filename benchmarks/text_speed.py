@@ -63,7 +63,7 @@ from results import RESULTS_DIR, cpu_model, write_results
 
 from agents.trainable_lm import default_lora
 from algorithms.text import TextGRPO, TextGRPOConfig
-from algorithms.text.config import TextEnvConfig, TextRunConfig
+from algorithms.text.config import TextEnvConfig, text_run
 from algorithms.text.train import build_env, build_lm
 from deliberation_env import tasks
 
@@ -130,7 +130,7 @@ def our_config(args: Args, sampler: Sampler = "torch") -> TextGRPOConfig:
         # every completion runs to max_new_tokens (equal work on both sides): strict scoring
         # would count them all as cut, every reward 0; lenient keeps the rewards varied
         env=TextEnvConfig(task="arithmetic", task_kwargs={"difficulty": args.difficulty}, scoring="lenient", n_agents=2),
-        run=TextRunConfig(progress=False),
+        run=text_run(progress=False),
         groups_per_update=args.groups,
         group_size=args.group_size,
         problem_pool=args.groups,

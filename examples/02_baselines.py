@@ -19,7 +19,7 @@ import deliberation_env as de
 from algorithms import baselines
 from algorithms.commands.common import console
 from algorithms.commands.run import results_table
-from algorithms.meta.evaluate import evaluate
+from algorithms.meta.evaluate import evaluate_rounds
 
 
 @dataclass
@@ -37,7 +37,7 @@ class Args:
 def main(args: Args) -> None:
     venv = de.vector_env(args.num_envs, task="arithmetic", team=args.team, max_rounds=args.max_rounds, split="test")
     results = [
-        evaluate(baselines.get(name), venv, range(min(args.n_problems, len(venv.problems))))  # progress on stderr
+        evaluate_rounds(baselines.get(name), venv, range(min(args.n_problems, len(venv.problems))))  # progress on stderr
         for name in baselines.BASELINES
     ]
     console.print(results_table(results, f"baselines, team {args.team}"))

@@ -75,8 +75,7 @@ def main(args: Args) -> dict[str, float]:
     policies = [*heuristics, sft.policy(), learner.policy()]
     accuracy = {}
     for policy in policies:
-        result = evaluate(policy, test, range(args.eval_problems), seed=args.seed)
-        accuracy[policy.name] = result.consensus_accuracy[-1]
+        accuracy[policy.name] = evaluate(policy, test, range(args.eval_problems), seed=args.seed).accuracy
         print(f"{policy.name:>20}: held-out consensus accuracy {accuracy[policy.name]:.3f}")
     return accuracy
 

@@ -4,7 +4,7 @@
 from the same SFT warm start, evaluates them and the baselines on the same held-out
 problems, and writes CSV/JSON and plots (learning curves with 95% bands, final accuracy
 with CIs, action shares, the reward-scale ablation) to ``--out-dir``. The same runs are
-``deliberate compare`` on the command line. Run
+``deliberate compare meta`` on the command line. Run
 ``python examples/04_compare_optimizers.py --updates 2 --seeds 1`` for a quick check.
 
 Runtime on 2 CPU cores (measured once, 2026-11-25, on a shared 2-core Intel Xeon):
@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import tyro
 
+from algorithms.core.config import RunConfig
 from algorithms.core.run_dirs import new_run_dir
-from algorithms.meta import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig, TrainConfig
+from algorithms.meta import PolicyGradientConfig
 from algorithms.meta.compare import CompareConfig, compare
 
 
@@ -48,24 +49,24 @@ def mean_and_interval(stat: dict) -> str:
 def main(args: Args) -> dict:
     algos = ("softrankpo", "grpo", "magrpo")
     out_dir = args.out_dir or str(new_run_dir("compare", "meta", "+".join(algos)))
-    batch = {"groups_per_update": 16, "group_size": 8}  # the same budget for every learner
-    train = TrainConfig(
-        updates=args.updates,
+    # The template every learner shares: the same budget (and the warm start's batch) for each.
+    template = PolicyGradientConfig(
+        run=RunConfig(
+            updates=args.updates,
+            eval_interval=max(1, args.updates // 5),
+            eval_problems=200,
+            progress=True,  # a bar over the comparison's runs, on stderr
+        ),
         sft_updates=args.sft_updates,
-        eval_every=max(1, args.updates // 5),
-        eval_problems=200,
-        progress=True,  # a bar over the comparison's runs, on stderr
-        softrankpo=SoftRankPOConfig(**batch),
-        grpo=GRPOConfig(**batch),
-        magrpo=MAGRPOConfig(**batch),
-        sft=SFTConfig(episodes_per_update=128),
+        groups_per_update=16,
+        group_size=8,
     )
     summary = compare(
         CompareConfig(
+            learner=template,
             algos=algos,
             seeds=args.seeds,
             reward_scales=args.reward_scales,
-            train=train,
             out_dir=out_dir,
         )
     )

@@ -8,7 +8,7 @@ baseline. To join a comparison a learner has the learner skeleton's parts
 and ``policy()``, the greedy policy (``name``, ``act``) that ``evaluate`` plays on held-out
 problems. ``compare(..., learners={"reinforce": Reinforce})`` then trains it beside SoftRankPO
 and GRPO on the same env, problems and budget, with the same table, intervals and figures; on
-the command line: ``deliberate compare --algos softrankpo grpo examples/05_custom_learner.py:Reinforce``.
+the command line: ``deliberate compare meta --algos softrankpo grpo examples/05_custom_learner.py:Reinforce``.
 Run ``python examples/05_custom_learner.py --updates 3 --seeds 1`` for a quick check.
 """
 
@@ -21,8 +21,9 @@ import tyro
 from rich.console import Console
 
 import deliberation_env as de
+from algorithms.core.config import RunConfig
 from algorithms.core.learner import Learner
-from algorithms.meta import GRPOConfig, SFTConfig, SoftRankPOConfig, TrainConfig
+from algorithms.meta import GRPOConfig, PolicyGradientConfig
 from algorithms.meta.compare import CompareConfig, compare, compare_table
 
 
@@ -100,11 +101,10 @@ class Args:
 
 
 def main(args: Args) -> dict:
-    batch = {"groups_per_update": 8, "group_size": 8}  # the same budget for every learner
-    train = TrainConfig(updates=args.updates, sft_updates=5, eval_every=max(1, args.updates // 4), eval_problems=100,
-                        softrankpo=SoftRankPOConfig(**batch), grpo=GRPOConfig(**batch), sft=SFTConfig(episodes_per_update=64))  # fmt: skip
-    cfg = CompareConfig(algos=("softrankpo", "grpo", "reinforce"), seeds=args.seeds, baselines=("independent", "oracle"),
-                        train=train, out_dir=args.out_dir)  # fmt: skip
+    run = RunConfig(updates=args.updates, eval_interval=max(1, args.updates // 4), eval_problems=100)
+    template = PolicyGradientConfig(run=run, sft_updates=5, groups_per_update=8, group_size=8)  # one budget for every learner
+    cfg = CompareConfig(learner=template, algos=("softrankpo", "grpo", "reinforce"), seeds=args.seeds,
+                        baselines=("independent", "oracle"), out_dir=args.out_dir)  # fmt: skip
     summary = compare(cfg, learners={"reinforce": Reinforce})
     Console().print(compare_table(summary, cfg))
     return summary

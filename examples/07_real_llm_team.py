@@ -26,7 +26,7 @@ from agents.progress import reporting
 from algorithms import baselines
 from algorithms.commands.common import console
 from algorithms.commands.run import results_table
-from algorithms.meta.evaluate import evaluate
+from algorithms.meta.evaluate import evaluate_rounds
 
 
 @dataclass
@@ -55,7 +55,7 @@ def main(args: Args) -> None:
             print(env.render())
 
     venv = de.vector_env(args.n_problems, team=agent, n_agents=3, max_rounds=args.max_rounds, split="test")
-    results = [evaluate(baselines.get(name), venv, range(args.n_problems)) for name in ("independent", "debate")]
+    results = [evaluate_rounds(baselines.get(name), venv, range(args.n_problems)) for name in ("independent", "debate")]
     console.print(results_table(results, f"3 x {agent.model_id}"))
 
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import torch
 import tyro
 
-from algorithms.text import TextMAGRPOConfig, TextRunConfig, train
+from algorithms.text import TextMAGRPOConfig, train
+from algorithms.text.config import text_run
 from deliberation_env.text.config import TextEnvConfig
 
 
@@ -41,8 +42,9 @@ class Args:
     """Answers sampled per problem and agent (G)."""
     max_new_tokens: int = 48
     """Most tokens per answer."""
-    run_dir: str = "runs/09_llm_team"
-    """Where metrics.jsonl, the checkpoint and the adapters go."""
+    run_dir: str = ""
+    """Where metrics.jsonl, the checkpoint and the adapters go; ``""``: a new folder,
+    ``runs/train/text-magrpo-seed<seed>-<time>``."""
     tiny: bool = os.environ.get("DELIBERATION_TINY_MODEL") == "1"
     """Use a tiny random model instead of SmolLM2 (CI)."""
     seed: int = 0
@@ -54,7 +56,7 @@ def main(args: Args) -> None:
         torch.set_num_threads(1)  # tiny matrices: thread synchronisation would cost more than it saves
     config = TextMAGRPOConfig(
         env=TextEnvConfig(task="arithmetic", task_kwargs={"difficulty": 1}, n_agents=2),
-        run=TextRunConfig(updates=args.updates, run_dir=args.run_dir),
+        run=text_run(updates=args.updates, run_dir=args.run_dir),
         model="tiny" if args.tiny else "",
         groups_per_update=args.groups,
         group_size=args.group_size,
@@ -71,7 +73,7 @@ def main(args: Args) -> None:
             f"{metrics['rewards/correct/mean']:7.3f}  {metrics['rewards/format/mean']:9.3f}  "
             f"{metrics['tokens/agent_0']:13.1f}"
         )
-    print(f"adapters (peft format) in {args.run_dir}/adapters/agent_0 and agent_1")
+    print(f"adapters (peft format) in {result.run_dir}/adapters/agent_0 and agent_1")
 
 
 if __name__ == "__main__":

@@ -81,8 +81,7 @@ def ppo_config(args: Args) -> PPOConfig:
 def held_out_accuracy(module: RLModule, args: Args) -> float:
     """Share of held-out problems whose final consensus is correct, greedy actions."""
     venv = de.vector_env(min(args.eval_problems, 256), split="test", **ENV_KWARGS)
-    result = evaluate(RLlibPolicy(module), venv, range(args.eval_problems), args.seed, progress=False)
-    return result.consensus_accuracy[-1]
+    return evaluate(RLlibPolicy(module), venv, range(args.eval_problems), args.seed, progress=False).accuracy
 
 
 def main(args: Args) -> float:

@@ -113,8 +113,7 @@ def make_actor_and_critic(env: PettingZooWrapper) -> tuple[ProbabilisticActor, T
 def held_out_accuracy(actor: ProbabilisticActor, args: Args) -> float:
     """Share of held-out problems whose final consensus is correct, greedy actions."""
     venv = de.vector_env(min(args.eval_problems, 256), split="test", **ENV_KWARGS)
-    result = evaluate(TorchRLPolicy(actor), venv, range(args.eval_problems), args.seed, progress=False)
-    return result.consensus_accuracy[-1]
+    return evaluate(TorchRLPolicy(actor), venv, range(args.eval_problems), args.seed, progress=False).accuracy
 
 
 def main(args: Args) -> float:

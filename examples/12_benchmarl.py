@@ -136,8 +136,7 @@ def experiment_config(args: Args, save_folder: str) -> ExperimentConfig:
 def held_out_accuracy(experiment: Experiment, args: Args) -> float:
     """Share of held-out problems whose final consensus is correct, greedy actions."""
     venv = de.vector_env(min(args.eval_problems, 256), split="test", **ENV_KWARGS)
-    result = evaluate(BenchMARLPolicy(experiment.policy), venv, range(args.eval_problems), args.seed, progress=False)
-    return result.consensus_accuracy[-1]
+    return evaluate(BenchMARLPolicy(experiment.policy), venv, range(args.eval_problems), args.seed, progress=False).accuracy
 
 
 def main(args: Args) -> float:

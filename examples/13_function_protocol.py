@@ -28,7 +28,8 @@ import tempfile
 from pathlib import Path
 
 import deliberation_env as de
-from algorithms.text import TextMAGRPOConfig, TextRunConfig, train
+from algorithms.text import TextMAGRPOConfig, train
+from algorithms.text.config import text_run
 from deliberation_env.text.protocols import FunctionProtocol
 
 CAPITALS = {"France": "Paris", "Japan": "Tokyo", "Italy": "Rome", "Egypt": "Cairo", "Peru": "Lima", "Spain": "Madrid",
@@ -54,7 +55,7 @@ def main(path: Path, model: str, updates: int) -> None:
         return sum(task.is_correct(problem, task.parse(problem, text)) for text in texts) / len(texts)
 
     protocol = FunctionProtocol(task, prompt=prompt, reward=reward, n_agents=2, name="capitals")
-    config = TextMAGRPOConfig(env=de.TextEnvConfig(protocol=protocol), run=TextRunConfig(updates=updates), model=model,
+    config = TextMAGRPOConfig(env=de.TextEnvConfig(protocol=protocol), run=text_run(updates=updates), model=model,
                               groups_per_update=2, group_size=4, max_new_tokens=16)  # progress: a bar on stderr
     result = train(config)
     for metrics in result.history:

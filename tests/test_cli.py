@@ -6,6 +6,7 @@ paths at the end, and a help that loads no torch. Simulated team, tiny budgets."
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -13,13 +14,12 @@ import pytest
 
 import deliberation_env as de
 from algorithms import cli
-from algorithms.commands import common
+from algorithms.core import metrics
 
 TINY_TRAIN = [
     "--team", "simulated", "--difficulty", "3", "--max-rounds", "2", "--updates", "2", "--sft-updates", "1",
-    "--eval-every", "2", "--eval-problems", "8", "--softrankpo.groups-per-update", "2", "--softrankpo.group-size", "2",
-    "--softrankpo.hidden-size", "16", "--softrankpo.num-heads", "2", "--sft.episodes-per-update", "4",
-    "--sft.hidden-size", "16", "--sft.num-heads", "2", "--no-progress",
+    "--eval-interval", "2", "--eval-problems", "8", "--groups-per-update", "2", "--group-size", "2",
+    "--hidden-size", "16", "--num-heads", "2", "--no-progress",
 ]  # fmt: skip
 
 
@@ -37,8 +37,8 @@ def refused(capsys, *args: str) -> str:
 
 # ---------------------------------------------------------------------------- help
 def test_every_commands_help_imports_no_torch():
-    helps = [[], ["run"], ["run", "text"], ["train"], ["train", "text", "grpo"], ["compare"], ["compare", "text"],
-             ["tasks", "show"], ["cache", "merge"]]  # fmt: skip
+    helps = [[], ["run"], ["run", "text"], ["train"], ["train", "meta", "grpo"], ["train", "text", "grpo"],
+             ["compare", "meta"], ["compare", "text"], ["tasks", "show"], ["cache", "merge"]]  # fmt: skip
     script = (
         "import sys\nfrom algorithms.cli import main\n"
         f"for args in {helps!r}:\n"
@@ -48,23 +48,58 @@ def test_every_commands_help_imports_no_torch():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
-    assert "deliberate train text grpo" in done.stdout and "--softrankpo.kl-coef" in done.stdout
+    assert "deliberate train text grpo" in done.stdout and "deliberate train meta grpo" in done.stdout
+    assert "--kl-coef" in done.stdout and "--grpo.kl-coef" not in done.stdout
+
+
+@pytest.mark.parametrize("family", ["meta", "text"])
+def test_a_learners_help_lists_each_option_once_with_no_prefix(capsys, family):
+    with pytest.raises(SystemExit):
+        cli.main(["train", family, "grpo", "--help"])
+    options = re.findall(r"^[│ ]\s*(--[a-z][a-z0-9.-]*)", capsys.readouterr().out, flags=re.MULTILINE)  # a box, or none
+    prefixes = {"--grpo", "--softrankpo", "--magrpo", "--sft", "--run", "--env", "--learner", "--train"}
+    assert len(options) == len(set(options)) and not {option.partition(".")[0] for option in options if "." in option} & prefixes
+    assert {"--kl-coef", "--learning-rate", "--group-size", "--updates", "--run-dir", "--resume", "--eval-interval",
+            "--eval-problems", "--checkpoint-interval", "--task", "--seed"} <= set(options)  # fmt: skip
+    assert not {"--algo", "--eval-every", "--problem-pool.seed", "--grpo.seed"} & set(options)
 
 
 # ---------------------------------------------------------------------------- one grammar
-def test_the_family_is_a_subcommand_and_meta_the_default():
-    assert type(cli.parse(["run"]).command.command).__name__ == "RunMeta"
-    assert type(cli.parse(["run", "--team", "simulated"]).command.command).__name__ == "RunMeta"
+def test_the_family_and_the_learner_are_subcommands_of_one_grammar():
+    assert type(cli.parse(["run"]).command.command).__name__ == "RunMeta"  # the main job
+    assert type(cli.parse(["run", "meta", "--team", "simulated"]).command.command).__name__ == "RunMeta"
     assert type(cli.parse(["run", "text"]).command.command).__name__ == "RunText"
-    assert type(cli.parse(["train", "--updates", "3"]).command.command).__name__ == "TrainConfig"
+    for family, kind in (("meta", "GRPOConfig"), ("text", "TextGRPOConfig")):
+        learner = cli.parse(["train", family, "grpo", "--updates", "3", "--kl-coef", "0.1"]).command.command.learner
+        assert (type(learner).__name__, learner.run.updates, learner.kl_coef) == (kind, 3, 0.1)
+    assert type(cli.parse(["compare", "meta"]).command.command).__name__ == "CompareConfig"
     assert type(cli.parse(["compare", "text"]).command.command).__name__ == "TextCompare"
 
 
 def test_each_option_has_one_name_in_train_and_compare():
-    train = cli.parse(["train", "--algo", "grpo", "--grpo.kl-coef", "0.1", "--difficulty", "2", "--env-workers", "2"])
-    compare = cli.parse(["compare", "--grpo.kl-coef", "0.1", "--difficulty", "2", "--env-workers", "2"])
-    for template in (train.command.command, compare.command.command.train):
-        assert (template.grpo.kl_coef, template.env.difficulty, template.env.workers) == (0.1, 2, 2)
+    train = cli.parse(["train", "meta", "grpo", "--kl-coef", "0.1", "--difficulty", "2", "--env-workers", "2"])
+    compare = cli.parse(["compare", "meta", "--kl-coef", "0.1", "--difficulty", "2", "--env-workers", "2"])
+    for template in (train.command.command.learner, compare.command.command.learner):
+        assert (template.kl_coef, template.env.difficulty, template.env.workers) == (0.1, 2, 2)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["train", "meta", "grpo", "--kl-coeff", "0.1"], "deliberate train meta grpo: error: unrecognized option --kl-coeff; did you mean --kl-coef?"),
+        (["train", "text", "grpo", "--upates", "3"], "deliberate train text grpo: error: unrecognized option --upates; did you mean --updates?"),
+        (["compare", "meta", "--sedes", "2"], "deliberate compare meta: error: unrecognized option --sedes; did you mean --seeds?"),
+    ],
+)  # fmt: skip
+def test_a_mistyped_flag_is_one_short_line_naming_the_nearest_flag(capsys, args, message):
+    assert refused(capsys, *args) == message
+
+
+def test_a_missing_family_or_learner_is_one_line_naming_the_choices(capsys):
+    assert refused(capsys, "train") == "deliberate train: error: name one of meta, text after the command"
+    assert refused(capsys, "train", "meta") == (
+        "deliberate train meta: error: name one of softrankpo, grpo, magrpo, sft after the command"
+    )
 
 
 def test_run_text_defaults_to_a_task_it_can_run():
@@ -76,9 +111,9 @@ def test_run_text_defaults_to_a_task_it_can_run():
 @pytest.mark.parametrize(
     ("args", "names"),
     [
-        (["compare", "--algos", "softrankpo,grpo"], "did you mean --algos softrankpo grpo?"),
-        (["compare", "--reward-scales=0.1,1"], "did you mean --reward-scales 0.1 1?"),
-        (["train", "text", "--algo", "grpo"], "a text learner is a subcommand: 'deliberate train text grpo"),
+        (["compare", "meta", "--algos", "softrankpo,grpo"], "did you mean --algos softrankpo grpo?"),
+        (["compare", "meta", "--reward-scales=0.1,1"], "did you mean --reward-scales 0.1 1?"),
+        (["train", "text", "grpo", "--algo", "grpo"], "unrecognized option --algo"),
     ],
 )
 def test_a_misspelled_list_or_learner_names_the_right_spelling(capsys, args, names):
@@ -107,9 +142,9 @@ def test_a_test_only_folder_for_training(capsys, tmp_path):
     folder = tmp_path / "gsm8k"
     folder.mkdir()
     (folder / "test.jsonl").write_text(json.dumps({"question": "1 + 1?", "answer": "#### 2"}) + "\n")
-    err = refused(capsys, "train", "--task", "gsm8k", "--path", str(folder), *TINY_TRAIN[:2], *TINY_TRAIN[4:],
-                  "--run-dir", str(tmp_path / "run"))  # fmt: skip
-    assert err.startswith("deliberate train: error:") and "no train.jsonl" in err
+    err = refused(capsys, "train", "meta", "softrankpo", "--task", "gsm8k", "--path", str(folder), *TINY_TRAIN[:2],
+                  *TINY_TRAIN[4:], "--run-dir", str(tmp_path / "run"))  # fmt: skip
+    assert err.startswith("deliberate train meta softrankpo: error:") and "no train.jsonl" in err
 
 
 def test_a_config_file_with_an_unknown_field_and_a_missing_one(capsys, tmp_path):
@@ -123,54 +158,56 @@ def test_a_config_file_with_an_unknown_field_and_a_missing_one(capsys, tmp_path)
 def test_a_config_check_names_the_value_not_tyros_internals(capsys):
     err = refused(capsys, "run", "--team", "simulated", "--n-agents", "1")
     assert err == "deliberate run: error: n_agents must be >= 2, got 1"
-    assert refused(capsys, "train", "text", "--group-size", "1").startswith("deliberate train text: error: group_size")
+    err = refused(capsys, "train", "text", "magrpo", "--group-size", "1")
+    assert err.startswith("deliberate train text magrpo: error: group_size")
 
 
 def test_debug_shows_the_traceback():
-    with pytest.raises(cli.ConfigError, match="n_agents must be >= 2"):
+    with pytest.raises(ValueError, match="n_agents must be >= 2"):
         cli.main(["run", "--team", "simulated", "--n-agents", "1", "--debug"])
 
 
 def test_tensorboard_names_its_extra_before_anything_is_written(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(common.importlib.util, "find_spec", lambda name: None)
-    err = refused(capsys, "train", *TINY_TRAIN, "--tensorboard", "--run-dir", str(tmp_path / "run"))
-    assert err == "deliberate train: error: --tensorboard needs the 'tensorboard' extra: pip install 'deliberation-env[tensorboard]'"
+    monkeypatch.setattr(metrics.importlib.util, "find_spec", lambda name: None)
+    err = refused(capsys, "train", "meta", "softrankpo", *TINY_TRAIN, "--tensorboard", "--run-dir", str(tmp_path / "run"))
+    assert err == "deliberate train meta softrankpo: error: --tensorboard needs the 'tensorboard' extra: pip install 'deliberation-env[tensorboard]'"
     assert not (tmp_path / "run").exists()
 
 
 # ---------------------------------------------------------------------------- runs
 def test_train_gets_a_folder_of_its_own_and_prints_its_table_and_files(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    cli.main(["train", *TINY_TRAIN])
-    cli.main(["train", *TINY_TRAIN])
+    cli.main(["train", "meta", "softrankpo", *TINY_TRAIN])
+    cli.main(["train", "meta", "softrankpo", *TINY_TRAIN])
     first, second = sorted((tmp_path / "runs" / "train").iterdir())
     assert first.name.startswith("meta-softrankpo-seed0-") and second.name.startswith("meta-softrankpo-seed0-")
     out = " ".join(capsys.readouterr().out.split())
     assert "softrankpo, seed 0: held-out, 8 test problems" in out
     assert "SFT warm start" in out and "consensus acc (95% CI)" in out
     summary = json.loads((second / "summary.json").read_text())
-    assert f"{summary['eval/consensus_accuracy']:.3f} [" in out
+    assert f"{summary['after']['eval/consensus_accuracy']:.3f} [" in out
     for folder in (first, second):
         assert f"wrote {folder.relative_to(tmp_path)}/: checkpoint.safetensors, config.json, metrics.jsonl, sft/, summary.json" in out
 
 
 def test_a_second_train_in_a_folder_resumes_only_when_asked_and_with_its_settings(capsys, tmp_path):
     run = tmp_path / "run"
-    cli.main(["train", *TINY_TRAIN, "--run-dir", str(run)])
+    softrankpo = ["train", "meta", "softrankpo", *TINY_TRAIN]
+    cli.main([*softrankpo, "--run-dir", str(run)])
     written = {name: (run / name).read_bytes() for name in ("config.json", "metrics.jsonl", "summary.json")}
-    assert "holds a run already: add --resume" in refused(capsys, "train", *TINY_TRAIN, "--run-dir", str(run))
-    err = refused(capsys, "train", *TINY_TRAIN, "--algo", "grpo", "--run-dir", str(run), "--resume")
+    assert "holds a run already: add --resume" in refused(capsys, *softrankpo, "--run-dir", str(run))
+    err = refused(capsys, "train", "meta", "grpo", *TINY_TRAIN, "--run-dir", str(run), "--resume")
     assert "cannot resume the run in" in err and "algo is 'softrankpo' there and 'grpo' here" in err
     assert {name: (run / name).read_bytes() for name in written} == written  # refused before anything was written
-    assert "holds no run to continue" in refused(capsys, "train", *TINY_TRAIN, "--run-dir", str(tmp_path / "new"), "--resume")
-    cli.main(["train", *TINY_TRAIN, "--updates", "3", "--run-dir", str(run), "--resume"])
+    assert "holds no run to continue" in refused(capsys, *softrankpo, "--run-dir", str(tmp_path / "new"), "--resume")
+    cli.main([*softrankpo, "--updates", "3", "--run-dir", str(run), "--resume"])
     steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert steps == [0, 1, 2, 3]
 
 
 def test_compare_prints_its_table_and_files(capsys, tmp_path):
     out_dir = tmp_path / "cmp"
-    cli.main(["compare", "--algos", "softrankpo", "--seeds", "2", "--baselines", "independent", "oracle",
+    cli.main(["compare", "meta", "--algos", "softrankpo", "--seeds", "2", "--baselines", "independent", "oracle",
               "--out-dir", str(out_dir), *TINY_TRAIN])  # fmt: skip
     out = " ".join(capsys.readouterr().out.split())
     summary = json.loads((out_dir / "compare.json").read_text())["summary"]
@@ -179,5 +216,5 @@ def test_compare_prints_its_table_and_files(capsys, tmp_path):
     assert f"softrankpo@1 │ {learner['mean']:.3f} +- {learner['ci95']:.3f} │ 2" in out
     assert "oracle" in out and "gap closed" in out
     assert f"wrote {out_dir}/: action_shares.png, compare.csv, compare.json, config.json, curves.csv, final_accuracy.png" in out
-    assert "deliberate compare: error: compare sets --seed for each run: use --seeds" in refused(
-        capsys, "compare", "--seed", "3", "--out-dir", str(tmp_path / "other"))  # fmt: skip
+    assert "deliberate compare meta: error: compare sets --seed for each run: use --seeds" in refused(
+        capsys, "compare", "meta", "--seed", "3", "--out-dir", str(tmp_path / "other"))  # fmt: skip

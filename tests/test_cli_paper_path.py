@@ -103,14 +103,14 @@ def test_the_mpdf_softrankpo_config_trains_against_a_local_server(gsm8k_dir, ser
     team = f"openai:{server_url}#{SERVED_MODEL}"
     run_dir = tmp_path / "run"
     deliberate(
-        "train", "--config", str(CONFIGS / "mpdf_softrankpo_gsm8k.yaml"), "--path", str(gsm8k_dir),
+        "train", "meta", "softrankpo", "--config", str(CONFIGS / "mpdf_softrankpo_gsm8k.yaml"), "--path", str(gsm8k_dir),
         "--team", team, "--max-rounds", "1", "--max-tokens", str(MAX_TOKENS),
         "--cache", str(tmp_path / "cache.sqlite"), "--updates", "1", "--sft-updates", "0",
-        "--eval-problems", "2", "--problem-pool", "2", "--seed-pool", "1", "--softrankpo.groups-per-update", "1", "--softrankpo.group-size", "2",
+        "--eval-problems", "2", "--problem-pool", "2", "--seed-pool", "1", "--groups-per-update", "1", "--group-size", "2",
         "--run-dir", str(run_dir), "--no-progress",
     )
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert 0 <= summary["eval/consensus_accuracy"] <= 1
+    assert 0 <= summary["after"]["eval/consensus_accuracy"] <= 1
     config = json.loads((run_dir / "config.json").read_text())
     assert (config["algo"], config["env"]["task"], config["env"]["team"]) == ("softrankpo", "gsm8k", team)
     stats = cache_stats(tmp_path / "cache.sqlite")

@@ -16,7 +16,7 @@ from agents.cache import CachedBackend
 from agents.simulated import SimulatedTeam
 from agents.specs import backend_from_spec, parse_spec
 from algorithms import cli
-from algorithms.meta.train import TrainConfig
+from algorithms.meta.config import GRPOConfig
 from deliberation_env.meta.config import EnvConfig, SimulatedTeamConfig
 from deliberation_env.meta.team import build_team
 
@@ -78,7 +78,7 @@ def test_a_spec_builds_a_cached_llm_agent_with_the_sampling_settings(tmp_path, m
         made.append((name, kwargs))
         return FakeBackend()
 
-    monkeypatch.setattr(agents, "make_backend", fake_make_backend)
+    monkeypatch.setattr(agents.specs, "make_backend", fake_make_backend)
     backend_from_spec.cache_clear()
     spec = "openai:http://127.0.0.1:9/v1#tiny"
     config = EnvConfig(team=spec, temperature=0.2, max_tokens=64, cache=str(tmp_path / "c.db"))
@@ -95,7 +95,7 @@ def test_a_spec_builds_a_cached_llm_agent_with_the_sampling_settings(tmp_path, m
 
 def test_the_default_team_is_the_bundled_model_in_int8_ctranslate2(tmp_path, monkeypatch):
     made = []
-    monkeypatch.setattr(agents, "make_backend", lambda name, **kwargs: made.append((name, kwargs)) or FakeBackend())
+    monkeypatch.setattr(agents.specs, "make_backend", lambda name, **kwargs: made.append((name, kwargs)) or FakeBackend())
     backend_from_spec.cache_clear()
     assert EnvConfig().team == "smollm2"
     build_team(EnvConfig(cache=str(tmp_path / "c.db")))
@@ -106,7 +106,7 @@ def test_the_default_team_is_the_bundled_model_in_int8_ctranslate2(tmp_path, mon
 
 
 def test_the_default_team_spec_samples_at_smollm2s_temperature_within_the_top_k(tmp_path, monkeypatch):
-    monkeypatch.setattr(agents, "make_backend", lambda name, **kwargs: FakeBackend())
+    monkeypatch.setattr(agents.specs, "make_backend", lambda name, **kwargs: FakeBackend())
     backend_from_spec.cache_clear()
     member = build_team(EnvConfig(team="smollm2", cache=str(tmp_path / "c.db")))[0]
     assert (member.temperature, member.top_k) == (agents.SMOLLM2_TEMPERATURE, agents.SMOLLM2_TOP_K) == (0.3, 50)
@@ -153,8 +153,8 @@ def test_path_and_difficulty_become_task_arguments(tmp_path):
 
 def test_the_harness_and_the_cli_nest_the_same_config():
     assert EnvConfig is de.EnvConfig
-    assert [f.name for f in dataclasses.fields(TrainConfig().env)] == [f.name for f in dataclasses.fields(EnvConfig)]
-    train = cli.parse(["train", "--team", "simulated", "simulated", "--n-agents", "2"]).command.command
+    assert [f.name for f in dataclasses.fields(GRPOConfig().env)] == [f.name for f in dataclasses.fields(EnvConfig)]
+    train = cli.parse(["train", "meta", "grpo", "--team", "simulated", "simulated", "--n-agents", "2"]).command.command.learner
     assert train.env.team == ("simulated", "simulated")
     run = cli.parse(["run", "--task", "gsm8k", "--path", "data", "--team", "llamacpp:m.gguf"]).command.command
     assert (run.env.task, run.env.path, run.env.team) == ("gsm8k", "data", "llamacpp:m.gguf")

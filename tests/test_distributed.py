@@ -150,10 +150,10 @@ def test_env_config_make_runs_on_its_workers():
 
 
 def test_deliberate_train_with_workers_logs_the_in_process_run(tmp_path):
-    tiny = ["--updates", "2", "--sft-updates", "0", "--eval-problems", "3", "--eval-every", "1", "--no-progress"]
-    tiny += ["--softrankpo.groups-per-update", "2", "--softrankpo.group-size", "2", "--softrankpo.hidden-size", "16"]
-    main(["train", *tiny, "--run-dir", str(tmp_path / "local")])
-    main(["train", *tiny, "--env-workers", "2", "--run-dir", str(tmp_path / "ray")])
+    tiny = ["--updates", "2", "--sft-updates", "0", "--eval-problems", "3", "--eval-interval", "1", "--no-progress"]
+    tiny += ["--groups-per-update", "2", "--group-size", "2", "--hidden-size", "16"]
+    main(["train", "meta", "softrankpo", *tiny, "--run-dir", str(tmp_path / "local")])
+    main(["train", "meta", "softrankpo", *tiny, "--env-workers", "2", "--run-dir", str(tmp_path / "ray")])
     logs = []
     for run in ("local", "ray"):
         lines = (tmp_path / run / "metrics.jsonl").read_text().splitlines()
@@ -163,7 +163,7 @@ def test_deliberate_train_with_workers_logs_the_in_process_run(tmp_path):
 
 
 def test_env_workers_of_compare_and_run(capsys):
-    assert parse(["compare", "--env-workers", "3"]).command.command.train.env.workers == 3
+    assert parse(["compare", "meta", "--env-workers", "3"]).command.command.learner.env.workers == 3
     with pytest.raises(SystemExit):
         main(["run", "--env-workers", "2"])
     assert "deliberate run: error: run evaluates in this process" in capsys.readouterr().err

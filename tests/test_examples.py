@@ -11,9 +11,9 @@ import pytest
 EXAMPLES = Path(__file__).parents[1] / "examples"
 
 
-def run_example(name: str, *args: str, timeout: int = 300) -> str:
+def run_example(name: str, *args: str, timeout: int = 300, cwd: Path | None = None) -> str:
     result = subprocess.run(
-        [sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, timeout=timeout, check=False
+        [sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
@@ -81,5 +81,7 @@ def test_ecosystem_tool_examples(name, module, args):
 def test_13_function_protocol_trains_on_a_users_jsonl(tmp_path):
     data = tmp_path / "mine.jsonl"
     data.write_text("".join(json.dumps({"question": f"Say {w}.", "answer": w}) + "\n" for w in ("yes", "no", "up", "down", "red", "blue")))
-    out = run_example("13_function_protocol.py", str(data), "--updates", "1")
+    out = run_example("13_function_protocol.py", str(data), "--updates", "1", cwd=tmp_path)
     assert "update 1: joint reward" in out
+    (folder,) = (tmp_path / "runs" / "train").iterdir()  # a Python caller's run gets its folder, as the command's does
+    assert {"config.json", "metrics.jsonl", "checkpoint.safetensors", "summary.json"} <= {p.name for p in folder.iterdir()}

@@ -3,6 +3,7 @@ precision it prints, and names the commit that made its runs."""
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -51,18 +52,17 @@ def expected_rows(results: dict) -> dict[str, list[str]]:
     def trained_by(algo: str) -> list[dict]:
         return [run["after"] for run in results["runs"] if run["algo"] == algo]
 
-    sc = results["self_consistency"]
+    scs = results["self_consistency"]
+    scs = [scs] if isinstance(scs, dict) else scs  # one run (no seed) before runs of 5 seeds
+    sc_metrics = [{"eval/correct": sc["correct"], "eval/truncated_share": sc["truncated_share"],
+                   "eval/mean_completion_tokens": sc["mean_completion_tokens"]} for sc in scs]  # fmt: skip
     return {
         "(a) untrained pair": cells([results["untrained"]["after"]]),
         "pair trained by GRPO": cells(trained_by("grpo")),
         "pair trained by MAGRPO": cells(trained_by("magrpo")),
         "pair trained by SoftRankPO": cells(trained_by("softrankpo")),
         "(b) one agent trained alone, same tokens and updates": cells([run["after"] for run in results["single"]]),
-        f"(c) untrained pair, self-consistency of {2 * sc['samples_per_agent']} samples": [
-            f"{sc['correct']:.3f}",
-            f"{sc['truncated_share']:.0%}",
-            f"{sc['mean_completion_tokens']:.1f}",
-        ],
+        f"(c) untrained pair, self-consistency of {2 * scs[0]['samples_per_agent']} samples": cells(sc_metrics),
     }
 
 
@@ -123,9 +123,37 @@ def test_a_table_of_runs_from_several_commits_says_so(text_learning):
     runs = [{"algo": "grpo", "seed": 0, **at("aaa")}, {"algo": "grpo", "seed": 1, **at("bbb", dirty=True)}]
     singles = [{"seed": 0}]  # stored before runs kept their provenance
 
-    commits = text_learning.run_commits(base, runs, singles, None, "self-consistency-k4")
+    scs = [{"seed": 1, **at("aaa")}]
 
-    assert commits == {"aaa": ["untrained", "grpo-seed0"], "bbb-dirty": ["grpo-seed1"], "unrecorded": ["single-seed0"]}
+    commits = text_learning.run_commits(base, runs, singles, scs, 4)
+
+    assert commits == {
+        "aaa": ["untrained", "grpo-seed0", "self-consistency-k4-seed1"],
+        "bbb-dirty": ["grpo-seed1"],
+        "unrecorded": ["single-seed0"],
+    }
     line = text_learning.commits_line(commits)
     assert line.startswith("runs made at 3 different commits, not one code:") and "bbb-dirty: grpo-seed1" in line
     assert text_learning.commits_line({"aaa": ["untrained"]}) == "runs made at commit aaa"
+
+
+def test_a_finished_run_is_committed_alone(text_learning, tmp_path, monkeypatch):
+    def git(*arguments: str) -> str:
+        return subprocess.run(["git", *arguments], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start")
+    (tmp_path / "other.txt").write_text("staged, not a run's result\n")
+    git("add", "other.txt")
+    monkeypatch.setattr(text_learning, "REPO", tmp_path)
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "t")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "t@t")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "t")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "t@t")
+    path = tmp_path / "summaries" / "abc" / "grpo-seed3.json"
+
+    text_learning.cached(path, lambda: {"algo": "grpo", "seed": 3}, commit=True)
+
+    assert git("log", "-1", "--format=%s") == "text_learning: grpo-seed3 finished\n"
+    assert git("show", "--name-only", "--format=", "HEAD").split() == ["summaries/abc/grpo-seed3.json"]
+    assert git("diff", "--cached", "--name-only").split() == ["other.txt"]  # still staged, not committed

@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-import results  # noqa: E402
+import results
 
 
 def test_a_copied_tree_records_the_commit_its_copier_named_and_says_so(tmp_path, monkeypatch):

@@ -4,6 +4,8 @@ expression (``make test-fast``) leaves out every slow, Ray and integration test.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,8 @@ pytest_plugins = ["pytester"]
 
 TIERS_CONFTEST = Path(__file__).with_name("conftest.py")
 FAST = "not slow and not ray and not integrations"
+TEST_DEF = re.compile(r"^\s*def (test_\w+)\(", re.MULTILINE)
+CASES = "test_tierdemo_cases.py::test_an_oversized_row_is_refused_at_read_even_with_a_valid_mac"
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +43,10 @@ def suite(preloaded: None, pytester: pytest.Pytester) -> pytest.Pytester:
             ),
             "test_tierdemo_example": "def test_runs(): pass",
             "test_tierdemo_attacks": "def test_hostile(): pass",
+            "test_tierdemo_cases": (  # one case of this test is named in SLOW_TESTS
+                "import pytest\n\n@pytest.mark.parametrize('size', [6_000, 50 << 20])\n"
+                "def test_an_oversized_row_is_refused_at_read_even_with_a_valid_mac(size): pass"
+            ),
             "tierdemo_module": 'def f():\n    """\n    >>> 1 + 1\n    2\n    """',
         }
     )
@@ -62,6 +70,8 @@ def test_each_rule_gives_its_tier(suite):
         "test_tierdemo_paper.py::test_config_only": {"unit"},
         "test_tierdemo_example.py::test_runs": {"slow"},
         "test_tierdemo_attacks.py::test_hostile": {"slow"},
+        f"{CASES}[6000]": {"unit"},
+        f"{CASES}[52428800]": {"slow"},
         "tierdemo_module.py::tierdemo_module.f": {"unit"},
     }
 
@@ -71,5 +81,18 @@ def test_the_fast_tier_runs_unit_and_api_only(suite):
     assert {report.nodeid for report in run.getreports("pytest_runtest_logreport") if report.when == "call"} == {
         "test_tierdemo_conformance.py::test_api",
         "test_tierdemo_paper.py::test_config_only",
+        f"{CASES}[6000]",
         "tierdemo_module.py::tierdemo_module.f",
     }
+
+
+def test_every_slow_test_named_is_a_test_of_the_suite():
+    """A renamed test would leave its old name in ``SLOW_TESTS`` and rejoin the fast tier."""
+    spec = importlib.util.spec_from_file_location("tiers_conftest", TIERS_CONFTEST)
+    tiers_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tiers_module)
+    tests = TIERS_CONFTEST.parent
+    defined = {name for path in tests.rglob("test_*.py") for name in TEST_DEF.findall(path.read_text())}
+    named = {name.partition("[")[0] for name in tiers_module.SLOW_TESTS}
+    assert sorted(named - defined) == []
+    assert sorted(name for name in tiers_module.SLOW_FILES if not any(tests.rglob(name))) == []

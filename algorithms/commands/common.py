@@ -4,7 +4,6 @@ name a mistake in command-line terms before any work starts."""
 from __future__ import annotations
 
 import difflib
-import importlib.util
 import shutil
 import sys
 from collections.abc import Iterable, Sequence
@@ -51,39 +50,6 @@ def check_choice(flag: str, given: str, accepted: Sequence[str]) -> None:
     """
     if given not in accepted:
         raise ValueError(f"{flag} {given!r} is not one of {', '.join(accepted)}{did_you_mean(given, accepted)}")
-
-
-def check_loggers(tensorboard: bool, wandb_project: str) -> None:
-    """Before a run writes anything: raise an ``ImportError`` naming the extra that
-    ``--tensorboard`` or ``--wandb-project`` needs when it is not installed."""
-    for asked, flag, module, extra in (
-        (tensorboard, "--tensorboard", "tensorboard", "tensorboard"),
-        (bool(wandb_project), "--wandb-project", "wandb", "wandb"),
-    ):
-        if asked and importlib.util.find_spec(module) is None:
-            raise ImportError(f"{flag} needs the {extra!r} extra: pip install 'deliberation-env[{extra}]'")
-
-
-RESOLVED_FIELDS = ("resolved_device", "resolved_dtype")
-"""What ``config.json`` records beside a run's ``device`` and ``dtype`` names: what they gave
-on the machine that ran it (a resumed run may move; the learners check the dtype against
-the checkpoint's)."""
-
-
-def resolved_placement(device: str, dtype: str) -> dict[str, str]:
-    """Before a run writes anything: the device and dtype that ``--device`` and ``--dtype``
-    give here (:func:`agents.devices.resolve`), under :data:`RESOLVED_FIELDS`.
-
-    Raises:
-        ValueError: Naming ``--device``, when this machine lacks the device it asks for.
-    """
-    from agents.devices import dtype_name, resolve, unavailable
-
-    why = unavailable(device)
-    if why:
-        raise ValueError(f"--device {device}: {why}: use --device cpu, or --device auto (CUDA where present)")
-    resolved_device, resolved_dtype = resolve(device, dtype)
-    return dict(zip(RESOLVED_FIELDS, (str(resolved_device), dtype_name(resolved_dtype)), strict=True))
 
 
 def quiet_libraries(progress: bool) -> None:

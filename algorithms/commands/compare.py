@@ -18,20 +18,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from algorithms.commands.common import (
-    check_loggers,
-    console,
-    quiet_libraries,
-    resolved_placement,
-    wrote_folder,
-)
-from algorithms.commands.train import check_run_dir_for
+from algorithms.commands.common import console, quiet_libraries, wrote_folder
 from algorithms.core.compare import learner_label
-from algorithms.core.run_dirs import new_run_dir
-from algorithms.meta.config import CompareConfig, TrainConfig
-from algorithms.text.compare import SharedTextSettings, TextCompare
+from algorithms.core.metrics import check_loggers
+from algorithms.core.run_dirs import check_resume, new_run_dir
+from algorithms.meta.config import CompareConfig, PolicyGradientConfig
+from algorithms.text.compare import TextCompare
+from algorithms.text.config import TextLearnerConfig
 
-PER_RUN = {"algo": "--algos", "seed": "--seeds", "run_dir": "--out-dir"}
+PER_RUN = {"seed": "--seeds", "run_dir": "--out-dir"}
 """Run settings a comparison sets for each run, and the option that says them instead."""
 
 
@@ -61,9 +56,9 @@ def compare_meta(cfg: CompareConfig) -> dict[str, Any]:
     return the summary."""
     from algorithms.meta.compare import compare, compare_table
 
-    check_per_run_settings(cfg.train, TrainConfig(), ("algo", "seed", "run_dir"))
-    check_loggers(cfg.train.tensorboard, cfg.train.wandb_project)
-    check_run_dir_for(cfg.train.resume, cfg.out_dir)
+    check_per_run_settings(cfg.learner, PolicyGradientConfig(), ("seed", "run.run_dir"))
+    check_loggers(cfg.learner.run.tensorboard, cfg.learner.run.wandb_project)
+    check_resume(cfg.learner.run.resume, cfg.out_dir)
     cfg = with_folder(cfg, "meta")
     started = time.perf_counter()
     summary = compare(cfg)
@@ -77,10 +72,10 @@ def compare_text(cfg: TextCompare) -> dict[str, Any]:
     print the table and the files written; return the summary."""
     from algorithms.text.compare import compare, compare_table
 
-    check_per_run_settings(cfg.learner, SharedTextSettings(), ("seed", "run.run_dir"))
+    check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed", "run.run_dir"))
     quiet_libraries(cfg.learner.run.progress)
     check_loggers(cfg.learner.run.tensorboard, cfg.learner.run.wandb_project)
-    resolved_placement(cfg.learner.device, cfg.learner.dtype)
+    check_resume(cfg.learner.run.resume, cfg.out_dir)
     cfg = with_folder(cfg, "text")
     started = time.perf_counter()
     summary = compare(cfg)

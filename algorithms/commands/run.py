@@ -158,7 +158,7 @@ def run_meta(cfg: RunMeta) -> dict[str, Any]:
     """The main job (see :class:`RunMeta`); returns what it writes to ``results.json``."""
     from algorithms.meta import baselines, plots
     from algorithms.meta.compute_matched import compute_matched
-    from algorithms.meta.evaluate import evaluate
+    from algorithms.meta.evaluate import evaluate_rounds
     from deliberation_env.arguments import build_task
     from deliberation_env.meta.team import build_team
     from deliberation_env.tasks import problem_count
@@ -178,7 +178,7 @@ def run_meta(cfg: RunMeta) -> dict[str, Any]:
     console.print(f"[bold]{model_id}[/bold] ({kind}) on {task.name} ({args.split}, "
                   f"{n_problems} problems, {args.max_rounds} rounds)")  # fmt: skip
     results = [
-        evaluate(baselines.get(name), venv, range(n_problems), seed=cfg.seed, progress=cfg.progress)
+        evaluate_rounds(baselines.get(name), venv, range(n_problems), seed=cfg.seed, progress=cfg.progress)
         for name in cfg.policies
     ]
     matched = compute_matched(team[0], args, results, range(n_problems), cfg.seed, num_envs, cfg.progress)

@@ -1,7 +1,8 @@
 """The settings both families' learners share, each declared once with its default,
 documentation and check.
 
-:class:`LearnerSettings` is what every learner has (the meta family's SFT too),
+:class:`RunConfig` is how a run goes (updates, folder, evaluation, checkpoints, logging),
+the ``run`` part of every learner config of either family. :class:`LearnerSettings` is what every learner has (the meta family's SFT too),
 :class:`GroupSettings` adds the group policy gradient's, :class:`GRPOSettings` GRPO's
 standardization epsilon. A family's learner config extends
 them with its own fields (:class:`algorithms.meta.base.LearnerConfig`,
@@ -11,9 +12,69 @@ some (LLM weights: a smaller batch, one pass, no KL), in one block of its config
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from algorithms.core.checks import check_positive
+
+
+@dataclass
+class RunConfig:
+    """How a run goes, whichever family: its length, folder, held-out evaluation,
+    checkpoints and logging (the ``run`` part of a learner config; on the command line
+    its fields have no prefix: ``--updates``, ``--run-dir``, ``--eval-interval``).
+
+    One cadence rule for both families (:func:`algorithms.core.run.run`): with
+    ``eval_problems``, a fresh run is evaluated before its first update (logged as step 0),
+    every ``eval_interval`` updates and after the last; the checkpoint is written every
+    ``checkpoint_interval`` updates and after the last. A family sets other defaults in one
+    block (the text family's :func:`algorithms.text.config.text_run`).
+    """
+
+    updates: int = 100
+    """Updates to run (a resumed run continues up to this many)."""
+    run_dir: str | None = ""
+    """Folder of config.json, metrics.jsonl, checkpoint.safetensors and summary.json; ``""``:
+    a new one, ``runs/train/<family>-<algo>-seed<seed>-<YYYYmmdd-HHMMSS>``; ``None`` (from
+    Python): no folder, nothing is written. A folder that holds a run is refused without
+    ``resume``."""
+    resume: bool = False
+    """Continue the run in ``run_dir`` from its checkpoint (refused, before anything is
+    written, if it was started with other settings than the run settings)."""
+    eval_interval: int = 10
+    """Evaluate on the held-out problems every this many updates, and after the last; 0:
+    before the first update and after the last only."""
+    eval_problems: int = 200
+    """Held-out (test split) problems per evaluation: the first ``eval_problems``; 0: no
+    evaluation."""
+    checkpoint_interval: int = 1
+    """Write the checkpoint every this many updates, and after the last; 0: after the last only."""
+    progress: bool = True
+    """Show a progress bar."""
+    tensorboard: bool = False
+    """Also log to TensorBoard in ``run_dir`` (needs the ``tensorboard`` extra)."""
+    wandb_project: str = ""
+    """Also log to this Weights & Biases project, same metric names (needs the ``wandb``
+    extra and a run folder; ``WANDB_MODE=offline`` keeps it in ``run_dir/wandb``); ``""``: off."""
+
+    def __post_init__(self) -> None:
+        for name in ("updates", "eval_interval", "eval_problems", "checkpoint_interval"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.eval_interval and not self.eval_problems:
+            raise ValueError("eval_interval evaluates the eval_problems held-out problems: give eval_problems > 0 too")
+        if self.wandb_project and self.run_dir is None:
+            raise ValueError("wandb_project logs the metrics of the run folder: give run_dir (or \"\" for a new one)")
+
+
+def run_settings(prefix: str = "run.") -> tuple[str, ...]:
+    """The names of the :class:`RunConfig` settings, under ``prefix``: what a resumed run may
+    change (its length, folder, evaluation, checkpoints, logging).
+
+    >>> run_settings()[:2]
+    ('run.updates', 'run.run_dir')
+    """
+    return tuple(prefix + field.name for field in dataclasses.fields(RunConfig))
 
 
 @dataclass

@@ -326,6 +326,31 @@ def _name(kind: type) -> str:
     return {dict: "mapping", list: "list"}.get(kind, kind.__name__)
 
 
+def to_data(config: Any) -> dict[str, Any]:
+    """``config`` (a dataclass) as the mapping a config file holds, nested as it nests
+    (tuples as lists): what :func:`build` reads back into an equal config.
+
+    >>> from deliberation_env.meta.config import EnvConfig
+    >>> data = to_data(EnvConfig(team=("simulated", "simulated"), n_agents=2))
+    >>> data["team"], build(EnvConfig, data, "f") == EnvConfig(team=("simulated", "simulated"), n_agents=2)
+    (['simulated', 'simulated'], True)
+    """
+    return {field.name: _data(getattr(config, field.name)) for field in dataclasses.fields(config)}
+
+
+def _data(value: Any) -> Any:
+    """A field's value as file data."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_data(value)
+    if isinstance(value, (tuple, list)):
+        return [_data(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _data(item) for key, item in value.items()}
+    if isinstance(value, pathlib.PurePath):
+        return str(value)
+    return value
+
+
 def load(path: str | Path, command: str, cls: type) -> Any:
     """The config of ``command`` (an instance of ``cls``) in the file ``path``.
 

@@ -30,7 +30,8 @@ from typing import Any, ClassVar
 import torch
 
 from algorithms.core.checkpoints import check_learner_state, load_checkpoint, save_checkpoint
-from algorithms.core.run import RunConfig, run
+from algorithms.core.config import RunConfig
+from algorithms.core.run import run
 
 
 class Learner(abc.ABC):
@@ -117,34 +118,17 @@ class Learner(abc.ABC):
         :mod:`algorithms.core.checkpoints`)."""
         self.load_state_dict(load_checkpoint(path))
 
-    def learn(
-        self,
-        updates: int,
-        run_dir: str | Path | None = None,
-        checkpoint_every: int = 0,
-        progress: bool = True,
-        tensorboard: bool = False,
-        wandb_project: str = "",
-        evaluation: Callable[[], dict[str, float]] | None = None,
-        eval_interval: int = 0,
-    ) -> list[dict[str, float]]:
-        """Run updates until ``self.update == updates`` by :func:`~algorithms.core.run.run`'s
-        rules (resume from ``run_dir``, metrics, checkpoints every ``checkpoint_every``
-        updates and at the end, ``evaluation()`` every ``eval_interval`` and at the end).
+    def learn(self, run_config: RunConfig, evaluation: Callable[[], dict[str, float]] | None = None) -> list[dict[str, float]]:
+        """Run updates until ``self.update == run_config.updates`` by
+        :func:`~algorithms.core.run.run`'s rules (resume from ``run_dir``, metrics,
+        checkpoints, ``evaluation()`` first, every ``eval_interval`` updates and at the end);
+        a ``run_dir`` of ``""`` or ``None`` writes nothing here (each family's ``train`` names
+        a new folder and records the run's settings).
 
         Returns:
             The metrics of the updates run by this call.
         """
-        config = RunConfig(
-            updates,
-            str(run_dir or ""),
-            checkpoint_every=checkpoint_every,
-            eval_every=eval_interval,
-            progress=progress,
-            tensorboard=tensorboard,
-            wandb_project=wandb_project,
-        )
-        return run(self, config, evaluation, self.settings(self.config), self.headline).history
+        return run(self, run_config, evaluation, self.settings(self.config), self.headline).history
 
 
 class GroupPolicyGradient(Learner):

@@ -40,6 +40,7 @@ name                            meaning
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import time
 from pathlib import Path
@@ -128,3 +129,16 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     """All records of a ``metrics.jsonl`` file, in order."""
     with Path(path).open() as file:
         return [json.loads(line) for line in file if line.strip()]
+
+
+def check_loggers(tensorboard: bool, wandb_project: str) -> None:
+    """Before a run writes anything: raise an ``ImportError`` naming the extra that
+    ``--tensorboard`` or ``--wandb-project`` needs when it is not installed."""
+    for asked, flag, module, extra in (
+        (tensorboard, "--tensorboard", "tensorboard", "tensorboard"),
+        (bool(wandb_project), "--wandb-project", "wandb", "wandb"),
+    ):
+        if asked and importlib.util.find_spec(module) is None:
+            raise ImportError(
+                f"{flag} needs the {extra!r} extra: pip install 'deliberation-env[{extra}]'"
+            )

@@ -11,11 +11,15 @@ checkpoints and resume.
   resumed before its first checkpoint starts over, its earlier lines dropped).
 - **Metrics.** One JSON line per update in ``run_dir/metrics.jsonl``
   (:class:`~algorithms.core.metrics.MetricLogger`; TensorBoard and Weights & Biases if asked).
-- **Evaluation.** ``evaluate()``, if given, runs every ``eval_every`` updates and after the
-  last one, its metrics joining that update's; with ``evaluate_first`` a fresh run also
-  logs it before the first update, as step 0.
-- **Checkpoints.** Every ``checkpoint_every`` updates and after the last one (0: after the
+- **Evaluation.** ``evaluate()``, if given, runs before a fresh run's first update (logged
+  as step 0), every ``eval_interval`` updates and after the last one, its metrics joining
+  that update's.
+- **Checkpoints.** Every ``checkpoint_interval`` updates and after the last one (0: after the
   last one only), written atomically.
+
+The settings are a :class:`~algorithms.core.config.RunConfig`, the ``run`` part of every
+learner config; here a ``run_dir`` of ``""`` or ``None`` writes nothing (each family's
+``train`` names a new folder for ``""`` before it calls :func:`run`).
 - **Several processes** (``torchrun``, :mod:`algorithms.core.data_parallel`): rank 0 alone
   writes the metrics and checkpoints and shows the bar; every rank resumes from the
   checkpoint (so on several nodes ``run_dir`` must be a folder every node sees) and calls
@@ -37,6 +41,7 @@ from tqdm.auto import tqdm
 
 from algorithms.core import data_parallel
 from algorithms.core.checkpoints import CHECKPOINT, resume_checkpoint
+from algorithms.core.config import RunConfig
 from algorithms.core.metrics import METRICS, MetricLogger, read_metrics
 
 
@@ -61,32 +66,6 @@ class Runnable(Protocol):
 
 
 @dataclass
-class RunConfig:
-    """How a run goes, whichever learner (each family's config fills it from its own fields)."""
-
-    updates: int
-    """Updates to reach (a resumed run continues up to this many)."""
-    run_dir: str = ""
-    """Folder of metrics.jsonl and checkpoint.safetensors; ``""``: none (nothing is written)."""
-    resume: bool = True
-    """Continue from ``run_dir``'s checkpoint if it has one."""
-    checkpoint_every: int = 0
-    """Write the checkpoint every this many updates, and after the last; 0: after the last only."""
-    eval_every: int = 0
-    """Evaluate every this many updates, and after the last; 0: after the last only."""
-    evaluate_first: bool = False
-    """Also evaluate a fresh run before its first update, logged as step 0."""
-    progress: bool = True
-    """Show a progress bar."""
-    label: str = ""
-    """The progress bar's label; ``""``: the learner's name."""
-    tensorboard: bool = False
-    """Also log to TensorBoard in ``run_dir`` (the ``tensorboard`` extra)."""
-    wandb_project: str = ""
-    """Also log to this Weights & Biases project (the ``wandb`` extra); ``""``: off."""
-
-
-@dataclass
 class RunResult:
     """What :func:`run` returns.
 
@@ -94,10 +73,13 @@ class RunResult:
         history: The metrics of every update run by this call.
         evaluation: The last evaluation's metrics (from the log when the run had already
             finished); empty without ``evaluate``.
+        first: The evaluation before the first update (from the log when the run was
+            resumed); empty without ``evaluate``.
     """
 
     history: list[dict[str, float]]
     evaluation: dict[str, float]
+    first: dict[str, float]
 
 
 def run(
@@ -106,6 +88,7 @@ def run(
     evaluate: Callable[[], dict[str, float]] | None = None,
     settings: dict[str, Any] | None = None,
     headline: str = "rewards/total/mean",
+    label: str = "",
 ) -> RunResult:
     """Run ``learner`` until ``learner.update == config.updates`` by the rules of the module
     docstring.
@@ -116,6 +99,7 @@ def run(
         evaluate: Held-out metrics of the learner's current policy; None: no evaluation.
         settings: The run's settings as Weights & Biases records them.
         headline: The metric the progress bar shows.
+        label: The progress bar's label; ``""``: the learner's name.
 
     Returns:
         A :class:`RunResult`.
@@ -123,22 +107,23 @@ def run(
     ranks = data_parallel.current()
     logger = _open(learner, config, settings, ranks)
     evaluation: dict[str, float] = {}
-    if config.run_dir and evaluate is not None and config.evaluate_first and learner.update == 0:
-        evaluation = evaluate()
+    first: dict[str, float] = {}
+    if evaluate is not None and learner.update == 0:
+        evaluation = first = evaluate()
         if logger is not None:
             logger.log(0, 0, evaluation)
     history = []
     bar = tqdm(
         total=config.updates,
         initial=min(learner.update, config.updates),
-        desc=config.label or learner.name,
+        desc=label or learner.name,
         disable=not (config.progress and ranks.writes),
         leave=False,
     )
     while learner.update < config.updates:
         metrics = learner.train_step()
         last = learner.update == config.updates
-        if evaluate is not None and (last or _every(learner.update, config.eval_every)):
+        if evaluate is not None and (last or _every(learner.update, config.eval_interval)):
             evaluation = evaluate()
             metrics.update(evaluation)
         history.append(metrics)
@@ -146,16 +131,18 @@ def run(
         bar.set_postfix({headline.split("/")[1]: f"{metrics.get(headline, float('nan')):.3f}"})
         if logger is not None:  # logged first: a line after the checkpoint is dropped on resume
             logger.log(learner.update, learner.episodes, metrics)
-            if last or _every(learner.update, config.checkpoint_every):
+            if last or _every(learner.update, config.checkpoint_interval):
                 learner.save(logger.run_dir / CHECKPOINT)
     bar.close()
     if logger is not None:
         logger.close()
         if evaluate is not None and not evaluation:  # a finished run resumed: its last evaluation is logged
             evaluation = _last_evaluation(logger.path)
+        if evaluate is not None and not first:  # a resumed run: its first evaluation is logged
+            first = _first_evaluation(logger.path)
     if config.run_dir and evaluate is not None:
-        evaluation = data_parallel.broadcast_object(evaluation)  # rank 0 read the log
-    return RunResult(history, evaluation)
+        evaluation, first = data_parallel.broadcast_object((evaluation, first))  # rank 0 read the log
+    return RunResult(history, evaluation, first)
 
 
 def _open(
@@ -182,8 +169,10 @@ def _open(
         )
     if not ranks.writes:
         return None
-    if config.resume:  # without a checkpoint the run starts over: its earlier lines go
-        _keep_metrics_until(folder / METRICS, learner.update if checkpoint is not None else -1)
+    # A run not resumed from a checkpoint starts its log over (its folder was checked: a
+    # start that failed, or one resumed before its first checkpoint); a resumed run drops
+    # the lines logged after its checkpoint.
+    _keep_metrics_until(folder / METRICS, learner.update if checkpoint is not None else -1)
     return MetricLogger(folder, config.tensorboard, config.wandb_project, config=settings)
 
 
@@ -206,6 +195,14 @@ def _last_evaluation(path: Path) -> dict[str, float]:
         evaluation = {k: v for k, v in record.items() if k.startswith("eval/")}
         if evaluation:
             return evaluation
+    return {}
+
+
+def _first_evaluation(path: Path) -> dict[str, float]:
+    """The ``eval/*`` metrics logged before a run's first update (step 0), if any."""
+    for record in read_metrics(path):
+        if record["step"] == 0:
+            return {k: v for k, v in record.items() if k.startswith("eval/")}
     return {}
 
 

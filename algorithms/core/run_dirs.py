@@ -1,19 +1,21 @@
 """Run folders, as CleanRL names runs and TRL resumes them: every run gets its own folder,
 and a run continues an earlier one only when asked.
 
-- :func:`new_run_dir` names a fresh folder, ``runs/<command>/<family>-<name>-<YYYYmmdd-HHMMSS>``.
+- :func:`named_run` gives a run its folder: :func:`new_run_dir` names a fresh one,
+  ``runs/<command>/<family>-<name>-<YYYYmmdd-HHMMSS>``; :func:`check_resume` refuses
+  ``resume`` without a run to continue.
 - :func:`open_run_dir` checks a folder before anything is written to it: without
   ``resume`` it refuses one that holds a run; with ``resume`` it refuses one whose
   recorded settings differ from this run's (but for those a resumed run may change, such
   as the number of updates). Then it records the settings in ``config.json``. A folder
-  that holds nothing but a ``config.json`` is a start that failed before its first update
-  (as release 0.1 left one): a new run reuses it, and says so.
+  that holds nothing but a ``config.json`` (and the evaluation logged before the first
+  update) is a start that failed before its first update: a new run reuses it, and says so.
 
 >>> import tempfile
 >>> folder = Path(tempfile.mkdtemp()) / "run"
 >>> open_run_dir(folder, {"algo": "grpo", "updates": 2}, resume=False).name
 'run'
->>> (folder / "metrics.jsonl").touch()  # the run's first update
+>>> _ = (folder / "metrics.jsonl").write_text('{"step": 1}')  # the run's first update
 >>> open_run_dir(folder, {"algo": "sft", "updates": 4}, resume=True, may_change=("updates",))  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -23,6 +25,7 @@ resume with its settings, or start a new run (without --resume, in another folde
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 from collections.abc import Collection, Mapping
@@ -30,9 +33,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from algorithms.core.config import RunConfig
+
 CONFIG = "config.json"
 """The file that records a run's settings in its folder."""
-RUN_FILES = (CONFIG, "checkpoint.safetensors", "metrics.jsonl")
+METRICS = "metrics.jsonl"
+"""A run's log, one JSON line per update (:mod:`algorithms.core.metrics`)."""
+RUN_FILES = (CONFIG, "checkpoint.safetensors", METRICS)
 """Files whose presence means that a folder holds a run."""
 
 
@@ -61,9 +68,19 @@ def holds_run(folder: Path) -> bool:
 
 
 def failed_start(folder: Path) -> bool:
-    """Whether ``folder`` holds nothing but a ``config.json``: a run that failed before
-    its first update, which a new run may reuse."""
-    return folder.is_dir() and [path.name for path in folder.iterdir()] == [CONFIG]
+    """Whether ``folder`` holds a run that failed before its first update, which a new run
+    may reuse: its ``config.json`` and at most the evaluation logged before the first
+    update (``metrics.jsonl`` with step 0 only), nothing else."""
+    if not folder.is_dir() or not (folder / CONFIG).is_file():
+        return False
+    if not {path.name for path in folder.iterdir()} <= {CONFIG, METRICS}:
+        return False
+    metrics = folder / METRICS
+    lines = metrics.read_text(encoding="utf-8").splitlines() if metrics.exists() else []
+    try:
+        return all(json.loads(line).get("step") == 0 for line in lines if line.strip())
+    except (ValueError, AttributeError):  # not a metrics file of ours: not ours to reuse
+        return False
 
 
 def open_run_dir(
@@ -133,3 +150,30 @@ def flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[f"{prefix}{name}"] = value
     return out
+
+
+def named_run(run: RunConfig, family: str, name: str) -> RunConfig:
+    """``run`` with its folder: the one it names, a new one (:func:`new_run_dir`, not made
+    yet) for ``""``, none for ``None``."""
+    if run.run_dir == "":
+        return dataclasses.replace(run, run_dir=str(new_run_dir("train", family, name)))
+    return run
+
+
+def check_resume(resume: bool, run_dir: str | None) -> None:
+    """Refuse ``resume`` without a folder that holds a run, naming what is missing.
+
+    Raises:
+        ValueError: Without ``run_dir``, or when it holds no run (or only a failed start).
+    """
+    if not resume:
+        return
+    if not run_dir:
+        raise ValueError("--resume continues the run in --run-dir: give its folder")
+    if failed_start(Path(run_dir)):
+        raise ValueError(
+            f"--resume: {run_dir} holds only the {CONFIG} of a start that failed, no run to continue: "
+            "leave --resume out (the folder is reused)"
+        )
+    if not holds_run(Path(run_dir)):
+        raise ValueError(f"--resume: {run_dir} holds no run to continue (no {CONFIG}, checkpoint or metrics)")

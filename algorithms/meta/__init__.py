@@ -12,8 +12,9 @@ learner                 config                       what changes
 The three policy-gradient learners share :class:`~algorithms.meta.base.PolicyGradientLearner`
 and override ``compute_advantages(returns)``, (B, G, n_agents) -> (B, G, n_agents), the
 signature of both families (MAGRPO also ``returns``: every agent's is the joint return). A run of one of them is :func:`~algorithms.meta.train.train`,
-a comparison of several :func:`~algorithms.meta.compare.compare`; the heuristic baselines are in
-:mod:`algorithms.meta.baselines`.
+a comparison of several :func:`~algorithms.meta.compare.compare`, the held-out evaluation of a
+policy :func:`~algorithms.meta.evaluate.evaluate` (the text family's :func:`algorithms.text.evaluate`
+has the same shape and result type); the heuristic baselines are in :mod:`algorithms.meta.baselines`.
 """
 
 from algorithms.core.lazy import lazy_package
@@ -22,7 +23,7 @@ lazy_package(
     __name__,
     {
         "baselines": "algorithms.meta.baselines",
-        "Learner": "algorithms.meta.base",
+        "MetaLearner": "algorithms.meta.base",
         "PolicyGradientLearner": "algorithms.meta.base",
         "LearnerConfig": "algorithms.meta.config",
         "PolicyGradientConfig": "algorithms.meta.config",
@@ -30,11 +31,12 @@ lazy_package(
         "MAGRPOConfig": "algorithms.meta.config",
         "SFTConfig": "algorithms.meta.config",
         "SoftRankPOConfig": "algorithms.meta.config",
-        "TrainConfig": "algorithms.meta.config",
+        "CompareConfig": "algorithms.meta.config",
         "GRPO": "algorithms.meta.grpo",
         "MAGRPO": "algorithms.meta.magrpo",
         "SFT": "algorithms.meta.sft",
         "SoftRankPO": "algorithms.meta.softrankpo",
+        "evaluate": "algorithms.meta.evaluate",
         "LEARNERS": "algorithms.meta.train",
         "load_network": "algorithms.meta.train",
         "train": "algorithms.meta.train",
@@ -46,17 +48,18 @@ __all__ = [
     "LEARNERS",
     "MAGRPO",
     "SFT",
+    "CompareConfig",
     "GRPOConfig",
-    "Learner",
     "LearnerConfig",
     "MAGRPOConfig",
+    "MetaLearner",
     "PolicyGradientConfig",
     "PolicyGradientLearner",
     "SFTConfig",
     "SoftRankPO",
     "SoftRankPOConfig",
-    "TrainConfig",
     "baselines",
+    "evaluate",
     "load_network",
     "train",
 ]

@@ -6,7 +6,7 @@ resumes from checkpoints (:class:`algorithms.core.learner.Learner`). :class:`Pol
 fills the steps of the skeleton both families follow
 (:class:`algorithms.core.learner.GroupPolicyGradient`), reading straight down:
 
-1. ``collect``: B problems, G rollouts each, played by :meth:`Learner.play` (the rollout
+1. ``collect``: B problems, G rollouts each, played by :meth:`MetaLearner.play` (the rollout
    loop every learner shares, SFT included) from the same start state (equal
    ``problem_index`` and ``episode_seed`` give an identical round 0); the policy samples
    every agent's meta-action every round.
@@ -48,7 +48,7 @@ from deliberation_env.meta.spaces import ACTION_NAMES
 
 @dataclass
 class Round:
-    """One round of :meth:`Learner.play`, as the sampling policy saw and acted on it.
+    """One round of :meth:`MetaLearner.play`, as the sampling policy saw and acted on it.
 
     Rows of the tensors are agent-major, like
     :func:`~algorithms.meta.network.stack_observations`: row ``k * num_envs + e`` is agent k of
@@ -82,7 +82,7 @@ class Round:
         return torch.log_softmax(self.logits, -1).gather(1, self.actions[:, None]).squeeze(1)
 
 
-class Learner(CoreLearner):
+class MetaLearner(CoreLearner):
     """A trainable meta-policy: network, optimizer, counters, checkpoints.
 
     Subclasses implement :meth:`train_step` (one collect-and-update cycle) and collect
@@ -178,7 +178,7 @@ class Learner(CoreLearner):
         """Everything a resumed run needs to continue exactly where this one stands."""
         return {
             "algo": self.name,
-            "config": dataclasses.asdict(self.config),
+            "config": self.settings(self.config),
             "network": self.network.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "rng": self.rng.bit_generator.state,
@@ -188,8 +188,14 @@ class Learner(CoreLearner):
         }
 
     def settings(self, config: LearnerConfig) -> dict[str, Any]:
-        """All of the config: a resumed run shares every setting with its checkpoint."""
-        return dataclasses.asdict(config)
+        """The learner's own settings: a resumed run shares every one with its checkpoint
+        (not the ``run`` part, which it may change, nor the ``env``, which the run folder's
+        ``config.json`` records and checks)."""
+        return {
+            name: value
+            for name, value in dataclasses.asdict(config).items()
+            if name not in ("env", "run")
+        }
 
     def restore(self, state: Mapping[str, Any]) -> None:
         """Set network, optimizer, RNGs and counter to a checked ``state``."""
@@ -228,7 +234,7 @@ class Rollout:
     metrics: dict[str, float]
 
 
-class PolicyGradientLearner(Learner, GroupPolicyGradient):
+class PolicyGradientLearner(MetaLearner, GroupPolicyGradient):
     """Group rollouts, group-relative advantages, clipped ratio loss with KL to a reference.
 
     Subclasses override :meth:`compute_advantages` only.

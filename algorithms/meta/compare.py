@@ -16,8 +16,8 @@ consensus accuracy vs training episodes; ``final_accuracy.png``) and two more fi
 
 A learner of one's own (``learners={"mine": Mine}``, or an import path in ``algos``) is
 built as the shipped ones are, ``Mine(config, venv, warm_start=network)``: ``config`` is
-the run's :class:`~algorithms.meta.config.GRPOConfig` (``train.grpo`` with the run's seed and
-pools), ``venv`` a ``de.vector_env`` of ``config.num_envs`` envs (the budget every learner
+the run's :class:`~algorithms.meta.config.GRPOConfig` (the template's shared settings
+with the run's seed, :meth:`~algorithms.meta.config.CompareConfig.run_config`), ``venv`` a ``de.vector_env`` of ``config.num_envs`` envs (the budget every learner
 gets), ``warm_start`` the seed's SFT network or None. Besides what the run loop drives,
 it has ``policy()``: the greedy :class:`~algorithms.meta.policy.Policy` (``name``,
 ``act(obs, infos)``) that :func:`~algorithms.meta.evaluate.evaluate` plays
@@ -45,10 +45,11 @@ from algorithms.core.compare import (
     user_learners,
     write_results,
 )
+from algorithms.core.config import run_settings
 from algorithms.core.metrics import read_metrics
-from algorithms.core.run_dirs import new_run_dir, open_run_dir
+from algorithms.core.run_dirs import holds_run, new_run_dir, open_run_dir
 from algorithms.meta import baselines, plots
-from algorithms.meta.config import ALGOS, COMPARE_RESUMABLE, CompareConfig
+from algorithms.meta.config import ALGOS, CompareConfig, with_task_defaults
 from algorithms.meta.train import EVAL_BATCH, held_out, train
 from deliberation_env.factory import vector_env_from
 
@@ -62,22 +63,23 @@ def compare(cfg: CompareConfig, learners: Mapping[str, LearnerFactory] | None = 
 
     Raises:
         ValueError: Before anything is written, on a name of ``cfg.algos`` that is no
-            learner, or an ``out_dir`` that holds a comparison (without ``train.resume``).
+            learner, or an ``out_dir`` that holds a comparison (without ``--resume``).
     """
     own = user_learners(cfg.algos, ALGOS, learners)
-    cfg = dataclasses.replace(cfg, train=cfg.train.with_task_defaults())
+    cfg = dataclasses.replace(cfg, learner=with_task_defaults(cfg.learner))
     names = [learner_label(algo) for algo in cfg.algos]
     if not cfg.out_dir:
         cfg = dataclasses.replace(cfg, out_dir=str(new_run_dir("compare", "meta", "+".join(names))))
-    out_dir = open_run_dir(cfg.out_dir, dataclasses.asdict(cfg), cfg.train.resume, COMPARE_RESUMABLE)
+    resume = cfg.learner.run.resume
+    out_dir = open_run_dir(cfg.out_dir, dataclasses.asdict(cfg), resume, ("out_dir", *run_settings("learner.run.")))
     trained = [name for name in names if name != "sft"]
-    runs = cfg.seeds * (len(cfg.reward_scales) * len(trained) + bool(cfg.train.sft_updates))
-    with tqdm(total=runs, desc="compare", unit="run", disable=not cfg.train.progress) as bar:
+    runs = cfg.seeds * (len(cfg.reward_scales) * len(trained) + bool(cfg.learner.sft_updates))
+    with tqdm(total=runs, desc="compare", unit="run", disable=not cfg.learner.run.progress) as bar:
         grid = Grid(cfg, out_dir, bar, own)
         grid_runs = [(scale, name) for scale in cfg.reward_scales for name in trained]
         run_grid(grid.train_learner, grid_runs, cfg.seeds, setup_seed=grid.warm_start_seed)
     baseline_rows = _evaluate_baselines(cfg)
-    summary = summarize(grid.finals, baseline_rows)
+    summary = summarize_comparison(grid.finals, baseline_rows)
     record = {"config": dataclasses.asdict(cfg), "env": "deliberation-v1", "summary": summary}
     write_results(out_dir, record, grid.finals + baseline_rows, grid.curves)
     plots.write_comparison(out_dir, grid.curves, grid.finals, baseline_rows)
@@ -88,7 +90,7 @@ def compare_table(summary: dict[str, Any], cfg: CompareConfig) -> Table:
     """Held-out consensus accuracy per learner (at each reward scale) and per baseline:
     mean +- 95% CI over seeds (:func:`~algorithms.core.compare.mean_and_interval`), and the
     share of the best-heuristic-to-oracle gap closed."""
-    table = Table(title=f"held-out {summary['metric']}, {cfg.seeds} seed(s), {cfg.train.eval_problems} test problems")
+    table = Table(title=f"held-out {summary['metric']}, {cfg.seeds} seed(s), {cfg.learner.run.eval_problems} test problems")
     for column in ("policy", "mean +- 95% CI", "seeds", "gap closed"):
         table.add_column(column, justify="left" if column == "policy" else "right")
     gap = summary.get("gap_closed", {})
@@ -128,15 +130,15 @@ class Grid:
     def warm_start_seed(self, seed: int) -> None:
         """The seed's warm start: the configured one, else (with ``sft_updates``) an SFT run,
         recorded at every reward scale when ``sft`` is compared (it is the same at each)."""
-        cfg = self.cfg
-        self.warm_start = cfg.train.warm_start
-        if not cfg.train.sft_updates or self.warm_start:
+        template = self.cfg.learner
+        self.warm_start = template.warm_start
+        if not template.sft_updates or self.warm_start:
             return
         run_dir = self.out_dir / "sft" / f"seed{seed}"
-        final = self.run("sft", cfg.train.env, seed, run_dir, updates=cfg.train.sft_updates)
+        final = train(self.config("sft", seed, run_dir, template.env.reward_scale))
         self.warm_start = str(run_dir / CHECKPOINT)
-        if "sft" in cfg.algos:
-            for scale in cfg.reward_scales:
+        if "sft" in self.cfg.algos:
+            for scale in self.cfg.reward_scales:
                 self.record(run_dir, final, "sft", scale, seed)
         self.bar.update()
 
@@ -145,25 +147,19 @@ class Grid:
         final metrics."""
         scale, algo = scaled
         run_dir = self.out_dir / f"scale{scale:g}" / algo / f"seed{seed}"
-        env = dataclasses.replace(self.cfg.train.env, reward_scale=scale)
-        if algo in self.own:  # a learner of one's own: GRPO's config
-            final = self.run("grpo", env, seed, run_dir, self.own[algo], warm_start=self.warm_start)
-        else:
-            final = self.run(algo, env, seed, run_dir, warm_start=self.warm_start)
+        config = dataclasses.replace(self.config(algo, seed, run_dir, scale), warm_start=self.warm_start, sft_updates=0)
+        final = train(config, self.own.get(algo))
         self.record(run_dir, final, algo, scale, seed)
         self.bar.set_postfix(last=f"{algo}@{scale:g}: {final['eval/consensus_accuracy']:.3f}")
         self.bar.update()
         return final
 
-    def run(
-        self, algo: str, env: Any, seed: int, run_dir: Path, learner: LearnerFactory | None = None, **settings: Any
-    ) -> dict[str, float]:
-        """:func:`~algorithms.meta.train.train` of ``algo`` (or of ``learner`` with ``algo``'s
-        config) with the comparison's settings."""
-        config = dataclasses.replace(
-            self.cfg.train, algo=algo, env=env, seed=seed, run_dir=str(run_dir), progress=False, **settings
-        )
-        return train(config, learner)
+    def config(self, algo: str, seed: int, run_dir: Path, scale: float) -> Any:
+        """The config of one run (:meth:`~algorithms.meta.config.CompareConfig.run_config`),
+        resumed when the comparison is and the run has started."""
+        config = self.cfg.run_config(algo, seed, run_dir, scale)
+        resume = config.run.resume and holds_run(run_dir)
+        return dataclasses.replace(config, run=dataclasses.replace(config.run, resume=resume))
 
     def record(self, run_dir: Path, final: dict[str, float], algo: str, scale: float, seed: int) -> None:
         """Add a finished run's metrics records and final metrics to :attr:`curves` and :attr:`finals`."""
@@ -175,16 +171,17 @@ class Grid:
 def _evaluate_baselines(cfg: CompareConfig) -> list[dict[str, Any]]:
     """Every baseline on the held-out episodes, once per seed (only ``random`` uses the seed)."""
     rows = []
-    test_venv = vector_env_from(cfg.train.env, min(cfg.train.eval_problems, EVAL_BATCH), split="test")
+    template = cfg.learner
+    test_venv = vector_env_from(template.env, min(template.run.eval_problems, EVAL_BATCH), split="test")
     for seed in range(cfg.seeds):
         for name in cfg.baselines:
             policy = baselines.get(name, seed=seed) if name == "random" else baselines.get(name)
-            metrics = held_out(policy, test_venv, cfg.train)
+            metrics = held_out(policy, test_venv, template)
             rows.append({"algo": name, "reward_scale": "", "seed": seed, **metrics})
     return rows
 
 
-def summarize(
+def summarize_comparison(
     finals: list[dict[str, Any]],
     baseline_rows: list[dict[str, Any]],
     metric: str = "eval/consensus_accuracy",

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from agents.base import Answer, Confidence, PrivilegedSolver, Solver, Turn, call_solver
 from algorithms.meta import baselines
-from algorithms.meta.evaluate import EvalResult, evaluate
+from algorithms.meta.evaluate import EvalResult, evaluate_rounds
 from deliberation_env.factory import vector_env_from
 from deliberation_env.meta.config import EnvConfig
 
@@ -69,12 +69,12 @@ def samples_of_one_agent(
     progress: bool = True,
 ) -> EvalResult:
     """k answers of ``member`` per problem, never revised, on ``config``'s task and split
-    (``progress``: :func:`~algorithms.meta.evaluate.evaluate`'s bars, under ``label``)."""
+    (``progress``: :func:`~algorithms.meta.evaluate.evaluate_rounds`' bars, under ``label``)."""
     venv = vector_env_from(  # ``member`` is built: it holds the sampling settings of its spec already
         config, num_envs, team=OneAgent(member), n_agents=k, max_rounds=1, stop_on_consensus=False,
         temperature=None, max_tokens=None, top_k=None,
     )
-    return evaluate(baselines.get("independent"), venv, problems, seed=seed, progress=progress, label=label)
+    return evaluate_rounds(baselines.get("independent"), venv, problems, seed=seed, progress=progress, label=label)
 
 
 def compute_matched(

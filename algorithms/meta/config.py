@@ -1,9 +1,17 @@
 """The meta family's configs, in one module that imports no torch (the ``deliberate``
-command line reads them for its options and help): every learner's
-(:class:`LearnerConfig`, :class:`PolicyGradientConfig` and the four algorithms'), a training
-run's (:class:`TrainConfig`) and a comparison's (:class:`CompareConfig`). The learners,
-:func:`algorithms.meta.train.train` and :func:`algorithms.meta.compare.compare` use them;
-each is importable from its learner's module too.
+command line reads them for its options and help). A learner config composes its parts as
+the text family's do: ``env`` (:class:`~deliberation_env.meta.config.EnvConfig`), ``run``
+(:class:`~algorithms.core.config.RunConfig`: updates, run folder, evaluation, checkpoints,
+logging) and the learner's own fields; on the command line none has a prefix
+(``deliberate train meta grpo --task gsm8k --updates 50 --kl-coef 0.1``). A
+policy-gradient learner's SFT warm start is two of its own fields, ``sft_updates`` and
+``warm_start`` (:meth:`PolicyGradientConfig.warm_start_config`). A comparison
+(:class:`CompareConfig`) takes one template of the settings every learner shares.
+:func:`algorithms.meta.train.train` and :func:`algorithms.meta.compare.compare` use them.
+
+>>> config = GRPOConfig(run=RunConfig(updates=3), kl_coef=0.1)
+>>> config.env.team, config.run.updates, config.kl_coef, config.num_envs
+('simulated', 3, 0.1, 256)
 """
 
 from __future__ import annotations
@@ -12,13 +20,13 @@ import dataclasses
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import tyro
 
 from algorithms.core.checks import check_positive
 from algorithms.core.compare import algo_names, check_algos
-from algorithms.core.config import GroupSettings, GRPOSettings, LearnerSettings
+from algorithms.core.config import GroupSettings, GRPOSettings, LearnerSettings, RunConfig
 from algorithms.meta import baselines
 from deliberation_env.arguments import DEFAULT_TASK
 from deliberation_env.meta.config import EnvConfig
@@ -26,18 +34,29 @@ from deliberation_env.meta.config import EnvConfig
 Algo = Literal["softrankpo", "grpo", "magrpo", "sft"]
 ALGOS = typing.get_args(Algo)
 """The learners by name (as the CLI and the harness spell them)."""
-RESUMABLE = ("updates", "eval_every", "run_dir", "resume", "progress", "tensorboard", "wandb_project")
-"""The settings of a :class:`TrainConfig` that a resumed run may give other values than its first part had."""
-COMPARE_RESUMABLE = ("out_dir", *(f"train.{name}" for name in RESUMABLE))
-"""The settings of a :class:`CompareConfig` that a resumed comparison may change."""
+TRAINING_DIFFICULTY = 3
+"""The arithmetic difficulty of a run that gives none (the learning benchmarks'); the
+default applies to arithmetic only, another task takes no difficulty."""
+
+
+def default_env() -> EnvConfig:
+    """The env of the learning benchmarks: the simulated team on arithmetic (at
+    :data:`TRAINING_DIFFICULTY`, :func:`with_task_defaults`)."""
+    return EnvConfig(team="simulated")
 
 
 # ---------------------------------------------------------------------------- learners
 @dataclass
 class LearnerConfig(LearnerSettings):
-    """What every meta-policy learner shares: the settings of every learner
-    (:class:`~algorithms.core.config.LearnerSettings`), the network and the seed pool."""
+    """What every meta-policy learner shares: the env, the run, the settings of every
+    learner (:class:`~algorithms.core.config.LearnerSettings`), the network, the seed pool
+    and the held-out episodes' seed."""
 
+    env: Annotated[EnvConfig, tyro.conf.arg(name="")] = field(default_factory=default_env)
+    """The training env (any task and team; arithmetic given no difficulty plays
+    :data:`TRAINING_DIFFICULTY`); evaluation uses the same env on the test split."""
+    run: Annotated[RunConfig, tyro.conf.arg(name="")] = field(default_factory=RunConfig)
+    """The run: updates, folder, held-out evaluation, checkpoints, logging."""
     hidden_size: int = 64
     """Width of the meta-policy network; divisible by ``num_heads``."""
     num_heads: int = 4
@@ -47,6 +66,9 @@ class LearnerConfig(LearnerSettings):
     group. With a pool, an LLM team revisits the same histories (their outputs depend only
     on episode seed, problem and history), so the response cache serves them: training on
     cached rollouts, at cache speed once the pool's histories have been generated."""
+    eval_seed: int = 0
+    """Seed of the held-out episodes; keep it fixed across runs so that every run and
+    baseline is evaluated on identical episodes (common random numbers)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -64,12 +86,40 @@ class LearnerConfig(LearnerSettings):
 class PolicyGradientConfig(LearnerConfig, GroupSettings):
     """Group rollouts and the clipped, KL-regularized policy gradient
     (:class:`~algorithms.core.config.GroupSettings`) on the meta-policy network. The vector
-    env must have ``num_envs = groups_per_update * group_size``."""
+    env must have ``num_envs = groups_per_update * group_size``. The learner starts from an
+    SFT warm start: ``sft_updates`` of behaviour cloning first (:meth:`warm_start_config`),
+    or the checkpoint ``warm_start``."""
+
+    sft_updates: int = 20
+    """SFT warm-start updates before training (the initial policy and KL reference),
+    written in ``run_dir/sft``; 0 starts from a fresh network (or from ``warm_start``)."""
+    warm_start: str = ""
+    """Path of an SFT checkpoint to start from instead of training one (then
+    ``sft_updates`` is not used)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.sft_updates < 0:
+            raise ValueError(f"sft_updates must be >= 0 (0: no warm start), got {self.sft_updates}")
+        if self.warm_start and not Path(self.warm_start).is_file():
+            raise ValueError(
+                f"warm_start {self.warm_start!r} is not a file: give an SFT checkpoint "
+                f"(e.g. <run_dir>/sft/checkpoint.safetensors) or leave it empty"
+            )
 
     @property
     def num_envs(self) -> int:
         """The vector env size this config needs: B * G."""
         return self.groups_per_update * self.group_size
+
+    def warm_start_config(self, run_dir: str | None) -> SFTConfig:
+        """The SFT warm start's config: this config's env, network, seed and pools, and its
+        batch (``episodes_per_update`` = :attr:`num_envs`), SFT's own defaults otherwise
+        (its learning rate); ``sft_updates`` updates in ``run_dir``, evaluated first and last."""
+        shared = ("env", "hidden_size", "num_heads", "seed", "problem_pool", "seed_pool", "eval_seed")
+        interval = self.sft_updates if self.run.eval_problems else 0
+        run = dataclasses.replace(self.run, updates=self.sft_updates, eval_interval=interval, run_dir=run_dir)
+        return SFTConfig(**{name: getattr(self, name) for name in shared}, run=run, episodes_per_update=self.num_envs)
 
 
 @dataclass
@@ -126,120 +176,59 @@ class SFTConfig(LearnerConfig):
         return self.episodes_per_update
 
 
-# ---------------------------------------------------------------------------- a run, a comparison
-TRAINING_DIFFICULTY = 3
-"""The arithmetic difficulty of a run that gives none (the learning benchmarks'); the
-default applies to arithmetic only, another task takes no difficulty."""
+# ---------------------------------------------------------------------------- a comparison
+CONFIGS: dict[str, type[LearnerConfig]] = {
+    "softrankpo": SoftRankPOConfig,
+    "grpo": GRPOConfig,
+    "magrpo": MAGRPOConfig,
+    "sft": SFTConfig,
+}
+"""Each learner's config class by name."""
 
 
-def default_env() -> EnvConfig:
-    """The env of the learning benchmarks: the simulated team on arithmetic (at
-    :data:`TRAINING_DIFFICULTY`, :meth:`TrainConfig.with_task_defaults`)."""
-    return EnvConfig(team="simulated")
+def algo_of(config: LearnerConfig) -> str:
+    """The name of the learner whose config class ``config`` is (exactly).
+
+    Raises:
+        TypeError: For another class.
+    """
+    for name, kind in CONFIGS.items():
+        if type(config) is kind:
+            return name
+    raise TypeError(f"config must be one of {', '.join(kind.__name__ for kind in CONFIGS.values())}, got {type(config).__name__}")
 
 
-@dataclass
-class TrainConfig:
-    """One training run (``deliberate train``; ``--config FILE`` starts from a config file)."""
+def with_task_defaults(config: LearnerConfig) -> LearnerConfig:
+    """``config`` with its task's defaults: arithmetic given no difficulty plays
+    :data:`TRAINING_DIFFICULTY` (what :func:`~algorithms.meta.train.train` and
+    :func:`~algorithms.meta.compare.compare` run and record); another task is unchanged.
 
-    algo: Algo = "softrankpo"
-    """Learner to train."""
-    env: Annotated[EnvConfig, tyro.conf.arg(name="")] = field(default_factory=default_env)
-    """The training env (:class:`deliberation_env.meta.config.EnvConfig`, any task and team;
-    arithmetic given no difficulty plays :data:`TRAINING_DIFFICULTY`); evaluation uses the
-    same env on the test split."""
-    updates: int = 100
-    """Updates of ``algo``; each plays ``num_envs`` training episodes."""
-    sft_updates: int = 20
-    """SFT warm-start updates before a policy-gradient learner (its initial policy and KL
-    reference); 0 starts from a fresh network. Ignored for ``algo=sft`` or with ``warm_start``."""
-    warm_start: str = ""
-    """Path of an SFT checkpoint to start from instead of training one."""
-    eval_every: int = 10
-    """Evaluate on held-out problems every this many updates, and at the end."""
-    eval_problems: int = 200
-    """Held-out (test split) problems per evaluation: the first ``eval_problems``."""
-    eval_seed: int = 0
-    """Seed of the held-out episodes; keep it fixed across runs so that every run and
-    baseline is evaluated on identical episodes (common random numbers)."""
-    seed: int = 0
-    """Seed of the run's training; overrides the learner configs' ``seed``."""
-    problem_pool: int = 0
-    """Train on the first this many training problems only (0: all); overrides the learner
-    configs' ``problem_pool``."""
-    seed_pool: int = 0
-    """Episode seeds from ``{0, ..., seed_pool - 1}`` (0: fresh ones), so that an LLM team's
-    rollouts repeat and the response cache serves them; overrides the learner configs'."""
-    run_dir: str = ""
-    """Folder of config.json, metrics.jsonl, checkpoints and summary.json; ``""``: a new one,
-    ``runs/train/meta-<algo>-seed<seed>-<YYYYmmdd-HHMMSS>``. A folder that holds a run is
-    refused without ``resume``."""
-    resume: bool = False
-    """Continue the run in ``run_dir`` from its checkpoints (refused, before anything is
-    written, if it was started with other settings than those of :data:`RESUMABLE`)."""
-    tensorboard: bool = False
-    """Also log to TensorBoard (needs the ``tensorboard`` extra)."""
-    wandb_project: str = ""
-    """Also log to this Weights & Biases project, same metric names (needs the ``wandb``
-    extra; ``WANDB_MODE=offline`` keeps it in ``run_dir/wandb``); ``""``: off."""
-    progress: bool = True
-    """Show a progress bar."""
-    softrankpo: SoftRankPOConfig = field(default_factory=SoftRankPOConfig)
-    """SoftRankPO settings (used when ``algo == "softrankpo"``)."""
-    grpo: GRPOConfig = field(default_factory=GRPOConfig)
-    """GRPO settings."""
-    magrpo: MAGRPOConfig = field(default_factory=MAGRPOConfig)
-    """MAGRPO settings."""
-    sft: SFTConfig = field(default_factory=SFTConfig)
-    """SFT settings (the warm start, or ``algo == "sft"``)."""
-
-    def __post_init__(self) -> None:
-        if self.algo not in ALGOS:
-            raise ValueError(f"algo must be one of {sorted(ALGOS)}, got {self.algo!r}")
-        for name in ("updates", "eval_every", "eval_problems"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.sft_updates < 0:
-            raise ValueError(f"sft_updates must be >= 0 (0: no warm start), got {self.sft_updates}")
-        if self.warm_start and not Path(self.warm_start).is_file():
-            raise ValueError(
-                f"warm_start {self.warm_start!r} is not a file: give an SFT checkpoint "
-                f"(e.g. <run_dir>/sft/checkpoint.safetensors) or leave it empty"
-            )
-
-    def with_task_defaults(self) -> TrainConfig:
-        """This run with its task's defaults: arithmetic given no difficulty plays
-        :data:`TRAINING_DIFFICULTY` (what :func:`~algorithms.meta.train.train` and
-        :func:`~algorithms.meta.compare.compare` run and record); another task is unchanged.
-
-        >>> TrainConfig().with_task_defaults().env.difficulty, TrainConfig().env.difficulty
-        (3, None)
-        """
-        env = self.env
-        if env.task != DEFAULT_TASK or env.difficulty is not None or "difficulty" in (env.task_kwargs or {}):
-            return self
-        return dataclasses.replace(self, env=dataclasses.replace(env, difficulty=TRAINING_DIFFICULTY))
-
-    def learner_config(self, algo: str) -> Any:
-        """The config of ``algo`` with the run's seed and pools."""
-        return dataclasses.replace(
-            getattr(self, algo),
-            seed=self.seed,
-            problem_pool=self.problem_pool,
-            seed_pool=self.seed_pool,
-        )
+    >>> with_task_defaults(GRPOConfig()).env.difficulty, GRPOConfig().env.difficulty
+    (3, None)
+    """
+    env = config.env
+    if env.task != DEFAULT_TASK or env.difficulty is not None or "difficulty" in (env.task_kwargs or {}):
+        return config
+    return dataclasses.replace(config, env=dataclasses.replace(env, difficulty=TRAINING_DIFFICULTY))
 
 
 @dataclass
 class CompareConfig:
-    """An optimizer comparison (``deliberate compare``): every algorithm x seed x reward scale
-    (``--config FILE`` starts from a config file)."""
+    """An optimizer comparison (``deliberate compare meta``): every algorithm x seed x reward
+    scale on the same settings (``--config FILE`` starts from a config file)."""
 
+    learner: Annotated[PolicyGradientConfig, tyro.conf.arg(name="")] = field(default_factory=PolicyGradientConfig)
+    """The template of every run: the env, the run (updates, evaluation, logging), the
+    settings every learner shares and the warm start; each learner's own settings (``tau``,
+    ``eps``, ``joint_return``, SFT's batch) keep their defaults. Its ``seed`` and
+    ``run.run_dir`` are set per run and ``env.reward_scale`` per reward scale; its
+    ``run.progress`` shows a bar over the runs, and ``run.resume`` continues a comparison in
+    ``out_dir``."""
     algos: algo_names(ALGOS) = ("softrankpo", "grpo", "magrpo")
     """Learners to compare (softrankpo, grpo, magrpo, sft): ``sft`` adds the warm start
     itself as a row; a learner of your own by import path, ``./mine.py:Mine`` (on the
     command line; from Python, a name given in ``learners=`` of
-    :func:`algorithms.meta.compare.compare`). A learner of your own gets GRPO's config (``--grpo.*``)."""
+    :func:`algorithms.meta.compare.compare`), built with the template as a :class:`GRPOConfig`."""
     seeds: int = 3
     """Seeds per (algorithm, reward scale): seeds 0 .. seeds-1."""
     reward_scales: tuple[float, ...] = (1.0,)
@@ -253,14 +242,10 @@ class CompareConfig:
         "oracle",
     )
     """Baselines (:mod:`algorithms.meta.baselines`) evaluated on the same held-out problems and seeds."""
-    train: Annotated[TrainConfig, tyro.conf.arg(name="")] = field(default_factory=TrainConfig)
-    """Template of every run: env, budget (``updates``, batch sizes), warm start, evaluation
-    (its ``algo``, ``seed``, ``run_dir`` and ``env.reward_scale`` are set per run; its
-    ``progress`` shows a bar over the runs, and ``resume`` continues a comparison in ``out_dir``)."""
     out_dir: str = ""
     """Folder of every run's files and the comparison's CSV, JSON and plots; ``""``: a new
     one, ``runs/compare/meta-<algos>-<YYYYmmdd-HHMMSS>``. A folder that holds a comparison
-    is refused unless ``train.resume``."""
+    is refused unless ``--resume``."""
 
     def __post_init__(self) -> None:
         check_algos(self.algos)
@@ -271,15 +256,20 @@ class CompareConfig:
             raise ValueError(f"seeds must be >= 1, got {self.seeds}")
         if not self.reward_scales or min(self.reward_scales) <= 0:
             raise ValueError(f"reward_scales must be positive numbers, got {self.reward_scales}")
-        budgets = [a for a in self.algos if a in ALGOS and a != "sft"]
-        if any(a not in ALGOS for a in self.algos):
-            budgets.append("grpo")  # a learner of one's own gets GRPO's config
-        sizes = {a: getattr(self.train, a).num_envs for a in budgets}
-        if len(set(sizes.values())) > 1:
-            raise ValueError(
-                f"every learner must get the same budget, but episodes per update differ: {sizes}; "
-                "set the same groups_per_update and group_size for each algorithm"
-                + (" (a learner of your own gets grpo's: --grpo.groups-per-update, --grpo.group-size)" if "grpo" in budgets and "grpo" not in self.algos else "")
-            )
-        if "sft" in self.algos and not self.train.sft_updates:
-            raise ValueError("algos includes 'sft' but train.sft_updates is 0: give it SFT updates")
+        if "sft" in self.algos and not self.learner.sft_updates:
+            raise ValueError("algos includes 'sft' but sft_updates is 0: give it SFT updates")
+
+    def run_config(self, algo: str, seed: int, run_dir: Path, reward_scale: float) -> LearnerConfig:
+        """The config of the learner named ``algo`` (a :class:`GRPOConfig` for a learner of
+        one's own) at ``seed`` and ``reward_scale`` in ``run_dir``: the template's shared
+        settings, the learner's own defaults; ``sft`` is the template's warm start."""
+        template = dataclasses.replace(
+            self.learner,
+            seed=seed,
+            env=dataclasses.replace(self.learner.env, reward_scale=reward_scale),
+            run=dataclasses.replace(self.learner.run, run_dir=str(run_dir), progress=False),
+        )
+        if algo == "sft":
+            return template.warm_start_config(str(run_dir))
+        shared = {f.name: getattr(template, f.name) for f in dataclasses.fields(PolicyGradientConfig)}
+        return CONFIGS.get(algo, GRPOConfig)(**shared)

@@ -1,5 +1,12 @@
 """Evaluate a meta-policy on a fixed set of problems through the vector env.
 
+:func:`evaluate` is the family's evaluation entry point (the text family's is
+:func:`algorithms.text.evaluate`, of the same shape): it returns an
+:class:`~algorithms.core.evaluation.Evaluation`, the result type of both families, whose
+``metrics`` are the ``eval/*`` numbers a run logs. :func:`evaluate_rounds` plays the same
+episodes and keeps what happened round by round (:class:`EvalResult`: accuracy per round,
+confidences, action shares), for the tables and figures of ``deliberate run meta``.
+
 Every policy evaluated with the same ``seed`` sees the same problems with the same
 episode seeds, hence the same round 0 (and, through the response cache, the same LLM
 outputs wherever histories coincide): differences between policies come from their
@@ -17,6 +24,7 @@ from tqdm.auto import tqdm
 import deliberation_env as de
 from agents.progress import reporting
 from agents.seeding import derive_seed
+from algorithms.core.evaluation import Evaluation
 from algorithms.core.run import padded_batches
 from algorithms.meta.policy import Policy
 from deliberation_env.meta.spaces import ACTION_NAMES
@@ -64,6 +72,27 @@ class EvalResult:
         del data["confidence"], data["correct"], data["final_consensus"]
         return data
 
+    def metrics(self) -> dict[str, float]:
+        """The ``eval/*`` numbers a run logs: ``eval/accuracy`` (mean individual accuracy
+        after the last round), ``eval/consensus_accuracy``, ``eval/tokens`` (per problem)
+        and ``eval/{action}_share``."""
+        return {
+            "eval/accuracy": self.accuracy[-1],
+            "eval/consensus_accuracy": self.consensus_accuracy[-1],
+            "eval/tokens": self.tokens_per_problem,
+            **{f"eval/{action}_share": share for action, share in self.action_shares.items()},
+        }
+
+    def evaluation(self) -> Evaluation:
+        """The result as both families report it (:func:`evaluate`)."""
+        return Evaluation(
+            accuracy=self.consensus_accuracy[-1],
+            answered_share=self.answered_share,
+            cut_share=self.cut_share,
+            tokens_per_answer=self.answer_tokens,
+            metrics=self.metrics(),
+        )
+
 
 def evaluate(
     policy: Policy,
@@ -71,9 +100,31 @@ def evaluate(
     problem_indices: Sequence[int],
     seed: int = 0,
     progress: bool = True,
+) -> Evaluation:
+    """Play ``policy`` greedily once on each problem: the meta family's evaluation.
+
+    Args:
+        policy: The policy to evaluate (a learner's ``policy()``, or a baseline).
+        venv: The vector env (its split decides what ``problem_indices`` index).
+        problem_indices: Problems to evaluate on, ``venv.num_envs`` at a time.
+        seed: Evaluation seed; problem k always gets episode seed f(seed, problem id).
+        progress: Show progress on stderr (:func:`evaluate_rounds`).
+
+    Returns:
+        The :class:`~algorithms.core.evaluation.Evaluation` (``accuracy``: the consensus's).
+    """
+    return evaluate_rounds(policy, venv, problem_indices, seed, progress).evaluation()
+
+
+def evaluate_rounds(
+    policy: Policy,
+    venv: de.DeliberationVectorEnv,
+    problem_indices: Sequence[int],
+    seed: int = 0,
+    progress: bool = True,
     label: str | None = None,
 ) -> EvalResult:
-    """Run one episode per problem and aggregate accuracy, tokens and actions.
+    """Run one episode per problem and aggregate accuracy, tokens and actions round by round.
 
     Args:
         policy: The policy to evaluate.

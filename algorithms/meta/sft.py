@@ -22,13 +22,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from algorithms.meta.base import ACTION_NAMES, Learner
+from algorithms.meta.base import ACTION_NAMES, MetaLearner
 from algorithms.meta.config import SFTConfig
 from algorithms.meta.network import NUM_ACTIONS, MetaPolicyNetwork
 from algorithms.meta.policy import Policy
 
 
-class SFT(Learner):
+class SFT(MetaLearner):
     """Clone ``teacher``'s actions on the states the learner visits.
 
     Args:

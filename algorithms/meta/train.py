@@ -1,8 +1,12 @@
-"""Training runs: one learner, its evaluations, logs and checkpoints (``deliberate train``).
+"""Training runs of the meta family: one learner, its evaluations, logs and checkpoints
+(``deliberate train meta ALGO``).
 
-``train(TrainConfig(...))`` trains one learner (optionally after an SFT warm start),
-evaluates it greedily on held-out problems every ``eval_every`` updates, logs JSONL
-metrics (:mod:`algorithms.core.metrics`) and checkpoints, and resumes from its run directory.
+``train(GRPOConfig(...))`` trains the learner of the config's class (a policy-gradient one
+after its SFT warm start, if configured) by the run rules of both families
+(:func:`algorithms.core.run.run` with ``config.run``), and owns its run folder: it names a
+new one for ``run_dir=""``, checks ``resume`` and the settings, builds the envs and the
+learner, and only then records ``config.json``; then ``metrics.jsonl``,
+``checkpoint.safetensors`` and ``summary.json`` (``run_dir/sft`` holds the warm start's run).
 :func:`load_network` reads any learner's checkpoint back.
 """
 
@@ -17,11 +21,19 @@ from typing import Any
 import torch
 
 from algorithms.core.checkpoints import CheckpointError, check_structure, load_checkpoint
-from algorithms.core.run import RunConfig, run
-from algorithms.core.run_dirs import new_run_dir, open_run_dir
+from algorithms.core.config import run_settings
+from algorithms.core.metrics import check_loggers
+from algorithms.core.run import RunResult, run
+from algorithms.core.run_dirs import check_resume, named_run, open_run_dir
 from algorithms.meta import baselines
-from algorithms.meta.base import Learner
-from algorithms.meta.config import RESUMABLE, Algo, TrainConfig
+from algorithms.meta.base import MetaLearner
+from algorithms.meta.config import (
+    Algo,
+    LearnerConfig,
+    PolicyGradientConfig,
+    algo_of,
+    with_task_defaults,
+)
 from algorithms.meta.evaluate import evaluate
 from algorithms.meta.grpo import GRPO
 from algorithms.meta.magrpo import MAGRPO
@@ -32,7 +44,7 @@ from algorithms.meta.softrankpo import SoftRankPO
 from deliberation_env.factory import vector_env_from
 from deliberation_env.meta.config import EnvConfig
 
-LEARNERS: dict[Algo, type[Learner]] = {
+LEARNERS: dict[Algo, type[MetaLearner]] = {
     "softrankpo": SoftRankPO,
     "grpo": GRPO,
     "magrpo": MAGRPO,
@@ -41,100 +53,84 @@ LEARNERS: dict[Algo, type[Learner]] = {
 """Learner classes by algorithm name (as the CLI and the harness spell them)."""
 EVAL_BATCH = 256
 """Most test envs stepped together during an evaluation."""
+SUMMARY = "summary.json"
+"""A run's held-out evaluations before and after training (both families write it)."""
 
 
-def held_out(policy: Policy, venv: Any, cfg: TrainConfig) -> dict[str, float]:
+def held_out(policy: Policy, venv: Any, config: LearnerConfig) -> dict[str, float]:
     """Greedy held-out metrics (``eval/...``) of ``policy`` on the run's fixed test problems.
 
     Args:
         policy: The policy to evaluate.
-        venv: A test-split vector env (``vector_env_from(cfg.env, n, split="test")``).
-        cfg: The run's config (how many problems, which episode seed).
+        venv: A test-split vector env (``vector_env_from(config.env, n, split="test")``).
+        config: The run's learner config (how many problems, which episode seed).
     """
-    result = evaluate(policy, venv, range(cfg.eval_problems), seed=cfg.eval_seed, progress=False)
-    return {
-        "eval/accuracy": result.accuracy[-1],
-        "eval/consensus_accuracy": result.consensus_accuracy[-1],
-        "eval/tokens": result.tokens_per_problem,
-        **{f"eval/{action}_share": share for action, share in result.action_shares.items()},
-    }
+    return evaluate(policy, venv, range(config.run.eval_problems), seed=config.eval_seed, progress=False).metrics
 
 
-def _run_learner(
-    learner: Learner, cfg: TrainConfig, updates: int, run_dir: Path, label: str
-) -> dict[str, float]:
-    """Train ``learner`` up to ``updates`` updates in ``run_dir`` (:func:`algorithms.core.run.run`:
-    resumed, checkpointed every update, evaluated first, every ``eval_every`` updates and
-    last); return its last held-out metrics."""
-    test_venv = vector_env_from(cfg.env, min(cfg.eval_problems, EVAL_BATCH), split="test")
-    config = RunConfig(
-        updates,
-        str(run_dir),
-        resume=cfg.resume,
-        checkpoint_every=1,
-        eval_every=cfg.eval_every,
-        evaluate_first=True,
-        progress=cfg.progress,
-        label=label,
-        tensorboard=cfg.tensorboard,
-        wandb_project=cfg.wandb_project,
-    )
-    result = run(
-        learner,
-        config,
-        lambda: held_out(learner.policy(), test_venv, cfg),
-        dataclasses.asdict(cfg),
-        learner.headline,
-    )
-    return result.evaluation
+def _run_learner(learner: MetaLearner, config: LearnerConfig, label: str) -> RunResult:
+    """Train ``learner`` by ``config.run`` (:func:`algorithms.core.run.run`), evaluated on
+    the held-out problems when ``run.eval_problems`` is given."""
+    evaluation = None
+    if config.run.eval_problems:
+        test_venv = vector_env_from(config.env, min(config.run.eval_problems, EVAL_BATCH), split="test")
+        evaluation = lambda: held_out(learner.policy(), test_venv, config)
+    return run(learner, config.run, evaluation, dataclasses.asdict(config), learner.headline, label=label)
 
 
-def train(cfg: TrainConfig, learner: Callable[..., Learner] | None = None) -> dict[str, float]:
-    """Train ``cfg.algo`` (after an SFT warm start if configured); return its final held-out
-    metrics. With ``learner``, a learner of one's own, train it instead, built as the
-    shipped learner classes are, ``learner(config, venv, warm_start=network)``, with the
-    config of ``cfg.algo`` (a policy-gradient learner's); it has ``policy()``, the greedy
+def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = None) -> dict[str, float]:
+    """Train the learner of ``config``'s class (:data:`LEARNERS`; a policy-gradient one after
+    its SFT warm start, if configured); return its final held-out metrics. With ``learner``,
+    a learner of one's own, train it instead, built as the shipped learner classes are,
+    ``learner(config, venv, warm_start=network)`` with ``config`` (a
+    :class:`~algorithms.meta.config.PolicyGradientConfig`); it has ``policy()``, the greedy
     policy the held-out evaluation plays (:mod:`algorithms.meta.compare`).
 
-    Writes ``metrics.jsonl``, ``checkpoint.safetensors``, ``config.json`` and ``summary.json`` in
-    ``cfg.run_dir`` (a new folder if it is ``""``; the warm start in ``run_dir/sft``);
-    re-running with ``resume`` continues from the checkpoints.
+    Writes ``config.json``, ``metrics.jsonl``, ``checkpoint.safetensors`` and ``summary.json``
+    (:data:`SUMMARY`: ``algo``, ``before`` and ``after``, the held-out evaluations) in
+    ``config.run.run_dir`` (a new folder if it is ``""``, none if None; the warm start in
+    ``run_dir/sft``); with ``run.resume`` it continues from the checkpoints.
 
     Raises:
         ValueError: Before anything is written, when ``run_dir`` holds a run and ``resume``
             is False, or holds a run of other settings (:func:`algorithms.core.run_dirs.open_run_dir`),
-            or when ``learner`` is given with ``algo="sft"``.
+            or when ``learner`` is given with an SFT config.
     """
-    if learner is not None and cfg.algo == "sft":
-        raise ValueError("a learner of one's own takes a policy-gradient learner's config: algo softrankpo, grpo or magrpo")
-    cfg = cfg.with_task_defaults()
-    if not cfg.run_dir:
-        cfg = dataclasses.replace(cfg, run_dir=str(new_run_dir("train", "meta", f"{cfg.algo}-seed{cfg.seed}")))
+    algo = algo_of(config)
+    if learner is not None and not isinstance(config, PolicyGradientConfig):
+        raise ValueError("a learner of one's own takes a policy-gradient learner's config: softrankpo, grpo or magrpo")
+    config = with_task_defaults(config)
+    check_loggers(config.run.tensorboard, config.run.wandb_project)
+    check_resume(config.run.resume, config.run.run_dir)
+    config = dataclasses.replace(config, run=named_run(config.run, "meta", f"{algo}-seed{config.seed}"))
     torch.set_num_threads(1)  # tiny networks: threads cost more than they give
-    sft = None  # the run's SFT learner or its warm start's, built (its env, the task's data) before the folder is written
-    if cfg.algo == "sft" or (cfg.sft_updates and not cfg.warm_start):
-        sft_config = cfg.learner_config("sft")
-        sft = SFT(sft_config, vector_env_from(cfg.env, sft_config.num_envs), baselines.Oracle())
-    warm = load_network(cfg.warm_start, cfg.env) if cfg.warm_start and cfg.algo != "sft" else None
-    run_dir = open_run_dir(cfg.run_dir, dataclasses.asdict(cfg), cfg.resume, RESUMABLE)
-    if cfg.algo == "sft":
-        final = _run_learner(sft, cfg, cfg.updates, run_dir, f"sft seed {cfg.seed}")
+    # Everything is built (the envs, the task's data, the warm start read) before the folder is written.
+    sft = None
+    warm = None
+    if isinstance(config, PolicyGradientConfig) and config.warm_start:
+        warm = load_network(config.warm_start, config.env)
+    elif isinstance(config, PolicyGradientConfig) and config.sft_updates:
+        sft_dir = None if config.run.run_dir is None else str(Path(config.run.run_dir) / "sft")
+        sft_config = config.warm_start_config(sft_dir)
+        sft = SFT(sft_config, vector_env_from(config.env, sft_config.num_envs), baselines.Oracle())
+    build = LEARNERS[algo] if learner is None else learner
+    if isinstance(config, PolicyGradientConfig):
+        venv = vector_env_from(config.env, config.num_envs)
+        trained = build(config, venv, warm_start=warm) if sft is None else None
     else:
-        if sft is not None:
-            _run_learner(
-                sft,
-                dataclasses.replace(cfg, eval_every=cfg.sft_updates),
-                cfg.sft_updates,
-                run_dir / "sft",
-                f"sft seed {cfg.seed}",
-            )
-            warm = sft.network
-        config = cfg.learner_config(cfg.algo)
-        build = LEARNERS[cfg.algo] if learner is None else learner
-        trained: Learner = build(config, vector_env_from(cfg.env, config.num_envs), warm_start=warm)
-        final = _run_learner(trained, cfg, cfg.updates, run_dir, f"{trained.name} seed {cfg.seed}")
-    (run_dir / "summary.json").write_text(json.dumps(final, indent=2))
-    return final
+        trained = SFT(config, vector_env_from(config.env, config.num_envs), baselines.Oracle())
+    folder = None
+    if config.run.run_dir is not None:
+        record = {"algo": algo, **dataclasses.asdict(config)}
+        folder = open_run_dir(config.run.run_dir, record, config.run.resume, run_settings())
+    if sft is not None:
+        _run_learner(sft, sft.config, f"sft seed {config.seed}")
+        trained = build(config, venv, warm_start=sft.network)
+    result = _run_learner(trained, config, f"{trained.name} seed {config.seed}")
+    if folder is not None:
+        summary = {"algo": trained.name, "before": result.first, "after": result.evaluation}
+        (folder / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return result.evaluation
 
 
 def load_network(path: str | Path, env: EnvConfig) -> MetaPolicyNetwork:

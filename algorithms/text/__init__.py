@@ -13,7 +13,9 @@ They share :class:`~algorithms.text.base.TextPolicyGradientLearner` (collect gro
 advantages, loss, update) and the advantage functions of :mod:`algorithms.core.advantages`
 with the meta-policy learners. The policy is an :class:`agents.TrainableLM` (one LoRA
 adapter per agent on one base, separate models, or full fine-tuning); frozen agents are
-:class:`agents.TextPolicy` objects. :func:`train` builds everything from a config.
+:class:`agents.TextPolicy` objects. :func:`train` builds everything from a config;
+:func:`evaluate` plays a learner's agents greedily on held-out problems (the meta family's
+:func:`algorithms.meta.evaluate` has the same shape and result type).
 
 **MAGRPO: the paper, CoMLRL's default, and this package.** Where a user compares results
 with CoMLRL (the paper authors' trainer, ``comlrl`` 1.4.3, ``MAGRPOConfig`` defaults):
@@ -55,7 +57,6 @@ from algorithms.text.config import (
     TextGRPOConfig,
     TextLearnerConfig,
     TextMAGRPOConfig,
-    TextRunConfig,
     TextSoftRankPOConfig,
 )
 
@@ -69,6 +70,7 @@ lazy_package(
         "TextSoftRankPO": "algorithms.text.learners",
         "TrainResult": "algorithms.text.train",
         "train": "algorithms.text.train",
+        "evaluate": "algorithms.text.eval",
     },
 )  # the learners need torch: each is imported when first used, so the configs load without it
 
@@ -81,9 +83,9 @@ __all__ = [
     "TextMAGRPO",
     "TextMAGRPOConfig",
     "TextPolicyGradientLearner",
-    "TextRunConfig",
     "TextSoftRankPO",
     "TextSoftRankPOConfig",
     "TrainResult",
+    "evaluate",
     "train",
 ]

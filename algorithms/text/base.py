@@ -595,15 +595,16 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
-    def evaluate(
-        self, venv: Any, problem_indices: Sequence[int], seed: int = 0, progress: bool = False
-    ) -> dict[str, float]:
-        """Greedy play (temperature 0 for the trainable agents) of ``problem_indices``.
+    def play_held_out(
+        self, venv: Any, problem_indices: Sequence[int], seed: int = 0, progress: bool = True
+    ) -> tuple[dict[str, list[float]], np.ndarray]:
+        """Greedy play (temperature 0 for the trainable agents) of ``problem_indices``, once
+        each: what :func:`algorithms.text.evaluate` (the family's evaluation) aggregates.
 
         Args:
             venv: A text vector env with this learner's agents (e.g. the test split);
                 problems are played ``venv.num_envs`` at a time (under ``torchrun``, the
-                ranks share these batches; every rank returns the same metrics).
+                ranks share these batches; every rank returns the same play).
             problem_indices: The problems to play, once each.
             seed: Seeds the episode seeds (they matter to sampling frozen agents only).
             progress: Show, on stderr, a bar of the problems played and, below it, the
@@ -611,13 +612,9 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
                 under ``torchrun``, on rank 0 only.
 
         Returns:
-            ``eval/{part}``: the mean over problems of each reward part of the last turn
-            (``eval/correct`` is the team's accuracy on the math protocol), ``eval/joint``;
-            beside them, over the trainable agents' completions, ``eval/truncated_share``
-            (the share cut at the token budget) and ``eval/mean_completion_tokens``, and on
-            the math protocol ``eval/asked_form_share`` (its ``format`` part: the share of
-            the last turn's answers stated in the form the prompt asks for; a cut one is
-            not, under strict scoring).
+            Each reward part of the last turn (and ``joint``), one value per problem in the
+            order of ``problem_indices``; and ``[completions, cut, tokens]`` of the trainable
+            agents' completions (how many, how many cut at the token budget, their tokens).
         """
         rng = np.random.default_rng(seed)
         batches = list(padded_batches(problem_indices, venv.num_envs))
@@ -639,13 +636,7 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             for name, values in own.items():
                 finals.setdefault(name, []).extend(values)
             counts += own_counts
-        made, cut, tokens = counts
-        results = {f"eval/{name}": float(np.mean(values)) for name, values in finals.items()}
-        results["eval/truncated_share"] = float(cut / made)
-        results["eval/mean_completion_tokens"] = float(tokens / made)
-        if "format" in finals:
-            results["eval/asked_form_share"] = results["eval/format"]
-        return results
+        return finals, counts
 
 
 def _padded(rows: Sequence[torch.Tensor], like: torch.Tensor) -> torch.Tensor:

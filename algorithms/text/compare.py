@@ -2,7 +2,7 @@
 settings (``deliberate compare text``).
 
 ``compare(TextCompare(...), learners=None)`` trains every learner for every seed with the
-settings they share (:class:`SharedTextSettings`; the shared loop of both families,
+settings they share (a template :class:`~algorithms.text.config.TextLearnerConfig`; the shared loop of both families,
 :func:`~algorithms.core.compare.run_grid`), each run in ``<out_dir>/<algo>/seed<k>/``, and
 writes to ``out_dir`` the files of every comparison (:mod:`algorithms.core.compare`:
 ``compare.csv`` with each run's last update's rewards and held-out evaluation after training;
@@ -39,7 +39,8 @@ from algorithms.core.compare import (
     user_learners,
     write_results,
 )
-from algorithms.core.run_dirs import new_run_dir, open_run_dir
+from algorithms.core.config import run_settings
+from algorithms.core.run_dirs import holds_run, new_run_dir, open_run_dir
 from algorithms.text.config import TEXT_CONFIGS, TextGRPOConfig, TextLearnerConfig
 
 if TYPE_CHECKING:
@@ -47,10 +48,6 @@ if TYPE_CHECKING:
 
 SHIPPED = tuple(TEXT_CONFIGS)
 """The text learners by name (``magrpo``, ``grpo``, ``softrankpo``)."""
-PER_LEARNER_DEFAULTS = ("kl_coef",)
-"""Shared settings whose default differs between the text learners (SoftRankPO's
-``kl_coef`` is 0.02, the others' 0): :class:`SharedTextSettings` leaves them None unless
-given, so that each learner keeps its own."""
 METRICS = (
     "rewards/joint/mean", "rewards/correct/mean", "eval/joint", "eval/correct", "eval/asked_form_share",
     "eval/truncated_share", "eval/mean_completion_tokens",
@@ -61,44 +58,15 @@ the share of answers in the asked form, the share cut at the budget and the leng
 
 
 @dataclass
-class SharedTextSettings(TextLearnerConfig):
-    """The settings every compared text learner gets (``compare text``'s options): a
-    :class:`~algorithms.text.config.TextLearnerConfig`, but a setting of
-    :data:`PER_LEARNER_DEFAULTS` is None unless given, so that a value given on the command
-    line or in a config file applies to every learner (``--kl-coef 0`` too, though it is
-    the shared default) and, when none is given, each learner keeps its own default."""
-
-    kl_coef: float | None = None
-    """beta: weight of KL(pi || base) for every learner (0 switches it off); None: each
-    learner's own (SoftRankPO 0.02, MAGRPO and GRPO 0)."""
-
-    def __post_init__(self) -> None:
-        given = {name: getattr(self, name) for name in PER_LEARNER_DEFAULTS}
-        for name, value in given.items():  # checked as any learner's value would be
-            setattr(self, name, 0.0 if value is None else value)
-        try:
-            super().__post_init__()
-        finally:
-            for name, value in given.items():
-                setattr(self, name, value)
-
-    def learner_keywords(self) -> dict[str, Any]:
-        """The shared fields as keywords of a learner config, without those of
-        :data:`PER_LEARNER_DEFAULTS` not given."""
-        values = {f.name: getattr(self, f.name) for f in fields(TextLearnerConfig)}
-        return {name: value for name, value in values.items() if not (name in PER_LEARNER_DEFAULTS and value is None)}
-
-
-@dataclass
 class TextCompare:
     """Compare the LLM-weight learners (``algorithms.text``) over seeds on the same settings:
     a summary table and the comparison's files in ``out_dir``; each run's files in
     ``<out_dir>/<algo>/seed<k>/``."""
 
-    learner: tyro.conf.OmitArgPrefixes[SharedTextSettings] = field(default_factory=SharedTextSettings)
-    """The settings every learner shares (``--model``, ``--task``, ``--updates``, ...; no
-    prefix; :class:`SharedTextSettings`): ``--kl-coef`` given applies to every learner, left
-    out each keeps its own (SoftRankPO's 0.02); ``seed`` and ``run_dir`` are set per run."""
+    learner: tyro.conf.OmitArgPrefixes[TextLearnerConfig] = field(default_factory=TextLearnerConfig)
+    """The template of every run: the settings every learner shares (``--model``, ``--task``,
+    ``--updates``, ``--kl-coef``, ...; no prefix); each learner's own settings keep their
+    defaults; ``seed`` and ``run_dir`` are set per run."""
     algos: algo_names(SHIPPED) = SHIPPED
     """Learners to compare, separated by spaces (magrpo, grpo, softrankpo); a learner of your
     own by import path, ``./mine.py:Mine`` (on the command line; from Python, a name given in
@@ -115,13 +83,13 @@ class TextCompare:
             raise ValueError(f"--seeds must be >= 1, got {self.seeds}")
 
     def run_config(self, algo: str, seed: int) -> TextLearnerConfig:
-        """The config of the learner named ``algo`` at ``seed``: built from the shared settings
-        (each learner's own default where one of :data:`PER_LEARNER_DEFAULTS` is not given;
-        GRPO's config for a learner of one's own), with its run folder."""
-        shared = self.learner.learner_keywords()
+        """The config of the learner named ``algo`` at ``seed``: built from the template's
+        shared settings (GRPO's config for a learner of one's own), with its run folder."""
+        shared = {f.name: getattr(self.learner, f.name) for f in fields(TextLearnerConfig)}
         run_dir = str(Path(self.out_dir) / algo / f"seed{seed}")
         config_class = TEXT_CONFIGS.get(algo, TextGRPOConfig)
-        return config_class(**{**shared, "seed": seed, "run": replace(shared["run"], run_dir=run_dir)})
+        resume = shared["run"].resume and holds_run(Path(run_dir))  # a resumed comparison: the runs it has started
+        return config_class(**{**shared, "seed": seed, "run": replace(shared["run"], run_dir=run_dir, resume=resume)})
 
 
 def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = None) -> dict[str, Any]:
@@ -143,7 +111,8 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
     names = [learner_label(algo) for algo in cfg.algos]
     if not cfg.out_dir:
         cfg = replace(cfg, out_dir=str(new_run_dir("compare", "text", "+".join(names))))
-    out_dir = open_run_dir(cfg.out_dir, json.loads(json.dumps(asdict(cfg), default=str)), resume=False)
+    settings = json.loads(json.dumps(asdict(cfg), default=str))
+    out_dir = open_run_dir(cfg.out_dir, settings, cfg.learner.run.resume, ("out_dir", *run_settings("learner.run.")))
     histories: dict[str, list[list[dict[str, float]]]] = {name: [] for name in names}
 
     def train_one(name: str, seed: int) -> dict[str, Any]:

@@ -1,13 +1,14 @@
 """The configs of the LLM-weight learners: one dataclass per learner, every field documented.
 
-A learner config composes its parts, as :class:`algorithms.meta.config.TrainConfig` does:
+A learner config composes its parts, as the meta family's do (:mod:`algorithms.meta.config`):
 ``env`` (:class:`~deliberation_env.text.config.TextEnvConfig`, the one home of the text env's
-arguments), ``run`` (:class:`TextRunConfig`: updates, run folder, evaluation, logging) and
+arguments), ``run`` (:class:`~algorithms.core.config.RunConfig`, both families': updates,
+run folder, evaluation, checkpoints, logging; this family's defaults :func:`text_run`) and
 the learner's own fields, grouped as TRL groups its configs (model, rollouts,
 optimization). On the command line the parts have no prefix (``--task``, ``--updates``,
 ``--model``). ``__post_init__`` checks every invariant and says how to fix it.
 
->>> config = TextGRPOConfig(env=TextEnvConfig(task="arithmetic"), run=TextRunConfig(updates=3), model="tiny")
+>>> config = TextGRPOConfig(env=TextEnvConfig(task="arithmetic"), run=text_run(updates=3), model="tiny")
 >>> config.env.task, config.run.updates, config.num_envs
 ('arithmetic', 3, 16)
 """
@@ -16,51 +17,25 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import tyro
 
 from agents.devices import Dtype, check_names
 from algorithms.core.checks import check_positive
-from algorithms.core.config import GroupSettings, GRPOSettings
+from algorithms.core.config import GroupSettings, GRPOSettings, RunConfig
 from deliberation_env.text.config import TextEnvConfig
 
 
-@dataclass
-class TextRunConfig:
-    """How a text learner's run goes: its length, folder, held-out evaluation and logging
-    (:func:`algorithms.text.train` hands them to :func:`algorithms.core.run.run`)."""
+def text_run(**settings: Any) -> RunConfig:
+    """A :class:`~algorithms.core.config.RunConfig` with the text family's defaults (LLM
+    weights: few, slow updates): 10 updates, no held-out evaluation, the checkpoint after
+    the last update only; ``settings`` change any of them (``text_run(updates=3)``).
 
-    updates: int = 10
-    """Updates to run (a resumed run continues up to this many)."""
-    run_dir: str | None = None
-    """Folder of metrics.jsonl, checkpoint.safetensors and the saved adapters; None or
-    ``""``: none, nothing is written (``deliberate train text`` without ``--run-dir`` names
-    a new folder; ``--run-dir ""``: none)."""
-    checkpoint_every: int = 0
-    """Write checkpoint.safetensors every this many updates (and at the end); 0: at the end only."""
-    eval_problems: int = 0
-    """Held-out (test split) problems to evaluate greedily before and after training; 0: none."""
-    eval_interval: int = 0
-    """Also evaluate them every this many updates, logged with the update's metrics as
-    ``eval/*`` (CoMLRL's ``eval_interval``); the last update's evaluation is logged in any
-    case; 0: before and after only. Needs ``eval_problems``."""
-    progress: bool = True
-    """Show a progress bar."""
-    tensorboard: bool = False
-    """Also log to TensorBoard in ``run_dir`` (needs the ``tensorboard`` extra)."""
-    wandb_project: str = ""
-    """Also log to this Weights & Biases project, same metric names (needs the ``wandb``
-    extra and ``run_dir``; ``WANDB_MODE=offline`` keeps it in ``run_dir/wandb``); ``""``: off."""
-
-    def __post_init__(self) -> None:
-        for name in ("checkpoint_every", "eval_problems", "eval_interval", "updates"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{type(self).__name__}.{name} must be >= 0, got {getattr(self, name)}")
-        if self.eval_interval and not self.eval_problems:
-            raise ValueError("eval_interval evaluates the eval_problems held-out problems: give eval_problems > 0 too")
-        if self.wandb_project and not self.run_dir:
-            raise ValueError("wandb_project logs the metrics of run_dir: give run_dir too")
+    >>> text_run(updates=3).eval_problems, RunConfig(updates=3).eval_problems
+    (0, 200)
+    """
+    return RunConfig(**{"updates": 10, "eval_interval": 0, "eval_problems": 0, "checkpoint_interval": 0, **settings})
 
 
 @dataclass
@@ -68,7 +43,7 @@ class TextLearnerConfig(GroupSettings):
     """What every LLM-weight learner shares: the env (``env``, a :class:`TextEnvConfig`:
     ``task``, ``path``, ``difficulty``, ``task_kwargs``, ``protocol``, ``n_agents``,
     ``max_turns``, ``stop_threshold``, ``reward_scale``; ``split`` is the training split,
-    held-out evaluation uses ``test``), the run (``run``, a :class:`TextRunConfig`), the
+    held-out evaluation uses ``test``), the run (``run``, a :class:`~algorithms.core.config.RunConfig`), the
     settings both families' learners share (:class:`~algorithms.core.config.GroupSettings`:
     ``learning_rate``, ``update_epochs``, ``num_minibatches``, ``max_grad_norm``, ``seed``,
     ``problem_pool``, ``groups_per_update``, ``group_size``, ``clip_eps``, ``kl_coef``) with
@@ -78,8 +53,8 @@ class TextLearnerConfig(GroupSettings):
 
     env: Annotated[TextEnvConfig, tyro.conf.arg(name="")] = field(default_factory=TextEnvConfig)
     """The training env (``split`` the training split; held-out evaluation uses ``test``)."""
-    run: Annotated[TextRunConfig, tyro.conf.arg(name="")] = field(default_factory=TextRunConfig)
-    """The run: updates, folder, held-out evaluation, logging."""
+    run: Annotated[RunConfig, tyro.conf.arg(name="")] = field(default_factory=text_run)
+    """The run: updates, folder, held-out evaluation, checkpoints, logging."""
 
     # ------------------------------------------------------------------ this family's defaults
     # (declared, documented and checked in GroupSettings): LLM weights take small batches,
@@ -174,7 +149,7 @@ class TextLearnerConfig(GroupSettings):
     CLI build it; a learner built by hand takes ``sampler=CTranslate2Sampler(lm)``."""
 
     RUN_FIELDS: ClassVar[tuple[str, ...]] = (
-        *(f.name for f in dataclasses.fields(TextRunConfig)), "workers", "sampler", "sample_batch_size",
+        *(f.name for f in dataclasses.fields(RunConfig)), "workers", "sampler", "sample_batch_size",
         "device", "dtype", "micro_batch_size", "gradient_checkpointing",
     )
     """Fields a resumed run may change: the run part's, where and how many at a time the
@@ -254,12 +229,14 @@ class TextGRPOConfig(TextLearnerConfig, GRPOSettings):
 
 @dataclass
 class TextSoftRankPOConfig(TextLearnerConfig):
-    """SoftRankPO per agent: soft-rank normal-quantile advantages, clipped ratio, KL to the base."""
+    """SoftRankPO per agent: soft-rank normal-quantile advantages, clipped ratio, optional KL."""
 
     tau: float = 0.5
     """Temperature of the soft rank (> 0); small tau approaches hard ranks."""
     kl_coef: float = 0.02
-    """beta: weight of KL(pi || base)."""
+    """SoftRankPO's own default beside the family's 0 (:class:`GroupSettings` documents the
+    field): a KL to the base, as the meta family's SoftRankPO has, and as the README's
+    learning table's SoftRankPO runs were made."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -1,4 +1,11 @@
-"""Frozen-team baselines on the text-action env, and the metrics of its protocols.
+"""The text family's evaluation: a learner's held-out play, frozen-team baselines, and the
+metrics of the protocols.
+
+**A learner's evaluation** (:func:`evaluate`, exported as :func:`algorithms.text.evaluate`,
+of the same shape and result type as the meta family's :func:`algorithms.meta.evaluate`):
+greedy play of held-out problems, once each, as an
+:class:`~algorithms.core.evaluation.Evaluation` whose ``metrics`` are the ``eval/*``
+numbers a run logs.
 
 **Metrics** (pure functions, hand-checked in ``tests/text/test_text_eval.py``):
 
@@ -9,7 +16,7 @@
   passed): the expected best score of k samples drawn without replacement from the n,
   sum_i s_(i) C(i - 1, k - 1) / C(n, k) with s_(1) <= ... <= s_(n). On 0/1 scores it is
   pass@k.
-- :func:`summarize`: per baseline, the mean joint reward and of each reward part (math:
+- :func:`summarize_baseline`: per baseline, the mean joint reward and of each reward part (math:
   ``correct`` is the accuracy; writing: its structure and style metrics), each agent's
   mean leave-one-out contribution, tokens per problem, and for code pass@k and
   accuracy@k over the samples of each problem; beside them, over every completion,
@@ -44,6 +51,7 @@ from agents import TextPolicy
 from agents.base import Backend, Generation, GenerationRequest, Message
 from agents.progress import reporting
 from agents.seeding import derive_seed
+from algorithms.core.evaluation import Evaluation
 from deliberation_env.tasks import problem_count
 from deliberation_env.tasks.humaneval import HUMANEVAL_INSTRUCTIONS
 from deliberation_env.text import CodingProtocol, text_vector_env
@@ -52,6 +60,47 @@ from deliberation_env.text.protocols.base import chat, quote
 BASELINES = ("single", "concatenation", "pipeline", "discussion")
 """The coding baselines, in the order of the table."""
 SINGLE_SYSTEM = "You are a Python programmer."
+
+
+def evaluate(learner: Any, venv: Any, problem_indices: Sequence[int], seed: int = 0, progress: bool = True) -> Evaluation:
+    """Play ``learner``'s agents greedily once on each problem: the text family's evaluation.
+
+    Args:
+        learner: A :class:`~algorithms.text.base.TextPolicyGradientLearner` (its
+            ``play_held_out``).
+        venv: A text vector env with the learner's agents (e.g. the test split); problems are
+            played ``venv.num_envs`` at a time (under ``torchrun``, the ranks share them and
+            every rank returns the same evaluation).
+        problem_indices: The problems to play, once each.
+        seed: Seeds the episode seeds (they matter to sampling frozen agents only).
+        progress: Show, on stderr, a bar of the problems played and the completions done of
+            each batched sampling call (under ``torchrun``, on rank 0 only).
+
+    Returns:
+        The :class:`~algorithms.core.evaluation.Evaluation`; its ``metrics``: ``eval/{part}``,
+        the mean over problems of each reward part of the last turn (``eval/correct`` is the
+        team's accuracy on the math protocol), ``eval/joint``; beside them, over the
+        trainable agents' completions, ``eval/truncated_share`` (the share cut at the token
+        budget) and ``eval/mean_completion_tokens``, and on the math protocol
+        ``eval/asked_form_share`` (its ``format`` part: the share of the last turn's answers
+        stated in the form the prompt asks for; a cut one is not, under strict scoring).
+    """
+    finals, (made, cut, tokens) = learner.play_held_out(venv, problem_indices, seed, progress)
+    metrics = {f"eval/{name}": float(np.mean(values)) for name, values in finals.items()}
+    metrics["eval/truncated_share"] = float(cut / made)
+    metrics["eval/mean_completion_tokens"] = float(tokens / made)
+    if "format" in finals:
+        metrics["eval/asked_form_share"] = metrics["eval/format"]
+    accuracy = metrics.get("eval/correct")
+    if accuracy is None and "tests" in finals:  # coding: the code passes every test
+        accuracy = float(np.mean([value == 1.0 for value in finals["tests"]]))
+    return Evaluation(
+        accuracy=accuracy,
+        answered_share=metrics.get("eval/asked_form_share"),
+        cut_share=metrics["eval/truncated_share"],
+        tokens_per_answer=metrics["eval/mean_completion_tokens"],
+        metrics=metrics,
+    )
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -110,7 +159,7 @@ class Episode:
     cut: float
 
 
-def summarize(name: str, episodes: Sequence[Episode], ks: Sequence[int] = (1,)) -> dict[str, Any]:
+def summarize_baseline(name: str, episodes: Sequence[Episode], ks: Sequence[int] = (1,)) -> dict[str, Any]:
     """The metrics of one baseline's episodes (module docstring).
 
     pass@k and accuracy@k (for episodes with a ``tests`` part) use every k of ``ks`` not
@@ -314,7 +363,7 @@ def evaluate_baselines(
     temperature: float = 0.3,
     progress: bool = True,
 ) -> list[dict[str, Any]]:
-    """The summaries (:func:`summarize`) of ``baselines`` on the first ``n_problems`` of ``split``.
+    """The summaries (:func:`summarize_baseline`) of ``baselines`` on the first ``n_problems`` of ``split``.
 
     ``progress`` shows, on stderr, a bar of the baselines done and, below it, one of the
     requests done of each batched generation (:mod:`agents.progress`).
@@ -337,7 +386,7 @@ def evaluate_baselines(
     with tqdm(baselines, desc="coding baselines", unit="baseline", disable=not progress) as bar, reporting(progress):
         for name in bar:
             bar.set_postfix_str(name)
-            summaries.append(summarize(name, runner.run(name), ks))
+            summaries.append(summarize_baseline(name, runner.run(name), ks))
     return summaries
 
 

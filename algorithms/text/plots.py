@@ -6,7 +6,7 @@ leaves matplotlib's backend as it was: see :mod:`algorithms.core.figures`).
 A learner's history (``TrainResult.history``, or the lines of ``metrics.jsonl``) holds one
 record per update: the training reward ``rewards/joint/mean`` and, every ``eval_interval``
 updates, the held-out greedy evaluation's ``eval/...`` metrics
-(:meth:`algorithms.text.base.TextPolicyGradientLearner.evaluate`). :func:`curve` reads both
+(:func:`algorithms.text.evaluate`). :func:`curve` reads both
 from a history; :func:`learning_curves` draws the training reward per update (each seed
 thin, the mean thick) with the held-out joint reward as points on the curves, the same
 quantity scored greedily on problems never trained on.
@@ -68,19 +68,21 @@ class Curve:
 
 
 def curve(history: History, reward: str = REWARD, held_out: str = HELD_OUT) -> Curve:
-    """The training curve of ``history`` and its held-out points (records that hold ``held_out``).
+    """The training curve of ``history`` (records that hold ``reward``) and its held-out points
+    (records that hold ``held_out``: a ``metrics.jsonl`` also has the evaluation before
+    training, at update 0).
 
     >>> c = curve([{"charts/update": 1, "rewards/joint/mean": 0.2},
     ...            {"charts/update": 2, "rewards/joint/mean": 0.4, "eval/joint": 0.3}])
     >>> c.eval_updates.tolist(), c.eval_values.tolist()
     ([2.0], [0.3])
     """
-    updates = np.array([record["charts/update"] for record in history], dtype=float)
+    trained = [record for record in history if reward in record]
     evaluated = [record for record in history if held_out in record]
     return Curve(
-        updates=updates,
-        rewards=np.array([record[reward] for record in history], dtype=float),
-        eval_updates=np.array([record["charts/update"] for record in evaluated], dtype=float),
+        updates=np.array([record["charts/update"] for record in trained], dtype=float),
+        rewards=np.array([record[reward] for record in trained], dtype=float),
+        eval_updates=np.array([record.get("charts/update", record.get("step")) for record in evaluated], dtype=float),
         eval_values=np.array([record[held_out] for record in evaluated], dtype=float),
     )
 
@@ -161,7 +163,7 @@ def write_comparison(
 
 def reward_parts(summaries: Sequence[Mapping[str, Any]], path: Path, title: str) -> Path:
     """Each baseline's mean weighted reward parts, stacked (the bar's height is R), written
-    to ``path``; ``summaries`` as :func:`algorithms.text.eval.summarize` returns them."""
+    to ``path``; ``summaries`` as :func:`algorithms.text.eval.summarize_baseline` returns them."""
     fig = new_figure(figsize=(6.4, 4.2))
     ax = fig.subplots()
     names = [s["baseline"] for s in summaries]

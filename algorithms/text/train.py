@@ -3,12 +3,20 @@
 This is what ``deliberate train text NAME`` calls with the learner's config
 (``TEXT_CONFIGS[NAME]``), and what examples and benchmarks call from Python::
 
-    from algorithms.text import TextMAGRPOConfig, TextRunConfig, train
-    result = train(TextMAGRPOConfig(model="tiny", run=TextRunConfig(updates=2, run_dir="runs/text")))
+    from algorithms.core.config import RunConfig
+    from algorithms.text import TextMAGRPOConfig, train
+    result = train(TextMAGRPOConfig(model="tiny", run=RunConfig(updates=2, run_dir="runs/text")))
+
+It owns the run folder as the meta family's :func:`algorithms.meta.train.train` does: a new
+one for ``run.run_dir=""`` (``runs/train/text-<algo>-seed<seed>-<time>``; ``None``: none),
+``resume`` and the settings checked, the model, env and learner built, and only then
+``config.json`` recorded; then ``metrics.jsonl``, ``checkpoint.safetensors``,
+``summary.json``, the adapters and ``learning_curves.png``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -21,16 +29,29 @@ from agents.text_policy import TextPolicy
 from agents.trainable_lm import TrainableLM, default_lora, tiny_model
 from agents.trainable_team import TrainableTeam
 from algorithms.core import data_parallel
-from algorithms.core.run import RunConfig, run
+from algorithms.core.metrics import check_loggers
+from algorithms.core.run import run
+from algorithms.core.run_dirs import check_resume, holds_run, named_run, open_run_dir
 from algorithms.text.base import TextPolicyGradientLearner, rank_num_envs
-from algorithms.text.config import TextLearnerConfig
+from algorithms.text.config import TEXT_CONFIGS, TextLearnerConfig
+from algorithms.text.eval import evaluate
 from algorithms.text.learners import TEXT_LEARNERS
 from deliberation_env.factory import vector_env_from
 from deliberation_env.text import TextDeliberationVectorEnv
 from deliberation_env.text.config import config_record
 
+TEXT_ALGOS = {kind: name for name, kind in TEXT_CONFIGS.items()}
+"""Each text learner config's algorithm name (as ``deliberate train text NAME`` spells it)."""
 SUMMARY = "summary.json"
+"""A run's held-out evaluations before and after training (both families write it)."""
 ADAPTERS = "adapters"
+"""The folder of the trained adapters (peft format), one per agent."""
+CURVES_FILE = "learning_curves.png"
+"""The joint reward per update, held-out evaluations as points (:func:`algorithms.text.plots.learning_curves`)."""
+RESOLVED_FIELDS = ("resolved_device", "resolved_dtype")
+"""What ``config.json`` records beside a run's ``device`` and ``dtype`` names: what they gave
+on the machine that ran it (a resumed run may move; the learners check the dtype against
+the checkpoint's)."""
 
 
 @dataclass
@@ -42,12 +63,14 @@ class TrainResult:
         history: The metrics of every update run by this call.
         before: Held-out greedy evaluation before training (empty without ``eval_problems``).
         after: The same after training.
+        run_dir: The run's folder (the one named for ``run_dir=""``); None without one.
     """
 
     learner: TextPolicyGradientLearner
     history: list[dict[str, float]]
     before: dict[str, float]
     after: dict[str, float]
+    run_dir: str | None = None
 
 
 def learner_class(config: TextLearnerConfig) -> type[TextPolicyGradientLearner]:
@@ -99,6 +122,36 @@ def build_env(config: TextLearnerConfig, num_envs: int, split: str | None = None
     return vector_env_from(config.env, num_envs, **({} if split is None else {"split": split}))
 
 
+def resolved_placement(device: str, dtype: str) -> dict[str, str]:
+    """Before a run writes anything: the device and dtype that ``device`` and ``dtype``
+    give here (:func:`agents.devices.resolve`), under :data:`RESOLVED_FIELDS`.
+
+    Raises:
+        ValueError: Naming ``--device``, when this machine lacks the device it asks for.
+    """
+    from agents.devices import dtype_name, resolve, unavailable
+
+    why = unavailable(device)
+    if why:
+        raise ValueError(f"--device {device}: {why}: use --device cpu, or --device auto (CUDA where present)")
+    resolved_device, resolved_dtype = resolve(device, dtype)
+    return dict(zip(RESOLVED_FIELDS, (str(resolved_device), dtype_name(resolved_dtype)), strict=True))
+
+
+def restarted_run(run_dir: str | None) -> bool:
+    """Whether this process is a worker ``torchrun`` restarted (``--max-restarts``) after one
+    failed, with ``run_dir`` holding the run: it then continues the run from its last
+    checkpoint, as with ``resume`` (the same settings are checked).
+
+    Raises:
+        ValueError: Under ``torchrun --max-restarts`` > 0 without ``run_dir`` (a restarted
+            worker would start over in a new folder).
+    """
+    if data_parallel.may_restart() and not run_dir:
+        raise ValueError("torchrun --max-restarts continues a failed run from its folder: give --run-dir")
+    return data_parallel.restarted() and holds_run(Path(run_dir))
+
+
 def train(
     config: TextLearnerConfig,
     frozen: Mapping[str, TextPolicy] | None = None,
@@ -114,8 +167,9 @@ def train(
     this machine's cores when Ray runs locally); with ``config.sampler="ctranslate2"``, by
     CTranslate2 in this process; evaluation stays with torch in this process.
 
-    With ``config.run.run_dir``: metrics.jsonl, checkpoint.safetensors (resumed from when present),
-    ``adapters/agent_k`` (peft format) and summary.json (config, before/after evaluation).
+    The run folder (the module docstring): ``config.json``, ``metrics.jsonl``,
+    ``checkpoint.safetensors``, ``adapters/agent_k`` (peft format), ``summary.json``
+    (``algo``, ``before`` and ``after``, the held-out evaluations) and ``learning_curves.png``.
 
     Under ``torchrun`` (``WORLD_SIZE`` > 1) the processes train data-parallel
     (:mod:`algorithms.core.data_parallel`): each plays its share of every update's groups
@@ -130,15 +184,25 @@ def train(
         A :class:`TrainResult`.
 
     Raises:
-        ValueError: On rollout workers under ``torchrun`` (each process samples its own share).
+        ValueError: Before anything is written: on rollout workers under ``torchrun`` (each
+            process samples its own share), a device this machine lacks, ``resume`` without
+            a run, or a ``run_dir`` that holds a run (of other settings, with ``resume``).
     """
+    algo = TEXT_ALGOS.get(type(config), "learner")
+    placement = resolved_placement(config.device, config.dtype)
+    check_loggers(config.run.tensorboard, config.run.wandb_project)
     with data_parallel.process_group(config.device) as ranks:
         if config.workers and ranks.world_size > 1:
             raise ValueError(
                 "under torchrun each process samples its own share of the rollouts: leave --rollout-workers out "
                 "(Ray rollout workers serve one training process)"
             )
-        return _train(config, frozen, ranks, learner_class(config) if learner is None else learner)
+        check_resume(config.run.resume, config.run.run_dir)
+        resume = config.run.resume or restarted_run(config.run.run_dir)  # before a new folder is named for ""
+        run_part = named_run(config.run, "text", f"{algo}-seed{config.seed}") if ranks.writes else None
+        run_part = dataclasses.replace(data_parallel.broadcast_object(run_part), resume=resume)  # one folder, rank 0's
+        config = dataclasses.replace(config, run=run_part)
+        return _train(config, frozen, ranks, learner_class(config) if learner is None else learner, placement)
 
 
 def _train(
@@ -146,8 +210,11 @@ def _train(
     frozen: Mapping[str, TextPolicy] | None,
     ranks: data_parallel.Ranks,
     learner_type: Callable[..., TextPolicyGradientLearner],
+    placement: dict[str, str],
 ) -> TrainResult:
-    """:func:`train` in this process, one of ``ranks``, with the learner ``learner_type`` builds."""
+    """:func:`train` in this process, one of ``ranks``, with the learner ``learner_type``
+    builds; the folder is recorded once everything is built (``placement``: the resolved
+    device and dtype)."""
     venv = build_env(config, rank_num_envs(config, ranks))
     frozen = dict(frozen or {})
     agents = [a for a in venv.possible_agents if a not in frozen]
@@ -167,32 +234,28 @@ def _train(
     if config.run.eval_problems:
         eval_env = build_env(config, min(config.run.eval_problems, 16), split="test")
         held_out = list(range(min(config.run.eval_problems, len(eval_env.problems))))
-    evaluate = functools.partial(learner.evaluate, eval_env, held_out, progress=config.run.progress) if held_out else None
-    before = evaluate() if evaluate else {}
+    metrics_of_held_out = None
+    if held_out:
+        metrics_of_held_out = lambda: evaluate(learner, eval_env, held_out, progress=config.run.progress).metrics
+    if config.run.run_dir and ranks.writes:
+        record = {"algo": TEXT_ALGOS.get(type(config), learner.name), **config_record(config), **placement}
+        open_run_dir(config.run.run_dir, record, config.run.resume, (*TextLearnerConfig.RUN_FIELDS, *RESOLVED_FIELDS))
+    data_parallel.barrier()  # the others start once rank 0 has checked and recorded the folder
     try:
-        result = run(learner, run_config(config), evaluate, learner.settings(config), learner.headline)
+        result = run(learner, config.run, metrics_of_held_out, learner.settings(config), learner.headline)
     finally:
         if sampler is not None:
             sampler.close()
-    after = (result.evaluation or evaluate()) if evaluate else {}  # a run resumed when finished may have none logged
+    before = result.first if metrics_of_held_out else {}
+    after = (result.evaluation or metrics_of_held_out()) if metrics_of_held_out else {}  # a finished run resumed may have none logged
     if config.run.run_dir and ranks.writes:
         folder = Path(config.run.run_dir)
         lm.save_adapters(folder / ADAPTERS)
         summary = {"algo": learner.name, "config": config_record(config), "before": before, "after": after}
         (folder / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    return TrainResult(learner, result.history, before, after)
+        if result.history:
+            from algorithms.text.plots import learning_curves
 
-
-def run_config(config: TextLearnerConfig) -> RunConfig:
-    """The run settings of ``config.run``: evaluated every ``eval_interval`` updates and last,
-    checkpointed every ``checkpoint_every`` and last (:func:`algorithms.core.run.run`)."""
-    run_part = config.run
-    return RunConfig(
-        run_part.updates,
-        run_part.run_dir,
-        checkpoint_every=run_part.checkpoint_every,
-        eval_every=run_part.eval_interval,
-        progress=run_part.progress,
-        tensorboard=run_part.tensorboard,
-        wandb_project=run_part.wandb_project,
-    )
+            title = f"{learner.name}, {config.env.task}, seed {config.seed}: joint reward per update"
+            learning_curves({learner.name: [result.history]}, folder / CURVES_FILE, title)
+    return TrainResult(learner, result.history, before, after, config.run.run_dir)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 import tyro
@@ -35,6 +35,7 @@ from agents.base import Backend, Solver
 from agents.specs import check_spec
 from deliberation_env.arguments import DEFAULT_TASK, task_arguments, with_max_cycles
 from deliberation_env.meta.core import CONCEDE_RULES, RewardConfig
+from deliberation_env.task_config import TaskFields
 from deliberation_env.tasks import Task
 from deliberation_env.tasks.base import SPLITS, check_scoring
 from deliberation_env.values import is_integer, is_number
@@ -82,29 +83,21 @@ class SimulatedTeamConfig:
 
 
 @dataclass
-class EnvConfig:
+class EnvConfig(TaskFields):
     """Every argument of the meta-action env (``de.parallel_env``, ``de.vector_env``), but
     the front-ends' own ``render_mode`` and ``infos``. Documented in :mod:`deliberation_env.meta.env`.
+    The task fields (``task``, ``path``, ``difficulty``, ``task_kwargs``, ``split``,
+    ``scoring``, ``n_agents``, ``max_cycles``, ``reward_scale``) are
+    those of :class:`~deliberation_env.task_config.TaskFields`.
     """
 
-    # Task
+    # Task fields where this family differs: a task name always, no task_kwargs on the command line, 3 agents
     task: Annotated[str | Task, TASK_ON_THE_COMMAND_LINE] = DEFAULT_TASK
     """Task name (``deliberate tasks list``); from Python also a :class:`Task` instance."""
-    path: str | None = None
-    """Data of a file-based task (gsm8k, math, aime, amc, mmlu, jsonl, humaneval): a JSONL file, a
-    folder with train.jsonl and test.jsonl, ``hf:<dataset>[:<config>]`` or ``sample`` (docs/data.md)."""
-    difficulty: int | None = None
-    """Arithmetic difficulty, 1 (single-digit sums) to 5 (word problems); None: the task's
-    default, 1 (``deliberate train`` and ``compare``: 3). Task ``arithmetic`` only."""
     task_kwargs: tyro.conf.Suppress[dict[str, Any] | None] = None
     """Further keyword arguments of a task given by name (``de.tasks.get(task, **task_kwargs)``)."""
-    split: str = "train"
-    """Problem split, ``train`` or ``test``."""
-    scoring: Literal["strict", "lenient"] = "strict"
-    """How the task reads answers: ``strict`` (only a final answer stated in the form the
-    prompt asks for counts, e.g. "The answer is N."; an answer cut at the token budget is
-    no answer) or ``lenient`` (the task's forgiving reader, e.g. the last number anywhere).
-    Answer tasks only (humaneval: strict)."""
+    n_agents: int = 3
+    """Agents in the team (>= 2)."""
 
     # Team
     team: Annotated[TeamSpec, TEAM_ON_THE_COMMAND_LINE] = "smollm2"
@@ -112,8 +105,6 @@ class EnvConfig:
     ``smollm2``, ``llamacpp[:<gguf>]``, ``transformers:<model>``,
     ``openai:<base_url>#<model>``, ``vllm:<model>`` (:mod:`agents.specs`); from Python
     also a Backend or a Solver."""
-    n_agents: int = 3
-    """Agents in the team (>= 2)."""
     temperature: float | None = None
     """Sampling temperature of the LLM members given by spec (None: the member's default)."""
     max_tokens: int | None = None
@@ -131,8 +122,6 @@ class EnvConfig:
     # Episode
     max_rounds: int | None = None
     """Deliberation rounds per episode (>= 1; None: 3)."""
-    max_cycles: tyro.conf.Suppress[int | None] = None
-    """PettingZoo's name for ``max_rounds`` (its ``max_cycles_test`` passes it); give one."""
     concede_rule: str = "most_confident"
     """Whose answer CONCEDE adopts: ``most_confident`` or ``plurality``."""
     stop_on_consensus: bool = False
@@ -141,8 +130,6 @@ class EnvConfig:
     """``vector`` (a Dict), ``flat`` (one vector), ``text`` or ``both``."""
 
     # Reward: r = reward_scale (w_local r_local + w_global r_global - lambda_tok tokens / 1000)
-    reward_scale: float = 1.0
-    """Multiplies every reward (> 0)."""
     w_local: float = 1.0
     """Weight of r_local (own correctness change)."""
     w_global: float = 1.0

@@ -74,6 +74,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
+import functools
 import hashlib
 import io
 import json
@@ -484,19 +485,26 @@ def _problem(where: str, record: dict[str, Any]) -> Problem:
     task_id, prompt = _task_id(where, record), require(where, record, "prompt")
     entry_point = _entry_point(where, record)
     tests = require(where, record, "test")
-    solution = require(where, record, "canonical_solution")
-    _check_prompt(where, prompt, entry_point)
-    reference = prompt + solution
-    _parse(where, "canonical_solution", reference, "the prompt followed by the canonical solution")
-    _check_tests(where, tests, prompt, entry_point)
+    reference = prompt + require(where, record, "canonical_solution")
     meta = {
         "task_id": task_id,
         "prompt": prompt,
         "test": tests,
         "entry_point": entry_point,
-        "examples": example_calls(prompt, entry_point),
+        "examples": _checked_examples(where, prompt, reference, tests, entry_point),
     }
     return Problem(task_id, prompt, reference.rstrip() + "\n", meta)
+
+
+@functools.lru_cache(maxsize=4096)
+def _checked_examples(where: str, prompt: str, reference: str, tests: str, entry_point: str) -> tuple[str, ...]:
+    """The prompt's example calls, once its prompt, reference solution and tests pass the
+    checks of :func:`_problem` (cached: each task built from a file reads it anew, and
+    the checks walk every syntax tree; an error is raised again, not cached)."""
+    _check_prompt(where, prompt, entry_point)
+    _parse(where, "canonical_solution", reference, "the prompt followed by the canonical solution")
+    _check_tests(where, tests, prompt, entry_point)
+    return example_calls(prompt, entry_point)
 
 
 def _entry_point(where: str, record: dict[str, Any]) -> str:

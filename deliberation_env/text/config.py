@@ -36,12 +36,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated, Any, Literal
-
-import tyro
-from tyro.constructors import PrimitiveConstructorSpec
+from typing import Annotated, Any
 
 from deliberation_env.arguments import DEFAULT_TASK, task_arguments, with_max_cycles
+from deliberation_env.task_config import TaskFields, name_on_the_command_line
 from deliberation_env.tasks import Task
 from deliberation_env.tasks.base import SPLITS, check_scoring
 from deliberation_env.text.protocols.base import TextProtocol
@@ -51,17 +49,6 @@ PROTOCOLS = ("math", "coding")
 """Protocols given by name (the writing protocol needs its corpus: give an instance)."""
 CODE_TASKS = ("humaneval",)
 """Tasks whose default protocol is ``"coding"`` (every other task's is ``"math"``)."""
-
-
-def _name_on_the_command_line(metavar: str) -> PrimitiveConstructorSpec:
-    """``--task NAME`` / ``--protocol NAME``: a name, or ``None`` (instances are for Python callers)."""
-    return PrimitiveConstructorSpec(
-        nargs=1,
-        metavar=metavar,
-        instance_from_str=lambda args: None if args[0] == "None" else args[0],
-        is_instance=lambda value: True,
-        str_from_instance=lambda value: [value if isinstance(value, str) else "None" if value is None else value.name],
-    )
 
 
 @dataclass(frozen=True)
@@ -186,23 +173,16 @@ def config_record(config: Any) -> dict[str, Any]:
 
 
 @dataclass
-class TextEnvConfig:
+class TextEnvConfig(TaskFields):
     """Every argument of the text-action env (``de.text_env``, ``de.text_vector_env``) but
-    the front-end's own ``render_mode``. Documented in :mod:`deliberation_env.text.env`."""
+    the front-end's own ``render_mode``. Documented in :mod:`deliberation_env.text.env`.
+    The task fields (``task``, ``path``, ``difficulty``, ``task_kwargs``, ``split``,
+    ``scoring``, ``n_agents``, ``max_cycles``, ``reward_scale``) are those of
+    :class:`~deliberation_env.task_config.TaskFields`, with its defaults."""
 
-    # Task and protocol
-    task: Annotated[str | Task | None, _name_on_the_command_line("NAME")] = None
-    """Task name (``deliberate tasks list``) or, from Python, a :class:`Task`; None:
-    ``arithmetic``. Not with a protocol instance, which brings its own problems."""
-    path: str | None = None
-    """Data of a file-based task (gsm8k, math, aime, amc, mmlu, jsonl, humaneval): a JSONL file, a
-    folder with train.jsonl and test.jsonl, ``hf:<dataset>[:<config>]`` or ``sample`` (docs/data.md)."""
-    difficulty: int | None = None
-    """Arithmetic difficulty, 1 to 5; None: 1. Task ``arithmetic`` only."""
-    task_kwargs: dict[str, int | float | str] | None = None
-    """Further keyword arguments of a task given by name (``de.tasks.get(task, **task_kwargs)``)."""
+    # Protocol
     protocol: Annotated[
-        str | TextProtocol | None, _name_on_the_command_line("NAME"), ImportsCode("--protocol", PROTOCOLS)
+        str | TextProtocol | None, name_on_the_command_line("NAME"), ImportsCode("--protocol", PROTOCOLS)
     ] = None
     """How the team collaborates: None (the task's default: ``coding`` for humaneval,
     ``math`` for every other task), ``math``, ``coding``, the import path of a protocol
@@ -213,27 +193,12 @@ class TextEnvConfig:
     config file; or from Python a
     :class:`~deliberation_env.text.protocols.base.TextProtocol` instance (e.g. a
     ``WritingProtocol``)."""
-    split: str = "train"
-    """Problem split, ``train`` or ``test``."""
 
     # Episode
-    n_agents: int = 2
-    """Agents in the team (>= 2; the coding and writing protocols seat exactly 2)."""
     max_turns: int | None = None
     """Turns per episode (>= 1; None: 1); from turn 2 each prompt carries the feedback."""
-    max_cycles: tyro.conf.Suppress[int | None] = None
-    """PettingZoo's name for ``max_turns`` (its ``max_cycles_test`` passes it); give one."""
     stop_threshold: float | None = None
     """End an episode early once the joint reward R reaches this value (None: never)."""
-
-    # Reward
-    scoring: Literal["strict", "lenient"] = "strict"
-    """How the math protocol reads answers: ``strict`` (only a final answer stated in the
-    form the prompt asks for counts, e.g. "The answer is N."; a completion cut at the token
-    budget is no answer) or ``lenient`` (the task's forgiving reader, e.g. the last number
-    anywhere). Not with a protocol instance, which brings its own; humaneval: strict only."""
-    reward_scale: float = 1.0
-    """Multiplies the joint reward in ``rewards`` (> 0; the parts in infos are unscaled)."""
 
     def __post_init__(self) -> None:
         self.max_turns = with_max_cycles("max_turns", self.max_turns, self.max_cycles, 1)

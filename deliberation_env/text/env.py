@@ -115,9 +115,11 @@ argument is an error naming it before any task is loaded).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -386,12 +388,21 @@ class Spaces:
 
     @classmethod
     def of(cls, engine: TextEngine) -> Spaces:
-        """Spaces fitting every prompt of ``engine``."""
-        charset = prompt_charset()
-        return cls(
-            PromptText(max_length=engine.max_prompt_length, min_length=0, charset=charset),
-            PromptText(max_length=ACTION_MAX_LENGTH, min_length=0, charset=charset),
-        )
+        """Spaces fitting every prompt of ``engine``: copies of one space per length, as
+        gymnasium indexes the 63,425 characters anew for each ``Text`` it builds."""
+        return cls(_prompt_text(engine.max_prompt_length), _prompt_text(ACTION_MAX_LENGTH))
+
+
+@lru_cache(maxsize=64)
+def _prompt_space(max_length: int) -> PromptText:
+    """The one :class:`PromptText` of ``max_length`` whose copies the envs hold (never handed out)."""
+    return PromptText(max_length=max_length, min_length=0, charset=prompt_charset())
+
+
+def _prompt_text(max_length: int) -> PromptText:
+    """A :class:`PromptText` of ``max_length`` of its own (its seed and random generator),
+    sharing the character tables of :func:`_prompt_space`'s."""
+    return copy.copy(_prompt_space(max_length))
 
 
 class TextDeliberationEnv(ParallelEnv):

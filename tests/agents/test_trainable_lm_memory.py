@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from agents.trainable_lm import Meter, TrainableLM, default_lora, tiny_model
-from algorithms.text import TextGRPO, TextGRPOConfig, TextRunConfig
+from algorithms.text import TextGRPO, TextGRPOConfig
+from algorithms.text.config import text_run
 from deliberation_env.tasks import Problem
 from deliberation_env.text import Outcome, text_vector_env
 from deliberation_env.text.protocols.base import chat
@@ -96,7 +97,7 @@ def test_gradient_checkpointing_recomputes_and_gives_the_same_loss_and_gradient(
 
 def learner(**settings) -> TextGRPO:
     config = TextGRPOConfig(
-        groups_per_update=2, group_size=2, max_new_tokens=6, max_grad_norm=1e9, run=TextRunConfig(progress=False), **settings
+        groups_per_update=2, group_size=2, max_new_tokens=6, max_grad_norm=1e9, run=text_run(progress=False), **settings
     )
     venv = text_vector_env(config.num_envs, protocol=LengthProtocol(), n_agents=2, max_turns=1)
     lm = make_lm(micro_batch_size=config.micro_batch_size, gradient_checkpointing=config.gradient_checkpointing)

@@ -21,8 +21,9 @@ from algorithms.core.checkpoints import (
     load_checkpoint,
     save_checkpoint,
 )
-from algorithms.meta import GRPO, SFTConfig, SoftRankPO, SoftRankPOConfig
-from algorithms.meta.train import TrainConfig, load_network, train
+from algorithms.core.config import RunConfig
+from algorithms.meta import GRPO, SoftRankPO, SoftRankPOConfig
+from algorithms.meta.train import load_network, train
 from deliberation_env import EnvConfig, vector_env_from
 
 ENV = EnvConfig(team="simulated", difficulty=3, max_rounds=2)
@@ -57,13 +58,9 @@ def learner(cls=SoftRankPO, **overrides):
     return cls(config, vector_env_from(ENV, config.num_envs))
 
 
-def tiny(tmp_path, **overrides):
-    settings = {
-        "env": ENV, "updates": 1, "sft_updates": 0, "eval_every": 1, "eval_problems": 4,
-        "run_dir": str(tmp_path / "run"), "progress": False, "softrankpo": SoftRankPOConfig(**SMALL),
-        "sft": SFTConfig(episodes_per_update=8, hidden_size=16, num_heads=2),
-    }  # fmt: skip
-    return TrainConfig(**{**settings, **overrides})
+def tiny(tmp_path, updates=1, resume=False, **overrides):
+    run = RunConfig(updates=updates, eval_interval=1, eval_problems=4, run_dir=str(tmp_path / "run"), progress=False, resume=resume)
+    return SoftRankPOConfig(**{"env": ENV, "run": run, "sft_updates": 0, **SMALL, **overrides})
 
 
 def fingerprint(subject):
@@ -117,7 +114,8 @@ def test_the_automatic_resume_of_a_training_run_refuses_a_pickle(tmp_path, name)
     marker = tmp_path / "marker"
     (tmp_path / "run").mkdir()
     evil(tmp_path / "run" / name, marker)
-    with pytest.raises(CheckpointError, match="can run any code"):
+    refusal = "can run any code" if name == CHECKPOINT else "holds no run to continue"  # checkpoint.pt: never a run's
+    with pytest.raises((CheckpointError, ValueError), match=refusal):
         train(tiny(tmp_path, resume=True))
     assert not marker.exists()
     assert not (tmp_path / "run" / "summary.json").exists()
@@ -127,7 +125,7 @@ def test_the_resume_of_an_sft_warm_start_refuses_a_pickle(tmp_path):
     marker = tmp_path / "marker"
     (tmp_path / "run" / "sft").mkdir(parents=True)
     evil(tmp_path / "run" / "sft" / LEGACY_CHECKPOINT, marker)
-    with pytest.raises(CheckpointError, match="can run any code"):
+    with pytest.raises(ValueError, match="holds no run to continue"):  # refused before anything is read
         train(tiny(tmp_path, sft_updates=1, resume=True))
     assert not marker.exists()
 
@@ -137,7 +135,7 @@ def test_a_warm_start_from_the_command_line_refuses_a_pickle(tmp_path, kind, cap
     marker = tmp_path / "marker"
     path = evil(tmp_path / "sft.pt", marker, kind)
     with pytest.raises(SystemExit):
-        cli.main(["train", "--warm-start", str(path), "--team", "simulated", "--updates", "1",
+        cli.main(["train", "meta", "softrankpo", "--warm-start", str(path), "--team", "simulated", "--updates", "1",
                   "--eval-problems", "2", "--run-dir", str(tmp_path / "run"), "--no-progress"])  # fmt: skip
     assert "can run any code" in capsys.readouterr().err
     assert not marker.exists()
@@ -295,4 +293,4 @@ def test_the_resumed_run_reads_the_safetensors_checkpoint_beside_a_pickle(tmp_pa
     train(tiny(tmp_path, updates=2, resume=True))
     assert not marker.exists()
     assert load_checkpoint(tmp_path / "run" / CHECKPOINT)["update"] == 2
-    assert np.isfinite(json.loads((tmp_path / "run" / "summary.json").read_text())["eval/accuracy"])
+    assert np.isfinite(json.loads((tmp_path / "run" / "summary.json").read_text())["after"]["eval/accuracy"])

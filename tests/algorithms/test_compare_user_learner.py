@@ -21,27 +21,20 @@ from algorithms.core.compare import (
     RESULTS_CSV,
     RESULTS_JSON,
 )
+from algorithms.core.config import RunConfig
 from algorithms.meta import compare as meta_compare
-from algorithms.meta.config import (
-    GRPOConfig,
-    MAGRPOConfig,
-    SFTConfig,
-    SoftRankPOConfig,
-    TrainConfig,
-)
+from algorithms.meta.config import PolicyGradientConfig
 from algorithms.meta.grpo import GRPO
-from algorithms.text import TextRunConfig
 from algorithms.text import compare as text_compare
+from algorithms.text.config import TextLearnerConfig, text_run
 from algorithms.text.learners import TextGRPO
 from deliberation_env.meta.config import EnvConfig
 
 SMALL = {"groups_per_update": 2, "group_size": 2, "hidden_size": 16, "num_heads": 2}
 TINY_META = [
     "--team", "simulated", "--difficulty", "3", "--max-rounds", "2", "--updates", "2", "--sft-updates", "1",
-    "--eval-every", "2", "--eval-problems", "8", "--sft.episodes-per-update", "4", "--sft.hidden-size", "16",
-    "--sft.num-heads", "2", "--no-progress",
-    *(arg for algo in ("softrankpo", "grpo") for flag in ("groups-per-update", "group-size", "hidden-size", "num-heads")
-      for arg in (f"--{algo}.{flag}", "16" if flag == "hidden-size" else "2")),
+    "--eval-interval", "2", "--eval-problems", "8", "--no-progress",
+    "--groups-per-update", "2", "--group-size", "2", "--hidden-size", "16", "--num-heads", "2",
 ]  # fmt: skip
 COMMON_FILES = {RESULTS_CSV, CURVES_CSV, RESULTS_JSON, CURVES_FIGURE, FINAL_FIGURE, "config.json"}
 """What every comparison writes beside its runs' folders."""
@@ -79,19 +72,18 @@ class CentredText(TextGRPO):
 
 
 def tiny_meta(tmp_path, algos: tuple[str, ...], seeds: int = 1) -> meta_compare.CompareConfig:
-    train = TrainConfig(
-        env=EnvConfig(team="simulated", difficulty=3, max_rounds=2), updates=2, sft_updates=1, eval_every=2,
-        eval_problems=8, progress=False, softrankpo=SoftRankPOConfig(**SMALL), grpo=GRPOConfig(**SMALL),
-        magrpo=MAGRPOConfig(**SMALL), sft=SFTConfig(episodes_per_update=4, hidden_size=16, num_heads=2),
+    template = PolicyGradientConfig(
+        env=EnvConfig(team="simulated", difficulty=3, max_rounds=2), sft_updates=1,
+        run=RunConfig(updates=2, eval_interval=2, eval_problems=8, progress=False), **SMALL,
     )  # fmt: skip
     return meta_compare.CompareConfig(
-        algos=algos, seeds=seeds, baselines=("independent", "oracle"), train=train, out_dir=str(tmp_path / "meta")
+        learner=template, algos=algos, seeds=seeds, baselines=("independent", "oracle"), out_dir=str(tmp_path / "meta")
     )
 
 
 def tiny_text(tmp_path, algos: tuple[str, ...]) -> text_compare.TextCompare:
-    shared = text_compare.SharedTextSettings(
-        model="tiny", groups_per_update=1, group_size=2, max_new_tokens=4, run=TextRunConfig(updates=1, progress=False)
+    shared = TextLearnerConfig(
+        model="tiny", groups_per_update=1, group_size=2, max_new_tokens=4, run=text_run(updates=1, progress=False)
     )
     return text_compare.TextCompare(learner=shared, algos=algos, seeds=1, out_dir=str(tmp_path / "text"))
 
@@ -119,7 +111,8 @@ def test_a_meta_learner_of_ones_own_joins_compare_from_python(tmp_path):
     assert set(summary["learners"]) == {"softrankpo@1", "centred@1"}
     assert summary["learners"]["centred@1"]["n"] == 2 and "centred@1" in summary["gap_closed"]
     out = tmp_path / "meta"
-    assert json.loads((out / "scale1" / "centred" / "seed1" / "summary.json").read_text())["eval/consensus_accuracy"] >= 0
+    summary_file = json.loads((out / "scale1" / "centred" / "seed1" / "summary.json").read_text())
+    assert summary_file["algo"] == "centred" and summary_file["after"]["eval/consensus_accuracy"] >= 0
     with (out / RESULTS_CSV).open() as file:
         assert [row["seed"] for row in csv.DictReader(file) if row["algo"] == "centred"] == ["0", "1"]
     with (out / CURVES_CSV).open() as file:
@@ -184,7 +177,7 @@ def test_a_name_that_is_no_learner_is_refused_before_anything_is_written(tmp_pat
 @pytest.mark.parametrize(
     "data",
     [
-        {"command": "compare", "algos": ["softrankpo", "./evil.py:Mine"]},
+        {"command": "compare meta", "algos": ["softrankpo", "./evil.py:Mine"]},
         {"command": "compare text", "algos": ["grpo", "evil:Mine"]},
     ],
 )

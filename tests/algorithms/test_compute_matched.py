@@ -7,7 +7,7 @@ import json
 from agents.simulated import SimulatedTeam
 from algorithms import baselines, cli
 from algorithms.meta.compute_matched import OneAgent, compute_matched
-from algorithms.meta.evaluate import evaluate
+from algorithms.meta.evaluate import evaluate_rounds
 from deliberation_env.factory import vector_env_from
 from deliberation_env.meta.config import EnvConfig
 
@@ -19,7 +19,7 @@ def test_one_agent_answers_every_seat_as_agent_zero():
     # Skill 1 for agent 0, 0 for the others: k samples of agent 0 are all right, while the
     # team's other seats are all wrong.
     member = SimulatedTeam(skill=(1.0, 0.0, 0.0), parse_failure=0.0)
-    team = evaluate(baselines.get("independent"), vector_env_from(CONFIG, 8, team=member), PROBLEMS, progress=False)
+    team = evaluate_rounds(baselines.get("independent"), vector_env_from(CONFIG, 8, team=member), PROBLEMS, progress=False)
     assert team.accuracy[0] == 1 / 3
     single, votes = compute_matched(member, CONFIG, [team], PROBLEMS, seed=0, num_envs=8)
     assert single.policy == "single agent" and single.accuracy == [1.0, 1.0]
@@ -30,7 +30,7 @@ def test_one_agent_answers_every_seat_as_agent_zero():
 def test_self_consistency_spends_the_costliest_rows_tokens():
     member = SimulatedTeam()
     venv = vector_env_from(CONFIG, 8, team=member)
-    team = [evaluate(baselines.get(name), venv, PROBLEMS, progress=False) for name in ("independent", "debate")]
+    team = [evaluate_rounds(baselines.get(name), venv, PROBLEMS, progress=False) for name in ("independent", "debate")]
     single, votes = compute_matched(member, CONFIG, team, PROBLEMS, seed=0, num_envs=8)
     budget = max(r.tokens_per_problem for r in team)
     k = int(votes.policy.removeprefix("self-consistency k="))

@@ -9,8 +9,14 @@ import pytest
 import yaml
 
 from algorithms import cli
+from algorithms.core import config_files
+from algorithms.core.config import RunConfig
 from algorithms.meta.compare import CompareConfig
-from algorithms.text import TEXT_CONFIGS
+from algorithms.meta.config import CONFIGS as META_CONFIGS
+from algorithms.meta.config import GRPOConfig
+from algorithms.text import TEXT_CONFIGS, TextGRPOConfig
+from algorithms.text.config import text_run
+from deliberation_env import EnvConfig, TextEnvConfig
 
 CLASSES = {name: kind for kind, (name, _) in cli.COMMANDS.items()}
 
@@ -38,14 +44,14 @@ def test_each_config_loads_and_validates(path):
     command = data.pop("command")
     cfg = parse(*command.split(), "--config", str(path))
     assert isinstance(cfg, CLASSES[command])
-    if command == "train text":  # the LLM-weight learners: algo picks the config class
-        assert type(cfg.learner) is TEXT_CONFIGS[data.pop("algo")]
+    if command.startswith("train"):  # a learner: algo picks the config class
+        assert type(cfg.learner) is {"train meta": META_CONFIGS, "train text": TEXT_CONFIGS}[command][data.pop("algo")]
         cfg = cfg.learner
     assert_holds(cfg, data)
 
 
 def parse(*args: str):
-    """The config of the command ``deliberate ARGS`` (its leaf: ``RunMeta``, ``TrainConfig``, ...)."""
+    """The config of the command ``deliberate ARGS`` (its leaf: ``RunMeta``, ``TrainMeta``, ...)."""
     return cli.parse(list(args)).command.command
 
 
@@ -108,20 +114,38 @@ def test_a_bad_file_is_named(tmp_path):
     with pytest.raises(ValueError, match=r"bad.yaml: env: bad team spec 'simulatd'"):
         parse("run", "--config", str(bad))
     bad.write_text("command: run\nn_problems: 2\n")
-    with pytest.raises(ValueError, match=r"bad.yaml is for 'deliberate run', not 'deliberate train'"):
-        parse("train", "--config", str(bad))
+    with pytest.raises(ValueError, match=r"bad.yaml is for 'deliberate run', not 'deliberate train meta'"):
+        parse("train", "meta", "grpo", "--config", str(bad))
     with pytest.raises(ValueError, match=r"bad.yaml is for 'deliberate run', not 'deliberate run text'"):
         parse("run", "text", "--config", str(bad))
 
 
-def test_compare_reads_a_nested_train_env(tmp_path):
+def test_compare_meta_reads_a_nested_template(tmp_path):
     path = tmp_path / "c.json"
-    path.write_text('{"command": "compare", "seeds": 2, "train": {"updates": 3, "env": {"team": "simulated", "max_rounds": 1}}}')
-    cfg = parse("compare", "--config", str(path))
-    assert isinstance(cfg, CompareConfig) and cfg.train.updates == 3
-    assert (cfg.train.env.team, cfg.train.env.max_rounds, cfg.train.env.difficulty) == ("simulated", 1, None)
-    assert cfg.train.with_task_defaults().env.difficulty == 3  # arithmetic's training default, applied by the run
-    assert cfg.train.eval_every == 10  # not in the file: the compare template's own default
+    path.write_text('{"command": "compare meta", "seeds": 2, "learner": {"run": {"updates": 3}, "env": {"team": "simulated", "max_rounds": 1}}}')
+    cfg = parse("compare", "meta", "--config", str(path))
+    assert isinstance(cfg, CompareConfig) and cfg.learner.run.updates == 3
+    assert (cfg.learner.env.team, cfg.learner.env.max_rounds, cfg.learner.env.difficulty) == ("simulated", 1, None)
+    assert cfg.learner.run.eval_interval == 10  # not in the file: the run's own default
+
+
+@pytest.mark.parametrize(
+    "family, config",
+    [
+        ("meta", GRPOConfig(env=EnvConfig(task="gsm8k", path="sample", team=("simulated", "simulated"), n_agents=2),
+                            run=RunConfig(updates=7, eval_interval=0, run_dir="runs/x"), kl_coef=0.1, sft_updates=3)),
+        ("text", TextGRPOConfig(env=TextEnvConfig(task="arithmetic", n_agents=3, task_kwargs={"difficulty": 2}),
+                                run=text_run(updates=5, eval_problems=4, eval_interval=2), kl_coef=0.05, lora_targets=("q_proj",))),
+    ],
+)  # fmt: skip
+def test_a_config_file_in_the_new_shape_round_trips_for_both_families(tmp_path, family, config):
+    data = config_files.to_data(config)
+    assert {"env", "run", "kl_coef"} <= set(data) and data["run"]["updates"] == config.run.updates  # env, run, own fields
+    for suffix, dump in ((".yaml", yaml.safe_dump), (".json", json.dumps)):
+        path = tmp_path / f"grpo{suffix}"
+        path.write_text(dump({"command": f"train {family}", "algo": "grpo", **data}))
+        assert parse("train", family, "--config", str(path)).learner == config
+        assert parse("train", family, "grpo", "--config", str(path), "--kl-coef", "0.3").learner.kl_coef == 0.3
 
 
 # ----------------------------------------------------------------- files are data, read with bounded work
@@ -153,7 +177,7 @@ def test_yaml_anchors_and_aliases_are_refused(tmp_path, text):
     path.write_text(text)
     assert len(text.encode()) < 500
     with pytest.raises(ValueError, match=r"bomb.yaml: YAML anchors and aliases .* are not allowed"):
-        parse(text.split()[1], "--config", str(path))
+        parse(*{"run": ("run",), "train": ("train", "meta", "grpo")}[text.split()[1]], "--config", str(path))
 
 
 @pytest.mark.parametrize(
@@ -174,40 +198,40 @@ def test_oversized_deep_or_ambiguous_files_are_refused(tmp_path, name, text, mes
     path = tmp_path / name
     path.write_text(text)
     with pytest.raises(ValueError, match=message):
-        parse("train" if "train" in text[:30] else "run", "--config", str(path))
+        parse(*(("train", "meta", "grpo") if "train" in text[:30] else ("run",)), "--config", str(path))
 
 
 @pytest.mark.parametrize(
     "command, text, message",
     [
-        ("train", "env:\n  n_agents: three", r"field 'env.n_agents': expected int, got str 'three'"),
-        ("train", "softrankpo:\n  kl_coef: [1]", r"field 'softrankpo.kl_coef': expected float, got list \[1\]"),
-        ("train", "updates: true", r"field 'updates': expected int, got bool True"),
-        ("train", "updates: 2.0", r"field 'updates': expected int, got float 2.0"),
-        ("train", "algo: ppo", r"field 'algo': expected one of 'softrankpo', 'grpo', 'magrpo', 'sft', got str 'ppo'"),
-        ("train", "env:\n  reward_scale: .nan", r"field 'env.reward_scale': expected float, got float nan \(not finite\)"),
-        ("train", "env:\n  w_global: .inf", r"field 'env.w_global': expected float, got float inf \(not finite\)"),
-        ("train", "env: text-ish", r"field 'env': expected a mapping of EnvConfig fields, got str"),
-        ("train", "env:\n  difficulty: '3'", r"field 'env.difficulty': expected int or null, got str '3'"),
-        ("train", "env:\n  team: 3", r"field 'env.team': expected str or a list of str, got int 3"),
-        ("train", "env:\n  team: [simulated, 3]", r"field 'env.team': expected str or a list of str"),
-        ("train", "env:\n  split: 2024-01-01", r"field 'env.split': expected str, got date"),
-        ("train", "env:\n  task_kwargs: [1]", r"field 'env.task_kwargs': expected a mapping or null, got list"),
-        ("train", "env:\n  simulated:\n    skill: [0.8, high]", r"field 'env.simulated.skill\[1\]': expected float, got str 'high'"),
+        ("train meta grpo", "env:\n  n_agents: three", r"field 'env.n_agents': expected int, got str 'three'"),
+        ("train meta softrankpo", "kl_coef: [1]", r"field 'kl_coef': expected float, got list \[1\]"),
+        ("train meta grpo", "run: {updates: true}", r"field 'run.updates': expected int, got bool True"),
+        ("train text grpo", "run: {updates: 2.0}", r"field 'run.updates': expected int, got float 2.0"),
+        ("train meta", "algo: ppo", r"algo 'ppo' is not one of softrankpo, grpo, magrpo, sft"),
+        ("train meta grpo", "env:\n  reward_scale: .nan", r"field 'env.reward_scale': expected float, got float nan \(not finite\)"),
+        ("train meta grpo", "env:\n  w_global: .inf", r"field 'env.w_global': expected float, got float inf \(not finite\)"),
+        ("train meta grpo", "env: text-ish", r"field 'env': expected a mapping of EnvConfig fields, got str"),
+        ("train meta grpo", "env:\n  difficulty: '3'", r"field 'env.difficulty': expected int or null, got str '3'"),
+        ("train meta grpo", "env:\n  team: 3", r"field 'env.team': expected str or a list of str, got int 3"),
+        ("train meta grpo", "env:\n  team: [simulated, 3]", r"field 'env.team': expected str or a list of str"),
+        ("train meta grpo", "env:\n  split: 2024-01-01", r"field 'env.split': expected str, got date"),
+        ("train meta grpo", "env:\n  task_kwargs: [1]", r"field 'env.task_kwargs': expected a mapping or null, got list"),
+        ("train meta grpo", "env:\n  simulated:\n    skill: [0.8, high]", r"field 'env.simulated.skill\[1\]': expected float, got str 'high'"),
         ("run", "policies: [independent, 3]", r"field 'policies\[1\]': expected str, got int 3"),
         ("run", "run_dir: 5", r"field 'run_dir': expected str, got int 5"),
         ("run text", "samples: two", r"field 'samples': expected int, got str 'two'"),
-        ("compare", "train:\n  env:\n    n_agents: [3]", r"field 'train.env.n_agents': expected int, got list"),
-        ("compare", "seeds: {n: 3}", r"field 'seeds': expected int, got mapping"),
+        ("compare meta", "learner:\n  env:\n    n_agents: [3]", r"field 'learner.env.n_agents': expected int, got list"),
+        ("compare meta", "seeds: {n: 3}", r"field 'seeds': expected int, got mapping"),
         ("train text", "algo: grpo\nkl_coef: x", r"field 'kl_coef': expected float, got str 'x'"),
-        ("train text", "finetune: qlora", r"field 'finetune': expected one of 'lora', 'full', got str 'qlora'"),
-        ("train text", "lora_targets: q_proj", r"field 'lora_targets': expected a list of str, got str"),
-        ("compare text", "learner: {kl_coef: [1]}", r"field 'learner.kl_coef': expected float or null, got list"),
+        ("train text magrpo", "finetune: qlora", r"field 'finetune': expected one of 'lora', 'full', got str 'qlora'"),
+        ("train text magrpo", "lora_targets: q_proj", r"field 'lora_targets': expected a list of str, got str"),
+        ("compare text", "learner: {kl_coef: [1]}", r"field 'learner.kl_coef': expected float, got list"),
     ],
 )
 def test_a_value_of_the_wrong_type_is_refused_naming_its_field(tmp_path, command, text, message):
     path = tmp_path / "typo.yaml"
-    path.write_text(f"command: {command}\n{text}\n")
+    path.write_text(f"command: {' '.join(command.split()[:2])}\n{text}\n")
     with pytest.raises(ValueError, match=r"config file .*typo.yaml: " + message):
         parse(*command.split(), "--config", str(path))
 
@@ -215,17 +239,17 @@ def test_a_value_of_the_wrong_type_is_refused_naming_its_field(tmp_path, command
 @pytest.mark.parametrize(
     "command, text, message",
     [
-        ("train", "updatez: 3", r"unknown TrainConfig fields \['updatez'\]"),
-        ("compare", "train:\n  env:\n    simulated:\n      bogus: 1", r"train.env.simulated: unknown SimulatedTeamConfig fields \['bogus'\]"),
-        ("train", "1: one", r"unknown TrainConfig fields \['1'\]"),
+        ("train meta grpo", "updatez: 3", r"unknown GRPOConfig fields \['updatez'\]"),
+        ("compare meta", "learner:\n  env:\n    simulated:\n      bogus: 1", r"learner.env.simulated: unknown SimulatedTeamConfig fields \['bogus'\]"),
+        ("train meta grpo", "1: one", r"unknown GRPOConfig fields \['1'\]"),
         ("train text", "algo: grpo\ntemperture: 0.5", r"unknown TextGRPOConfig fields \['temperture'\]"),
-        ("compare text", "learner: {lr: 1}", r"learner: unknown SharedTextSettings fields \['lr'\]"),
+        ("compare text", "learner: {lr: 1}", r"learner: unknown TextLearnerConfig fields \['lr'\]"),
         ("run", "env_args: {team: simulated}", r"unknown RunMeta fields \['env_args'\]"),
     ],
 )
 def test_an_unknown_field_is_refused_naming_it(tmp_path, command, text, message):
     path = tmp_path / "typo.yaml"
-    path.write_text(f"command: {command}\n{text}\n")
+    path.write_text(f"command: {' '.join(command.split()[:2])}\n{text}\n")
     with pytest.raises(ValueError, match=message):
         parse(*command.split(), "--config", str(path))
 
@@ -239,9 +263,9 @@ def test_a_text_config_whose_algo_is_no_name_is_refused(tmp_path):
 
 def test_numbers_take_their_fields_type(tmp_path):
     path = tmp_path / "ok.yaml"
-    path.write_text("command: train\nenv:\n  reward_scale: 2\n  team: [simulated, simulated]\n  n_agents: 2\nsoftrankpo:\n  kl_coef: 0\n")
-    cfg = parse("train", "--config", str(path))
-    assert type(cfg.env.reward_scale) is float and type(cfg.softrankpo.kl_coef) is float
+    path.write_text("command: train meta\nenv:\n  reward_scale: 2\n  team: [simulated, simulated]\n  n_agents: 2\nkl_coef: 0\n")
+    cfg = parse("train", "meta", "softrankpo", "--config", str(path)).learner
+    assert type(cfg.env.reward_scale) is float and type(cfg.kl_coef) is float
     assert cfg.env.team == ("simulated", "simulated")
 
 

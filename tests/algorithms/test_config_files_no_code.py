@@ -80,7 +80,7 @@ def test_deliberate_train_text_with_such_a_file_stops_at_load_and_names_the_flag
 
 def test_a_config_file_may_name_a_registered_protocol(tmp_path):
     path = write(tmp_path, "config.yaml", {"command": "train text", "env": {"task": "arithmetic", "protocol": "math"}})
-    assert parse(["train", "text", "--config", path]).command.command.learner.env.protocol == "math"
+    assert parse(["train", "text", "magrpo", "--config", path]).command.command.learner.env.protocol == "math"
 
 
 def test_the_command_line_imports_a_protocol_file_named_by_its_path(beside, tmp_path):

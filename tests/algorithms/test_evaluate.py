@@ -1,28 +1,65 @@
 """Evaluation of policies on fixed problems, and the baselines' defining behaviour."""
 
+import dataclasses
+import inspect
+
 import numpy as np
 import pytest
 
 import agents.progress
 import deliberation_env as de
 from agents import Generation, LLMAgent
-from algorithms import baselines
-from algorithms.meta.evaluate import evaluate
+from algorithms import baselines, meta, text
+from algorithms.core.evaluation import Evaluation
+from algorithms.meta.evaluate import evaluate_rounds
 
 
 def venv(num_envs, max_rounds=2):
     return de.vector_env(num_envs, task="arithmetic", team="simulated", max_rounds=max_rounds, split="test")
 
 
+def test_evaluate_returns_the_result_both_families_share():
+    """``algorithms.meta.evaluate`` is :func:`evaluate_rounds` summed up as an Evaluation, the
+    type ``algorithms.text.evaluate`` returns (tests/algorithms/text/test_text_learners.py)."""
+    rounds = evaluate_rounds(baselines.get("debate"), venv(4), range(10), seed=3, progress=False)
+    result = meta.evaluate(baselines.get("debate"), venv(4), range(10), seed=3, progress=False)
+    assert type(result) is Evaluation
+    assert [f.name for f in dataclasses.fields(result)] == [
+        "accuracy", "answered_share", "cut_share", "tokens_per_answer", "metrics",
+    ]
+    assert result.accuracy == rounds.consensus_accuracy[-1]  # the team's answer
+    assert (result.answered_share, result.cut_share, result.tokens_per_answer) == (
+        rounds.answered_share, rounds.cut_share, rounds.answer_tokens,
+    )
+    assert result.metrics == {
+        "eval/accuracy": rounds.accuracy[-1],
+        "eval/consensus_accuracy": rounds.consensus_accuracy[-1],
+        "eval/tokens": rounds.tokens_per_problem,
+        "eval/persist_share": rounds.action_shares["persist"],
+        "eval/refine_share": rounds.action_shares["refine"],
+        "eval/concede_share": rounds.action_shares["concede"],
+    }
+
+
+def test_both_families_evaluate_with_the_same_arguments():
+    """The policy (meta) or learner (text), then the same four arguments with the same defaults."""
+    shapes = [
+        [(p.name, p.default) for p in list(inspect.signature(family.evaluate).parameters.values())[1:]]
+        for family in (meta, text)
+    ]
+    empty = inspect.Parameter.empty
+    assert shapes[0] == shapes[1] == [("venv", empty), ("problem_indices", empty), ("seed", 0), ("progress", True)]
+
+
 def test_independent_keeps_round_zero_answers():
-    result = evaluate(baselines.get("independent"), venv(8), range(16), progress=False)
+    result = evaluate_rounds(baselines.get("independent"), venv(8), range(16), progress=False)
     assert result.action_shares == {"persist": 1.0, "refine": 0.0, "concede": 0.0}
     assert result.accuracy[0] == result.accuracy[-1]
     assert result.consensus_accuracy[0] == result.consensus_accuracy[-1]
 
 
 def test_final_consensus_lists_each_problem_in_order():
-    result = evaluate(baselines.get("debate"), venv(4), range(10), progress=False)
+    result = evaluate_rounds(baselines.get("debate"), venv(4), range(10), progress=False)
     assert len(result.final_consensus) == result.n_problems == 10
     assert np.mean(result.final_consensus) == pytest.approx(result.consensus_accuracy[-1])
     assert "final_consensus" not in result.summary()
@@ -30,8 +67,8 @@ def test_final_consensus_lists_each_problem_in_order():
 
 def test_results_do_not_depend_on_the_batch_size():
     """Padding the last batch and splitting problems across batches change nothing."""
-    small = evaluate(baselines.get("minority-concedes"), venv(3), range(10), progress=False)
-    large = evaluate(baselines.get("minority-concedes"), venv(10), range(10), progress=False)
+    small = evaluate_rounds(baselines.get("minority-concedes"), venv(3), range(10), progress=False)
+    large = evaluate_rounds(baselines.get("minority-concedes"), venv(10), range(10), progress=False)
     assert small.final_consensus == large.final_consensus
     assert small.accuracy == large.accuracy and small.tokens_per_problem == large.tokens_per_problem
     # the per-answer lists are ordered by batch, so compare them as multisets
@@ -39,15 +76,15 @@ def test_results_do_not_depend_on_the_batch_size():
 
 
 def test_the_evaluation_seed_fixes_the_episodes():
-    a = evaluate(baselines.get("debate"), venv(8), range(16), seed=1, progress=False)
-    b = evaluate(baselines.get("debate"), venv(8), range(16), seed=1, progress=False)
-    c = evaluate(baselines.get("debate"), venv(8), range(16), seed=2, progress=False)
+    a = evaluate_rounds(baselines.get("debate"), venv(8), range(16), seed=1, progress=False)
+    b = evaluate_rounds(baselines.get("debate"), venv(8), range(16), seed=1, progress=False)
+    c = evaluate_rounds(baselines.get("debate"), venv(8), range(16), seed=2, progress=False)
     assert a.correct == b.correct and a.confidence == b.confidence
     assert a.confidence != c.confidence
 
 
 def test_minority_concedes_never_refines():
-    result = evaluate(baselines.get("minority-concedes"), venv(8, max_rounds=1), range(16), progress=False)
+    result = evaluate_rounds(baselines.get("minority-concedes"), venv(8, max_rounds=1), range(16), progress=False)
     assert result.action_shares["refine"] == 0.0 and result.action_shares["concede"] > 0.0
 
 
@@ -55,13 +92,13 @@ def test_unknown_baseline_lists_the_known_ones():
     with pytest.raises(ValueError, match="baselines: independent, debate"):
         baselines.get("majority")
     with pytest.raises(ValueError, match="no problems|empty"):
-        evaluate(baselines.get("debate"), venv(2), [], progress=False)
+        evaluate_rounds(baselines.get("debate"), venv(2), [], progress=False)
 
 
 def test_progress_changes_no_result_and_counts_every_problem_round(capsys):
-    quiet = evaluate(baselines.get("debate"), venv(4), range(10), progress=False)
+    quiet = evaluate_rounds(baselines.get("debate"), venv(4), range(10), progress=False)
     assert capsys.readouterr().err == ""
-    shown = evaluate(baselines.get("debate"), venv(4), range(10), progress=True)
+    shown = evaluate_rounds(baselines.get("debate"), venv(4), range(10), progress=True)
     assert shown == quiet
     assert "30/30" in capsys.readouterr().err  # 10 problems x (round 0 + 2 rounds), 3 batches
 
@@ -78,8 +115,8 @@ class ScriptedBackend:
 def test_the_llm_calls_of_an_evaluation_draw_their_own_bars(monkeypatch, capsys):
     monkeypatch.setattr(agents.progress, "BAR_DELAY_S", 0.0)
     team = de.vector_env(4, task="arithmetic", team=LLMAgent(ScriptedBackend()), max_rounds=1, split="test")
-    evaluate(baselines.get("debate"), team, range(4), progress=False)
+    evaluate_rounds(baselines.get("debate"), team, range(4), progress=False)
     assert capsys.readouterr().err == ""
-    evaluate(baselines.get("debate"), team, range(4), progress=True)
+    evaluate_rounds(baselines.get("debate"), team, range(4), progress=True)
     err = capsys.readouterr().err
     assert all(f"{phase}:" in err for phase in ("solve", "confidence", "refine"))  # one bar per LLM call

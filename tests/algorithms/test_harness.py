@@ -9,30 +9,24 @@ from rich.console import Console
 
 from algorithms import cli
 from algorithms.core.compare import mean_ci, run_grid, summary_table
+from algorithms.core.config import RunConfig
 from algorithms.core.metrics import read_metrics
-from algorithms.meta import GRPOConfig, MAGRPOConfig, SFTConfig, SoftRankPOConfig
+from algorithms.meta import GRPOConfig, PolicyGradientConfig, SFTConfig, SoftRankPOConfig
 from algorithms.meta.compare import CompareConfig, compare
-from algorithms.meta.train import TrainConfig, train
+from algorithms.meta.train import train
 from deliberation_env import EnvConfig
 
 SMALL = {"groups_per_update": 2, "group_size": 4, "hidden_size": 16, "num_heads": 2}
+ENV = EnvConfig(team="simulated", difficulty=3, max_rounds=2)
 
 
-def tiny(tmp_path, **overrides) -> TrainConfig:
-    settings = {
-        "env": EnvConfig(team="simulated", difficulty=3, max_rounds=2),
-        "updates": 2,
-        "sft_updates": 1,
-        "eval_every": 2,
-        "eval_problems": 12,
-        "run_dir": str(tmp_path / "run"),
-        "progress": False,
-        "softrankpo": SoftRankPOConfig(**SMALL),
-        "grpo": GRPOConfig(**SMALL),
-        "magrpo": MAGRPOConfig(**SMALL),
-        "sft": SFTConfig(episodes_per_update=8, hidden_size=16, num_heads=2),
-    }
-    return TrainConfig(**{**settings, **overrides})
+def tiny_run(tmp_path, **overrides) -> RunConfig:
+    return RunConfig(**{"updates": 2, "eval_interval": 2, "eval_problems": 12, "run_dir": str(tmp_path / "run"), "progress": False, **overrides})
+
+
+def tiny(tmp_path, config=SoftRankPOConfig, run=None, **overrides):
+    settings = {"env": ENV, "run": run or tiny_run(tmp_path), "sft_updates": 1, **SMALL, **overrides}
+    return config(**settings)
 
 
 def test_train_writes_its_files_and_a_resumed_run_continues_without_repeating(tmp_path):
@@ -42,10 +36,11 @@ def test_train_writes_its_files_and_a_resumed_run_continues_without_repeating(tm
     assert {"metrics.jsonl", "checkpoint.safetensors", "config.json", "summary.json"} <= files
     assert (run / "sft" / "checkpoint.safetensors").is_file()
     assert 0 <= final["eval/consensus_accuracy"] <= 1
-    assert json.loads((run / "summary.json").read_text()) == final
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["after"] == final and summary["algo"] == "softrankpo" and set(summary["before"]) == set(final)
     with pytest.raises(ValueError, match="holds a run already: add --resume"):
-        train(tiny(tmp_path, updates=4))  # the folder holds a run: continued only when asked
-    train(tiny(tmp_path, updates=4, resume=True))  # resume: SFT is done, the learner goes on from update 2
+        train(tiny(tmp_path, run=tiny_run(tmp_path, updates=4)))  # the folder holds a run: continued only when asked
+    train(tiny(tmp_path, run=tiny_run(tmp_path, updates=4, resume=True)))  # resume: SFT is done, the learner goes on from update 2
     records = read_metrics(run / "metrics.jsonl")
     assert [r["step"] for r in records] == [0, 1, 2, 3, 4]
     assert [r["step"] for r in records if "eval/accuracy" in r] == [0, 2, 4]
@@ -54,25 +49,23 @@ def test_train_writes_its_files_and_a_resumed_run_continues_without_repeating(tm
 
 
 def test_train_sft_alone(tmp_path):
-    final = train(tiny(tmp_path, algo="sft", updates=2))
+    final = train(SFTConfig(env=ENV, run=tiny_run(tmp_path), episodes_per_update=8, hidden_size=16, num_heads=2))
     assert "eval/persist_share" in final
     assert "losses/bc" in read_metrics(tmp_path / "run" / "metrics.jsonl")[1]
 
 
 def test_bad_train_configs_say_how_to_fix_them(tmp_path):
-    with pytest.raises(ValueError, match="algo must be one of"):
-        TrainConfig(algo="ppo")
-    with pytest.raises(ValueError, match="updates must be >= 1"):
-        TrainConfig(updates=0)
+    with pytest.raises(ValueError, match="updates must be >= 0"):
+        RunConfig(updates=-1)
     with pytest.raises(ValueError, match="is not a file: give an SFT checkpoint"):
-        TrainConfig(warm_start=str(tmp_path / "missing.pt"))
+        GRPOConfig(warm_start=str(tmp_path / "missing.pt"))
+    with pytest.raises(ValueError, match="--resume continues the run in --run-dir: give its folder"):
+        train(GRPOConfig(env=ENV, run=RunConfig(run_dir=None, resume=True)))
 
 
 def test_configs_are_tyro_friendly():
-    cfg = tyro.cli(
-        TrainConfig, args=["--algo", "grpo", "--grpo.kl-coef", "0.1", "--reward-scale", "10"]
-    )
-    assert cfg.algo == "grpo" and cfg.grpo.kl_coef == 0.1 and cfg.env.reward_scale == 10
+    cfg = tyro.cli(GRPOConfig, args=["--kl-coef", "0.1", "--reward-scale", "10", "--updates", "3"])
+    assert cfg.kl_coef == 0.1 and cfg.env.reward_scale == 10 and cfg.run.updates == 3
     compare_cfg = tyro.cli(
         CompareConfig, args=["--algos", "softrankpo", "magrpo", "--reward-scales", "0.1", "1"]
     )
@@ -80,22 +73,23 @@ def test_configs_are_tyro_friendly():
 
 
 def test_the_cli_reads_lists_separated_by_spaces():
-    args = ["compare", "--algos", "softrankpo", "grpo", "magrpo", "--seeds", "5", "--reward-scales", "0.1", "1", "10"]
+    args = ["compare", "meta", "--algos", "softrankpo", "grpo", "magrpo", "--seeds", "5", "--reward-scales", "0.1", "1", "10"]
     cfg = cli.parse(args).command.command
     assert cfg.algos == ("softrankpo", "grpo", "magrpo") and cfg.seeds == 5
     assert cfg.reward_scales == (0.1, 1.0, 10.0)
 
 
-def test_run_pools_reach_every_learner_config(tmp_path):
-    cfg = tiny(tmp_path, problem_pool=3, seed_pool=2, seed=7)
-    for algo in ("sft", "softrankpo", "grpo", "magrpo"):
-        config = cfg.learner_config(algo)
-        assert (config.problem_pool, config.seed_pool, config.seed) == (3, 2, 7)
+def test_the_template_and_warm_start_reach_every_learner_config(tmp_path):
+    cfg = CompareConfig(learner=tiny(tmp_path, PolicyGradientConfig, problem_pool=3, seed_pool=2, kl_coef=0.1))
+    for algo in ("softrankpo", "grpo", "magrpo", "sft"):
+        config = cfg.run_config(algo, 7, tmp_path / algo, 1.0)
+        assert (config.problem_pool, config.seed_pool, config.seed, config.run.run_dir) == (3, 2, 7, str(tmp_path / algo))
+        assert config.num_envs == 8  # one budget: the warm start plays the learners' batch
+    assert cfg.run_config("grpo", 0, tmp_path, 1.0).kl_coef == 0.1
+    assert type(cfg.run_config("mine", 0, tmp_path, 1.0)) is GRPOConfig  # a learner of one's own
 
 
-def test_compare_refuses_unequal_budgets():
-    with pytest.raises(ValueError, match="same budget"):
-        CompareConfig(train=TrainConfig(grpo=GRPOConfig(group_size=4)))
+def test_compare_refuses_unknown_baselines():
     with pytest.raises(ValueError, match="unknown baselines"):
         CompareConfig(baselines=("always-think",))
 
@@ -106,7 +100,7 @@ def test_compare_writes_curves_summary_and_plots(tmp_path):
         seeds=2,
         reward_scales=(0.1, 1.0),
         baselines=("independent", "debate", "oracle"),
-        train=tiny(tmp_path),
+        learner=tiny(tmp_path, PolicyGradientConfig),
         out_dir=str(tmp_path / "compare"),
     )
     summary = compare(cfg)

@@ -40,8 +40,9 @@ def test_every_documented_issue_metric_name_is_documented():
 
 def test_wandb_offline_gets_the_jsonl_metric_names_at_the_same_steps(tmp_path, monkeypatch):
     wandb = pytest.importorskip("wandb", reason="Weights & Biases is the 'wandb' extra")
+    from algorithms.core.config import RunConfig
     from algorithms.meta import SoftRankPOConfig
-    from algorithms.meta.train import TrainConfig, train
+    from algorithms.meta.train import train
     from deliberation_env import EnvConfig
 
     monkeypatch.setenv("WANDB_MODE", "offline")
@@ -54,10 +55,10 @@ def test_wandb_offline_gets_the_jsonl_metric_names_at_the_same_steps(tmp_path, m
         return log(run, data, step=step, **kwargs)
 
     monkeypatch.setattr(wandb.Run, "log", record_and_log)
-    small = SoftRankPOConfig(groups_per_update=2, group_size=2, hidden_size=16, num_heads=2)
-    cfg = TrainConfig(env=EnvConfig(team="simulated", max_rounds=1), updates=2, sft_updates=0, eval_every=2,
-                      eval_problems=4, run_dir=str(tmp_path / "run"), progress=False, softrankpo=small,
-                      wandb_project="deliberation-test")
+    run = RunConfig(updates=2, eval_interval=2, eval_problems=4, run_dir=str(tmp_path / "run"), progress=False,
+                    wandb_project="deliberation-test")  # fmt: skip
+    cfg = SoftRankPOConfig(env=EnvConfig(team="simulated", max_rounds=1), run=run, sft_updates=0, groups_per_update=2,
+                           group_size=2, hidden_size=16, num_heads=2)  # fmt: skip
     train(cfg)
     records = read_metrics(tmp_path / "run" / "metrics.jsonl")
     assert sent == [(r["step"], set(r) - {"step", "episodes", "time"}) for r in records]
@@ -75,9 +76,10 @@ def test_a_missing_extra_is_named_and_nothing_is_created(tmp_path, monkeypatch):
     assert not (tmp_path / "run").exists()
 
 
-def test_the_text_learners_refuse_wandb_without_a_run_dir():
-    from algorithms.text import TextMAGRPOConfig, TextRunConfig
+def test_a_run_refuses_wandb_without_a_run_folder():
+    from algorithms.text import TextMAGRPOConfig
+    from algorithms.text.config import text_run
 
-    with pytest.raises(ValueError, match="wandb_project logs the metrics of run_dir: give run_dir too"):
-        TextRunConfig(wandb_project="p")
-    assert TextMAGRPOConfig(run=TextRunConfig(wandb_project="p", run_dir="runs/x")).run.wandb_project == "p"
+    with pytest.raises(ValueError, match="wandb_project logs the metrics of the run folder: give run_dir"):
+        text_run(wandb_project="p", run_dir=None)
+    assert TextMAGRPOConfig(run=text_run(wandb_project="p", run_dir="runs/x")).run.wandb_project == "p"

@@ -15,7 +15,7 @@ from algorithms import baselines
 from algorithms.core.figures import band, fitted_range
 from algorithms.meta import plots
 from algorithms.meta.compute_matched import compute_matched
-from algorithms.meta.evaluate import evaluate
+from algorithms.meta.evaluate import evaluate_rounds
 from deliberation_env.factory import vector_env_from
 from deliberation_env.meta.config import EnvConfig
 from deliberation_env.meta.team import build_team
@@ -27,7 +27,7 @@ PROBLEMS = range(16)
 @pytest.fixture(scope="module")
 def team_and_matched():
     venv = vector_env_from(CONFIG, 8)
-    team = [evaluate(baselines.get(name), venv, PROBLEMS, progress=False) for name in ("independent", "debate")]
+    team = [evaluate_rounds(baselines.get(name), venv, PROBLEMS, progress=False) for name in ("independent", "debate")]
     matched = compute_matched(build_team(CONFIG)[0], CONFIG, team, PROBLEMS, seed=0, num_envs=8, progress=False)
     return team, matched
 

@@ -7,7 +7,8 @@ import json
 import pytest
 
 import deliberation_env as de
-from algorithms.text import TextMAGRPOConfig, TextRunConfig, train
+from algorithms.text import TextMAGRPOConfig, train
+from algorithms.text.config import text_run
 from deliberation_env.text.config import TextEnvConfig
 from deliberation_env.text.env import build_protocol
 from deliberation_env.text.protocols import FunctionProtocol, TextProtocol
@@ -83,18 +84,19 @@ def test_a_function_protocol_trains_for_one_update_with_the_tiny_model_and_resum
     checkpoint (recorded by its name), and a resumed run with a new instance of it."""
     settings = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "micro_batch_size": 4}
 
-    def config(name: str, updates: int) -> TextMAGRPOConfig:
+    def config(name: str, updates: int, resume: bool = True) -> TextMAGRPOConfig:
         env = TextEnvConfig(protocol=colour_protocol(questions, name=name))
-        return TextMAGRPOConfig(env=env, run=TextRunConfig(updates=updates, progress=False, run_dir=str(tmp_path / "run")), **settings)
+        run = text_run(updates=updates, progress=False, run_dir=str(tmp_path / "run"), resume=resume)
+        return TextMAGRPOConfig(env=env, run=run, **settings)
 
-    result = train(config("colours", 1))
+    result = train(config("colours", 1, resume=False))
     assert len(result.history) == 1
     assert {"rewards/joint/mean", "rewards/said_answer/mean", "rewards/short/mean"} <= set(result.history[0])
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["config"]["protocol"] == "<protocol colours>"
     resumed = train(config("colours", 2))
     assert [m["charts/update"] for m in resumed.history] == [2.0]
-    with pytest.raises(ValueError, match=r"differs from this learner's in \['protocol'\]"):
+    with pytest.raises(ValueError, match=r"protocol is '<protocol colours>' there and '<protocol other>' here"):
         train(config("other", 3))
 
 

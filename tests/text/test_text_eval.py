@@ -11,7 +11,7 @@ import pytest
 from agents.base import Generation
 from algorithms.commands.run import RunText, run_text
 from algorithms.text import eval as text_eval
-from algorithms.text.eval import Episode, accuracy_at_k, pass_at_k, summarize
+from algorithms.text.eval import Episode, accuracy_at_k, pass_at_k, summarize_baseline
 
 
 # ---------------------------------------------------------------------- metrics by hand
@@ -56,7 +56,7 @@ def episode(problem, tests, reward, tokens=10, contributions=(1.0, 2.0), cut=0):
 
 def test_summarize_by_hand():
     episodes = [episode("a", 1.0, 4.0, cut=1), episode("a", 0.5, 2.0), episode("b", 0.0, 1.0), episode("b", 0.0, 1.0, 20, cut=2)]
-    summary = summarize("x", episodes, ks=(1, 2, 3))
+    summary = summarize_baseline("x", episodes, ks=(1, 2, 3))
     assert summary["problems"] == summary["samples_per_problem"] == 2
     assert summary["reward"] == pytest.approx(2.0)
     assert summary["parts"] == {"tests": pytest.approx(0.375), "syntax": 1.0}
@@ -70,7 +70,7 @@ def test_summarize_by_hand():
     assert "asked_form_share" not in summary  # code has no stated answer
     assert summary["contributions"] == [1.0, 2.0]
     with pytest.raises(ValueError, match="'x': no episode"):
-        summarize("x", [])
+        summarize_baseline("x", [])
 
 
 def test_summarize_math_reports_accuracy_without_pass_at_k():
@@ -78,7 +78,7 @@ def test_summarize_math_reports_accuracy_without_pass_at_k():
         Episode("a", 1.1, {"correct": 1.0, "format": 1.0}, (0.5, 0.5), 3, 2, 0),
         Episode("b", 0.0, {"correct": 0.0, "format": 0.0}, (0.0, 0.0), 3, 2, 2),
     ]
-    summary = summarize("vote", episodes)
+    summary = summarize_baseline("vote", episodes)
     assert summary["parts"]["correct"] == 0.5 and "pass@1" not in summary
     assert summary["asked_form_share"] == 0.5 and summary["truncated_share"] == 0.5
 

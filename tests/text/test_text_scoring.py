@@ -16,7 +16,8 @@ from agents.base import Generation
 from agents.text_policy import TextPolicy, played_text
 from agents.trainable_lm import TrainableLM, default_lora, tiny_model
 from algorithms import cli
-from algorithms.text import TextMAGRPO, TextMAGRPOConfig, TextRunConfig
+from algorithms.text import TextMAGRPO, TextMAGRPOConfig
+from algorithms.text.config import text_run
 from deliberation_env.tasks import Problem
 from deliberation_env.text import MathProtocol, WritingProtocol, text_env, text_vector_env
 
@@ -156,7 +157,7 @@ class ScriptedLM(TrainableLM):
 
 
 def learner(scoring: str, finish_reason: str) -> TextMAGRPO:
-    config = TextMAGRPOConfig(groups_per_update=2, group_size=2, max_new_tokens=6, micro_batch_size=4, run=TextRunConfig(progress=False))
+    config = TextMAGRPOConfig(groups_per_update=2, group_size=2, max_new_tokens=6, micro_batch_size=4, run=text_run(progress=False))
     venv = text_vector_env(config.num_envs, task=FixedTask(SEVEN), n_agents=2, scoring=scoring)
     return TextMAGRPO(config, ScriptedLM(LOOPING, finish_reason), venv)
 
@@ -180,8 +181,13 @@ def test_a_cut_completion_earns_nothing_in_a_training_rollout_under_strict_scori
 def test_evaluation_counts_a_cut_completion_as_wrong_under_strict_scoring(scoring, finish_reason, correct):
     subject = learner(scoring, finish_reason)
     held_out = text_vector_env(2, task=FixedTask(SEVEN), n_agents=2, scoring=scoring, split="test")
-    results = subject.evaluate(held_out, [0])
-    assert results["eval/correct"] == correct
+    from algorithms.text import evaluate
+
+    evaluation = evaluate(subject, held_out, [0], progress=False)
+    results = evaluation.metrics
+    assert evaluation.accuracy == results["eval/correct"] == correct
+    assert evaluation.answered_share == results["eval/asked_form_share"]
+    assert evaluation.cut_share == results["eval/truncated_share"]
     assert results["eval/truncated_share"] == float(finish_reason == "length")
     assert results["eval/asked_form_share"] == (0.0 if scoring == "strict" and finish_reason == "length" else 1.0)
     assert 1 <= results["eval/mean_completion_tokens"] <= 6
@@ -210,15 +216,15 @@ def test_the_meta_env_reads_answers_under_its_scoring(scoring, text, finish_reas
 
 @pytest.mark.parametrize(("scoring", "finish_reason"), [("strict", "length"), ("strict", "stop"), ("lenient", "length")])
 def test_the_meta_evaluation_reports_cut_and_answered_shares_and_answer_length(scoring, finish_reason):
+    from algorithms.meta import evaluate
     from algorithms.meta.baselines import Independent
-    from algorithms.meta.evaluate import evaluate
 
     venv = de.vector_env(2, task=FixedTask(SEVEN), team=FixedBackend(LOOPING, finish_reason), n_agents=2, max_rounds=1,
                          scoring=scoring)
     result = evaluate(Independent(), venv, [0, 0, 0], progress=False)
     assert result.cut_share == float(finish_reason == "length")
     assert result.answered_share == float(not (scoring == "strict" and finish_reason == "length"))
-    assert result.answer_tokens == 48
+    assert result.tokens_per_answer == 48
 
 
 def test_the_command_line_takes_scoring():
@@ -226,6 +232,6 @@ def test_the_command_line_takes_scoring():
         return cli.parse(list(args)).command.command
 
     assert parse("train", "text", "grpo", "--scoring", "lenient").learner.env.scoring == "lenient"
-    assert parse("train", "text").learner.env.scoring == "strict"
+    assert parse("train", "text", "magrpo").learner.env.scoring == "strict"
     assert parse("run", "--scoring", "lenient").env.scoring == "lenient"
-    assert parse("train", "--scoring", "lenient").env.scoring == "lenient"
+    assert parse("train", "meta", "grpo", "--scoring", "lenient").learner.env.scoring == "lenient"

@@ -25,7 +25,7 @@ def test_train_text_writes_the_run_files_and_prints_the_table(tmp_path, capsys):
               "--run-dir", str(run_dir)])  # fmt: skip
 
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
-    assert [json.loads(line)["charts/update"] for line in lines] == [1.0, 2.0]
+    assert [json.loads(line)["step"] for line in lines] == [0, 1, 2]  # the evaluation before training, two updates
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["algo"] == "grpo"
     assert summary["config"]["eps"] == 0.001
@@ -47,18 +47,18 @@ def test_train_text_writes_the_run_files_and_prints_the_table(tmp_path, capsys):
 
 def test_train_text_gets_a_folder_of_its_own_and_resumes_only_when_asked(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    cli.main(["train", "text", *TINY, "--updates", "1"])
+    cli.main(["train", "text", "magrpo", *TINY, "--updates", "1"])
     (folder,) = (tmp_path / "runs" / "train").iterdir()
     assert folder.name.startswith("text-magrpo-seed0-")
     with pytest.raises(SystemExit) as refused:
-        cli.main(["train", "text", *TINY, "--updates", "2", "--run-dir", str(folder)])
+        cli.main(["train", "text", "magrpo", *TINY, "--updates", "2", "--run-dir", str(folder)])
     assert refused.value.code == 2
     assert "holds a run already: add --resume" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        cli.main(["train", "text", *TINY, "--updates", "2", "--run-dir", str(folder), "--resume", "--lora-rank", "4"])
+        cli.main(["train", "text", "magrpo", *TINY, "--updates", "2", "--run-dir", str(folder), "--resume", "--lora-rank", "4"])
     assert "lora_rank is 8 there and 4 here" in capsys.readouterr().err
     assert len((folder / "metrics.jsonl").read_text().splitlines()) == 1  # refused before anything was written
-    cli.main(["train", "text", *TINY, "--updates", "2", "--run-dir", str(folder), "--resume"])
+    cli.main(["train", "text", "magrpo", *TINY, "--updates", "2", "--run-dir", str(folder), "--resume"])
     lines = (folder / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["charts/update"] for line in lines] == [1.0, 2.0]
 
@@ -67,13 +67,13 @@ def test_train_text_parses_the_learners_own_config():
     config = parse("train", "text", "softrankpo", "--tau", "0.25").learner
     assert type(config) is TextSoftRankPOConfig
     assert config.tau == 0.25
-    assert config.kl_coef == 0.02
-    assert type(parse("train", "text").learner) is TextMAGRPOConfig  # MAGRPO: the default learner
+    assert config.kl_coef == 0.02  # SoftRankPO's own default, a KL to the base
+    assert type(parse("train", "text", "magrpo").learner) is TextMAGRPOConfig
 
 
 def test_rollout_workers_and_env_workers_are_named_apart():
-    assert parse("train", "text", "--rollout-workers", "2").learner.workers == 2
-    assert parse("train", "--env-workers", "2").env.workers == 2
+    assert parse("train", "text", "grpo", "--rollout-workers", "2").learner.workers == 2
+    assert parse("train", "meta", "grpo", "--env-workers", "2").learner.env.workers == 2
     assert parse("compare", "text", "--rollout-workers", "3").learner.workers == 3
 
 
@@ -108,14 +108,14 @@ def test_compare_text_keeps_each_learners_defaults_under_shared_settings(tmp_pat
     cfg = parse("compare", "text", "--model", "tiny", "--learning-rate", "0.001", "--out-dir", str(tmp_path))
     softrankpo = cfg.run_config("softrankpo", 1)
     assert type(softrankpo) is TextSoftRankPOConfig
-    assert (softrankpo.learning_rate, softrankpo.kl_coef, softrankpo.seed) == (0.001, 0.02, 1)
+    assert (softrankpo.learning_rate, softrankpo.tau, softrankpo.seed) == (0.001, 0.5, 1)
     assert softrankpo.run.run_dir == str(tmp_path / "softrankpo" / "seed1")
     assert type(cfg.run_config("grpo", 0)) is TextGRPOConfig
 
 
-def test_compare_text_gives_every_learner_a_kl_coef_given_at_the_shared_default(tmp_path):
-    cfg = parse("compare", "text", "--model", "tiny", "--kl-coef", "0", "--out-dir", str(tmp_path))
-    assert [cfg.run_config(algo, 0).kl_coef for algo in ("magrpo", "grpo", "softrankpo")] == [0.0, 0.0, 0.0]
+def test_compare_text_gives_every_learner_the_kl_coef_given(tmp_path):
+    cfg = parse("compare", "text", "--model", "tiny", "--kl-coef", "0.1", "--out-dir", str(tmp_path))
+    assert [cfg.run_config(algo, 0).kl_coef for algo in ("magrpo", "grpo", "softrankpo")] == [0.1, 0.1, 0.1]
 
 
 def test_compare_text_rejects_unknown_algos_and_bad_seeds():

@@ -1,6 +1,6 @@
 """A text learner's config composes its parts (issue 25): ``env`` (a TextEnvConfig), ``run``
-(a TextRunConfig) and the learner's own fields; the flat spelling of release 0.1 is gone,
-records stay flat, and ``compare text`` applies a shared setting given at its default."""
+(the RunConfig of both families) and the learner's own fields; the flat spelling of release
+0.1 is gone, records stay flat, and ``compare text`` applies a shared setting to every learner."""
 
 from __future__ import annotations
 
@@ -12,17 +12,11 @@ import pytest
 
 import deliberation_env as de
 from algorithms import cli
-from algorithms.core.config import GRPOSettings
+from algorithms.core.config import GRPOSettings, RunConfig
 from algorithms.core.run_dirs import CONFIG, open_run_dir
 from algorithms.meta.config import GRPOConfig
-from algorithms.text import (
-    TEXT_CONFIGS,
-    TextGRPOConfig,
-    TextLearnerConfig,
-    TextRunConfig,
-    TextSoftRankPOConfig,
-)
-from algorithms.text.compare import PER_LEARNER_DEFAULTS, SharedTextSettings
+from algorithms.text import TEXT_CONFIGS, TextGRPOConfig, TextLearnerConfig, TextSoftRankPOConfig
+from algorithms.text.config import text_run
 from deliberation_env.text.config import TextEnvConfig, config_record
 
 FLAT_LAYOUT_RECORD = json.loads(
@@ -43,7 +37,7 @@ SMALL = {"model": "tiny", "groups_per_update": 1, "group_size": 2, "max_new_toke
 
 def composed(updates: int = 2, **run) -> TextGRPOConfig:
     """The config of :data:`FLAT_LAYOUT_RECORD`, in the composed spelling."""
-    return TextGRPOConfig(env=TextEnvConfig(task="arithmetic"), run=TextRunConfig(updates=updates, **run), **SMALL)
+    return TextGRPOConfig(env=TextEnvConfig(task="arithmetic"), run=text_run(updates=updates, **run), **SMALL)
 
 
 def test_the_composed_spelling_builds_without_a_warning():
@@ -65,9 +59,9 @@ def test_the_flat_spelling_of_release_0_1_is_gone():
 
 def test_the_checks_of_each_part_and_across_parts_still_name_the_mistake():
     with pytest.raises(ValueError, match="give eval_problems > 0 too"):
-        TextRunConfig(eval_interval=2)
-    with pytest.raises(ValueError, match="TextRunConfig.updates must be >= 0"):
-        TextRunConfig(updates=-1)
+        text_run(eval_interval=2)
+    with pytest.raises(ValueError, match="updates must be >= 0"):
+        text_run(updates=-1)
     with pytest.raises(ValueError, match="use max_turns=1"):
         TextGRPOConfig(pairing="cross", env=TextEnvConfig(max_turns=2))
     with pytest.raises(ValueError, match="n_agents must be >= 2"):
@@ -83,7 +77,7 @@ def test_the_command_line_spells_every_option_as_before():
 
 
 def test_resume_fields_are_the_run_part_with_workers_and_sampler():
-    run_fields = {f.name for f in dataclasses.fields(TextRunConfig)}
+    run_fields = {f.name for f in dataclasses.fields(RunConfig)}
     placement_and_passes = {"device", "dtype", "micro_batch_size", "gradient_checkpointing"}
     assert set(TextLearnerConfig.RUN_FIELDS) == run_fields | {"workers", "sampler", "sample_batch_size"} | placement_and_passes
 
@@ -91,12 +85,13 @@ def test_resume_fields_are_the_run_part_with_workers_and_sampler():
 def test_records_stay_flat_and_a_run_folder_of_release_0_1_is_refused_naming_batch_size(tmp_path):
     record = {"algo": "grpo", **config_record(composed())}
     added_since = {"sample_batch_size", "device", "dtype", "gradient_checkpointing"}  # run fields added since 0.1
-    no_folder = {"run_dir"}  # None now, "" then (a run field, which a resumed run may change)
-    then = {k: v for k, v in FLAT_LAYOUT_RECORD.items() if k not in no_folder | {"batch_size"}}
-    assert {k: v for k, v in record.items() if k not in added_since | no_folder | {"micro_batch_size"}} == then
+    run_fields = {f.name for f in dataclasses.fields(RunConfig)} | {"checkpoint_every"}  # renamed checkpoint_interval in 0.2
+    then = {k: v for k, v in FLAT_LAYOUT_RECORD.items() if k not in run_fields | {"batch_size"}}
+    assert {k: v for k, v in record.items() if k not in added_since | run_fields | {"micro_batch_size"}} == then
     assert added_since <= set(TextLearnerConfig.RUN_FIELDS)
-    (tmp_path / CONFIG).write_text(json.dumps({k: v for k, v in FLAT_LAYOUT_RECORD.items() if k != "batch_size"}))
-    (tmp_path / "metrics.jsonl").write_text("")  # a run, not a start that failed
+    kept = {k: v for k, v in FLAT_LAYOUT_RECORD.items() if k not in ("batch_size", "checkpoint_every")}
+    (tmp_path / CONFIG).write_text(json.dumps(kept))
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n')  # a run, not a start that failed
     more_updates = {"algo": "grpo", **config_record(composed(updates=9, eval_problems=3))}
     open_run_dir(tmp_path, more_updates, resume=True, may_change=TextLearnerConfig.RUN_FIELDS)  # run fields may change
     other_env = {"algo": "grpo", **config_record(dataclasses.replace(composed(), env=TextEnvConfig(task="arithmetic", n_agents=3)))}
@@ -113,23 +108,20 @@ def test_a_vector_env_is_built_from_the_env_part_and_a_learner_config_is_refused
         de.vector_env_from(composed(), 2)
 
 
-def test_compare_text_applies_a_shared_setting_given_at_the_shared_default():
-    given = cli.parse(["compare", "text", "--kl-coef", "0"]).command.command
-    assert {algo: given.run_config(algo, 0).kl_coef for algo in TEXT_CONFIGS} == {"magrpo": 0.0, "grpo": 0.0, "softrankpo": 0.0}
+def test_compare_text_applies_a_shared_setting_to_every_learner():
+    given = cli.parse(["compare", "text", "--kl-coef", "0.1"]).command.command
+    assert {algo: given.run_config(algo, 0).kl_coef for algo in TEXT_CONFIGS} == {"magrpo": 0.1, "grpo": 0.1, "softrankpo": 0.1}
     absent = cli.parse(["compare", "text", "--updates", "3", "--task", "gsm8k", "--path", "sample"]).command.command
     softrankpo = absent.run_config("softrankpo", 1)
-    assert type(softrankpo) is TextSoftRankPOConfig and softrankpo.kl_coef == 0.02  # its own default
+    assert type(softrankpo) is TextSoftRankPOConfig and softrankpo.kl_coef == 0.0  # the family's one default
     assert (softrankpo.run.updates, softrankpo.env.task, softrankpo.seed) == (3, "gsm8k", 1)
-    assert absent.run_config("grpo", 0).kl_coef == 0.0
 
 
-def test_only_the_per_learner_defaults_differ_between_the_learners_shared_fields():
+def test_the_learners_share_every_shared_default_but_softrankpos_own_kl():
     shared = [f.name for f in dataclasses.fields(TextLearnerConfig)]
     differing = {name for name in shared if len({repr(getattr(cls(), name)) for cls in TEXT_CONFIGS.values()}) > 1}
-    assert differing == set(PER_LEARNER_DEFAULTS)
-    assert all(getattr(SharedTextSettings(), name) is None for name in PER_LEARNER_DEFAULTS)
-    with pytest.raises(ValueError, match="kl_coef must be >= 0"):
-        SharedTextSettings(kl_coef=-1.0)
+    assert differing == {"kl_coef"}
+    assert {name: cls().kl_coef for name, cls in TEXT_CONFIGS.items()} == {"magrpo": 0.0, "grpo": 0.0, "softrankpo": 0.02}
 
 
 def test_grpos_eps_is_declared_once_for_both_families():

@@ -13,7 +13,8 @@ pytest.importorskip("ctranslate2", reason="the ctranslate2 extra is not installe
 
 from text_learner_fakes import HashProtocol
 
-from algorithms.text import TextGRPO, TextGRPOConfig, TextRunConfig
+from algorithms.text import TextGRPO, TextGRPOConfig
+from algorithms.text.config import text_run
 from algorithms.text.ctranslate2_sampler import CTranslate2Sampler
 from algorithms.text.train import build_lm
 from deliberation_env.text import text_vector_env
@@ -167,7 +168,7 @@ def test_misuse_is_refused_and_close_removes_its_models(make_lm):
 def test_a_learner_trains_on_the_samplers_rollouts():
     config = TextGRPOConfig(
         model="tiny", groups_per_update=2, group_size=2, max_new_tokens=6, micro_batch_size=4, lora_rank=4,
-        run=TextRunConfig(progress=False),
+        run=text_run(progress=False),
     )
     lm = build_lm(config, ["agent_0", "agent_1"])
     venv = text_vector_env(config.num_envs, protocol=HashProtocol(), n_agents=2, max_turns=config.env.max_turns)

@@ -59,7 +59,7 @@ def test_peak_flops_come_from_the_table_for_half_precision_on_known_gpus(monkeyp
 
 
 def test_the_config_checks_the_spelling_and_the_flags_reach_it():
-    config = cli.parse(["train", "text", "--device", "cuda:3", "--dtype", "bfloat16"]).command.command.learner
+    config = cli.parse(["train", "text", "magrpo", "--device", "cuda:3", "--dtype", "bfloat16"]).command.command.learner
     assert (config.device, config.dtype) == ("cuda:3", "bfloat16")  # parsing needs no CUDA: the run checks it
     assert (TextMAGRPOConfig().device, TextMAGRPOConfig().dtype) == ("auto", "auto")
     with pytest.raises(ValueError, match="device must be"):
@@ -85,17 +85,17 @@ def test_train_text_on_the_cpu_in_float32_end_to_end(tmp_path, capsys):
 def test_cuda_where_there_is_none_is_one_line_naming_the_flag(tmp_path, capsys, no_cuda):
     run_dir = tmp_path / "run"
     with pytest.raises(SystemExit) as refused:
-        cli.main(["train", "text", *TINY, "--device", "cuda", "--run-dir", str(run_dir)])
+        cli.main(["train", "text", "magrpo", *TINY, "--device", "cuda", "--run-dir", str(run_dir)])
     assert refused.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith("deliberate train text: error: --device cuda: it asks for CUDA device 0")
+    assert err.startswith("deliberate train text magrpo: error: --device cuda: it asks for CUDA device 0")
     assert "use --device cpu" in err and "Traceback" not in err and err.count("\n") == 1
     assert not run_dir.exists()  # refused before anything was written
     with pytest.raises(SystemExit):
         cli.main(["compare", "text", *TINY, "--device", "cuda:0", "--out-dir", str(tmp_path / "c")])
     assert "--device cuda:0" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        cli.main(["train", "text", *TINY, "--device", "gpu"])
+        cli.main(["train", "text", "magrpo", *TINY, "--device", "gpu"])
     assert "device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'" in capsys.readouterr().err
 
 
@@ -103,13 +103,13 @@ def test_a_resumed_run_may_move_but_keeps_its_dtype(tmp_path, capsys):
     """The rule: ``device`` and the spelling of ``dtype`` may change on ``--resume``; the dtype
     they give (``auto`` resolved on the machine) must be the checkpoint's."""
     run_dir = str(tmp_path / "run")
-    cli.main(["train", "text", *TINY, "--updates", "1", "--device", "cpu", "--dtype", "float32", "--run-dir", run_dir])
-    cli.main(["train", "text", *TINY, "--updates", "2", "--device", "auto", "--dtype", "auto", "--run-dir", run_dir,
+    cli.main(["train", "text", "magrpo", *TINY, "--updates", "1", "--device", "cpu", "--dtype", "float32", "--run-dir", run_dir])
+    cli.main(["train", "text", "magrpo", *TINY, "--updates", "2", "--device", "auto", "--dtype", "auto", "--run-dir", run_dir,
               "--resume"])  # fmt: skip  (auto: the CPU in float32 here, the checkpoint's dtype)
     assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 2
     capsys.readouterr()
     with pytest.raises(SystemExit):
-        cli.main(["train", "text", *TINY, "--updates", "3", "--dtype", "bfloat16", "--run-dir", run_dir, "--resume"])
+        cli.main(["train", "text", "magrpo", *TINY, "--updates", "3", "--dtype", "bfloat16", "--run-dir", run_dir, "--resume"])
     assert "differs from this learner's in ['dtype']" in capsys.readouterr().err
     assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 2
 

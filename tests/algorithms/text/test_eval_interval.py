@@ -6,20 +6,22 @@ import json
 
 import pytest
 
-from algorithms.text import TextGRPOConfig, TextRunConfig, train
+from algorithms.text import TextGRPOConfig, train
+from algorithms.text.config import text_run
 
 SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "micro_batch_size": 4}
 
 
 def test_held_out_metrics_join_every_interval_th_update_and_the_metrics_file(tmp_path):
-    result = train(TextGRPOConfig(**SMALL, run=TextRunConfig(updates=4, eval_problems=3, eval_interval=2, run_dir=str(tmp_path), progress=False)))
+    result = train(TextGRPOConfig(**SMALL, run=text_run(updates=4, eval_problems=3, eval_interval=2, run_dir=str(tmp_path), progress=False)))
     evaluated = [m["charts/update"] for m in result.history if "eval/correct" in m]
     assert evaluated == [2.0, 4.0]
     logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert [line["step"] for line in logged if "eval/truncated_share" in line] == [2, 4]
+    assert [line["step"] for line in logged if "eval/truncated_share" in line] == [0, 2, 4]  # first, every 2nd, last
     assert result.history[-1]["eval/correct"] == result.after["eval/correct"]  # the same greedy play
+    assert logged[0]["eval/correct"] == result.before["eval/correct"]  # step 0: the evaluation before training
 
 
 def test_eval_interval_needs_held_out_problems():
     with pytest.raises(ValueError, match="give eval_problems"):
-        TextRunConfig(eval_interval=2)
+        text_run(eval_interval=2)

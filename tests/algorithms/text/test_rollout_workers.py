@@ -12,7 +12,8 @@ import torch
 from helpers import kill_and_wait
 from text_learner_fakes import HashProtocol
 
-from algorithms.text import TextMAGRPO, TextMAGRPOConfig, TextRunConfig
+from algorithms.text import TextMAGRPO, TextMAGRPOConfig
+from algorithms.text.config import text_run
 from algorithms.text.train import build_lm
 from deliberation_env.ray_pool import WorkerError
 from deliberation_env.text import text_vector_env
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.timeout(300)
 AGENTS = ["agent_0", "agent_1"]
 CONFIG = TextMAGRPOConfig(
     model="tiny", groups_per_update=2, group_size=2, max_new_tokens=6, micro_batch_size=4, lora_rank=4,
-    run=TextRunConfig(progress=False),
+    run=text_run(progress=False),
 )
 
 

@@ -12,10 +12,11 @@ from safetensors.torch import load_file, save_file
 from text_learner_fakes import HashProtocol
 
 from algorithms.core.checkpoints import CHECKPOINT, LEGACY_CHECKPOINT, CheckpointError
-from algorithms.text import TextMAGRPO, TextRunConfig
+from algorithms.text import TextMAGRPO
+from algorithms.text.config import text_run
 from deliberation_env.text import text_vector_env
 
-SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "micro_batch_size": 4, "run": TextRunConfig(progress=False)}
+SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "micro_batch_size": 4, "run": text_run(progress=False)}
 
 
 class WritesMarker:
@@ -51,7 +52,7 @@ def test_resuming_a_run_refuses_a_pickle_without_unpickling_it(make_lm, tmp_path
     subject = make_learner(make_lm)
     before = weights(subject)
     with pytest.raises(CheckpointError, match="can run any code"):
-        subject.learn(1, tmp_path / "run", progress=False)
+        subject.learn(text_run(updates=1, run_dir=str(tmp_path / "run"), progress=False, resume=True))
     assert not marker.exists()
     assert subject.update == 0
     assert_weights_equal(before, weights(subject))
@@ -59,7 +60,7 @@ def test_resuming_a_run_refuses_a_pickle_without_unpickling_it(make_lm, tmp_path
 
 def test_a_tampered_checkpoint_is_refused_whole(make_lm, tmp_path):
     written = make_learner(make_lm)
-    written.learn(1, tmp_path / "run", progress=False)
+    written.learn(text_run(updates=1, run_dir=str(tmp_path / "run"), progress=False))
     path = tmp_path / "run" / CHECKPOINT
     tensors = load_file(path)
     with safe_open(path, framework="pt") as file:

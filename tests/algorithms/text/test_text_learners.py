@@ -11,19 +11,21 @@ from text_learner_fakes import HashProtocol, ScriptedBackend
 from agents.text_policy import TextPolicy
 from algorithms.core.advantages import softrank_advantages
 from algorithms.core.checkpoints import load_checkpoint
+from algorithms.core.evaluation import Evaluation
 from algorithms.text import (
     TextGRPO,
     TextGRPOConfig,
     TextMAGRPO,
     TextMAGRPOConfig,
-    TextRunConfig,
     TextSoftRankPO,
     TextSoftRankPOConfig,
+    evaluate,
 )
+from algorithms.text.config import text_run
 from deliberation_env.text import text_vector_env
 from deliberation_env.text.config import TextEnvConfig
 
-SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "micro_batch_size": 4, "run": TextRunConfig(progress=False)}
+SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "micro_batch_size": 4, "run": text_run(progress=False)}
 
 
 def make_learner(
@@ -110,7 +112,7 @@ def test_grpo_and_softrankpo_advantages_per_agent_by_hand(make_lm):
 def run(make_lm, tmp_path, name, updates, learner=TextGRPO, **overrides):
     config = learner.config_class(**{**SMALL, "update_epochs": 2, "num_minibatches": 2, "kl_coef": 0.05, **overrides})
     subject = make_learner(make_lm, learner, config)
-    subject.learn(updates, tmp_path / name)
+    subject.learn(text_run(updates=updates, run_dir=str(tmp_path / name), progress=False, resume=True))
     return subject
 
 
@@ -185,9 +187,14 @@ def test_cross_pairing_scores_every_combination_of_the_agents_samples(make_lm):
 def test_evaluate_plays_each_problem_greedily(make_lm):
     subject = make_learner(make_lm)
     venv = text_vector_env(2, protocol=HashProtocol(), n_agents=2)
-    first = subject.evaluate(venv, [0, 1, 2])
-    assert set(first) == {"eval/hash", "eval/joint", "eval/truncated_share", "eval/mean_completion_tokens"}
-    assert subject.evaluate(venv, [0, 1, 2], seed=5) == first  # greedy: the episode seed does not matter
+    first = evaluate(subject, venv, [0, 1, 2], progress=False)
+    assert type(first) is Evaluation  # the meta family's evaluate returns it too (tests/algorithms/test_evaluate.py)
+    assert set(first.metrics) == {"eval/hash", "eval/joint", "eval/truncated_share", "eval/mean_completion_tokens"}
+    assert first.accuracy is None and first.answered_share is None  # the protocol scores no correctness, no form
+    assert (first.cut_share, first.tokens_per_answer) == (
+        first.metrics["eval/truncated_share"], first.metrics["eval/mean_completion_tokens"]
+    )
+    assert evaluate(subject, venv, [0, 1, 2], seed=5, progress=False) == first  # greedy: the episode seed does not matter
 
 
 def test_bad_setups_are_named(make_lm):

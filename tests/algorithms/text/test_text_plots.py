@@ -6,20 +6,23 @@ from __future__ import annotations
 import numpy as np
 
 from algorithms.core.metrics import read_metrics
-from algorithms.text import TextGRPOConfig, TextRunConfig, train
+from algorithms.text import TextGRPOConfig, train
+from algorithms.text.config import text_run
 from algorithms.text.plots import curve, learning_curves
 
 SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "micro_batch_size": 4}
 
 
 def test_periodic_evaluations_of_a_run_become_points_on_its_curve(tmp_path):
-    result = train(TextGRPOConfig(**SMALL, run=TextRunConfig(updates=4, eval_problems=3, eval_interval=2, run_dir=str(tmp_path), progress=False)))
+    result = train(TextGRPOConfig(**SMALL, run=text_run(updates=4, eval_problems=3, eval_interval=2, run_dir=str(tmp_path), progress=False)))
     from_history = curve(result.history)
     assert from_history.updates.tolist() == [1.0, 2.0, 3.0, 4.0]
     assert from_history.eval_updates.tolist() == [2.0, 4.0]
     assert from_history.eval_values[-1] == result.after["eval/joint"]
-    from_file = curve(read_metrics(tmp_path / "metrics.jsonl"))  # the same from metrics.jsonl
-    assert np.array_equal(from_file.eval_values, from_history.eval_values)
+    from_file = curve(read_metrics(tmp_path / "metrics.jsonl"))  # the same from metrics.jsonl, and the first
+    assert from_file.eval_updates.tolist() == [0.0, 2.0, 4.0]
+    assert from_file.eval_values[0] == result.before["eval/joint"]
+    assert np.array_equal(from_file.eval_values[1:], from_history.eval_values)
     assert learning_curves({"grpo": [result.history]}, tmp_path / "curves.png", "tiny").stat().st_size > 0
 
 

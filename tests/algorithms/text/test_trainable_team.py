@@ -8,10 +8,11 @@ from text_learner_fakes import HashProtocol
 
 from agents.trainable_lm import TrainableLM, default_lora, tiny_model
 from agents.trainable_team import TrainableTeam
-from algorithms.text import TextGRPO, TextGRPOConfig, TextMAGRPOConfig, TextRunConfig, train
+from algorithms.text import TextGRPO, TextGRPOConfig, TextMAGRPOConfig, train
+from algorithms.text.config import text_run
 from deliberation_env.text import text_vector_env
 
-SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "micro_batch_size": 4, "run": TextRunConfig(progress=False)}
+SMALL = {"groups_per_update": 2, "group_size": 2, "max_new_tokens": 6, "micro_batch_size": 4, "run": text_run(progress=False)}
 
 
 def member(agent, hidden_size, seed):
@@ -59,9 +60,9 @@ def test_each_agent_saves_with_its_own_base_and_loads_with_plain_peft(tmp_path):
 
 
 def test_models_gives_one_model_per_agent_through_train(tmp_path):
-    result = train(TextMAGRPOConfig(**{**SMALL, "run": TextRunConfig(updates=1, run_dir=str(tmp_path), progress=False)}, models=("tiny", "tiny")))
+    result = train(TextMAGRPOConfig(**{**SMALL, "run": text_run(updates=1, run_dir=str(tmp_path), progress=False)}, models=("tiny", "tiny")))
     assert isinstance(result.learner.lm, TrainableTeam) and len(result.history) == 1
     with pytest.raises(ValueError, match="2 trainable agents"):
-        train(TextMAGRPOConfig(**{**SMALL, "run": TextRunConfig(updates=1, progress=False)}, models=("tiny",)))
+        train(TextMAGRPOConfig(**{**SMALL, "run": text_run(updates=1, progress=False, run_dir=None)}, models=("tiny",)))
     with pytest.raises(ValueError, match="sampler='torch'"):
         TextMAGRPOConfig(models=("tiny", "tiny"), sampler="ctranslate2")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -75,6 +76,7 @@ class CountedTests:
     calls: tuple[str, ...] = ()
 
 
+@functools.lru_cache(maxsize=4096)  # each CodingProtocol counts every problem's tests
 def count_tests(test_code: str, where: str, entry_point: str = "candidate") -> CountedTests:
     """The test code with each top-level statement of ``check`` that uses the candidate run
     as one counted test (see the module docstring).

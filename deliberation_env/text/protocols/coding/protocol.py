@@ -248,12 +248,12 @@ class CodingProtocol:
         if task.name != "humaneval":
             raise ValueError(f"the coding protocol needs the 'humaneval' task, got {task.name!r}")
         self.task = task
+        self._verdicts = VerdictCache(positive_int("cache_size", cache_size))
         self._counted = {
             problem.id: count_tests(problem.meta["test"], f"problem {problem.id!r}", problem.meta["entry_point"])
             for split in ("train", "test")
             for problem in task.problems(split)
         }
-        self._verdicts = VerdictCache(positive_int("cache_size", cache_size))
 
     def roles(self, n_agents: int) -> tuple[str, ...]:
         """``("helper", "main")``: the protocol seats exactly two agents."""

@@ -1,0 +1,383 @@
+"""The class :class:`TrainableLM`: its construction and loading, the agents' seats (one of
+the layouts of :mod:`agents.trainable_lm`), device and dtype, the weights each agent trains,
+and the meter; its sampling (:mod:`~agents.trainable_lm.sampling`), scoring
+(:mod:`~agents.trainable_lm.scoring`) and weights as data (:mod:`~agents.trainable_lm.weights`)
+are its parts, one module each.
+
+**Device and precision**: ``device`` and ``dtype`` name where the model runs and its
+weights' dtype (:func:`agents.devices.resolve`: ``auto`` is CUDA with bfloat16 where the
+machine has CUDA, else the CPU with float32); every tensor the policy makes follows the
+model's device, attention runs through PyTorch's SDPA (flash kernels where the GPU has
+them), and LoRA adapters stay float32 on a half-precision base (peft's
+``autocast_adapter_dtype``).
+
+**Meter** (:meth:`TrainableLM.read_meter`): the tokens decoded and the seconds it took, and
+the tokens and model FLOPs of the differentiable passes, for the learners' ``perf/*``
+metrics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from agents.devices import resolve
+from agents.trainable_lm.extra import MISSING_EXTRA, require_train_extra
+from agents.trainable_lm.sampling import Sampling
+from agents.trainable_lm.scoring import Scoring
+from agents.trainable_lm.weights import Weights
+
+if MISSING_EXTRA is None:
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoTokenizer,
+        PreTrainedModel,
+        PreTrainedTokenizerBase,
+    )
+
+    from agents.transformers_backend import _eos_ids
+
+Finetune = Literal["lora", "full"]
+DEFAULT_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+"""The attention projections of Llama-style models (SmolLM2 included)."""
+ATTENTION = "sdpa"
+"""The attention implementation of every model the policy loads: PyTorch's scaled dot-product
+attention (flash or memory-efficient kernels where the GPU has them)."""
+
+
+@dataclass
+class _Seat:
+    """The model one agent acts with: its module, its adapter (LoRA) and its reference."""
+
+    model: torch.nn.Module
+    adapter: str | None
+    reference: torch.nn.Module | None
+
+
+@dataclass
+class Meter:
+    """What a policy decoded and trained on since its meter was last read
+    (:meth:`TrainableLM.read_meter`): what the learners' ``perf/*`` metrics are made of.
+
+    Attributes:
+        generated_tokens: Tokens sampled, every request's up to its stop.
+        generation_seconds: Seconds spent decoding them, prefill included.
+        trained_tokens: Tokens run through differentiable passes of :meth:`TrainableLM.logprobs`:
+            completions and their prompts (a prompt shared by a group's completions once,
+            or once per completion with gradient checkpointing).
+        trained_flops: Model FLOPs of the forward and backward passes over them:
+            ``trained_tokens`` x :attr:`TrainableLM.train_flops_per_token`.
+    """
+
+    generated_tokens: int = 0
+    generation_seconds: float = 0.0
+    trained_tokens: int = 0
+    trained_flops: float = 0.0
+
+    def __add__(self, other: Meter) -> Meter:
+        """Both meters' counts together."""
+        return Meter(
+            self.generated_tokens + other.generated_tokens,
+            self.generation_seconds + other.generation_seconds,
+            self.trained_tokens + other.trained_tokens,
+            self.trained_flops + other.trained_flops,
+        )
+
+
+def default_lora(
+    rank: int = 8, alpha: float = 16.0, targets: Sequence[str] = DEFAULT_LORA_TARGETS
+) -> LoraConfig:
+    """A LoRA config for causal LMs: ``rank``, ``alpha``, no dropout (deterministic passes)."""
+    require_train_extra()
+    return LoraConfig(
+        r=rank,
+        lora_alpha=alpha,
+        target_modules=list(targets),
+        lora_dropout=0.0,
+        task_type="CAUSAL_LM",
+    )
+
+
+class TrainableLM(Sampling, Scoring, Weights):
+    """A causal LM as the trainable policy of some agents (see :mod:`agents.trainable_lm`).
+
+    Args:
+        model: A ``transformers`` causal LM (its weights become the base; with
+            ``finetune="lora"`` it is wrapped by peft in place).
+        tokenizer: Its tokenizer, with a chat template.
+        agents: The agents this policy plays, e.g. ``["agent_0", "agent_1"]``.
+        finetune: ``"lora"`` (an adapter per agent) or ``"full"`` (all weights).
+        separate: One model per agent (deep copies of ``model``) instead of one shared.
+        lora: The adapters' :class:`peft.LoraConfig` (default :func:`default_lora`).
+        micro_batch_size: Most sequences per forward pass of :meth:`logprobs`.
+        sample_batch_size: Most requests decoded together by :meth:`sample` and
+            :meth:`sample_joint` (no gradients, so it may be larger); None: ``micro_batch_size``.
+        seed: Seeds the adapters' initialization (the global torch RNG is left as it was).
+        device: Where the model runs (:func:`agents.devices.resolve`; ``model`` is moved there).
+        dtype: The weights' dtype (``model`` is cast to it; adapters stay float32).
+        gradient_checkpointing: Recompute each layer's activations in the backward pass of
+            :meth:`logprobs` instead of keeping them (see :mod:`agents.trainable_lm.scoring`).
+        base: Where the base model can be loaded from again, a Hugging Face id or a local
+            folder (what :meth:`save_adapters` names as the adapters' base); None: nowhere
+            (a model built in memory), so :meth:`save_adapters` writes it once
+            (:func:`shared_base`) and sets it to that folder. :meth:`from_pretrained` sets it.
+
+    Attributes:
+        device: The torch device the model runs on.
+        dtype: The base weights' torch dtype.
+        base: Where the base can be loaded from (the ``base`` argument).
+        train_flops_per_token: Model FLOPs of a forward and backward pass per token, k N:
+            N the weights a token passes through (the matrices: every weight but the input
+            embedding, the output projection counted even when tied to it), k = 6 for full
+            fine-tuning (2N forward, 2N for the activations' gradients, 2N for the weights'),
+            k = 4 with LoRA (the frozen base's weight gradients are not computed; the
+            adapters' own are a rounding error). The attention's quadratic term (about
+            ``6 L d T`` per token for T tokens of context: a few percent at 768 tokens of a
+            1.5B model) and recomputation under gradient checkpointing are not counted, as
+            model FLOPs utilization does not count them.
+
+    Raises:
+        ValueError: On no agents, repeated agents, an unknown ``finetune``, a tokenizer
+            without a chat template, a batch size < 1, or a device this machine lacks.
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        agents: Sequence[str],
+        *,
+        finetune: Finetune = "lora",
+        separate: bool = False,
+        lora: LoraConfig | None = None,
+        micro_batch_size: int = 16,
+        sample_batch_size: int | None = None,
+        seed: int = 0,
+        device: str = "auto",
+        dtype: str = "auto",
+        gradient_checkpointing: bool = False,
+        base: str | None = None,
+    ) -> None:
+        require_train_extra()
+        agents = list(agents)
+        if not agents or len(set(agents)) != len(agents):
+            raise ValueError(f"agents must be distinct agent names, at least one, got {agents!r}")
+        if finetune not in ("lora", "full"):
+            raise ValueError(f"finetune must be 'lora' or 'full', got {finetune!r}")
+        if not tokenizer.chat_template:
+            raise ValueError(
+                "the tokenizer has no chat template: set tokenizer.chat_template (a Jinja template)"
+            )
+        if micro_batch_size < 1 or (sample_batch_size is not None and sample_batch_size < 1):
+            raise ValueError(
+                f"micro_batch_size and sample_batch_size must be >= 1, got {micro_batch_size}, {sample_batch_size}"
+            )
+        self.device, self.dtype = resolve(device, dtype)
+        self.tokenizer, self.base = tokenizer, base
+        self.finetune, self.separate, self.micro_batch_size = finetune, separate, micro_batch_size
+        self.sample_batch_size = sample_batch_size or micro_batch_size
+        self.gradient_checkpointing = gradient_checkpointing
+        self._pad_id = (
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        )
+        self._stop_ids = set(_eos_ids(model.generation_config.eos_token_id, tokenizer.eos_token_id))
+        self._meter = Meter()
+        model.to(device=self.device, dtype=self.dtype).eval().requires_grad_(False)
+        if gradient_checkpointing:
+            model.activation_checkpointing_enable({"use_reentrant": False})
+            model.enable_input_require_grads()  # what peft needs of a frozen base under checkpointing
+        self.train_flops_per_token = (4 if finetune == "lora" else 6) * _matmul_parameters(model)
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            self.seats = self._seats(model, agents, lora or default_lora())
+
+    def _seats(
+        self, model: PreTrainedModel, agents: list[str], lora: LoraConfig
+    ) -> dict[str, _Seat]:
+        if self.finetune == "full":
+            reference = copy.deepcopy(model)
+            if self.separate:
+                return {
+                    agent: _Seat(copy.deepcopy(model).requires_grad_(True), None, reference)
+                    for agent in agents
+                }
+            return {agent: _Seat(model.requires_grad_(True), None, reference) for agent in agents}
+        if self.separate:
+            return {
+                agent: _Seat(_with_adapters(copy.deepcopy(model), [agent], lora), agent, None)
+                for agent in agents
+            }
+        wrapped = _with_adapters(model, agents, lora)
+        return {agent: _Seat(wrapped, agent, None) for agent in agents}
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        name: str | Path,
+        agents: Sequence[str],
+        *,
+        device: str = "auto",
+        dtype: str = "auto",
+        **kwargs: Any,
+    ) -> TrainableLM:
+        """Load a causal LM with a chat template: a local model folder, a ``.gguf`` file, or a
+        Hugging Face model id (``Qwen/Qwen2.5-1.5B-Instruct``).
+
+        A path that exists is read from disk. Any other name that is no path (not absolute,
+        not starting with ``.`` or ``~``, no ``.gguf``) is a hub id: loaded from the
+        Hugging Face cache, downloaded into it where the machine reaches the hub and
+        ``HF_HUB_OFFLINE`` is not set (with it set, only the cache is read).
+
+        Args:
+            name: A model folder, a GGUF file (transformers dequantizes it), or a hub id.
+            agents: The agents the policy plays.
+            device: Where the model runs (:func:`agents.devices.resolve`).
+            dtype: The weights' dtype.
+            **kwargs: :class:`TrainableLM`'s other keyword arguments.
+
+        Raises:
+            FileNotFoundError: If ``name`` is a path that does not exist, or an id the hub
+                (or, offline, its cache) does not have, saying which.
+            ValueError: On a device this machine lacks.
+        """
+        require_train_extra()
+        torch_dtype = resolve(device, dtype)[1]
+        path = Path(name).expanduser()
+        if path.exists():
+            directory, gguf_file = (
+                (path.parent, path.name) if path.suffix == ".gguf" else (path, None)
+            )
+            source, base = str(directory), None if gguf_file else str(path.resolve())
+        elif _is_path(str(name)):
+            raise FileNotFoundError(
+                f"TrainableLM: no local model at {path} (a path is never looked up on the Hugging Face hub; "
+                "a hub id is written ORG/NAME)"
+            )
+        else:
+            source, gguf_file, base = str(name), None, str(name)
+        offline = {
+            "local_files_only": _hub_offline()
+        }  # read when called, so a test or a script may set it
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=gguf_file, **offline)
+            model = AutoModelForCausalLM.from_pretrained(
+                source,
+                gguf_file=gguf_file,
+                dtype=torch_dtype,
+                attn_implementation=ATTENTION,
+                **offline,
+            )
+        except OSError as error:
+            why = (
+                " (HF_HUB_OFFLINE is set: only the local cache is read)"
+                if offline["local_files_only"]
+                else ""
+            )
+            raise FileNotFoundError(
+                f"TrainableLM: {name!r} is no local model and the Hugging Face hub gave none{why}: {error}"
+            ) from error
+        if gguf_file is not None:
+            model = _plain_copy(model, torch_dtype)
+        return cls(model, tokenizer, agents, device=device, dtype=dtype, base=base, **kwargs)
+
+    @property
+    def agents(self) -> list[str]:
+        """The agents this policy plays."""
+        return list(self.seats)
+
+    def parameters(self, agent: str) -> list[torch.nn.Parameter]:
+        """The weights that training ``agent`` changes: its LoRA adapter, or its model."""
+        seat = self._seat(agent)
+        if seat.adapter is None:
+            return list(seat.model.parameters())
+        marker = f".{seat.adapter}."
+        return [
+            p for name, p in seat.model.named_parameters() if "lora_" in name and marker in name
+        ]
+
+    def _seat(self, agent: str) -> _Seat:
+        if agent not in self.seats:
+            raise KeyError(f"TrainableLM plays {self.agents}, not {agent!r}")
+        return self.seats[agent]
+
+    @contextlib.contextmanager
+    def _acting(self, agent: str, reference: bool = False) -> Iterator[torch.nn.Module]:
+        """The module to run as ``agent`` (its adapter active), or as the reference policy."""
+        seat = self._seat(agent)
+        if seat.adapter is None:
+            yield seat.reference if reference else seat.model
+            return
+        seat.model.set_adapter(seat.adapter)
+        for parameter in self.parameters(agent):
+            parameter.requires_grad_(True)  # set_adapter froze the other adapters; this one trains
+        if reference:
+            with seat.model.disable_adapter():
+                yield seat.model
+        else:
+            yield seat.model
+
+    def read_meter(self) -> Meter:
+        """What this policy decoded and trained on since the last call (:class:`Meter`);
+        the meter starts again from zero."""
+        meter, self._meter = self._meter, Meter()
+        return meter
+
+    def __repr__(self) -> str:
+        layout = "separate" if self.separate else "shared"
+        return f"TrainableLM(agents={self.agents}, finetune={self.finetune!r}, {layout})"
+
+
+def _is_path(name: str) -> bool:
+    """Whether ``name`` can only be a path, not a Hugging Face id (ids are ``ORG/NAME``)."""
+    return (
+        Path(name).is_absolute()
+        or name.startswith((".", "~"))
+        or name.endswith(".gguf")
+        or name.count("/") > 1
+    )
+
+
+def _hub_offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` keeps the hub from being reached."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _matmul_parameters(model: PreTrainedModel) -> int:
+    """The weights a token passes through in matrix products: all but the input embedding
+    (a lookup), the output projection counted even when it shares the embedding's matrix."""
+    total = sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False))
+    return total - model.get_input_embeddings().weight.numel()
+
+
+def _plain_copy(model: PreTrainedModel, dtype: torch.dtype) -> PreTrainedModel:
+    """``model`` (loaded from a GGUF, so marked quantized) rebuilt from its config without
+    the mark: the same dequantized weights, but ``save_pretrained`` can write it (full
+    fine-tuning saves the model) and HF ``Trainer``-based tools accept it."""
+    config = model.config
+    del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    plain.load_state_dict(model.state_dict())
+    return plain.eval()
+
+
+def _with_adapters(model: PreTrainedModel, adapters: list[str], lora: LoraConfig) -> PeftModel:
+    """``model`` wrapped by peft with one (freshly initialized) LoRA adapter per name."""
+    with (
+        warnings.catch_warnings()
+    ):  # peft reads transformers 5's deprecated name; its replacement is no option here
+        warnings.filterwarnings(
+            "ignore", "`is_gradient_checkpointing` is deprecated", FutureWarning
+        )
+        wrapped = get_peft_model(model, copy.deepcopy(lora), adapter_name=adapters[0])
+        for name in adapters[1:]:
+            wrapped.add_adapter(name, copy.deepcopy(lora))
+    return wrapped.eval()

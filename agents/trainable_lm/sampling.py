@@ -1,0 +1,458 @@
+"""How :class:`~agents.trainable_lm.TrainableLM` samples (:meth:`Sampling.sample`).
+
+Prompts are rendered with the tokenizer's chat template, left-padded and decoded together
+with a KV cache, ``sample_batch_size`` at a time (:meth:`Sampling.sample_joint`: several
+agents' requests in one batch, each row through its agent's adapter; any sampler follows
+:class:`Sampler`);
+each distinct prompt of a batch is run once and its cache copied to its requests (a
+group's G requests share one prompt), a request that has finished leaves the batch (the
+later steps run only the rows still decoding), and greedy decoding decodes equal requests
+(the same adapter and prompt) once. Each request has its own ``torch.Generator`` seeded
+by its seed (a CPU generator on any device: the CPU and a GPU draw the same numbers),
+from which it draws one uniform number per token and inverts the
+(temperature, top-p) distribution's CDF at it (the sampler of
+:class:`agents.transformers_backend.TransformersBackend`, without sorting the whole
+vocabulary: :func:`draw_tokens`). So a seed
+fixes the random stream of its request whatever shares its batch; the token chosen also
+depends on the logits, which other rows change only by floating-point noise of the
+padding. Each completion comes with its prompt and completion token ids (the stop token
+included when the model stopped, so learning to stop is learned too) and their
+log-probabilities under the policy pi = softmax(logits / temperature) (top-p truncation
+is part of sampling, not of pi, as in TRL).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+
+from agents import progress
+from agents.base import Message
+from agents.trainable_lm.batches import prefill
+from agents.trainable_lm.extra import MISSING_EXTRA
+
+if MISSING_EXTRA is None:
+    from agents.transformers_backend import _sample
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One sampled completion.
+
+    Attributes:
+        text: The completion decoded without special tokens (the env's action).
+        prompt_ids: The rendered prompt's token ids.
+        token_ids: The sampled token ids, ending with the stop token when the model stopped.
+        logprobs: log pi(token) of each sampled token, pi = softmax(logits / temperature)
+            (softmax(logits) when greedy).
+        finish_reason: ``"stop"`` (a stop token) or ``"length"`` (``max_new_tokens``).
+    """
+
+    text: str
+    prompt_ids: tuple[int, ...]
+    token_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    finish_reason: str
+
+
+class Sampler(Protocol):
+    """What samples a learner's rollouts: the policy itself (:class:`TrainableLM`,
+    :class:`~agents.trainable_team.TrainableTeam`) or an engine holding a copy of its weights
+    (:mod:`algorithms.text.rollout_workers`, :mod:`algorithms.text.ctranslate2_sampler`; a
+    later vLLM engine, one per GPU with every agent's adapter chosen per request, fits here).
+    The learners call nothing else, so a new engine needs no change to them.
+
+    The contract: a request's completion depends on its chat, its seed and the agent's
+    weights only (not on what shares its batch, up to floating-point noise), and carries
+    its prompt and completion token ids under the policy's tokenizer and chat template, and
+    each token's log pi under softmax(logits / temperature) (:class:`Completion`); a
+    completion cut at ``max_new_tokens`` says ``finish_reason="length"``. Optionally, a
+    sampler decodes several agents' requests of a turn together with ``sample_joint(
+    {agent: (chats, seeds)}, **settings) -> {agent: completions}`` (each completion that of
+    :meth:`sample`); one that holds a copy of the weights has ``sync(weights, version)``
+    (the policy's :meth:`TrainableLM.state_dict`, called before each collection, a no-op
+    when ``version`` is the one it holds) and ``close()``.
+    """
+
+    def sample(
+        self,
+        agent: str,
+        chats: Sequence[Sequence[Message]],
+        seeds: Sequence[int],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        min_new_tokens: int,
+    ) -> list[Completion]:
+        """One completion per chat, as ``agent``, each from its own seed's random stream."""
+        ...
+
+
+def check_sample_arguments(
+    chats: Sequence[Any],
+    seeds: Sequence[int],
+    max_new_tokens: int,
+    temperature: float,
+    top_p: float,
+    min_new_tokens: int,
+) -> None:
+    """Refuse what :meth:`TrainableLM.sample` (and any sampler standing in for it) cannot sample.
+
+    Raises:
+        ValueError: On mismatched lengths or a bad sampling setting.
+    """
+    if len(chats) != len(seeds):
+        raise ValueError(
+            f"sample needs one seed per chat, got {len(chats)} chats and {len(seeds)} seeds"
+        )
+    if (
+        max_new_tokens < 1
+        or temperature < 0
+        or not 0 < top_p <= 1
+        or not 0 <= min_new_tokens <= max_new_tokens
+    ):
+        raise ValueError(
+            f"need max_new_tokens >= 1, temperature >= 0, top_p in (0, 1] and 0 <= min_new_tokens <= "
+            f"max_new_tokens, got {max_new_tokens}, {temperature}, {top_p}, {min_new_tokens}"
+        )
+
+
+CANDIDATES = 64
+"""Tokens :func:`draw_tokens` ranks first; it sorts a row's whole vocabulary only when its draw is not decided among them."""
+
+
+def draw_tokens(
+    logits: torch.Tensor, temperature: float, top_p: float, uniforms: torch.Tensor
+) -> torch.Tensor:
+    """One token per row of ``logits`` (N, V), drawn at ``uniforms`` (N,) in [0, 1).
+
+    The token :class:`agents.transformers_backend.TransformersBackend`'s sampler picks (the
+    argmax at temperature 0; else p = softmax(logits / temperature) sorted from the most
+    likely token down, the tokens after the top-p mass masked out, the token at which the
+    cumulative sum reaches ``u * total``), without sorting the whole vocabulary: the
+    :data:`CANDIDATES` most likely tokens (``topk``, ranked as the sort ranks them) hold the
+    same cumulative sums as the sorted vocabulary's first entries. A row is decided among
+    them when its nucleus ends there (its total is theirs), or at ``top_p = 1`` when every
+    total the whole sort could give (bounded from the double-precision sum of p: the sort's
+    sequential sum differs from it by less than 2 V 2^-53, and its top-p mask drops only a
+    tail after the sum has reached 1 - 2^-23) puts ``u * total`` before the same candidate;
+    any other row is drawn by the full sort. So the token is the sort's, except between
+    equally likely tokens, whose order neither sort specifies.
+    """
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    rows, size = logits.shape
+    temperatures = torch.full((rows,), float(temperature), device=logits.device)
+    top_ps = torch.full((rows,), float(top_p), device=logits.device)
+    probs = torch.softmax(logits / temperatures.clamp(min=1e-6).unsqueeze(1), dim=-1)
+    top, order = probs.topk(min(CANDIDATES, size), dim=-1)
+    # once true, true for every later token
+    outside = (top.cumsum(dim=-1) - top) >= top_ps.unsqueeze(1)
+    cdf = top.masked_fill(outside, 0.0).cumsum(dim=-1)
+    ends = outside[:, -1]
+    low = high = cdf[:, -1]
+    if top_p == 1:
+        mass = probs.sum(dim=-1, dtype=torch.float64)
+        slack = mass * (2 * size * 2.0**-52)
+        mass_high, mass_low = (mass + slack).float(), (mass - slack).float()
+        mass_low = torch.where(mass_high >= 1, mass_low.clamp(max=1 - 2.0**-23), mass_low)
+        low, high = torch.where(ends, low, mass_low), torch.where(ends, high, mass_high)
+    else:
+        high = torch.where(ends, high, torch.full_like(high, float("inf")))
+    bounds = torch.stack([uniforms * low, uniforms * high], dim=1)
+    picks = torch.searchsorted(cdf, bounds).clamp(max=cdf.shape[1] - 1)
+    tokens = order.gather(1, picks[:, :1]).squeeze(1)
+    undecided = (picks[:, 0] != picks[:, 1]) | (bounds[:, 1] > cdf[:, -1])
+    if undecided.any():
+        tokens[undecided] = _sample(
+            logits[undecided], temperatures[undecided], top_ps[undecided], uniforms[undecided]
+        )
+    return tokens
+
+
+class Sampling:
+    """:class:`~agents.trainable_lm.TrainableLM`'s sampling (see the module docstring): its
+    methods, on the state the class sets up (seats, tokenizer, device, batch sizes, meter)."""
+
+    def encode(self, chat: Sequence[Message]) -> list[int]:
+        """The token ids of ``chat`` rendered by the chat template, with the assistant's turn opened."""
+        text = self.tokenizer.apply_chat_template(
+            list(chat), tokenize=False, add_generation_prompt=True
+        )
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    @torch.no_grad()
+    def sample(
+        self,
+        agent: str,
+        chats: Sequence[Sequence[Message]],
+        seeds: Sequence[int],
+        *,
+        max_new_tokens: int = 128,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        min_new_tokens: int = 0,
+    ) -> list[Completion]:
+        """One completion per chat, as ``agent`` (see the module docstring on seeds).
+
+        Args:
+            agent: The agent whose policy samples.
+            chats: Chat messages per request.
+            seeds: One seed per request (>= 0).
+            max_new_tokens: Most tokens per completion, >= 1.
+            temperature: Sampling temperature, >= 0 (0: greedy).
+            top_p: Nucleus mass in (0, 1].
+            min_new_tokens: No stop token is sampled before this many tokens (fixed-length
+                completions, e.g. to compare speed with other trainers). The recorded
+                log-probabilities stay those of the unconstrained policy, the ones
+                :meth:`logprobs` gives for the loss.
+
+        Raises:
+            ValueError: On mismatched lengths or a bad sampling setting.
+        """
+        check_sample_arguments(chats, seeds, max_new_tokens, temperature, top_p, min_new_tokens)
+        prompts = [self.encode(chat) for chat in chats]
+        completions: list[Completion] = []
+        with (
+            self._acting(agent) as model,
+            progress.call(len(prompts), f"sample {agent}") as advance,
+        ):
+            for start in range(0, len(prompts), self.sample_batch_size):
+                stop = start + self.sample_batch_size
+                completions.extend(
+                    self._sample_batch(
+                        model,
+                        prompts[start:stop],
+                        seeds[start:stop],
+                        max_new_tokens,
+                        temperature,
+                        top_p,
+                        min_new_tokens,
+                        advance,
+                    )
+                )
+        return completions
+
+    @torch.no_grad()
+    def sample_joint(
+        self,
+        requests: Mapping[str, tuple[Sequence[Sequence[Message]], Sequence[int]]],
+        *,
+        max_new_tokens: int = 128,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        min_new_tokens: int = 0,
+    ) -> dict[str, list[Completion]]:
+        """Several agents' requests of one turn, ``{agent: (chats, seeds)}``: each completion
+        is what :meth:`sample` gives for it (the same seed, the same stream), but agents that
+        are adapters of one shared base are decoded together, ``sample_batch_size`` rows of any
+        agents at a time, each row through its own agent's adapter (peft's mixed-adapter
+        batches: the base's weights are read once per step for every agent's rows). Other
+        layouts, and a subclass that overrides :meth:`sample`, sample agent by agent through
+        :meth:`sample`.
+
+        Args:
+            requests: Per agent, its chats and one seed per chat.
+            max_new_tokens: Most tokens per completion, >= 1.
+            temperature: Sampling temperature, >= 0 (0: greedy).
+            top_p: Nucleus mass in (0, 1].
+            min_new_tokens: No stop token before this many tokens (see :meth:`sample`).
+
+        Returns:
+            ``{agent: completions}``, in the order of each agent's chats.
+
+        Raises:
+            ValueError: On mismatched lengths or a bad sampling setting.
+        """
+        settings = {
+            "max_new_tokens": max_new_tokens,
+            "temperature": temperature,
+            "top_p": top_p,
+            "min_new_tokens": min_new_tokens,
+        }
+        seats = [self._seat(agent) for agent in requests]
+        shared = len(seats) > 1 and all(
+            s.model is seats[0].model and s.adapter is not None for s in seats
+        )
+        if not shared or type(self).sample is not Sampling.sample:
+            return {
+                agent: self.sample(agent, chats, seeds, **settings)
+                for agent, (chats, seeds) in requests.items()
+            }
+        for chats, seeds in requests.values():
+            check_sample_arguments(chats, seeds, **settings)
+        rows = [
+            (agent, self.encode(chat), seed)
+            for agent, (chats, seeds) in requests.items()
+            for chat, seed in zip(chats, seeds, strict=True)
+        ]
+        model = seats[0].model
+        completions: list[Completion] = []
+        with progress.call(len(rows), "sample " + " + ".join(requests)) as advance:
+            for start in range(0, len(rows), self.sample_batch_size):
+                agents, prompts, seeds = zip(
+                    *rows[start : start + self.sample_batch_size], strict=True
+                )
+                completions.extend(
+                    self._sample_batch(
+                        model,
+                        list(prompts),
+                        seeds,
+                        max_new_tokens,
+                        temperature,
+                        top_p,
+                        min_new_tokens,
+                        advance,
+                        adapters=[self.seats[agent].adapter for agent in agents],
+                    )
+                )
+        joint: dict[str, list[Completion]] = {agent: [] for agent in requests}
+        for (agent, _, _), completion in zip(rows, completions, strict=True):
+            joint[agent].append(completion)
+        return joint
+
+    def _sample_batch(
+        self,
+        model: torch.nn.Module,
+        prompts: list[list[int]],
+        seeds: Sequence[int],
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        min_new_tokens: int,
+        advance: progress.Advance,
+        adapters: Sequence[str] | None = None,
+    ) -> list[Completion]:
+        """Decode ``prompts`` together; ``adapters``: each row's adapter (a mixed-adapter
+        batch of one peft model), None: the active one. Greedy (temperature 0), equal
+        requests (the same adapter and prompt: a padded batch's copies) decode equal tokens
+        whatever their seeds, so each is decoded once and its completion given to every copy."""
+        if temperature > 0:
+            return self._decode(
+                model,
+                prompts,
+                seeds,
+                max_new_tokens,
+                temperature,
+                top_p,
+                min_new_tokens,
+                advance,
+                adapters,
+            )
+        names = [None] * len(prompts) if adapters is None else list(adapters)
+        requests = [(name, tuple(prompt)) for name, prompt in zip(names, prompts, strict=True)]
+        first: dict[tuple[str | None, tuple[int, ...]], int] = {}
+        for row, request in enumerate(requests):
+            first.setdefault(request, row)
+        rows = list(first.values())
+        decoded = self._decode(
+            model,
+            [prompts[row] for row in rows],
+            [seeds[row] for row in rows],
+            max_new_tokens,
+            temperature,
+            top_p,
+            min_new_tokens,
+            advance,
+            None if adapters is None else [adapters[row] for row in rows],
+        )
+        by_request = dict(zip(first, decoded, strict=True))
+        for row, request in enumerate(requests):
+            if first[request] != row:
+                advance(1, len(by_request[request].token_ids))
+        return [by_request[request] for request in requests]
+
+    def _decode(
+        self,
+        model: torch.nn.Module,
+        prompts: list[list[int]],
+        seeds: Sequence[int],
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        min_new_tokens: int,
+        advance: progress.Advance,
+        adapters: Sequence[str] | None,
+    ) -> list[Completion]:
+        """Decode every row of ``prompts`` (see :meth:`_sample_batch`); a row that has
+        finished leaves the batch (its cache rows are dropped), so the later steps run only
+        the rows still decoding. A row draws one uniform number from its generator per
+        token it samples, so its stream is the same whichever rows remain."""
+        started = time.perf_counter()
+        rows = len(prompts)
+        generators = [
+            torch.Generator().manual_seed(int(seed)) for seed in seeds
+        ]  # on the CPU whatever the device
+        tokens: list[list[int]] = [[] for _ in range(rows)]
+        logprobs: list[list[float]] = [[] for _ in range(rows)]
+        finish = [""] * rows
+        live = list(range(rows))  # the rows still decoding, in the batch's order
+        # each distinct prompt is run once; its rows continue from a copy of its cache
+        output, mask, positions, owner = prefill(
+            model, prompts, self._pad_id, self.device, adapters
+        )
+        logits = output.logits[owner, -1, :].float()
+        stop_ids = torch.tensor(sorted(self._stop_ids), dtype=torch.long, device=self.device)
+        for step in range(max_new_tokens):
+            uniforms = torch.tensor(
+                [torch.rand((), generator=generators[row]).item() for row in live],
+                device=self.device,
+            )
+            allowed = (
+                logits.index_fill(1, stop_ids, float("-inf")) if step < min_new_tokens else logits
+            )
+            chosen = draw_tokens(allowed, temperature, top_p, uniforms)
+            scores = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(
+                1, chosen[:, None]
+            )[:, 0]
+            for row, token, score in zip(live, chosen.tolist(), scores.tolist(), strict=True):
+                tokens[row].append(token)
+                logprobs[row].append(score)
+                if token in self._stop_ids:
+                    finish[row] = "stop"
+                elif len(tokens[row]) >= max_new_tokens:
+                    finish[row] = "length"
+                if finish[row]:
+                    advance(1, len(tokens[row]))
+            staying = [k for k, row in enumerate(live) if not finish[row]]
+            if not staying:
+                break
+            if len(staying) < len(live):
+                keep = torch.tensor(staying, dtype=torch.long, device=self.device)
+                output.cache.batch_select_indices(keep)
+                mask, positions, chosen = mask[keep], positions[keep], chosen[keep]
+                live = [live[k] for k in staying]
+            per_row = {} if adapters is None else {"adapter_names": [adapters[row] for row in live]}
+            mask = torch.cat(
+                [mask, torch.ones((len(live), 1), dtype=mask.dtype, device=self.device)], dim=1
+            )
+            positions = positions[:, -1:] + 1
+            output = model(
+                input_ids=chosen[:, None],
+                attention_mask=mask,
+                position_ids=positions,
+                cache=output.cache,
+                use_cache=True,
+                **per_row,
+            )
+            logits = output.logits[:, -1, :].float()
+        self._meter.generated_tokens += sum(len(row_tokens) for row_tokens in tokens)
+        # .tolist() waited for the device
+        self._meter.generation_seconds += time.perf_counter() - started
+        return [
+            Completion(
+                text=self.tokenizer.decode(row_tokens, skip_special_tokens=True),
+                prompt_ids=tuple(prompt),
+                token_ids=tuple(row_tokens),
+                logprobs=tuple(row_logprobs),
+                finish_reason=reason or "length",
+            )
+            for prompt, row_tokens, row_logprobs, reason in zip(
+                prompts, tokens, logprobs, finish, strict=True
+            )
+        ]

@@ -1,0 +1,173 @@
+"""How :class:`~agents.trainable_lm.TrainableLM` scores completions for the loss
+(:meth:`Scoring.logprobs`).
+
+Per micro-batch of
+``micro_batch_size`` sequences, one left-padded forward pass of its distinct prompts, then
+one of the completions continuing from their prompts' caches (logits only where a
+completion's token is predicted); differentiable (the gradient through a shared prompt
+sums over its completions, as separate passes would), or under the reference policy with
+``reference=True`` (no gradient). With ``gradient_checkpointing`` each layer's activations
+are recomputed in the backward pass (``use_reentrant=False``) and a differentiable pass
+runs each completion with its prompt in one pass without a cache (a cache written in a
+checkpointed layer would be written again by its recomputation).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+
+import torch
+
+from agents.trainable_lm.batches import left_pad, prefill, right_pad
+from agents.trainable_lm.extra import MISSING_EXTRA
+
+if MISSING_EXTRA is None:
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+
+class Scoring:
+    """:class:`~agents.trainable_lm.TrainableLM`'s scoring (see the module docstring): its
+    methods, on the state the class sets up (seats, device, micro-batch size, meter)."""
+
+    def logprobs(
+        self,
+        agent: str,
+        prompt_ids: Sequence[Sequence[int]],
+        token_ids: Sequence[Sequence[int]],
+        *,
+        temperature: float = 1.0,
+        reference: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        r"""log pi(token) of given completions, :math:`\pi = \mathrm{softmax}(\mathrm{logits} / T)`.
+
+        Args:
+            agent: The agent whose policy scores them.
+            prompt_ids: Per sequence, the prompt's token ids.
+            token_ids: Per sequence, the completion's token ids (at least one).
+            temperature: T > 0, as when sampling.
+            reference: Score under the reference policy (the base), without gradient.
+
+        Returns:
+            ``(logp, mask)``, both (N, T_max) float32: log-probabilities (differentiable
+            unless ``reference``), 0 at padding, and 1 where a token is.
+
+        Raises:
+            ValueError: On mismatched lengths, an empty completion or T <= 0.
+        """
+        if len(prompt_ids) != len(token_ids) or any(len(t) == 0 for t in token_ids):
+            raise ValueError("logprobs needs one non-empty completion per prompt")
+        if not temperature > 0:
+            raise ValueError(f"temperature must be > 0 to score completions, got {temperature}")
+        longest = max(len(t) for t in token_ids)
+        logp = torch.zeros(len(token_ids), longest, device=self.device)
+        mask = torch.zeros(len(token_ids), longest, device=self.device)
+        grad = torch.no_grad() if reference else contextlib.nullcontext()
+        with self._acting(agent, reference) as model, grad:
+            trained = torch.is_grad_enabled()
+            recompute = trained and self.gradient_checkpointing
+            for start in range(0, len(token_ids), self.micro_batch_size):
+                stop = start + self.micro_batch_size
+                prompts, completions = prompt_ids[start:stop], token_ids[start:stop]
+                if recompute:
+                    with _recomputing(model):
+                        block = self._score_whole(model, prompts, completions, temperature)
+                else:
+                    block = self._score(model, prompts, completions, temperature)
+                for offset, row in enumerate(block):
+                    logp[start + offset, : len(row)] = row
+                    mask[start + offset, : len(row)] = 1.0
+                if trained:
+                    run = (
+                        prompts
+                        if recompute
+                        else list({tuple(prompt): prompt for prompt in prompts}.values())
+                    )
+                    tokens = sum(map(len, run)) + sum(map(len, completions))
+                    self._meter.trained_tokens += tokens
+                    self._meter.trained_flops += tokens * self.train_flops_per_token
+        return logp, mask
+
+    def _score(
+        self,
+        model: torch.nn.Module,
+        prompts: Sequence[Sequence[int]],
+        completions: Sequence[Sequence[int]],
+        temperature: float,
+    ) -> list[torch.Tensor]:
+        """Each distinct prompt runs once (:func:`~agents.trainable_lm.batches.prefill`: a
+        group's G completions share theirs, and the gradient through it sums over them, as G
+        separate passes would); the completions continue from its cache, right-padded, so
+        logits are computed only where a completion's token is predicted: its first token at
+        the prompt's last position, token k at the position of token k - 1."""
+        output, mask, positions, owner = prefill(model, prompts, self._pad_id, self.device)
+        longest = max(len(c) for c in completions)
+        logits = output.logits[owner, -1:, :]
+        if longest > 1:
+            inputs, inputs_mask = right_pad(
+                [list(c[:-1]) for c in completions], longest - 1, self._pad_id, self.device
+            )
+            later = model(
+                input_ids=inputs,
+                attention_mask=torch.cat([mask, inputs_mask], dim=1),
+                position_ids=positions[:, -1:] + 1 + torch.arange(longest - 1, device=self.device),
+                cache=output.cache,
+                use_cache=True,
+            ).logits
+            logits = torch.cat([logits, later], dim=1)
+        return self._completion_logprobs(logits, completions, temperature)
+
+    def _score_whole(
+        self,
+        model: torch.nn.Module,
+        prompts: Sequence[Sequence[int]],
+        completions: Sequence[Sequence[int]],
+        temperature: float,
+    ) -> list[torch.Tensor]:
+        """What :meth:`_score` gives, in one pass without a cache (gradient checkpointing's
+        scoring): each row is its left-padded prompt followed by its right-padded completion
+        (but its last token), so every row's completion starts at the same column and the
+        logits of the last ``longest`` positions predict the completions' tokens."""
+        longest = max(len(c) for c in completions)
+        ids, mask = left_pad([list(p) for p in prompts], self._pad_id, self.device)
+        inputs, inputs_mask = right_pad(
+            [list(c[:-1]) for c in completions], longest - 1, self._pad_id, self.device
+        )
+        ids, mask = torch.cat([ids, inputs], dim=1), torch.cat([mask, inputs_mask], dim=1)
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+        logits = model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            use_cache=False,
+            logits_to_keep=longest,
+        ).logits
+        return self._completion_logprobs(logits, completions, temperature)
+
+    def _completion_logprobs(
+        self, logits: torch.Tensor, completions: Sequence[Sequence[int]], temperature: float
+    ) -> list[torch.Tensor]:
+        """Each completion's tokens' log-probabilities from ``logits`` (N, T_max, V), whose
+        position k predicts token k."""
+        targets, _ = right_pad([list(c) for c in completions], logits.shape[1], 0, self.device)
+        # x / 1 is x: no copy
+        logits = logits.float() if temperature == 1 else logits.float() / temperature
+        logp = torch.log_softmax(logits, dim=-1).gather(2, targets[:, :, None])[:, :, 0]
+        return [logp[row, : len(completion)] for row, completion in enumerate(completions)]
+
+
+@contextlib.contextmanager
+def _recomputing(model: torch.nn.Module) -> Iterator[None]:
+    """``model``'s checkpointed layers in training mode, which ``transformers`` checkpoints
+    only then; only the layers' own flag is set, so their submodules (attention, dropout)
+    stay in eval mode and the pass computes what an eval pass does."""
+    layers = [
+        module for module in model.modules() if isinstance(module, GradientCheckpointingLayer)
+    ]
+    for layer in layers:
+        layer.training = True
+    try:
+        yield
+    finally:
+        for layer in layers:
+            layer.training = False

@@ -1,0 +1,108 @@
+"""Each family's library ``train(config)`` owns its run folder (issue 33, item 4): a Python
+caller gets the same folder and files as the command, both families write the same
+layout, and a start that fails before its first update leaves the folder reusable."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from algorithms.core.config import RunConfig
+from algorithms.meta import GRPO, GRPOConfig
+from algorithms.meta import train as meta_train
+from algorithms.text import TextGRPO, TextGRPOConfig
+from algorithms.text import train as text_train
+from algorithms.text.config import text_run
+from deliberation_env import EnvConfig, TextEnvConfig
+
+LAYOUT = {"config.json", "metrics.jsonl", "checkpoint.safetensors", "summary.json"}
+"""What every training run's folder holds, either family."""
+
+
+def run_settings(run_dir: str | None, **changes) -> dict:
+    """A short run, evaluated on 2 held-out problems after every update."""
+    return {
+        "updates": 2,
+        "eval_interval": 1,
+        "eval_problems": 2,
+        "run_dir": run_dir,
+        "progress": False,
+        **changes,
+    }
+
+
+def meta_config(run_dir: str | None, **run) -> GRPOConfig:
+    return GRPOConfig(env=EnvConfig(team="simulated", difficulty=3, max_rounds=2), run=RunConfig(**run_settings(run_dir, **run)),
+                      sft_updates=0, groups_per_update=2, group_size=2, hidden_size=16, num_heads=2)  # fmt: skip
+
+
+def text_config(run_dir: str | None, **run) -> TextGRPOConfig:
+    return TextGRPOConfig(env=TextEnvConfig(task="arithmetic"), run=text_run(**run_settings(run_dir, **run)), model="tiny",
+                          groups_per_update=1, group_size=2, max_new_tokens=4, micro_batch_size=4)  # fmt: skip
+
+
+def test_both_families_train_from_python_into_the_same_layout(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    meta_train(meta_config(""))  # "": a new folder, as the command names it
+    text_train(text_config(""))
+    folders = {
+        folder.name.split("-")[0]: folder for folder in (tmp_path / "runs" / "train").iterdir()
+    }
+    assert set(folders) == {"meta", "text"}
+    assert folders["meta"].name.startswith("meta-grpo-seed0-") and folders["text"].name.startswith(
+        "text-grpo-seed0-"
+    )
+    for folder in folders.values():
+        assert LAYOUT <= {path.name for path in folder.iterdir()}, folder
+        summary = json.loads((folder / "summary.json").read_text())
+        assert summary["algo"] == "grpo" and summary["before"] and summary["after"]
+        steps = [
+            json.loads(line)["step"] for line in (folder / "metrics.jsonl").read_text().splitlines()
+        ]
+        assert steps == [0, 1, 2]  # one cadence: evaluated first, every update here, and last
+        assert json.loads((folder / "config.json").read_text())["algo"] == "grpo"
+
+
+def test_no_folder_is_written_for_run_dir_none(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert 0 <= meta_train(meta_config(None))["eval/accuracy"] <= 1
+    assert text_train(text_config(None)).run_dir is None
+    assert list(tmp_path.iterdir()) == []
+
+
+class FirstUpdateFails:
+    """A learner whose first update fails (a bug, a device out of memory)."""
+
+    def train_step(self):
+        raise RuntimeError("out of memory")
+
+
+class Crashing(FirstUpdateFails, GRPO):
+    """The meta family's."""
+
+
+class CrashingText(FirstUpdateFails, TextGRPO):
+    """The text family's."""
+
+
+@pytest.mark.parametrize("family", ["meta", "text"])
+def test_a_failed_start_leaves_its_run_folder_reusable(tmp_path, family):
+    train, config, crashing = {
+        "meta": (meta_train, meta_config, Crashing),
+        "text": (text_train, text_config, CrashingText),
+    }[family]
+    run_dir = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="out of memory"):
+        train(config(str(run_dir)), learner=crashing)
+    assert (run_dir / "config.json").is_file() and not (run_dir / "checkpoint.safetensors").exists()
+    with pytest.warns(UserWarning, match="a start that failed: reusing it"):
+        train(
+            config(str(run_dir), updates=1)
+        )  # corrected, other settings, no --resume: the folder is reused
+    steps = [
+        json.loads(line)["step"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()
+    ]
+    assert steps == [0, 1]  # the failed start's log is not kept
+    with pytest.raises(ValueError, match="holds a run already: add --resume"):
+        train(config(str(run_dir)))  # now it holds a run
