@@ -88,7 +88,7 @@ def train_meta(cfg: TrainMeta) -> dict[str, float]:
     check_resume(config.run.resume, config.run.run_dir)  # before a new folder is named for ""
     config = dataclasses.replace(config, run=named_run(config.run, "meta", f"{algo_of(config)}-seed{config.seed}"))
     started = time.perf_counter()
-    final = train(config)
+    final = train(config).after
     folder = Path(config.run.run_dir)
     console.print(meta_train_table(config, folder))
     wrote_folder(folder, time.perf_counter() - started)

@@ -82,6 +82,27 @@ class RunResult:
     first: dict[str, float]
 
 
+@dataclass
+class TrainResult:
+    """What each family's ``train(config)`` returns (:func:`algorithms.meta.train`,
+    :func:`algorithms.text.train`).
+
+    Attributes:
+        learner: The trained learner (a text learner's ``lm`` holds the trained weights; a
+            meta learner's ``policy()`` is the greedy policy evaluations play).
+        history: The metrics of every update run by this call.
+        before: The held-out evaluation before training (empty without ``eval_problems``).
+        after: The same after training.
+        run_dir: The run's folder (the one named for ``run_dir=""``); None without one.
+    """
+
+    learner: Any
+    history: list[dict[str, float]]
+    before: dict[str, float]
+    after: dict[str, float]
+    run_dir: str | None = None
+
+
 def run(
     learner: Runnable,
     config: RunConfig,

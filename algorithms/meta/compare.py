@@ -135,7 +135,7 @@ class Grid:
         if not template.sft_updates or self.warm_start:
             return
         run_dir = self.out_dir / "sft" / f"seed{seed}"
-        final = train(self.config("sft", seed, run_dir, template.env.reward_scale))
+        final = train(self.config("sft", seed, run_dir, template.env.reward_scale)).after
         self.warm_start = str(run_dir / CHECKPOINT)
         if "sft" in self.cfg.algos:
             for scale in self.cfg.reward_scales:
@@ -148,7 +148,7 @@ class Grid:
         scale, algo = scaled
         run_dir = self.out_dir / f"scale{scale:g}" / algo / f"seed{seed}"
         config = dataclasses.replace(self.config(algo, seed, run_dir, scale), warm_start=self.warm_start, sft_updates=0)
-        final = train(config, self.own.get(algo))
+        final = train(config, self.own.get(algo)).after
         self.record(run_dir, final, algo, scale, seed)
         self.bar.set_postfix(last=f"{algo}@{scale:g}: {final['eval/consensus_accuracy']:.3f}")
         self.bar.update()

@@ -23,7 +23,7 @@ import torch
 from algorithms.core.checkpoints import CheckpointError, check_structure, load_checkpoint
 from algorithms.core.config import run_settings
 from algorithms.core.metrics import check_loggers
-from algorithms.core.run import RunResult, run
+from algorithms.core.run import RunResult, TrainResult, run
 from algorithms.core.run_dirs import check_resume, named_run, open_run_dir
 from algorithms.meta import baselines
 from algorithms.meta.base import MetaLearner
@@ -78,9 +78,11 @@ def _run_learner(learner: MetaLearner, config: LearnerConfig, label: str) -> Run
     return run(learner, config.run, evaluation, dataclasses.asdict(config), learner.headline, label=label)
 
 
-def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = None) -> dict[str, float]:
+def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = None) -> TrainResult:
     """Train the learner of ``config``'s class (:data:`LEARNERS`; a policy-gradient one after
-    its SFT warm start, if configured); return its final held-out metrics. With ``learner``,
+    its SFT warm start, if configured); return the trained learner, its metrics and its
+    held-out evaluations before and after (:class:`~algorithms.core.run.TrainResult`, as
+    :func:`algorithms.text.train` returns). With ``learner``,
     a learner of one's own, train it instead, built as the shipped learner classes are,
     ``learner(config, venv, warm_start=network)`` with ``config`` (a
     :class:`~algorithms.meta.config.PolicyGradientConfig`); it has ``policy()``, the greedy
@@ -130,7 +132,7 @@ def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = No
     if folder is not None:
         summary = {"algo": trained.name, "before": result.first, "after": result.evaluation}
         (folder / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    return result.evaluation
+    return TrainResult(trained, result.history, result.first, result.evaluation, config.run.run_dir)
 
 
 def load_network(path: str | Path, env: EnvConfig) -> MetaPolicyNetwork:

@@ -68,7 +68,7 @@ lazy_package(
         "TextGRPO": "algorithms.text.learners",
         "TextMAGRPO": "algorithms.text.learners",
         "TextSoftRankPO": "algorithms.text.learners",
-        "TrainResult": "algorithms.text.train",
+        "TrainResult": "algorithms.core.run",
         "train": "algorithms.text.train",
         "evaluate": "algorithms.text.eval",
     },

@@ -21,7 +21,6 @@ import functools
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from agents.trainable_lm import TrainableLM, default_lora, tiny_model
 from agents.trainable_team import TrainableTeam
 from algorithms.core import data_parallel
 from algorithms.core.metrics import check_loggers
-from algorithms.core.run import run
+from algorithms.core.run import TrainResult, run
 from algorithms.core.run_dirs import check_resume, holds_run, named_run, open_run_dir
 from algorithms.text.base import TextPolicyGradientLearner, rank_num_envs
 from algorithms.text.config import TEXT_CONFIGS, TextLearnerConfig
@@ -52,25 +51,6 @@ RESOLVED_FIELDS = ("resolved_device", "resolved_dtype")
 """What ``config.json`` records beside a run's ``device`` and ``dtype`` names: what they gave
 on the machine that ran it (a resumed run may move; the learners check the dtype against
 the checkpoint's)."""
-
-
-@dataclass
-class TrainResult:
-    """What :func:`train` returns.
-
-    Attributes:
-        learner: The trained learner (its ``lm`` holds the trained weights).
-        history: The metrics of every update run by this call.
-        before: Held-out greedy evaluation before training (empty without ``eval_problems``).
-        after: The same after training.
-        run_dir: The run's folder (the one named for ``run_dir=""``); None without one.
-    """
-
-    learner: TextPolicyGradientLearner
-    history: list[dict[str, float]]
-    before: dict[str, float]
-    after: dict[str, float]
-    run_dir: str | None = None
 
 
 def learner_class(config: TextLearnerConfig) -> type[TextPolicyGradientLearner]:
@@ -181,7 +161,7 @@ def train(
         learner: A learner of one's own that takes ``config``; None: ``config``'s learner.
 
     Returns:
-        A :class:`TrainResult`.
+        A :class:`~algorithms.core.run.TrainResult`.
 
     Raises:
         ValueError: Before anything is written: on rollout workers under ``torchrun`` (each

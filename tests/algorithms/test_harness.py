@@ -30,8 +30,9 @@ def tiny(tmp_path, config=SoftRankPOConfig, run=None, **overrides):
 
 
 def test_train_writes_its_files_and_a_resumed_run_continues_without_repeating(tmp_path):
-    final = train(tiny(tmp_path))
-    run = tmp_path / "run"
+    result = train(tiny(tmp_path))
+    final, run = result.after, tmp_path / "run"
+    assert result.run_dir == str(run) and result.before.keys() == final.keys() and len(result.history) == 2
     files = {p.name for p in run.iterdir()}
     assert {"metrics.jsonl", "checkpoint.safetensors", "config.json", "summary.json"} <= files
     assert (run / "sft" / "checkpoint.safetensors").is_file()
@@ -49,7 +50,7 @@ def test_train_writes_its_files_and_a_resumed_run_continues_without_repeating(tm
 
 
 def test_train_sft_alone(tmp_path):
-    final = train(SFTConfig(env=ENV, run=tiny_run(tmp_path), episodes_per_update=8, hidden_size=16, num_heads=2))
+    final = train(SFTConfig(env=ENV, run=tiny_run(tmp_path), episodes_per_update=8, hidden_size=16, num_heads=2)).after
     assert "eval/persist_share" in final
     assert "losses/bc" in read_metrics(tmp_path / "run" / "metrics.jsonl")[1]
 

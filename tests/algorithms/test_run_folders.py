@@ -66,7 +66,8 @@ def test_both_families_train_from_python_into_the_same_layout(tmp_path, monkeypa
 
 def test_no_folder_is_written_for_run_dir_none(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert 0 <= meta_train(meta_config(None))["eval/accuracy"] <= 1
+    result = meta_train(meta_config(None))
+    assert 0 <= result.after["eval/accuracy"] <= 1 and result.run_dir is None
     assert text_train(text_config(None)).run_dir is None
     assert list(tmp_path.iterdir()) == []
 
