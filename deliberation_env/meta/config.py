@@ -3,7 +3,7 @@
 ``de.parallel_env(**kwargs)`` and ``de.vector_env(num_envs, **kwargs)`` build an
 ``EnvConfig(**kwargs)``; the training harness and the ``deliberate`` command line nest it
 (``deliberate run --task gsm8k --path data/gsm8k --team llamacpp:model.gguf``,
-``deliberate train --team simulated``), so every entry point takes the same arguments
+``deliberate train meta softrankpo --team simulated``), so every entry point takes the same arguments
 with the same defaults, documentation and checks. A bad argument raises an error naming
 it before anything is built. A config is data and checks; it builds nothing: the team is
 built by :func:`deliberation_env.meta.team.build_team`, the task by

@@ -3,7 +3,7 @@
 ``de.text_env(**kwargs)``, ``de.text_vector_env(num_envs, **kwargs)`` and
 ``de.make("text-deliberation-v1", **kwargs)`` build a ``TextEnvConfig(**kwargs)``; the
 LLM-weight learners' configs hold one as their ``env`` (:class:`algorithms.text.TextLearnerConfig`), so
-``deliberate train text --task gsm8k --path data/gsm8k`` and ``--config`` files take
+``deliberate train text grpo --task gsm8k --path data/gsm8k`` and ``--config`` files take
 the same arguments with the same defaults, documentation and checks. A bad argument
 raises an error naming it before any task is loaded or protocol built. A config is data
 and checks; it builds nothing: the protocol is built by
