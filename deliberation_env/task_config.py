@@ -1,4 +1,6 @@
-"""The task fields both env families' configs take: :class:`TaskFields`, declared once.
+"""The task fields both env families' configs take: :class:`TaskFields`, declared once;
+:class:`TaskSource` (which problems: the task, its data, the split) is the part that
+``deliberate run text`` takes too.
 
 :class:`~deliberation_env.meta.config.EnvConfig` and
 :class:`~deliberation_env.text.config.TextEnvConfig` inherit these nine fields (the task,
@@ -34,23 +36,31 @@ def name_on_the_command_line(metavar: str) -> PrimitiveConstructorSpec:
 
 
 @dataclass
-class TaskFields:
-    """The fields of an env config that say which problems a team of how many agents plays,
-    how its answers are read and how its reward is scaled (both families)."""
+class TaskSource:
+    """Which problems: the task, its data and the split (every env config, and
+    ``deliberate run text``, which overrides the task and split defaults)."""
 
     task: Annotated[str | Task | None, name_on_the_command_line("NAME")] = None
     """Task name (``deliberate tasks list``) or, from Python, a :class:`Task`; None:
     ``arithmetic``. Not with a protocol instance, which brings its own problems."""
     path: str | None = None
     """Data of a file-based task (gsm8k, math, aime, amc, mmlu, jsonl, humaneval): a JSONL file, a
-    folder with train.jsonl and test.jsonl, ``hf:<dataset>[:<config>]`` or ``sample`` (docs/data.md)."""
+    folder with train.jsonl and test.jsonl, ``hf:<dataset>[:<config>]`` or ``sample`` (docs/data.md);
+    None: the copy that ships with the package, where one does (humaneval)."""
+    split: str = "train"
+    """Problem split, ``train`` or ``test``."""
+
+
+@dataclass
+class TaskFields(TaskSource):
+    """The fields of an env config that say which problems a team of how many agents plays,
+    how its answers are read and how its reward is scaled (both families)."""
+
     difficulty: int | None = None
     """Arithmetic difficulty, 1 (single-digit sums) to 5 (word problems); None: the task's
     default, 1 (``deliberate train meta`` and ``compare meta``: 3). Task ``arithmetic`` only."""
     task_kwargs: dict[str, int | float | str] | None = None
     """Further keyword arguments of a task given by name (``de.tasks.get(task, **task_kwargs)``)."""
-    split: str = "train"
-    """Problem split, ``train`` or ``test``."""
     scoring: Literal["strict", "lenient"] = "strict"
     """How the task reads answers: ``strict`` (only a final answer stated in the form the
     prompt asks for counts, e.g. "The answer is N."; an answer cut at the token budget is

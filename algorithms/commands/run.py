@@ -27,6 +27,7 @@ from algorithms.commands.common import check_choice, console, wrote
 from algorithms.core.run_dirs import new_run_dir
 from deliberation_env.meta.config import EnvConfig
 from deliberation_env.meta.spaces import ACTION_NAMES
+from deliberation_env.task_config import TaskSource
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -86,15 +87,14 @@ class RunMeta:
 
 
 @dataclass
-class RunText:
+class RunText(TaskSource):
     """Evaluate the MAGRPO paper's coding baselines (single, concatenation, pipeline,
     discussion) with a frozen team of one backend on HumanEval (the text-action env): a
     table, results.json and reward_parts.png in a folder of the run's own."""
 
+    # TaskSource's fields (the task, its data, the split) with this command's defaults:
     task: Literal["humaneval"] = "humaneval"
     """The task: HumanEval, whose tests judge the team's program."""
-    path: str | None = None
-    """HumanEval's data: a JSONL file or folder (None: the copy that ships with the package)."""
     split: str = "test"
     """Problem split, ``train`` or ``test``."""
     team: str = "smollm2"
