@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from agents.sampling import AGENT_TEMPERATURE
+
 Message = dict[str, str]
 """A chat message, ``{"role": "system" | "user" | "assistant", "content": str}``."""
 
@@ -47,7 +49,7 @@ class GenerationRequest:
 
     messages: tuple[Message, ...]
     max_tokens: int = 256
-    temperature: float = 0.7
+    temperature: float = AGENT_TEMPERATURE
     top_p: float = 0.95
     seed: int = 0
     stop: tuple[str, ...] = ()

@@ -41,6 +41,7 @@ from agents.base import (
     Turn,
 )
 from agents.profile import reasoning_profile
+from agents.sampling import AGENT_TEMPERATURE
 from agents.seeding import derive_seed
 
 CONFIDENCE_METHODS = ("auto", "logprob", "verbalized")
@@ -111,7 +112,7 @@ class LLMAgent:
         backend: Backend,
         *,
         max_tokens: int = 256,
-        temperature: float = 0.7,
+        temperature: float = AGENT_TEMPERATURE,
         top_p: float = 0.95,
         top_k: int = 0,
         confidence: str = "auto",

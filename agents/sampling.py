@@ -12,6 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
+AGENT_TEMPERATURE = 0.7
+"""A deliberating agent's sampling temperature unless its spec or request gives one
+(:class:`agents.base.GenerationRequest`, :class:`agents.LLMAgent`, :class:`agents.TextPolicy`)."""
+POLICY_TEMPERATURE = 1.0
+"""The LLM-weight learners' sampling temperature unless ``--temperature`` gives one: the
+policy sampled as it is (:class:`algorithms.text.config.TextLearnerConfig`, and the
+samplers and scorers it drives, :class:`agents.TrainableLM`, the CTranslate2 sampler)."""
+
 PROBE = 64
 """Most likely tokens sorted first; the whole vocabulary only when their mass is short of top-p."""
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from agents import progress
 from agents.base import Backend, BackendError, GenerationRequest
+from agents.sampling import AGENT_TEMPERATURE
 from agents.seeding import derive_seed
 
 
@@ -76,7 +77,7 @@ class TextPolicy:
     """
 
     def __init__(
-        self, backend: Backend, *, max_tokens: int = 256, temperature: float = 0.7, top_p: float = 0.95, top_k: int = 0
+        self, backend: Backend, *, max_tokens: int = 256, temperature: float = AGENT_TEMPERATURE, top_p: float = 0.95, top_k: int = 0
     ) -> None:
         if not isinstance(backend, Backend):
             raise TypeError(

@@ -32,6 +32,7 @@ import torch
 
 from agents import progress
 from agents.base import Message
+from agents.sampling import POLICY_TEMPERATURE
 from agents.trainable_lm.batches import prefill
 from agents.trainable_lm.extra import MISSING_EXTRA
 
@@ -194,7 +195,7 @@ class Sampling:
         seeds: Sequence[int],
         *,
         max_new_tokens: int = 128,
-        temperature: float = 1.0,
+        temperature: float = POLICY_TEMPERATURE,
         top_p: float = 1.0,
         min_new_tokens: int = 0,
     ) -> list[Completion]:
@@ -244,7 +245,7 @@ class Sampling:
         requests: Mapping[str, tuple[Sequence[Sequence[Message]], Sequence[int]]],
         *,
         max_new_tokens: int = 128,
-        temperature: float = 1.0,
+        temperature: float = POLICY_TEMPERATURE,
         top_p: float = 1.0,
         min_new_tokens: int = 0,
     ) -> dict[str, list[Completion]]:

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
+from agents.sampling import POLICY_TEMPERATURE
 from agents.trainable_lm.batches import left_pad, prefill, right_pad
 from agents.trainable_lm.extra import MISSING_EXTRA
 
@@ -36,7 +37,7 @@ class Scoring:
         prompt_ids: Sequence[Sequence[int]],
         token_ids: Sequence[Sequence[int]],
         *,
-        temperature: float = 1.0,
+        temperature: float = POLICY_TEMPERATURE,
         reference: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         r"""log pi(token) of given completions, :math:`\pi = \mathrm{softmax}(\mathrm{logits} / T)`.

@@ -22,6 +22,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import tyro
 
 from agents.devices import Dtype, check_names
+from agents.sampling import POLICY_TEMPERATURE
 from algorithms.core.checks import check_positive
 from algorithms.core.config import GroupSettings, GRPOSettings, RunConfig
 from deliberation_env.text.config import TextEnvConfig
@@ -107,7 +108,7 @@ class TextLearnerConfig(GroupSettings):
     min_new_tokens: int = 0
     """No stop token before this many tokens (TRL's ``min_new_tokens``; equal-length
     completions for speed comparisons), <= ``max_new_tokens``."""
-    temperature: float = 1.0
+    temperature: float = POLICY_TEMPERATURE
     """Sampling temperature, > 0; the policy pi is softmax(logits / temperature)."""
     top_p: float = 1.0
     """Nucleus mass of sampling, in (0, 1]."""

@@ -67,6 +67,7 @@ from agents.base import Message
 from agents.ctranslate2_backend import CALLS, SEEDING_LOCK, generate_batch, load_copy, stream_seed
 from agents.ctranslate2_convert import convert_model
 from agents.local import usable_cpus
+from agents.sampling import POLICY_TEMPERATURE
 from agents.trainable_lm import Completion, TrainableLM, check_sample_arguments
 
 LLAMA_WEIGHTS = {
@@ -201,7 +202,7 @@ class CTranslate2Sampler:
         seeds: Sequence[int],
         *,
         max_new_tokens: int = 128,
-        temperature: float = 1.0,
+        temperature: float = POLICY_TEMPERATURE,
         top_p: float = 1.0,
         min_new_tokens: int = 0,
     ) -> list[Completion]:
