@@ -28,7 +28,7 @@ from deliberation_env.text import (
     text_vector_env,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "PEER_FEATURES",
