@@ -186,11 +186,17 @@ def test_close_joins_the_copies_threads_and_the_next_call_loads_them_again(model
     def threads() -> set[str]:
         return set(os.listdir("/proc/self/task"))
 
+    request = GenerationRequest(({"role": "user", "content": "Hi"},), max_tokens=4, temperature=0.0)
+    # A first backend starts the pools a process starts once and keeps (OpenMP's, the
+    # tokenizer's): in a long test session they may start while the backend is built, and
+    # they are not the copies' threads.
+    warm_up = ct2.CTranslate2Backend(model_dir, n_threads=2, replicas=2)
+    warm_up.generate([request])
+    warm_up.close()
     before = threads()
     backend = ct2.CTranslate2Backend(model_dir, n_threads=2, replicas=2)
     copies = threads() - before  # each copy of the model decodes on threads of its own
     assert copies
-    request = GenerationRequest(({"role": "user", "content": "Hi"},), max_tokens=4, temperature=0.0)
     first = backend.generate([request])
     backend.close()
     assert not copies & threads()
