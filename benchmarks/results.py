@@ -69,6 +69,14 @@ def machine() -> dict[str, Any]:
     }
 
 
+def _git(*arguments: str) -> subprocess.CompletedProcess:
+    """``git ARGUMENTS`` in this checkout; a failed run where there is no git."""
+    try:
+        return subprocess.run(["git", *arguments], cwd=REPO, capture_output=True, text=True, check=False)
+    except FileNotFoundError:  # no git on this machine
+        return subprocess.CompletedProcess([], returncode=1, stdout="")
+
+
 def git_commit() -> dict[str, Any]:
     """The checkout's commit, and whether tracked files differ from it.
 
@@ -81,17 +89,11 @@ def git_commit() -> dict[str, Any]:
         ``dirty`` (tracked files modified since that commit; None without a checkout).
     """
 
-    def git(*arguments: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", *arguments], cwd=REPO, capture_output=True, text=True, check=False)
-
-    try:
-        head = git("rev-parse", "HEAD")
-    except FileNotFoundError:  # no git on this machine
-        head = subprocess.CompletedProcess([], returncode=1)
+    head = _git("rev-parse", "HEAD")
     if head.returncode != 0:
         named = os.environ.get("DELIBERATION_ENV_SOURCE_COMMIT")
         return {"commit": named, "dirty": None, **({"commit_from": "environment"} if named else {})}
-    status = git("status", "--porcelain", "--untracked-files=no")
+    status = _git("status", "--porcelain", "--untracked-files=no")
     return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
@@ -131,12 +133,26 @@ UNRECORDED = "unrecorded"
 """The commit :func:`commits_of` gives a run stored without its provenance."""
 
 
+def code_commit(commit: str) -> str:
+    """The commit whose code a run recorded at ``commit`` ran: the last commit at or before
+    ``commit`` that changed a file outside ``benchmarks/results/``.
+
+    A queue that commits each run's result as it finishes (``text_learning.py --commit``)
+    moves HEAD between its runs, not the code, so its runs name one code commit. Where git
+    does not know ``commit`` (no checkout, a shallow clone), ``commit`` itself. The answer
+    is as long as ``commit`` (a short hash stays short).
+    """
+    found = _git("log", "-1", "--format=%H", commit, "--", ".", ":(exclude)benchmarks/results").stdout.strip()
+    return found[: len(commit)] if found else commit
+
+
 def commit_name(record: Mapping[str, Any] | None) -> str:
-    """The code a result was made with: its commit, ``-dirty`` appended when tracked files
-    differed from it, or :data:`UNRECORDED` (no provenance, or none outside a checkout)."""
+    """The code a result was made with: its :func:`code_commit`, ``-dirty`` appended when
+    tracked files differed from it, or :data:`UNRECORDED` (no provenance, or none outside a
+    checkout)."""
     if not record or record["commit"] is None:
         return UNRECORDED
-    return record["commit"] + ("-dirty" if record["dirty"] else "")
+    return code_commit(record["commit"]) + ("-dirty" if record["dirty"] else "")
 
 
 def commits_of(runs: Mapping[str, Mapping[str, Any] | None]) -> dict[str, list[str]]:
