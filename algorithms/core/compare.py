@@ -223,6 +223,58 @@ def mean_and_interval(stat: Mapping[str, float]) -> str:
     return f"{stat['mean']:.3f} +- {stat['ci95']:.3f}"
 
 
+def difference(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
+    """The difference of two learners' means over their seeds, ``a - b``, with the half-width
+    of its 95% Welch t-interval (two :func:`mean_ci`; their seeds need not pair):
+
+        (m_a - m_b) +- t_{0.975, nu} * sqrt(s_a^2 / n_a + s_b^2 / n_b),
+        nu = (s_a^2/n_a + s_b^2/n_b)^2 / ((s_a^2/n_a)^2/(n_a-1) + (s_b^2/n_b)^2/(n_b-1)),
+
+    each standard deviation recovered from its interval, s = ci95 * sqrt(n) / t_{0.975, n-1}.
+    A difference inside its half-width is not shown by these seeds.
+
+    Returns:
+        ``mean`` (the difference), ``ci95`` (the half-width: NaN where a side has one seed,
+        so no spread to tell it by) and ``n`` (the fewer seeds of the two).
+
+    >>> d = difference(mean_ci([0.3, 0.4, 0.5]), mean_ci([0.1, 0.2, 0.3]))
+    >>> round(d["mean"], 3), round(d["ci95"], 3)
+    (0.2, 0.227)
+    """
+    n = min(a["n"], b["n"])
+    if n < 2:
+        return {"mean": a["mean"] - b["mean"], "ci95": float("nan"), "n": n}
+    variances = [(side["ci95"] / stats.t.ppf(0.975, side["n"] - 1)) ** 2 for side in (a, b)]  # s^2 / n
+    spread = sum(variances)
+    if spread == 0:
+        return {"mean": a["mean"] - b["mean"], "ci95": 0.0, "n": n}
+    dof = spread**2 / sum(v**2 / (side["n"] - 1) for v, side in zip(variances, (a, b)))
+    return {"mean": a["mean"] - b["mean"], "ci95": float(stats.t.ppf(0.975, dof) * np.sqrt(spread)), "n": n}
+
+
+def difference_lines(learners: Mapping[str, Mapping[str, float]], metric: str) -> list[str]:
+    """Each pair of learners' :func:`difference` in ``metric`` (``learners``: name -> its
+    :func:`mean_ci` of the metric) as a line that says whether the seeds show it: what a
+    difference between two learners must exceed to mean something.
+
+    >>> difference_lines({"a": mean_ci([0.5, 0.6]), "b": mean_ci([0.1, 0.2])}, "x")
+    ['a - b in x: +0.400 +- 0.304 over 2 seeds: shown (the 95% interval excludes 0)']
+    """
+    names = list(learners)
+    lines = []
+    for k, first in enumerate(names):
+        for second in names[k + 1 :]:
+            d = difference(learners[first], learners[second])
+            head = f"{first} - {second} in {metric}: {d['mean']:+.3f}"
+            if not np.isfinite(d["ci95"]):
+                lines.append(f"{head} (1 seed on a side: no interval, so not shown)")
+            elif abs(d["mean"]) > d["ci95"]:
+                lines.append(f"{head} +- {d['ci95']:.3f} over {d['n']} seeds: shown (the 95% interval excludes 0)")
+            else:
+                lines.append(f"{head} +- {d['ci95']:.3f} over {d['n']} seeds: not shown (the 95% interval covers 0)")
+    return lines
+
+
 def summary_table(summary: Mapping[str, Mapping[str, Mapping[str, float]]], metrics: Sequence[str], title: str) -> Table:
     """A table of ``summary`` (learner -> metric -> :func:`mean_ci`): mean +- 95% CI
     (:func:`mean_and_interval`), a column per metric that any learner has ("-" where one lacks it)."""

@@ -38,6 +38,7 @@ from tqdm.auto import tqdm
 from algorithms.core.checkpoints import CHECKPOINT
 from algorithms.core.compare import (
     LearnerFactory,
+    difference_lines,
     learner_label,
     mean_and_interval,
     run_grid,
@@ -89,7 +90,8 @@ def compare(cfg: CompareConfig, learners: Mapping[str, LearnerFactory] | None = 
 def compare_table(summary: dict[str, Any], cfg: CompareConfig) -> Table:
     """Held-out consensus accuracy per learner (at each reward scale) and per baseline:
     mean +- 95% CI over seeds (:func:`~algorithms.core.compare.mean_and_interval`), and the
-    share of the best-heuristic-to-oracle gap closed."""
+    share of the best-heuristic-to-oracle gap closed; under it, whether the seeds show each
+    pair of learners' difference (:func:`~algorithms.core.compare.difference_lines`)."""
     table = Table(title=f"held-out {summary['metric']}, {cfg.seeds} seed(s), {cfg.learner.run.eval_problems} test problems")
     for column in ("policy", "mean +- 95% CI", "seeds", "gap closed"):
         table.add_column(column, justify="left" if column == "policy" else "right")
@@ -97,10 +99,11 @@ def compare_table(summary: dict[str, Any], cfg: CompareConfig) -> Table:
     for name, stat in {**summary["learners"], **summary["baselines"]}.items():
         closed = gap.get(name)
         table.add_row(name, mean_and_interval(stat), str(stat["n"]), "" if closed is None else f"{closed:+.0%}")
-    table.caption = (
+    table.caption = "\n".join([
         "learners as algo@reward scale; gap closed: (learner - best heuristic) / (oracle - best heuristic)"
-        + (f", best heuristic {summary['best_heuristic']}" if "best_heuristic" in summary else "")
-    )
+        + (f", best heuristic {summary['best_heuristic']}" if "best_heuristic" in summary else ""),
+        *difference_lines(summary["learners"], summary["metric"]),
+    ])
     return table
 
 

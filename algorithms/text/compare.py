@@ -32,6 +32,7 @@ from algorithms.core.compare import (
     LearnerFactory,
     algo_names,
     check_algos,
+    difference_lines,
     learner_label,
     run_grid,
     summarize_runs,
@@ -138,7 +139,14 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
 
 def compare_table(summary: dict[str, Any], cfg: TextCompare) -> Table:
     """The summary as a table: mean +- 95% CI over seeds of each of :data:`METRICS` that the
-    runs have, per learner."""
+    runs have, per learner; under it, whether the seeds show each pair of learners'
+    difference in held-out accuracy (:func:`~algorithms.core.compare.difference_lines`; the
+    last update's joint reward without a held-out evaluation)."""
     table = summary_table(summary, METRICS, f"LLM-weight learners, {cfg.seeds} seed(s), {cfg.learner.run.updates} updates")
-    table.caption = "last update's rewards and held-out greedy evaluation after training; mean +- 95% CI over seeds"
+    metric = next((m for m in ("eval/correct", "rewards/joint/mean") if any(m in row for row in summary.values())), "")
+    learners = {name: row[metric] for name, row in summary.items() if metric in row}
+    table.caption = "\n".join([
+        "last update's rewards and held-out greedy evaluation after training; mean +- 95% CI over seeds",
+        *difference_lines(learners, metric),
+    ])
     return table

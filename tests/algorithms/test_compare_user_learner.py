@@ -147,6 +147,9 @@ def test_a_text_learner_of_ones_own_joins_compare_and_both_families_write_the_sa
     for table in (text_table, meta_table):  # one seed: its mean, marked, and no interval of 0
         cells = [cell for column in table.columns for cell in column._cells]
         assert any(cell.endswith(" (1 seed)") for cell in cells) and not any("+- 0.000" in cell for cell in cells)
+        # and each pair of learners' difference, said not shown: one seed gives no interval
+        assert " - " in table.caption and "1 seed on a side: no interval, so not shown" in table.caption
+    assert "grpo - centred in rewards/joint/mean" in text_table.caption
 
 
 def test_a_text_learner_of_ones_own_joins_compare_text_from_the_command_line(beside, tmp_path, capsys):

@@ -6,9 +6,10 @@ import json
 import pytest
 import tyro
 from rich.console import Console
+from scipy import stats
 
 from algorithms import cli
-from algorithms.core.compare import mean_ci, run_grid, summary_table
+from algorithms.core.compare import difference, difference_lines, mean_ci, run_grid, summary_table
 from algorithms.core.config import RunConfig
 from algorithms.core.metrics import read_metrics
 from algorithms.meta import GRPOConfig, PolicyGradientConfig, SFTConfig, SoftRankPOConfig
@@ -129,6 +130,27 @@ def test_mean_ci_by_hand():
     assert stat["mean"] == pytest.approx(0.7) and stat["n"] == 3
     assert stat["ci95"] == pytest.approx(4.302653 * 0.2 / 3**0.5, rel=1e-5)
     assert mean_ci([0.4]) == {"mean": 0.4, "ci95": 0.0, "n": 1}
+
+
+@pytest.mark.parametrize("a, b", [([0.5, 0.7, 0.9], [0.1, 0.3]), ([0.2, 0.25, 0.3, 0.2, 0.4], [0.1, 0.5, 0.3])])
+def test_a_difference_of_learners_is_welchs_interval_over_their_seeds(a, b):
+    expected = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+
+    d = difference(mean_ci(a), mean_ci(b))
+
+    assert d["mean"] - d["ci95"] == pytest.approx(expected.low)
+    assert d["mean"] + d["ci95"] == pytest.approx(expected.high)
+
+
+def test_the_summary_says_which_differences_the_seeds_show():
+    learners = {"a": mean_ci([0.5, 0.6, 0.55]), "b": mean_ci([0.1, 0.2, 0.15]), "c": mean_ci([0.0, 0.9, 0.3])}
+
+    lines = difference_lines(learners, "eval/correct")
+
+    assert len(lines) == 3  # every pair once
+    assert lines[0].startswith("a - b in eval/correct: +0.400") and "shown (the 95% interval excludes 0)" in lines[0]
+    assert "not shown (the 95% interval covers 0)" in lines[1]  # a - c: seeds too spread to tell
+    assert "no interval" in difference_lines({"a": mean_ci([0.5]), "b": mean_ci([0.1, 0.2])}, "x")[0]
 
 
 def test_one_seed_prints_its_mean_without_an_interval():
