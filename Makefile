@@ -42,9 +42,10 @@ install-dev: $(VENV)/.installed-dev
 run: install
 	$(BIN)/deliberate run
 
+# Every tier (CI): its 25 slowest tests listed, so that what costs the suite's time shows in CI's log.
 test: install-dev
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=25
 
 # The edit loop's tier (unit and api; tests/conftest.py says what each tier holds): under
 # 3 minutes on 2 cores, its 10 slowest tests listed to keep it so. `make test` runs every tier.
