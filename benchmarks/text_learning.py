@@ -103,6 +103,10 @@ class Args:
     """Training and held-out scoring (``lenient``: the last number anywhere, for comparison)."""
     sampler: str = "ctranslate2"
     """What samples the rollouts: ``ctranslate2`` (faster on CPU) or ``torch``."""
+    sample_batch_size: int | None = None
+    """Rows the torch sampler decodes together (None: the learner's default, 32). Another
+    value changes how rows are batched, not the method: an incidental change
+    (``benchmarks/incidental_spread.py``)."""
     single: bool = True
     """Also train one agent alone (b), per seed."""
     sc_samples: int = 4
@@ -133,11 +137,19 @@ class Args:
     """Run nothing: tabulate what has finished."""
 
 
+ADDED_LATER = ("sample_batch_size",)
+"""Arguments added after runs were stored: at their default (None) they leave out of the
+settings' hash, so the runs stored before them are still found."""
+
+
 def settings_dir(args: Args) -> Path:
     """The folder of these settings: every argument that changes a result names it."""
     run_only = ("algos", "seeds", "out_dir", "figure", "table_only", "single", "sc_samples", "examples", "eval_interval",
                 "parts", "summaries", "commit", "table")
     shared = {k: v for k, v in dataclasses.asdict(args).items() if k not in run_only}
+    for later in ADDED_LATER:  # at their default they name the folder they named before they existed
+        if shared[later] is None:
+            del shared[later]
     digest = hashlib.sha256(json.dumps(shared, sort_keys=True).encode()).hexdigest()[:12]
     return Path(args.out_dir) / digest
 
@@ -155,6 +167,7 @@ def config_of(args: Args, algo: str, seed: int, run_dir: Path | None, group_size
         learning_rate=args.learning_rate,
         seed=seed,
         sampler=args.sampler if args.model != "tiny" else "torch",
+        **({"sample_batch_size": args.sample_batch_size} if args.sample_batch_size else {}),
     )
 
 

@@ -1,6 +1,7 @@
 """The README's LLM-weight learning table is ``benchmarks/results/text_learning.json``, at the
 precision it prints, and names the commit that made its runs."""
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -157,3 +158,25 @@ def test_a_finished_run_is_committed_alone(text_learning, tmp_path, monkeypatch)
     assert git("log", "-1", "--format=%s") == "text_learning: grpo-seed3 finished\n"
     assert git("show", "--name-only", "--format=", "HEAD").split() == ["summaries/abc/grpo-seed3.json"]
     assert git("diff", "--cached", "--name-only").split() == ["other.txt"]  # still staged, not committed
+
+
+def test_an_argument_added_later_finds_the_runs_stored_before_it(text_learning, monkeypatch):
+    """The table's command still reads its committed runs; a changed batch is other settings."""
+    monkeypatch.chdir(ROOT)
+    table = text_learning.Args(updates=16, eval_problems=48)
+
+    assert text_learning.summary_path(table, "untrained").exists()
+    batched = dataclasses.replace(table, sample_batch_size=8)
+    assert text_learning.settings_dir(batched) != text_learning.settings_dir(table)
+
+
+def test_the_incidental_spread_pairs_each_seed_with_itself(text_learning):
+    import incidental_spread
+
+    assert incidental_spread.parse_change("sample_batch_size=8") == ("sample_batch_size", 8)
+    assert incidental_spread.parse_change("sampler=torch") == ("sampler", "torch")
+    with pytest.raises(SystemExit, match="field=value"):
+        incidental_spread.parse_change("batch=8")
+    base = {("a", 0): 0.30, ("a", 1): 0.20, ("b", 0): 0.5}
+    changed = {("a", 0): 0.25, ("a", 1): 0.30, ("a", 2): 0.9}  # ("a", 2) has no base run: left out
+    assert incidental_spread.spread(base, changed) == {"runs": 2, "mean_abs": 0.075, "max_abs": 0.1}
