@@ -68,6 +68,7 @@ from scipy import stats
 from agents.base import Generation
 from agents.text_policy import TextPolicy, played_text
 from algorithms.core.figures import new_figure, write_figure
+from algorithms.core.run_dirs import holds_run
 from algorithms.text import TEXT_CONFIGS, evaluate, train
 from algorithms.text.config import text_run
 from algorithms.text.plots import REWARD, draw_curves
@@ -220,6 +221,12 @@ def trained_run(args: Args, algo: str, seed: int, out: Path) -> dict:
     run_dir = out / f"{algo}-seed{seed}"
 
     def compute() -> dict:
+        if holds_run(run_dir):  # its result is not in --summaries: a run cut short, or made for other summaries
+            raise SystemExit(
+                f"{run_dir} holds a run whose result is not in {summary_path(args, f'{algo}-seed{seed}').parent}: "
+                "delete the folder to run it again, or give --out-dir a new folder (a re-run beside stored runs "
+                "takes a new --summaries and a new --out-dir)"
+            )
         config = config_of(args, algo, seed, run_dir)
         start = time.perf_counter()
         # the untrained pair is evaluated once, in untrained(); --eval-interval adds the periodic evaluations
