@@ -336,7 +336,8 @@ def row(name: str, metrics: list[dict], reference: float | None) -> str:
     form = np.mean([m.get("eval/asked_form_share", float("nan")) for m in metrics])
     length = np.mean([m["eval/mean_completion_tokens"] for m in metrics])
     ci = "" if np.isnan(half) else f" ± {half:.3f}"
-    return f"| {name} | {len(metrics)} | {acc:.3f}{ci} | {change} | {cut:.0%} | {form:.0%} | {length:.1f} |"
+    shown_form = "" if np.isnan(form) else f"{form:.0%}"  # self-consistency's vote has no asked-form share
+    return f"| {name} | {len(metrics)} | {acc:.3f}{ci} | {change} | {cut:.0%} | {shown_form} | {length:.1f} |"
 
 
 def history_of(run: dict) -> list[dict]:
