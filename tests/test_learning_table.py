@@ -40,31 +40,40 @@ def accuracy_cell(values: list[float]) -> str:
     return f"{mean:.3f} ± {half:.3f}"
 
 
+LEARNERS = {"grpo": "GRPO", "magrpo": "MAGRPO", "softrankpo": "SoftRankPO"}
+"""How the README names each learner's row."""
+
+
 def expected_rows(results: dict) -> dict[str, list[str]]:
-    """The README's rows from the results file: accuracy, cut share, tokens per answer."""
+    """The README's rows from the results file: seeds, accuracy (mean ± interval, and each
+    seed's in seed order), cut share, tokens per answer; a row for each learner or baseline
+    that has runs."""
 
     def cells(metrics: list[dict]) -> list[str]:
+        accuracies = [m["eval/correct"] for m in metrics]
         return [
-            accuracy_cell([m["eval/correct"] for m in metrics]),
+            str(len(metrics)),
+            accuracy_cell(accuracies),
+            ", ".join(f"{a:.3f}" for a in accuracies) if len(accuracies) > 1 else "",
             f"{np.mean([m['eval/truncated_share'] for m in metrics]):.0%}",
             f"{np.mean([m['eval/mean_completion_tokens'] for m in metrics]):.1f}",
         ]
 
-    def trained_by(algo: str) -> list[dict]:
-        return [run["after"] for run in results["runs"] if run["algo"] == algo]
-
+    rows = {"(a) untrained pair": cells([results["untrained"]["after"]])}
+    for algo, label in LEARNERS.items():
+        runs = sorted((run for run in results["runs"] if run["algo"] == algo), key=lambda run: run["seed"])
+        if runs:
+            rows[f"pair trained by {label}"] = cells([run["after"] for run in runs])
+    singles = sorted(results["single"], key=lambda run: run["seed"])
+    if singles:
+        rows["(b) one agent trained alone, same tokens and updates"] = cells([run["after"] for run in singles])
     scs = results["self_consistency"]
-    scs = [scs] if isinstance(scs, dict) else scs  # one run (no seed) before runs of 5 seeds
-    sc_metrics = [{"eval/correct": sc["correct"], "eval/truncated_share": sc["truncated_share"],
-                   "eval/mean_completion_tokens": sc["mean_completion_tokens"]} for sc in scs]  # fmt: skip
-    return {
-        "(a) untrained pair": cells([results["untrained"]["after"]]),
-        "pair trained by GRPO": cells(trained_by("grpo")),
-        "pair trained by MAGRPO": cells(trained_by("magrpo")),
-        "pair trained by SoftRankPO": cells(trained_by("softrankpo")),
-        "(b) one agent trained alone, same tokens and updates": cells([run["after"] for run in results["single"]]),
-        f"(c) untrained pair, self-consistency of {2 * scs[0]['samples_per_agent']} samples": cells(sc_metrics),
-    }
+    scs = sorted([scs] if isinstance(scs, dict) else scs, key=lambda run: run.get("seed", 0))
+    if scs:
+        sc_metrics = [{"eval/correct": sc["correct"], "eval/truncated_share": sc["truncated_share"],
+                       "eval/mean_completion_tokens": sc["mean_completion_tokens"]} for sc in scs]  # fmt: skip
+        rows[f"(c) untrained pair, self-consistency of {2 * scs[0]['samples_per_agent']} samples"] = cells(sc_metrics)
+    return rows
 
 
 @pytest.fixture(scope="module")
@@ -180,3 +189,14 @@ def test_the_incidental_spread_pairs_each_seed_with_itself(text_learning):
     base = {("a", 0): 0.30, ("a", 1): 0.20, ("b", 0): 0.5}
     changed = {("a", 0): 0.25, ("a", 1): 0.30, ("a", 2): 0.9}  # ("a", 2) has no base run: left out
     assert incidental_spread.spread(base, changed) == {"runs": 2, "mean_abs": 0.075, "max_abs": 0.1}
+
+
+def test_a_run_folder_without_its_result_is_named_not_overwritten(text_learning, tmp_path):
+    args = text_learning.Args(summaries=str(tmp_path / "summaries"), out_dir=str(tmp_path / "runs"), model="tiny")
+    out = text_learning.settings_dir(args)
+    (out / "grpo-seed0").mkdir(parents=True)
+    (out / "grpo-seed0" / "metrics.jsonl").write_text("{}\n")  # a run cut short, or made for other summaries
+
+    with pytest.raises(SystemExit, match="holds a run whose result is not in .*new --out-dir"):
+        text_learning.trained_run(args, "grpo", 0, out)
+    assert not text_learning.summary_path(args, "grpo-seed0").exists()
