@@ -89,23 +89,23 @@ def test_runs_are_grouped_by_the_code_that_made_them(results):
     assert commits == {"f6ecbc6": ["a"], "f6ecbc6-dirty": ["b"], "unrecorded": ["c", "d"]}
 
 
-def test_results_committed_after_a_run_leave_it_named_by_its_code(results):
+def test_results_committed_after_a_run_leave_it_named_by_its_code(results, tmp_path, monkeypatch):
     """A queue commits each run's result as it finishes: HEAD moves, the code does not."""
-    log = subprocess.run(["git", "log", "--format=%H", "--", "benchmarks/results"], cwd=results.REPO,
-                         capture_output=True, text=True, check=False)
-    if log.returncode != 0 or not log.stdout.strip():
-        pytest.skip("not a git checkout with history")
-    for result_commit in log.stdout.split()[:20]:
-        changed = subprocess.run(["git", "show", "--format=", "--name-only", result_commit], cwd=results.REPO,
-                                 capture_output=True, text=True, check=True).stdout.split()
-        if changed and all(path.startswith("benchmarks/results/") for path in changed):
-            break
-    else:
-        pytest.skip("no commit of results alone in the recent history")
-    parent = subprocess.run(["git", "rev-parse", "--verify", "-q", f"{result_commit}^"], cwd=results.REPO,
-                            capture_output=True, text=True, check=False).stdout.strip()
-    if not parent:
-        pytest.skip("a shallow clone: the result's parent is not here")
+    repo = tmp_path / "repo"
+    (repo / "benchmarks" / "results").mkdir(parents=True)
+
+    def git(*arguments: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *arguments], cwd=repo,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    (repo / "code.py").write_text("x = 1\n")
+    git("add", "."), git("commit", "-q", "-m", "code")
+    parent = git("rev-parse", "HEAD")
+    (repo / "benchmarks" / "results" / "run.json").write_text("{}\n")
+    git("add", "."), git("commit", "-q", "-m", "a run's result")
+    result_commit = git("rev-parse", "HEAD")
+    monkeypatch.setattr(results, "REPO", repo)
 
     assert results.code_commit(result_commit) == results.code_commit(parent) != result_commit
     assert results.code_commit(parent[:7]) == results.code_commit(parent)[:7]
