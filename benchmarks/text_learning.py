@@ -108,6 +108,9 @@ class Args:
     """Rows the torch sampler decodes together (None: the learner's default, 32). Another
     value changes how rows are batched, not the method: an incidental change
     (``benchmarks/incidental_spread.py``)."""
+    micro_batch_size: int | None = None
+    """Sequences per forward and backward pass of the loss (None: the learner's default,
+    8). Another value sums the same gradient in other pieces: an incidental change."""
     single: bool = True
     """Also train one agent alone (b), per seed."""
     sc_samples: int = 4
@@ -138,7 +141,7 @@ class Args:
     """Run nothing: tabulate what has finished."""
 
 
-ADDED_LATER = ("sample_batch_size",)
+ADDED_LATER = ("sample_batch_size", "micro_batch_size")
 """Arguments added after runs were stored: at their default (None) they leave out of the
 settings' hash, so the runs stored before them are still found."""
 
@@ -168,7 +171,7 @@ def config_of(args: Args, algo: str, seed: int, run_dir: Path | None, group_size
         learning_rate=args.learning_rate,
         seed=seed,
         sampler=args.sampler if args.model != "tiny" else "torch",
-        **({"sample_batch_size": args.sample_batch_size} if args.sample_batch_size else {}),
+        **{name: getattr(args, name) for name in ADDED_LATER if getattr(args, name) is not None},
     )
 
 

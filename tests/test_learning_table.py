@@ -175,8 +175,10 @@ def test_an_argument_added_later_finds_the_runs_stored_before_it(text_learning, 
     table = text_learning.Args(updates=16, eval_problems=48)
 
     assert text_learning.summary_path(table, "untrained").exists()
-    batched = dataclasses.replace(table, sample_batch_size=8)
-    assert text_learning.settings_dir(batched) != text_learning.settings_dir(table)
+    for later in text_learning.ADDED_LATER:
+        changed = dataclasses.replace(table, **{later: 4})
+        assert text_learning.settings_dir(changed) != text_learning.settings_dir(table)
+        assert getattr(text_learning.config_of(changed, "magrpo", 0, None), later) == 4  # it reaches the learner
 
 
 def test_the_incidental_spread_pairs_each_seed_with_itself(text_learning):
