@@ -104,13 +104,13 @@ class Args:
     """Training and held-out scoring (``lenient``: the last number anywhere, for comparison)."""
     sampler: str = "ctranslate2"
     """What samples the rollouts: ``ctranslate2`` (faster on CPU) or ``torch``."""
-    sample_batch_size: int | None = None
-    """Rows the torch sampler decodes together (None: the learner's default, 32). Another
-    value changes how rows are batched, not the method: an incidental change
-    (``benchmarks/incidental_spread.py``)."""
-    micro_batch_size: int | None = None
-    """Sequences per forward and backward pass of the loss (None: the learner's default,
-    8). Another value sums the same gradient in other pieces: an incidental change."""
+    sample_batch_size: int = 32
+    """Rows the torch sampler decodes together (the held-out evaluation's greedy play, and
+    the rollouts with ``--sampler torch``). Another value changes how rows are batched, not
+    the method: an incidental change (``benchmarks/incidental_spread.py``)."""
+    micro_batch_size: int = 8
+    """Sequences per forward and backward pass of the loss. Another value sums the same
+    gradient in other pieces: an incidental change."""
     single: bool = True
     """Also train one agent alone (b), per seed."""
     sc_samples: int = 4
@@ -141,9 +141,12 @@ class Args:
     """Run nothing: tabulate what has finished."""
 
 
-ADDED_LATER = ("sample_batch_size", "micro_batch_size")
-"""Arguments added after runs were stored: at their default (None) they leave out of the
-settings' hash, so the runs stored before them are still found."""
+ADDED_LATER = {"sample_batch_size": 32, "micro_batch_size": 8}
+"""Arguments added after runs were stored, each with the value those runs were made with
+(the learner's default then): at that value an argument leaves out of the settings' hash,
+so the runs stored before it are still found. The value is pinned here, not read from the
+learner, so a later change of the learner's default makes other settings, never a stored
+run served for another computation."""
 
 
 def settings_dir(args: Args) -> Path:
@@ -151,8 +154,8 @@ def settings_dir(args: Args) -> Path:
     run_only = ("algos", "seeds", "out_dir", "figure", "table_only", "single", "sc_samples", "examples", "eval_interval",
                 "parts", "summaries", "commit", "table")
     shared = {k: v for k, v in dataclasses.asdict(args).items() if k not in run_only}
-    for later in ADDED_LATER:  # at their default they name the folder they named before they existed
-        if shared[later] is None:
+    for later, then in ADDED_LATER.items():  # at the value of the runs before them, the folder those runs named
+        if shared[later] == then:
             del shared[later]
     digest = hashlib.sha256(json.dumps(shared, sort_keys=True).encode()).hexdigest()[:12]
     return Path(args.out_dir) / digest
@@ -171,7 +174,8 @@ def config_of(args: Args, algo: str, seed: int, run_dir: Path | None, group_size
         learning_rate=args.learning_rate,
         seed=seed,
         sampler=args.sampler if args.model != "tiny" else "torch",
-        **{name: getattr(args, name) for name in ADDED_LATER if getattr(args, name) is not None},
+        sample_batch_size=args.sample_batch_size,
+        micro_batch_size=args.micro_batch_size,
     )
 
 

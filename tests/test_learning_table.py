@@ -175,7 +175,8 @@ def test_an_argument_added_later_finds_the_runs_stored_before_it(text_learning, 
     table = text_learning.Args(updates=16, eval_problems=48)
 
     assert text_learning.summary_path(table, "untrained").exists()
-    for later in text_learning.ADDED_LATER:
+    for later, then in text_learning.ADDED_LATER.items():
+        assert getattr(text_learning.config_of(table, "magrpo", 0, None), later) == then  # pinned, not the learner's default
         changed = dataclasses.replace(table, **{later: 4})
         assert text_learning.settings_dir(changed) != text_learning.settings_dir(table)
         assert getattr(text_learning.config_of(changed, "magrpo", 0, None), later) == 4  # it reaches the learner
