@@ -35,6 +35,8 @@ class SpreadArgs(Args):
     """Incidental changes, each ``field=value`` of the table's settings."""
     run: bool = True
     """Make the runs that have not finished (``--no-run``: tabulate what has)."""
+    table_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    """The table's seeds whose spread is shown beside (their stored runs, read back)."""
 
 
 def parse_change(change: str) -> tuple[str, object]:
@@ -51,15 +53,17 @@ def parse_change(change: str) -> tuple[str, object]:
     return field, int(value) if value.lstrip("-").isdigit() else value
 
 
-def spread(base: dict[tuple[str, int], float], changed: dict[tuple[str, int], float]) -> dict[str, float]:
+def spread(base: dict[tuple[str, int], float], *changes: dict[tuple[str, int], float]) -> dict[str, float]:
     """The same seed's difference under a change: mean and largest absolute value over the
-    (learner, seed) runs both have.
+    (learner, seed) runs that the base and a change both have (several changes: pooled).
 
     >>> spread({("a", 0): 0.3, ("a", 1): 0.2}, {("a", 0): 0.25, ("a", 1): 0.3})
     {'runs': 2, 'mean_abs': 0.075, 'max_abs': 0.1}
+    >>> spread({("a", 0): 0.3}, {("a", 0): 0.25}, {("a", 0): 0.4})["max_abs"]
+    0.1
     """
-    both = sorted(set(base) & set(changed))
-    differences = np.abs([changed[key] - base[key] for key in both])
+    both = [(key, changed) for changed in changes for key in sorted(set(base) & set(changed))]
+    differences = np.abs([changed[key] - base[key] for key, changed in both])
     return {
         "runs": len(both),
         "mean_abs": round(float(differences.mean()), 6) if both else float("nan"),
@@ -87,18 +91,25 @@ def main(args: SpreadArgs) -> None:
             cells = [f"{accuracy[name][algo, seed]:.3f}" if (algo, seed) in accuracy[name] else "-" for name in settings]
             print(f"| {algo} | {seed} | " + " | ".join(cells) + " |")
     changes = {change: spread(accuracy["table"], accuracy[change]) for change in args.changes}
+    pooled = spread(accuracy["table"], *(accuracy[change] for change in args.changes))
     seeds = {}
     for algo in args.algos:
-        values = [v for (a, _), v in accuracy["table"].items() if a == algo]
-        seeds[algo] = {"runs": len(values), "sd": float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")}
+        stored = (finished(summary_path(table, f"{algo}-seed{seed}")) for seed in args.table_seeds)
+        values = [run["after"]["eval/correct"] for run in stored if run is not None]
+        seeds[algo] = {
+            "runs": len(values),
+            "sd": float(np.std(values, ddof=1)) if len(values) > 1 else float("nan"),
+            "range": float(np.ptp(values)) if values else float("nan"),
+        }
     print("\nthe same seed under a change, |difference| of held-out accuracy:")
     for change, stat in changes.items():
         print(f"  {change}: mean {stat['mean_abs']:.3f}, largest {stat['max_abs']:.3f} over {stat['runs']} runs")
-    print("the seeds' spread (standard deviation of the table's runs):")
+    print(f"  all changes: mean {pooled['mean_abs']:.3f}, largest {pooled['max_abs']:.3f} over {pooled['runs']} runs")
+    print("the seeds' spread (the table's runs):")
     for algo, stat in seeds.items():
-        print(f"  {algo}: {stat['sd']:.3f} over {stat['runs']} seeds")
+        print(f"  {algo}: standard deviation {stat['sd']:.3f}, range {stat['range']:.3f} over {stat['runs']} seeds")
     accuracies = {name: {f"{a}-seed{s}": v for (a, s), v in values.items()} for name, values in accuracy.items()}
-    write_results("incidental_spread", {"args": dataclasses.asdict(args), "accuracy": accuracies, "changes": changes, "seeds": seeds})
+    write_results("incidental_spread", {"args": dataclasses.asdict(args), "accuracy": accuracies, "changes": changes, "pooled": pooled, "seeds": seeds})
 
 
 if __name__ == "__main__":

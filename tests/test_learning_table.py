@@ -192,6 +192,8 @@ def test_the_incidental_spread_pairs_each_seed_with_itself(text_learning):
     base = {("a", 0): 0.30, ("a", 1): 0.20, ("b", 0): 0.5}
     changed = {("a", 0): 0.25, ("a", 1): 0.30, ("a", 2): 0.9}  # ("a", 2) has no base run: left out
     assert incidental_spread.spread(base, changed) == {"runs": 2, "mean_abs": 0.075, "max_abs": 0.1}
+    other = {("a", 0): 0.30, ("b", 0): 0.2}  # pooled with the first change: four pairs
+    assert incidental_spread.spread(base, changed, other) == {"runs": 4, "mean_abs": 0.1125, "max_abs": 0.3}
 
 
 def test_a_run_folder_without_its_result_is_named_not_overwritten(text_learning, tmp_path):
