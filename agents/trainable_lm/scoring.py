@@ -27,9 +27,23 @@ if MISSING_EXTRA is None:
     from transformers.modeling_layers import GradientCheckpointingLayer
 
 
+PASS_OVERHEAD = {"cpu": 16.0}
+"""What one more forward pass costs, in positions of one row (:func:`segments`), by device
+type. On a CPU the arithmetic of the positions dominates and a pass's fixed cost is a few
+positions' worth; on other devices (a GPU runs a few hundred positions in the time of one)
+:data:`OTHER_PASS_OVERHEAD`."""
+OTHER_PASS_OVERHEAD = 256.0
+"""The pass overhead on a device not in :data:`PASS_OVERHEAD`: a guess, not measured."""
+
+
 class Scoring:
     """:class:`~agents.trainable_lm.TrainableLM`'s scoring (see the module docstring): its
     methods, on the state the class sets up (seats, device, micro-batch size, meter)."""
+
+    @property
+    def segment_overhead(self) -> float:
+        """One more completion pass's cost in positions on this device (:data:`PASS_OVERHEAD`)."""
+        return PASS_OVERHEAD.get(self.device.type, OTHER_PASS_OVERHEAD)
 
     def logprobs(
         self,
@@ -100,23 +114,42 @@ class Scoring:
         group's G completions share theirs, and the gradient through it sums over them, as G
         separate passes would); the completions continue from its cache, right-padded, so
         logits are computed only where a completion's token is predicted: its first token at
-        the prompt's last position, token k at the position of token k - 1."""
+        the prompt's last position, token k at the position of token k - 1.
+
+        The completions run in segments of positions (:func:`segments`): a segment's pass
+        takes only the rows still running and continues from the cache of the passes
+        before, so a completion cut at the budget beside short ones does not pad them all
+        to its length. Each token's log-probability is what one padded pass gives, up to
+        floating-point rounding (another shape sums in another order)."""
         output, mask, positions, owner = prefill(model, prompts, self._pad_id, self.device)
-        longest = max(len(c) for c in completions)
-        logits = output.logits[owner, -1:, :]
-        if longest > 1:
-            inputs, inputs_mask = right_pad(
-                [list(c[:-1]) for c in completions], longest - 1, self._pad_id, self.device
-            )
-            later = model(
-                input_ids=inputs,
-                attention_mask=torch.cat([mask, inputs_mask], dim=1),
-                position_ids=positions[:, -1:] + 1 + torch.arange(longest - 1, device=self.device),
+        first = output.logits[owner, -1:, :]
+        inputs = [list(c[:-1]) for c in completions]  # token k - 1 predicts token k
+        longest = max(map(len, inputs))
+        if longest == 0:
+            return self._completion_logprobs(first, completions, temperature)
+        ids, ids_mask = right_pad(inputs, longest, self._pad_id, self.device)
+        rows = list(range(len(inputs)))  # the rows of the cache, in order
+        logp: list[list[torch.Tensor]] = [[piece] for piece in self._completion_logprobs(first, [c[:1] for c in completions], temperature)]
+        start = 0
+        for stop in segments([len(i) for i in inputs], self.segment_overhead):
+            running = [row for row in rows if len(inputs[row]) > start]
+            if len(running) < len(rows):
+                keep = torch.tensor([rows.index(row) for row in running], dtype=torch.long, device=self.device)
+                output.cache.batch_select_indices(keep)
+                rows = running
+            index = torch.tensor(rows, dtype=torch.long, device=self.device)
+            logits = model(
+                input_ids=ids[index, start:stop],
+                attention_mask=torch.cat([mask[index], ids_mask[index, :stop]], dim=1),
+                position_ids=positions[index, -1:] + 1 + torch.arange(start, stop, device=self.device),
                 cache=output.cache,
                 use_cache=True,
             ).logits
-            logits = torch.cat([logits, later], dim=1)
-        return self._completion_logprobs(logits, completions, temperature)
+            targets = [completions[row][start + 1 : stop + 1] for row in rows]
+            for row, piece in zip(rows, self._completion_logprobs(logits, targets, temperature), strict=True):
+                logp[row].append(piece)
+            start = stop
+        return [torch.cat(pieces) for pieces in logp]
 
     def _score_whole(
         self,
@@ -155,6 +188,36 @@ class Scoring:
         logits = logits.float() if temperature == 1 else logits.float() / temperature
         logp = torch.log_softmax(logits, dim=-1).gather(2, targets[:, :, None])[:, :, 0]
         return [logp[row, : len(completion)] for row, completion in enumerate(completions)]
+
+
+def segments(lengths: Sequence[int], overhead: float) -> list[int]:
+    """Where the completion passes of :meth:`Scoring._score` end: the ends (exclusive, in
+    positions) that minimize the positions run, ``sum over segments of (rows still
+    running) x (segment length)``, plus ``overhead`` positions per pass (what one more
+    pass costs, in positions of one row). Every end is a row's length, the last the
+    longest; an exact search over the few distinct lengths of a micro-batch.
+
+    >>> segments([96, 20, 22, 25], overhead=8)  # a cut completion beside three short ones
+    [25, 96]
+    >>> segments([96, 20, 22, 25], overhead=1000)  # passes are dear: one padded pass
+    [96]
+    >>> segments([5, 5, 5], overhead=0)
+    [5]
+
+    Raises:
+        ValueError: Unless ``overhead`` is finite and >= 0.
+    """
+    if not 0 <= overhead < float("inf"):
+        raise ValueError(f"a pass's overhead must be finite and >= 0, got {overhead}")
+    ends = sorted({n for n in lengths if n > 0})
+    best = {0: (0.0, [])}  # an end -> (the cheapest cost of the positions before it, its segments)
+    for end in ends:
+        best[end] = min(
+            (cost + sum(n > start for n in lengths) * (end - start) + overhead, [*cuts, end])
+            for start, (cost, cuts) in best.items()
+            if start < end
+        )
+    return best[ends[-1]][1] if ends else []
 
 
 @contextlib.contextmanager

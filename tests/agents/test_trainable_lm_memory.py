@@ -74,6 +74,32 @@ def test_micro_batches_accumulate_the_whole_batchs_loss_and_gradient():
     assert_same(loss_and_gradient(make_lm(micro_batch_size=1)), loss_and_gradient(make_lm(micro_batch_size=16)))
 
 
+def test_a_long_completion_beside_short_ones_runs_in_segments_and_scores_as_one_padded_pass():
+    """A completion cut at the budget beside short ones: the short rows leave after their
+    segment, and the loss and gradient are those of the rows scored alone (no padding) and
+    of one whole padded pass (checkpointing's)."""
+    completions = [[5, 6], list(range(3, 43)), [7, 8, 9, 10, 11]]
+
+    def scored(lm):
+        passes = []
+        model = lm.seats["agent_0"].model.get_base_model()
+        model.register_forward_pre_hook(lambda _, args, kwargs: passes.append(kwargs["input_ids"].shape), with_kwargs=True)
+        prompt = lm.encode(CHAT)
+        with torch.no_grad():
+            for k, parameter in enumerate(lm.parameters("agent_0")):
+                parameter.add_(0.01 * (k + 1))
+        logp, mask = lm.logprobs("agent_0", [prompt, prompt[:-2], prompt], completions)
+        assert mask.sum(dim=1).tolist() == [len(c) for c in completions]
+        loss = -(logp * mask * torch.tensor([[1.0], [0.5], [-2.0]])).sum()
+        loss.backward()
+        return (loss.detach(), [p.grad.clone() for p in lm.parameters("agent_0")]), passes
+
+    segmented, passes = scored(make_lm())
+    assert [shape[0] for shape in passes] == [2, 3, 1]  # the two prompts, then all three rows, then the long one alone
+    assert_same(segmented, scored(make_lm(micro_batch_size=1))[0])
+    assert_same(segmented, scored(make_lm(gradient_checkpointing=True))[0])
+
+
 def test_gradient_checkpointing_recomputes_and_gives_the_same_loss_and_gradient():
     plain, checkpointed = make_lm(), make_lm(gradient_checkpointing=True)
     calls = {}
