@@ -111,6 +111,13 @@ class Args:
     micro_batch_size: int = 8
     """Sequences per forward and backward pass of the loss. Another value sums the same
     gradient in other pieces: an incidental change."""
+    segmented_scoring: bool = False
+    """The loss's passes in segments, each completion leaving once it has ended (the
+    learners' default since 0.2.0; the table's runs ran one padded pass per micro-batch):
+    the same loss up to rounding, in less time (BENCHMARKS.md, issue 34 item 4)."""
+    eval_envs: int = 16
+    """Held-out problems played at a time (one sampling call; ``2 x eval_envs`` greedy
+    completions decoded ``sample_batch_size`` rows at a time)."""
     single: bool = True
     """Also train one agent alone (b), per seed."""
     sc_samples: int = 4
@@ -141,7 +148,7 @@ class Args:
     """Run nothing: tabulate what has finished."""
 
 
-ADDED_LATER = {"sample_batch_size": 32, "micro_batch_size": 8}
+ADDED_LATER = {"sample_batch_size": 32, "micro_batch_size": 8, "segmented_scoring": False, "eval_envs": 16}
 """Arguments added after runs were stored, each with the value those runs were made with
 (the learner's default then): at that value an argument leaves out of the settings' hash,
 so the runs stored before it are still found. The value is pinned here, not read from the
@@ -176,6 +183,7 @@ def config_of(args: Args, algo: str, seed: int, run_dir: Path | None, group_size
         sampler=args.sampler if args.model != "tiny" else "torch",
         sample_batch_size=args.sample_batch_size,
         micro_batch_size=args.micro_batch_size,
+        segmented_scoring=args.segmented_scoring,
     )
 
 
@@ -220,7 +228,7 @@ def greedy_answers(config, lm, count: int) -> list[dict]:
 
 def held_out(args: Args, config, learner) -> dict[str, float]:
     """The learner's team, greedy, on the first ``eval_problems`` test problems."""
-    return evaluate(learner, build_env(config, 16, split="test"), list(range(args.eval_problems)), progress=False).metrics
+    return evaluate(learner, build_env(config, args.eval_envs, split="test"), list(range(args.eval_problems)), progress=False).metrics
 
 
 def trained_run(args: Args, algo: str, seed: int, out: Path) -> dict:

@@ -9,7 +9,7 @@ A micro-batch's completions were padded to its longest: a completion cut at the 
 positions (``agents.trainable_lm.scoring.segments``): a row leaves once its completion
 has ended. This script samples one update's rollouts from the table's learner (the
 untrained pair, or a trained run's checkpoint: ``--run-dir``), then times the loss's
-passes over those same rollouts both ways, interleaved, ``repeats`` times each, and
+passes over those same rollouts both ways (the learners' ``segmented_scoring``), interleaved, ``repeats`` times each, and
 checks that both give the same log-probabilities. No optimizer step: every timing
 starts from the same weights::
 
@@ -36,9 +36,8 @@ from agents.trainable_lm import scoring
 from algorithms.text import train
 from algorithms.text.losses import token_weights
 
-WAYS = {"one padded pass": 1e12, "segments": scoring.PASS_OVERHEAD["cpu"]}
-"""Each way's pass overhead on the CPU: one so large makes :func:`scoring.segments` choose one
-pass per micro-batch, the loss's passes before segments."""
+WAYS = {"one padded pass": False, "segments": True}
+"""Each way's ``segmented_scoring`` (the learners' setting)."""
 
 
 @dataclass
@@ -54,13 +53,18 @@ class UpdateTimeArgs(Args):
     """Timed loss passes per way, interleaved."""
 
 
-def positions(lengths: list[list[int]], overhead: float) -> int:
-    """Row-positions the completion passes run, over micro-batches of completion lengths."""
+def positions(lengths: list[list[int]], segmented: bool) -> int:
+    """Row-positions the completion passes run, over micro-batches of completion lengths.
+
+    >>> positions([[96, 21, 23, 26]], False), positions([[96, 21, 23, 26]], True)
+    (380, 170)
+    """
     total = 0
     for block in lengths:
         inputs = [n - 1 for n in block]
         start = 0
-        for stop in scoring.segments(inputs, overhead):
+        ends = scoring.segments(inputs, scoring.PASS_OVERHEAD["cpu"]) if segmented else [max(inputs)]
+        for stop in ends:
             total += sum(n > start for n in inputs) * (stop - start)
             start = stop
     return total
@@ -99,12 +103,11 @@ def main(args: UpdateTimeArgs) -> None:
     seconds: dict[str, list[float]] = {way: [] for way in WAYS}
     scored = {}
     for _ in range(args.repeats):
-        for way, overhead in WAYS.items():
-            scoring.PASS_OVERHEAD["cpu"] = overhead
+        for way, segmented in WAYS.items():
+            learner.lm.segmented_scoring = segmented
             took, scored[way] = loss_passes(learner, batch, advantages)
             seconds[way].append(took)
             print(f"{way}: {took:.1f} s", flush=True)
-    scoring.PASS_OVERHEAD["cpu"] = WAYS["segments"]
     largest = max(float((a - b).abs().max()) for a, b in zip(*scored.values(), strict=True))
     cut = sum(len(s.completion.token_ids) == args.max_new_tokens for s in samples)
     print(f"\nrollouts: {len(samples)} completions, {cut} cut at {args.max_new_tokens} tokens, sampled in {collect_seconds:.1f} s")
@@ -113,9 +116,9 @@ def main(args: UpdateTimeArgs) -> None:
     print("|---|---:|---:|---:|")
     record = {"args": dataclasses.asdict(args), "collect_seconds": collect_seconds, "completions": len(samples),
               "cut": cut, "lengths": by_agent, "largest_logp_difference": largest, "ways": {}}
-    for way, overhead in WAYS.items():
+    for way, segmented in WAYS.items():
         median = statistics.median(seconds[way])
-        run = positions(by_agent, overhead)
+        run = positions(by_agent, segmented)
         record["ways"][way] = {"seconds": seconds[way], "median_seconds": median, "positions": run}
         print(f"| {way} | {median:.1f} | {run} | {collect_seconds + median:.1f} |")
     write_results("update_time", record)

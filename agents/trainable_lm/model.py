@@ -126,6 +126,10 @@ class TrainableLM(Sampling, Scoring, Weights):
         dtype: The weights' dtype (``model`` is cast to it; adapters stay float32).
         gradient_checkpointing: Recompute each layer's activations in the backward pass of
             :meth:`logprobs` instead of keeping them (see :mod:`agents.trainable_lm.scoring`).
+        segmented_scoring: Run a micro-batch's completions in segments of positions, a row
+            leaving once its completion has ended (:func:`agents.trainable_lm.scoring.segments`):
+            the same log-probabilities up to rounding, fewer positions run where lengths
+            differ. False: one pass padded to the longest (the scoring of 0.2.0 and before).
         base: Where the base model can be loaded from again, a Hugging Face id or a local
             folder (what :meth:`save_adapters` names as the adapters' base); None: nowhere
             (a model built in memory), so :meth:`save_adapters` writes it once
@@ -165,6 +169,7 @@ class TrainableLM(Sampling, Scoring, Weights):
         device: str = "auto",
         dtype: str = "auto",
         gradient_checkpointing: bool = False,
+        segmented_scoring: bool = True,
         base: str | None = None,
     ) -> None:
         require_train_extra()
@@ -185,7 +190,7 @@ class TrainableLM(Sampling, Scoring, Weights):
         self.tokenizer, self.base = tokenizer, base
         self.finetune, self.separate, self.micro_batch_size = finetune, separate, micro_batch_size
         self.sample_batch_size = sample_batch_size or micro_batch_size
-        self.gradient_checkpointing = gradient_checkpointing
+        self.gradient_checkpointing, self.segmented_scoring = gradient_checkpointing, segmented_scoring
         self._pad_id = (
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         )

@@ -40,10 +40,12 @@ class Scoring:
     """:class:`~agents.trainable_lm.TrainableLM`'s scoring (see the module docstring): its
     methods, on the state the class sets up (seats, device, micro-batch size, meter)."""
 
-    @property
-    def segment_overhead(self) -> float:
-        """One more completion pass's cost in positions on this device (:data:`PASS_OVERHEAD`)."""
-        return PASS_OVERHEAD.get(self.device.type, OTHER_PASS_OVERHEAD)
+    def _segments(self, lengths: Sequence[int]) -> list[int]:
+        """Where the completion passes end (:func:`segments` with this device's
+        :data:`PASS_OVERHEAD`; one pass unless ``segmented_scoring``)."""
+        if not self.segmented_scoring:
+            return [max(lengths)]
+        return segments(lengths, PASS_OVERHEAD.get(self.device.type, OTHER_PASS_OVERHEAD))
 
     def logprobs(
         self,
@@ -116,7 +118,8 @@ class Scoring:
         logits are computed only where a completion's token is predicted: its first token at
         the prompt's last position, token k at the position of token k - 1.
 
-        The completions run in segments of positions (:func:`segments`): a segment's pass
+        With ``segmented_scoring`` (the default), the completions run in segments of
+        positions (:func:`segments`): a segment's pass
         takes only the rows still running and continues from the cache of the passes
         before, so a completion cut at the budget beside short ones does not pad them all
         to its length. Each token's log-probability is what one padded pass gives, up to
@@ -131,7 +134,7 @@ class Scoring:
         rows = list(range(len(inputs)))  # the rows of the cache, in order
         logp: list[list[torch.Tensor]] = [[piece] for piece in self._completion_logprobs(first, [c[:1] for c in completions], temperature)]
         start = 0
-        for stop in segments([len(i) for i in inputs], self.segment_overhead):
+        for stop in self._segments([len(i) for i in inputs]):
             running = [row for row in rows if len(inputs[row]) > start]
             if len(running) < len(rows):
                 keep = torch.tensor([rows.index(row) for row in running], dtype=torch.long, device=self.device)

@@ -127,6 +127,11 @@ class TextLearnerConfig(GroupSettings):
     """Recompute each layer's activations in the backward pass instead of keeping them
     (``use_reentrant=False``): less memory for a third more compute. The loss then runs
     every completion with its prompt in one pass, without sharing a group's prompt."""
+    segmented_scoring: bool = True
+    """Run a micro-batch's completions in segments of positions, each row leaving once its
+    completion has ended (:func:`agents.trainable_lm.scoring.segments`): the same loss up
+    to rounding, fewer positions run where lengths differ (a completion cut at the budget
+    beside short ones). False: one pass padded to the longest, the scoring of 0.2.0."""
     aggregation: Literal["token", "sequence"] = "token"
     """``token``: mean over all tokens of the batch; ``sequence``: mean over sequences of
     their token means (see :func:`algorithms.text.losses.token_weights`)."""
@@ -151,7 +156,7 @@ class TextLearnerConfig(GroupSettings):
 
     RUN_FIELDS: ClassVar[tuple[str, ...]] = (
         *(f.name for f in dataclasses.fields(RunConfig)), "workers", "sampler", "sample_batch_size",
-        "device", "dtype", "micro_batch_size", "gradient_checkpointing",
+        "device", "dtype", "micro_batch_size", "gradient_checkpointing", "segmented_scoring",
     )
     """Fields a resumed run may change: the run part's, where and how many at a time the
     rollouts are sampled, and where and in how many passes the loss is computed (the

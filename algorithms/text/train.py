@@ -85,6 +85,7 @@ def load_lm(config: TextLearnerConfig, model: str, agents: list[str]) -> Trainab
         "device": config.device,
         "dtype": config.dtype,
         "gradient_checkpointing": config.gradient_checkpointing,
+        "segmented_scoring": config.segmented_scoring,
     }
     if model == "tiny":
         weights, tokenizer = tiny_model(seed=config.seed)
