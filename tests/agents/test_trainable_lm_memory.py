@@ -98,6 +98,9 @@ def test_a_long_completion_beside_short_ones_runs_in_segments_and_scores_as_one_
     assert [shape[0] for shape in passes] == [2, 3, 1]  # the two prompts, then all three rows, then the long one alone
     assert_same(segmented, scored(make_lm(micro_batch_size=1))[0])
     assert_same(segmented, scored(make_lm(gradient_checkpointing=True))[0])
+    padded, passes = scored(make_lm(segmented_scoring=False))
+    assert [tuple(shape) for shape in passes][1:] == [(3, 39)]  # one pass, every row padded to the longest
+    assert_same(segmented, padded)
 
 
 def test_gradient_checkpointing_recomputes_and_gives_the_same_loss_and_gradient():
