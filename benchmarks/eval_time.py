@@ -18,7 +18,7 @@ the untrained pair, or a trained run's checkpoint (``--run-dir``, a run folder o
     OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/eval_time.py --updates 16 --eval-problems 48 \\
         --run-dir runs/benchmarks/text-learning/d84e0e244c05/magrpo-seed1 --layouts 16x32 48x96
 
-Writes ``benchmarks/results/eval_time.json``.
+Writes ``benchmarks/results/eval_time_untrained.json`` (or ``eval_time_trained.json``, with ``--run-dir``).
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def main(args: EvalTimeArgs) -> None:
             f"| {name} | {row['median_seconds']:.1f} | {m['eval/correct']:.3f} | {m['eval/truncated_share']:.0%} "
             f"| {m['eval/mean_completion_tokens']:.1f} | {differing} of {len(answers[first])} |"
         )
-    write_results("eval_time", record)
+    write_results("eval_time_trained" if args.run_dir else "eval_time_untrained", record)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ starts from the same weights::
     OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/update_time.py --updates 16 --eval-problems 48 \\
         --algo softrankpo --run-dir runs/benchmarks/text-learning/d84e0e244c05/magrpo-seed1
 
-Writes ``benchmarks/results/update_time.json``.
+Writes ``benchmarks/results/update_time_<algo>.json`` (``..._trained.json`` with ``--run-dir``).
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def main(args: UpdateTimeArgs) -> None:
         run = positions(by_agent, segmented)
         record["ways"][way] = {"seconds": seconds[way], "median_seconds": median, "positions": run}
         print(f"| {way} | {median:.1f} | {run} | {collect_seconds + median:.1f} |")
-    write_results("update_time", record)
+    write_results(f"update_time_{args.algo}" + ("_trained" if args.run_dir else ""), record)
 
 
 if __name__ == "__main__":
