@@ -31,7 +31,7 @@ from pathlib import Path
 
 import tyro
 from results import write_results
-from text_learning import Args, config_of
+from text_learning import Args, config_of, run_seed
 
 from algorithms.text import evaluate, train
 from algorithms.text.train import build_env
@@ -85,7 +85,7 @@ def main(args: EvalTimeArgs) -> None:
     layouts = {name: parse_layout(name) for name in args.layouts}
     learners = {}
     for name, (_, rows) in layouts.items():
-        config = config_of(dataclasses.replace(table, sample_batch_size=rows), args.algo, 0, None)
+        config = config_of(dataclasses.replace(table, sample_batch_size=rows), args.algo, run_seed(args.run_dir), None)
         learner = train(dataclasses.replace(config, run=dataclasses.replace(config.run, updates=0, eval_problems=0))).learner
         if args.run_dir:
             learner.load(Path(args.run_dir) / "checkpoint.safetensors")

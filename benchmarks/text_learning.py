@@ -187,6 +187,12 @@ def config_of(args: Args, algo: str, seed: int, run_dir: Path | None, group_size
     )
 
 
+def run_seed(run_dir: str) -> int:
+    """The seed of the run in ``run_dir`` (its ``config.json``; a checkpoint loads only
+    into a learner of its own config), 0 without one."""
+    return json.loads((Path(run_dir) / "config.json").read_text())["seed"] if run_dir else 0
+
+
 def cached(path: Path, compute, commit: bool = False) -> dict:
     """``compute()``, a run's result, with its ``provenance`` (what made it), stored at
     ``path`` as JSON and read back from it later; ``commit``: committed alone as it is written."""
@@ -437,8 +443,12 @@ def tabulate(args: Args, out: Path) -> None:
     runs = [r for a in args.algos for s in args.seeds if (r := finished(summary_path(args, f"{a}-seed{s}")))]
     singles = [r for s in args.seeds if (r := finished(summary_path(args, f"single-seed{s}")))]
     scs = [r for s in args.seeds if args.sc_samples and (r := finished(summary_path(args, sc_name(args, s))))]
-    if base is None:
-        raise SystemExit(f"nothing finished in {summary_path(args, 'untrained').parent}")
+    if base is None:  # the table compares with the untrained pair (a)
+        done = "; ".join(f"{r['algo']} seed {r['seed']}: held-out {r['after']['eval/correct']:.3f}" for r in runs)
+        raise SystemExit(
+            f"no table: {summary_path(args, 'untrained').parent} holds no untrained pair (a), which the table "
+            f"compares with (--parts untrained runs it)" + (f". Finished there: {done}" if done else "")
+        )
     before = base["after"]["eval/correct"]
     commits = run_commits(base, runs, singles, scs, args.sc_samples)
     print(f"settings: {out}\n{commits_line(commits)}\n")

@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 import tyro
 from results import write_results
-from text_learning import Args, config_of
+from text_learning import Args, config_of, run_seed
 
 from agents.trainable_lm import scoring
 from algorithms.text import train
@@ -89,7 +89,7 @@ def loss_passes(learner, batch, advantages) -> tuple[float, list[torch.Tensor]]:
 
 def main(args: UpdateTimeArgs) -> None:
     table = Args(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Args)})
-    config = config_of(table, args.algo, 0, None)
+    config = config_of(table, args.algo, run_seed(args.run_dir), None)
     learner = train(dataclasses.replace(config, run=dataclasses.replace(config.run, updates=0, eval_problems=0))).learner
     if args.run_dir:
         learner.load(Path(args.run_dir) / "checkpoint.safetensors")

@@ -211,3 +211,27 @@ def test_a_run_folder_without_its_result_is_named_not_overwritten(text_learning,
     with pytest.raises(SystemExit, match="holds a run whose result is not in .*new --out-dir"):
         text_learning.trained_run(args, "grpo", 0, out)
     assert not text_learning.summary_path(args, "grpo-seed0").exists()
+
+
+def test_the_compare_harness_states_the_measured_incidental_spread():
+    """``deliberate compare text`` prints how far one seed moved under incidental changes:
+    the numbers of the committed measurement, not a figure written by hand."""
+    from algorithms.text.compare import INCIDENTAL_SPREAD, incidental_line
+
+    pooled = json.loads((ROOT / "benchmarks" / "results" / "incidental_spread.json").read_text())["results"]["pooled"]
+    assert INCIDENTAL_SPREAD["runs"] == pooled["runs"] >= 4
+    assert INCIDENTAL_SPREAD["largest"] == pytest.approx(pooled["max_abs"], abs=5e-4)
+    assert INCIDENTAL_SPREAD["mean"] == pytest.approx(pooled["mean_abs"], abs=5e-4)
+    assert f"up to {pooled['max_abs']:.3f}" in incidental_line()
+
+
+def test_a_rerun_of_one_seed_without_the_untrained_pair_says_what_it_finished(text_learning, tmp_path):
+    """The README's re-run of one seed (``--parts trained``, new ``--summaries``) ends by
+    naming its held-out result, not "nothing finished"."""
+    args = text_learning.Args(algos=("softrankpo",), seeds=(1,), summaries=str(tmp_path / "summaries"), out_dir=str(tmp_path / "runs"))
+    path = text_learning.summary_path(args, "softrankpo-seed1")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"algo": "softrankpo", "seed": 1, "after": {"eval/correct": 0.3125}}))
+
+    with pytest.raises(SystemExit, match=r"no untrained pair \(a\).*softrankpo seed 1: held-out 0.312"):
+        text_learning.tabulate(args, text_learning.settings_dir(args))

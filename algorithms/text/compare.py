@@ -7,7 +7,7 @@ settings they share (a template :class:`~algorithms.text.config.TextLearnerConfi
 writes to ``out_dir`` the files of every comparison (:mod:`algorithms.core.compare`:
 ``compare.csv`` with each run's last update's rewards and held-out evaluation after training;
 ``curves.csv``; ``compare.json`` whose ``summary`` holds the mean and 95% CI over seeds of
-:data:`METRICS` per learner; ``learning_curves.png``: joint reward per update;
+:data:`METRICS` per learner, and ``incidental_spread`` (:data:`INCIDENTAL_SPREAD`); ``learning_curves.png``: joint reward per update;
 ``final_accuracy.png``: :func:`algorithms.text.plots.final_accuracy`).
 
 A learner of one's own (``learners={"mine": Mine}``, or an import path in ``algos``) is built
@@ -56,6 +56,25 @@ METRICS = (
 """What a comparison summarizes per learner: the last update's rewards and, with
 ``--eval-problems``, the held-out greedy evaluation after training (accuracy, and beside it
 the share of answers in the asked form, the share cut at the budget and the length)."""
+
+INCIDENTAL_SPREAD = {"largest": 0.0, "mean": 0.0, "runs": 0}
+"""How far one seed's held-out accuracy moved under changes that leave the method the same
+(micro-batches of 4 in place of 8, the torch sampler in place of CTranslate2): the
+largest and mean absolute difference over the runs measured, on the strict learning
+table's settings (two SmolLM2-135M agents on arithmetic, 16 updates, 48 held-out
+problems; BENCHMARKS.md, "The spread a reader should expect"). A test checks it against
+``benchmarks/results/incidental_spread.json``. Other settings have their own:
+``benchmarks/incidental_spread.py`` measures it."""
+
+
+def incidental_line() -> str:
+    """What :func:`compare_table`'s caption says of :data:`INCIDENTAL_SPREAD`."""
+    spread = INCIDENTAL_SPREAD
+    return (
+        f"one seed's held-out accuracy moved by up to {spread['largest']:.3f} (mean {spread['mean']:.3f}, "
+        f"{spread['runs']} runs) under changes that leave the method the same, on the strict arithmetic "
+        "table (BENCHMARKS.md): a difference between learners must exceed that too"
+    )
 
 
 @dataclass
@@ -130,7 +149,7 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
         for seed, history in enumerate(seeds)
         for record in history
     ]
-    record = {"config": asdict(cfg), "env": "text-deliberation-v1", "summary": summary}
+    record = {"config": asdict(cfg), "env": "text-deliberation-v1", "summary": summary, "incidental_spread": INCIDENTAL_SPREAD}
     write_results(out_dir, record, rows, curves)
     title = f"{cfg.learner.env.task}, {cfg.seeds} seed(s): joint reward per update"
     write_comparison(out_dir, histories, rows, title)
@@ -141,12 +160,14 @@ def compare_table(summary: dict[str, Any], cfg: TextCompare) -> Table:
     """The summary as a table: mean +- 95% CI over seeds of each of :data:`METRICS` that the
     runs have, per learner; under it, whether the seeds show each pair of learners'
     difference in held-out accuracy (:func:`~algorithms.core.compare.difference_lines`; the
-    last update's joint reward without a held-out evaluation)."""
+    last update's joint reward without a held-out evaluation), and how far one seed moves
+    under incidental changes (:data:`INCIDENTAL_SPREAD`)."""
     table = summary_table(summary, METRICS, f"LLM-weight learners, {cfg.seeds} seed(s), {cfg.learner.run.updates} updates")
     metric = next((m for m in ("eval/correct", "rewards/joint/mean") if any(m in row for row in summary.values())), "")
     learners = {name: row[metric] for name, row in summary.items() if metric in row}
     table.caption = "\n".join([
         "last update's rewards and held-out greedy evaluation after training; mean +- 95% CI over seeds",
         *difference_lines(learners, metric),
+        incidental_line(),
     ])
     return table

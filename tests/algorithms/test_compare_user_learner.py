@@ -150,6 +150,7 @@ def test_a_text_learner_of_ones_own_joins_compare_and_both_families_write_the_sa
         # and each pair of learners' difference, said not shown: one seed gives no interval
         assert " - " in table.caption and "1 seed on a side: no interval, so not shown" in table.caption
     assert "grpo - centred in rewards/joint/mean" in text_table.caption
+    assert text_compare.incidental_line() in text_table.caption  # and what a seed moves under incidental changes
 
 
 def test_a_text_learner_of_ones_own_joins_compare_text_from_the_command_line(beside, tmp_path, capsys):
