@@ -113,7 +113,7 @@ class Args:
     gradient in other pieces: an incidental change."""
     segmented_scoring: bool = False
     """The loss's passes in segments, each completion leaving once it has ended (the
-    learners' default since 0.2.0; the table's runs ran one padded pass per micro-batch):
+    learners' default after 0.2.0; the table's runs ran one padded pass per micro-batch):
     the same loss up to rounding, in less time (BENCHMARKS.md, issue 34 item 4)."""
     eval_envs: int = 16
     """Held-out problems played at a time (one sampling call; ``2 x eval_envs`` greedy

@@ -57,7 +57,7 @@ METRICS = (
 ``--eval-problems``, the held-out greedy evaluation after training (accuracy, and beside it
 the share of answers in the asked form, the share cut at the budget and the length)."""
 
-INCIDENTAL_SPREAD = {"largest": 0.0, "mean": 0.0, "runs": 0}
+INCIDENTAL_SPREAD = {"largest": 0.188, "mean": 0.073, "runs": 6}
 """How far one seed's held-out accuracy moved under changes that leave the method the same
 (micro-batches of 4 in place of 8, the torch sampler in place of CTranslate2): the
 largest and mean absolute difference over the runs measured, on the strict learning
