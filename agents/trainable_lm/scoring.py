@@ -1,10 +1,11 @@
 """How :class:`~agents.trainable_lm.TrainableLM` scores completions for the loss
 (:meth:`Scoring.logprobs`).
 
-Per micro-batch of
-``micro_batch_size`` sequences, one left-padded forward pass of its distinct prompts, then
-one of the completions continuing from their prompts' caches (logits only where a
-completion's token is predicted); differentiable (the gradient through a shared prompt
+Per micro-batch of ``micro_batch_size`` sequences, one left-padded forward pass of its
+distinct prompts, then the completions continuing from their prompts' caches (logits only
+where a completion's token is predicted), in segments of positions that each completion
+leaves once it has ended (:func:`segments`; ``segmented_scoring=False``: one pass padded to
+the longest); differentiable (the gradient through a shared prompt
 sums over its completions, as separate passes would), or under the reference policy with
 ``reference=True`` (no gradient). With ``gradient_checkpointing`` each layer's activations
 are recomputed in the backward pass (``use_reentrant=False``) and a differentiable pass
@@ -119,10 +120,9 @@ class Scoring:
         the prompt's last position, token k at the position of token k - 1.
 
         With ``segmented_scoring`` (the default), the completions run in segments of
-        positions (:func:`segments`): a segment's pass
-        takes only the rows still running and continues from the cache of the passes
-        before, so a completion cut at the budget beside short ones does not pad them all
-        to its length. Each token's log-probability is what one padded pass gives, up to
+        positions (:func:`segments`): a segment's pass takes only the rows still running
+        and continues from the cache of the passes before, so a completion cut at the
+        budget beside short ones does not pad them all to its length. Each token's log-probability is what one padded pass gives, up to
         floating-point rounding (another shape sums in another order)."""
         output, mask, positions, owner = prefill(model, prompts, self._pad_id, self.device)
         first = output.logits[owner, -1:, :]
