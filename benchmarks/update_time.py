@@ -8,13 +8,15 @@ A micro-batch's completions were padded to its longest: a completion cut at the 
 (96 tokens) beside answers of 20 ran all of them to 96. They now run in segments of
 positions (``agents.trainable_lm.scoring.segments``): a row leaves once its completion
 has ended. This script samples one update's rollouts from the table's learner (the
-untrained pair, or a trained run's checkpoint: ``--run-dir``), then times the loss's
-passes over those same rollouts both ways (the learners' ``segmented_scoring``), interleaved, ``repeats`` times each, and
-checks that both give the same log-probabilities. No optimizer step: every timing
-starts from the same weights::
+untrained pair, or a trained run's checkpoint: ``--run-dir``, of a run of ``--algo``),
+then times the loss's passes over those same rollouts both ways (the learners'
+``segmented_scoring``), interleaved, ``repeats`` times each, and prints the largest
+difference of their log-probabilities. No optimizer step: every timing starts from the
+same weights::
 
     OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/update_time.py --updates 16 --eval-problems 48 \\
-        --algo softrankpo --run-dir runs/benchmarks/text-learning/d84e0e244c05/magrpo-seed1
+        --algo magrpo --run-dir runs/benchmarks/text-learning/d84e0e244c05/magrpo-seed1
+    OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/update_time.py --updates 16 --eval-problems 48 --algo softrankpo
 
 Writes ``benchmarks/results/update_time_<algo>.json`` (``..._trained.json`` with ``--run-dir``).
 """
