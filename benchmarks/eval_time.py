@@ -27,13 +27,12 @@ import dataclasses
 import statistics
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import tyro
 from results import write_results
-from text_learning import Args, config_of, run_seed
+from text_learning import Args, built_learner, config_of, run_seed, table_args
 
-from algorithms.text import evaluate, train
+from algorithms.text import evaluate
 from algorithms.text.train import build_env
 
 
@@ -80,15 +79,13 @@ def recorded(lm) -> list[tuple[str, str, str]]:
 
 
 def main(args: EvalTimeArgs) -> None:
-    table = Args(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Args)})
+    table = table_args(args)
     problems = list(range(args.eval_problems))
     layouts = {name: parse_layout(name) for name in args.layouts}
     learners = {}
     for name, (_, rows) in layouts.items():
         config = config_of(dataclasses.replace(table, sample_batch_size=rows), args.algo, run_seed(args.run_dir), None)
-        learner = train(dataclasses.replace(config, run=dataclasses.replace(config.run, updates=0, eval_problems=0))).learner
-        if args.run_dir:
-            learner.load(Path(args.run_dir) / "checkpoint.safetensors")
+        learner = built_learner(config, args.run_dir)
         learners[name] = (config, learner)
     seconds: dict[str, list[float]] = {name: [] for name in layouts}
     metrics, answers = {}, {}

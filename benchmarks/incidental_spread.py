@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import tyro
 from results import write_results
-from text_learning import Args, finished, settings_dir, summary_path, trained_run
+from text_learning import Args, finished, settings_dir, summary_path, table_args, trained_run
 
 
 @dataclass
@@ -72,7 +72,7 @@ def spread(base: dict[tuple[str, int], float], *changes: dict[tuple[str, int], f
 
 
 def main(args: SpreadArgs) -> None:
-    table = Args(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Args)})
+    table = table_args(args)
     settings = {"table": table, **{change: dataclasses.replace(table, **dict([parse_change(change)])) for change in args.changes}}
     accuracy: dict[str, dict[tuple[str, int], float]] = {}
     for name, setting in settings.items():

@@ -263,12 +263,27 @@ def trained_run(args: Args, algo: str, seed: int, out: Path) -> dict:
     return cached(summary_path(args, f"{algo}-seed{seed}"), compute, args.commit)
 
 
+def table_args(args: Args) -> Args:
+    """The table's settings of ``args``, an instance of a subclass of :class:`Args` (a
+    script that adds its own arguments to the table's)."""
+    return Args(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Args)})
+
+
+def built_learner(config, run_dir: str = ""):
+    """The learner of ``config`` without training it: the untrained pair, or with
+    ``run_dir`` the state of that run's checkpoint."""
+    learner = train(dataclasses.replace(config, run=dataclasses.replace(config.run, updates=0, eval_problems=0))).learner
+    if run_dir:
+        learner.load(Path(run_dir) / "checkpoint.safetensors")
+    return learner
+
+
 def untrained(args: Args, out: Path) -> dict:
     """The untrained pair: held-out metrics and example answers (a)."""
 
     def compute() -> dict:
         config = config_of(args, args.algos[0], 0, None)
-        learner = train(dataclasses.replace(config, run=dataclasses.replace(config.run, updates=0, eval_problems=0))).learner
+        learner = built_learner(config)
         return {"after": held_out(args, config, learner), "examples": greedy_answers(config, learner.lm, args.examples)}
 
     return cached(summary_path(args, "untrained"), compute, args.commit)

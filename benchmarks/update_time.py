@@ -27,15 +27,13 @@ import dataclasses
 import statistics
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import tyro
 from results import write_results
-from text_learning import Args, config_of, run_seed
+from text_learning import Args, built_learner, config_of, run_seed, table_args
 
 from agents.trainable_lm import scoring
-from algorithms.text import train
 from algorithms.text.losses import token_weights
 
 WAYS = {"one padded pass": False, "segments": True}
@@ -90,11 +88,9 @@ def loss_passes(learner, batch, advantages) -> tuple[float, list[torch.Tensor]]:
 
 
 def main(args: UpdateTimeArgs) -> None:
-    table = Args(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Args)})
+    table = table_args(args)
     config = config_of(table, args.algo, run_seed(args.run_dir), None)
-    learner = train(dataclasses.replace(config, run=dataclasses.replace(config.run, updates=0, eval_problems=0))).learner
-    if args.run_dir:
-        learner.load(Path(args.run_dir) / "checkpoint.safetensors")
+    learner = built_learner(config, args.run_dir)
     start = time.perf_counter()
     batch = learner.collect()
     collect_seconds = time.perf_counter() - start
