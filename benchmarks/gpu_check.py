@@ -43,10 +43,12 @@ says that the GPU figures are not yet measured.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -62,7 +64,7 @@ from agents.devices import (
     resolve,
     synchronize,
 )
-from agents.trainable_lm import TrainableLM
+from agents.trainable_lm import TrainableLM, mixed
 from algorithms.text.losses import text_policy_loss, token_weights
 
 QWEN25_1_5B = {
@@ -148,6 +150,18 @@ def word_tokenizer(vocab_size: int):
     )
     tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
     return tokenizer
+
+
+@contextlib.contextmanager
+def through_peft() -> Iterator[None]:
+    """For the block, mixed-adapter batches take peft's ``adapter_names`` path instead of
+    slices (:mod:`agents.trainable_lm.mixed`): the comparison's other side."""
+    original = mixed._sliceable_layers
+    mixed._sliceable_layers = lambda model: None
+    try:
+        yield
+    finally:
+        mixed._sliceable_layers = original
 
 
 def random_model(
@@ -283,6 +297,13 @@ def measure_ours(args: Args, shape: dict[str, Any]) -> dict[str, Any]:
     latency = {agent: (chats[:1], seeds[:1]) for agent, (chats, seeds) in batch.items()}
     generate(lm, latency, args.latency_tokens)  # warm-up at this batch size
     latency_s = min(generate(lm, latency, args.latency_tokens)[1] for _ in range(args.repeats))
+    with through_peft():
+        latency_peft_s = min(
+            generate(lm, latency, args.latency_tokens)[1] for _ in range(args.repeats)
+        )
+    log(
+        f"latency: {1000 * latency_s / args.latency_tokens:.1f} ms per step, {1000 * latency_peft_s / args.latency_tokens:.1f} through peft"
+    )
     peak = peak_flops(lm.device, lm.dtype)
     flops = lm.train_flops_per_token * trained
     return {
@@ -299,6 +320,7 @@ def measure_ours(args: Args, shape: dict[str, Any]) -> dict[str, Any]:
         "mfu": flops / best_training / peak if peak else None,
         "peak_memory_gb": peak_memory_gb(lm.device),
         "decode_step_ms_two_rows": 1000 * latency_s / args.latency_tokens,
+        "decode_step_ms_two_rows_peft_mixed": 1000 * latency_peft_s / args.latency_tokens,
     }
 
 
@@ -411,7 +433,14 @@ def table(record: dict[str, Any]) -> str:
             "n/a (no peak FLOPS for this device)" if ours["mfu"] is None else f"{ours['mfu']:.1%}",
         ),
         ("peak memory, GB", f"{ours['peak_memory_gb']:.1f}"),
-        ("one decoded token, one row per agent (fixed cost per step), ms", f"{ours['decode_step_ms_two_rows']:.1f}"),
+        (
+            "one decoded token, one row per agent (fixed cost per step), ms",
+            f"{ours['decode_step_ms_two_rows']:.1f}",
+        ),
+        (
+            "the same through peft's adapter_names, ms",
+            f"{ours['decode_step_ms_two_rows_peft_mixed']:.1f}",
+        ),
     ]
     for dtype, parity in record["parity"].items():
         rows.append(

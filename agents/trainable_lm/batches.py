@@ -9,6 +9,8 @@ from typing import Any
 
 import torch
 
+from agents.trainable_lm.mixed import Route, peft_route
+
 
 def left_pad(
     prompts: list[list[int]], pad_id: int, device: torch.device
@@ -42,11 +44,12 @@ def prefill(
     pad_id: int,
     device: torch.device,
     adapters: Sequence[str] | None = None,
+    route: Route = peft_route,
 ) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Run each distinct prompt once (left-padded with ``pad_id``, on ``device``; the logits
     of its last position only) and give every row a copy of its prompt's cache; with
-    ``adapters`` (each row's adapter of a mixed-adapter batch), each distinct (adapter,
-    prompt) once.
+    ``adapters`` (each row's adapter of a mixed-adapter batch, routed by ``route``:
+    :mod:`agents.trainable_lm.mixed`), each distinct (adapter, prompt) once.
 
     Returns:
         ``(output, mask, positions, owner)``: the model's output on the distinct prompts
@@ -61,7 +64,7 @@ def prefill(
     ]
     ids, mask = left_pad([list(prompt) for _, prompt in distinct], pad_id, device)
     positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-    per_row = {} if adapters is None else {"adapter_names": [name for name, _ in distinct]}
+    per_row = {} if adapters is None else route([name for name, _ in distinct])
     output = model(
         input_ids=ids,
         attention_mask=mask,

@@ -23,6 +23,7 @@ is part of sampling, not of pi, as in TRL).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from agents.base import Message
 from agents.sampling import POLICY_TEMPERATURE
 from agents.trainable_lm.batches import prefill
 from agents.trainable_lm.extra import MISSING_EXTRA
+from agents.trainable_lm.mixed import mixable, peft_route, routed_adapters
 
 if MISSING_EXTRA is None:
     from agents.transformers_backend import _sample
@@ -252,10 +254,10 @@ class Sampling:
         """Several agents' requests of one turn, ``{agent: (chats, seeds)}``: each completion
         is what :meth:`sample` gives for it (the same seed, the same stream), but agents that
         are adapters of one shared base are decoded together, ``sample_batch_size`` rows of any
-        agents at a time, each row through its own agent's adapter (peft's mixed-adapter
-        batches: the base's weights are read once per step for every agent's rows). Other
-        layouts, and a subclass that overrides :meth:`sample`, sample agent by agent through
-        :meth:`sample`.
+        agents at a time, each row through its own agent's adapter
+        (:mod:`agents.trainable_lm.mixed`: the base's weights are read once per step for every
+        agent's rows). Other layouts, DoRA adapters (which peft cannot mix) and a subclass
+        that overrides :meth:`sample` sample agent by agent through :meth:`sample`.
 
         Args:
             requests: Per agent, its chats and one seed per chat.
@@ -277,8 +279,10 @@ class Sampling:
             "min_new_tokens": min_new_tokens,
         }
         seats = [self._seat(agent) for agent in requests]
-        shared = len(seats) > 1 and all(
-            s.model is seats[0].model and s.adapter is not None for s in seats
+        shared = (
+            len(seats) > 1
+            and all(s.model is seats[0].model and s.adapter is not None for s in seats)
+            and mixable(seats[0].model)
         )
         if not shared or type(self).sample is not Sampling.sample:
             return {
@@ -393,55 +397,62 @@ class Sampling:
         logprobs: list[list[float]] = [[] for _ in range(rows)]
         finish = [""] * rows
         live = list(range(rows))  # the rows still decoding, in the batch's order
-        # each distinct prompt is run once; its rows continue from a copy of its cache
-        output, mask, positions, owner = prefill(
-            model, prompts, self._pad_id, self.device, adapters
+        # each agent's rows of a mixed-adapter batch through its adapter (agents.trainable_lm.mixed)
+        routing = (
+            routed_adapters(model) if adapters is not None else contextlib.nullcontext(peft_route)
         )
-        logits = output.logits[owner, -1, :].float()
-        stop_ids = torch.tensor(sorted(self._stop_ids), dtype=torch.long, device=self.device)
-        for step in range(max_new_tokens):
-            uniforms = torch.tensor(
-                [torch.rand((), generator=generators[row]).item() for row in live],
-                device=self.device,
+        with routing as route:
+            # each distinct prompt is run once; its rows continue from a copy of its cache
+            output, mask, positions, owner = prefill(
+                model, prompts, self._pad_id, self.device, adapters, route
             )
-            allowed = (
-                logits.index_fill(1, stop_ids, float("-inf")) if step < min_new_tokens else logits
-            )
-            chosen = draw_tokens(allowed, temperature, top_p, uniforms)
-            scores = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(
-                1, chosen[:, None]
-            )[:, 0]
-            for row, token, score in zip(live, chosen.tolist(), scores.tolist(), strict=True):
-                tokens[row].append(token)
-                logprobs[row].append(score)
-                if token in self._stop_ids:
-                    finish[row] = "stop"
-                elif len(tokens[row]) >= max_new_tokens:
-                    finish[row] = "length"
-                if finish[row]:
-                    advance(1, len(tokens[row]))
-            staying = [k for k, row in enumerate(live) if not finish[row]]
-            if not staying:
-                break
-            if len(staying) < len(live):
-                keep = torch.tensor(staying, dtype=torch.long, device=self.device)
-                output.cache.batch_select_indices(keep)
-                mask, positions, chosen = mask[keep], positions[keep], chosen[keep]
-                live = [live[k] for k in staying]
-            per_row = {} if adapters is None else {"adapter_names": [adapters[row] for row in live]}
-            mask = torch.cat(
-                [mask, torch.ones((len(live), 1), dtype=mask.dtype, device=self.device)], dim=1
-            )
-            positions = positions[:, -1:] + 1
-            output = model(
-                input_ids=chosen[:, None],
-                attention_mask=mask,
-                position_ids=positions,
-                cache=output.cache,
-                use_cache=True,
-                **per_row,
-            )
-            logits = output.logits[:, -1, :].float()
+            logits = output.logits[owner, -1, :].float()
+            stop_ids = torch.tensor(sorted(self._stop_ids), dtype=torch.long, device=self.device)
+            for step in range(max_new_tokens):
+                uniforms = torch.tensor(
+                    [torch.rand((), generator=generators[row]).item() for row in live],
+                    device=self.device,
+                )
+                allowed = (
+                    logits.index_fill(1, stop_ids, float("-inf"))
+                    if step < min_new_tokens
+                    else logits
+                )
+                chosen = draw_tokens(allowed, temperature, top_p, uniforms)
+                scores = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(
+                    1, chosen[:, None]
+                )[:, 0]
+                for row, token, score in zip(live, chosen.tolist(), scores.tolist(), strict=True):
+                    tokens[row].append(token)
+                    logprobs[row].append(score)
+                    if token in self._stop_ids:
+                        finish[row] = "stop"
+                    elif len(tokens[row]) >= max_new_tokens:
+                        finish[row] = "length"
+                    if finish[row]:
+                        advance(1, len(tokens[row]))
+                staying = [k for k, row in enumerate(live) if not finish[row]]
+                if not staying:
+                    break
+                if len(staying) < len(live):
+                    keep = torch.tensor(staying, dtype=torch.long, device=self.device)
+                    output.cache.batch_select_indices(keep)
+                    mask, positions, chosen = mask[keep], positions[keep], chosen[keep]
+                    live = [live[k] for k in staying]
+                per_row = {} if adapters is None else route([adapters[row] for row in live])
+                mask = torch.cat(
+                    [mask, torch.ones((len(live), 1), dtype=mask.dtype, device=self.device)], dim=1
+                )
+                positions = positions[:, -1:] + 1
+                output = model(
+                    input_ids=chosen[:, None],
+                    attention_mask=mask,
+                    position_ids=positions,
+                    cache=output.cache,
+                    use_cache=True,
+                    **per_row,
+                )
+                logits = output.logits[:, -1, :].float()
         self._meter.generated_tokens += sum(len(row_tokens) for row_tokens in tokens)
         # .tolist() waited for the device
         self._meter.generation_seconds += time.perf_counter() - started

@@ -1,0 +1,88 @@
+"""Mixed-adapter batches by slices (agents.trainable_lm.mixed) against peft's own
+``adapter_names`` path: the same numbers, nothing left behind."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from agents.trainable_lm import TrainableLM, default_lora, mixed, tiny_model
+
+CHAT = ({"role": "user", "content": "What is 9 + 4?"},)
+OTHER = ({"role": "system", "content": "A much longer system prompt, padded on the left."}, *CHAT)
+AGENTS = ("agent_0", "agent_1", "agent_2")
+
+
+def distinct_team(stop_ids=(), use_dora=False) -> TrainableLM:
+    """Three adapters on one tiny base, moved apart (LoRA's B starts at 0: they would coincide)."""
+    model, tokenizer = tiny_model(seed=0)
+    model.generation_config.eos_token_id = [tokenizer.eos_token_id, *stop_ids]
+    lora = default_lora(rank=4, alpha=8.0)
+    lora.use_dora = use_dora
+    lm = TrainableLM(model, tokenizer, list(AGENTS), lora=lora, seed=0)
+    generator = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for scale, agent in enumerate(AGENTS, start=1):
+            for parameter in lm.parameters(agent):
+                parameter.add_(0.3 * scale * torch.randn(parameter.shape, generator=generator))
+    return lm
+
+
+def through_peft(monkeypatch):
+    """Make every mixed batch take peft's ``adapter_names`` path."""
+    monkeypatch.setattr(mixed, "_sliceable_layers", lambda model: None)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.0])
+def test_joint_sampling_by_slices_is_peft_mixed_batch_bit_for_bit(monkeypatch, temperature):
+    # a third of the bytes stop, so rows leave the batch at different steps and the runs shrink
+    lm = distinct_team(stop_ids=range(0, 256, 3))
+    requests = {
+        "agent_0": ([CHAT, OTHER, CHAT], [1, 2, 3]),
+        "agent_1": ([OTHER, CHAT], [4, 5]),
+        "agent_2": ([CHAT], [6]),
+    }
+    sliced = lm.sample_joint(requests, max_new_tokens=16, temperature=temperature)
+    through_peft(monkeypatch)
+    reference = lm.sample_joint(requests, max_new_tokens=16, temperature=temperature)
+
+    assert sliced == reference  # token ids, log-probs (exact floats), texts, finish reasons
+    lengths = {len(c.token_ids) for completions in sliced.values() for c in completions}
+    assert len(lengths) > 1  # rows did leave the batch mid-way
+    assert sliced["agent_0"][0].token_ids != sliced["agent_1"][1].token_ids  # the adapters differ
+
+
+def test_any_order_of_rows_is_routed_to_its_own_adapter():
+    lm = distinct_team()
+    model = lm.seats["agent_0"].model
+    ids = torch.tensor([lm.encode(CHAT)] * 5)
+    names = ["agent_1", "agent_0", "agent_0", "agent_2", "agent_1"]  # runs not grouped by agent
+    with torch.no_grad():
+        expected = model(input_ids=ids, adapter_names=names).logits
+        with mixed.routed_adapters(model) as route:
+            assert route is not mixed.peft_route
+            got = model(input_ids=ids, **route(names)).logits
+        after = model(input_ids=ids, adapter_names=names).logits
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    torch.testing.assert_close(after, expected, rtol=0, atol=0)  # the hooks are gone
+    assert not torch.equal(got[0], got[1])  # agent_1 and agent_0 answer differently
+
+
+def test_routing_leaves_every_parameter_trainable_as_it_was():
+    lm = distinct_team()
+    model = lm.seats["agent_0"].model
+    with lm._acting("agent_1"):
+        before = {name: p.requires_grad for name, p in model.named_parameters()}
+        assert any(before.values())
+        lm.sample_joint({"agent_0": ([CHAT], [1]), "agent_1": ([CHAT], [2])}, max_new_tokens=4)
+        assert {name: p.requires_grad for name, p in model.named_parameters()} == before
+
+
+def test_dora_adapters_which_peft_cannot_mix_are_sampled_agent_by_agent():
+    lm = distinct_team(use_dora=True)
+    assert not mixed.mixable(lm.seats["agent_0"].model)
+    with mixed.routed_adapters(lm.seats["agent_0"].model) as route:
+        assert route is mixed.peft_route  # a variant is never sliced
+    joint = lm.sample_joint({"agent_0": ([CHAT], [1]), "agent_1": ([CHAT], [1])}, max_new_tokens=6)
+    for agent in ("agent_0", "agent_1"):
+        assert joint[agent] == lm.sample(agent, [CHAT], [1], max_new_tokens=6)
