@@ -386,13 +386,15 @@ class Sampling:
     ) -> list[Completion]:
         """Decode every row of ``prompts`` (see :meth:`_sample_batch`); a row that has
         finished leaves the batch (its cache rows are dropped), so the later steps run only
-        the rows still decoding. A row draws one uniform number from its generator per
-        token it samples, so its stream is the same whichever rows remain."""
+        the rows still decoding. A row's ``t``-th token is drawn at the ``t``-th uniform
+        number of its generator, so its stream is the same whichever rows remain."""
         started = time.perf_counter()
         rows = len(prompts)
-        generators = [
-            torch.Generator().manual_seed(int(seed)) for seed in seeds
-        ]  # on the CPU whatever the device
+        # each row's stream on the CPU whatever the device, one number per token it may sample,
+        # drawn up front: the CPU generator gives a tensor's numbers in the order of one-by-one draws
+        uniform = torch.stack(
+            [torch.rand(max_new_tokens, generator=torch.Generator().manual_seed(int(seed))) for seed in seeds]
+        ).to(self.device)
         tokens: list[list[int]] = [[] for _ in range(rows)]
         logprobs: list[list[float]] = [[] for _ in range(rows)]
         finish = [""] * rows
@@ -409,10 +411,7 @@ class Sampling:
             logits = output.logits[owner, -1, :].float()
             stop_ids = torch.tensor(sorted(self._stop_ids), dtype=torch.long, device=self.device)
             for step in range(max_new_tokens):
-                uniforms = torch.tensor(
-                    [torch.rand((), generator=generators[row]).item() for row in live],
-                    device=self.device,
-                )
+                uniforms = uniform[:, step]  # every live row samples its step-th token
                 allowed = (
                     logits.index_fill(1, stop_ids, float("-inf"))
                     if step < min_new_tokens
@@ -437,7 +436,7 @@ class Sampling:
                 if len(staying) < len(live):
                     keep = torch.tensor(staying, dtype=torch.long, device=self.device)
                     output.cache.batch_select_indices(keep)
-                    mask, positions, chosen = mask[keep], positions[keep], chosen[keep]
+                    mask, positions, chosen, uniform = mask[keep], positions[keep], chosen[keep], uniform[keep]
                     live = [live[k] for k in staying]
                 per_row = {} if adapters is None else route([adapters[row] for row in live])
                 mask = torch.cat(
