@@ -184,6 +184,7 @@ def config_of(args: Args, algo: str, seed: int, run_dir: Path | None, group_size
         sample_batch_size=args.sample_batch_size,
         micro_batch_size=args.micro_batch_size,
         segmented_scoring=args.segmented_scoring,
+        eval_envs=args.eval_envs,
     )
 
 

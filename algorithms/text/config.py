@@ -142,6 +142,12 @@ class TextLearnerConfig(GroupSettings):
     they are adapters of one base (:meth:`agents.TrainableLM.sample_joint`); no gradients
     flow there, so it may exceed ``micro_batch_size``. It changes the speed, and the completions
     only by floating-point noise."""
+    eval_envs: int = 16
+    """Held-out problems played at a time: one sampling call per turn of ``2 x eval_envs``
+    greedy requests (with two agents), decoded ``sample_batch_size`` rows at a time. On a
+    GPU, raise both (e.g. 128 and 256): a decoding loop runs until its longest row stops,
+    so fewer, wider loops pay that tail less often. Like ``sample_batch_size``, it changes
+    the answers only by floating-point noise."""
     workers: Annotated[int, tyro.conf.arg(name="rollout_workers")] = 0
     """Ray rollout workers, ``--rollout-workers`` on the command line (the ``ray`` extra): N copies of the policy sample the
     completions, the trainable weights shipped to them before every collection, so the
@@ -156,7 +162,7 @@ class TextLearnerConfig(GroupSettings):
 
     RUN_FIELDS: ClassVar[tuple[str, ...]] = (
         *(f.name for f in dataclasses.fields(RunConfig)), "workers", "sampler", "sample_batch_size",
-        "device", "dtype", "micro_batch_size", "gradient_checkpointing", "segmented_scoring",
+        "eval_envs", "device", "dtype", "micro_batch_size", "gradient_checkpointing", "segmented_scoring",
     )
     """Fields a resumed run may change: the run part's, where and how many at a time the
     rollouts are sampled, and where and in how many passes the loss is computed (the
@@ -165,7 +171,7 @@ class TextLearnerConfig(GroupSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_positive(self, "lora_rank", "lora_alpha", "max_new_tokens", "temperature", "micro_batch_size", "sample_batch_size")
+        check_positive(self, "lora_rank", "lora_alpha", "max_new_tokens", "temperature", "micro_batch_size", "sample_batch_size", "eval_envs")
         check_names(self.device, self.dtype)
         choices = {
             "finetune": ("lora", "full"),

@@ -213,7 +213,7 @@ def _train(
     learner = learner_type(config, lm, venv, frozen, sampler=sampler)
     held_out = []
     if config.run.eval_problems:
-        eval_env = build_env(config, min(config.run.eval_problems, 16), split="test")
+        eval_env = build_env(config, min(config.run.eval_problems, config.eval_envs), split="test")
         held_out = list(range(min(config.run.eval_problems, len(eval_env.problems))))
     metrics_of_held_out = None
     if held_out:

@@ -25,3 +25,28 @@ def test_held_out_metrics_join_every_interval_th_update_and_the_metrics_file(tmp
 def test_eval_interval_needs_held_out_problems():
     with pytest.raises(ValueError, match="give eval_problems"):
         text_run(eval_interval=2)
+
+
+def test_eval_envs_sets_the_problems_played_per_sampling_call(monkeypatch):
+    from agents.trainable_lm import TrainableLM
+
+    calls: list[int] = []
+    original = TrainableLM.sample_joint
+
+    def counted(self, requests, **settings):
+        calls.append(sum(len(chats) for chats, _ in requests.values()))
+        return original(self, requests, **settings)
+
+    monkeypatch.setattr(TrainableLM, "sample_joint", counted)
+    before = {}
+    for envs in (1, 3):
+        calls.clear()
+        run = text_run(updates=0, eval_problems=3, progress=False)
+        before[envs] = train(TextGRPOConfig(**SMALL, eval_envs=envs, run=run)).before
+        assert max(calls) == 2 * envs  # both agents' requests of a turn: one call per envs problems
+    assert before[1] == before[3]  # greedy: the layout changes the answers by float noise at most
+
+
+def test_eval_envs_must_be_positive():
+    with pytest.raises(ValueError, match="eval_envs"):
+        TextGRPOConfig(**SMALL, eval_envs=0)
