@@ -108,9 +108,14 @@ def test_drawing_without_the_full_sort_picks_the_sorts_token(size, temperature, 
 
 
 def test_every_uniform_of_a_fine_grid_picks_the_sorts_token():
-    """Uniforms 1e-5 apart over one row: the draw crosses every candidate's boundary."""
-    grid = torch.linspace(0, 1, 100001)[:-1]
-    logits = distributions(2000, 3, seed=5)[1].expand(len(grid), -1)
+    """Uniforms 1e-4 apart over one row (at least 29 in each candidate's interval), and at
+    every boundary of the sorted vocabulary's cumulative sum and the floats beside it: the
+    draw crosses every candidate's boundary and the nucleus's end."""
+    row = distributions(2000, 3, seed=5)[1]
+    cumulative = torch.softmax(row, dim=-1).sort(descending=True).values.cumsum(dim=0)
+    boundaries = torch.cat([cumulative, torch.nextafter(cumulative, torch.zeros(1)), torch.nextafter(cumulative, torch.ones(1))])
+    grid = torch.cat([torch.linspace(0, 1, 10001)[:-1], boundaries.clamp(max=1 - 2.0**-24)])
+    logits = row.expand(len(grid), -1)
     for top_p in (1.0, 0.9):
         assert assert_the_sorts_draw(logits, 1.0, top_p, grid) == 0
 
