@@ -1,6 +1,8 @@
 """The prepared GPU check (issue 32, item 6): one command, no download. Its first calls on an
 H200 (2026-11-28) were cut at 65 to 270 s before the first phase ended (BENCHMARKS.md), so
-it now prints each phase's seconds as it goes and writes its JSON after each phase.
+it now measures the cheap figures first (greedy parity, the fixed cost of a decoded token),
+prints each phase as it ends and writes its JSON after each (an update's figures after
+every repeat), so a call cut short keeps what it measured.
 
 Two agents on a randomly initialised model of Qwen2.5-1.5B-Instruct's shape (its config is
 written below, so nothing is downloaded; random weights measure speed, never learning), in
@@ -48,7 +50,7 @@ import dataclasses
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -271,57 +273,55 @@ def train_pass(
     return time.perf_counter() - started, trained
 
 
-def measure_ours(args: Args, shape: dict[str, Any]) -> dict[str, Any]:
-    """Generation and update figures of our learners' model work (module docstring, 1-3)."""
-    started = time.perf_counter()
-
-    def log(what: str) -> None:  # a call cut short still shows how far it came, and when
-        print(f"[{time.perf_counter() - started:.0f} s] {what}", flush=True)
-
+def measure_ours(
+    args: Args, shape: dict[str, Any], ours: dict[str, Any], keep: Callable[[str], None]
+) -> None:
+    """Generation and update figures of our learners' model work (module docstring, 1-3),
+    into ``ours`` phase by phase, the cheapest first, calling ``keep(phase)`` after each: a
+    call cut short at its time limit keeps what it measured."""
     lm = build_team(args, shape)
-    log(f"model built on {lm.device} ({dtype_name(lm.dtype)})")
-    optimizers = {agent: torch.optim.Adam(lm.parameters(agent), lr=1e-5) for agent in AGENTS}
+    device_name = torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else "cpu"
+    ours.update(device=str(lm.device), device_name=device_name, dtype=dtype_name(lm.dtype))
+    keep(f"model built on {lm.device} ({dtype_name(lm.dtype)})")
     batch = requests(args, shape["vocab_size"])
-    new_tokens = len(AGENTS) * args.prompts * args.group_size * args.new_tokens
-    completions, seconds = generate(lm, batch, args.new_tokens)  # warm-up: kernels, allocator
-    log(f"warm-up generation: {seconds:.1f} s")
-    log(f"warm-up loss pass: {train_pass(lm, optimizers, completions, args.group_size)[0]:.1f} s")
-    reset_peak_memory(lm.device)
-    generation, training, trained = [], [], 0
-    for _ in range(args.repeats):
-        completions, seconds = generate(lm, batch, args.new_tokens)
-        generation.append(seconds)
-        seconds, trained = train_pass(lm, optimizers, completions, args.group_size)
-        training.append(seconds)
-    best_generation, best_training = min(generation), min(training)
     latency = {agent: (chats[:1], seeds[:1]) for agent, (chats, seeds) in batch.items()}
     generate(lm, latency, args.latency_tokens)  # warm-up at this batch size
-    latency_s = min(generate(lm, latency, args.latency_tokens)[1] for _ in range(args.repeats))
-    with through_peft():
-        latency_peft_s = min(
-            generate(lm, latency, args.latency_tokens)[1] for _ in range(args.repeats)
-        )
-    log(
-        f"latency: {1000 * latency_s / args.latency_tokens:.1f} ms per step, {1000 * latency_peft_s / args.latency_tokens:.1f} through peft"
-    )
+    for name, path in (
+        ("decode_step_ms_two_rows", contextlib.nullcontext),
+        ("decode_step_ms_two_rows_peft_mixed", through_peft),
+    ):
+        with path():
+            seconds = min(
+                generate(lm, latency, args.latency_tokens)[1] for _ in range(args.repeats)
+            )
+        ours[name] = 1000 * seconds / args.latency_tokens
+    keep(f"one decoded token, two rows: {ours['decode_step_ms_two_rows']:.1f} ms by slices, "
+         f"{ours['decode_step_ms_two_rows_peft_mixed']:.1f} ms through peft")  # fmt: skip
+    optimizers = {agent: torch.optim.Adam(lm.parameters(agent), lr=1e-5) for agent in AGENTS}
+    completions, seconds = generate(lm, batch, args.new_tokens)  # warm-up: kernels, allocator
+    keep(f"warm-up generation: {seconds:.1f} s")
+    keep(f"warm-up loss pass: {train_pass(lm, optimizers, completions, args.group_size)[0]:.1f} s")
+    reset_peak_memory(lm.device)
+    ours["generated_tokens"] = len(AGENTS) * args.prompts * args.group_size * args.new_tokens
+    ours["generation_s"], ours["training_s"] = [], []
     peak = peak_flops(lm.device, lm.dtype)
-    flops = lm.train_flops_per_token * trained
-    return {
-        "device": str(lm.device),
-        "device_name": torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else "cpu",
-        "dtype": dtype_name(lm.dtype),
-        "generated_tokens": new_tokens,
-        "generation_s": generation,
-        "generated_tokens_per_s": new_tokens / best_generation,
-        "training_s": training,
-        "trained_tokens": trained,
-        "trained_tokens_per_s": trained / best_training,
-        "update_s": best_generation + best_training,
-        "mfu": flops / best_training / peak if peak else None,
-        "peak_memory_gb": peak_memory_gb(lm.device),
-        "decode_step_ms_two_rows": 1000 * latency_s / args.latency_tokens,
-        "decode_step_ms_two_rows_peft_mixed": 1000 * latency_peft_s / args.latency_tokens,
-    }
+    for repeat in range(args.repeats):
+        completions, seconds = generate(lm, batch, args.new_tokens)
+        ours["generation_s"].append(seconds)
+        seconds, trained = train_pass(lm, optimizers, completions, args.group_size)
+        ours["training_s"].append(seconds)
+        best_generation, best_training = min(ours["generation_s"]), min(ours["training_s"])
+        ours.update(
+            generated_tokens_per_s=ours["generated_tokens"] / best_generation,
+            trained_tokens=trained,
+            trained_tokens_per_s=trained / best_training,
+            update_s=best_generation + best_training,
+            mfu=lm.train_flops_per_token * trained / best_training / peak if peak else None,
+            peak_memory_gb=peak_memory_gb(lm.device),
+        )
+        keep(
+            f"update {repeat + 1} of {args.repeats}: generation {ours['generation_s'][-1]:.2f} s, loss pass {seconds:.2f} s"
+        )
 
 
 def greedy_parity(args: Args) -> dict[str, Any]:
@@ -475,20 +475,20 @@ def main(args: Args) -> None:
 
     def done(phase: str) -> None:  # each phase's figures are kept even if a later one is cut short
         record["seconds"] = time.perf_counter() - started
-        print(f"[{record['seconds']:.0f} s] {phase} done", flush=True)
+        print(f"[{record['seconds']:.0f} s] {phase}", flush=True)
         if not args.smoke:  # a smoke run's figures measure nothing worth keeping
             write_results(name, record)
 
-    record["ours"] = measure_ours(args, shape)
-    done("ours")
-    record["parity"] = greedy_parity(args)
-    done("parity")
+    record["parity"] = greedy_parity(args)  # cheap: a 2-layer model
+    done("greedy parity measured")
+    record["ours"] = {}
+    measure_ours(args, shape, record["ours"], done)
     if args.trl:
         try:
             record["trl"] = measure_trl(args, shape)
         except Exception as error:  # noqa: BLE001 (a figure of ours is still worth keeping)
             record["trl_error"] = f"{type(error).__name__}: {error}"[:500]
-        done("TRL")
+        done("TRL's update measured")
     print(table(record))
     print(f"(the whole check: {record['seconds']:.0f} s; generation each repeat: "
           f"{', '.join(f'{s:.2f}' for s in record['ours']['generation_s'])} s, median {statistics.median(record['ours']['generation_s']):.2f})")  # fmt: skip
