@@ -5,9 +5,9 @@ peft does this when each forward call gets ``adapter_names=[...]``: on every cal
 registers a pre-hook on each of the model's modules, and in each LoRA layer it lists each
 adapter's rows in Python, gathers them with a list index (on CUDA a copy from host memory,
 which waits for the device) and scatters the update back. That is a fixed cost per decoded
-token: on the CPU, a 28-layer model of Qwen2.5's layout with LoRA on its 196 linear layers
-and almost no arithmetic (width 64) took 130 ms per step for two rows through peft's
-mixed path against 48 ms through one adapter.
+token: on two CPU cores, a 28-layer model of Qwen2.5's layout with LoRA on its 196 linear
+layers and almost no arithmetic (width 64) took 120 ms per step for two rows through peft's
+mixed path, and 58 ms by slices (BENCHMARKS.md, "Mixed-adapter batches").
 
 :func:`routed_adapters` does the same arithmetic on slices. A batch lists its rows agent by
 agent, so each adapter's rows are consecutive runs; the base runs with the adapters
