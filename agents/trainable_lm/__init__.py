@@ -33,6 +33,7 @@ module          what
                 adapters saved for peft (:meth:`~TrainableLM.save_adapters`) and the
                 folder of shared bases (:func:`shared_base`)
 ``batches``     padding, and the prompt pass that sampling and scoring share
+``mixed``       mixed-adapter batches: each agent's rows through its adapter, by slices
 ``tiny``        :func:`tiny_model`, a tiny random model (nothing downloaded)
 ``extra``       the ``train`` extra (peft): the package imports without it, raises on use
 ==============  ===========================================================================

@@ -334,7 +334,7 @@ class Sampling:
         adapters: Sequence[str] | None = None,
     ) -> list[Completion]:
         """Decode ``prompts`` together; ``adapters``: each row's adapter (a mixed-adapter
-        batch of one peft model), None: the active one. Greedy (temperature 0), equal
+        batch of one peft model, :mod:`agents.trainable_lm.mixed`), None: the active one. Greedy (temperature 0), equal
         requests (the same adapter and prompt: a padded batch's copies) decode equal tokens
         whatever their seeds, so each is decoded once and its completion given to every copy."""
         if temperature > 0:
