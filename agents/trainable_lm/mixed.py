@@ -3,8 +3,8 @@ shared base (:meth:`~agents.trainable_lm.sampling.Sampling.sample_joint`).
 
 peft does this when each forward call gets ``adapter_names=[...]``: on every call it
 registers a pre-hook on each of the model's modules, and in each LoRA layer it lists each
-adapter's rows in Python, gathers them with a list index (on CUDA a copy from host memory,
-which waits for the device) and scatters the update back. That is a fixed cost per decoded
+adapter's rows in Python, gathers them with a list index (on CUDA, the list is first copied
+from host memory) and scatters the update back. That is a fixed cost per decoded
 token: on two CPU cores, a 28-layer model of Qwen2.5's layout with LoRA on its 196 linear
 layers and almost no arithmetic (width 64) took 120 ms per step for two rows through peft's
 mixed path, and 58 ms by slices (BENCHMARKS.md, "Mixed-adapter batches").
