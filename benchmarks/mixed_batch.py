@@ -32,7 +32,9 @@ from typing import Literal
 import torch
 import tyro
 from gpu_check import (
+    AGENTS,
     QWEN25_1_5B,
+    SMOKE_SHAPE,
     lora_config,
     prompt_chats,
     random_model,
@@ -45,10 +47,8 @@ from agents.trainable_lm import TrainableLM
 from algorithms.text.config import TextGRPOConfig
 from algorithms.text.train import build_lm
 
-AGENTS = ["agent_0", "agent_1"]
-NARROW_QWEN = {**QWEN25_1_5B, "vocab_size": 512, "hidden_size": 64, "intermediate_size": 128,
-               "num_attention_heads": 4, "num_key_value_heads": 2}  # fmt: skip
-"""Qwen2.5-1.5B's layers at width 64."""
+NARROW_QWEN = {**SMOKE_SHAPE, "num_hidden_layers": QWEN25_1_5B["num_hidden_layers"]}
+"""Qwen2.5-1.5B's 28 layers at the smoke model's width (64)."""
 
 
 @dataclass
@@ -70,13 +70,13 @@ class Args:
 def build(args: Args) -> tuple[TrainableLM, dict]:
     """The two agents' policy, and their requests."""
     if args.model == "smollm2":
-        lm = build_lm(TextGRPOConfig(sample_batch_size=4096), AGENTS)
+        lm = build_lm(TextGRPOConfig(sample_batch_size=4096), list(AGENTS))
         chats = [[{"role": "user", "content": f"What is {17 * k + 5} + {9 * k + 2}? Answer with the number."}]
                  for k in range(args.prompts)]  # fmt: skip
     else:
-        lm = TrainableLM(random_model(NARROW_QWEN), word_tokenizer(512), AGENTS, lora=lora_config(16),
+        lm = TrainableLM(random_model(NARROW_QWEN), word_tokenizer(NARROW_QWEN["vocab_size"]), AGENTS, lora=lora_config(16),
                          sample_batch_size=4096)  # fmt: skip
-        chats = prompt_chats(args.prompts, 32, 512, seed=0)
+        chats = prompt_chats(args.prompts, 32, NARROW_QWEN["vocab_size"], seed=0)
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for agent in AGENTS:

@@ -23,7 +23,6 @@ is part of sampling, not of pi, as in TRL).
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from agents.base import Message
 from agents.sampling import POLICY_TEMPERATURE
 from agents.trainable_lm.batches import prefill
 from agents.trainable_lm.extra import MISSING_EXTRA
-from agents.trainable_lm.mixed import mixable, peft_route, routed_adapters
+from agents.trainable_lm.mixed import Route, mixable, peft_route, routed_adapters
 
 if MISSING_EXTRA is None:
     from agents.transformers_backend import _sample
@@ -298,7 +297,10 @@ class Sampling:
         ]
         model = seats[0].model
         completions: list[Completion] = []
-        with progress.call(len(rows), "sample " + " + ".join(requests)) as advance:
+        with (
+            progress.call(len(rows), "sample " + " + ".join(requests)) as advance,
+            routed_adapters(model) as route,  # once per call: agents.trainable_lm.mixed
+        ):
             for start in range(0, len(rows), self.sample_batch_size):
                 agents, prompts, seeds = zip(
                     *rows[start : start + self.sample_batch_size], strict=True
@@ -314,6 +316,7 @@ class Sampling:
                         min_new_tokens,
                         advance,
                         adapters=[self.seats[agent].adapter for agent in agents],
+                        route=route,
                     )
                 )
         joint: dict[str, list[Completion]] = {agent: [] for agent in requests}
@@ -332,9 +335,11 @@ class Sampling:
         min_new_tokens: int,
         advance: progress.Advance,
         adapters: Sequence[str] | None = None,
+        route: Route = peft_route,
     ) -> list[Completion]:
         """Decode ``prompts`` together; ``adapters``: each row's adapter (a mixed-adapter
-        batch of one peft model, :mod:`agents.trainable_lm.mixed`), None: the active one. Greedy (temperature 0), equal
+        batch of one peft model, reaching them by ``route``: :mod:`agents.trainable_lm.mixed`),
+        None: the active one. Greedy (temperature 0), equal
         requests (the same adapter and prompt: a padded batch's copies) decode equal tokens
         whatever their seeds, so each is decoded once and its completion given to every copy."""
         if temperature > 0:
@@ -348,6 +353,7 @@ class Sampling:
                 min_new_tokens,
                 advance,
                 adapters,
+                route,
             )
         names = [None] * len(prompts) if adapters is None else list(adapters)
         requests = [(name, tuple(prompt)) for name, prompt in zip(names, prompts, strict=True)]
@@ -365,6 +371,7 @@ class Sampling:
             min_new_tokens,
             advance,
             None if adapters is None else [adapters[row] for row in rows],
+            route,
         )
         by_request = dict(zip(first, decoded, strict=True))
         for row, request in enumerate(requests):
@@ -383,11 +390,14 @@ class Sampling:
         min_new_tokens: int,
         advance: progress.Advance,
         adapters: Sequence[str] | None,
+        route: Route = peft_route,
     ) -> list[Completion]:
         """Decode every row of ``prompts`` (see :meth:`_sample_batch`); a row that has
         finished leaves the batch (its cache rows are dropped), so the later steps run only
         the rows still decoding. A row's ``t``-th token is drawn at the ``t``-th uniform
-        number of its generator, so its stream is the same whichever rows remain."""
+        number of its generator, so its stream is the same whichever rows remain.
+        ``route``: how a mixed-adapter batch's rows reach their adapters
+        (:func:`agents.trainable_lm.mixed.routed_adapters`)."""
         started = time.perf_counter()
         rows = len(prompts)
         # each row's stream on the CPU whatever the device, one number per token it may sample,
@@ -399,59 +409,52 @@ class Sampling:
         logprobs: list[list[float]] = [[] for _ in range(rows)]
         finish = [""] * rows
         live = list(range(rows))  # the rows still decoding, in the batch's order
-        # each agent's rows of a mixed-adapter batch through its adapter (agents.trainable_lm.mixed)
-        routing = (
-            routed_adapters(model) if adapters is not None else contextlib.nullcontext(peft_route)
+        # each distinct prompt is run once; its rows continue from a copy of its cache
+        output, mask, positions, owner = prefill(
+            model, prompts, self._pad_id, self.device, adapters, route
         )
-        with routing as route:
-            # each distinct prompt is run once; its rows continue from a copy of its cache
-            output, mask, positions, owner = prefill(
-                model, prompts, self._pad_id, self.device, adapters, route
+        logits = output.logits[owner, -1, :].float()
+        stop_ids = torch.tensor(sorted(self._stop_ids), dtype=torch.long, device=self.device)
+        for step in range(max_new_tokens):
+            uniforms = uniform[:, step]  # every live row samples its step-th token
+            allowed = (
+                logits.index_fill(1, stop_ids, float("-inf")) if step < min_new_tokens else logits
             )
-            logits = output.logits[owner, -1, :].float()
-            stop_ids = torch.tensor(sorted(self._stop_ids), dtype=torch.long, device=self.device)
-            for step in range(max_new_tokens):
-                uniforms = uniform[:, step]  # every live row samples its step-th token
-                allowed = (
-                    logits.index_fill(1, stop_ids, float("-inf"))
-                    if step < min_new_tokens
-                    else logits
-                )
-                chosen = draw_tokens(allowed, temperature, top_p, uniforms)
-                scores = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(
-                    1, chosen[:, None]
-                )[:, 0]
-                for row, token, score in zip(live, chosen.tolist(), scores.tolist(), strict=True):
-                    tokens[row].append(token)
-                    logprobs[row].append(score)
-                    if token in self._stop_ids:
-                        finish[row] = "stop"
-                    elif len(tokens[row]) >= max_new_tokens:
-                        finish[row] = "length"
-                    if finish[row]:
-                        advance(1, len(tokens[row]))
-                staying = [k for k, row in enumerate(live) if not finish[row]]
-                if not staying:
-                    break
-                if len(staying) < len(live):
-                    keep = torch.tensor(staying, dtype=torch.long, device=self.device)
-                    output.cache.batch_select_indices(keep)
-                    mask, positions, chosen, uniform = mask[keep], positions[keep], chosen[keep], uniform[keep]
-                    live = [live[k] for k in staying]
-                per_row = {} if adapters is None else route([adapters[row] for row in live])
-                mask = torch.cat(
-                    [mask, torch.ones((len(live), 1), dtype=mask.dtype, device=self.device)], dim=1
-                )
-                positions = positions[:, -1:] + 1
-                output = model(
-                    input_ids=chosen[:, None],
-                    attention_mask=mask,
-                    position_ids=positions,
-                    cache=output.cache,
-                    use_cache=True,
-                    **per_row,
-                )
-                logits = output.logits[:, -1, :].float()
+            chosen = draw_tokens(allowed, temperature, top_p, uniforms)
+            scores = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(
+                1, chosen[:, None]
+            )[:, 0]
+            for row, token, score in zip(live, chosen.tolist(), scores.tolist(), strict=True):
+                tokens[row].append(token)
+                logprobs[row].append(score)
+                if token in self._stop_ids:
+                    finish[row] = "stop"
+                elif len(tokens[row]) >= max_new_tokens:
+                    finish[row] = "length"
+                if finish[row]:
+                    advance(1, len(tokens[row]))
+            staying = [k for k, row in enumerate(live) if not finish[row]]
+            if not staying:
+                break
+            if len(staying) < len(live):
+                keep = torch.tensor(staying, dtype=torch.long, device=self.device)
+                output.cache.batch_select_indices(keep)
+                mask, positions, chosen, uniform = mask[keep], positions[keep], chosen[keep], uniform[keep]
+                live = [live[k] for k in staying]
+            per_row = {} if adapters is None else route([adapters[row] for row in live])
+            mask = torch.cat(
+                [mask, torch.ones((len(live), 1), dtype=mask.dtype, device=self.device)], dim=1
+            )
+            positions = positions[:, -1:] + 1
+            output = model(
+                input_ids=chosen[:, None],
+                attention_mask=mask,
+                position_ids=positions,
+                cache=output.cache,
+                use_cache=True,
+                **per_row,
+            )
+            logits = output.logits[:, -1, :].float()
         self._meter.generated_tokens += sum(len(row_tokens) for row_tokens in tokens)
         # .tolist() waited for the device
         self._meter.generation_seconds += time.perf_counter() - started

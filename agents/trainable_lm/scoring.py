@@ -122,8 +122,9 @@ class Scoring:
         With ``segmented_scoring`` (the default), the completions run in segments of
         positions (:func:`segments`): a segment's pass takes only the rows still running
         and continues from the cache of the passes before, so a completion cut at the
-        budget beside short ones does not pad them all to its length. Each token's log-probability is what one padded pass gives, up to
-        floating-point rounding (another shape sums in another order)."""
+        budget beside short ones does not pad them all to its length. Each token's
+        log-probability is what one padded pass gives, up to floating-point rounding
+        (another shape sums in another order)."""
         output, mask, positions, owner = prefill(model, prompts, self._pad_id, self.device)
         first = output.logits[owner, -1:, :]
         inputs = [list(c[:-1]) for c in completions]  # token k - 1 predicts token k
