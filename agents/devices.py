@@ -9,6 +9,9 @@ device      ``auto`` (CUDA when this machine has it, else the CPU), ``cpu``, ``c
 dtype       ``auto`` (bfloat16 on CUDA, float32 on the CPU), ``float32``, ``bfloat16``,
             ``float16``: the weights' dtype (LoRA adapters stay float32: peft keeps them
             so on a half-precision base)
+routing     how one batch of several agents' rows reaches each row's LoRA adapter
+            (:func:`agents.trainable_lm.mixed.routed_adapters`): ``auto`` (``stacked``
+            on CUDA, ``slices`` elsewhere), ``stacked``, ``slices``, ``peft``
 ==========  =======================================================================
 
 >>> check_names("cuda:1", "bfloat16")
@@ -37,6 +40,9 @@ if TYPE_CHECKING:
 Dtype = Literal["auto", "float32", "bfloat16", "float16"]
 """The dtypes a run may ask for."""
 DTYPES: tuple[str, ...] = ("auto", "float32", "bfloat16", "float16")
+Routing = Literal["auto", "stacked", "slices", "peft"]
+"""The routes a mixed-adapter batch may ask for (module table)."""
+ROUTINGS: tuple[str, ...] = ("auto", "stacked", "slices", "peft")
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
 """The devices a run may ask for."""
 
@@ -65,6 +71,28 @@ def check_names(device: str, dtype: str) -> None:
         raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+
+
+def check_routing(routing: str) -> None:
+    """Refuse a routing name that is none of the module table's.
+
+    Raises:
+        ValueError: Naming the accepted spellings.
+    """
+    if routing not in ROUTINGS:
+        raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")
+
+
+def resolve_routing(routing: str, device: torch.device) -> str:
+    """The route ``routing`` asks for on ``device``: ``auto`` is ``stacked`` on CUDA, where
+    a decoded token's cost is its kernels (stacked runs three per LoRA layer whatever the
+    number of agents), and ``slices`` elsewhere (peft's numbers bit for bit; on the CPU
+    stacked is faster too, BENCHMARKS.md "Mixed-adapter batches", but slices keep the
+    samples of runs made before it exactly)."""
+    check_routing(routing)
+    if routing == "auto":
+        return "stacked" if device.type == "cuda" else "slices"
+    return routing
 
 
 def resolve(device: str = "auto", dtype: str = "auto") -> tuple[torch.device, torch.dtype]:

@@ -27,7 +27,9 @@ It reports:
    against the CPU in float32 (token for token) and the device in bfloat16 against the CPU
    in float32 (the share of equal tokens and where the first differs: bfloat16 rounds, so
    random logits that lie close may swap).
-5. **TRL's GRPOTrainer** (``--trl``, the ``bench`` extra; on a GPU machine without a package
+5. **The fixed cost of a decoded token**: one row per agent, through each route of
+   :mod:`agents.trainable_lm.mixed` (stacked, the default on CUDA; slices; peft's own).
+6. **TRL's GRPOTrainer** (``--trl``, the ``bench`` extra; on a GPU machine without a package
    registry, bring TRL's wheel along and install it with ``pip install --no-deps``): the
    same model shape, dtype, LoRA, prompts, G and tokens on the same device, one agent per
    run (TRL trains one model): the team's update is two of its updates, and the ratio is
@@ -45,12 +47,11 @@ says that the GPU figures are not yet measured.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -66,7 +67,7 @@ from agents.devices import (
     resolve,
     synchronize,
 )
-from agents.trainable_lm import TrainableLM, mixed
+from agents.trainable_lm import TrainableLM
 from algorithms.text.losses import text_policy_loss, token_weights
 
 QWEN25_1_5B = {
@@ -152,18 +153,6 @@ def word_tokenizer(vocab_size: int):
     )
     tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
     return tokenizer
-
-
-@contextlib.contextmanager
-def through_peft() -> Iterator[None]:
-    """For the block, mixed-adapter batches take peft's ``adapter_names`` path instead of
-    slices (:mod:`agents.trainable_lm.mixed`): the comparison's other side."""
-    original = mixed._sliceable_layers
-    mixed._sliceable_layers = lambda model: None
-    try:
-        yield
-    finally:
-        mixed._sliceable_layers = original
 
 
 def random_model(
@@ -286,17 +275,15 @@ def measure_ours(
     batch = requests(args, shape["vocab_size"])
     latency = {agent: (chats[:1], seeds[:1]) for agent, (chats, seeds) in batch.items()}
     generate(lm, latency, args.latency_tokens)  # warm-up at this batch size
-    for name, path in (
-        ("decode_step_ms_two_rows", contextlib.nullcontext),
-        ("decode_step_ms_two_rows_peft_mixed", through_peft),
-    ):
-        with path():
-            seconds = min(
-                generate(lm, latency, args.latency_tokens)[1] for _ in range(args.repeats)
-            )
-        ours[name] = 1000 * seconds / args.latency_tokens
-    keep(f"one decoded token, two rows: {ours['decode_step_ms_two_rows']:.1f} ms by slices, "
-         f"{ours['decode_step_ms_two_rows_peft_mixed']:.1f} ms through peft")  # fmt: skip
+    steps = {}
+    for routing in ("stacked", "slices", "peft"):  # agents.trainable_lm.mixed; "auto" is stacked on CUDA
+        lm.routing = routing
+        generate(lm, latency, args.latency_tokens)  # warm-up of this route
+        seconds = min(generate(lm, latency, args.latency_tokens)[1] for _ in range(args.repeats))
+        steps[routing] = 1000 * seconds / args.latency_tokens
+    lm.routing = "auto"
+    ours["decode_step_ms_two_rows"] = steps
+    keep("one decoded token, two rows: " + ", ".join(f"{ms:.1f} ms {route}" for route, ms in steps.items()))
     optimizers = {agent: torch.optim.Adam(lm.parameters(agent), lr=1e-5) for agent in AGENTS}
     completions, seconds = generate(lm, batch, args.new_tokens)  # warm-up: kernels, allocator
     keep(f"warm-up generation: {seconds:.1f} s")
@@ -433,13 +420,9 @@ def table(record: dict[str, Any]) -> str:
             "n/a (no peak FLOPS for this device)" if ours["mfu"] is None else f"{ours['mfu']:.1%}",
         ),
         ("peak memory, GB", f"{ours['peak_memory_gb']:.1f}"),
-        (
-            "one decoded token, one row per agent (fixed cost per step), ms",
-            f"{ours['decode_step_ms_two_rows']:.1f}",
-        ),
-        (
-            "the same through peft's adapter_names, ms",
-            f"{ours['decode_step_ms_two_rows_peft_mixed']:.1f}",
+        *(
+            (f"one decoded token, one row per agent (fixed cost per step), {route}, ms", f"{ms:.1f}")
+            for route, ms in ours["decode_step_ms_two_rows"].items()
         ),
     ]
     for dtype, parity in record["parity"].items():

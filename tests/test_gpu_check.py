@@ -28,6 +28,8 @@ def test_the_gpu_check_smoke_run_reports_every_figure_and_cpu_parity():
         "MAGRPO update (sampling + loss pass + Adam), s",
         "training tokens/s",
         "peak memory, GB",
+        *(f"one decoded token, one row per agent (fixed cost per step), {route}, ms"
+          for route in ("stacked", "slices", "peft")),
     ):
         assert figure in lines, done.stdout
     # on the CPU the "device" is the CPU itself: float32 greedy decoding equals itself token for token

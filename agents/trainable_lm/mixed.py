@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
+
+from agents.devices import Routing, check_routing, resolve_routing
 
 Route = Callable[[Sequence[str]], dict[str, Any]]
 """The keyword arguments a forward call of rows with these adapters (one name per row) needs."""
@@ -120,41 +122,144 @@ def _add_updates(
             if dropout is not None:
                 part = dropout(part)
             update = linear(linear(part, a), b, bias) * scaling
-            output[start:stop] += (
+            output[start:stop].add_(  # in place on the slice (``+=`` would copy it back too)
                 update if update.dtype == output.dtype else update.to(output.dtype)
             )
 
     return hook
 
 
+def _stackable(layers: Sequence[torch.nn.Module]) -> bool:
+    """Whether every adapter of ``layers`` can be stacked (:func:`_add_stacked_updates`): no
+    bias on B, no dropout that acts, one dtype per layer."""
+    for layer in layers:
+        dtypes = set()
+        for a, b, bias, _, dropout in _factors(layer).values():
+            if bias is not None or (dropout is not None and dropout.training and dropout.p > 0):
+                return False
+            dtypes.add((a.dtype, b.dtype))
+        if len(dtypes) > 1:
+            return False
+    return True
+
+
+Layout = tuple[tuple[str, int, float], ...]
+"""A layer's adapters in stacking order: name, rank and scaling of each."""
+
+
+def _add_stacked_updates(
+    layer: torch.nn.Module, masks: dict[Layout, torch.Tensor]
+) -> tuple[
+    Layout, Callable[[torch.nn.Module, tuple[Any, ...], dict[str, Any], torch.Tensor], None]
+]:
+    """``layer``'s adapters stacked, and a forward hook adding every row's update at once:
+    with A = [A_1; ...; A_n] (R x d_in, R the ranks' sum) and B = [B_1 ... B_n]
+    (d_out x R), ``out += ((x A^T) * M) B^T``, where row i of the mask M (filled in later,
+    one per layout in ``masks``) holds its adapter's scaling in that adapter's R-block and
+    zeros elsewhere: so row i gets ``B_k A_k x_i * scaling_k`` for its adapter k. Three
+    kernels per layer whatever the number of agents (slices take four per agent)."""
+    factors = _factors(layer)
+    layout = tuple((name, f[0].shape[0], float(f[3])) for name, f in factors.items())
+    a_t = torch.cat([f[0] for f in factors.values()]).t().contiguous()  # d_in x R
+    b_t = torch.cat([f[1] for f in factors.values()], dim=1).t().contiguous()  # R x d_out
+    mm = torch.mm
+
+    def hook(
+        _: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: torch.Tensor
+    ) -> None:
+        x = args[0] if args else kwargs["x"]
+        flat = x.reshape(-1, x.shape[-1])
+        if flat.dtype != a_t.dtype:
+            flat = flat.to(a_t.dtype)
+        mask = masks[layout]  # rows x 1 x R
+        hidden = mm(flat, a_t).view(mask.shape[0], -1, mask.shape[2]).mul_(mask)
+        hidden = hidden.view(-1, mask.shape[2])
+        out = output.view(-1, output.shape[-1])
+        if out.dtype == b_t.dtype:
+            out.addmm_(hidden, b_t)
+        else:
+            out.add_(mm(hidden, b_t).to(out.dtype))
+
+    return layout, hook
+
+
+def _masks(
+    layouts: Mapping[Layout, torch.Tensor], names: Sequence[str]
+) -> dict[Layout, torch.Tensor]:
+    """Each layout's mask of :func:`_add_stacked_updates` for rows ``names`` (rows x 1 x R,
+    made like the layout's tensor in ``layouts``: its dtype and device)."""
+    masks = {}
+    for layout, like in layouts.items():
+        columns, start = {}, 0
+        for name, rank, scaling in layout:
+            columns[name] = (start, start + rank, scaling)
+            start += rank
+        mask = torch.zeros((len(names), 1, start), dtype=like.dtype)
+        for row, name in enumerate(names):
+            if name in columns:
+                first, stop, scaling = columns[name]
+                mask[row, 0, first:stop] = scaling
+        masks[layout] = mask.to(like.device)
+    return masks
+
+
 @contextlib.contextmanager
-def routed_adapters(model: torch.nn.Module) -> Iterator[Route]:
+def routed_adapters(model: torch.nn.Module, routing: Routing = "auto") -> Iterator[Route]:
     """For the block (inference only: the hooks add in place), a :data:`Route` for forward
     calls of ``model`` (a peft model with several LoRA adapters) whose rows each go through
-    their own adapter: by slices (module docstring) where the model allows it, else peft's
-    ``adapter_names``. Afterwards each LoRA layer is enabled or disabled, and every
+    their own adapter (module docstring): ``stacked`` (all adapters of a layer in one
+    product, where no adapter has a bias or an active dropout), ``slices``, or ``peft``
+    (peft's ``adapter_names``); models that only peft can route take peft's path whatever
+    ``routing`` asks. Afterwards each LoRA layer is enabled or disabled, and every
     parameter's ``requires_grad`` is, as before (peft's toggles reset ``requires_grad``).
 
     Args:
         model: The shared base with every agent's adapter (a ``PeftModel``).
+        routing: ``stacked``, ``slices``, ``peft``, or ``auto`` (:func:`resolve_routing`
+            on the model's device).
 
     Yields:
         ``route(names)``: the keyword arguments of a forward call of rows ``names``.
+
+    Raises:
+        ValueError: On an unknown ``routing``.
     """
-    layers = _sliceable_layers(model)
+    check_routing(routing)
+    layers = _sliceable_layers(model) if routing != "peft" else None
     if not layers:
         yield peft_route
         return
+    routing = resolve_routing(routing, next(model.parameters()).device)
+    if routing == "stacked" and not _stackable(layers):
+        routing = "slices"
     rows: list[tuple[str, int, int]] = []
+    masks: dict[Layout, torch.Tensor] = {}
+    layouts: dict[
+        Layout, torch.Tensor
+    ] = {}  # each layout's A, whose dtype and device its mask takes
+    hooks = []
+    for layer in layers:
+        if routing == "stacked":
+            layout, hook = _add_stacked_updates(layer, masks)
+            layouts.setdefault(layout, layer.lora_A[layout[0][0]].weight)
+        else:
+            hook = _add_updates(layer, rows)
+        hooks.append(hook)
+    last: list[tuple[str, ...]] = [()]
 
     def route(names: Sequence[str]) -> dict[str, Any]:
-        rows[:] = runs(names)
+        if routing == "slices":
+            rows[:] = runs(names)
+        elif tuple(names) != last[0]:  # the masks change only when rows leave
+            masks.update(_masks(layouts, names))
+            last[0] = tuple(names)
         return {}
 
     trains = [(p, p.requires_grad) for p in model.parameters()]
     disabled = [layer.disable_adapters for layer in layers]
     handles = [
-        layer.register_forward_hook(_add_updates(layer, rows), with_kwargs=True) for layer in layers
+        layer.register_forward_hook(hook, with_kwargs=True)
+        for layer, hook in zip(layers, hooks, strict=True)
     ]
     try:
         for layer in layers:  # the base alone; the hooks add the updates

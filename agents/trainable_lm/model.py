@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import torch
 
-from agents.devices import resolve
+from agents.devices import Routing, check_routing, resolve
 from agents.trainable_lm.extra import MISSING_EXTRA, require_train_extra
 from agents.trainable_lm.sampling import Sampling
 from agents.trainable_lm.scoring import Scoring
@@ -134,6 +134,9 @@ class TrainableLM(Sampling, Scoring, Weights):
             folder (what :meth:`save_adapters` names as the adapters' base); None: nowhere
             (a model built in memory), so :meth:`save_adapters` writes it once
             (:func:`shared_base`) and sets it to that folder. :meth:`from_pretrained` sets it.
+        routing: How :meth:`sample_joint`'s mixed-adapter batches reach each row's adapter
+            (:func:`agents.trainable_lm.mixed.routed_adapters`): ``auto`` (stacked on CUDA,
+            slices elsewhere), ``stacked``, ``slices`` or ``peft``.
 
     Attributes:
         device: The torch device the model runs on.
@@ -151,7 +154,8 @@ class TrainableLM(Sampling, Scoring, Weights):
 
     Raises:
         ValueError: On no agents, repeated agents, an unknown ``finetune``, a tokenizer
-            without a chat template, a batch size < 1, or a device this machine lacks.
+            without a chat template, a batch size < 1, an unknown ``routing``, or a device
+            this machine lacks.
     """
 
     def __init__(
@@ -171,6 +175,7 @@ class TrainableLM(Sampling, Scoring, Weights):
         gradient_checkpointing: bool = False,
         segmented_scoring: bool = True,
         base: str | None = None,
+        routing: Routing = "auto",
     ) -> None:
         require_train_extra()
         agents = list(agents)
@@ -191,6 +196,8 @@ class TrainableLM(Sampling, Scoring, Weights):
         self.finetune, self.separate, self.micro_batch_size = finetune, separate, micro_batch_size
         self.sample_batch_size = sample_batch_size or micro_batch_size
         self.gradient_checkpointing, self.segmented_scoring = gradient_checkpointing, segmented_scoring
+        check_routing(routing)
+        self.routing = routing
         self._pad_id = (
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         )

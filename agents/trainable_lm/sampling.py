@@ -299,7 +299,7 @@ class Sampling:
         completions: list[Completion] = []
         with (
             progress.call(len(rows), "sample " + " + ".join(requests)) as advance,
-            routed_adapters(model) as route,  # once per call: agents.trainable_lm.mixed
+            routed_adapters(model, self.routing) as route,  # once per call: mixed.py
         ):
             for start in range(0, len(rows), self.sample_batch_size):
                 agents, prompts, seeds = zip(

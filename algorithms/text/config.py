@@ -21,7 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 import tyro
 
-from agents.devices import Dtype, check_names
+from agents.devices import Dtype, Routing, check_names, check_routing
 from agents.sampling import POLICY_TEMPERATURE
 from algorithms.core.checks import check_positive
 from algorithms.core.config import GroupSettings, GRPOSettings, RunConfig
@@ -148,6 +148,13 @@ class TextLearnerConfig(GroupSettings):
     GPU, raise both (e.g. 128 and 256): a decoding loop runs until its longest row stops,
     so fewer, wider loops pay that tail less often. Like ``sample_batch_size``, it changes
     the answers only by floating-point noise."""
+    mixed_routing: Routing = "auto"
+    """How a batch of several agents' rows reaches each row's LoRA adapter on their shared
+    base (:func:`agents.trainable_lm.mixed.routed_adapters`): ``stacked`` (every adapter
+    of a layer in one product: the fewest kernels per decoded token, the same completions
+    up to rounding), ``slices`` (peft's numbers bit for bit), ``peft`` (peft's own
+    ``adapter_names``), or ``auto`` (:func:`agents.devices.resolve_routing`: stacked on
+    CUDA, slices on the CPU)."""
     workers: Annotated[int, tyro.conf.arg(name="rollout_workers")] = 0
     """Ray rollout workers, ``--rollout-workers`` on the command line (the ``ray`` extra): N copies of the policy sample the
     completions, the trainable weights shipped to them before every collection, so the
@@ -162,7 +169,8 @@ class TextLearnerConfig(GroupSettings):
 
     RUN_FIELDS: ClassVar[tuple[str, ...]] = (
         *(f.name for f in dataclasses.fields(RunConfig)), "workers", "sampler", "sample_batch_size",
-        "eval_envs", "device", "dtype", "micro_batch_size", "gradient_checkpointing", "segmented_scoring",
+        "eval_envs", "mixed_routing", "device", "dtype", "micro_batch_size", "gradient_checkpointing",
+        "segmented_scoring",
     )
     """Fields a resumed run may change: the run part's, where and how many at a time the
     rollouts are sampled, and where and in how many passes the loss is computed (the
@@ -173,6 +181,7 @@ class TextLearnerConfig(GroupSettings):
         super().__post_init__()
         check_positive(self, "lora_rank", "lora_alpha", "max_new_tokens", "temperature", "micro_batch_size", "sample_batch_size", "eval_envs")
         check_names(self.device, self.dtype)
+        check_routing(self.mixed_routing)
         choices = {
             "finetune": ("lora", "full"),
             "pairing": ("aligned", "cross"),

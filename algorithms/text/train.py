@@ -86,6 +86,7 @@ def load_lm(config: TextLearnerConfig, model: str, agents: list[str]) -> Trainab
         "dtype": config.dtype,
         "gradient_checkpointing": config.gradient_checkpointing,
         "segmented_scoring": config.segmented_scoring,
+        "routing": config.mixed_routing,
     }
     if model == "tiny":
         weights, tokenizer = tiny_model(seed=config.seed)

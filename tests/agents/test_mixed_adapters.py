@@ -1,7 +1,11 @@
-"""Mixed-adapter batches by slices (agents.trainable_lm.mixed) against peft's own
-``adapter_names`` path: the same numbers, nothing left behind."""
+"""Mixed-adapter batches (agents.trainable_lm.mixed) against peft's own ``adapter_names``
+path: by slices the same numbers bit for bit, stacked the same up to rounding and the same
+greedy tokens, in fewer kernels; nothing left behind."""
 
 from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,13 +17,13 @@ OTHER = ({"role": "system", "content": "A much longer system prompt, padded on t
 AGENTS = ("agent_0", "agent_1", "agent_2")
 
 
-def distinct_team(stop_ids=(), use_dora=False) -> TrainableLM:
+def distinct_team(stop_ids=(), use_dora=False, routing="auto") -> TrainableLM:
     """Three adapters on one tiny base, moved apart (LoRA's B starts at 0: they would coincide)."""
     model, tokenizer = tiny_model(seed=0)
     model.generation_config.eos_token_id = [tokenizer.eos_token_id, *stop_ids]
     lora = default_lora(rank=4, alpha=8.0)
     lora.use_dora = use_dora
-    lm = TrainableLM(model, tokenizer, list(AGENTS), lora=lora, seed=0)
+    lm = TrainableLM(model, tokenizer, list(AGENTS), lora=lora, seed=0, routing=routing)
     generator = torch.Generator().manual_seed(3)
     with torch.no_grad():
         for scale, agent in enumerate(AGENTS, start=1):
@@ -28,22 +32,17 @@ def distinct_team(stop_ids=(), use_dora=False) -> TrainableLM:
     return lm
 
 
-def through_peft(monkeypatch):
-    """Make every mixed batch take peft's ``adapter_names`` path."""
-    monkeypatch.setattr(mixed, "_sliceable_layers", lambda model: None)
-
-
 @pytest.mark.parametrize("temperature", [1.0, 0.0])
-def test_joint_sampling_by_slices_is_peft_mixed_batch_bit_for_bit(monkeypatch, temperature):
+def test_joint_sampling_by_slices_is_peft_mixed_batch_bit_for_bit(temperature):
     # a third of the bytes stop, so rows leave the batch at different steps and the runs shrink
-    lm = distinct_team(stop_ids=range(0, 256, 3))
+    lm = distinct_team(stop_ids=range(0, 256, 3), routing="slices")
     requests = {
         "agent_0": ([CHAT, OTHER, CHAT], [1, 2, 3]),
         "agent_1": ([OTHER, CHAT], [4, 5]),
         "agent_2": ([CHAT], [6]),
     }
     sliced = lm.sample_joint(requests, max_new_tokens=16, temperature=temperature)
-    through_peft(monkeypatch)
+    lm.routing = "peft"
     reference = lm.sample_joint(requests, max_new_tokens=16, temperature=temperature)
 
     assert sliced == reference  # token ids, log-probs (exact floats), texts, finish reasons
@@ -68,8 +67,9 @@ def test_any_order_of_rows_is_routed_to_its_own_adapter():
     assert not torch.equal(got[0], got[1])  # agent_1 and agent_0 answer differently
 
 
-def test_routing_leaves_every_parameter_trainable_as_it_was():
-    lm = distinct_team()
+@pytest.mark.parametrize("routing", ["slices", "stacked"])
+def test_routing_leaves_every_parameter_trainable_as_it_was(routing):
+    lm = distinct_team(routing=routing)
     model = lm.seats["agent_0"].model
     with lm._acting("agent_1"):
         before = {name: p.requires_grad for name, p in model.named_parameters()}
@@ -86,3 +86,86 @@ def test_dora_adapters_which_peft_cannot_mix_are_sampled_agent_by_agent():
     joint = lm.sample_joint({"agent_0": ([CHAT], [1]), "agent_1": ([CHAT], [1])}, max_new_tokens=6)
     for agent in ("agent_0", "agent_1"):
         assert joint[agent] == lm.sample(agent, [CHAT], [1], max_new_tokens=6)
+
+
+def test_stacked_updates_are_peft_mixed_batch_up_to_rounding():
+    lm = distinct_team(routing="stacked")
+    model = lm.seats["agent_0"].model
+    ids = torch.tensor([lm.encode(CHAT)] * 5)
+    names = ["agent_1", "agent_0", "agent_0", "agent_2", "agent_1"]  # runs not grouped by agent
+    with torch.no_grad():
+        expected = model(input_ids=ids, adapter_names=names).logits
+        with mixed.routed_adapters(model, "stacked") as route:
+            got = model(input_ids=ids, **route(names)).logits
+        after = model(input_ids=ids, adapter_names=names).logits
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(after, expected, rtol=0, atol=0)  # the hooks are gone
+    assert not torch.equal(got[0], got[1])  # agent_1 and agent_0 answer differently
+
+
+def test_stacked_joint_sampling_keeps_peft_greedy_tokens_as_rows_leave():
+    lm = distinct_team(stop_ids=range(0, 256, 3), routing="stacked")
+    requests = {
+        "agent_0": ([CHAT, OTHER, CHAT], [1, 2, 3]),
+        "agent_1": ([OTHER, CHAT], [4, 5]),
+        "agent_2": ([CHAT], [6]),
+    }
+    stacked = lm.sample_joint(requests, max_new_tokens=16, temperature=0.0)
+    lm.routing = "peft"
+    reference = lm.sample_joint(requests, max_new_tokens=16, temperature=0.0)
+    for agent, completions in reference.items():
+        for got, expected in zip(stacked[agent], completions, strict=True):
+            assert got.token_ids == expected.token_ids
+            torch.testing.assert_close(got.logprobs, expected.logprobs, rtol=1e-5, atol=1e-5)
+    lengths = {len(c.token_ids) for completions in stacked.values() for c in completions}
+    assert len(lengths) > 1  # rows did leave the batch mid-way
+
+
+@pytest.fixture
+def operators_per_step(monkeypatch):
+    """``benchmarks/mixed_batch.py``'s count of a step's compute operators."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from mixed_batch import operators_per_step
+
+    return operators_per_step
+
+
+def test_stacked_updates_take_the_same_operators_for_any_number_of_agents(operators_per_step):
+    lm = distinct_team()
+    prompt = lm.encode(CHAT)[:4]
+    stacked = [operators_per_step(lm, "stacked", AGENTS[:n], prompt) for n in (1, 2, 3)]
+    sliced = [operators_per_step(lm, "slices", AGENTS[:n], prompt) for n in (1, 2, 3)]
+    assert stacked[0] == stacked[1] == stacked[2]
+    assert sliced[0] < sliced[1] < sliced[2]  # slices grow with each agent's run
+    assert stacked[1] < sliced[1]
+
+
+def test_an_adapter_with_a_bias_is_sliced_not_stacked():
+    lm = distinct_team()
+    model = lm.seats["agent_0"].model
+    layer = mixed._sliceable_layers(model)[0]
+    bias = torch.nn.Parameter(torch.full((layer.lora_B["agent_1"].out_features,), 0.5))
+    layer.lora_B["agent_1"].bias = bias
+    ids = torch.tensor([lm.encode(CHAT)] * 3)
+    names = ["agent_0", "agent_1", "agent_2"]
+    with torch.no_grad():
+        expected = model(input_ids=ids, adapter_names=names).logits
+        with mixed.routed_adapters(model, "stacked") as route:
+            got = model(input_ids=ids, **route(names)).logits
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)  # slices: bit for bit, bias added
+
+
+def test_an_unknown_routing_is_refused():
+    with pytest.raises(ValueError, match="routing must be one of"):
+        distinct_team(routing="fastest")
+
+
+def test_the_command_line_routing_reaches_the_policy():
+    from algorithms import cli
+    from algorithms.text.train import load_lm
+
+    learner = cli.parse(["train", "text", "magrpo", "--model", "tiny", "--mixed-routing", "stacked"]).command.command.learner
+    assert learner.mixed_routing == "stacked"
+    assert load_lm(learner, "tiny", ["agent_0", "agent_1"]).routing == "stacked"
+    with pytest.raises(ValueError, match="routing must be one of"):
+        dataclasses.replace(learner, mixed_routing="fast")
