@@ -39,7 +39,8 @@ goes, not for timings).
 
 Needs the ``bench`` extra (TRL) and, for ``ctranslate2``, the ``ctranslate2`` extra. Writes
 ``benchmarks/results/text_speed.json`` (:func:`results.write_results`) and
-``benchmarks/results/text_speed.md`` (the table), and prints the table.
+``benchmarks/results/text_speed.md`` (the table), and prints the table; with a
+``--mixed-routing`` other than ``auto``, ``text_speed_<routing>.json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ import torch
 import tyro
 from results import RESULTS_DIR, cpu_model, write_results
 
+from agents.devices import Routing
 from agents.trainable_lm import default_lora
 from algorithms.text import TextGRPO, TextGRPOConfig
 from algorithms.text.config import TextEnvConfig, text_run
@@ -88,6 +90,9 @@ class Args:
     """Sequences per forward pass (both tools)."""
     difficulty: int = 1
     """Arithmetic level."""
+    mixed_routing: Routing = "auto"
+    """How our torch sampler's batch of both agents reaches each row's adapter (the learners'
+    ``mixed_routing``; ``auto``: slices on the CPU)."""
     threads: int = 0
     """torch's and CTranslate2's threads (both tools); 0: torch's default and every CPU this process may use."""
     profile: bool = False
@@ -141,6 +146,7 @@ def our_config(args: Args, sampler: Sampler = "torch") -> TextGRPOConfig:
         micro_batch_size=args.batch_size,
         kl_coef=0.0,
         sampler=sampler,
+        mixed_routing=args.mixed_routing,
     )
 
 
@@ -313,6 +319,7 @@ def table(record: dict[str, Any]) -> str:
     command = f"nice .venv/bin/python benchmarks/text_speed.py --samplers {' '.join(args['samplers'])} "
     command += f"--updates {args['updates']} --warmup {args['warmup']}"
     command += f" --threads {args['threads']}" if args["threads"] else ""
+    command += f" --mixed-routing {args['mixed_routing']}" if args.get("mixed_routing", "auto") != "auto" else ""
     libraries = ", ".join(f"{name} {version}" for name, version in record["versions"].items())
     lines = [
         (
@@ -407,9 +414,10 @@ def main(args: Args) -> None:
         "date": time.strftime("%Y-%m-%d"),
         "versions": versions(),
     }
-    write_results("text_speed", record)
+    name = "text_speed" if args.mixed_routing == "auto" else f"text_speed_{args.mixed_routing}"
+    write_results(name, record)
     markdown = table(record)
-    (RESULTS_DIR / "text_speed.md").write_text(markdown, encoding="utf-8")
+    (RESULTS_DIR / f"{name}.md").write_text(markdown, encoding="utf-8")
     print(markdown)
 
 
