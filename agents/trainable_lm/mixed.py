@@ -4,20 +4,27 @@ shared base (:meth:`~agents.trainable_lm.sampling.Sampling.sample_joint`).
 peft does this when each forward call gets ``adapter_names=[...]``: on every call it
 registers a pre-hook on each of the model's modules, and in each LoRA layer it lists each
 adapter's rows in Python, gathers them with a list index (on CUDA, the list is first copied
-from host memory) and scatters the update back. That is a fixed cost per decoded
-token: on two CPU cores, a 28-layer model of Qwen2.5's layout with LoRA on its 196 linear
-layers and almost no arithmetic (width 64) took 120 ms per step for two rows through peft's
-mixed path, and 58 ms by slices (BENCHMARKS.md, "Mixed-adapter batches").
+from host memory) and scatters the update back. That is a fixed cost per decoded token.
 
-:func:`routed_adapters` does the same arithmetic on slices. A batch lists its rows agent by
-agent, so each adapter's rows are consecutive runs; the base runs with the adapters
-disabled, and a forward hook on each LoRA layer adds each run's update to its slice of the
-layer's output: ``out[rows] += B(A(dropout(x[rows]))) * scaling``, computed in the
-adapter's dtype and added in the output's, as peft's own mixed path computes it. The hooks
-are registered once per decode, not per step. Models peft treats otherwise (DoRA and other
-LoRA variants, LoRA on embeddings or convolutions, ``modules_to_save``, merged adapters)
-keep peft's path, and a team with DoRA adapters, which peft cannot mix (:func:`mixable`),
-samples agent by agent.
+:func:`routed_adapters` runs the base with the adapters disabled and adds the updates from
+a forward hook on each LoRA layer, registered once per decode, not per step, in one of two
+ways:
+
+- **by slices**: a batch lists its rows agent by agent, so each adapter's rows are
+  consecutive runs, and the hook adds each run's update to its slice of the layer's
+  output, ``out[rows] += B(A(dropout(x[rows]))) * scaling``, computed in the adapter's
+  dtype and added in the output's, as peft's own mixed path computes it: peft's numbers
+  bit for bit, four kernels per agent and layer;
+- **stacked** (:func:`_add_stacked_updates`): every adapter of a layer side by side, one
+  product for all rows and a mask that keeps each row's own adapter, three kernels per
+  layer whatever the number of agents: the same numbers up to rounding.
+
+On two CPU cores, a 28-layer model of Qwen2.5's layout with LoRA on its 196 linear layers
+and almost no arithmetic (width 64) took 112 ms per step for two rows through peft's path,
+57 ms by slices and 46 ms stacked (BENCHMARKS.md, "Mixed-adapter batches"). Models peft
+treats otherwise (DoRA and other LoRA variants, LoRA on embeddings or convolutions,
+``modules_to_save``, merged adapters) keep peft's path, and a team with DoRA adapters,
+which peft cannot mix (:func:`mixable`), samples agent by agent.
 """
 
 from __future__ import annotations
@@ -131,13 +138,13 @@ def _add_updates(
 
 def _stackable(layers: Sequence[torch.nn.Module]) -> bool:
     """Whether every adapter of ``layers`` can be stacked (:func:`_add_stacked_updates`): no
-    bias on B, no dropout that acts, one dtype per layer."""
+    bias on B, no dropout that acts, one dtype for all of a layer's factors."""
     for layer in layers:
         dtypes = set()
         for a, b, bias, _, dropout in _factors(layer).values():
             if bias is not None or (dropout is not None and dropout.training and dropout.p > 0):
                 return False
-            dtypes.add((a.dtype, b.dtype))
+            dtypes |= {a.dtype, b.dtype}
         if len(dtypes) > 1:
             return False
     return True
@@ -234,9 +241,7 @@ def routed_adapters(model: torch.nn.Module, routing: Routing = "auto") -> Iterat
         routing = "slices"
     rows: list[tuple[str, int, int]] = []
     masks: dict[Layout, torch.Tensor] = {}
-    layouts: dict[
-        Layout, torch.Tensor
-    ] = {}  # each layout's A, whose dtype and device its mask takes
+    layouts: dict[Layout, torch.Tensor] = {}  # a layout's A: the dtype and device of its mask
     hooks = []
     for layer in layers:
         if routing == "stacked":
