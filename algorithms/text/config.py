@@ -21,7 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 import tyro
 
-from agents.devices import Dtype, Routing, check_names, check_routing
+from agents.devices import ROUTINGS, Dtype, Routing, check_names
 from agents.sampling import POLICY_TEMPERATURE
 from algorithms.core.checks import check_positive
 from algorithms.core.config import GroupSettings, GRPOSettings, RunConfig
@@ -181,13 +181,13 @@ class TextLearnerConfig(GroupSettings):
         super().__post_init__()
         check_positive(self, "lora_rank", "lora_alpha", "max_new_tokens", "temperature", "micro_batch_size", "sample_batch_size", "eval_envs")
         check_names(self.device, self.dtype)
-        check_routing(self.mixed_routing)
         choices = {
             "finetune": ("lora", "full"),
             "pairing": ("aligned", "cross"),
             "credit": ("joint", "contribution"),
             "aggregation": ("token", "sequence"),
             "sampler": ("torch", "ctranslate2"),
+            "mixed_routing": ROUTINGS,
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
