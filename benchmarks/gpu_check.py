@@ -23,10 +23,12 @@ It reports:
    passes, :attr:`agents.TrainableLM.train_flops_per_token`, over the device's peak,
    :data:`agents.devices.PEAK_FLOPS`).
 3. **Peak memory** (``torch.cuda.max_memory_allocated``).
-4. **Greedy parity**: a 2-layer model of the same family, greedy, the device in float32
-   against the CPU in float32 (token for token) and the device in bfloat16 against the CPU
-   in float32 (the share of equal tokens and where the first differs: bfloat16 rounds, so
-   random logits that lie close may swap).
+4. **Greedy parity**: a 2-layer model of the same family with both agents' adapters,
+   greedy, both agents in one batch: the device in float32 through its default route
+   (stacked on CUDA) against the CPU in float32 through peft's own ``adapter_names``
+   (token for token), and the device in bfloat16 against the same (the share of equal
+   tokens and where the first differs: bfloat16 rounds, so random logits that lie close
+   may swap).
 5. **The fixed cost of a decoded token**: one row per agent, through each route of
    :mod:`agents.trainable_lm.mixed` (stacked, the default on CUDA; slices; peft's own).
 6. **TRL's GRPOTrainer** (``--trl``, the ``bench`` extra; on a GPU machine without a package
@@ -65,6 +67,7 @@ from agents.devices import (
     peak_memory_gb,
     reset_peak_memory,
     resolve,
+    resolve_routing,
     synchronize,
 )
 from agents.trainable_lm import TrainableLM
@@ -312,24 +315,31 @@ def measure_ours(
 
 
 def greedy_parity(args: Args) -> dict[str, Any]:
-    """Greedy completions of a small model: the device (float32, and ``args.dtype``) against
-    the CPU in float32 (module docstring, 4)."""
+    """Greedy completions of a small model with two agents' adapters (moved apart: LoRA's B
+    starts at 0), both agents decoded in one batch: the device (float32, and ``args.dtype``)
+    through the device's default route (:func:`agents.devices.resolve_routing`: stacked on
+    CUDA) against the CPU in float32 through peft's own ``adapter_names`` (module
+    docstring, 4)."""
     chats = prompt_chats(args.parity_prompts, 32, SMOKE_SHAPE["vocab_size"], seed=7)
     seeds = list(range(len(chats)))
 
-    def greedy(device: str, dtype: str) -> list[tuple[int, ...]]:
-        lm = TrainableLM(random_model(SMOKE_SHAPE), word_tokenizer(SMOKE_SHAPE["vocab_size"]), ["agent_0"],
-                         device=device, dtype=dtype)  # fmt: skip
-        return [
-            c.token_ids
-            for c in lm.sample("agent_0", chats, seeds, max_new_tokens=32, temperature=0.0)
-        ]
+    def greedy(device: str, dtype: str, routing: str) -> list[tuple[int, ...]]:
+        lm = TrainableLM(random_model(SMOKE_SHAPE), word_tokenizer(SMOKE_SHAPE["vocab_size"]), AGENTS,
+                         device=device, dtype=dtype, routing=routing)  # fmt: skip
+        generator = torch.Generator().manual_seed(3)  # the same numbers on any device
+        with torch.no_grad():
+            for scale, agent in enumerate(AGENTS, start=1):
+                for parameter in lm.parameters(agent):
+                    noise = torch.randn(parameter.shape, generator=generator)
+                    parameter.add_((0.3 * scale * noise).to(parameter.device, parameter.dtype))
+        joint = lm.sample_joint({agent: (chats, seeds) for agent in AGENTS}, max_new_tokens=32, temperature=0.0)
+        return [c.token_ids for agent in AGENTS for c in joint[agent]]
 
-    reference = greedy("cpu", "float32")
+    reference = greedy("cpu", "float32", "peft")
     device, dtype = resolve(args.device, args.dtype)
     result = {}
     for name in dict.fromkeys(("float32", dtype_name(dtype))):
-        tokens = greedy(str(device), name)
+        tokens = greedy(str(device), name, "auto")
         equal = sum(
             a == b for ref, ours in zip(reference, tokens, strict=True) for a, b in zip(ref, ours)
         )
@@ -342,6 +352,7 @@ def greedy_parity(args: Args) -> dict[str, Any]:
             "identical": tokens == reference,
             "equal_token_share": equal / total,
             "first_difference": first,
+            "routing": resolve_routing("auto", device),
         }
     return result
 
@@ -429,7 +440,8 @@ def table(record: dict[str, Any]) -> str:
         rows.append(
             (
                 f"greedy parity vs CPU float32 ({dtype})",
-                f"{parity['equal_token_share']:.1%} equal tokens, identical: {parity['identical']}",
+                (f"{parity['equal_token_share']:.1%} equal tokens, identical: {parity['identical']} "
+                f"({parity['routing']} on the device, peft's route on the CPU)"),
             )
         )
     if "trl_error" in record:
