@@ -86,6 +86,9 @@ def _sliceable_layers(model: torch.nn.Module) -> list[torch.nn.Module] | None:
     return layers
 
 
+Hook = Callable[[torch.nn.Module, tuple[Any, ...], dict[str, Any], torch.Tensor], None]
+"""A forward hook of a LoRA layer (``with_kwargs=True``) that adds the rows' updates to its output."""
+
 Factors = tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, float, torch.nn.Module | None]
 """One adapter of one layer: A's weight, B's weight and bias, the scaling, the dropout (None: none)."""
 
@@ -108,7 +111,7 @@ def _factors(layer: torch.nn.Module) -> dict[str, Factors]:
 
 def _add_updates(
     layer: torch.nn.Module, rows: list[tuple[str, int, int]]
-) -> Callable[[torch.nn.Module, tuple[Any, ...], dict[str, Any], torch.Tensor], None]:
+) -> Hook:
     """A forward hook of ``layer`` adding each run of ``rows`` (filled in later) its adapter's
     update, with the arithmetic of peft's ``lora.Linear`` (``nn.Linear`` is ``F.linear``)."""
     factors = _factors(layer)
@@ -156,9 +159,7 @@ Layout = tuple[tuple[str, int, float], ...]
 
 def _add_stacked_updates(
     layer: torch.nn.Module, masks: dict[Layout, torch.Tensor]
-) -> tuple[
-    Layout, Callable[[torch.nn.Module, tuple[Any, ...], dict[str, Any], torch.Tensor], None]
-]:
+) -> tuple[Layout, Hook]:
     """``layer``'s adapters stacked, and a forward hook adding every row's update at once:
     with A = [A_1; ...; A_n] (R x d_in, R the ranks' sum) and B = [B_1 ... B_n]
     (d_out x R), ``out += ((x A^T) * M) B^T``, where row i of the mask M (filled in later,
