@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from agents.devices import Routing, check_routing, resolve_routing
+from agents.devices import Routing, resolve_routing
 
 Route = Callable[[Sequence[str]], dict[str, Any]]
 """The keyword arguments a forward call of rows with these adapters (one name per row) needs."""
@@ -232,12 +232,11 @@ def routed_adapters(model: torch.nn.Module, routing: Routing = "auto") -> Iterat
     Raises:
         ValueError: On an unknown ``routing``.
     """
-    check_routing(routing)
+    routing = resolve_routing(routing, next(model.parameters()).device)  # checks the spelling
     layers = _sliceable_layers(model) if routing != "peft" else None
     if not layers:
         yield peft_route
         return
-    routing = resolve_routing(routing, next(model.parameters()).device)
     if routing == "stacked" and not _stackable(layers):
         routing = "slices"
     rows: list[tuple[str, int, int]] = []
