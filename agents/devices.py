@@ -12,6 +12,10 @@ dtype       ``auto`` (bfloat16 on CUDA, float32 on the CPU), ``float32``, ``bflo
 routing     how one batch of several agents' rows reaches each row's LoRA adapter
             (:func:`agents.trainable_lm.mixed.routed_adapters`): ``auto`` (``stacked``
             on CUDA, ``slices`` elsewhere), ``stacked``, ``slices``, ``peft``
+decoding    how a decoding batch steps from token to token
+            (:mod:`agents.trainable_lm.steps`): ``dynamic`` (a growing cache; finished
+            rows leave), ``static`` (a static cache of bucketed shape), ``compiled``
+            (the static step through ``torch.compile``, CUDA graphs on a GPU)
 ==========  =======================================================================
 
 >>> check_names("cuda:1", "bfloat16")
@@ -43,6 +47,9 @@ DTYPES: tuple[str, ...] = ("auto", "float32", "bfloat16", "float16")
 Routing = Literal["auto", "stacked", "slices", "peft"]
 """The routes a mixed-adapter batch may ask for (module table)."""
 ROUTINGS: tuple[str, ...] = ("auto", "stacked", "slices", "peft")
+Decoding = Literal["dynamic", "static", "compiled"]
+"""The ways a decoding batch may step (module table)."""
+DECODINGS: tuple[str, ...] = ("dynamic", "static", "compiled")
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
 """The devices a run may ask for."""
 
@@ -83,15 +90,33 @@ def check_routing(routing: str) -> None:
         raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")
 
 
-def resolve_routing(routing: str, device: torch.device) -> str:
+def check_decoding(decoding: str, routing: str = "auto") -> None:
+    """Refuse a decoding name that is none of the module table's, and ``compiled`` with
+    peft's route (whose per-call ``adapter_names`` a compiled step cannot take).
+
+    Raises:
+        ValueError: Naming the accepted spellings.
+    """
+    if decoding not in DECODINGS:
+        raise ValueError(f"decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
+    check_routing(routing)
+    if decoding == "compiled" and routing == "peft":
+        raise ValueError(
+            "decoding 'compiled' routes mixed-adapter batches by hooks: use the routing "
+            "(--mixed-routing) 'stacked' or 'auto' (stacked then), not 'peft'"
+        )
+
+
+def resolve_routing(routing: str, device: torch.device, decoding: str = "dynamic") -> str:
     """The route ``routing`` asks for on ``device``: ``auto`` is ``stacked`` on CUDA, where
     a decoded token's cost is its kernels (stacked runs three per LoRA layer whatever the
-    number of agents), and ``slices`` elsewhere (peft's numbers bit for bit; on the CPU
-    stacked is faster too, BENCHMARKS.md "Mixed-adapter batches", but slices keep the
-    samples of runs made before it exactly)."""
+    number of agents), and under ``compiled`` decoding (one graph for any rows' adapters);
+    ``slices`` elsewhere (peft's numbers bit for bit; on the CPU stacked is faster too,
+    BENCHMARKS.md "Mixed-adapter batches", but slices keep the samples of runs made before
+    it exactly)."""
     check_routing(routing)
     if routing == "auto":
-        return "stacked" if device.type == "cuda" else "slices"
+        return "stacked" if device.type == "cuda" or decoding == "compiled" else "slices"
     return routing
 
 

@@ -212,7 +212,9 @@ def _masks(
 
 
 @contextlib.contextmanager
-def routed_adapters(model: torch.nn.Module, routing: Routing = "auto") -> Iterator[Route]:
+def routed_adapters(
+    model: torch.nn.Module, routing: Routing = "auto", decoding: str = "dynamic"
+) -> Iterator[Route]:
     """For the block (inference only: the hooks add in place), a :data:`Route` for forward
     calls of ``model`` (a peft model with several LoRA adapters) whose rows each go through
     their own adapter (module docstring): ``stacked`` (all adapters of a layer in one
@@ -224,7 +226,8 @@ def routed_adapters(model: torch.nn.Module, routing: Routing = "auto") -> Iterat
     Args:
         model: The shared base with every agent's adapter (a ``PeftModel``).
         routing: ``stacked``, ``slices``, ``peft``, or ``auto`` (:func:`resolve_routing`
-            on the model's device).
+            on the model's device, for ``decoding``).
+        decoding: How the batch steps (:mod:`agents.trainable_lm.steps`).
 
     Yields:
         ``route(names)``: the keyword arguments of a forward call of rows ``names``.
@@ -232,7 +235,7 @@ def routed_adapters(model: torch.nn.Module, routing: Routing = "auto") -> Iterat
     Raises:
         ValueError: On an unknown ``routing``.
     """
-    routing = resolve_routing(routing, next(model.parameters()).device)  # checks the spelling
+    routing = resolve_routing(routing, next(model.parameters()).device, decoding)  # checks the spelling
     layers = _sliceable_layers(model) if routing != "peft" else None
     if not layers:
         yield peft_route

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import torch
 
-from agents.devices import Routing, check_routing, resolve
+from agents.devices import Decoding, Routing, check_decoding, resolve
 from agents.trainable_lm.extra import MISSING_EXTRA, require_train_extra
 from agents.trainable_lm.sampling import Sampling
 from agents.trainable_lm.scoring import Scoring
@@ -136,7 +136,14 @@ class TrainableLM(Sampling, Scoring, Weights):
             (:func:`shared_base`) and sets it to that folder. :meth:`from_pretrained` sets it.
         routing: How :meth:`sample_joint`'s mixed-adapter batches reach each row's adapter
             (:func:`agents.trainable_lm.mixed.routed_adapters`): ``auto`` (stacked on CUDA,
-            slices elsewhere), ``stacked``, ``slices`` or ``peft``.
+            slices elsewhere, and stacked under compiled decoding), ``stacked``, ``slices``
+            or ``peft``.
+        decoding: How a decoding batch steps (:mod:`agents.trainable_lm.steps`):
+            ``dynamic`` (a growing cache, finished rows leave; the default), ``static``
+            (a static cache of bucketed shape) or ``compiled`` (the static step through
+            ``torch.compile``, CUDA graphs on a GPU: tens of seconds to compile each shape,
+            then the least Python per token). Each gives the same completions up to
+            floating-point noise.
 
     Attributes:
         device: The torch device the model runs on.
@@ -154,8 +161,9 @@ class TrainableLM(Sampling, Scoring, Weights):
 
     Raises:
         ValueError: On no agents, repeated agents, an unknown ``finetune``, a tokenizer
-            without a chat template, a batch size < 1, an unknown ``routing``, or a device
-            this machine lacks.
+            without a chat template, a batch size < 1, an unknown ``routing`` or
+            ``decoding`` (or ``compiled`` with ``peft``'s routing), or a device this
+            machine lacks.
     """
 
     def __init__(
@@ -176,6 +184,7 @@ class TrainableLM(Sampling, Scoring, Weights):
         segmented_scoring: bool = True,
         base: str | None = None,
         routing: Routing = "auto",
+        decoding: Decoding = "dynamic",
     ) -> None:
         require_train_extra()
         agents = list(agents)
@@ -196,8 +205,9 @@ class TrainableLM(Sampling, Scoring, Weights):
         self.finetune, self.separate, self.micro_batch_size = finetune, separate, micro_batch_size
         self.sample_batch_size = sample_batch_size or micro_batch_size
         self.gradient_checkpointing, self.segmented_scoring = gradient_checkpointing, segmented_scoring
-        check_routing(routing)
-        self.routing = routing
+        check_decoding(decoding, routing)
+        self.routing, self.decoding = routing, decoding
+        self._static_caches: dict[tuple[int, int, int], Any] = {}  # agents.trainable_lm.steps
         self._pad_id = (
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         )

@@ -33,9 +33,9 @@ import torch
 from agents import progress
 from agents.base import Message
 from agents.sampling import POLICY_TEMPERATURE
-from agents.trainable_lm.batches import prefill
 from agents.trainable_lm.extra import MISSING_EXTRA
 from agents.trainable_lm.mixed import Route, mixable, peft_route, routed_adapters
+from agents.trainable_lm.steps import DynamicSteps, StaticSteps, static_cacheable
 
 if MISSING_EXTRA is None:
     from agents.transformers_backend import _sample
@@ -299,7 +299,7 @@ class Sampling:
         completions: list[Completion] = []
         with (
             progress.call(len(rows), "sample " + " + ".join(requests)) as advance,
-            routed_adapters(model, self.routing) as route,  # once per call: mixed.py
+            routed_adapters(model, self.routing, self.decoding) as route,  # once per call: mixed.py
         ):
             for start in range(0, len(rows), self.sample_batch_size):
                 agents, prompts, seeds = zip(
@@ -409,11 +409,14 @@ class Sampling:
         logprobs: list[list[float]] = [[] for _ in range(rows)]
         finish = [""] * rows
         live = list(range(rows))  # the rows still decoding, in the batch's order
-        # each distinct prompt is run once; its rows continue from a copy of its cache
-        output, mask, positions, owner = prefill(
-            model, prompts, self._pad_id, self.device, adapters, route
-        )
-        logits = output.logits[owner, -1, :].float()
+        if self.decoding == "dynamic" or not static_cacheable(model):
+            steps = DynamicSteps(model, prompts, self._pad_id, self.device, adapters, route)
+        else:
+            steps = StaticSteps(
+                model, prompts, self._pad_id, self.device, adapters, route, max_new_tokens,
+                compiled=self.decoding == "compiled", caches=self._static_caches,
+            )  # fmt: skip
+        logits = steps.logits
         stop_ids = torch.tensor(sorted(self._stop_ids), dtype=torch.long, device=self.device)
         for step in range(max_new_tokens):
             uniforms = uniform[:, step]  # every live row samples its step-th token
@@ -438,23 +441,10 @@ class Sampling:
                 break
             if len(staying) < len(live):
                 keep = torch.tensor(staying, dtype=torch.long, device=self.device)
-                output.cache.batch_select_indices(keep)
-                mask, positions, chosen, uniform = mask[keep], positions[keep], chosen[keep], uniform[keep]
+                chosen, uniform = chosen[keep], uniform[keep]
                 live = [live[k] for k in staying]
-            per_row = {} if adapters is None else route([adapters[row] for row in live])
-            mask = torch.cat(
-                [mask, torch.ones((len(live), 1), dtype=mask.dtype, device=self.device)], dim=1
-            )
-            positions = positions[:, -1:] + 1
-            output = model(
-                input_ids=chosen[:, None],
-                attention_mask=mask,
-                position_ids=positions,
-                cache=output.cache,
-                use_cache=True,
-                **per_row,
-            )
-            logits = output.logits[:, -1, :].float()
+                steps.drop(keep, live)
+            logits = steps.step(chosen, live)
         self._meter.generated_tokens += sum(len(row_tokens) for row_tokens in tokens)
         # .tolist() waited for the device
         self._meter.generation_seconds += time.perf_counter() - started

@@ -21,7 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 import tyro
 
-from agents.devices import ROUTINGS, Dtype, Routing, check_names
+from agents.devices import ROUTINGS, Decoding, Dtype, Routing, check_decoding, check_names
 from agents.sampling import POLICY_TEMPERATURE
 from algorithms.core.checks import check_positive
 from algorithms.core.config import GroupSettings, GRPOSettings, RunConfig
@@ -155,6 +155,13 @@ class TextLearnerConfig(GroupSettings):
     up to rounding), ``slices`` (peft's numbers bit for bit), ``peft`` (peft's own
     ``adapter_names``), or ``auto`` (:func:`agents.devices.resolve_routing`: stacked on
     CUDA, slices on the CPU)."""
+    decoding: Decoding = "dynamic"
+    """How the torch sampler's batch steps from token to token
+    (:mod:`agents.trainable_lm.steps`): ``dynamic`` (a growing cache; finished rows leave
+    the batch), ``static`` (a static cache of bucketed shape), or ``compiled`` (the static
+    step through ``torch.compile``, CUDA graphs on a GPU: each shape compiles once, tens
+    of seconds, then a decoded token costs the least Python; with ``mixed_routing`` auto
+    or stacked). All three give the same completions up to floating-point noise."""
     workers: Annotated[int, tyro.conf.arg(name="rollout_workers")] = 0
     """Ray rollout workers, ``--rollout-workers`` on the command line (the ``ray`` extra): N copies of the policy sample the
     completions, the trainable weights shipped to them before every collection, so the
@@ -169,7 +176,7 @@ class TextLearnerConfig(GroupSettings):
 
     RUN_FIELDS: ClassVar[tuple[str, ...]] = (
         *(f.name for f in dataclasses.fields(RunConfig)), "workers", "sampler", "sample_batch_size",
-        "eval_envs", "mixed_routing", "device", "dtype", "micro_batch_size", "gradient_checkpointing",
+        "eval_envs", "mixed_routing", "decoding", "device", "dtype", "micro_batch_size", "gradient_checkpointing",
         "segmented_scoring",
     )
     """Fields a resumed run may change: the run part's, where and how many at a time the
@@ -192,6 +199,7 @@ class TextLearnerConfig(GroupSettings):
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{type(self).__name__}.{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        check_decoding(self.decoding, self.mixed_routing)
         if self.models and (self.sampler != "torch" or self.workers or self.separate_models):
             raise ValueError(
                 "models (one base per agent) samples with torch in this process: use sampler='torch', "

@@ -87,6 +87,7 @@ def load_lm(config: TextLearnerConfig, model: str, agents: list[str]) -> Trainab
         "gradient_checkpointing": config.gradient_checkpointing,
         "segmented_scoring": config.segmented_scoring,
         "routing": config.mixed_routing,
+        "decoding": config.decoding,
     }
     if model == "tiny":
         weights, tokenizer = tiny_model(seed=config.seed)

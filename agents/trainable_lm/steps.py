@@ -1,0 +1,235 @@
+"""How a decoding batch steps from one token to the next (:meth:`Sampling._decode
+<agents.trainable_lm.sampling.Sampling>`), three ways (``TrainableLM(decoding=...)``):
+
+- ``dynamic`` (:class:`DynamicSteps`): transformers' growing cache; a row that has
+  finished leaves the batch, so the later steps run only the rows still decoding;
+- ``static`` (:class:`StaticSteps`): a ``StaticCache`` of fixed shape, the batch padded to
+  a power of two and the cache to a multiple of :data:`LENGTH_BUCKET` positions; finished
+  rows stay in the batch (their outputs unread), so every step has the same shapes;
+- ``compiled``: the static step through ``torch.compile(fullgraph=True, dynamic=False)``,
+  with CUDA graphs on a GPU (``mode="reduce-overhead"``, as transformers' own ``generate``
+  compiles a static cache). It compiles once per shape (rows bucket x length bucket) and
+  model: tens of seconds on a CPU (BENCHMARKS.md, "Compiling the decoding step"), then
+  serves every later call of that shape, whatever its prompts, adapters' weights or rows'
+  adapters. A mixed-adapter batch reaches its adapters through stacked hooks
+  (:mod:`agents.trainable_lm.mixed`), whose tensors the graph reads as inputs.
+
+Each way runs each distinct prompt once (:func:`~agents.trainable_lm.batches.prefill`).
+The static ways copy its cache into the static one, and attend over the whole cache with
+the left padding masked out; they give the dynamic way's tokens up to floating-point
+noise (attention over more, masked, positions), which the tests bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from agents.trainable_lm.batches import prefill
+from agents.trainable_lm.mixed import Route, peft_route
+
+LENGTH_BUCKET = 128
+"""A static cache holds a multiple of this many positions (prompt plus new tokens, rounded
+up), so prompts of similar length share one compiled shape."""
+CACHES_KEPT = 2
+"""Static caches a policy keeps for reuse, the most recent shapes (a new cache per call
+would give a compiled step new input addresses, which CUDA graphs re-record)."""
+RECOMPILE_LIMIT = 64
+"""Compiled shapes kept per step function during a decode (torch's default, 8, would fall
+back to eager after a few row and length buckets of several models)."""
+
+
+def bucket_rows(rows: int) -> int:
+    """The static batch for ``rows`` requests: the next power of two.
+
+    >>> [bucket_rows(n) for n in (1, 2, 3, 8, 9)]
+    [1, 2, 4, 8, 16]
+    """
+    return 1 << (rows - 1).bit_length()
+
+
+def bucket_length(positions: int) -> int:
+    """The static cache's length for ``positions``: the next multiple of :data:`LENGTH_BUCKET`.
+
+    >>> [bucket_length(n) for n in (1, 128, 129)]
+    [128, 128, 256]
+    """
+    return -(-positions // LENGTH_BUCKET) * LENGTH_BUCKET
+
+
+def static_cacheable(model: torch.nn.Module) -> bool:
+    """Whether ``model``'s attention fits a plain ``StaticCache``: no sliding-window or
+    other layer kinds (those keep the dynamic way)."""
+    config = _config(model)
+    kinds = set(getattr(config, "layer_types", None) or ["full_attention"])
+    return kinds == {"full_attention"} and not getattr(config, "use_sliding_window", False)
+
+
+def _config(model: torch.nn.Module) -> Any:
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return base.config
+
+
+def _forward(
+    model: torch.nn.Module,
+    cache: Any,
+    ids: torch.Tensor,
+    positions: torch.Tensor,
+    cache_position: torch.Tensor,
+    mask: torch.Tensor,
+    **per_row: Any,
+) -> torch.Tensor:
+    """One decoding step of every row: the next token's logits (rows x vocabulary, float32);
+    ``per_row``: a route's per-call arguments (peft's ``adapter_names``; eager only)."""
+    output = model(
+        input_ids=ids,
+        attention_mask=mask,
+        position_ids=positions,
+        cache=cache,
+        cache_position=cache_position,
+        use_cache=True,
+        **per_row,
+    )
+    return output.logits[:, -1, :].float()
+
+
+_COMPILED: dict[str, Any] = {}
+
+
+def compiled_forward(device: torch.device) -> Any:
+    """:func:`_forward` compiled for ``device`` (module docstring), made once per process."""
+    mode = "reduce-overhead" if device.type == "cuda" else None
+    key = mode or "default"
+    if key not in _COMPILED:
+        compiled = torch.compile(_forward, fullgraph=True, dynamic=False, mode=mode)
+
+        def forward(*args: Any, **kwargs: Any) -> torch.Tensor:
+            with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
+                return compiled(*args, **kwargs)
+
+        _COMPILED[key] = forward
+    return _COMPILED[key]
+
+
+def _static_cache(
+    caches: dict[tuple[int, int, int], Any], model: torch.nn.Module, rows: int, length: int
+) -> Any:
+    """The kept ``StaticCache`` of ``model`` for ``rows`` x ``length``, or a new one (kept;
+    the oldest dropped beyond :data:`CACHES_KEPT`). Its old contents need no clearing: each
+    call overwrites the prompts' positions, and a step attends only to positions written
+    before it (causal) outside the masked padding."""
+    from transformers import StaticCache
+
+    key = (id(model), rows, length)
+    cache = caches.pop(key, None)
+    if cache is None:
+        cache = StaticCache(config=_config(model), max_cache_len=length)
+    caches[key] = cache  # now the most recent
+    while len(caches) > CACHES_KEPT:
+        del caches[next(iter(caches))]
+    return cache
+
+
+class DynamicSteps:
+    """The growing cache's steps (module docstring). :attr:`logits` holds the next token's
+    logits of the live rows, in their order."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        prompts: list[list[int]],
+        pad_id: int,
+        device: torch.device,
+        adapters: Sequence[str] | None,
+        route: Route = peft_route,
+    ) -> None:
+        self.model, self.device, self.adapters, self.route = model, device, adapters, route
+        self.output, self.mask, self.positions, owner = prefill(
+            model, prompts, pad_id, device, adapters, route
+        )
+        self.logits = self.output.logits[owner, -1, :].float()
+
+    def drop(self, keep: torch.Tensor, live: list[int]) -> None:
+        """Keep only rows ``keep`` (indices into the previous live rows); ``live``: the rows left."""
+        self.output.cache.batch_select_indices(keep)
+        self.mask, self.positions = self.mask[keep], self.positions[keep]
+
+    def step(self, chosen: torch.Tensor, live: list[int]) -> torch.Tensor:
+        """Feed the live rows' ``chosen`` tokens; the next logits of the live rows."""
+        per_row = {} if self.adapters is None else self.route([self.adapters[row] for row in live])
+        ones = torch.ones((len(live), 1), dtype=self.mask.dtype, device=self.device)
+        self.mask = torch.cat([self.mask, ones], dim=1)
+        self.positions = self.positions[:, -1:] + 1
+        self.output = self.model(
+            input_ids=chosen[:, None],
+            attention_mask=self.mask,
+            position_ids=self.positions,
+            cache=self.output.cache,
+            use_cache=True,
+            **per_row,
+        )
+        self.logits = self.output.logits[:, -1, :].float()
+        return self.logits
+
+
+class StaticSteps:
+    """The static cache's steps, eager or compiled (module docstring). Same interface as
+    :class:`DynamicSteps`; finished rows stay in the batch and their logits are not read.
+
+    ``route`` must give no per-call arguments in ``compiled`` mode (the stacked route's
+    hooks do not; :func:`agents.devices.check_decoding` refuses the others)."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        prompts: list[list[int]],
+        pad_id: int,
+        device: torch.device,
+        adapters: Sequence[str] | None,
+        route: Route,
+        max_new_tokens: int,
+        compiled: bool,
+        caches: dict[tuple[int, int, int], Any],
+    ) -> None:
+        rows = bucket_rows(len(prompts))
+        padded = list(prompts) + [prompts[0]] * (rows - len(prompts))  # copies, unread
+        names = None if adapters is None else list(adapters) + [adapters[0]] * (rows - len(prompts))
+        output, mask, positions, owner = prefill(model, padded, pad_id, device, names, route)
+        width = mask.shape[1]
+        length = bucket_length(width + max_new_tokens)
+        self.cache = _static_cache(caches, model, rows, length)
+        for static, grown in zip(self.cache.layers, output.cache.layers, strict=True):
+            if not static.is_initialized:
+                static.lazy_initialization(grown.keys, grown.values)
+            static.keys[:, :, :width].copy_(grown.keys)
+            static.values[:, :, :width].copy_(grown.values)
+            static.cumulative_length.fill_(width)
+        self.mask = torch.ones((rows, length), dtype=mask.dtype, device=device)
+        self.mask[:, :width] = mask
+        self.positions = positions[:, -1:]
+        self.cache_position = torch.tensor([width - 1], device=device)
+        self.ids = torch.zeros((rows, 1), dtype=torch.long, device=device)
+        self.per_row = {} if names is None else route(names)
+        if compiled and self.per_row:
+            raise ValueError("compiled decoding routes mixed-adapter rows by stacked hooks only")
+        self.model = model
+        self.forward = compiled_forward(device) if compiled else _forward
+        self.live = torch.arange(len(prompts), device=device)
+        self.logits = output.logits[owner, -1, :].float()[self.live]
+
+    def drop(self, keep: torch.Tensor, live: list[int]) -> None:
+        """Only rows ``live`` are read from now on (``keep``: unused, the rows stay)."""
+        self.live = torch.tensor(live, dtype=torch.long, device=self.ids.device)
+
+    def step(self, chosen: torch.Tensor, live: list[int]) -> torch.Tensor:
+        """Feed the live rows' ``chosen`` tokens (finished rows repeat their last); the next
+        logits of the live rows."""
+        self.ids[self.live, 0] = chosen
+        self.positions = self.positions + 1
+        self.cache_position = self.cache_position + 1
+        logits = self.forward(
+            self.model, self.cache, self.ids, self.positions, self.cache_position, self.mask, **self.per_row
+        )
+        return logits[self.live]

@@ -1,0 +1,109 @@
+"""The three ways a decoding batch steps (agents.trainable_lm.steps): a static cache, eager
+or compiled, gives the growing cache's completions (the same tokens, log-probabilities up
+to rounding), for mixed-adapter batches and single agents, as rows finish at different
+steps; a compiled step serves later calls of its shape with their own prompts, rows'
+adapters and the adapters' new weights, compiling nothing again."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from agents.devices import check_decoding
+from agents.trainable_lm import TrainableLM, steps, tiny_model
+
+from test_mixed_adapters import CHAT, OTHER, distinct_team
+
+REQUESTS = {
+    "agent_0": ([CHAT, OTHER, CHAT], [1, 2, 3]),
+    "agent_1": ([OTHER, CHAT], [4, 5]),
+    "agent_2": ([CHAT], [6]),
+}
+"""Six rows of three agents (padded to a static batch of 8)."""
+
+
+def assert_same_completions(got: dict, expected: dict) -> None:
+    for agent, completions in expected.items():
+        for mine, theirs in zip(got[agent], completions, strict=True):
+            assert mine.token_ids == theirs.token_ids
+            assert mine.finish_reason == theirs.finish_reason
+            torch.testing.assert_close(mine.logprobs, theirs.logprobs, rtol=1e-5, atol=1e-5)
+
+
+def sampled(lm: TrainableLM, decoding: str, requests=REQUESTS, temperature=1.0) -> dict:
+    lm.decoding = decoding
+    return lm.sample_joint(requests, max_new_tokens=16, temperature=temperature)
+
+
+@pytest.mark.parametrize("routing", ["slices", "stacked", "peft"])
+@pytest.mark.parametrize("temperature", [1.0, 0.0])
+def test_a_static_cache_gives_the_growing_caches_completions_as_rows_finish(routing, temperature):
+    # a third of the bytes stop, so rows finish at different steps
+    lm = distinct_team(stop_ids=range(0, 256, 3), routing=routing)
+    expected = sampled(lm, "dynamic", temperature=temperature)
+    assert_same_completions(sampled(lm, "static", temperature=temperature), expected)
+    assert len({len(c.token_ids) for completions in expected.values() for c in completions}) > 1
+
+
+@pytest.mark.parametrize("finetune", ["lora", "full"])
+def test_one_agents_sampling_through_a_static_cache_is_the_same(finetune):
+    model, tokenizer = tiny_model(seed=0)
+    model.generation_config.eos_token_id = [tokenizer.eos_token_id, *range(0, 256, 5)]
+    lm = TrainableLM(model, tokenizer, ["agent_0"], finetune=finetune, seed=0)
+    chats, seeds = [CHAT, OTHER, OTHER], [7, 8, 9]
+    expected = lm.sample("agent_0", chats, seeds, max_new_tokens=12)
+    lm.decoding = "static"
+    assert_same_completions({"a": lm.sample("agent_0", chats, seeds, max_new_tokens=12)}, {"a": expected})
+
+
+def test_a_sliding_window_model_keeps_the_growing_cache():
+    lm = distinct_team()
+    assert steps.static_cacheable(lm.seats["agent_0"].model)
+    config = lm.seats["agent_0"].model.get_base_model().config
+    config.layer_types = ["sliding_attention"] * config.num_hidden_layers
+    assert not steps.static_cacheable(lm.seats["agent_0"].model)
+
+
+def test_unknown_decodings_and_compiled_through_peft_are_refused():
+    with pytest.raises(ValueError, match="decoding must be one of"):
+        check_decoding("eager")
+    with pytest.raises(ValueError, match="--mixed-routing"):
+        check_decoding("compiled", "peft")
+    model, tokenizer = tiny_model(seed=0)
+    with pytest.raises(ValueError, match="decoding must be one of"):
+        TrainableLM(model, tokenizer, ["agent_0"], decoding="fast")
+
+
+def test_the_command_line_decoding_reaches_the_policy():
+    from algorithms import cli
+    from algorithms.text.train import load_lm
+
+    learner = cli.parse(["train", "text", "magrpo", "--model", "tiny", "--decoding", "compiled"]).command.command.learner
+    assert learner.decoding == "compiled"
+    assert load_lm(learner, "tiny", ["agent_0", "agent_1"]).decoding == "compiled"
+    with pytest.raises(ValueError, match="--mixed-routing"):
+        dataclasses.replace(learner, mixed_routing="peft")
+
+
+@pytest.mark.slow  # compiles the tiny model's step: about 20 s on two cores
+def test_a_compiled_step_serves_later_calls_with_their_own_prompts_rows_and_weights():
+    from torch._dynamo.utils import counters
+
+    lm = distinct_team(stop_ids=range(0, 256, 3))
+    assert_same_completions(sampled(lm, "compiled"), sampled(lm, "dynamic"))
+    graphs = counters["stats"]["unique_graphs"]
+
+    # other prompts and rows' adapters in the same shape, then the adapters' weights move
+    # (as an optimizer step moves them): the graph reads the new values, compiles nothing
+    others = {"agent_2": ([OTHER, CHAT, CHAT], [11, 12, 13]), "agent_0": ([OTHER, OTHER], [14, 15])}
+    before = sampled(lm, "dynamic", others)
+    assert_same_completions(sampled(lm, "compiled", others), before)
+    with torch.no_grad():
+        for parameter in lm.parameters("agent_2"):
+            parameter.mul_(-1.5)
+    moved = sampled(lm, "dynamic", others)
+    assert [c.token_ids for c in moved["agent_2"]] != [c.token_ids for c in before["agent_2"]]
+    assert_same_completions(sampled(lm, "compiled", others), moved)
+    assert counters["stats"]["unique_graphs"] == graphs
