@@ -30,7 +30,12 @@ It reports:
    tokens and where the first differs: bfloat16 rounds, so random logits that lie close
    may swap).
 5. **The fixed cost of a decoded token**: one row per agent, through each route of
-   :mod:`agents.trainable_lm.mixed` (stacked, the default on CUDA; slices; peft's own).
+   :mod:`agents.trainable_lm.mixed` (stacked, the default on CUDA; slices; peft's own),
+   and (``--compiled``, the default) stacked through the compiled static step
+   (:mod:`agents.trainable_lm.steps`, CUDA graphs on a GPU), with its compile time; the
+   greedy parity of item 4 then also decodes the compiled way on the device (not with
+   ``--smoke``, whose test covers the compiled way elsewhere). ``--decoding`` chooses
+   the way of items 1 and 2 (``dynamic`` by default).
 6. **TRL's GRPOTrainer** (``--trl``, the ``bench`` extra; on a GPU machine without a package
    registry, bring TRL's wheel along and install it with ``pip install --no-deps``): the
    same model shape, dtype, LoRA, prompts, G and tokens on the same device, one agent per
@@ -127,6 +132,10 @@ class Args:
     """The weights' dtype (bfloat16 on CUDA)."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass (less memory, about 1.3x the FLOPs)."""
+    compiled: bool = True
+    """Also time a decoded token through the compiled static step (module docstring, 5)."""
+    decoding: Literal["dynamic", "static", "compiled"] = "dynamic"
+    """How the generation of items 1 and 2 decodes (:mod:`agents.trainable_lm.steps`)."""
     trl: bool = False
     """Also time TRL's GRPOTrainer on the same shape and tokens."""
     smoke: bool = False
@@ -284,7 +293,12 @@ def measure_ours(
         generate(lm, latency, args.latency_tokens)  # warm-up of this route
         seconds = min(generate(lm, latency, args.latency_tokens)[1] for _ in range(args.repeats))
         steps[routing] = 1000 * seconds / args.latency_tokens
-    lm.routing = "auto"
+    if args.compiled:
+        lm.routing, lm.decoding = "stacked", "compiled"
+        ours["compile_s"] = generate(lm, latency, args.latency_tokens)[1]  # compiles this shape
+        seconds = min(generate(lm, latency, args.latency_tokens)[1] for _ in range(args.repeats))
+        steps["stacked, compiled"] = 1000 * seconds / args.latency_tokens
+    lm.routing, lm.decoding = "auto", args.decoding
     ours["decode_step_ms_two_rows"] = steps
     keep("one decoded token, two rows: " + ", ".join(f"{ms:.1f} ms {route}" for route, ms in steps.items()))
     optimizers = {agent: torch.optim.Adam(lm.parameters(agent), lr=1e-5) for agent in AGENTS}
@@ -323,9 +337,9 @@ def greedy_parity(args: Args) -> dict[str, Any]:
     chats = prompt_chats(args.parity_prompts, 32, SMOKE_SHAPE["vocab_size"], seed=7)
     seeds = list(range(len(chats)))
 
-    def greedy(device: str, dtype: str, routing: str) -> list[tuple[int, ...]]:
+    def greedy(device: str, dtype: str, routing: str, decoding: str = "dynamic") -> list[tuple[int, ...]]:
         lm = TrainableLM(random_model(SMOKE_SHAPE), word_tokenizer(SMOKE_SHAPE["vocab_size"]), AGENTS,
-                         device=device, dtype=dtype, routing=routing)  # fmt: skip
+                         device=device, dtype=dtype, routing=routing, decoding=decoding)  # fmt: skip
         generator = torch.Generator().manual_seed(3)  # the same numbers on any device
         with torch.no_grad():
             for scale, agent in enumerate(AGENTS, start=1):
@@ -338,8 +352,11 @@ def greedy_parity(args: Args) -> dict[str, Any]:
     reference = greedy("cpu", "float32", "peft")
     device, dtype = resolve(args.device, args.dtype)
     result = {}
-    for name in dict.fromkeys(("float32", dtype_name(dtype))):
-        tokens = greedy(str(device), name, "auto")
+    ways = [(name, "dynamic") for name in dict.fromkeys(("float32", dtype_name(dtype)))]
+    if args.compiled and not args.smoke:
+        ways += [(name, "compiled") for name, _ in ways]
+    for name, decoding in ways:
+        tokens = greedy(str(device), name, "auto", decoding)
         equal = sum(
             a == b for ref, ours in zip(reference, tokens, strict=True) for a, b in zip(ref, ours)
         )
@@ -348,11 +365,11 @@ def greedy_parity(args: Args) -> dict[str, Any]:
             next((k for k, (a, b) in enumerate(zip(r, o)) if a != b), None)
             for r, o in zip(reference, tokens)
         ]
-        result[name] = {
+        result[name if decoding == "dynamic" else f"{name}, {decoding}"] = {
             "identical": tokens == reference,
             "equal_token_share": equal / total,
             "first_difference": first,
-            "routing": resolve_routing("auto", device),
+            "routing": resolve_routing("auto", device, decoding),
         }
     return result
 
@@ -431,6 +448,7 @@ def table(record: dict[str, Any]) -> str:
             "n/a (no peak FLOPS for this device)" if ours["mfu"] is None else f"{ours['mfu']:.1%}",
         ),
         ("peak memory, GB", f"{ours['peak_memory_gb']:.1f}"),
+        *((("compiling the decoding step (first call), s", f"{ours['compile_s']:.1f}"),) if "compile_s" in ours else ()),
         *(
             (f"one decoded token, one row per agent (fixed cost per step), {route}, ms", f"{ms:.1f}")
             for route, ms in ours["decode_step_ms_two_rows"].items()

@@ -29,7 +29,8 @@ def test_the_gpu_check_smoke_run_reports_every_figure_and_cpu_parity():
         "training tokens/s",
         "peak memory, GB",
         *(f"one decoded token, one row per agent (fixed cost per step), {route}, ms"
-          for route in ("stacked", "slices", "peft")),
+          for route in ("stacked", "slices", "peft", "stacked, compiled")),
+        "compiling the decoding step (first call), s",
     ):
         assert figure in lines, done.stdout
     # on the CPU the "device" is the CPU itself: float32 greedy decoding equals itself token for token

@@ -10,11 +10,10 @@ import dataclasses
 
 import pytest
 import torch
+from test_mixed_adapters import CHAT, OTHER, distinct_team
 
 from agents.devices import check_decoding
 from agents.trainable_lm import TrainableLM, steps, tiny_model
-
-from test_mixed_adapters import CHAT, OTHER, distinct_team
 
 REQUESTS = {
     "agent_0": ([CHAT, OTHER, CHAT], [1, 2, 3]),
