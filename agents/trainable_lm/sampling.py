@@ -6,7 +6,8 @@ agents' requests in one batch, each row through its agent's adapter; any sampler
 :class:`Sampler`);
 each distinct prompt of a batch is run once and its cache copied to its requests (a
 group's G requests share one prompt), a request that has finished leaves the batch (the
-later steps run only the rows still decoding), and greedy decoding decodes equal requests
+later steps run only the rows still decoding; the static and compiled decoding ways keep
+it, for fixed shapes: :mod:`agents.trainable_lm.steps`), and greedy decoding decodes equal requests
 (the same adapter and prompt) once. Each request has its own ``torch.Generator`` seeded
 by its seed (a CPU generator on any device: the CPU and a GPU draw the same numbers),
 from which it draws one uniform number per token and inverts the
@@ -392,9 +393,10 @@ class Sampling:
         adapters: Sequence[str] | None,
         route: Route = peft_route,
     ) -> list[Completion]:
-        """Decode every row of ``prompts`` (see :meth:`_sample_batch`); a row that has
-        finished leaves the batch (its cache rows are dropped), so the later steps run only
-        the rows still decoding. A row's ``t``-th token is drawn at the ``t``-th uniform
+        """Decode every row of ``prompts`` (see :meth:`_sample_batch`), stepping the way
+        ``self.decoding`` names (:mod:`agents.trainable_lm.steps`; a model whose attention
+        no static cache fits steps dynamically); a row that has finished is no longer read
+        (dynamically it leaves the batch). A row's ``t``-th token is drawn at the ``t``-th uniform
         number of its generator, so its stream is the same whichever rows remain.
         ``route``: how a mixed-adapter batch's rows reach their adapters
         (:func:`agents.trainable_lm.mixed.routed_adapters`)."""
