@@ -33,6 +33,7 @@ from agents.devices import Decoding, Routing, check_decoding, resolve
 from agents.trainable_lm.extra import MISSING_EXTRA, require_train_extra
 from agents.trainable_lm.sampling import Sampling
 from agents.trainable_lm.scoring import Scoring
+from agents.trainable_lm.steps import check_compilable
 from agents.trainable_lm.weights import Weights
 
 if MISSING_EXTRA is None:
@@ -208,6 +209,8 @@ class TrainableLM(Sampling, Scoring, Weights):
         check_decoding(decoding, routing)
         self.routing, self.decoding = routing, decoding
         self._static_caches: dict[tuple[int, int, int], Any] = {}  # agents.trainable_lm.steps
+        if decoding == "compiled":
+            check_compilable(self.device)
         self._pad_id = (
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         )

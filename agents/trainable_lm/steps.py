@@ -22,6 +22,7 @@ noise (attention over more, masked, positions), which the tests bound.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from typing import Any
 
@@ -96,6 +97,20 @@ def _forward(
 
 
 _COMPILED: dict[str, Any] = {}
+
+
+def check_compilable(device: torch.device) -> None:
+    """Refuse compiled decoding on a CPU without a C++ compiler (inductor writes C++ there;
+    on CUDA it writes Triton kernels).
+
+    Raises:
+        RuntimeError: Naming what to install or choose instead.
+    """
+    if device.type == "cpu" and not any(map(shutil.which, ("g++", "c++", "clang++"))):
+        raise RuntimeError(
+            "decoding='compiled' on the CPU needs a C++ compiler (g++ or clang++) for "
+            "torch.compile: install one, or decode 'static' or 'dynamic' (--decoding)"
+        )
 
 
 def compiled_forward(device: torch.device) -> Any:

@@ -7,6 +7,7 @@ adapters and the adapters' new weights, compiling nothing again."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
 
 import pytest
 import torch
@@ -75,6 +76,13 @@ def test_unknown_decodings_and_compiled_through_peft_are_refused():
         TrainableLM(model, tokenizer, ["agent_0"], decoding="fast")
 
 
+def test_compiled_decoding_on_a_cpu_without_a_compiler_says_what_to_do(monkeypatch):
+    model, tokenizer = tiny_model(seed=0)
+    monkeypatch.setattr(steps.shutil, "which", lambda name: None)
+    with pytest.raises(RuntimeError, match="C\\+\\+ compiler.*--decoding"):
+        TrainableLM(model, tokenizer, ["agent_0"], device="cpu", decoding="compiled")
+
+
 def test_the_command_line_decoding_reaches_the_policy():
     from algorithms import cli
     from algorithms.text.train import load_lm
@@ -87,6 +95,7 @@ def test_the_command_line_decoding_reaches_the_policy():
 
 
 @pytest.mark.slow  # compiles the tiny model's step: about 20 s on two cores
+@pytest.mark.skipif(not any(map(shutil.which, ("g++", "c++", "clang++"))), reason="inductor needs a C++ compiler")
 def test_a_compiled_step_serves_later_calls_with_their_own_prompts_rows_and_weights():
     from torch._dynamo.utils import counters
 
