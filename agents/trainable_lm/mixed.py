@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import torch
@@ -168,8 +169,8 @@ def _add_stacked_updates(
     kernels per layer whatever the number of agents (slices take four per agent)."""
     factors = _factors(layer)
     layout = tuple((name, f[0].shape[0], float(f[3])) for name, f in factors.items())
-    a_t = torch.cat([f[0] for f in factors.values()]).t().contiguous()  # d_in x R
-    b_t = torch.cat([f[1] for f in factors.values()], dim=1).t().contiguous()  # R x d_out
+    a_t = _kept(_STACKED_A, layer, torch.cat([f[0] for f in factors.values()]).t())  # d_in x R
+    b_t = _kept(_STACKED_B, layer, torch.cat([f[1] for f in factors.values()], dim=1).t())  # R x d_out
     mm = torch.mm
 
     def hook(
@@ -191,12 +192,36 @@ def _add_stacked_updates(
     return layout, hook
 
 
+_STACKED_A: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_STACKED_B: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MASKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _kept(store: MutableMapping[Any, torch.Tensor], key: Any, value: torch.Tensor) -> torch.Tensor:
+    """``value`` in the tensor ``store`` keeps under ``key`` from call to call, refilled in
+    place where its shape, dtype and device still fit, else a new contiguous copy (kept).
+
+    A compiled decoding step (:mod:`agents.trainable_lm.steps`) reads these tensors as
+    inputs: under CUDA graphs an input at a fixed address is read where it lies (marked
+    with ``torch._dynamo.mark_static_address``, as transformers marks its static cache),
+    where a new tensor each call would be copied into the graph's own at every step."""
+    kept = store.get(key)
+    if kept is not None and (kept.shape, kept.dtype, kept.device) == (value.shape, value.dtype, value.device):
+        return kept.copy_(value)
+    kept = value.contiguous()
+    if kept.device.type == "cuda":
+        torch._dynamo.mark_static_address(kept)
+    store[key] = kept
+    return kept
+
+
 def _masks(
-    layouts: Mapping[Layout, torch.Tensor], names: Sequence[str]
+    layouts: Mapping[Layout, torch.Tensor], names: Sequence[str], model: torch.nn.Module
 ) -> dict[Layout, torch.Tensor]:
     """Each layout's mask of :func:`_add_stacked_updates` for rows ``names`` (rows x 1 x R,
-    made like the layout's tensor in ``layouts``: its dtype and device)."""
-    masks = {}
+    made like the layout's tensor in ``layouts``: its dtype and device), kept for
+    ``model`` from call to call (:func:`_kept`)."""
+    masks, kept = {}, _MASKS.setdefault(model, {})
     for layout, like in layouts.items():
         columns, start = {}, 0
         for name, rank, scaling in layout:
@@ -207,7 +232,7 @@ def _masks(
             if name in columns:
                 first, stop, scaling = columns[name]
                 mask[row, 0, first:stop] = scaling
-        masks[layout] = mask.to(like.device)
+        masks[layout] = _kept(kept, layout, mask.to(like.device))
     return masks
 
 
@@ -259,7 +284,7 @@ def routed_adapters(
         if routing == "slices":
             rows[:] = runs(names)
         elif tuple(names) != last[0]:  # the masks change only when rows leave
-            masks.update(_masks(layouts, names))
+            masks.update(_masks(layouts, names, model))
             last[0] = tuple(names)
         return {}
 

@@ -169,3 +169,29 @@ def test_the_command_line_routing_reaches_the_policy():
     assert load_lm(learner, "tiny", ["agent_0", "agent_1"]).routing == "stacked"
     with pytest.raises(ValueError, match="routing must be one of"):
         dataclasses.replace(learner, mixed_routing="fast")
+
+
+def test_stacked_factors_and_masks_keep_their_tensors_from_call_to_call_and_follow_the_weights():
+    # a compiled step under CUDA graphs reads them where they lie (mixed._kept)
+    lm = distinct_team()
+    model = lm.seats["agent_0"].model
+    ids = torch.tensor([lm.encode(CHAT)] * 3)
+    names = ["agent_0", "agent_1", "agent_2"]
+    layer = mixed._sliceable_layers(model)[0]
+
+    def stacked_logits():
+        with torch.no_grad(), mixed.routed_adapters(model, "stacked") as route:
+            logits = model(input_ids=ids, **route(names)).logits
+        kept = (mixed._STACKED_A[layer], mixed._STACKED_B[layer], *mixed._MASKS[model].values())
+        return logits, [tensor.data_ptr() for tensor in kept]
+
+    first, addresses = stacked_logits()
+    with torch.no_grad():
+        for parameter in lm.parameters("agent_1"):
+            parameter.add_(0.2)  # as an optimizer step moves it
+        expected = model(input_ids=ids, adapter_names=names).logits
+    moved, addresses_then = stacked_logits()
+    assert addresses_then == addresses
+    torch.testing.assert_close(moved, expected, rtol=1e-4, atol=1e-4)  # rounding: larger adapters now
+    assert not torch.allclose(moved[1], first[1])  # agent_1's row follows its new weights
+    torch.testing.assert_close(moved[0], first[0], rtol=0, atol=0)
