@@ -142,9 +142,9 @@ class TrainableLM(Sampling, Scoring, Weights):
         decoding: How a decoding batch steps (:mod:`agents.trainable_lm.steps`):
             ``dynamic`` (a growing cache, finished rows leave; the default), ``static``
             (a static cache of bucketed shape) or ``compiled`` (the static step through
-            ``torch.compile``, CUDA graphs on a GPU: tens of seconds to compile each shape,
-            then the least Python per token). Each gives the same completions up to
-            floating-point noise.
+            ``torch.compile``, CUDA graphs on a GPU: each shape compiles once, up to
+            minutes, then a decoded token costs the least Python). Each gives the same
+            completions up to floating-point noise.
 
     Attributes:
         device: The torch device the model runs on.
@@ -165,6 +165,7 @@ class TrainableLM(Sampling, Scoring, Weights):
             without a chat template, a batch size < 1, an unknown ``routing`` or
             ``decoding`` (or ``compiled`` with ``peft``'s routing), or a device this
             machine lacks.
+        RuntimeError: On ``compiled`` decoding on a CPU without a C++ compiler.
     """
 
     def __init__(

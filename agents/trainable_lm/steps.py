@@ -9,9 +9,9 @@
 - ``compiled``: the static step through ``torch.compile(fullgraph=True, dynamic=False)``,
   with CUDA graphs on a GPU (``mode="reduce-overhead"``, as transformers' own ``generate``
   compiles a static cache). It compiles once per shape (rows bucket x length bucket) and
-  model: tens of seconds on a CPU (BENCHMARKS.md, "Compiling the decoding step"), then
-  serves every later call of that shape, whatever its prompts, adapters' weights or rows'
-  adapters. A mixed-adapter batch reaches its adapters through stacked hooks
+  model (about two minutes on two CPU cores for a 28-block model, cold: BENCHMARKS.md,
+  "Decoding ways"), then serves every later call of that shape, whatever its prompts,
+  adapters' weights or rows' adapters. A mixed-adapter batch reaches its adapters through stacked hooks
   (:mod:`agents.trainable_lm.mixed`), whose tensors the graph reads as inputs.
 
 Each way runs each distinct prompt once (:func:`~agents.trainable_lm.batches.prefill`).
