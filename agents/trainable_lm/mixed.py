@@ -20,8 +20,8 @@ ways:
   layer whatever the number of agents: the same numbers up to rounding.
 
 On two CPU cores, a 28-layer model of Qwen2.5's layout with LoRA on its 196 linear layers
-and almost no arithmetic (width 64) took 112 ms per step for two rows through peft's path,
-57 ms by slices and 46 ms stacked (BENCHMARKS.md, "Mixed-adapter batches"). Models peft
+and almost no arithmetic (width 64) took 125 ms per step for two rows through peft's path,
+52 ms by slices and 37 ms stacked (BENCHMARKS.md, "Mixed-adapter batches"). Models peft
 treats otherwise (DoRA and other LoRA variants, LoRA on embeddings or convolutions,
 ``modules_to_save``, merged adapters) keep peft's path, and a team with DoRA adapters,
 which peft cannot mix (:func:`mixable`), samples agent by agent.
