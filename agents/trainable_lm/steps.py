@@ -78,12 +78,13 @@ def _forward(
     cache: Any,
     ids: torch.Tensor,
     positions: torch.Tensor,
-    cache_position: torch.Tensor,
+    cache_position: torch.Tensor | None,
     mask: torch.Tensor,
     **per_row: Any,
 ) -> torch.Tensor:
     """One decoding step of every row: the next token's logits (rows x vocabulary, float32);
-    ``per_row``: a route's per-call arguments (peft's ``adapter_names``; eager only)."""
+    ``cache_position`` None: the cache's own (a growing cache); ``per_row``: a route's
+    per-call arguments (peft's ``adapter_names``; eager only)."""
     output = model(
         input_ids=ids,
         attention_mask=mask,
@@ -161,14 +162,14 @@ class DynamicSteps:
         route: Route = peft_route,
     ) -> None:
         self.model, self.device, self.adapters, self.route = model, device, adapters, route
-        self.output, self.mask, self.positions, owner = prefill(
+        output, self.mask, self.positions, owner = prefill(
             model, prompts, pad_id, device, adapters, route
         )
-        self.logits = self.output.logits[owner, -1, :].float()
+        self.cache, self.logits = output.cache, output.logits[owner, -1, :].float()
 
     def drop(self, keep: torch.Tensor, live: list[int]) -> None:
         """Keep only rows ``keep`` (indices into the previous live rows); ``live``: the rows left."""
-        self.output.cache.batch_select_indices(keep)
+        self.cache.batch_select_indices(keep)
         self.mask, self.positions = self.mask[keep], self.positions[keep]
 
     def step(self, chosen: torch.Tensor, live: list[int]) -> torch.Tensor:
@@ -177,16 +178,7 @@ class DynamicSteps:
         ones = torch.ones((len(live), 1), dtype=self.mask.dtype, device=self.device)
         self.mask = torch.cat([self.mask, ones], dim=1)
         self.positions = self.positions[:, -1:] + 1
-        self.output = self.model(
-            input_ids=chosen[:, None],
-            attention_mask=self.mask,
-            position_ids=self.positions,
-            cache=self.output.cache,
-            use_cache=True,
-            **per_row,
-        )
-        self.logits = self.output.logits[:, -1, :].float()
-        return self.logits
+        return _forward(self.model, self.cache, chosen[:, None], self.positions, None, self.mask, **per_row)
 
 
 class StaticSteps:
