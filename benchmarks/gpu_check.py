@@ -67,6 +67,7 @@ import tyro
 from results import write_results
 
 from agents.devices import (
+    Decoding,
     dtype_name,
     peak_flops,
     peak_memory_gb,
@@ -134,7 +135,7 @@ class Args:
     """Recompute activations in the backward pass (less memory, about 1.3x the FLOPs)."""
     compiled: bool = True
     """Also time a decoded token through the compiled static step (module docstring, 5)."""
-    decoding: Literal["dynamic", "static", "compiled"] = "dynamic"
+    decoding: Decoding = "dynamic"
     """How the generation of items 1 and 2 decodes (:mod:`agents.trainable_lm.steps`)."""
     trl: bool = False
     """Also time TRL's GRPOTrainer on the same shape and tokens."""
