@@ -135,13 +135,15 @@ def operators_per_step(lm: TrainableLM, routing: str, agents: Sequence[str], pro
 
 
 def differences(joint: dict, reference: dict) -> dict[str, float]:
-    """How far ``joint``'s completions are from ``reference``'s: tokens that differ, and the
-    largest log-probability difference where the tokens agree so far."""
+    """How far ``joint``'s completions are from ``reference``'s: tokens that differ (a
+    position past the shorter's end counts), and the largest log-probability difference
+    where the tokens agree so far."""
     tokens = logprob = 0.0
     for agent, completions in reference.items():
         for got, expected in zip(joint[agent], completions, strict=True):
-            tokens += sum(a != b for a, b in zip(got.token_ids, expected.token_ids, strict=True))
-            for a, b, x, y in zip(got.token_ids, expected.token_ids, got.logprobs, expected.logprobs, strict=True):
+            mine, theirs = got.token_ids, expected.token_ids  # of other lengths where one stopped elsewhere
+            tokens += sum(a != b for a, b in zip(mine, theirs)) + abs(len(mine) - len(theirs))
+            for a, b, x, y in zip(mine, theirs, got.logprobs, expected.logprobs):
                 if a != b:
                     break
                 logprob = max(logprob, abs(x - y))

@@ -220,7 +220,8 @@ def _masks(
 ) -> dict[Layout, torch.Tensor]:
     """Each layout's mask of :func:`_add_stacked_updates` for rows ``names`` (rows x 1 x R,
     made like the layout's tensor in ``layouts``: its dtype and device), kept for
-    ``model`` from call to call (:func:`_kept`)."""
+    ``model`` and the number of rows from call to call (:func:`_kept`: a static batch and
+    the smaller ones it moves into each keep their own, :mod:`agents.trainable_lm.steps`)."""
     masks, kept = {}, _MASKS.setdefault(model, {})
     for layout, like in layouts.items():
         columns, start = {}, 0
@@ -232,7 +233,7 @@ def _masks(
             if name in columns:
                 first, stop, scaling = columns[name]
                 mask[row, 0, first:stop] = scaling
-        masks[layout] = _kept(kept, layout, mask.to(like.device))
+        masks[layout] = _kept(kept, (layout, len(names)), mask.to(like.device))
     return masks
 
 

@@ -5,7 +5,10 @@
   finished leaves the batch, so the later steps run only the rows still decoding;
 - ``static`` (:class:`StaticSteps`): a ``StaticCache`` of fixed shape, the batch padded to
   a power of two and the cache to a multiple of :data:`LENGTH_BUCKET` positions; finished
-  rows stay in the batch (their outputs unread), so every step has the same shapes;
+  rows stay in the batch (their outputs unread) until the live ones fit a bucket of half
+  the rows or less (down to :data:`MIN_COMPACT_ROWS`), when they move into a static cache
+  of that bucket: so the shapes repeat from call to call, and a batch whose rows end at
+  different lengths does not run its finished rows to the longest one's end;
 - ``compiled``: the static step through ``torch.compile(fullgraph=True, dynamic=False)``,
   with CUDA graphs on a GPU (``mode="reduce-overhead"``, as transformers' own ``generate``
   compiles a static cache). It compiles once per shape (rows bucket x length bucket) and
@@ -34,9 +37,14 @@ from agents.trainable_lm.mixed import Route, peft_route
 LENGTH_BUCKET = 128
 """A static cache holds a multiple of this many positions (prompt plus new tokens, rounded
 up), so prompts of similar length share one compiled shape."""
-CACHES_KEPT = 2
-"""Static caches a policy keeps for reuse, the most recent shapes (a new cache per call
-would give a compiled step new input addresses, which CUDA graphs re-record)."""
+CACHES_KEPT = 8
+"""Static caches a policy keeps for reuse, the most recent shapes: a decode's bucket and
+the smaller ones its live rows move into (a new cache per call would give a compiled step
+new input addresses, which CUDA graphs re-record). Each halving holds half the rows, so
+the smaller caches together hold about as much as the first."""
+MIN_COMPACT_ROWS = 8
+"""A static batch moves its live rows into a smaller bucket only down to this many rows
+(below it the saved arithmetic is small beside another compiled shape)."""
 RECOMPILE_LIMIT = 64
 """Compiled shapes kept per step function during a decode (torch's default, 8, would fall
 back to eager after a few row and length buckets of several models)."""
@@ -183,7 +191,8 @@ class DynamicSteps:
 
 class StaticSteps:
     """The static cache's steps, eager or compiled (module docstring). Same interface as
-    :class:`DynamicSteps`; finished rows stay in the batch and their logits are not read.
+    :class:`DynamicSteps`; finished rows stay in the batch, unread, until :meth:`drop` moves
+    the live ones into a smaller bucket.
 
     ``route`` must give no per-call arguments in ``compiled`` mode (the stacked route's
     hooks do not; :func:`agents.devices.check_decoding` refuses the others)."""
@@ -205,30 +214,53 @@ class StaticSteps:
         names = None if adapters is None else list(adapters) + [adapters[0]] * (rows - len(prompts))
         output, mask, positions, owner = prefill(model, padded, pad_id, device, names, route)
         width = mask.shape[1]
-        length = bucket_length(width + max_new_tokens)
-        self.cache = _static_cache(caches, model, rows, length)
+        self.model, self.caches, self.route, self.adapters = model, caches, route, adapters
+        self.length = bucket_length(width + max_new_tokens)
+        self.cache = _static_cache(caches, model, rows, self.length)
         for static, grown in zip(self.cache.layers, output.cache.layers, strict=True):
             if not static.is_initialized:
                 static.lazy_initialization(grown.keys, grown.values)
             static.keys[:, :, :width].copy_(grown.keys)
             static.values[:, :, :width].copy_(grown.values)
             static.cumulative_length.fill_(width)
-        self.mask = torch.ones((rows, length), dtype=mask.dtype, device=device)
+        self.mask = torch.ones((rows, self.length), dtype=mask.dtype, device=device)
         self.mask[:, :width] = mask
         self.positions = positions[:, -1:]
         self.cache_position = torch.tensor([width - 1], device=device)
         self.ids = torch.zeros((rows, 1), dtype=torch.long, device=device)
+        self.held = list(range(len(prompts))) + [0] * (rows - len(prompts))  # each static row's request
         self.per_row = {} if names is None else route(names)
         if compiled and self.per_row:
             raise ValueError("compiled decoding routes mixed-adapter rows by stacked hooks only")
-        self.model = model
         self.forward = compiled_forward(device) if compiled else _forward
         self.live = torch.arange(len(prompts), device=device)
         self.logits = output.logits[owner, -1, :].float()[self.live]
 
     def drop(self, keep: torch.Tensor, live: list[int]) -> None:
-        """Only rows ``live`` are read from now on (``keep``: unused, the rows stay)."""
-        self.live = torch.tensor(live, dtype=torch.long, device=self.ids.device)
+        """Only requests ``live`` are read from now on (``keep``: unused). While the batch is
+        larger than :data:`MIN_COMPACT_ROWS` and the live requests fit a smaller bucket, they
+        move into a static cache of that bucket (a shape of its own, compiled once)."""
+        rows = max(bucket_rows(len(live)), MIN_COMPACT_ROWS)
+        slot = {request: row for row, request in reversed(list(enumerate(self.held)))}
+        if rows < len(self.held):
+            self._compact([slot[request] for request in live] + [slot[live[0]]] * (rows - len(live)))
+            slot = {request: row for row, request in enumerate(self.held[: len(live)])}
+        self.live = torch.tensor([slot[request] for request in live], dtype=torch.long, device=self.ids.device)
+
+    def _compact(self, rows: list[int]) -> None:
+        """Keep static rows ``rows`` (in this order) in a cache of ``len(rows)`` rows."""
+        index = torch.tensor(rows, dtype=torch.long, device=self.ids.device)
+        cache = _static_cache(self.caches, self.model, len(rows), self.length)
+        for new, old in zip(cache.layers, self.cache.layers, strict=True):
+            if not new.is_initialized:  # shapes from a view: no copy
+                new.lazy_initialization(old.keys[:1].expand(len(rows), -1, -1, -1), old.values[:1].expand(len(rows), -1, -1, -1))
+            torch.index_select(old.keys, 0, index, out=new.keys)
+            torch.index_select(old.values, 0, index, out=new.values)
+            new.cumulative_length.copy_(old.cumulative_length)
+        self.cache, self.held = cache, [self.held[row] for row in rows]
+        self.mask, self.positions, self.ids = self.mask[index], self.positions[index], self.ids[index]
+        if self.adapters is not None:
+            self.per_row = self.route([self.adapters[request] for request in self.held])
 
     def step(self, chosen: torch.Tensor, live: list[int]) -> torch.Tensor:
         """Feed the live rows' ``chosen`` tokens (finished rows repeat their last); the next

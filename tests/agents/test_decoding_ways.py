@@ -1,8 +1,9 @@
 """The three ways a decoding batch steps (agents.trainable_lm.steps): a static cache, eager
 or compiled, gives the growing cache's completions (the same tokens, log-probabilities up
 to rounding), for mixed-adapter batches and single agents, as rows finish at different
-steps; a compiled step serves later calls of its shape with their own prompts, rows'
-adapters and the adapters' new weights, compiling nothing again."""
+steps and the live ones move into a smaller static batch; a compiled step serves later
+calls of its shape with their own prompts, rows' adapters and the adapters' new weights,
+compiling nothing again."""
 
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ REQUESTS = {
     "agent_2": ([CHAT], [6]),
 }
 """Six rows of three agents (padded to a static batch of 8)."""
+TWELVE = {
+    agent: ([CHAT, OTHER, CHAT, OTHER, CHAT][: 5 - k], [10 * k + j for j in range(5 - k)])
+    for k, agent in enumerate(REQUESTS)
+}
+"""Twelve rows of three agents (a static batch of 16, whose live rows move into 8)."""
 
 
 def assert_same_completions(got: dict, expected: dict) -> None:
@@ -45,6 +51,16 @@ def test_a_static_cache_gives_the_growing_caches_completions_as_rows_finish(rout
     expected = sampled(lm, "dynamic", temperature=temperature)
     assert_same_completions(sampled(lm, "static", temperature=temperature), expected)
     assert len({len(c.token_ids) for completions in expected.values() for c in completions}) > 1
+
+
+@pytest.mark.parametrize("routing", ["slices", "stacked", "peft"])
+def test_live_rows_move_into_a_smaller_static_batch_and_decode_the_same(routing):
+    lm = distinct_team(stop_ids=range(0, 256, 3), routing=routing)
+    expected = sampled(lm, "dynamic", TWELVE)
+    assert_same_completions(sampled(lm, "static", TWELVE), expected)
+    lengths = sorted(len(c.token_ids) for completions in expected.values() for c in completions)
+    assert lengths[3] < lengths[-1]  # more than 8 rows had finished while others decoded on
+    assert {rows for _, rows, _ in lm._static_caches} == {16, steps.MIN_COMPACT_ROWS}
 
 
 @pytest.mark.parametrize("finetune", ["lora", "full"])
@@ -94,16 +110,16 @@ def test_the_command_line_decoding_reaches_the_policy():
         dataclasses.replace(learner, mixed_routing="peft")
 
 
-@pytest.mark.slow  # compiles the tiny model's step: about 20 s on two cores
+@pytest.mark.slow  # compiles the tiny model's step for 16 and 8 rows: about 40 s on two cores
 @pytest.mark.skipif(not any(map(shutil.which, ("g++", "c++", "clang++"))), reason="inductor needs a C++ compiler")
 def test_a_compiled_step_serves_later_calls_with_their_own_prompts_rows_and_weights():
     from torch._dynamo.utils import counters
 
     lm = distinct_team(stop_ids=range(0, 256, 3))
-    assert_same_completions(sampled(lm, "compiled"), sampled(lm, "dynamic"))
+    assert_same_completions(sampled(lm, "compiled", TWELVE), sampled(lm, "dynamic", TWELVE))  # 16 rows, then 8
     graphs = counters["stats"]["unique_graphs"]
 
-    # other prompts and rows' adapters in the same shape, then the adapters' weights move
+    # other prompts and rows' adapters in the 8-row shape, then the adapters' weights move
     # (as an optimizer step moves them): the graph reads the new values, compiles nothing
     others = {"agent_2": ([OTHER, CHAT, CHAT], [11, 12, 13]), "agent_0": ([OTHER, OTHER], [14, 15])}
     before = sampled(lm, "dynamic", others)
