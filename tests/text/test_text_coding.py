@@ -3,6 +3,7 @@ tests counted only by the sandbox's trusted verdict, multi-turn feedback, bad in
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import pytest
@@ -272,6 +273,22 @@ def test_hostile_code_passes_no_test(protocol, problem, name):
     assert outcome.parts["tests"] == 0.0
     assert outcome.parts["cooperation"] == 0.0
     assert outcome.reward <= 0.4 + 0.6 + 0.5
+
+
+@pytest.mark.parametrize("limit", [1000, 20000])
+def test_the_verdict_on_deep_code_does_not_depend_on_the_recursion_limit(protocol, problem, limit):
+    # inductor (torch.compile) raises the limit in its process; the deep main returns the
+    # product 1, right on 2 of 5 tests, so a verdict that moved with the limit would score it
+    deep = f"{FENCE}python\n{HOSTILE_MAINS['nested too deeply to check']}{FENCE}"
+    shallow = f"{FENCE}python\ndef sum_product(numbers):\n    return (sum(numbers), {'-' * 150}1)\n{FENCE}"
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit)
+    try:
+        refused, admitted = score(protocol, problem, HELPER, deep), score(protocol, problem, HELPER, shallow)
+    finally:
+        sys.setrecursionlimit(before)
+    assert refused.parts["tests"] == 0.0
+    assert admitted.parts["tests"] == 0.4  # the same code 150 levels deep is checked and runs
 
 
 # ---------------------------------------------------------------------- the verdict is checked

@@ -41,6 +41,10 @@ the protocol's documentation page, has the reward and what the rules prove).
    function unchanged). The helper never binds the entry point; the main agent binds it
    by ``def`` only. A name both agents bind differently refuses the helper's code (the
    main agent's binding would replace it).
+5. *Depth*: no code nested deeper than :data:`MAX_NESTING` syntax-tree levels. The checks
+   walk the tree recursively, so deeper code could only be refused by a ``RecursionError``,
+   which depends on the interpreter's recursion limit (a library may raise it: inductor
+   does); a fixed bound gives every process the same verdict.
 
 A top-level statement that repeats one of the prompt's unchanged (its imports, its helper
 functions, even without their docstrings) is the prompt's own code and is not checked:
@@ -99,6 +103,10 @@ FORMAT_METHODS = frozenset({"format", "format_map"})
 """String methods whose fields read attributes and items by name (``"{0.__globals__}"``)."""
 CACHE_DECORATORS = frozenset({"cache", "lru_cache"})
 """The ``functools`` decorators a top-level function may have (never the entry point)."""
+MAX_NESTING = 200
+"""The deepest syntax tree admitted (rule 5): far beyond written code (every canonical
+HumanEval solution is admitted), and shallow enough that the recursive checks stay well
+inside Python's default recursion limit."""
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 
@@ -126,6 +134,22 @@ class Binding:
     key: str
     node: ast.stmt
     statement: str
+
+
+def check_depth(module: ast.Module) -> None:
+    """Refuse a syntax tree deeper than :data:`MAX_NESTING` levels (rule 5), walked without
+    recursion, so the verdict does not depend on the recursion limit.
+
+    Raises:
+        Refused: Naming the line of the first node past the bound.
+    """
+    level = [module]
+    for _ in range(MAX_NESTING):
+        level = [child for node in level for child in ast.iter_child_nodes(node)]
+        if not level:
+            return
+    deeper = next((node for node in level if hasattr(node, "lineno")), None)
+    raise Refused(deeper or module.body[0], f"code nested deeper than {MAX_NESTING} levels, too deep to check")
 
 
 def top_level_bindings(module: ast.Module) -> list[Binding]:
@@ -449,6 +473,7 @@ def refusals(helper: ast.Module, main: ast.Module, prompt: str, entry_point: str
     found, bindings = [], []
     for seat, module in (("helper", helper), ("main", main)):
         try:
+            check_depth(module)
             bindings.append(top_level_bindings(module))
             check_code(module, entry_point, prompt_bindings, bindings[-1])
             check_names(bindings[-1], prompt_keys, entry_point, seat)
