@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import sys
 
 import pytest
 import torch
@@ -28,6 +29,14 @@ TWELVE = {
     for k, agent in enumerate(REQUESTS)
 }
 """Twelve rows of three agents (a static batch of 16, whose live rows move into 8)."""
+
+
+@pytest.fixture
+def recursion_limit_kept():
+    """Inductor raises its process's recursion limit: the later tests get the suite's back."""
+    limit = sys.getrecursionlimit()
+    yield
+    sys.setrecursionlimit(limit)
 
 
 def assert_same_completions(got: dict, expected: dict) -> None:
@@ -112,7 +121,7 @@ def test_the_command_line_decoding_reaches_the_policy():
 
 @pytest.mark.slow  # compiles the tiny model's step for 16 and 8 rows: about 40 s on two cores
 @pytest.mark.skipif(not any(map(shutil.which, ("g++", "c++", "clang++"))), reason="inductor needs a C++ compiler")
-def test_a_compiled_step_serves_later_calls_with_their_own_prompts_rows_and_weights():
+def test_a_compiled_step_serves_later_calls_with_their_own_prompts_rows_and_weights(recursion_limit_kept):
     from torch._dynamo.utils import counters
 
     lm = distinct_team(stop_ids=range(0, 256, 3))
