@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from agents.devices import Routing, resolve_routing
+from agents.devices import Decoding, Routing, resolve_routing
 
 Route = Callable[[Sequence[str]], dict[str, Any]]
 """The keyword arguments a forward call of rows with these adapters (one name per row) needs."""
@@ -239,7 +239,7 @@ def _masks(
 
 @contextlib.contextmanager
 def routed_adapters(
-    model: torch.nn.Module, routing: Routing = "auto", decoding: str = "dynamic"
+    model: torch.nn.Module, routing: Routing = "auto", decoding: Decoding = "dynamic"
 ) -> Iterator[Route]:
     """For the block (inference only: the hooks add in place), a :data:`Route` for forward
     calls of ``model`` (a peft model with several LoRA adapters) whose rows each go through

@@ -106,6 +106,8 @@ def _forward(
 
 
 _COMPILED: dict[str, Any] = {}
+COMPILERS = ("g++", "c++", "clang++")
+"""The C++ compilers inductor can build a CPU step with (any one on ``PATH``)."""
 
 
 def check_compilable(device: torch.device) -> None:
@@ -115,7 +117,7 @@ def check_compilable(device: torch.device) -> None:
     Raises:
         RuntimeError: Naming what to install or choose instead.
     """
-    if device.type == "cpu" and not any(map(shutil.which, ("g++", "c++", "clang++"))):
+    if device.type == "cpu" and not any(map(shutil.which, COMPILERS)):
         raise RuntimeError(
             "decoding='compiled' on the CPU needs a C++ compiler (g++ or clang++) for "
             "torch.compile: install one, or decode 'static' or 'dynamic' (--decoding)"

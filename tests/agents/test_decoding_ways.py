@@ -120,7 +120,7 @@ def test_the_command_line_decoding_reaches_the_policy():
 
 
 @pytest.mark.slow  # compiles the tiny model's step for 16 and 8 rows: about 40 s on two cores
-@pytest.mark.skipif(not any(map(shutil.which, ("g++", "c++", "clang++"))), reason="inductor needs a C++ compiler")
+@pytest.mark.skipif(not any(map(shutil.which, steps.COMPILERS)), reason="inductor needs a C++ compiler")
 def test_a_compiled_step_serves_later_calls_with_their_own_prompts_rows_and_weights(recursion_limit_kept):
     from torch._dynamo.utils import counters
 
