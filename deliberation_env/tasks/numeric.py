@@ -43,6 +43,10 @@ _STATEMENT = re.compile(
     r"\banswer\s+is\b:?(?>(?:[\s*$]|\\\(|\\boxed\{)*)(?=[-+]?\$?\s?\d)([^\n]*)", re.IGNORECASE
 )
 _MARKUP = re.compile(r"\\boxed\{|\\[()\[\]]|[*${}]")
+_PLAIN_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?")
+MAX_NUMBER_CHARS = 4000
+"""The longest number :func:`canonical_number` reads (Python prints an integer of at most
+4,300 digits): any answer is at most a long wrong number, never an error."""
 _ONE_NUMBER = re.compile(r"\s*([-+]?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?)\s*[.!]?\s*")
 
 
@@ -50,22 +54,28 @@ def canonical_number(text: str) -> str | None:
     """The canonical string of a number written as text, or ``None``.
 
     Commas, currency signs, surrounding spaces, trailing periods and trailing zeros go;
-    integers print without a decimal point, other values as the shortest exact decimal
-    or as a reduced fraction.
+    integers print without a decimal point, other values as their exact decimal (never
+    rounded) or as a reduced fraction. Only plain numbers are read: an optional sign,
+    digits, an optional decimal part or ``/denominator``, at most
+    :data:`MAX_NUMBER_CHARS` characters; an exponent (``1e5``) or a longer number is no
+    number, so no answer can make the reading slow or fail.
 
-    >>> [canonical_number(s) for s in ["1,000", "$18", "18.0", "-0.50", "6/4", "x"]]
-    ['1000', '18', '18', '-0.5', '3/2', None]
+    >>> [canonical_number(s) for s in ["1,000", "$18", "18.0", "-0.50", "6/4", "x", "1e5"]]
+    ['1000', '18', '18', '-0.5', '3/2', None, None]
     """
     cleaned = text.strip().rstrip(".").replace(",", "").replace("$", "").replace(" ", "")
+    if len(cleaned) > MAX_NUMBER_CHARS or not _PLAIN_NUMBER.fullmatch(cleaned):
+        return None
     try:
         value = Fraction(cleaned)
-    except (ValueError, ZeroDivisionError):
+    except ZeroDivisionError:
         return None
     if value.denominator == 1:
         return str(value.numerator)
-    if "/" not in cleaned:
-        return format(value.numerator / value.denominator, ".15g")
-    return f"{value.numerator}/{value.denominator}"
+    if "/" in cleaned:
+        return f"{value.numerator}/{value.denominator}"
+    whole, _, decimals = cleaned.lstrip("+-").partition(".")
+    return f"{'-' if value < 0 else ''}{int(whole or '0')}.{decimals.rstrip('0')}"
 
 
 def extract_number(text: str) -> str | None:

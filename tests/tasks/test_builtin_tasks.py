@@ -1,6 +1,7 @@
 """The built-in tasks: arithmetic, gsm8k, jsonl."""
 
 import json
+import math
 
 import pytest
 
@@ -29,6 +30,34 @@ def test_numbers_are_canonical():
     assert extract_number("Total: $1,234.50. The answer is $1,234.50") == "1234.5"
     assert extract_number("\\boxed{42} but then 7") == "42"
     assert extract_number("####  -3") == "-3"
+
+
+def test_decimals_are_exact_and_never_rounded_onto_another_number():
+    assert canonical_number("-0.50") == "-0.5" and canonical_number("+.25") == "0.25"
+    assert canonical_number("0.30000000000000004") != canonical_number("0.3")
+    assert canonical_number("12345678901234567.5") == "12345678901234567.5"
+
+
+@pytest.mark.parametrize("scoring", ["strict", "lenient"])
+@pytest.mark.parametrize(
+    "number",
+    ["9" * 400 + ".5", "9" * 5000, "1" + "0" * 4500 + ".25"],
+    ids=["past a float", "past printable ints", "long decimal"],
+)
+def test_an_enormous_number_is_a_wrong_answer_not_an_error(scoring, number):
+    task = de.tasks.get("arithmetic", scoring=scoring)
+    problem = task.problems("test")[0]
+    assert not task.is_correct(problem, task.parse(problem, f"The answer is {number}."))
+    env = de.text_env(task="arithmetic", n_agents=2, scoring=scoring)  # the whole team's step goes on
+    env.reset(seed=0, options={"problem_index": 0})
+    _, rewards, *_ = env.step({"agent_0": f"The answer is {number}.", "agent_1": "The answer is 18."})
+    assert all(math.isfinite(reward) for reward in rewards.values()) and set(rewards) == {"agent_0", "agent_1"}
+
+
+def test_an_exponent_is_no_number_and_costs_no_time():
+    # Fraction("1e10000000") builds a 10-million-digit integer (13 s); an exponent is never read
+    assert canonical_number("1e10000000") is None and canonical_number("11e3") is None
+    assert extract_number("\\boxed{1e10000000}") == "10000000"  # lenient: the last plain number instead
 
 
 def write_jsonl(path, rows):
