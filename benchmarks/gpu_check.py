@@ -1,8 +1,11 @@
 """The prepared GPU check (issue 32, item 6): one command, no download. Its first calls on an
 H200 (2026-11-28) were cut at 65 to 270 s before the first phase ended (BENCHMARKS.md), so
-it now measures the cheap figures first (greedy parity, the fixed cost of a decoded token),
-prints each phase as it ends and writes its JSON after each (an update's figures after
-every repeat), so a call cut short keeps what it measured.
+it now runs its phases in the order of what matters most, prints each phase's figures as
+it ends and writes its JSON after each (an update's figures after every repeat), so a call
+cut short keeps what it measured: greedy parity (cheap), the fixed cost of a decoded token
+by the default route, the update (1-3 below), TRL's update (6), then the other routes and
+the compiled step (5) and its parity. ``--budget-s`` starts no phase past the update's
+once that many seconds have gone, so the check ends by itself inside a caller's limit.
 
 Two agents on a randomly initialised model of Qwen2.5-1.5B-Instruct's shape (its config is
 written below, so nothing is downloaded; random weights measure speed, never learning), in
@@ -139,6 +142,11 @@ class Args:
     """How the generation of items 1 and 2 decodes (:mod:`agents.trainable_lm.steps`)."""
     trl: bool = False
     """Also time TRL's GRPOTrainer on the same shape and tokens."""
+    budget_s: float = 0.0
+    """Seconds after which no further phase starts past the update's (TRL's update, the
+    other routes, the compiled step; 0: no limit): the check then prints its table and
+    ends by itself, inside a caller's time limit. The figures measured so far are in the
+    JSON after each phase in any case."""
     smoke: bool = False
     """A tiny model on the CPU with few, short prompts: runs in seconds."""
 
@@ -275,33 +283,66 @@ def train_pass(
     return time.perf_counter() - started, trained
 
 
+def decode_step_ms(lm: TrainableLM, latency: dict, args: Args) -> float:
+    """Milliseconds per decoded token of ``latency`` (one row per agent) the way ``lm`` is
+    set to decode, the best of ``args.repeats`` after one warm-up."""
+    generate(lm, latency, args.latency_tokens)  # warm-up of this route
+    seconds = min(generate(lm, latency, args.latency_tokens)[1] for _ in range(args.repeats))
+    return 1000 * seconds / args.latency_tokens
+
+
 def measure_ours(
     args: Args, shape: dict[str, Any], ours: dict[str, Any], keep: Callable[[str], None]
-) -> None:
-    """Generation and update figures of our learners' model work (module docstring, 1-3),
-    into ``ours`` phase by phase, the cheapest first, calling ``keep(phase)`` after each: a
-    call cut short at its time limit keeps what it measured."""
+) -> tuple[TrainableLM, dict]:
+    """Our learners' update (module docstring, 1-3) into ``ours``: the fixed cost of a
+    decoded token by the default route, then generation, loss pass, MFU and memory, calling
+    ``keep(phase)`` after each phase. Returns the team and its one-row-per-agent requests
+    for :func:`measure_ways`."""
     lm = build_team(args, shape)
     device_name = torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else "cpu"
     ours.update(device=str(lm.device), device_name=device_name, dtype=dtype_name(lm.dtype))
     keep(f"model built on {lm.device} ({dtype_name(lm.dtype)})")
     batch = requests(args, shape["vocab_size"])
     latency = {agent: (chats[:1], seeds[:1]) for agent, (chats, seeds) in batch.items()}
+    lm.routing = "stacked"  # agents.trainable_lm.mixed; "auto" is stacked on CUDA
     generate(lm, latency, args.latency_tokens)  # warm-up at this batch size
-    steps = {}
-    for routing in ("stacked", "slices", "peft"):  # agents.trainable_lm.mixed; "auto" is stacked on CUDA
-        lm.routing = routing
-        generate(lm, latency, args.latency_tokens)  # warm-up of this route
-        seconds = min(generate(lm, latency, args.latency_tokens)[1] for _ in range(args.repeats))
-        steps[routing] = 1000 * seconds / args.latency_tokens
-    if args.compiled:
+    ours["decode_step_ms_two_rows"] = {"stacked": decode_step_ms(lm, latency, args)}
+    keep(f"one decoded token, two rows: {ours['decode_step_ms_two_rows']['stacked']:.1f} ms stacked")
+    lm.routing, lm.decoding = "auto", args.decoding
+    measure_update(lm, args, batch, ours, keep)
+    return lm, latency
+
+
+def measure_ways(
+    lm: TrainableLM,
+    latency: dict,
+    args: Args,
+    ours: dict[str, Any],
+    keep: Callable[[str], None],
+    within_budget: Callable[[str], bool],
+) -> None:
+    """The fixed cost of a decoded token by the other routes and, with ``args.compiled``,
+    the compiled static step and its compile time (module docstring, 5), each phase only
+    while ``within_budget(phase)``."""
+    steps = ours["decode_step_ms_two_rows"]
+    for routing in ("slices", "peft"):
+        if within_budget(f"one decoded token, {routing}"):
+            lm.routing = routing
+            steps[routing] = decode_step_ms(lm, latency, args)
+            keep(f"one decoded token, two rows: {steps[routing]:.1f} ms {routing}")
+    if args.compiled and within_budget("the compiled step"):
         lm.routing, lm.decoding = "stacked", "compiled"
         ours["compile_s"] = generate(lm, latency, args.latency_tokens)[1]  # compiles this shape
-        seconds = min(generate(lm, latency, args.latency_tokens)[1] for _ in range(args.repeats))
-        steps["stacked, compiled"] = 1000 * seconds / args.latency_tokens
+        steps["stacked, compiled"] = decode_step_ms(lm, latency, args)
+        keep(f"compiled: {ours['compile_s']:.0f} s to compile, then {steps['stacked, compiled']:.1f} ms per decoded token")
     lm.routing, lm.decoding = "auto", args.decoding
-    ours["decode_step_ms_two_rows"] = steps
-    keep("one decoded token, two rows: " + ", ".join(f"{ms:.1f} ms {route}" for route, ms in steps.items()))
+
+
+def measure_update(
+    lm: TrainableLM, args: Args, batch: dict, ours: dict[str, Any], keep: Callable[[str], None]
+) -> None:
+    """The update's figures (module docstring, 1-3): one warm-up, then ``args.repeats``
+    samplings and loss passes, each kept as it ends."""
     optimizers = {agent: torch.optim.Adam(lm.parameters(agent), lr=1e-5) for agent in AGENTS}
     completions, seconds = generate(lm, batch, args.new_tokens)  # warm-up: kernels, allocator
     keep(f"warm-up generation: {seconds:.1f} s")
@@ -324,17 +365,22 @@ def measure_ours(
             mfu=lm.train_flops_per_token * trained / best_training / peak if peak else None,
             peak_memory_gb=peak_memory_gb(lm.device),
         )
+        mfu = "n/a" if ours["mfu"] is None else f"{ours['mfu']:.1%}"
         keep(
-            f"update {repeat + 1} of {args.repeats}: generation {ours['generation_s'][-1]:.2f} s, loss pass {seconds:.2f} s"
+            f"update {repeat + 1} of {args.repeats}: generation {ours['generation_s'][-1]:.2f} s "
+            f"({ours['generated_tokens'] / ours['generation_s'][-1]:,.0f} tokens/s), loss pass {seconds:.2f} s "
+            f"({trained / seconds:,.0f} tokens/s); best so far: update {ours['update_s']:.2f} s, MFU {mfu}, "
+            f"peak memory {ours['peak_memory_gb']:.1f} GB"
         )
 
 
-def greedy_parity(args: Args) -> dict[str, Any]:
+def greedy_parity(args: Args, decoding: Decoding = "dynamic") -> dict[str, Any]:
     """Greedy completions of a small model with two agents' adapters (moved apart: LoRA's B
     starts at 0), both agents decoded in one batch: the device (float32, and ``args.dtype``)
-    through the device's default route (:func:`agents.devices.resolve_routing`: stacked on
-    CUDA) against the CPU in float32 through peft's own ``adapter_names`` (module
-    docstring, 4)."""
+    decoding the ``decoding`` way through the device's default route
+    (:func:`agents.devices.resolve_routing`: stacked on CUDA) against the CPU in float32
+    through peft's own ``adapter_names``, dynamically (module docstring, 4). Keyed by the
+    device's dtype (and the way, when not dynamic)."""
     chats = prompt_chats(args.parity_prompts, 32, SMOKE_SHAPE["vocab_size"], seed=7)
     seeds = list(range(len(chats)))
 
@@ -353,10 +399,7 @@ def greedy_parity(args: Args) -> dict[str, Any]:
     reference = greedy("cpu", "float32", "peft")
     device, dtype = resolve(args.device, args.dtype)
     result = {}
-    ways = [(name, "dynamic") for name in dict.fromkeys(("float32", dtype_name(dtype)))]
-    if args.compiled and not args.smoke:
-        ways += [(name, "compiled") for name, _ in ways]
-    for name, decoding in ways:
+    for name in dict.fromkeys(("float32", dtype_name(dtype))):
         tokens = greedy(str(device), name, "auto", decoding)
         equal = sum(
             a == b for ref, ours in zip(reference, tokens, strict=True) for a, b in zip(ref, ours)
@@ -463,6 +506,8 @@ def table(record: dict[str, Any]) -> str:
                 f"({parity['routing']} on the device, peft's route on the CPU)"),
             )
         )
+    if record.get("skipped"):
+        rows.append(("skipped (past --budget-s)", "; ".join(record["skipped"])))
     if "trl_error" in record:
         rows.append(("TRL GRPOTrainer", f"failed: {record['trl_error']}"))
     if "trl" in record:
@@ -493,16 +538,27 @@ def main(args: Args) -> None:
         if not args.smoke:  # a smoke run's figures measure nothing worth keeping
             write_results(name, record)
 
+    def within_budget(phase: str) -> bool:  # the phases past the update's start only within --budget-s
+        if not args.budget_s or time.perf_counter() - started < args.budget_s:
+            return True
+        record.setdefault("skipped", []).append(phase)
+        print(f"[{time.perf_counter() - started:.0f} s] skipped (past --budget-s {args.budget_s:.0f}): {phase}", flush=True)
+        return False
+
     record["parity"] = greedy_parity(args)  # cheap: a 2-layer model
     done("greedy parity measured")
     record["ours"] = {}
-    measure_ours(args, shape, record["ours"], done)
-    if args.trl:
+    lm, latency = measure_ours(args, shape, record["ours"], done)
+    if args.trl and within_budget("TRL's update"):
         try:
             record["trl"] = measure_trl(args, shape)
         except Exception as error:  # noqa: BLE001 (a figure of ours is still worth keeping)
             record["trl_error"] = f"{type(error).__name__}: {error}"[:500]
         done("TRL's update measured")
+    measure_ways(lm, latency, args, record["ours"], done, within_budget)
+    if args.compiled and not args.smoke and within_budget("greedy parity, compiled"):
+        record["parity"].update(greedy_parity(args, "compiled"))  # the smoke test's is elsewhere
+        done("greedy parity of the compiled way measured")
     print(table(record))
     print(f"(the whole check: {record['seconds']:.0f} s; generation each repeat: "
           f"{', '.join(f'{s:.2f}' for s in record['ours']['generation_s'])} s, median {statistics.median(record['ours']['generation_s']):.2f})")  # fmt: skip

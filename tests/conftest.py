@@ -76,6 +76,7 @@ SLOW_WORDS = ("example", "tutorial", "attacks")
 # judged until their time limit again (the sandbox's own timeout tests stay); a 50 MiB row.
 SLOW_TESTS = frozenset(
     {"test_the_gpu_check_smoke_run_reports_every_figure_and_cpu_parity",
+     "test_past_its_budget_the_check_skips_the_later_phases_and_still_reports_the_update",
      "test_a_gguf_model_fully_fine_tuned_saves_and_serves",
      "test_the_default_team_is_built_without_importing_llama_cpp",
      "test_the_cli_clears_a_cache_only_when_told_to",

@@ -35,3 +35,21 @@ def test_the_gpu_check_smoke_run_reports_every_figure_and_cpu_parity():
         assert figure in lines, done.stdout
     # on the CPU the "device" is the CPU itself: float32 greedy decoding equals itself token for token
     assert "100.0% equal tokens, identical: True" in lines["greedy parity vs CPU float32 (float32)"]
+
+
+def test_past_its_budget_the_check_skips_the_later_phases_and_still_reports_the_update():
+    done = subprocess.run(
+        [sys.executable, "benchmarks/gpu_check.py", "--smoke", "--trl", "--budget-s", "0.001"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "MAGRPO update (sampling + loss pass + Adam), s" in done.stdout
+    skipped = next(line for line in done.stdout.splitlines() if line.startswith("| skipped"))
+    for phase in ("TRL's update", "one decoded token, slices", "one decoded token, peft", "the compiled step"):
+        assert phase in skipped
+    assert "TRL GRPOTrainer" not in done.stdout and "compiled, ms" not in done.stdout

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The GPU checks of issue 32 as one call of a lent GPU machine that has no package registry
+# (BENCHMARKS.md, "On a GPU"): installs the wheels carried beside the tree, runs
+# benchmarks/gpu_check.py (ending by itself inside the call's limit), then, if time is
+# left, benchmarks/gpu_train_check.py, and copies their JSON into $OUT, which the call
+# brings back even when it is cut short.
+#
+#   bash benchmarks/on_device.sh SECONDS [gpu_check.py flags...]   # e.g. 540 --trl
+#   bash benchmarks/on_device.sh install                           # the wheels only
+#   OUT=/tmp/out PYTHON=.venv/bin/python bash benchmarks/on_device.sh 300 --smoke   # on the CPU
+#
+# Wheels: every *.whl in the folders .whl*/ at the tree's root, installed without their
+# dependencies into build/site (git ignores build/, so a warm machine keeps it between
+# calls: carry .whl in one call and .whl-arrow, pyarrow's 55 MB wheel, in the one before, to
+# stay under the 64 MiB a call carries). Set DELIBERATION_ENV_SOURCE_COMMIT to the commit
+# the copied tree is: it has no git.
+set -u
+cd "$(dirname "$0")/.."
+python=${PYTHON:-python3}
+out=${OUT:-benchmarks/results}
+site=$PWD/build/site
+export PYTHONPATH=$site:$PWD${PYTHONPATH:+:$PYTHONPATH}
+
+shopt -s nullglob
+wheels=(.whl*/*.whl)
+if ((${#wheels[@]})); then
+    mkdir -p "$site"
+    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target "$site" "${wheels[@]}" 2>&1 | tail -3 || true
+fi
+[[ ${1:-} == install ]] && exit 0
+seconds=${1:?"usage: on_device.sh SECONDS [gpu_check flags] | install"}
+shift
+
+"$python" - <<'EOF'
+import importlib
+import torch
+missing = []
+for module in ("transformers", "peft", "tyro", "datasets", "trl"):
+    try:
+        importlib.import_module(module)
+    except Exception as error:  # noqa: BLE001
+        missing.append(f"{module} ({type(error).__name__}: {str(error)[:120]})")
+gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA device"
+print(f"torch {torch.__version__}, {gpu}; not importable: {', '.join(missing) or 'none'}", flush=True)
+EOF
+
+started=$SECONDS
+stamp=$(mktemp)
+# the check starts no phase past the update's after 60% of the call, and is stopped 45 s
+# before its end at the latest: the JSON it wrote after each phase stays
+timeout -k 10 -s INT $((seconds - 45)) "$python" benchmarks/gpu_check.py --budget-s $((seconds * 6 / 10)) "$@"
+echo "gpu_check.py: exit $? after $((SECONDS - started)) s"
+left=$((seconds - (SECONDS - started)))
+smoke=()
+[[ " $* " == *" --smoke "* ]] && smoke=(--smoke)
+if ((left > 150)); then
+    timeout -k 10 -s INT $((left - 30)) "$python" benchmarks/gpu_train_check.py "${smoke[@]}"
+    echo "gpu_train_check.py: exit $?"
+else
+    echo "gpu_train_check.py: skipped ($left s left)"
+fi
+mkdir -p "$out"
+if [[ $out != benchmarks/results ]]; then  # what this call wrote, not the files of the commit
+    find benchmarks/results -maxdepth 1 -name 'gpu_*check*.json' -newer "$stamp" -exec cp {} "$out/" \;
+fi
+ls "$out"
