@@ -193,8 +193,12 @@ def _timeout_s() -> int | None:
     return CHECK_TIMEOUT_S if threading.current_thread() is threading.main_thread() else None
 
 
+@functools.lru_cache(maxsize=8192)
 def equivalent(reference: str, answer: str) -> bool:
-    """Whether two answer strings are the same mathematical answer (math-verify).
+    """Whether two answer strings are the same mathematical answer (math-verify). Each
+    pair is compared once per process (a comparison cut at its time limit counts False,
+    and stays so): a team's answer is checked again for every leave-one-out team, and a
+    slow one would otherwise cost :data:`CHECK_TIMEOUT_S` each time.
 
     >>> equivalent(r"\\frac{1}{2}", "0.5"), equivalent("[1,3)", "(1,3)")
     (True, False)

@@ -268,6 +268,7 @@ def test_hugging_face_dataset_id_with_one_split_is_hash_split(monkeypatch):
 
 def test_each_check_has_a_time_limit(monkeypatch):
     monkeypatch.setattr(math_task, "CHECK_TIMEOUT_S", 1)
+    equivalent.cache_clear()
     limits, verify = [], math_task.verify
     monkeypatch.setattr(
         math_task,
@@ -283,3 +284,17 @@ def test_checks_work_off_the_main_thread():
     with ThreadPoolExecutor(1) as pool:  # math-verify's SIGALRM limit is main-thread only
         assert pool.submit(equivalent, "\\frac{7}{14}", "0.5").result()
         assert not pool.submit(equivalent, "\\frac{7}{15}", "0.5").result()
+
+
+def test_a_slow_answer_is_compared_once_however_many_teams_hold_it(monkeypatch):
+    """Four agents give one answer: the team and its four leave-one-out teams compare it
+    with the reference once, so an answer that runs to the time limit costs it once."""
+    from deliberation_env.text import text_env
+
+    calls, verify = [], math_task.verify
+    monkeypatch.setattr(math_task, "verify", lambda *args, **kwargs: calls.append(args) or verify(*args, **kwargs))
+    equivalent.cache_clear()
+    env = text_env(task="math", path="sample", n_agents=4)
+    env.reset(seed=0, options={"problem_index": 0})
+    _, rewards, *_ = env.step({agent: "So the result is \\boxed{\\frac{123}{457}}." for agent in env.agents})
+    assert len(calls) == 1 and len(set(rewards.values())) == 1

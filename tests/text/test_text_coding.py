@@ -172,6 +172,32 @@ def test_failing_tests_are_counted(protocol, problem):
     assert outcome.parts["tests"] == pytest.approx(4 / 5)
 
 
+def test_the_structure_bonuses_need_every_test_passed(protocol, problem):
+    main = MAIN.replace("    total = sum(numbers)", "    total = sum(numbers) + (len(numbers) == 1)")
+    outcome = score(protocol, problem, HELPER, main)
+    assert outcome.parts["tests"] == pytest.approx(4 / 5)
+    assert outcome.parts["cooperation"] == outcome.parts["not_wrapper"] == 0.0
+    assert outcome.reward < score(protocol, problem, HELPER, ALONE).reward  # correct, aux never called: 2.5
+
+
+# A constant that passes one test of five (sum_product([]) == (0, 1)), a call of aux that never
+# runs, and a helper that is not trivial on paper: CoMLRL's gate (one test) pays it the bonuses.
+DEAD_CALL = "def sum_product(numbers):\n    if 0 > 1:\n        unused = aux(numbers)\n    return (0, 1)\n"
+ON_PAPER = "def aux(x):\n    return [x, x][0]\n"
+
+
+def test_a_constant_with_a_dead_call_of_aux_does_not_outscore_a_correct_solution(protocol, problem):
+    correct = score(protocol, problem, ON_PAPER, ALONE)
+    farmed = score(protocol, problem, ON_PAPER, DEAD_CALL)
+    assert farmed.parts["tests"] == pytest.approx(1 / 5) and farmed.parts["cooperation"] == 0.0
+    assert farmed.reward == pytest.approx(1.5 + 0.2) and correct.reward == pytest.approx(2.5)
+    comlrl = CodingProtocol(tasks.get("humaneval"), bonus_gate="one_test")  # to compare with CoMLRL's numbers
+    assert score(comlrl, problem, ON_PAPER, DEAD_CALL).reward == pytest.approx(1.5 + 0.2 + 1.5)
+    assert score(comlrl, problem, ON_PAPER, ALONE).reward == pytest.approx(2.5)
+    with pytest.raises(ValueError, match="bonus_gate must be one of 'all_tests', 'one_test', got 'some'"):
+        CodingProtocol(tasks.get("humaneval"), bonus_gate="some")
+
+
 # ---------------------------------------------------------------------- leave-one-out
 def test_leave_one_out_contributions_by_hand(problem):
     env = text_env(task="humaneval", split="test")

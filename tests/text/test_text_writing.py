@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -26,14 +27,30 @@ def numbered(prefix: str, count: int) -> str:
     return " ".join(f"{prefix}{k}" for k in range(count))
 
 
+def one_document(tmp_path, document):
+    """A corpus whose every problem is ``document``."""
+    corpus = tmp_path / "one"
+    corpus.mkdir()
+    for split in ("train", "test"):
+        write_corpus(corpus / f"{split}.jsonl", [document])
+    return corpus
+
+
+# every word the by-hand parts below use: their content words all lie in the document
+SOURCE = " ".join(
+    ["alpha beta gamma delta epsilon zeta eta theta iota kappa however therefore example",
+     numbered("word", 17), numbered("alpha", 10), numbered("beta", 15), numbered("w", 40), numbered("v", 40)]
+)
+
+
 def test_a_perfect_tldr_pair_by_hand(tmp_path):
     summary = "alpha beta gamma delta epsilon zeta eta theta iota kappa"  # 10 words, 10 content words
     detail = "however therefore for example " + numbered("word", 17) + " the the the the"
     # 25 words (rho = 2.5: L = 1); content words: however, therefore, example, word0..16 = 20
     # (nu = 2.0: V = 1); transitions: contrast, cause, example (T = 1).
-    protocol = WritingProtocol(corpus_dir(tmp_path))
+    protocol = WritingProtocol(one_document(tmp_path, SOURCE))
     outcome = protocol.score(protocol.problems("train")[0], [summary, detail])
-    assert outcome.parts == {"structure": 1.0, "length_ratio": 1.0, "vocabulary": 1.0, "transitions": 1.0}
+    assert outcome.parts == {"structure": 1.0, "length_ratio": 1.0, "vocabulary": 1.0, "transitions": 1.0, "grounding": 1.0}
     assert outcome.reward == 1.0
     assert outcome.output == f"{summary}\n\n{detail}"
 
@@ -42,16 +59,47 @@ def test_a_partial_tldr_pair_by_hand():
     summary = numbered("alpha", 10) + " " + numbered("alpha", 10)  # 20 words, 10 content words
     detail = "however " + numbered("beta", 15) + " the" * 11  # 27 words, 16 content words
     # rho = 27/20 = 1.35: L = (1.35 - 1.1) / 0.5 = 0.5; nu = 1.6: V = 0.3 / 0.7; T = 1/3.
-    parts = metrics(summary, detail, MODES["summarize"])
-    assert parts == pytest.approx({"structure": 1.0, "length_ratio": 0.5, "vocabulary": 3 / 7, "transitions": 1 / 3})
+    parts = metrics(summary, detail, SOURCE, MODES["summarize"])
+    assert parts == pytest.approx({"structure": 1.0, "length_ratio": 0.5, "vocabulary": 3 / 7, "transitions": 1 / 3, "grounding": 1.0})
 
 
 def test_an_expansion_pair_by_hand():
     background = numbered("w", 40)
     method = numbered("v", 40) + " the" * 16
     # rho = 56/40 = 1.4: L = (1.5 - 1.4) / 0.2 = 0.5; nu = 1.0: V = (1.0 - 0.7) / 0.3 = 1; T = 0.
-    parts = metrics(background, method, MODES["expand"])
-    assert parts == pytest.approx({"structure": 1.0, "length_ratio": 0.5, "vocabulary": 1.0, "transitions": 0.0})
+    parts = metrics(background, method, SOURCE, MODES["expand"])
+    assert parts == pytest.approx({"structure": 1.0, "length_ratio": 0.5, "vocabulary": 1.0, "transitions": 0.0, "grounding": 1.0})
+
+
+def test_parts_pay_in_proportion_to_the_share_of_their_words_the_document_holds(tmp_path):
+    summary = "alpha beta gamma delta epsilon zeta eta theta iota kappa"  # all 10 in SOURCE
+    detail = "however therefore for example " + numbered("word", 8) + " " + numbered("nowhere", 9)
+    # the detail's content words: however, therefore, example, word0..7 (11 in SOURCE), nowhere0..8
+    # (9 not): gamma = 11/20, over the TL;DR target 0.5: g = 1; over a target of 0.8: 0.6875.
+    assert metrics(summary, detail, SOURCE, MODES["summarize"])["grounding"] == 1.0
+    strict = dataclasses.replace(MODES["summarize"], grounding=0.8)
+    assert metrics(summary, detail, SOURCE, strict)["grounding"] == pytest.approx((11 / 20) / 0.8)
+    paper = dataclasses.replace(MODES["summarize"], grounding=0.0)  # the paper's reward reads no document
+    assert metrics(summary, detail, "an unrelated text", paper)["grounding"] == 1.0
+    with pytest.raises(ValueError, match="grounding must lie in"):
+        dataclasses.replace(MODES["summarize"], grounding=1.5)
+
+
+def test_one_fixed_pair_of_texts_no_longer_earns_the_reward_on_every_document(tmp_path):
+    """Nonsense words of the right counts, with transitions: R = 1 on every document while
+    the metrics never read it; now a part earns only with the document's words."""
+    path = write_corpus(tmp_path / "posts.jsonl", DOCUMENTS)
+    protocol = WritingProtocol(path)
+    tldr = "Zebra quartz wizard jumps over lazy foxes near mountain rivers today."
+    detail = ("However alpha bravo charlie delta echo foxtrot golf hotel india juliet. Therefore kilo lima "
+              "mike november oscar papa quebec romeo sierra tango. For example uniform victor whiskey.")
+    for problem in protocol.problems("train") + protocol.problems("test"):
+        outcome = protocol.score(problem, [tldr, detail])
+        assert outcome.parts["structure"] == outcome.parts["transitions"] == 1.0
+        assert outcome.reward == 0.0
+    post = protocol.problems("train")[0]
+    grounded = [post.question.split(",")[0], "However, " + post.question]  # its words, but "however"
+    assert protocol.score(post, grounded).parts["grounding"] == 1.0
 
 
 def test_the_structure_gate_zeroes_the_reward(tmp_path):
@@ -68,7 +116,7 @@ def test_transitions_match_whole_words_only():
 
 
 def test_both_writers_contribute_the_whole_reward_and_read_each_other(tmp_path):
-    env = text_env(protocol=WritingProtocol(corpus_dir(tmp_path)), max_turns=2)
+    env = text_env(protocol=WritingProtocol(one_document(tmp_path, SOURCE)), max_turns=2)
     env.reset(seed=0)
     summary = numbered("alpha", 10)
     detail = "however therefore for example " + numbered("word", 17)

@@ -1,4 +1,5 @@
-"""The writing protocol: two agents write one text together, scored by structure and style.
+"""The writing protocol: two agents write one text together, scored by structure and style,
+on the words of the document.
 
 After the writing collaborations of the MAGRPO paper (Liu et al., "LLM Collaboration
 With Multi-Agent RL", arXiv 2508.04652, section on writing): TL;DR-style summarization
@@ -35,13 +36,20 @@ U_k = set(W_k) minus :data:`STOPWORDS`; with the mode's :class:`WritingTargets`:
 - ``transitions`` T = min(1, m / :data:`TRANSITION_TARGET`), m = the number of
   categories of :data:`TRANSITIONS` with at least one phrase in the team's output (whole
   words, case-insensitive)
+- ``grounding`` g = min(1, gamma / gamma*), gamma = min over k of |U_k & D| / |U_k|
+  (gamma = 0 if a U_k is empty), D = the document's words minus :data:`STOPWORDS`, with
+  gamma* = ``grounding`` (g = 1 when gamma* = 0)
 
-and the joint reward R = s (L + V + T) / 3, so 0 <= R <= 1. The structure gate means a
-missing, one-word or runaway part earns nothing. The neutral text of both roles is the
+and the joint reward R = s g (L + V + T) / 3, so 0 <= R <= 1. The structure gate means a
+missing, one-word or runaway part earns nothing. The other three metrics never read the
+document (as the paper's), so without ``grounding`` one fixed pair of texts (nonsense
+words of the right counts and transitions) earned R = 1 on every document; grounding
+pays a part in proportion to the share of its content words that the document holds, up
+to gamma* (the paper's reward: ``WritingTargets(..., grounding=0)``). The neutral text of both roles is the
 empty string, which fails the structure gate: each agent's leave-one-out contribution
 is R itself (both parts are needed).
 
-**Feedback** for the next turn: the partner's part and the team's four scores.
+**Feedback** for the next turn: the partner's part and the team's five scores.
 
 Example:
     >>> words("Don't panic: 42 towels!")
@@ -76,12 +84,15 @@ class WritingTargets:
         max_words: Most words a part may have to pass the structure gate.
         ratio: (a, b, c, d) of the length-ratio trapezoid, a < b <= c < d.
         vocabulary: (lo, hi) of the vocabulary ramp, lo < hi.
+        grounding: gamma*, the share of each part's content words found in the document
+            that earns the full reward, in [0, 1] (0: the document is not read).
     """
 
     min_words: int
     max_words: int
     ratio: tuple[float, float, float, float]
     vocabulary: tuple[float, float]
+    grounding: float = 0.5
 
     def __post_init__(self) -> None:
         a, b, c, d = self.ratio
@@ -92,14 +103,19 @@ class WritingTargets:
             raise ValueError(f"ratio must be (a, b, c, d) with 0 <= a < b <= c < d, got {self.ratio}")
         if not 0 <= lo < hi:
             raise ValueError(f"vocabulary must be (lo, hi) with 0 <= lo < hi, got {self.vocabulary}")
+        if not 0 <= self.grounding <= 1:
+            raise ValueError(f"grounding must lie in [0, 1], got {self.grounding}")
 
 
 MODES = {
-    "summarize": WritingTargets(8, 256, (1.1, 1.6, 3.2, 5.0), (1.3, 2.0)),
-    "expand": WritingTargets(32, 256, (0.8, 1.0, 1.3, 1.5), (0.7, 1.0)),
+    "summarize": WritingTargets(8, 256, (1.1, 1.6, 3.2, 5.0), (1.3, 2.0), grounding=0.5),
+    "expand": WritingTargets(32, 256, (0.8, 1.0, 1.3, 1.5), (0.7, 1.0), grounding=0.25),
 }
 """Default targets per mode: the TL;DR ratios follow the paper's released reward
-(lengths in words here); the expansion ratio asks for paragraphs of similar length."""
+(lengths in words here); the expansion ratio asks for paragraphs of similar length. A
+summary earns its full reward once half its content words are the document's, an
+introduction written from an abstract (which brings words of its own) once a quarter
+are: this package's thresholds."""
 
 ROLES = {"summarize": ("summary", "detail"), "expand": ("background", "method")}
 
@@ -193,12 +209,12 @@ def transition_categories(text: str) -> list[str]:
     return [category for category, pattern in _CATEGORY_PATTERNS.items() if pattern.search(text)]
 
 
-def metrics(first: str, second: str, targets: WritingTargets) -> dict[str, float]:
-    """``structure``, ``length_ratio``, ``vocabulary`` and ``transitions`` of two parts
-    (formulas in the module docstring).
+def metrics(first: str, second: str, document: str, targets: WritingTargets) -> dict[str, float]:
+    """``structure``, ``length_ratio``, ``vocabulary``, ``transitions`` and ``grounding``
+    of two parts written on ``document`` (formulas in the module docstring).
 
-    >>> metrics("one two three four five six seven eight", "x " * 20, MODES["summarize"])
-    {'structure': 1.0, 'length_ratio': 1.0, 'vocabulary': 0.0, 'transitions': 0.0}
+    >>> metrics("one two three four five six seven eight", "x " * 20, "one two x", MODES["summarize"])
+    {'structure': 1.0, 'length_ratio': 1.0, 'vocabulary': 0.0, 'transitions': 0.0, 'grounding': 0.5}
     """
     w0, w1 = words(first), words(second)
     u0, u1 = set(w0) - STOPWORDS, set(w1) - STOPWORDS
@@ -211,7 +227,24 @@ def metrics(first: str, second: str, targets: WritingTargets) -> dict[str, float
         "length_ratio": trapezoid(rho, targets.ratio),
         "vocabulary": ramp(nu, targets.vocabulary),
         "transitions": min(1.0, len(found) / TRANSITION_TARGET),
+        "grounding": grounding(u0, u1, document, targets.grounding),
     }
+
+
+def grounding(u0: set[str], u1: set[str], document: str, target: float) -> float:
+    """g = min(1, gamma / target), gamma = the smaller share of the two parts' content words
+    ``u0``, ``u1`` that ``document`` holds (module docstring); 1 when ``target`` is 0.
+
+    >>> grounding({"dog", "barks"}, {"dog", "night", "moon", "sun"}, "The dog barks at night.", 0.5)
+    1.0
+    >>> grounding({"zebra", "quartz"}, {"dog"}, "The dog barks at night.", 0.5)
+    0.0
+    """
+    if target == 0:
+        return 1.0
+    known = set(words(document)) - STOPWORDS
+    gamma = min((len(part & known) / len(part) if part else 0.0) for part in (u0, u1))
+    return min(1.0, gamma / target)
 
 
 class WritingProtocol:
@@ -276,9 +309,10 @@ class WritingProtocol:
         return chat(SYSTEM, user)
 
     def score(self, problem: Problem, texts: Sequence[str]) -> Outcome:
-        """The four metrics and R of the two parts (formulas in the module docstring)."""
-        parts = metrics(texts[0], texts[1], self.targets)
-        reward = parts["structure"] * (parts["length_ratio"] + parts["vocabulary"] + parts["transitions"]) / 3.0
+        """The five metrics and R of the two parts (formulas in the module docstring)."""
+        parts = metrics(texts[0], texts[1], problem.question, self.targets)
+        style = (parts["length_ratio"] + parts["vocabulary"] + parts["transitions"]) / 3.0
+        reward = parts["structure"] * parts["grounding"] * style
         roles = ROLES[self.mode]
         scores = ", ".join(f"{name} {value:.2f}" for name, value in parts.items())
         feedback = tuple(

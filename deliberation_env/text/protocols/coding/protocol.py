@@ -27,7 +27,8 @@ part                  weight  what it measures
                               below is scored
 ``tests``             1.0     the fraction of the hidden tests the program passes, from the
                               sandbox's trusted verdict (below)
-``cooperation``       0.5     at least one test passed, the helper is defined and
+``cooperation``       0.5     every test passed (``bonus_gate="one_test"``: at least
+                              one, CoMLRL's gate), the helper is defined and
                               non-trivial, and the main function calls ``aux`` without
                               binding ``aux`` itself
 ``not_wrapper``       1.0     given cooperation: the main function is not a thin wrapper
@@ -156,6 +157,15 @@ function's calls of ``aux`` then fail), or no main function (R is at most 0.4).
   itself: otherwise ``def aux(x): return x`` farms the 1.5 points of cooperation.
 - The ignored-call deduction applies only with the cooperation bonus it offsets, so R is
   never negative (CoMLRL's reward function does the same; its logger applies it always).
+- The structure bonuses (cooperation, not a wrapper, the ignored call) are paid only to a
+  program that passes *every* test; CoMLRL pays them once *one* test passes. Its gate
+  can be farmed: a main function that returns one constant (``[]``, ``True``, ...) and
+  calls ``aux`` in code that never runs (``if 0 > 1: aux(0)``), beside a helper that is
+  non-trivial on paper, out-scored the correct canonical solution that does not call
+  ``aux`` on 62 of the 90 test problems (2.77 against 2.50 on average), and its helper's
+  leave-one-out contribution was 1.90 against 0.40. With every test, no program that
+  fails a test out-scores one that passes them all (R <= 1.5 + the share passed < 2.5).
+  ``bonus_gate="one_test"`` restores CoMLRL's gate, to compare with its numbers.
 - Feedback shows the program's results, never the expected values (above).
 
 Example (no sandbox run: the main agent writes no function, so no level past the first
@@ -173,6 +183,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Iterator, Sequence
+from typing import Literal, get_args
 
 from agents.base import Message
 from deliberation_env.sandbox import JudgeRequest
@@ -200,6 +211,9 @@ WEIGHTS = {
     "ignored_call": -0.5,
 }
 """CoMLRL's weight of each reward part (module docstring)."""
+BonusGate = Literal["all_tests", "one_test"]
+BONUS_GATES: tuple[BonusGate, ...] = get_args(BonusGate)
+"""When the structure bonuses are paid (:class:`CodingProtocol`'s ``bonus_gate``)."""
 
 SYSTEM = (
     "You are one of two programmers writing a Python solution together: a helper agent "
@@ -233,21 +247,30 @@ class CodingProtocol:
         task: The ``humaneval`` task (``deliberation_env.tasks.get("humaneval", ...)``);
             its sandbox limits (``timeout_s``, ``memory_mb``) judge the team's programs.
         cache_size: Verdicts kept at most (module docstring).
+        bonus_gate: When the structure bonuses are paid: ``"all_tests"`` (the program
+            passes every test) or ``"one_test"`` (at least one, CoMLRL's gate, which a
+            constant answer farms: module docstring, "Where this differs from CoMLRL").
 
     Raises:
         ValueError: If ``task`` is not HumanEval, a problem's tests cannot be counted
-            (naming the problem), or ``cache_size`` is not an integer >= 1.
+            (naming the problem), ``cache_size`` is not an integer >= 1, or
+            ``bonus_gate`` is neither gate.
     """
 
     name = "coding"
     reward_range = (0.0, 4.0)
 
-    def __init__(self, task: Task, cache_size: int = VERDICT_CACHE_SIZE) -> None:
+    def __init__(
+        self, task: Task, cache_size: int = VERDICT_CACHE_SIZE, bonus_gate: BonusGate = "all_tests"
+    ) -> None:
         if not isinstance(task, Task):
             raise TypeError(f"task must be a Task, got {type(task).__name__}")
         if task.name != "humaneval":
             raise ValueError(f"the coding protocol needs the 'humaneval' task, got {task.name!r}")
+        if bonus_gate not in BONUS_GATES:
+            raise ValueError(f"bonus_gate must be one of {', '.join(map(repr, BONUS_GATES))}, got {bonus_gate!r}")
         self.task = task
+        self.bonus_gate = bonus_gate
         self._verdicts = VerdictCache(positive_int("cache_size", cache_size))
         self._counted = {
             problem.id: count_tests(problem.meta["test"], f"problem {problem.id!r}", problem.meta["entry_point"])
@@ -296,7 +319,7 @@ class CodingProtocol:
             read.append((problem, helper, main, analysis))
         results = iter(self.judge([(problem, analysis.program) for problem, _, _, analysis in read if analysis.tested]))
         return [
-            _outcome(problem, helper, main, analysis, next(results) if analysis.tested else None)
+            _outcome(problem, helper, main, analysis, next(results) if analysis.tested else None, self.bonus_gate)
             for problem, helper, main, analysis in read
         ]
 
@@ -320,7 +343,14 @@ class CodingProtocol:
         return ""
 
 
-def _outcome(problem: Problem, helper_code: str, main_code: str, analysis: Analysis, tests: TestResult | None) -> Outcome:
+def _outcome(
+    problem: Problem,
+    helper_code: str,
+    main_code: str,
+    analysis: Analysis,
+    tests: TestResult | None,
+    bonus_gate: BonusGate,
+) -> Outcome:
     """The level reward, its parts and the feedback of a team's codes (module docstring);
     ``tests`` is the trusted count when ``analysis.tested``, else ``None``."""
     parts = dict.fromkeys(WEIGHTS, 0.0)
@@ -331,6 +361,7 @@ def _outcome(problem: Problem, helper_code: str, main_code: str, analysis: Analy
         parts["tests"] = tests.passed / tests.total
         cooperation = (
             tests.passed > 0
+            and (bonus_gate == "one_test" or tests.passed == tests.total)
             and analysis.helper_defined
             and analysis.calls_helper
             and not analysis.helper_trivial
