@@ -145,7 +145,7 @@ def train_text(cfg: TrainText) -> dict[str, Any]:
     started = time.perf_counter()
     result = text_learners.train(config)
     final = result.history[-1] if result.history else {}
-    if data_parallel.current().writes:  # rank 0 alone prints
+    if data_parallel.from_environment().writes:  # rank 0 alone prints (the group is gone by now)
         console.print(text_train_table(type(result.learner).__name__, final, result.before, result.after))
         if result.run_dir:
             wrote_folder(Path(result.run_dir), time.perf_counter() - started)

@@ -122,15 +122,16 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
 
     Raises:
         ValueError: Before anything is written, on a name of ``cfg.algos`` that is no
-            learner, or an ``out_dir`` that holds a comparison.
+            learner, a device this machine lacks, or an ``out_dir`` that holds a comparison.
     """
     from algorithms.text.plots import write_comparison
-    from algorithms.text.train import train
+    from algorithms.text.train import resolved_placement, train
 
     own = user_learners(cfg.algos, SHIPPED, learners)
     names = [learner_label(algo) for algo in cfg.algos]
     if not cfg.out_dir:
         cfg = replace(cfg, out_dir=str(new_run_dir("compare", "text", "+".join(names))))
+    resolved_placement(cfg.learner.device, cfg.learner.dtype)  # a device this machine lacks: before any file
     settings = json.loads(json.dumps(asdict(cfg), default=str))
     out_dir = open_run_dir(cfg.out_dir, settings, cfg.learner.run.resume, ("out_dir", *run_settings("learner.run.")))
     histories: dict[str, list[list[dict[str, float]]]] = {name: [] for name in names}

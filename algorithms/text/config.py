@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 import tyro
@@ -37,6 +38,17 @@ def text_run(**settings: Any) -> RunConfig:
     (0, 200)
     """
     return RunConfig(**{"updates": 10, "eval_interval": 0, "eval_problems": 0, "checkpoint_interval": 0, **settings})
+
+
+def local_model(spec: str) -> str:
+    """``spec`` (as :attr:`TextLearnerConfig.model` reads it), a local folder or file made
+    absolute: a run records, and a resumed run compares, the model wherever it is started.
+
+    >>> local_model("tiny"), local_model("Qwen/Qwen2.5-1.5B-Instruct")
+    ('tiny', 'Qwen/Qwen2.5-1.5B-Instruct')
+    """
+    path = Path(spec).expanduser()
+    return str(path.resolve()) if spec not in ("", "tiny") and path.exists() else spec
 
 
 @dataclass
@@ -95,8 +107,9 @@ class TextLearnerConfig(GroupSettings):
     dtype: Dtype = "auto"
     """The weights' dtype: ``auto`` (bfloat16 on CUDA, float32 on the CPU), ``float32``,
     ``bfloat16``, ``float16`` (LoRA adapters stay float32). A resumed run keeps the dtype its
-    checkpoint was trained in, whatever the spelling: ``auto`` that gave float32 on a CPU is
-    ``--dtype float32`` on a GPU."""
+    checkpoint was trained in: ``auto`` then means that dtype on any device (a run trained
+    in float32 on a CPU resumes in float32 on a GPU), and another is refused before
+    anything is written."""
 
     # ------------------------------------------------------------------ rollouts
     pairing: Literal["aligned", "cross"] = "aligned"
@@ -160,8 +173,9 @@ class TextLearnerConfig(GroupSettings):
     (:mod:`agents.trainable_lm.steps`): ``dynamic`` (a growing cache; finished rows leave
     the batch), ``static`` (a static cache of bucketed shape), or ``compiled`` (the static
     step through ``torch.compile``, CUDA graphs on a GPU: each shape compiles once, tens
-    of seconds, then a decoded token costs the least Python; with ``mixed_routing`` auto
-    or stacked). All three give the same completions up to floating-point noise."""
+    of seconds, then a decoded token costs the least Python; not with ``mixed_routing``
+    peft, and ``auto`` is stacked under it). All three give the same completions up to
+    floating-point noise."""
     workers: Annotated[int, tyro.conf.arg(name="rollout_workers")] = 0
     """Ray rollout workers, ``--rollout-workers`` on the command line (the ``ray`` extra): N copies of the policy sample the
     completions, the trainable weights shipped to them before every collection, so the
@@ -188,6 +202,7 @@ class TextLearnerConfig(GroupSettings):
         super().__post_init__()
         check_positive(self, "lora_rank", "lora_alpha", "max_new_tokens", "temperature", "micro_batch_size", "sample_batch_size", "eval_envs")
         check_names(self.device, self.dtype)
+        self.model, self.models = local_model(self.model), tuple(map(local_model, self.models))
         choices = {
             "finetune": ("lora", "full"),
             "pairing": ("aligned", "cross"),

@@ -30,7 +30,7 @@ from agents.trainable_team import TrainableTeam
 from algorithms.core import data_parallel
 from algorithms.core.metrics import check_loggers
 from algorithms.core.run import TrainResult, run
-from algorithms.core.run_dirs import check_resume, holds_run, named_run, open_run_dir
+from algorithms.core.run_dirs import CONFIG, check_resume, holds_run, named_run, open_run_dir
 from algorithms.text.base import TextPolicyGradientLearner, rank_num_envs
 from algorithms.text.config import TEXT_CONFIGS, TextLearnerConfig
 from algorithms.text.eval import evaluate
@@ -135,6 +135,28 @@ def restarted_run(run_dir: str | None) -> bool:
     return data_parallel.restarted() and holds_run(Path(run_dir))
 
 
+def kept_dtype(config: TextLearnerConfig, folder: Path) -> TextLearnerConfig:
+    """``config`` for resuming the run in ``folder``, which keeps the dtype it trained in
+    (``resolved_dtype`` in its ``config.json``): ``auto`` takes that dtype on any device.
+
+    Raises:
+        ValueError: Before anything is written, on a ``dtype`` that gives another here.
+    """
+    recorded = folder / CONFIG
+    trained_in = json.loads(recorded.read_text(encoding="utf-8")).get("resolved_dtype") if recorded.exists() else None
+    if trained_in is None:
+        return config
+    if config.dtype == "auto":
+        return dataclasses.replace(config, dtype=trained_in)
+    given = resolved_placement(config.device, config.dtype)["resolved_dtype"]
+    if given != trained_in:
+        raise ValueError(
+            f"--dtype {config.dtype}: the run in {folder} trained in {trained_in}, and a resumed run keeps its "
+            f"dtype: give --dtype {trained_in}, or auto (the run's own)"
+        )
+    return config
+
+
 def train(
     config: TextLearnerConfig,
     frozen: Mapping[str, TextPolicy] | None = None,
@@ -182,6 +204,9 @@ def train(
             )
         check_resume(config.run.resume, config.run.run_dir)
         resume = config.run.resume or restarted_run(config.run.run_dir)  # before a new folder is named for ""
+        if resume:
+            config = kept_dtype(config, Path(config.run.run_dir))
+            placement = resolved_placement(config.device, config.dtype)
         run_part = named_run(config.run, "text", f"{algo}-seed{config.seed}") if ranks.writes else None
         run_part = dataclasses.replace(data_parallel.broadcast_object(run_part), resume=resume)  # one folder, rank 0's
         config = dataclasses.replace(config, run=run_part)

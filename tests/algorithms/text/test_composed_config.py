@@ -132,3 +132,14 @@ def test_grpos_eps_is_declared_once_for_both_families():
         assert cls().eps == 1e-6
         with pytest.raises(ValueError, match="eps must be >= 0"):
             cls(eps=-1.0)
+
+
+def test_a_local_model_is_recorded_by_its_absolute_path_and_an_id_as_given(tmp_path, monkeypatch):
+    """A run started with ``--model ./tiny`` resumes from another directory with the folder's
+    absolute path (the adapters name their base by it too)."""
+    (tmp_path / "tiny").mkdir()
+    monkeypatch.chdir(tmp_path)
+    config = TextGRPOConfig(model="./tiny", models=("tiny", "./tiny", "Qwen/Qwen2.5-0.5B-Instruct"))
+    assert config.model == str(tmp_path / "tiny")
+    assert config.models == ("tiny", str(tmp_path / "tiny"), "Qwen/Qwen2.5-0.5B-Instruct")  # a preset, a folder, an id
+    assert config_record(config)["model"] == str(tmp_path / "tiny")

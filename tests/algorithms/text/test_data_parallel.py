@@ -123,7 +123,8 @@ def one_process(folder) -> Path:
 @pytest.fixture(scope="module")
 def two_processes(folder) -> Path:
     """Two gloo processes, 2 updates, through ``python -m algorithms.cli``."""
-    torchrun(folder, ["-m", "algorithms.cli", *train_args(2, folder / "two")])
+    done = torchrun(folder, ["-m", "algorithms.cli", *train_args(2, folder / "two")])
+    (folder / "two.stdout").write_text(done.stdout)
     return folder / "two"
 
 
@@ -133,6 +134,8 @@ def test_two_gloo_processes_make_the_one_process_updates(one_process, two_proces
     assert summary["algo"] == "grpo"
     assert summary["before"] == pytest.approx(json.loads((one_process / "one-at-2" / "summary.json").read_text())["before"])
     assert {p.name for p in (two_processes / "adapters").iterdir()} >= {"agent_0", "agent_1"}
+    printed = (two_processes.parent / "two.stdout").read_text()
+    assert printed.count("wrote ") == 1 and "summary.json" in printed  # rank 0 alone prints, once it has written
 
 
 def test_a_run_of_two_processes_resumes_in_one(folder, one_process, two_processes):

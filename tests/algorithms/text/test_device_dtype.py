@@ -94,6 +94,7 @@ def test_cuda_where_there_is_none_is_one_line_naming_the_flag(tmp_path, capsys, 
     with pytest.raises(SystemExit):
         cli.main(["compare", "text", *TINY, "--device", "cuda:0", "--out-dir", str(tmp_path / "c")])
     assert "--device cuda:0" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()  # a comparison too: refused before its folder is made
     with pytest.raises(SystemExit):
         cli.main(["train", "text", "magrpo", *TINY, "--device", "gpu"])
     assert "device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'" in capsys.readouterr().err
@@ -101,16 +102,29 @@ def test_cuda_where_there_is_none_is_one_line_naming_the_flag(tmp_path, capsys, 
 
 def test_a_resumed_run_may_move_but_keeps_its_dtype(tmp_path, capsys):
     """The rule: ``device`` and the spelling of ``dtype`` may change on ``--resume``; the dtype
-    they give (``auto`` resolved on the machine) must be the checkpoint's."""
-    run_dir = str(tmp_path / "run")
+    they give must be the checkpoint's, and ``auto`` gives it on any machine."""
+    run_dir, recorded = str(tmp_path / "run"), tmp_path / "run" / "config.json"
     cli.main(["train", "text", "magrpo", *TINY, "--updates", "1", "--device", "cpu", "--dtype", "float32", "--run-dir", run_dir])
     cli.main(["train", "text", "magrpo", *TINY, "--updates", "2", "--device", "auto", "--dtype", "auto", "--run-dir", run_dir,
-              "--resume"])  # fmt: skip  (auto: the CPU in float32 here, the checkpoint's dtype)
+              "--resume"])  # fmt: skip
     assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 2
     capsys.readouterr()
+    before = recorded.read_text()
     with pytest.raises(SystemExit):
         cli.main(["train", "text", "magrpo", *TINY, "--updates", "3", "--dtype", "bfloat16", "--run-dir", run_dir, "--resume"])
-    assert "differs from this learner's in ['dtype']" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "--dtype bfloat16: the run in" in error and "trained in float32" in error and "Traceback" not in error
+    assert recorded.read_text() == before  # refused before anything was written
+    assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+def test_auto_resumes_a_run_in_the_dtype_it_trained_in(tmp_path):
+    """A bfloat16 run resumed with ``--dtype auto`` (float32 on this CPU, were it a new run)
+    continues in bfloat16, as a float32 run of a CPU resumes in float32 on a GPU."""
+    run_dir = str(tmp_path / "run")
+    cli.main(["train", "text", "grpo", *TINY, "--updates", "1", "--device", "cpu", "--dtype", "bfloat16", "--run-dir", run_dir])
+    cli.main(["train", "text", "grpo", *TINY, "--updates", "2", "--run-dir", run_dir, "--resume"])
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["resolved_dtype"] == "bfloat16"
     assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 2
 
 
