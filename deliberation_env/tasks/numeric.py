@@ -43,7 +43,7 @@ _STATEMENT = re.compile(
     r"\banswer\s+is\b:?(?>(?:[\s*$]|\\\(|\\boxed\{)*)(?=[-+]?\$?\s?\d)([^\n]*)", re.IGNORECASE
 )
 _MARKUP = re.compile(r"\\boxed\{|\\[()\[\]]|[*${}]")
-_PLAIN_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?")
+_PLAIN_NUMBER = re.compile(r"[-+]?(?:\d+/\d+|\d+(?:\.\d*)?|\.\d+)")
 MAX_NUMBER_CHARS = 4000
 """The longest number :func:`canonical_number` reads (Python prints an integer of at most
 4,300 digits): any answer is at most a long wrong number, never an error."""
@@ -56,7 +56,7 @@ def canonical_number(text: str) -> str | None:
     Commas, currency signs, surrounding spaces, trailing periods and trailing zeros go;
     integers print without a decimal point, other values as their exact decimal (never
     rounded) or as a reduced fraction. Only plain numbers are read: an optional sign,
-    digits, an optional decimal part or ``/denominator``, at most
+    digits, then an optional decimal part or ``/denominator`` (not both), at most
     :data:`MAX_NUMBER_CHARS` characters; an exponent (``1e5``) or a longer number is no
     number, so no answer can make the reading slow or fail.
 
@@ -68,7 +68,7 @@ def canonical_number(text: str) -> str | None:
         return None
     try:
         value = Fraction(cleaned)
-    except ZeroDivisionError:
+    except (ValueError, ZeroDivisionError):  # 1/0; anything else the pattern lets through
         return None
     if value.denominator == 1:
         return str(value.numerator)

@@ -41,10 +41,10 @@ def test_decimals_are_exact_and_never_rounded_onto_another_number():
 @pytest.mark.parametrize("scoring", ["strict", "lenient"])
 @pytest.mark.parametrize(
     "number",
-    ["9" * 400 + ".5", "9" * 5000, "1" + "0" * 4500 + ".25"],
-    ids=["past a float", "past printable ints", "long decimal"],
+    ["9" * 400 + ".5", "9" * 5000, "1" + "0" * 4500 + ".25", "1.5/2"],
+    ids=["past a float", "past printable ints", "long decimal", "a decimal over a denominator"],
 )
-def test_an_enormous_number_is_a_wrong_answer_not_an_error(scoring, number):
+def test_a_number_no_reader_can_read_is_a_wrong_answer_not_an_error(scoring, number):
     task = de.tasks.get("arithmetic", scoring=scoring)
     problem = task.problems("test")[0]
     assert not task.is_correct(problem, task.parse(problem, f"The answer is {number}."))
