@@ -59,6 +59,12 @@ class _SupportMask:
         return np.where(sampling_support(logits, r.temperature, r.top_k, r.top_p), logits, -np.inf)
 
 
+DEFAULT_N_CTX = 2048
+"""The context window of :class:`LlamaCppBackend` by default. Its model id names another
+(``-ctx<N>``): llama.cpp cuts a completion where the context ends, so a backend of a shorter
+context generates other (cut) texts and must not be served this one's cached rows."""
+
+
 class LlamaCppBackend:
     """A GGUF model run in this process by llama.cpp.
 
@@ -81,7 +87,7 @@ class LlamaCppBackend:
         self,
         model_path: str | Path | None = None,
         *,
-        n_ctx: int = 2048,
+        n_ctx: int = DEFAULT_N_CTX,
         n_threads: int | None = None,
         n_batch: int = 512,
     ) -> None:
@@ -90,6 +96,8 @@ class LlamaCppBackend:
             raise FileNotFoundError(f"llamacpp backend: no GGUF file at {path}")
         self.model_path = path
         name = f"llamacpp:{path.name.removesuffix('.gguf').replace('.', '-')}"
+        if n_ctx != DEFAULT_N_CTX:  # llama.cpp cuts a completion at the context's end: other texts
+            name += f"-ctx{n_ctx}"
         self.model_id = fingerprinted(name, file_sha256(path))
         threads = n_threads or usable_cpus()
         self._llm = llama_cpp.Llama(

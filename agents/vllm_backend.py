@@ -12,7 +12,9 @@ candidate's first token and vLLM returns that token's log-probability
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +28,37 @@ except ImportError:
     LLM = None
 
 
-def vllm_model_id(model: str) -> str:
-    """The model id of ``model``: ``vllm:<name>``, and for a local model directory the hash of
-    its files (:mod:`agents.fingerprint`), so two models saved under one name never share
-    cached rows (a hub name cannot be hashed here: it names what vLLM finds under it)."""
-    name = f"vllm:{model.rstrip('/').rsplit('/', 1)[-1]}"
-    return fingerprinted(name, directory_sha256(model)) if Path(model).is_dir() else name
+OUTPUT_SETTINGS = frozenset({
+    "dtype", "quantization", "max_model_len", "tokenizer", "tokenizer_mode", "revision",
+    "tokenizer_revision", "kv_cache_dtype", "hf_overrides", "trust_remote_code", "seed",
+})
+"""The ``vllm.LLM`` settings that change what a model generates (the others, such as
+``gpu_memory_utilization`` or ``tensor_parallel_size``, only where and how fast)."""
+
+
+def vllm_model_id(model: str, engine_kwargs: Mapping[str, Any] | None = None) -> str:
+    """The model id of ``model`` served with ``engine_kwargs``: ``vllm:<model>`` (a hub name
+    whole, organisation included: ``orgA/M`` and ``orgB/M`` are other models), and for a
+    local model directory ``vllm:<folder name>`` with the hash of its files
+    (:mod:`agents.fingerprint`), so two models saved under one name never share cached
+    rows (a hub name cannot be hashed here: it names what vLLM finds under it). The
+    :data:`OUTPUT_SETTINGS` given follow, as ``+`` and a hash of their values: a model
+    quantized to fp8, or cut to a shorter context, is served its own rows.
+
+    >>> vllm_model_id("Qwen/Qwen2.5-3B-Instruct")
+    'vllm:Qwen/Qwen2.5-3B-Instruct'
+    >>> vllm_model_id("Qwen/Qwen2.5-3B-Instruct", {"gpu_memory_utilization": 0.5})  # where, not what
+    'vllm:Qwen/Qwen2.5-3B-Instruct'
+    """
+    if Path(model).is_dir():
+        name = fingerprinted(f"vllm:{Path(model).resolve().name}", directory_sha256(model))
+    else:
+        name = f"vllm:{model}"
+    settings = {key: value for key, value in (engine_kwargs or {}).items() if key in OUTPUT_SETTINGS}
+    if not settings:
+        return name
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{name}+{digest[:16]}"
 
 
 class VLLMBackend:
@@ -56,7 +83,7 @@ class VLLMBackend:
         engine_kwargs.setdefault("enable_prefix_caching", True)
         self._llm = LLM(model=model, **engine_kwargs)
         self._tokenizer = self._llm.get_tokenizer()
-        self.model_id = vllm_model_id(model)
+        self.model_id = vllm_model_id(model, engine_kwargs)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """Generate every request in one ``LLM.generate`` call."""

@@ -174,7 +174,7 @@ def test_two_ggufs_of_one_name_have_two_model_ids(two_ggufs):
 
     ids = [LlamaCppBackend(gguf, n_ctx=256).model_id for gguf in two_ggufs]
     digests = [hashlib.sha256(gguf.read_bytes()).hexdigest() for gguf in two_ggufs]
-    assert ids == [f"llamacpp:model@sha256:{digest[:32]}" for digest in digests]
+    assert ids == [f"llamacpp:model-ctx256@sha256:{digest[:32]}" for digest in digests]
     assert ids[0] != ids[1]
 
 
@@ -206,4 +206,33 @@ def test_vllm_ids_of_local_directories_hold_their_hash(tmp_path):
         (tmp_path / run / "agent_0" / "model.safetensors").write_bytes(weights)
     ids = [vllm_model_id(str(tmp_path / run / "agent_0")) for run in ("a", "b")]
     assert ids[0].startswith("vllm:agent_0@sha256:") and ids[0] != ids[1]
-    assert vllm_model_id("Qwen/Qwen2.5-3B-Instruct") == "vllm:Qwen2.5-3B-Instruct"  # a hub name: by name
+    assert vllm_model_id("Qwen/Qwen2.5-3B-Instruct") == "vllm:Qwen/Qwen2.5-3B-Instruct"  # a hub name: by name
+
+
+def test_vllm_ids_name_the_hub_organisation_and_the_settings_that_change_the_texts():
+    from agents.vllm_backend import vllm_model_id
+
+    ids = {
+        vllm_model_id("orgA/Model-7B"),
+        vllm_model_id("orgB/Model-7B"),  # a fine-tune or re-upload under the same name
+        vllm_model_id("orgA/Model-7B", {"quantization": "fp8"}),
+        vllm_model_id("orgA/Model-7B", {"max_model_len": 256}),
+        vllm_model_id("orgA/Model-7B", {"revision": "v2"}),
+    }
+    assert len(ids) == 5
+    assert vllm_model_id("orgA/Model-7B", {"max_model_len": 256, "dtype": "bfloat16"}) == vllm_model_id(
+        "orgA/Model-7B", {"dtype": "bfloat16", "max_model_len": 256}
+    )  # the same settings in any order
+    assert vllm_model_id("orgA/Model-7B", {"gpu_memory_utilization": 0.5, "tensor_parallel_size": 2}) == (
+        "vllm:orgA/Model-7B"
+    )  # where and how fast it runs: the same texts, the same rows
+
+
+def test_a_llamacpp_backend_of_another_context_window_is_another_model():
+    from agents.llamacpp_backend import DEFAULT_N_CTX, LlamaCppBackend
+    from agents.local import default_model_path
+
+    assert LlamaCppBackend(n_ctx=DEFAULT_N_CTX).model_id.startswith("llamacpp:SmolLM2-135M-Instruct-Q4_1@sha256:")
+    short = LlamaCppBackend(n_ctx=512).model_id
+    assert short.startswith("llamacpp:SmolLM2-135M-Instruct-Q4_1-ctx512@sha256:")
+    assert short.split("@")[1] == LlamaCppBackend(default_model_path()).model_id.split("@")[1]  # the same file
