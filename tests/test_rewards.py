@@ -61,6 +61,32 @@ def test_consensus_ties_broken_by_summed_confidence_then_index():
     assert loo[1, 0] == 1 and loo[1, 1] == 0
 
 
+def test_leave_one_out_is_the_vote_of_the_team_without_the_agent_exactly():
+    """Each leave-one-out winner is :func:`plurality_winner` of the team without agent i,
+    ties included: sums of confidences equal but for rounding (0.1 + 0.2 and 0.3) tie, and
+    the lowest index wins them, as in the full vote."""
+    codes = np.array([[1, 1, 2], [2, 0, 2], [0, 0, 1]])
+    conf = np.array([[0.2, 0.4, 0.2], [0.0, 0.0, 0.1], [0.1, 0.2, 0.3]])
+    same = (codes[:, :, None] == codes[:, None, :]) & (codes[:, :, None] >= 0)
+    loo = leave_one_out_winners(codes, conf, same)
+    assert loo[0, 1] == 0 and loo[1, 2] == 0  # 1-1 ties of equal confidence: the lowest index
+    assert plurality_winner(codes, conf, same)[2] == 0  # 0.1 + 0.2 against 0.3: a 2-1 vote, no tie
+    tie = np.array([[0, 0, 1, 1]]), np.array([[0.1, 0.2, 0.3, 0.0]])
+    tie_same = (tie[0][:, :, None] == tie[0][:, None, :]) & (tie[0][:, :, None] >= 0)
+    assert plurality_winner(*tie, tie_same)[0] == 0  # 2-2, confidence 0.1 + 0.2 == 0.3 + 0.0: index
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(2, 6))
+        codes, conf = rng.integers(-1, 3, size=(1, n)), rng.integers(0, 11, size=(1, n)) / 10
+        same = (codes[:, :, None] == codes[:, None, :]) & (codes[:, :, None] >= 0)
+        loo = leave_one_out_winners(codes, conf, same)
+        for i in range(n):
+            without = codes.copy()
+            without[0, i] = -1
+            alone = (without[:, :, None] == without[:, None, :]) & (without[:, :, None] >= 0)
+            assert loo[0, i] == plurality_winner(without, conf, alone)[0]
+
+
 def test_unparseable_answers_do_not_vote():
     solver = ScriptedSolver([None, None, "7"], confidence={None: 0.99, "7": 0.1})
     _, obs, infos = make(solver)

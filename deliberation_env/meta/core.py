@@ -54,11 +54,17 @@ class RewardConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
 
 
+CONFIDENCE_DIGITS = 9
+"""Decimals of the summed confidences that break a plurality tie (:func:`plurality_winner`)."""
+
+
 def plurality_winner(codes: np.ndarray, conf: np.ndarray, same: np.ndarray) -> np.ndarray:
     """The agent whose decision is the consensus, per env; -1 if no valid decision.
 
     Plurality vote over valid decisions (code >= 0); ties between decisions are broken
-    by the summed confidence of their voters, then by the lowest agent index.
+    by the summed confidence of their voters (rounded to :data:`CONFIDENCE_DIGITS`
+    decimals, so sums equal but for floating-point rounding, 0.1 + 0.2 and 0.3, tie),
+    then by the lowest agent index.
 
     Args:
         codes: (E, n) decision codes, -1 for unparseable.
@@ -69,24 +75,25 @@ def plurality_winner(codes: np.ndarray, conf: np.ndarray, same: np.ndarray) -> n
         (E,) agent index of a holder of the winning decision.
     """
     n = codes.shape[1]
-    key = same.sum(-1) * (n + 1.0) + (same * conf[:, None, :]).sum(-1)
+    key = same.sum(-1) * (n + 1.0) + np.round((same * conf[:, None, :]).sum(-1), CONFIDENCE_DIGITS)
     key = np.where(codes >= 0, key, -1.0)
     winner = key.argmax(-1)
     return np.where(key.max(-1) >= 0, winner, -1)
 
 
 def leave_one_out_winners(codes: np.ndarray, conf: np.ndarray, same: np.ndarray) -> np.ndarray:
-    """``plurality_winner`` of the team without agent i, for every i: shape (E, n)."""
+    """``plurality_winner`` of the team without agent i, for every i: shape (E, n). Each is
+    that vote itself, with agent i's decision taken out (not the full vote's sums less
+    i's share, whose rounding could break a tie another way)."""
     n = codes.shape[1]
-    count = same.sum(-1)  # (E, n_j)
-    sumconf = (same * conf[:, None, :]).sum(-1)
-    # Without agent i, voter j's group loses i's vote when i is in it: same[e, j, i].
-    same_ji = np.swapaxes(same, 1, 2)  # [e, i, j] = same[e, j, i]
-    key = (count[:, None, :] - same_ji) * (n + 1.0) + sumconf[:, None, :] - same_ji * conf[:, :, None]
-    key = np.where(codes[:, None, :] >= 0, key, -1.0)
-    key[:, np.arange(n), np.arange(n)] = -1.0
-    winner = key.argmax(-1)
-    return np.where(key.max(-1) >= 0, winner, -1)
+    winners = np.empty(codes.shape, dtype=np.int64)
+    for i in range(n):
+        without = codes.copy()
+        without[:, i] = -1
+        alone = same.copy()
+        alone[:, i, :] = alone[:, :, i] = False
+        winners[:, i] = plurality_winner(without, conf, alone)
+    return winners
 
 
 def correct_at(correct: np.ndarray, winner: np.ndarray) -> np.ndarray:
