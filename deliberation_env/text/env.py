@@ -104,9 +104,10 @@ argument is an error naming it before any task is loaded).
 - v1, unreleased changes: rewards that could be farmed, closed (the id stays v1: each
   change takes away reward that no correct team earned). Coding: the structure bonuses
   are paid only to a program that passes every test (``CodingProtocol(...,
-  bonus_gate="one_test")``: CoMLRL's gate, as in 0.2.0). Writing: each part is paid in
-  proportion to the share of its content words that the document holds
-  (``WritingTargets(..., grounding=0)``: as in 0.2.0). Numbers: an enormous or
+  bonus_gate="one_test")``: CoMLRL's gate, as in 0.2.0). Writing: a team is paid in proportion
+  to the share of its parts' content words that the document holds and of the
+  document's that it mentions (``WritingTargets(..., grounding=0, coverage=0)``: as in
+  0.2.0). Numbers: an enormous or
   exponent-written number is no answer instead of an error, and decimals compare exactly.
 - v1 (release 0.2.0): what an episode rewards changed in two protocols. Math: answers
   are read strictly by default, ``format`` pays the asked form, and the ``text_if_cut``

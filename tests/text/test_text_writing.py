@@ -79,10 +79,24 @@ def test_parts_pay_in_proportion_to_the_share_of_their_words_the_document_holds(
     assert metrics(summary, detail, SOURCE, MODES["summarize"])["grounding"] == 1.0
     strict = dataclasses.replace(MODES["summarize"], grounding=0.8)
     assert metrics(summary, detail, SOURCE, strict)["grounding"] == pytest.approx((11 / 20) / 0.8)
-    paper = dataclasses.replace(MODES["summarize"], grounding=0.0)  # the paper's reward reads no document
+    paper = dataclasses.replace(MODES["summarize"], grounding=0.0, coverage=0.0)  # the paper's: no document
     assert metrics(summary, detail, "an unrelated text", paper)["grounding"] == 1.0
     with pytest.raises(ValueError, match="grounding must lie in"):
         dataclasses.replace(MODES["summarize"], grounding=1.5)
+    with pytest.raises(ValueError, match="coverage must lie in"):
+        dataclasses.replace(MODES["summarize"], coverage=-0.1)
+
+
+def test_a_team_is_paid_for_how_many_of_the_documents_words_it_uses():
+    """A few common words of the document, padded with stopwords, are all the document's
+    (gamma = 1) but cover little of it: kappa = 3/40 against the TL;DR target 0.15."""
+    document = numbered("topic", 37) + " how many each"
+    summary = "it is how and it is so; it was many to me"
+    detail = "then it is how and many; also it was each, such as this, and it is how and many as it was each"
+    parts = metrics(summary, detail, document, MODES["summarize"])
+    assert parts["structure"] == 1.0 and parts["grounding"] == pytest.approx((3 / 40) / 0.15)
+    fuller = summary + " " + numbered("topic", 3)
+    assert metrics(fuller, detail + " " + numbered("topic", 8), document, MODES["summarize"])["grounding"] == 1.0
 
 
 def test_one_fixed_pair_of_texts_no_longer_earns_the_reward_on_every_document(tmp_path):

@@ -36,16 +36,23 @@ U_k = set(W_k) minus :data:`STOPWORDS`; with the mode's :class:`WritingTargets`:
 - ``transitions`` T = min(1, m / :data:`TRANSITION_TARGET`), m = the number of
   categories of :data:`TRANSITIONS` with at least one phrase in the team's output (whole
   words, case-insensitive)
-- ``grounding`` g = min(1, gamma / gamma*), gamma = min over k of |U_k & D| / |U_k|
-  (gamma = 0 if a U_k is empty), D = the document's words minus :data:`STOPWORDS`, with
-  gamma* = ``grounding`` (g = 1 when gamma* = 0)
+- ``grounding`` g = min(1, gamma / gamma*, kappa / kappa*), D = the document's words minus
+  :data:`STOPWORDS`: gamma = min over k of |U_k & D| / |U_k| (gamma = 0 if a U_k is
+  empty), the share of each part's content words that the document holds, and
+  kappa = |(U_0 | U_1) & D| / |D|, the share of the document's content words the team
+  mentions, with gamma* = ``grounding`` and kappa* = ``coverage`` (a term is 1 when its
+  target is 0)
 
 and the joint reward R = s g (L + V + T) / 3, so 0 <= R <= 1. The structure gate means a
 missing, one-word or runaway part earns nothing. The other three metrics never read the
 document (as the paper's), so without ``grounding`` one fixed pair of texts (nonsense
-words of the right counts and transitions) earned R = 1 on every document; grounding
-pays a part in proportion to the share of its content words that the document holds, up
-to gamma* (the paper's reward: ``WritingTargets(..., grounding=0)``). The neutral text of both roles is the
+words of the right counts and transitions) earned R = 1 on every document; with gamma
+alone, a fixed pair of a corpus's common words ("how", "many", "each" on GSM8K) still
+earned it on two documents of three. Both terms together pay a team for the document's
+own words, in proportion to how many it uses (the paper's reward:
+``WritingTargets(..., grounding=0, coverage=0)``). *Not proven*: that the text says
+anything about the document. A list of the document's words in a frame of stopwords and
+transitions earns R = 1 as a summary does: the reward is lexical, as the paper's is. The neutral text of both roles is the
 empty string, which fails the structure gate: each agent's leave-one-out contribution
 is R itself (both parts are needed).
 
@@ -85,7 +92,9 @@ class WritingTargets:
         ratio: (a, b, c, d) of the length-ratio trapezoid, a < b <= c < d.
         vocabulary: (lo, hi) of the vocabulary ramp, lo < hi.
         grounding: gamma*, the share of each part's content words found in the document
-            that earns the full reward, in [0, 1] (0: the document is not read).
+            that earns the full reward, in [0, 1] (0: not checked).
+        coverage: kappa*, the share of the document's content words the team mentions that
+            earns the full reward, in [0, 1] (0: not checked).
     """
 
     min_words: int
@@ -93,6 +102,7 @@ class WritingTargets:
     ratio: tuple[float, float, float, float]
     vocabulary: tuple[float, float]
     grounding: float = 0.5
+    coverage: float = 0.15
 
     def __post_init__(self) -> None:
         a, b, c, d = self.ratio
@@ -103,19 +113,21 @@ class WritingTargets:
             raise ValueError(f"ratio must be (a, b, c, d) with 0 <= a < b <= c < d, got {self.ratio}")
         if not 0 <= lo < hi:
             raise ValueError(f"vocabulary must be (lo, hi) with 0 <= lo < hi, got {self.vocabulary}")
-        if not 0 <= self.grounding <= 1:
-            raise ValueError(f"grounding must lie in [0, 1], got {self.grounding}")
+        for name in ("grounding", "coverage"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must lie in [0, 1], got {getattr(self, name)}")
 
 
 MODES = {
-    "summarize": WritingTargets(8, 256, (1.1, 1.6, 3.2, 5.0), (1.3, 2.0), grounding=0.5),
-    "expand": WritingTargets(32, 256, (0.8, 1.0, 1.3, 1.5), (0.7, 1.0), grounding=0.25),
+    "summarize": WritingTargets(8, 256, (1.1, 1.6, 3.2, 5.0), (1.3, 2.0), grounding=0.5, coverage=0.15),
+    "expand": WritingTargets(32, 256, (0.8, 1.0, 1.3, 1.5), (0.7, 1.0), grounding=0.25, coverage=0.2),
 }
 """Default targets per mode: the TL;DR ratios follow the paper's released reward
 (lengths in words here); the expansion ratio asks for paragraphs of similar length. A
 summary earns its full reward once half its content words are the document's, an
 introduction written from an abstract (which brings words of its own) once a quarter
-are: this package's thresholds."""
+are; a TL;DR with its summary mention 15% of the document's content words, an
+introduction's two paragraphs 20% of the abstract's: this package's thresholds."""
 
 ROLES = {"summarize": ("summary", "detail"), "expand": ("background", "method")}
 
@@ -227,24 +239,29 @@ def metrics(first: str, second: str, document: str, targets: WritingTargets) -> 
         "length_ratio": trapezoid(rho, targets.ratio),
         "vocabulary": ramp(nu, targets.vocabulary),
         "transitions": min(1.0, len(found) / TRANSITION_TARGET),
-        "grounding": grounding(u0, u1, document, targets.grounding),
+        "grounding": grounding(u0, u1, document, targets),
     }
 
 
-def grounding(u0: set[str], u1: set[str], document: str, target: float) -> float:
-    """g = min(1, gamma / target), gamma = the smaller share of the two parts' content words
-    ``u0``, ``u1`` that ``document`` holds (module docstring); 1 when ``target`` is 0.
+def grounding(u0: set[str], u1: set[str], document: str, targets: WritingTargets) -> float:
+    """g = min(1, gamma / gamma*, kappa / kappa*) of two parts' content words ``u0``, ``u1``
+    on ``document`` (module docstring; a term whose target is 0 is 1).
 
-    >>> grounding({"dog", "barks"}, {"dog", "night", "moon", "sun"}, "The dog barks at night.", 0.5)
+    >>> dog = "The dog barks at night."
+    >>> grounding({"dog", "barks"}, {"dog", "night", "moon", "sun"}, dog, MODES["summarize"])
     1.0
-    >>> grounding({"zebra", "quartz"}, {"dog"}, "The dog barks at night.", 0.5)
+    >>> grounding({"zebra", "quartz"}, {"dog"}, dog, MODES["summarize"])
     0.0
     """
-    if target == 0:
-        return 1.0
     known = set(words(document)) - STOPWORDS
-    gamma = min((len(part & known) / len(part) if part else 0.0) for part in (u0, u1))
-    return min(1.0, gamma / target)
+    terms = [1.0]
+    if targets.grounding:
+        gamma = min((len(part & known) / len(part) if part else 0.0) for part in (u0, u1))
+        terms.append(gamma / targets.grounding)
+    if targets.coverage:
+        kappa = len((u0 | u1) & known) / len(known) if known else 0.0
+        terms.append(kappa / targets.coverage)
+    return min(terms)
 
 
 class WritingProtocol:
