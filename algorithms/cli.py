@@ -204,8 +204,12 @@ def check_lists(args: list[str]) -> None:
             raise ValueError(f"{flag} takes values separated by spaces, not commas: did you mean {flag} {spaced}?")
 
 
-UNRECOGNIZED = re.compile(r"Unrecognized (?:options|arguments?):\s*(--[\w.-]+)")
+UNRECOGNIZED = re.compile(r"Unrecognized (?:or misplaced )?(?:options|arguments?):\s*(--[\w.-]+)")
 """tyro's line naming the first option that the command does not have."""
+UNKNOWN_WORD = re.compile(r"Unrecognized (?:or misplaced )?(?:options|arguments?):\s*([\w-]+).*?Available subcommands: ([\w, -]+?)(?: -{3,}| For full helptext|$)")
+"""tyro's line naming a word that is no subcommand, and the subcommands there are."""
+ELSEWHERE = re.compile(r"in (deliberate [\w ]+?) --help")
+"""Where tyro's message says a similar option is (``in deliberate train meta grpo --help``)."""
 OPTION = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9.-]*[a-z0-9])")
 """An option as tyro's message lists them."""
 MISSING = re.compile(r"Missing subcommand\W*Expected one of \{([^}]*)\}")
@@ -229,9 +233,24 @@ def short_error(printed: str) -> str | None:
     found = UNRECOGNIZED.search(text)
     if found is not None:
         flag = found.group(1)
-        candidates = sorted({option for option in OPTION.findall(text[found.end() :]) if option != flag})
+        rest = text[found.end() :]
+        own = re.search(rf"{re.escape(flag)} [A-Z{{]", rest)  # the flag itself, listed as another command's
+        if own is not None:
+            entry = re.split(r"(?<![\w-])--(?!help\b)[a-z0-9]", rest[own.end() :], maxsplit=1)[0]
+            commands = list(dict.fromkeys(ELSEWHERE.findall(entry)))
+            if commands:
+                more = f" and {len(commands) - 3} more" if len(commands) > 3 else ""
+                return f"{flag} is not an option of this command but of {', '.join(commands[:3])}{more}"
+        candidates = sorted({option for option in OPTION.findall(rest) if option not in (flag, "--help")})
         close = difflib.get_close_matches(flag, candidates, n=1, cutoff=0.5)
         return f"unrecognized option {flag}" + (f"; did you mean {close[0]}?" if close else "")
+    word = UNKNOWN_WORD.search(text)
+    if word is not None:
+        choices = [choice.strip() for choice in word.group(2).split(",")]
+        close = difflib.get_close_matches(word.group(1), choices, n=1, cutoff=0.5)
+        return f"unrecognized command {word.group(1)}" + (
+            f"; did you mean {close[0]}?" if close else f"; name one of {', '.join(choices)}"
+        )
     missing = MISSING.search(text)
     if missing is not None:
         return f"name one of {missing.group(1)} after the command"

@@ -60,7 +60,10 @@ class Reinforce(Learner):
     def train_step(self):
         """Play one episode per env, then one gradient step; the update's metrics."""
         venv, agents = self.venv, self.venv.possible_agents
-        obs, _ = venv.reset(options={"problem_index": self.rng.integers(len(venv.problems), size=venv.num_envs).tolist()})
+        # problems and episode seeds from the learner's own seeded generator: the same seed,
+        # the same episodes (a reset without episode seeds draws fresh ones every run)
+        obs, _ = venv.reset(options={"problem_index": self.rng.integers(len(venv.problems), size=venv.num_envs).tolist(),
+                                     "episode_seed": self.rng.integers(2**31, size=venv.num_envs).tolist()})
         logp, returns, done = torch.zeros(len(agents), venv.num_envs), np.zeros((len(agents), venv.num_envs)), False
         while not done:
             dists = {agent: torch.distributions.Categorical(logits=self.logits(obs, agent)) for agent in agents}

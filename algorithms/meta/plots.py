@@ -271,13 +271,16 @@ def final_accuracy(finals: Rows, baseline_rows: Rows) -> Figure:
     return final_bars(groups, learners, "held-out consensus accuracy", f"final accuracy{_at_scale(finals, scale)}")
 
 
-def action_shares(curves: Rows, finals: Rows) -> Figure:
+def action_shares(curves: Rows, finals: Rows) -> Figure | None:
     """Training shares of PERSIST / REFINE / CONCEDE per learner at one reward scale (the
     one closest to 1, named in the title where the comparison ran several), mean and 95%
-    band over seeds."""
+    band over seeds; None when no learner logged them (``actions/*_share``: the shipped
+    learners do, one's own need not)."""
     scale = _reference_scale(finals)
     per_action = {a: _series(curves, f"actions/{a}_share") for a in ACTION_NAMES}
     algos = sorted({algo for algo, s in per_action["persist"] if s == scale})
+    if not algos:
+        return None
     fig = new_figure(figsize=(4.5 * len(algos), 3.6))
     axes = fig.subplots(1, len(algos), squeeze=False, sharey=True)[0]
     for ax, algo in zip(axes, algos, strict=True):
@@ -315,10 +318,13 @@ def reward_scale(finals: Rows) -> Figure:
 
 
 def write_comparison(out_dir: Path, curves: Rows, finals: Rows, baseline_rows: Rows) -> list[Path]:
-    """Write the four figures of a comparison into ``out_dir`` and return their paths."""
-    return [
+    """Write the figures of a comparison into ``out_dir`` (four; three when no learner
+    logged its action shares) and return their paths."""
+    written = [
         write_figure(comparison_curves(curves, baseline_rows), out_dir / CURVES_FIGURE, bbox_inches="tight"),
         write_figure(final_accuracy(finals, baseline_rows), out_dir / FINAL_FIGURE),
-        write_figure(action_shares(curves, finals), out_dir / "action_shares.png"),
-        write_figure(reward_scale(finals), out_dir / "reward_scale.png"),
     ]
+    shares = action_shares(curves, finals)
+    if shares is not None:
+        written.append(write_figure(shares, out_dir / "action_shares.png"))
+    return [*written, write_figure(reward_scale(finals), out_dir / "reward_scale.png")]

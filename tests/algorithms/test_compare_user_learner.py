@@ -119,6 +119,35 @@ def test_a_meta_learner_of_ones_own_joins_compare_from_python(tmp_path):
         assert any(row["algo"] == "centred" and row["eval/consensus_accuracy"] for row in csv.DictReader(file))
 
 
+def example_reinforce():
+    """``Reinforce`` of ``examples/05_custom_learner.py``: a learner on the skeleton alone
+    (it logs no action shares)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "05_custom_learner.py"
+    spec = importlib.util.spec_from_file_location("custom_learner_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Reinforce
+
+
+def test_a_comparison_of_ones_own_learners_alone_is_written_and_the_same_seed_repeats_it(tmp_path):
+    """Every learner one's own, built on the learner skeleton as example 05's: the table and
+    files are written (no action-share figure: none logged its shares), and the same seed
+    gives the same comparison."""
+    reinforce = example_reinforce()
+    finals = []
+    for attempt in ("a", "b"):
+        cfg = replace(tiny_meta(tmp_path / attempt, ("reinforce",)), baselines=("independent",))
+        summary = meta_compare.compare(cfg, learners={"reinforce": reinforce})
+        assert "reinforce@1" in summary["learners"]
+        out = tmp_path / attempt / "meta"
+        assert COMMON_FILES <= top_files(out) and "action_shares.png" not in top_files(out)
+        finals.append((out / RESULTS_CSV).read_text())
+    assert finals[0] == finals[1]
+
+
 def test_a_meta_learner_of_ones_own_joins_compare_from_the_command_line(beside, tmp_path, capsys):
     cli.main(["compare", "meta", "--algos", "softrankpo", "./mine.py:Mine", "--seeds", "1", "--baselines", "oracle",
               "--out-dir", str(tmp_path / "cmp"), *TINY_META])  # fmt: skip
