@@ -40,6 +40,7 @@ returns a learner that :func:`algorithms.core.run.run` drives (``name``, ``updat
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -93,15 +94,29 @@ def check_algos(algos: Sequence[str]) -> None:
         raise ValueError(f"--algos names {', '.join(twice)} twice: give each learner once (by name or import path)")
 
 
+BUILT_AS = {
+    "meta": ((("config", "venv"), ("warm_start",)), "Mine(config, venv, warm_start=network)"),
+    "text": ((("config", "lm", "venv", "frozen"), ("sampler",)), "Mine(config, lm, venv, frozen, sampler=sampler)"),
+}
+"""How each family's ``train`` builds a learner: the arguments (positional, then by
+keyword) and the call as its docs write it."""
+
+
 def user_learners(
-    algos: Sequence[str], shipped: Sequence[str], learners: Mapping[str, LearnerFactory] | None
+    algos: Sequence[str],
+    shipped: Sequence[str],
+    learners: Mapping[str, LearnerFactory] | None,
+    family: str | None = None,
 ) -> dict[str, LearnerFactory]:
     """The factories of the learners of one's own in ``algos``, by :func:`learner_label`:
-    each given in ``learners`` or by import path (imported here, which runs its module).
+    each given in ``learners`` or by import path (imported here, which runs its module),
+    and, with ``family``, callable as that family's ``train`` builds a learner
+    (:data:`BUILT_AS`; checked on the signature, before anything is trained or written).
 
     Raises:
         ValueError: On a name that is neither shipped, nor in ``learners``, nor an import
-            path, or an import path that does not import.
+            path, an import path that does not import, or a learner that the family
+            cannot build (one of the other family's, say).
         TypeError: On a factory that cannot be called.
     """
     learners = dict(learners or {})
@@ -123,8 +138,31 @@ def user_learners(
             )
         if not callable(factory):
             raise TypeError(f"learner {algo!r} is a {type(factory).__name__}, not a class or function that builds one")
+        if family is not None:
+            check_built_as(algo, factory, family)
         found[learner_label(algo)] = factory
     return found
+
+
+def check_built_as(algo: str, factory: LearnerFactory, family: str) -> None:
+    """Refuse ``factory`` when ``family``'s ``train`` cannot call it (:data:`BUILT_AS`).
+
+    Raises:
+        ValueError: Naming the call and what its signature refused.
+    """
+    (positional, keywords), call = BUILT_AS[family]
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # a builtin without a signature: left to the call
+        return
+    try:
+        signature.bind(*positional, **dict.fromkeys(keywords))
+    except TypeError as error:
+        other = next(name for name in BUILT_AS if name != family)
+        raise ValueError(
+            f"learner {algo!r} cannot be built as compare {family} builds one, {call}: {error} "
+            f"(a {other} learner? compare {other} trains those)"
+        ) from None
 
 
 def write_results(

@@ -42,7 +42,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import netrc
+import os
 import time
+import urllib.parse
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -133,7 +136,9 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
 
 def check_loggers(tensorboard: bool, wandb_project: str) -> None:
     """Before a run writes anything: raise an ``ImportError`` naming the extra that
-    ``--tensorboard`` or ``--wandb-project`` needs when it is not installed."""
+    ``--tensorboard`` or ``--wandb-project`` needs when it is not installed, and a
+    ``ValueError`` when Weights & Biases would log online without a key
+    (:func:`wandb_key_missing`)."""
     for asked, flag, module, extra in (
         (tensorboard, "--tensorboard", "tensorboard", "tensorboard"),
         (bool(wandb_project), "--wandb-project", "wandb", "wandb"),
@@ -142,3 +147,21 @@ def check_loggers(tensorboard: bool, wandb_project: str) -> None:
             raise ImportError(
                 f"{flag} needs the {extra!r} extra: pip install 'deliberation-env[{extra}]'"
             )
+    if wandb_project and wandb_key_missing():
+        raise ValueError(
+            "--wandb-project: Weights & Biases has no API key here: run `wandb login`, set WANDB_API_KEY, "
+            "or log locally with WANDB_MODE=offline"
+        )
+
+
+def wandb_key_missing() -> bool:
+    """Whether ``wandb.init`` would ask for an API key: online (``WANDB_MODE`` neither
+    ``offline`` nor ``disabled``), no ``WANDB_API_KEY``, and no key for its host in
+    ``~/.netrc`` (where ``wandb login`` writes it)."""
+    if os.environ.get("WANDB_MODE", "").lower() in ("offline", "disabled", "dryrun") or os.environ.get("WANDB_API_KEY"):
+        return False
+    host = urllib.parse.urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
+    try:
+        return netrc.netrc(os.environ.get("NETRC")).authenticators(host or "") is None
+    except (OSError, netrc.NetrcParseError):
+        return True

@@ -66,7 +66,7 @@ def compare(cfg: CompareConfig, learners: Mapping[str, LearnerFactory] | None = 
         ValueError: Before anything is written, on a name of ``cfg.algos`` that is no
             learner, or an ``out_dir`` that holds a comparison (without ``--resume``).
     """
-    own = user_learners(cfg.algos, ALGOS, learners)
+    own = user_learners(cfg.algos, ALGOS, learners, "meta")
     cfg = dataclasses.replace(cfg, learner=with_task_defaults(cfg.learner))
     names = [learner_label(algo) for algo in cfg.algos]
     if not cfg.out_dir:

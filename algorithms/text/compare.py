@@ -127,7 +127,7 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
     from algorithms.text.plots import write_comparison
     from algorithms.text.train import resolved_placement, train
 
-    own = user_learners(cfg.algos, SHIPPED, learners)
+    own = user_learners(cfg.algos, SHIPPED, learners, "text")
     names = [learner_label(algo) for algo in cfg.algos]
     if not cfg.out_dir:
         cfg = replace(cfg, out_dir=str(new_run_dir("compare", "text", "+".join(names))))

@@ -223,3 +223,12 @@ def test_an_import_path_in_a_config_files_algos_is_refused_without_importing(bes
     assert exit.value.code == 2 and f"{data['algos'][1]!r} is an import path" in error
     assert f"(--algos {data['algos'][1]})" in error
     assert not beside.exists() and "evil" not in sys.modules and not (tmp_path / "c").exists()
+
+
+def test_a_learner_of_the_other_family_is_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(ValueError, match=r"cannot be built as compare text builds one, Mine\(config, lm, venv, frozen, "
+                       r"sampler=sampler\).*a meta learner\? compare meta trains those"):
+        text_compare.compare(tiny_text(tmp_path, ("centred",)), learners={"centred": Centred})
+    with pytest.raises(ValueError, match=r"cannot be built as compare meta builds one.*a text learner\?"):
+        meta_compare.compare(tiny_meta(tmp_path, ("centred",)), learners={"centred": CentredText})
+    assert not (tmp_path / "text").exists() and not (tmp_path / "meta").exists()

@@ -83,3 +83,28 @@ def test_a_run_refuses_wandb_without_a_run_folder():
     with pytest.raises(ValueError, match="wandb_project logs the metrics of the run folder: give run_dir"):
         text_run(wandb_project="p", run_dir=None)
     assert TextMAGRPOConfig(run=text_run(wandb_project="p", run_dir="runs/x")).run.wandb_project == "p"
+
+
+def test_weights_and_biases_online_without_a_key_is_one_line_before_anything_is_written(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("wandb", reason="Weights & Biases is the 'wandb' extra")
+    from algorithms import cli
+
+    for name in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))  # no `wandb login` here
+    run_dir = tmp_path / "run"
+    args = ["train", "meta", "grpo", "--team", "simulated", "--updates", "1", "--sft-updates", "0",
+            "--no-progress", "--wandb-project", "x", "--run-dir", str(run_dir)]  # fmt: skip
+    with pytest.raises(SystemExit):
+        cli.main(args)
+    err = capsys.readouterr().err
+    assert "--wandb-project: Weights & Biases has no API key here" in err and "WANDB_MODE=offline" in err
+    assert "Traceback" not in err and not run_dir.exists()
+    (tmp_path / "netrc").write_text("machine api.wandb.ai\n  login user\n  password 0123456789abcdef\n")
+    monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+    from algorithms.core.metrics import wandb_key_missing
+
+    assert not wandb_key_missing()  # what `wandb login` leaves
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    assert not wandb_key_missing()
