@@ -64,6 +64,27 @@ def test_a_function_protocol_refuses_what_it_cannot_seat_or_score(questions):
         env.step({"agent_0": "a", "agent_1": "b"})
 
 
+@pytest.mark.parametrize("made", ["1.0", None, {"part": "high"}, {"part": True}], ids=["str", "None", "str part", "bool part"])
+def test_a_reward_function_returning_no_number_is_named(questions, made):
+    env = de.text_env(protocol=FunctionProtocol(colour_protocol(questions), prompt=lambda *a: "q", reward=lambda p, t: made))
+    env.reset(seed=0)
+    with pytest.raises(TypeError, match=r"protocol 'function': the reward function returned .*: return a number, or"):
+        env.step({"agent_0": "a", "agent_1": "b"})
+
+
+@pytest.mark.parametrize("made", [None, 5, [], ["hello"]], ids=["None", "int", "empty", "list of str"])
+def test_a_prompt_function_returning_no_prompt_is_named(questions, made):
+    protocol = FunctionProtocol(colour_protocol(questions), prompt=lambda *a: made, reward=lambda p, t: 0.0)
+    with pytest.raises(TypeError, match=r"protocol 'function': the prompt function returned .*: return the user message"):
+        de.text_env(protocol=protocol)  # the env renders every prompt once, to bound the observation
+
+
+def test_a_team_size_other_than_the_envs_default_names_both(questions):
+    with pytest.raises(ValueError, match="seats n_agents=3, got 2: give the env n_agents=3 too"):
+        de.text_env(protocol=colour_protocol(questions, n_agents=3)).reset(seed=0)
+    assert de.text_env(protocol=colour_protocol(questions, n_agents=3), n_agents=3).reset(seed=0)
+
+
 def test_the_cli_names_a_protocol_by_import_path(questions, tmp_path, monkeypatch):
     module = tmp_path / "my_colours.py"
     module.write_text(

@@ -27,6 +27,8 @@ as for any protocol; the functions must treat any text as data (never raise on i
 
 from __future__ import annotations
 
+import numbers
+import reprlib
 from collections.abc import Callable, Mapping, Sequence
 
 from agents.base import Message
@@ -100,7 +102,10 @@ class FunctionProtocol:
     def roles(self, n_agents: int) -> tuple[str, ...]:
         """``("agent",) * n_agents`` when ``n_agents`` is the size this protocol seats."""
         if n_agents != self.n_agents:
-            raise ValueError(f"protocol {self.name!r} seats n_agents={self.n_agents}, got {n_agents}")
+            raise ValueError(
+                f"protocol {self.name!r} seats n_agents={self.n_agents}, got {n_agents}: give the env "
+                f"n_agents={self.n_agents} too (its default is 2)"
+            )
         return ("agent",) * n_agents
 
     def problems(self, split: str) -> Sequence[Problem]:
@@ -114,15 +119,30 @@ class FunctionProtocol:
         made = self._prompt(problem, agent, previous, feedback)
         if isinstance(made, str):
             return chat(SYSTEM.format(n=self.n_agents), made)
-        return tuple(made)
+        if isinstance(made, Sequence) and made and all(isinstance(m, Mapping) for m in made):
+            return tuple(made)
+        raise TypeError(
+            f"protocol {self.name!r}: the prompt function returned {_shown(made)}: return the user message "
+            "(a str) or the whole chat (a list of {'role': ..., 'content': ...} messages)"
+        )
 
     def score(self, problem: Problem, texts: Sequence[str]) -> Outcome:
         """R from the reward function (its parts summed, when it names them), and the feedback."""
         made = self._reward(problem, list(texts))
         parts = dict(made) if isinstance(made, Mapping) else {"reward": made}
+        if not all(isinstance(value, numbers.Real) and not isinstance(value, bool) for value in parts.values()):
+            raise TypeError(
+                f"protocol {self.name!r}: the reward function returned {_shown(made)}: return a number, "
+                "or the reward's parts as {name: number}"
+            )
         feedback = ("",) * len(texts) if self._feedback is None else tuple(self._feedback(problem, list(texts)))
         return Outcome(reward=sum(parts.values()), parts=parts, feedback=feedback, output=None)
 
     def neutral_text(self, problem: Problem, agent: int) -> str:
         """:attr:`neutral`, for every agent."""
         return self.neutral
+
+
+def _shown(value: object) -> str:
+    """``value`` as an error message shows it: its type and the head of its repr."""
+    return f"{type(value).__name__} {reprlib.repr(value)}"
