@@ -87,8 +87,10 @@ bug: ``Composite.__init__() got multiple values for argument 'self'``), which th
 vector, having no keys, avoids.
 
 With ``observation="text"`` the dict holds only ``text`` (a ``Text`` space: the question,
-the answers and confidences, rendered for LLM-based meta-policies); ``"both"`` holds all
-three keys.
+the answers and confidences, rendered for LLM-based meta-policies; printable ASCII only,
+:data:`~deliberation_env.meta.spaces.TEXT_CHARSET`, any other character shown as ``?``,
+at most :data:`~deliberation_env.meta.spaces.TEXT_MAX_LENGTH` characters); ``"both"`` holds
+all three keys.
 
 **Rewards.** For agent i after a step, with correctness judged by the task:
 
