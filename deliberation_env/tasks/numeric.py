@@ -74,8 +74,9 @@ def canonical_number(text: str) -> str | None:
         return str(value.numerator)
     if "/" in cleaned:
         return f"{value.numerator}/{value.denominator}"
-    whole, _, decimals = cleaned.lstrip("+-").partition(".")
-    return f"{'-' if value < 0 else ''}{int(whole or '0')}.{decimals.rstrip('0')}"
+    places = len(cleaned.partition(".")[2])  # value * 10**places is whole: written in ASCII digits
+    digits = str(abs(value.numerator) * 10**places // value.denominator).rjust(places + 1, "0")
+    return f"{'-' if value < 0 else ''}{digits[:-places]}.{digits[-places:].rstrip('0')}"
 
 
 def extract_number(text: str) -> str | None:

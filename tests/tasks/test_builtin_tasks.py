@@ -36,6 +36,7 @@ def test_decimals_are_exact_and_never_rounded_onto_another_number():
     assert canonical_number("-0.50") == "-0.5" and canonical_number("+.25") == "0.25"
     assert canonical_number("0.30000000000000004") != canonical_number("0.3")
     assert canonical_number("12345678901234567.5") == "12345678901234567.5"
+    assert canonical_number("\u0663.\u0665") == canonical_number("3.5") == "3.5"  # Arabic-Indic digits: the same number
 
 
 @pytest.mark.parametrize("scoring", ["strict", "lenient"])
