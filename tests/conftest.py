@@ -97,6 +97,7 @@ SLOW_TESTS = frozenset(
      "test_two_processes_write_concurrently",
      "test_replay_from_a_read_only_file_system",
      "test_wandb_offline_gets_the_jsonl_metric_names_at_the_same_steps",
+     "test_weights_and_biases_online_without_a_key_is_one_line",
      "test_compare_writes_curves_summary_and_plots",
      "test_a_meta_learner_of_ones_own_joins_compare_from_python",
      "test_a_text_learner_of_ones_own_joins_compare_and_both_families_write_the_same_files",

@@ -42,10 +42,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import netrc
-import os
 import time
-import urllib.parse
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -88,9 +85,15 @@ class MetricLogger:
         self.writer = board.SummaryWriter(str(self.run_dir)) if board else None
         self.wandb_run = None
         if wandb is not None:
-            self.wandb_run = wandb.init(
-                project=wandb_project, dir=str(self.run_dir), name=str(self.run_dir), config=config
-            )
+            try:
+                self.wandb_run = wandb.init(
+                    project=wandb_project, dir=str(self.run_dir), name=str(self.run_dir), config=config
+                )
+            except wandb.errors.Error as error:  # no API key, no server: the user's to fix, in one line
+                raise ValueError(
+                    f"--wandb-project: Weights & Biases refused to start: {error} (run `wandb login`, or log "
+                    "locally with WANDB_MODE=offline)"
+                ) from None
 
     def log(self, step: int, episodes: int, metrics: dict[str, float]) -> dict[str, Any]:
         """Write one record and return it."""
@@ -136,9 +139,7 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
 
 def check_loggers(tensorboard: bool, wandb_project: str) -> None:
     """Before a run writes anything: raise an ``ImportError`` naming the extra that
-    ``--tensorboard`` or ``--wandb-project`` needs when it is not installed, and a
-    ``ValueError`` when Weights & Biases would log online without a key
-    (:func:`wandb_key_missing`)."""
+    ``--tensorboard`` or ``--wandb-project`` needs when it is not installed."""
     for asked, flag, module, extra in (
         (tensorboard, "--tensorboard", "tensorboard", "tensorboard"),
         (bool(wandb_project), "--wandb-project", "wandb", "wandb"),
@@ -147,21 +148,3 @@ def check_loggers(tensorboard: bool, wandb_project: str) -> None:
             raise ImportError(
                 f"{flag} needs the {extra!r} extra: pip install 'deliberation-env[{extra}]'"
             )
-    if wandb_project and wandb_key_missing():
-        raise ValueError(
-            "--wandb-project: Weights & Biases has no API key here: run `wandb login`, set WANDB_API_KEY, "
-            "or log locally with WANDB_MODE=offline"
-        )
-
-
-def wandb_key_missing() -> bool:
-    """Whether ``wandb.init`` would ask for an API key: online (``WANDB_MODE`` neither
-    ``offline`` nor ``disabled``), no ``WANDB_API_KEY``, and no key for its host in
-    ``~/.netrc`` (where ``wandb login`` writes it)."""
-    if os.environ.get("WANDB_MODE", "").lower() in ("offline", "disabled", "dryrun") or os.environ.get("WANDB_API_KEY"):
-        return False
-    host = urllib.parse.urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
-    try:
-        return netrc.netrc(os.environ.get("NETRC")).authenticators(host or "") is None
-    except (OSError, netrc.NetrcParseError):
-        return True
