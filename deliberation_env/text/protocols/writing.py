@@ -40,8 +40,8 @@ U_k = set(W_k) minus :data:`STOPWORDS`; with the mode's :class:`WritingTargets`:
   :data:`STOPWORDS`: gamma = min over k of |U_k & D| / |U_k| (gamma = 0 if a U_k is
   empty), the share of each part's content words that the document holds, and
   kappa = |(U_0 | U_1) & D| / |D|, the share of the document's content words the team
-  mentions, with gamma* = ``grounding`` and kappa* = ``coverage`` (a term is 1 when its
-  target is 0)
+  mentions (kappa = 0 if D is empty), with gamma* = ``grounding`` and kappa* =
+  ``coverage`` (a term is 1 when its target is 0)
 
 and the joint reward R = s g (L + V + T) / 3, so 0 <= R <= 1. The structure gate means a
 missing, one-word or runaway part earns nothing. The other three metrics never read the
@@ -52,9 +52,10 @@ earned it on two documents of three. Both terms together pay a team for the docu
 own words, in proportion to how many it uses (the paper's reward:
 ``WritingTargets(..., grounding=0, coverage=0)``). *Not proven*: that the text says
 anything about the document. A list of the document's words in a frame of stopwords and
-transitions earns R = 1 as a summary does: the reward is lexical, as the paper's is. The neutral text of both roles is the
-empty string, which fails the structure gate: each agent's leave-one-out contribution
-is R itself (both parts are needed).
+transitions earns R = 1 as a summary does: the reward is lexical, as the paper's is.
+
+The neutral text of both roles is the empty string, which fails the structure gate: each
+agent's leave-one-out contribution is R itself (both parts are needed).
 
 **Feedback** for the next turn: the partner's part and the team's five scores.
 
