@@ -28,12 +28,16 @@ except ImportError:
     LLM = None
 
 
-OUTPUT_SETTINGS = frozenset({
-    "dtype", "quantization", "max_model_len", "tokenizer", "tokenizer_mode", "revision",
-    "tokenizer_revision", "kv_cache_dtype", "hf_overrides", "trust_remote_code", "seed",
+PLACEMENT_SETTINGS = frozenset({
+    "gpu_memory_utilization", "tensor_parallel_size", "pipeline_parallel_size", "enable_prefix_caching",
+    "swap_space", "cpu_offload_gb", "max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill",
+    "disable_log_stats", "distributed_executor_backend", "disable_custom_all_reduce", "enforce_eager",
+    "max_seq_len_to_capture", "block_size", "enable_lora", "max_loras", "max_lora_rank", "max_cpu_loras",
 })
-"""The ``vllm.LLM`` settings that change what a model generates (the others, such as
-``gpu_memory_utilization`` or ``tensor_parallel_size``, only where and how fast)."""
+"""The ``vllm.LLM`` settings that change only where and how fast a model runs, not what it
+generates; every other setting (``dtype``, ``quantization``, ``max_model_len``,
+``tokenizer``, ``revision``, ``load_format``, ``generation_config``, ``rope_scaling``, ...)
+is part of the model id."""
 
 
 def vllm_model_id(model: str, engine_kwargs: Mapping[str, Any] | None = None) -> str:
@@ -41,9 +45,10 @@ def vllm_model_id(model: str, engine_kwargs: Mapping[str, Any] | None = None) ->
     whole, organisation included: ``orgA/M`` and ``orgB/M`` are other models), and for a
     local model directory ``vllm:<folder name>`` with the hash of its files
     (:mod:`agents.fingerprint`), so two models saved under one name never share cached
-    rows (a hub name cannot be hashed here: it names what vLLM finds under it). The
-    :data:`OUTPUT_SETTINGS` given follow, as ``+`` and a hash of their values: a model
-    quantized to fp8, or cut to a shorter context, is served its own rows.
+    rows (a hub name cannot be hashed here: it names what vLLM finds under it). Every
+    setting but the :data:`PLACEMENT_SETTINGS` follows, as ``+`` and a hash of the
+    settings (a local tokenizer folder by the hash of its files): a model quantized to
+    fp8, cut to a shorter context or loaded with dummy weights is served its own rows.
 
     >>> vllm_model_id("Qwen/Qwen2.5-3B-Instruct")
     'vllm:Qwen/Qwen2.5-3B-Instruct'
@@ -54,7 +59,10 @@ def vllm_model_id(model: str, engine_kwargs: Mapping[str, Any] | None = None) ->
         name = fingerprinted(f"vllm:{Path(model).resolve().name}", directory_sha256(model))
     else:
         name = f"vllm:{model}"
-    settings = {key: value for key, value in (engine_kwargs or {}).items() if key in OUTPUT_SETTINGS}
+    settings = {key: value for key, value in (engine_kwargs or {}).items() if key not in PLACEMENT_SETTINGS}
+    tokenizer = settings.get("tokenizer")
+    if isinstance(tokenizer, (str, Path)) and Path(tokenizer).is_dir():
+        settings["tokenizer"] = directory_sha256(tokenizer)
     if not settings:
         return name
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()

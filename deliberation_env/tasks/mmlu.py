@@ -66,11 +66,13 @@ MMLU_INSTRUCTIONS = (
 )
 
 _CSV_SPLITS = {"test": ("test",), "train": ("dev", "val")}
-_MARKED = re.compile(r"(?i:answer|option|choice)\s*(?i:is)?\s*:?\s*\(?\**([ABCD])\b")
-_BOXED = re.compile(r"\\boxed\{\s*(?:\\text\{)?\s*\(?([ABCD])\)?\s*\}?\s*\}")
+_MARKED = re.compile(r"(?i:answer|option|choice)\s*+(?i:is)?\s*+:?\s*+\(?\**([ABCD])\b")
+_BOXED = re.compile(r"\\boxed\{\s*+(?:\\text\{\s*+)?\(?([ABCD])\)?\s*+(?:\}\s*+)?\}")
 _ALONE = re.compile(r"^\W*\(?([ABCD])\)?\W*$")
 _STATED = re.compile(r"\b(?i:answer)(?:\s+(?i:is)\b|\s*:)(?>[\s*(:]*)([ABCD])\b([^\n]*)")
-_CLOSING = re.compile(r"[\s*)]*[.!]?[\s*]*")
+_CLOSING = re.compile(r"[\s*)]*+[.!]?[\s*]*+")
+# runs of spaces and markup are possessive (``*+``): a run that ends in something else fails at
+# once, where trying every split of it between two patterns took seconds for thousands of spaces
 
 
 def stated_letter(text: str) -> str | None:

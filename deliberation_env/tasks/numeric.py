@@ -36,7 +36,7 @@ NUMERIC_INSTRUCTIONS = (
 
 _NUMBER = r"[-+]?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?"
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
-_MARKED = re.compile(rf"(?:####|answer is|answer:|answer =)\s*\**\s*({_NUMBER})", re.IGNORECASE)
+_MARKED = re.compile(rf"(?:####|answer is|answer:|answer =)(?>\s*\**\s*)({_NUMBER})", re.IGNORECASE)
 _ANY = re.compile(_NUMBER)
 # strict: a statement's head, then the rest of the line that holds its number
 _STATEMENT = re.compile(
@@ -47,7 +47,9 @@ _PLAIN_NUMBER = re.compile(r"[-+]?(?:\d+/\d+|\d+(?:\.\d*)?|\.\d+)")
 MAX_NUMBER_CHARS = 4000
 """The longest number :func:`canonical_number` reads (Python prints an integer of at most
 4,300 digits): any answer is at most a long wrong number, never an error."""
-_ONE_NUMBER = re.compile(r"\s*([-+]?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?)\s*[.!]?\s*")
+_ONE_NUMBER = re.compile(r"\s*+([-+]?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?)\s*+[.!]?\s*+")
+# the runs of spaces are atomic (``(?>...)``, ``*+``): a run that ends in something else fails at once,
+# where trying every split of it between two ``\s*`` took seconds for a few thousand spaces
 
 
 def canonical_number(text: str) -> str | None:

@@ -218,14 +218,26 @@ def test_vllm_ids_name_the_hub_organisation_and_the_settings_that_change_the_tex
         vllm_model_id("orgA/Model-7B", {"quantization": "fp8"}),
         vllm_model_id("orgA/Model-7B", {"max_model_len": 256}),
         vllm_model_id("orgA/Model-7B", {"revision": "v2"}),
+        vllm_model_id("orgA/Model-7B", {"load_format": "dummy"}),  # random weights
+        vllm_model_id("orgA/Model-7B", {"generation_config": "vllm"}),  # not the model's sampling defaults
     }
-    assert len(ids) == 5
+    assert len(ids) == 7
     assert vllm_model_id("orgA/Model-7B", {"max_model_len": 256, "dtype": "bfloat16"}) == vllm_model_id(
         "orgA/Model-7B", {"dtype": "bfloat16", "max_model_len": 256}
     )  # the same settings in any order
     assert vllm_model_id("orgA/Model-7B", {"gpu_memory_utilization": 0.5, "tensor_parallel_size": 2}) == (
         "vllm:orgA/Model-7B"
     )  # where and how fast it runs: the same texts, the same rows
+
+
+def test_a_local_vllm_tokenizer_is_named_by_its_files(tmp_path):
+    from agents.vllm_backend import vllm_model_id
+
+    for folder, vocab in (("a", b"one"), ("b", b"two")):
+        (tmp_path / folder / "tok").mkdir(parents=True)
+        (tmp_path / folder / "tok" / "tokenizer.json").write_bytes(vocab)
+    ids = {vllm_model_id("orgA/Model-7B", {"tokenizer": str(tmp_path / folder / "tok")}) for folder in ("a", "b")}
+    assert len(ids) == 2  # one folder name, other files: other texts
 
 
 def test_a_llamacpp_backend_of_another_context_window_is_another_model():

@@ -1,0 +1,54 @@
+"""The answer readers on texts built to make a regular expression backtrack: a long run of
+spaces or markup after an answer's head, ended by something else. Each reader must read
+such a text as any other (a run of 100,000 characters is read in well under a second; the
+runs used to be split every way between two patterns, minutes at this length), so the test
+bounds each read by an alarm far above that: a guard, not a measurement."""
+
+from __future__ import annotations
+
+import signal
+from contextlib import contextmanager
+
+import pytest
+
+from deliberation_env.tasks import mmlu
+from deliberation_env.tasks.math import extract_answer, stated_answer
+from deliberation_env.tasks.numeric import extract_number, stated_number
+
+RUN = 100_000
+READERS = {
+    "numeric strict": stated_number,
+    "numeric lenient": extract_number,
+    "math strict": stated_answer,
+    "math lenient": extract_answer,
+    "mmlu strict": mmlu.stated_letter,
+    "mmlu lenient": mmlu.extract_letter,
+}
+HEADS = ["####", "answer:", "The answer is", "The answer is 5", "Answer: A", "\\boxed{", "\\boxed{A", "answer is **"]
+
+
+@contextmanager
+def at_most(seconds: int):
+    def stop(*_):
+        raise TimeoutError(f"still reading after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("fill", [" ", "\t", " *", "\n"], ids=["spaces", "tabs", "stars", "newlines"])
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_a_long_run_after_an_answers_head_is_read_as_a_short_one(reader, fill):
+    read = READERS[reader]
+    for head in HEADS:
+        with at_most(60):
+            long = read(head + fill * (RUN // len(fill)) + "x")
+        short = read(head + fill * 4 + "x")
+        assert (long is None) == (short is None), head  # an answer, or none, as with a short run
+        if reader.startswith(("numeric", "mmlu")):
+            assert long == short, head  # a number or a letter: the same one
