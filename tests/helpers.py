@@ -68,6 +68,21 @@ class ScriptedSolver:
         return [Confidence(self.confidence.get(t.previous.decision, 0.5), "scripted", 3, 1) for t in turns]
 
 
+def run_benchmark(script: str, *args: str) -> subprocess.CompletedProcess:
+    """``python benchmarks/SCRIPT ARGS`` from the repository's root, as a user runs it;
+    asserts it exited 0 (its stderr's tail as the message) and returns it."""
+    done = subprocess.run(
+        [sys.executable, f"benchmarks/{script}", *args],
+        check=False,
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
 def wait_until(condition: Callable[[], object], timeout_s: float = 60.0) -> None:
     """Poll ``condition`` every 50 ms until it holds or ``timeout_s`` has passed.
 

@@ -1,23 +1,11 @@
 """benchmarks/gpu_check.py --smoke: the prepared GPU check runs end to end on the CPU."""
 
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import run_benchmark
 
 
 def test_the_gpu_check_smoke_run_reports_every_figure_and_cpu_parity():
-    done = subprocess.run(
-        [sys.executable, "benchmarks/gpu_check.py", "--smoke"],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = run_benchmark("gpu_check.py", "--smoke")
 
-    assert done.returncode == 0, done.stderr[-2000:]
     lines = {
         line.split(" | ")[0].strip("| "): line
         for line in done.stdout.splitlines()
@@ -38,16 +26,8 @@ def test_the_gpu_check_smoke_run_reports_every_figure_and_cpu_parity():
 
 
 def test_past_its_budget_the_check_skips_the_later_phases_and_still_reports_the_update():
-    done = subprocess.run(
-        [sys.executable, "benchmarks/gpu_check.py", "--smoke", "--trl", "--budget-s", "0.001"],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = run_benchmark("gpu_check.py", "--smoke", "--trl", "--budget-s", "0.001")
 
-    assert done.returncode == 0, done.stderr[-2000:]
     assert "MAGRPO update (sampling + loss pass + Adam), s" in done.stdout
     skipped = next(line for line in done.stdout.splitlines() if line.startswith("| skipped"))
     for phase in ("TRL's update", "one decoded token, slices", "one decoded token, peft", "the compiled step"):

@@ -2,24 +2,13 @@
 CPU (gloo), and its torchrun and resumed runs make the one-process run's updates."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import run_benchmark
 
 
 def test_the_gpu_train_check_smoke_run_finishes_and_matches_one_process():
-    done = subprocess.run(
-        [sys.executable, "benchmarks/gpu_train_check.py", "--smoke", "--updates", "2"],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = run_benchmark("gpu_train_check.py", "--smoke", "--updates", "2")
 
-    assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads(done.stdout[done.stdout.index("{") :])
     assert record["finished"], record
     assert record["torchrun_max_weight_difference"] < 1e-5

@@ -135,9 +135,10 @@ def restarted_run(run_dir: str | None) -> bool:
     return data_parallel.restarted() and holds_run(Path(run_dir))
 
 
-def kept_dtype(config: TextLearnerConfig, folder: Path) -> TextLearnerConfig:
+def kept_dtype(config: TextLearnerConfig, folder: Path, given: str) -> TextLearnerConfig:
     """``config`` for resuming the run in ``folder``, which keeps the dtype it trained in
-    (``resolved_dtype`` in its ``config.json``): ``auto`` takes that dtype on any device.
+    (``resolved_dtype`` in its ``config.json``): ``auto`` takes that dtype on any device;
+    ``given`` is the dtype ``config`` gives here (:func:`resolved_placement`).
 
     Raises:
         ValueError: Before anything is written, on a ``dtype`` that gives another here.
@@ -148,7 +149,6 @@ def kept_dtype(config: TextLearnerConfig, folder: Path) -> TextLearnerConfig:
         return config
     if config.dtype == "auto":
         return dataclasses.replace(config, dtype=trained_in)
-    given = resolved_placement(config.device, config.dtype)["resolved_dtype"]
     if given != trained_in:
         raise ValueError(
             f"--dtype {config.dtype}: the run in {folder} trained in {trained_in}, and a resumed run keeps its "
@@ -205,8 +205,9 @@ def train(
         check_resume(config.run.resume, config.run.run_dir)
         resume = config.run.resume or restarted_run(config.run.run_dir)  # before a new folder is named for ""
         if resume:
-            config = kept_dtype(config, Path(config.run.run_dir))
-            placement = resolved_placement(config.device, config.dtype)
+            kept = kept_dtype(config, Path(config.run.run_dir), placement["resolved_dtype"])
+            if kept is not config:  # auto: the run's own dtype
+                config, placement = kept, resolved_placement(kept.device, kept.dtype)
         run_part = named_run(config.run, "text", f"{algo}-seed{config.seed}") if ranks.writes else None
         run_part = dataclasses.replace(data_parallel.broadcast_object(run_part), resume=resume)  # one folder, rank 0's
         config = dataclasses.replace(config, run=run_part)
