@@ -33,6 +33,9 @@ Decisions are the letters ``A``-``D``, read under the task's ``scoring`` option:
   with statements of different letters, has none (:func:`stated_letter`).
 - ``"lenient"``: the last "Answer: X" / "the answer is (X)" / "option X" / ``\\boxed{X}``,
   else a reply that is just a letter (:func:`extract_letter`).
+
+Both read the text as a person does (:func:`~deliberation_env.tasks.lookalikes.as_read`):
+"Аnswer: С" in Cyrillic letters is "Answer: C".
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from deliberation_env.tasks.base import SPLITS, Problem, check_scoring, selection
+from deliberation_env.tasks.lookalikes import as_read
 from deliberation_env.tasks.sources import (
     TEST_FRACTION,
     SplitsFromSource,
@@ -87,7 +91,7 @@ def stated_letter(text: str) -> str | None:
     (None, None)
     """
     letters = {
-        letter if _CLOSING.fullmatch(rest) else None for letter, rest in _STATED.findall(text)
+        letter if _CLOSING.fullmatch(rest) else None for letter, rest in _STATED.findall(as_read(text))
     }
     return letters.pop() if len(letters) == 1 else None
 
@@ -105,6 +109,7 @@ def extract_letter(text: str) -> str | None:
     >>> extract_letter("D.")
     'D'
     """
+    text = as_read(text)
     for pattern in (_MARKED, _BOXED):
         matches = pattern.findall(text)
         if matches:

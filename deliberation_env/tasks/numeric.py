@@ -17,6 +17,10 @@ prompt asks, "The answer is N.":
   number; a text without a statement, or with statements of different numbers (a line
   "The answer is 3." and a line "The answer is 4."), has no answer.
 
+Both readers read the text as a person does (:func:`~deliberation_env.tasks.lookalikes.as_read`):
+a statement written with look-alike letters ("Тhe answer is", Cyrillic ``Т``) or with
+invisible characters inside its words is a statement.
+
 **Lenient scoring** (:func:`extract_number`): the last ``\\boxed{...}``, else the last
 "The answer is N" / "Answer: N" / "#### N", else the last number anywhere in the text.
 """
@@ -28,6 +32,7 @@ from collections.abc import Hashable
 from fractions import Fraction
 
 from deliberation_env.tasks.base import Problem
+from deliberation_env.tasks.lookalikes import as_read
 
 NUMERIC_INSTRUCTIONS = (
     "Solve the problem step by step. End with a line of the form 'The answer is N.' "
@@ -94,6 +99,7 @@ def extract_number(text: str) -> str | None:
     >>> extract_number("no idea") is None
     True
     """
+    text = as_read(text)
     for pattern in (_BOXED, _MARKED, _ANY):
         matches = pattern.findall(text)
         for match in reversed(matches):
@@ -118,7 +124,7 @@ def stated_number(text: str) -> str | None:
     >>> stated_number("The answer is $11$ or $12$."), stated_number("The answer is 11e3.")
     (None, None)
     """
-    numbers = {_line_number(line) for line in _STATEMENT.findall(text)}
+    numbers = {_line_number(line) for line in _STATEMENT.findall(as_read(text))}
     return numbers.pop() if len(numbers) == 1 else None
 
 

@@ -1,0 +1,55 @@
+"""Text as a reader sees it: letters that look Latin read as Latin, invisible characters gone.
+
+The answer readers look for an English head ("The answer is", "Answer:") and a number or
+an option letter. A text can write a head that a person reads but a pattern misses: a
+Cyrillic ``Т`` or ``А`` in "Тhe answer is", a zero-width space inside "ans\u200bwer", a
+full-width "ａｎｓｗｅｒ". A second statement hidden that way is a hedge the reader would
+not see, so the numeric and option-letter readers read :func:`as_read` of a text instead.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+_CONFUSABLES = dict(
+    zip(
+        "аеһіјӏорԛѕԝхусАВСЕНІЈКМОРЅТХҮԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧϹαιονυ",
+        "aehijlopqswxycABCEHIJKMOPSTXYWABEZHIKMNOPTYXCaiovu",
+        strict=True,
+    )
+)
+"""Cyrillic and Greek letters drawn like a Latin one (Unicode's confusables, the letters of
+the readers' heads and the option letters)."""
+
+
+class _AsRead(dict[int, str | None]):
+    """``str.translate``'s table of :func:`as_read`, filled per code point as met."""
+
+    def __missing__(self, code: int) -> str | None:
+        char = chr(code)
+        folded = unicodedata.normalize("NFKC", char)
+        if char in _CONFUSABLES:
+            read: str | None = _CONFUSABLES[char]
+        elif unicodedata.category(char) == "Cf":  # zero-width spaces and joiners, soft hyphens
+            read = None
+        elif unicodedata.category(char).startswith("L") and len(folded) == 1 and folded.isascii():
+            read = folded  # full-width and mathematical letters: ａ, 𝐚
+        else:
+            read = char
+        self[code] = read
+        return read
+
+
+_AS_READ = _AsRead()
+
+
+def as_read(text: str) -> str:
+    """``text`` with look-alike letters as their Latin letter and invisible format
+    characters removed; digits and everything else unchanged.
+
+    >>> as_read("Тhe ans\\u200bwer is 7"), as_read("ａｎｓｗｅｒ: Ｂ")
+    ('The answer is 7', 'answer: B')
+    >>> as_read("x² = ４")  # digits are left alone: the number readers take care of them
+    'x² = ４'
+    """
+    return text if text.isascii() else text.translate(_AS_READ)
