@@ -27,7 +27,10 @@ Decisions are the model's final answer as a LaTeX string, read under the task's
   ``\\]``, ``.``, ``!``); a text without a box, with boxes of different texts
   (``\\boxed{2} or \\boxed{3}``, and ``\\boxed{0.5}`` then ``\\boxed{\\frac12}``), or
   with more after a box on its line (``\\boxed{2} (or 3)``, ``\\boxed{2} cm``), has none
-  (:func:`stated_answer`).
+  (:func:`stated_answer`); so has a box that offers alternatives inside it, in words
+  ("or", "maybe", "perhaps", "possibly", "either") or as ``\\approx``, ``\\lor`` or
+  ``\\vee`` (``\\boxed{2 \\text{ (or 3)}}``, ``\\boxed{2 \\approx 3}``, each of which
+  math-verify reads as 2), unless the reference itself says so (:func:`offers_alternatives`).
 - ``"lenient"``: the content of the last ``\\boxed{...}``, else what follows the last
   "The answer is" (:func:`extract_answer`).
 
@@ -54,6 +57,7 @@ from typing import Any
 from math_verify import LatexExtractionConfig, parse, verify
 
 from deliberation_env.tasks.base import Problem, check_scoring, selection
+from deliberation_env.tasks.lookalikes import as_read
 from deliberation_env.tasks.sources import (
     TEST_FRACTION,
     SplitsFromSource,
@@ -76,6 +80,7 @@ MATH_INSTRUCTIONS = (
 _BOXED = "\\boxed"
 _BRACES = re.compile(r"\\boxed\{|\{|\}")
 _CLOSING = re.compile(r"(?:[^\S\n]|[$*.!]|\\[)\]])*(?:\n|$)")  # the rest of a line
+_ALTERNATIVES = re.compile(r"\\(?:approx|lor|vee)(?![a-zA-Z])|(?<![a-zA-Z\\])(?:or|maybe|perhaps|possibly|either)(?![a-zA-Z])", re.IGNORECASE)
 _ANSWER_IS = re.compile(r"answer is\s*:?\s*(.+)", re.IGNORECASE)
 _LATEX_EXTRACTION = (LatexExtractionConfig(),)
 
@@ -141,6 +146,20 @@ def stated_answer(text: str) -> str | None:
     """
     answers = {_boxed_answer(text, start, end) for start, end in _outer_box_spans(text)} - {""}
     return answers.pop() if len(answers) == 1 else None
+
+
+def offers_alternatives(answer: str, reference: str) -> bool:
+    """Whether a boxed ``answer`` offers alternatives the ``reference`` does not: a word
+    "or", "maybe", "perhaps", "possibly" or "either", or ``\\approx``, ``\\lor``, ``\\vee``
+    (look-alike letters read as Latin). math-verify reads such a box as one of its values.
+
+    >>> offers_alternatives(r"2 \\text{ (or 3)}", "2"), offers_alternatives(r"2 \\approx 3", "2")
+    (True, True)
+    >>> offers_alternatives(r"\\text{north}", r"\\text{north}"), offers_alternatives(r"\\text{(C)}", "C")
+    (False, False)
+    """
+    found = {word.lower() for word in _ALTERNATIVES.findall(as_read(answer))}
+    return bool(found - {word.lower() for word in _ALTERNATIVES.findall(as_read(reference))})
 
 
 def _boxed_answer(text: str, start: int, end: int) -> str | None:
@@ -250,8 +269,12 @@ class _CompetitionMath(SplitsFromSource):
 
     def parse(self, problem: Problem, text: str) -> str | None:
         """The final answer in ``text`` under the task's ``scoring`` (:func:`stated_answer`
-        when strict, :func:`extract_answer` when lenient)."""
-        return stated_answer(text) if self.scoring == "strict" else extract_answer(text)
+        when strict, but none where the box :func:`offers_alternatives`;
+        :func:`extract_answer` when lenient)."""
+        if self.scoring != "strict":
+            return extract_answer(text)
+        answer = stated_answer(text)
+        return None if answer is None or offers_alternatives(answer, problem.answer) else answer
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:
         """Whether math-verify finds ``decision`` equal to the reference."""

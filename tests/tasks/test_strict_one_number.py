@@ -76,6 +76,34 @@ def test_math_reads_a_box_only_where_its_line_ends_after_it(text, read):
 
 
 @pytest.mark.parametrize(
+    "box",
+    [
+        "{x} \\text{{ (or 3)}}",
+        "{x} \\approx 3",
+        "{x} \\text{{, maybe }} 3",
+        "{x} \\lor 3",
+        "{x} \\;\\mathrm{{OR}}\\; 3",
+        "\\text{{perhaps }} {x}",
+        "{x} \\text{{ (\u043er 3)}}",  # Cyrillic о
+    ],
+)
+def test_math_strict_refuses_a_box_that_offers_alternatives_inside_it(box):
+    task = tasks.get("math", path="sample")
+    problem = Problem("math:p", "Find x.", "2")
+    hedge = "\\boxed{" + box.format(x=2) + "}"
+    assert tasks.get("math", path="sample", scoring="lenient").parse(problem, hedge) is not None
+    assert task.parse(problem, hedge) is None
+    assert task.parse(problem, "\\boxed{2}") == "2"
+
+
+def test_math_strict_keeps_the_alternatives_the_reference_itself_states():
+    task = tasks.get("math", path="sample")
+    problem = Problem("math:p", "Which way?", "\\text{north or south}")
+    assert task.is_correct(problem, task.parse(problem, "\\boxed{\\text{north or south}}"))
+    assert task.parse(Problem("math:q", "Which?", "\\text{(C)}"), "\\boxed{\\text{(C)}}") == "\\text{(C)}"
+
+
+@pytest.mark.parametrize(
     ("text", "read"),
     [
         ("Answer: B or C", None),
