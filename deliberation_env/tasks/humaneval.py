@@ -124,7 +124,9 @@ HUMANEVAL_INSTRUCTIONS = (
     "signature, in one ```python code block."
 )
 
-_CODE_BLOCK = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)```", re.DOTALL)
+_CODE_BLOCK = re.compile(r"```[ \t]*+(?:python|py|Python)?[ \t]*+\n(.*?)```", re.DOTALL)
+# possessive runs: the two runs of spaces and tabs were split every way between them (20 s for
+# a fence followed by 100,000 tabs)
 
 
 def extract_code(text: str, entry_point: str) -> str:

@@ -62,7 +62,8 @@ class JSONLTask(SplitsFromSource):
     last number anywhere. Text answers follow "Answer:" (any case) to the end of its line:
     under strict scoring the answer of a line is what follows its first "Answer:", and
     every line with one must give the same answer (a text that answers twice,
-    differently, has none); under lenient scoring what follows the last "Answer:" counts.
+    differently, has none); under lenient scoring what follows the last "Answer:" that
+    has something after it counts.
 
     Ids are ``<file stem>-<split>-<index in split>``.
 
@@ -146,8 +147,8 @@ class JSONLTask(SplitsFromSource):
             answers = {_rest_of_line(line, marker.end()) for line in text.split("\n") if (marker := _ANSWER_MARKER.search(line))}
             answers.discard("")
             return answers.pop() if len(answers) == 1 else None
-        markers = list(_ANSWER_MARKER.finditer(text))
-        return (_rest_of_line(text, markers[-1].end()) or None) if markers else None
+        answers = [_rest_of_line(text, marker.end()) for marker in _ANSWER_MARKER.finditer(text)]
+        return next((answer for answer in reversed(answers) if answer), None)  # the last one not empty
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:
         """Exact match of canonical answers."""

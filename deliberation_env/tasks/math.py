@@ -81,27 +81,30 @@ _BOXED = "\\boxed"
 _BRACES = re.compile(r"\\boxed\{|\{|\}")
 _CLOSING = re.compile(r"(?:[^\S\n]|[$*.!]|\\[)\]])*(?:\n|$)")  # the rest of a line
 _ALTERNATIVES = re.compile(r"\\(?:approx|lor|vee)(?![a-zA-Z])|(?<![a-zA-Z\\])(?:or|maybe|perhaps|possibly|either)(?![a-zA-Z])", re.IGNORECASE)
-_ANSWER_IS = re.compile(r"answer is\s*:?\s*(.+)", re.IGNORECASE)
+_ANSWER_IS = re.compile(r"answer is(?>\s*:?\s*)(.*)", re.IGNORECASE)
+# the run after the head is atomic: a run of newlines matched both ``\s*`` and not ``.``, and was
+# split every way between them (a minute for 100,000 newlines); so is the run of unclosed boxes
+# that ``last_boxed`` once rescanned from each of them
 _LATEX_EXTRACTION = (LatexExtractionConfig(),)
 
 
 def last_boxed(text: str) -> str | None:
-    """The content of the last ``\\boxed{...}`` in ``text`` (nested braces allowed).
+    """The content of the last ``\\boxed{...}`` in ``text`` with balanced braces and
+    something in it (nested braces allowed; one pass over the text).
 
     >>> last_boxed(r"so \\boxed{2} or rather \\boxed{\\frac{1}{2}}.")
     '\\\\frac{1}{2}'
-    >>> last_boxed(r"\\boxed{\\frac{1}{2}") is None
-    True
+    >>> last_boxed(r"\\boxed{\\frac{1}{2}") is None, last_boxed(r"\\boxed{2} then \\boxed{ }")
+    (True, '2')
     """
-    start = text.rfind(_BOXED + "{")
-    while start >= 0:
-        depth = 0
-        for index in range(start + len(_BOXED), len(text)):
-            depth += {"{": 1, "}": -1}.get(text[index], 0)
-            if depth == 0:
-                return text[start + len(_BOXED) + 1 : index].strip()
-        start = text.rfind(_BOXED + "{", 0, start)  # unbalanced: try an earlier one
-    return None
+    last: tuple[int, int] = (-1, -1)  # the start and end of the content of the last box found
+    opened: list[int | None] = []  # per open brace: where its content starts, if a box's
+    for match in _BRACES.finditer(text):
+        if match.group() != "}":
+            opened.append(match.end() if match.group() != "{" else None)
+        elif opened and (start := opened.pop()) is not None and start > last[0] and text[start : match.start()].strip():
+            last = (start, match.start())
+    return text[last[0] : last[1]].strip() if last[0] >= 0 else None
 
 
 def outer_boxes(text: str) -> list[str]:

@@ -24,15 +24,19 @@ naming ``path:line``.
 Decisions are the letters ``A``-``D``, read under the task's ``scoring`` option:
 
 - ``"strict"`` (the default; the prompt asks for "Answer: X"): a *statement* is "Answer:"
-  or "answer is" (any case), then optional spaces, ``**``, ``(`` and ``:``, then a
-  capital letter A-D standing alone, and after it on its line nothing but ``)``, ``**``
-  and closing punctuation (one ``.`` or ``!``): "Answer: B", "**Answer:** (B)", "The
+  or "answer is" (any case), then optional markup (spaces, ``**``, ``:``, ``(``, ``$``,
+  backticks, ``[``, quotes, ``\\(``, ``\\[``, ``\\boxed{``, ``\\text{``), then a capital
+  letter A-D standing alone, and after it on its line nothing but closing markup and
+  punctuation (one ``.`` or ``!``): "Answer: B", "**Answer:** (B)", "Answer: $B$", "The
   answer is B."; a statement with more on its line ("Answer: B or C", "Answer: B (or
   C)", "Answer: B. Heart") makes the text no answer. The decision is the stated letter
-  when every statement of the text states the same one; a text without a statement, or
-  with statements of different letters, has none (:func:`stated_letter`).
-- ``"lenient"``: the last "Answer: X" / "the answer is (X)" / "option X" / ``\\boxed{X}``,
-  else a reply that is just a letter (:func:`extract_letter`).
+  when every statement of the text states the same one, and so do its other marks of a
+  final answer (``\\boxed{X}``, "the option is X", "the choice is X"); a text without a
+  statement, or with statements or marks of different letters, has none
+  (:func:`stated_letter`).
+- ``"lenient"``: the last "Answer: X" / "the answer is (X)" / "option X" / ``\\boxed{X}``
+  (markup as above between head and letter: "**Answer:** B"), else a reply that is just a
+  letter (:func:`extract_letter`).
 
 Both read the text as a person does (:func:`~deliberation_env.tasks.lookalikes.as_read`):
 "Аnswer: С" in Cyrillic letters is "Answer: C".
@@ -70,11 +74,15 @@ MMLU_INSTRUCTIONS = (
 )
 
 _CSV_SPLITS = {"test": ("test",), "train": ("dev", "val")}
-_MARKED = re.compile(r"(?i:answer|option|choice)\s*+(?i:is)?\s*+:?\s*+\(?\**([ABCD])\b")
+_OPENING = r"(?>(?:[\s*:($`\[']|\\[(\[]|\\boxed\{|\\text\{)*)"
+"""Markup between an answer's head and its letter: spaces, ``**``, ``:``, ``(``, ``$``,
+backticks, ``[``, quotes, ``\\(``, ``\\[``, ``\\boxed{``, ``\\text{`` (one atomic run)."""
+_MARKED = re.compile(rf"(?i:answer|option|choice)\s*+(?i:is)?{_OPENING}([ABCD])\b")
 _BOXED = re.compile(r"\\boxed\{\s*+(?:\\text\{\s*+)?\(?([ABCD])\)?\s*+(?:\}\s*+)?\}")
 _ALONE = re.compile(r"^\W*\(?([ABCD])\)?\W*$")
-_STATED = re.compile(r"\b(?i:answer)(?:\s+(?i:is)\b|\s*:)(?>[\s*(:]*)([ABCD])\b([^\n]*)")
-_CLOSING = re.compile(r"[\s*)]*+[.!]?[\s*]*+")
+_STATED = re.compile(rf"\b(?i:answer)(?:\s+(?i:is)\b|\s*:){_OPENING}([ABCD])\b([^\n]*)")
+_OTHER_MARK = re.compile(rf"\b(?i:option|choice)\s+(?i:is)\b{_OPENING}([ABCD])\b")
+_CLOSING = re.compile(r"(?:[\s*)$`\]'}]|\\[)\]])*+[.!]?(?:[\s*$`'}]|\\[)\]])*+")
 # runs of spaces and markup are possessive (``*+``): a run that ends in something else fails at
 # once, where trying every split of it between two patterns took seconds for thousands of spaces
 
@@ -89,11 +97,14 @@ def stated_letter(text: str) -> str | None:
     (None, None, None)
     >>> stated_letter("Answer: B or C"), stated_letter("**Answer:** (B) (or C)")
     (None, None)
+    >>> stated_letter("Answer: $B$"), stated_letter("Answer: B\\nAnswer: `C`"), stated_letter("Answer: B\\nThe option is C.")
+    ('B', None, None)
     """
-    letters = {
-        letter if _CLOSING.fullmatch(rest) else None for letter, rest in _STATED.findall(as_read(text))
-    }
-    return letters.pop() if len(letters) == 1 else None
+    text = as_read(text)
+    letters = {letter if _CLOSING.fullmatch(rest) else None for letter, rest in _STATED.findall(text)}
+    if len(letters) != 1:
+        return None
+    return letters.pop() if set(_BOXED.findall(text) + _OTHER_MARK.findall(text)) <= letters else None
 
 
 def extract_letter(text: str) -> str | None:

@@ -3,9 +3,9 @@
 **Strict scoring** (:func:`stated_number`) reads only a final answer stated as the
 prompt asks, "The answer is N.":
 
-- a *statement* is "answer is" (any case; "The answer is", "The final answer is"),
-  an optional ``:``, optional markup (spaces, ``**``, ``$``, ``\\(``, ``\\boxed{``), then
-  the start of a number (a digit, after an optional sign and ``$``);
+- a *statement* is "answer is" (any case; "The answer is", "The final answer is"), an
+  optional ``:``, optional markup (spaces, ``**``, ``$``, ``(``, ``\\(``, ``\\[``,
+  ``\\boxed{``), then the start of a number (a digit, after an optional sign and ``$``);
 - its line, from there on, must hold exactly one number N and nothing after it but
   closing punctuation (one ``.`` or ``!``), once the markup (``*``, ``$``, ``\\(``
   ``\\)``, ``\\[`` ``\\]``, ``\\boxed{``, braces) is taken out. N is an optional sign,
@@ -15,7 +15,11 @@ prompt asks, "The answer is N.":
   ("11e3"), an expression ("3 + 4 = 7"), units or words ("18 apples");
 - the decision is the canonical N of the statements when they all state the same
   number; a text without a statement, or with statements of different numbers (a line
-  "The answer is 3." and a line "The answer is 4."), has no answer.
+  "The answer is 3." and a line "The answer is 4."), has no answer;
+- the text's other marks of a final answer, every ``\\boxed{N}``, "Answer: N", "answer =
+  N" and "#### N" (those lenient scoring reads), must state that number too: "The answer
+  is 17." with "#### 18" or ``\\boxed{18}`` elsewhere has no answer, so strict scoring
+  never calls right what lenient scoring reads as another number.
 
 Both readers read the text as a person does (:func:`~deliberation_env.tasks.lookalikes.as_read`):
 a statement written with look-alike letters ("Тhe answer is", Cyrillic ``Т``) or with
@@ -41,11 +45,11 @@ NUMERIC_INSTRUCTIONS = (
 
 _NUMBER = r"[-+]?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?"
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
-_MARKED = re.compile(rf"(?:####|answer is|answer:|answer =)(?>\s*\**\s*)({_NUMBER})", re.IGNORECASE)
+_MARKED = re.compile(rf"(?:####|answer is|answer:|answer =)(?>(?:[\s*(]|\\[(\[])*)({_NUMBER})", re.IGNORECASE)
 _ANY = re.compile(_NUMBER)
 # strict: a statement's head, then the rest of the line that holds its number
 _STATEMENT = re.compile(
-    r"\banswer\s+is\b:?(?>(?:[\s*$]|\\\(|\\boxed\{)*)(?=[-+]?\$?\s?\d)([^\n]*)", re.IGNORECASE
+    r"\banswer\s+is\b:?(?>(?:[\s*$(]|\\[(\[]|\\boxed\{)*)(?=[-+]?\$?\s?\d)([^\n]*)", re.IGNORECASE
 )
 _MARKUP = re.compile(r"\\boxed\{|\\[()\[\]]|[*${}]")
 _PLAIN_NUMBER = re.compile(r"[-+]?(?:\d+/\d+|\d+(?:\.\d*)?|\.\d+)")
@@ -123,9 +127,15 @@ def stated_number(text: str) -> str | None:
     '1250'
     >>> stated_number("The answer is $11$ or $12$."), stated_number("The answer is 11e3.")
     (None, None)
+    >>> stated_number("The answer is 17.\\n#### 18"), stated_number("The answer is 17.\\nThe answer is (18).")
+    (None, None)
     """
-    numbers = {_line_number(line) for line in _STATEMENT.findall(as_read(text))}
-    return numbers.pop() if len(numbers) == 1 else None
+    text = as_read(text)
+    numbers = {_line_number(line) for line in _STATEMENT.findall(text)}
+    if len(numbers) != 1:
+        return None
+    marked = {canonical_number(match) for pattern in (_BOXED, _MARKED) for match in pattern.findall(text)}
+    return numbers.pop() if marked - {None} <= numbers else None
 
 
 def _line_number(line: str) -> str | None:

@@ -113,7 +113,7 @@ CASES: dict[str, Sequence[tuple[str, str, bool, bool]]] = {
         ("cut off", "The heart pumps blood: option B is right. Ans", False, True),
         ("unformatted", "B", False, True),
         ("right stated", "The heart pumps blood.\nAnswer: B", True, True),
-        ("right stated in markup", "**Answer:** (B)", True, False),  # the lenient reader misses it
+        ("right stated in markup", "**Answer:** (B)", True, True),  # lenient missed it before round four
         ("wrong stated", "Answer: A", False, False),
         ("hedged", "Answer: A\nAnswer: B", False, True),
     ],

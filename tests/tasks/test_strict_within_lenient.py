@@ -1,0 +1,94 @@
+"""Strict scoring never calls right what lenient scoring calls wrong.
+
+Round four of the red team found texts that did: "The answer is 17." with "#### 18",
+``\\boxed{18}`` or "Answer: 18" elsewhere was right under strict scoring (it read only
+"answer is" lines) and wrong under lenient scoring (it reads the last mark); "Answer: B"
+with a second "Answer: $C$" read B. A final answer's every mark must now agree.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from deliberation_env import tasks
+from deliberation_env.tasks import Problem
+from deliberation_env.tasks.jsonl import JSONLTask
+
+SEVENTEEN = Problem("p", "What is 8 + 9?", "17")
+NUMERIC = {scoring: tasks.get("arithmetic", scoring=scoring) for scoring in ("strict", "lenient")}
+MMLU = {scoring: tasks.get("mmlu", path="sample", scoring=scoring) for scoring in ("strict", "lenient")}
+
+
+@pytest.mark.parametrize(
+    "second",
+    ["Answer: 18", "\\boxed{18}", "#### 18", "answer = 18", "The answer is (18).", "The answer is \\(18\\)."],
+)
+def test_a_numeric_statement_with_another_final_mark_is_no_answer(second):
+    text = f"The answer is 17.\n{second}"
+    assert NUMERIC["lenient"].parse(SEVENTEEN, text) == "18"
+    assert NUMERIC["strict"].parse(SEVENTEEN, text) is None
+    agreeing = f"The answer is 17.\n{second.replace('18', '17')}"
+    asked_form = second != "The answer is (18)."  # "(17)" is no answer under strict scoring
+    assert NUMERIC["strict"].parse(SEVENTEEN, agreeing) == ("17" if asked_form else None)
+
+
+@pytest.mark.parametrize("text", ["The answer is \\[17\\].", "The answer is \\(17\\).", "The answer is $\\boxed{17}$."])
+def test_a_numeric_statement_in_display_markup_is_read(text):
+    assert NUMERIC["strict"].parse(SEVENTEEN, text) == NUMERIC["lenient"].parse(SEVENTEEN, text) == "17"
+
+
+@pytest.mark.parametrize("wrapped", ["$C$", "`C`", "[C]", "'C'", "\\(C\\)", "\\boxed{C}", "**C**"])
+def test_a_letter_in_markup_is_a_statement(wrapped):
+    problem = MMLU["strict"].problems("test")[0]
+    assert MMLU["strict"].parse(problem, f"Answer: {wrapped}") == "C"
+    assert MMLU["strict"].parse(problem, f"Answer: B\nAnswer: {wrapped}") is None
+
+
+@pytest.mark.parametrize("second", ["The correct option is C.", "\\boxed{C}", "The best choice is (C)."])
+def test_a_letter_statement_with_another_final_mark_is_no_answer(second):
+    problem = MMLU["strict"].problems("test")[0]
+    assert MMLU["strict"].parse(problem, f"Answer: B\n{second}") is None
+    assert MMLU["strict"].parse(problem, "Option C is tempting, option A is not.\nAnswer: B") == "B"
+
+
+@pytest.mark.parametrize("text", ["**Answer:** B", "**Answer:** (B)", "Answer: **B**", "The answer is $B$."])
+def test_lenient_reads_the_asked_form_in_its_markup(text):
+    problem = MMLU["lenient"].problems("test")[0]
+    assert MMLU["lenient"].parse(problem, text) == MMLU["strict"].parse(problem, text) == "B"
+
+
+def test_lenient_skips_an_empty_last_answer(tmp_path):
+    math = tasks.get("math", path="sample", scoring="lenient")
+    assert math.parse(math.problems("test")[0], "\\boxed{\\frac12}\n\\boxed{ }") == "\\frac12"
+    path = tmp_path / "capitals.jsonl"
+    path.write_text('{"question": "Capital of France?", "answer": "Paris"}\n')
+    task = JSONLTask(path, answers="text", scoring="lenient")
+    problem = task.problems("test")[0] if task.problems("test") else task.problems("train")[0]
+    assert task.parse(problem, "Answer: Paris\nAnswer:") == "paris"
+
+
+NUMBER = st.sampled_from(["17", "18", "1,700", "17.0", "-3"])
+MARK = st.sampled_from(["The answer is {}.", "Answer: {}", "#### {}", "\\boxed{{{}}}", "answer = {}", "The answer is **${}$**.", "so {} apples", "The answer is ({})."])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(MARK, NUMBER), min_size=1, max_size=4))
+def test_strict_right_implies_lenient_right_for_numbers(marks):
+    text = "\n".join(mark.format(number) for mark, number in marks)
+    problem = Problem("p", "?", "17")
+    strict, lenient = (NUMERIC[s].is_correct(problem, NUMERIC[s].parse(problem, text)) for s in ("strict", "lenient"))
+    assert lenient or not strict, text
+
+
+LETTER_MARK = st.sampled_from(["Answer: {}", "The answer is ({}).", "**Answer:** {}", "\\boxed{{{}}}", "The option is {}.", "Answer: ${}$", "{} looks wrong"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(LETTER_MARK, st.sampled_from("ABCD")), min_size=1, max_size=4))
+def test_strict_right_implies_lenient_right_for_letters(marks):
+    text = "\n".join(mark.format(letter) for mark, letter in marks)
+    problem = MMLU["strict"].problems("test")[0]
+    strict, lenient = (MMLU[s].is_correct(problem, MMLU[s].parse(problem, text)) for s in ("strict", "lenient"))
+    assert lenient or not strict, text
