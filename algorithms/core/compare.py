@@ -297,6 +297,8 @@ def difference_lines(learners: Mapping[str, Mapping[str, float]], metric: str) -
 
     >>> difference_lines({"a": mean_ci([0.5, 0.6]), "b": mean_ci([0.1, 0.2])}, "x")
     ['a - b in x: +0.400 +- 0.304 over 2 seeds: shown (the 95% interval excludes 0)']
+    >>> difference_lines({"a": mean_ci([0.5, 0.5]), "b": mean_ci([0.1, 0.1])}, "x")
+    ['a - b in x: +0.400 over 2 seeds, each side the same on every seed: no spread, so not tested']
     """
     names = list(learners)
     lines = []
@@ -306,6 +308,8 @@ def difference_lines(learners: Mapping[str, Mapping[str, float]], metric: str) -
             head = f"{first} - {second} in {metric}: {d['mean']:+.3f}"
             if not np.isfinite(d["ci95"]):
                 lines.append(f"{head} (1 seed on a side: no interval, so not shown)")
+            elif d["ci95"] == 0:  # the seeds do not vary: an interval of 0 would claim certainty
+                lines.append(f"{head} over {d['n']} seeds, each side the same on every seed: no spread, so not tested")
             elif abs(d["mean"]) > d["ci95"]:
                 lines.append(f"{head} +- {d['ci95']:.3f} over {d['n']} seeds: shown (the 95% interval excludes 0)")
             else:

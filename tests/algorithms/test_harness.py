@@ -151,6 +151,8 @@ def test_the_summary_says_which_differences_the_seeds_show():
     assert lines[0].startswith("a - b in eval/correct: +0.400") and "shown (the 95% interval excludes 0)" in lines[0]
     assert "not shown (the 95% interval covers 0)" in lines[1]  # a - c: seeds too spread to tell
     assert "no interval" in difference_lines({"a": mean_ci([0.5]), "b": mean_ci([0.1, 0.2])}, "x")[0]
+    same_every_seed = difference_lines({"a": mean_ci([0.5, 0.5]), "b": mean_ci([0.1, 0.1])}, "x")[0]
+    assert "no spread, so not tested" in same_every_seed and "shown" not in same_every_seed
 
 
 def test_one_seed_prints_its_mean_without_an_interval():
