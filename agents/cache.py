@@ -339,9 +339,11 @@ def _checked(db: sqlite3.Connection) -> sqlite3.Connection:
 def _file_error(path: Path, error: sqlite3.Error | OSError, read_only: bool) -> CacheFileError:
     """The error to raise for ``error`` on the cache at ``path``, saying what to do."""
     where = f"response cache {path}"
+    if path.is_dir():
+        return CacheFileError(f"{where} is a folder: name the cache's file (a SQLite file, e.g. {path / 'cache.sqlite'})")
     if isinstance(error, FileNotFoundError):
         return CacheFileError(
-            f"{where} does not exist: check the path, or fill it with offline=False"
+            f"{where} does not exist: check the path (a run that plays with the cache, not offline, fills it)"
         )
     if isinstance(error, OSError):
         return CacheFileError(f"{where} cannot be opened: {error}")

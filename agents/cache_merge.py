@@ -97,6 +97,17 @@ def merge_caches(
     for path in paths:
         if path.resolve() == out.resolve():
             raise ValueError(f"input {path} is the output cache: name another output file")
+    made_here = not out.exists()
+    try:
+        return _merge(out, paths, trust)
+    except BaseException:
+        if made_here:  # a merge that failed leaves no empty output behind
+            out.unlink(missing_ok=True)
+        raise
+
+
+def _merge(out: Path, paths: Sequence[Path], trust: bool) -> dict[str, int]:
+    """:func:`merge_caches` once its arguments are checked."""
     counts = {"added": 0, "duplicates": 0, "skipped": 0, "trusted": 0, "foreign": 0}
     merge = _Merge(out, signing_key(), trust, counts)
     with _open(out, read_only=False) as db:

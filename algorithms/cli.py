@@ -400,6 +400,13 @@ def main(argv: list[str] | None = None) -> None:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"{prog}: error: {message}", file=sys.stderr)
         raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        if "--debug" in args:
+            raise
+        folder = {"train": "--run-dir", "compare": "--out-dir"}.get(args[0] if args else "")
+        resume = f": the same command with {folder} FOLDER --resume continues from the last checkpoint" if folder else ""
+        print(f"{prog}: interrupted{resume}", file=sys.stderr)
+        raise SystemExit(130) from None
     finally:
         tasks_log.removeHandler(data_log)
 

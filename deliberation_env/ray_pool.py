@@ -62,8 +62,8 @@ def import_ray() -> Any:
         import ray
     except ImportError as error:
         raise ImportError(
-            "workers > 0 runs on Ray, which is not installed: "
-            "pip install 'deliberation-env[ray]' (or use workers=0, in this process)"
+            "workers > 0 (--rollout-workers, --env-workers) runs on Ray, which is not installed: "
+            "pip install 'deliberation-env[ray]' (or use 0 workers: everything in this process)"
         ) from error
     return ray
 

@@ -222,3 +222,30 @@ def test_compare_prints_its_table_and_files(capsys, tmp_path):
     assert f"wrote {out_dir}/: action_shares.png, compare.csv, compare.json, config.json, curves.csv, final_accuracy.png" in out
     assert "deliberate compare meta: error: compare sets --seed for each run: use --seeds" in refused(
         capsys, "compare", "meta", "--seed", "3", "--out-dir", str(tmp_path / "other"))  # fmt: skip
+
+
+def test_ctrl_c_is_one_line_that_says_how_to_continue(capsys, monkeypatch, tmp_path):
+    from algorithms.commands import train as train_commands
+
+    def interrupted(cfg):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli.COMMANDS, train_commands.TrainMeta, ("train meta", interrupted))
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["train", "meta", "grpo", *TINY_TRAIN, "--run-dir", str(tmp_path / "run")])
+    assert exit_info.value.code == 130
+    err = capsys.readouterr().err.strip()
+    assert err == "deliberate train meta grpo: interrupted: the same command with --run-dir FOLDER --resume continues from the last checkpoint"
+
+
+def test_a_negative_seed_is_refused_by_name(capsys):
+    assert "seed must be >= 0" in refused(capsys, "train", "meta", "grpo", *TINY_TRAIN, "--seed", "-1")
+
+
+def test_cache_mistakes_name_the_file_and_leave_nothing_behind(capsys, tmp_path):
+    assert "is a folder: name the cache's file" in refused(capsys, "cache", "stats", "--path", str(tmp_path))
+    out = tmp_path / "merged.sqlite"
+    assert "does not exist" in refused(capsys, "cache", "merge", str(out), str(tmp_path / "missing.sqlite"))
+    (tmp_path / "mine.py").write_text("x = 1\n")
+    assert "is not a SQLite database" in refused(capsys, "cache", "merge", str(out), str(tmp_path / "mine.py"))
+    assert not out.exists()

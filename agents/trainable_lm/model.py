@@ -271,13 +271,19 @@ class TrainableLM(Sampling, Scoring, Weights):
             **kwargs: :class:`TrainableLM`'s other keyword arguments.
 
         Raises:
-            FileNotFoundError: If ``name`` is a path that does not exist, or an id the hub
-                (or, offline, its cache) does not have, saying which.
+            FileNotFoundError: If ``name`` is a path that does not exist, a folder without
+                a model's ``config.json``, or an id the hub (or, offline, its cache) does
+                not have, saying which.
             ValueError: On a device this machine lacks.
         """
         require_train_extra()
         torch_dtype = resolve(device, dtype)[1]
         path = Path(name).expanduser()
+        if path.is_dir() and not any((path / file).is_file() for file in ("config.json", "adapter_config.json")):
+            raise FileNotFoundError(
+                f"TrainableLM: {path} holds no model (no config.json): give a folder that "
+                "save_pretrained wrote, a .gguf file, or a hub id ORG/NAME"
+            )
         if path.exists():
             directory, gguf_file = (
                 (path.parent, path.name) if path.suffix == ".gguf" else (path, None)

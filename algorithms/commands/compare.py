@@ -58,7 +58,7 @@ def compare_meta(cfg: CompareConfig) -> dict[str, Any]:
 
     check_per_run_settings(cfg.learner, PolicyGradientConfig(), ("seed", "run.run_dir"))
     check_loggers(cfg.learner.run.tensorboard, cfg.learner.run.wandb_project)
-    check_resume(cfg.learner.run.resume, cfg.out_dir)
+    check_resume(cfg.learner.run.resume, cfg.out_dir, flag="--out-dir")
     cfg = with_folder(cfg, "meta")
     started = time.perf_counter()
     summary = compare(cfg)
@@ -75,7 +75,7 @@ def compare_text(cfg: TextCompare) -> dict[str, Any]:
     check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed", "run.run_dir"))
     quiet_libraries(cfg.learner.run.progress)
     check_loggers(cfg.learner.run.tensorboard, cfg.learner.run.wandb_project)
-    check_resume(cfg.learner.run.resume, cfg.out_dir)
+    check_resume(cfg.learner.run.resume, cfg.out_dir, flag="--out-dir")
     cfg = with_folder(cfg, "text")
     started = time.perf_counter()
     summary = compare(cfg)

@@ -67,14 +67,20 @@ class RunConfig:
             raise ValueError("wandb_project logs the metrics of the run folder: give run_dir (or \"\" for a new one)")
 
 
-def run_settings(prefix: str = "run.") -> tuple[str, ...]:
-    """The names of the :class:`RunConfig` settings, under ``prefix``: what a resumed run may
-    change (its length, folder, evaluation, checkpoints, logging).
+KEPT_ON_RESUME = ("eval_problems",)
+"""The :class:`RunConfig` settings a resumed run keeps: every evaluation of a run plays the
+same held-out problems, so its "before -> after" compares like with like."""
 
-    >>> run_settings()[:2]
-    ('run.updates', 'run.run_dir')
+
+def run_settings(prefix: str = "run.") -> tuple[str, ...]:
+    """The names of the :class:`RunConfig` settings a resumed run may change, under
+    ``prefix``: its length, folder, evaluation cadence, checkpoints and logging (all but
+    :data:`KEPT_ON_RESUME`).
+
+    >>> run_settings()[:2], "run.eval_problems" in run_settings()
+    (('run.updates', 'run.run_dir'), False)
     """
-    return tuple(prefix + field.name for field in dataclasses.fields(RunConfig))
+    return tuple(prefix + field.name for field in dataclasses.fields(RunConfig) if field.name not in KEPT_ON_RESUME)
 
 
 @dataclass
@@ -97,6 +103,8 @@ class LearnerSettings:
     def __post_init__(self) -> None:
         if self.problem_pool < 0:
             raise ValueError(f"{type(self).__name__}.problem_pool must be >= 0 (0: no pool), got {self.problem_pool}")
+        if self.seed < 0:
+            raise ValueError(f"seed must be >= 0 (numpy's generators take no negative seed), got {self.seed}")
         check_positive(self, "learning_rate", "update_epochs", "num_minibatches", "max_grad_norm")
 
 

@@ -126,7 +126,7 @@ class Learner(abc.ABC):
         a new folder and records the run's settings).
 
         Returns:
-            The metrics of the updates run by this call.
+            The metrics of every update of the run (a resumed run's earlier ones from its log).
         """
         return run(self, run_config, evaluation, self.settings(self.config), self.headline).history
 

@@ -49,6 +49,8 @@ from typing import Any
 
 METRICS = "metrics.jsonl"
 """The metric log's file name in a run directory."""
+LOG_FIELDS = ("step", "episodes", "time")
+"""The fields of a metric record that :meth:`MetricLogger.log` adds to the metrics."""
 
 
 class MetricLogger:

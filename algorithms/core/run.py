@@ -42,7 +42,7 @@ from tqdm.auto import tqdm
 from algorithms.core import data_parallel
 from algorithms.core.checkpoints import CHECKPOINT, resume_checkpoint
 from algorithms.core.config import RunConfig
-from algorithms.core.metrics import METRICS, MetricLogger, read_metrics
+from algorithms.core.metrics import LOG_FIELDS, METRICS, MetricLogger, read_metrics
 
 
 class Runnable(Protocol):
@@ -70,7 +70,8 @@ class RunResult:
     """What :func:`run` returns.
 
     Attributes:
-        history: The metrics of every update run by this call.
+        history: The metrics of every update of the run: a resumed run's earlier updates
+            are read from its log (on rank 0; another rank holds this call's updates).
         evaluation: The last evaluation's metrics (from the log when the run had already
             finished); empty without ``evaluate``.
         first: The evaluation before the first update (from the log when the run was
@@ -90,7 +91,7 @@ class TrainResult:
     Attributes:
         learner: The trained learner (a text learner's ``lm`` holds the trained weights; a
             meta learner's ``policy()`` is the greedy policy evaluations play).
-        history: The metrics of every update run by this call.
+        history: The metrics of every update of the run (:attr:`RunResult.history`).
         before: The held-out evaluation before training (empty without ``eval_problems``).
         after: The same after training.
         run_dir: The run's folder (the one named for ``run_dir=""``); None without one.
@@ -157,6 +158,8 @@ def run(
     bar.close()
     if logger is not None:
         logger.close()
+        if len(history) < learner.update:  # resumed: the updates of earlier calls are in the log
+            history = _logged_updates(logger.path)
         if evaluate is not None and not evaluation:  # a finished run resumed: its last evaluation is logged
             evaluation = _last_evaluation(logger.path)
         if evaluate is not None and not first:  # a resumed run: its first evaluation is logged
@@ -208,6 +211,16 @@ def _keep_metrics_until(path: Path, update: int) -> None:
     if path.exists():
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
         path.write_text("".join(line for line in lines if json.loads(line)["step"] <= update), encoding="utf-8")
+
+
+def _logged_updates(path: Path) -> list[dict[str, float]]:
+    """The metrics of every update a metrics file holds, in order (its step 0, the
+    evaluation before training, is :func:`_first_evaluation`'s)."""
+    return [
+        {k: v for k, v in record.items() if k not in LOG_FIELDS}
+        for record in read_metrics(path)
+        if record["step"] >= 1
+    ]
 
 
 def _last_evaluation(path: Path) -> dict[str, float]:

@@ -25,10 +25,12 @@ resume with its settings, or start a new run (without --resume, in another folde
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import shutil
 import warnings
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -84,7 +86,12 @@ def failed_start(folder: Path) -> bool:
 
 
 def open_run_dir(
-    folder: str | Path, settings: Mapping[str, Any], resume: bool, may_change: Collection[str] = ()
+    folder: str | Path,
+    settings: Mapping[str, Any],
+    resume: bool,
+    may_change: Collection[str] = (),
+    updates: int | None = None,
+    flag: str = "--run-dir",
 ) -> Path:
     """Check ``folder`` for a run with ``settings``, then record them in its ``config.json``.
 
@@ -94,21 +101,27 @@ def open_run_dir(
         resume: Whether the run continues the one in ``folder``.
         may_change: Settings a resumed run may give other values (dotted for nested ones:
             ``train.updates``).
+        updates: The updates the run is to end at, if it is one run (not a comparison's
+            folder): a resumed run that has logged more is refused, since it cannot end
+            before where it is and its record would say it had.
+        flag: The option that names ``folder``, for the messages (``--out-dir`` for a
+            comparison).
 
     Returns:
         ``folder`` as a path.
 
     Raises:
         ValueError: Before anything is written, when ``folder`` holds a run and ``resume``
-            is False, or holds a run recorded with other settings and ``resume`` is True
-            (a start that failed is neither: its folder is reused, with a warning).
+            is False, or holds a run recorded with other settings, or past ``updates``, and
+            ``resume`` is True (a start that failed is neither: its folder is reused, with a
+            warning).
     """
     folder = Path(folder)
     if failed_start(folder):
         warnings.warn(f"{folder} holds only the {CONFIG} of a start that failed: reusing it", stacklevel=2)
     if holds_run(folder) and not resume:
         raise ValueError(
-            f"{folder} holds a run already: add --resume to continue it, or leave --run-dir out "
+            f"{folder} holds a run already: add --resume to continue it, or leave {flag} out "
             "to start a new run in a folder of its own"
         )
     recorded = folder / CONFIG
@@ -119,9 +132,24 @@ def open_run_dir(
                 f"cannot resume the run in {folder} with other settings: {'; '.join(differences)}; "
                 "resume with its settings, or start a new run (without --resume, in another folder)"
             )
+        logged = logged_updates(folder)
+        if updates is not None and logged > updates:
+            raise ValueError(
+                f"cannot resume the run in {folder} with --updates {updates}: it has logged {logged} updates "
+                f"already; give --updates {logged} or more to continue it"
+            )
     folder.mkdir(parents=True, exist_ok=True)
     recorded.write_text(json.dumps(settings, indent=2, default=str), encoding="utf-8")
     return folder
+
+
+def logged_updates(folder: Path) -> int:
+    """The last update a run folder's metrics log holds (0 without one)."""
+    path = folder / METRICS
+    if not path.exists():
+        return 0
+    steps = [json.loads(line).get("step", 0) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return max(steps, default=0)
 
 
 def changed_settings(
@@ -160,8 +188,24 @@ def named_run(run: RunConfig, family: str, name: str) -> RunConfig:
     return run
 
 
-def check_resume(resume: bool, run_dir: str | None) -> None:
-    """Refuse ``resume`` without a folder that holds a run, naming what is missing.
+@contextlib.contextmanager
+def removed_if_nothing_ran(folder: str | Path) -> Iterator[None]:
+    """Remove ``folder`` when the block fails (an error, Ctrl-C) before any run in it made
+    an update, if the block made the folder: a comparison that could not start leaves no
+    folder behind, as a run that could not start leaves none."""
+    folder = Path(folder)
+    made_here = not folder.exists()
+    try:
+        yield
+    except BaseException:
+        if made_here and folder.is_dir() and not any(holds_run(path) for path in folder.rglob("*") if path.is_dir()):
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def check_resume(resume: bool, run_dir: str | None, flag: str = "--run-dir") -> None:
+    """Refuse ``resume`` without a folder that holds a run, naming what is missing (and
+    ``flag``, the option that names the folder).
 
     Raises:
         ValueError: Without ``run_dir``, or when it holds no run (or only a failed start).
@@ -169,7 +213,7 @@ def check_resume(resume: bool, run_dir: str | None) -> None:
     if not resume:
         return
     if not run_dir:
-        raise ValueError("--resume continues the run in --run-dir: give its folder")
+        raise ValueError(f"--resume continues the run in {flag}: give its folder")
     if failed_start(Path(run_dir)):
         raise ValueError(
             f"--resume: {run_dir} holds only the {CONFIG} of a start that failed, no run to continue: "

@@ -48,7 +48,7 @@ from algorithms.core.compare import (
 )
 from algorithms.core.config import run_settings
 from algorithms.core.metrics import read_metrics
-from algorithms.core.run_dirs import holds_run, new_run_dir, open_run_dir
+from algorithms.core.run_dirs import holds_run, new_run_dir, open_run_dir, removed_if_nothing_ran
 from algorithms.meta import baselines, plots
 from algorithms.meta.config import ALGOS, CompareConfig, with_task_defaults
 from algorithms.meta.train import EVAL_BATCH, held_out, train
@@ -72,10 +72,15 @@ def compare(cfg: CompareConfig, learners: Mapping[str, LearnerFactory] | None = 
     if not cfg.out_dir:
         cfg = dataclasses.replace(cfg, out_dir=str(new_run_dir("compare", "meta", "+".join(names))))
     resume = cfg.learner.run.resume
-    out_dir = open_run_dir(cfg.out_dir, dataclasses.asdict(cfg), resume, ("out_dir", *run_settings("learner.run.")))
     trained = [name for name in names if name != "sft"]
     runs = cfg.seeds * (len(cfg.reward_scales) * len(trained) + bool(cfg.learner.sft_updates))
-    with tqdm(total=runs, desc="compare", unit="run", disable=not cfg.learner.run.progress) as bar:
+    with (
+        removed_if_nothing_ran(cfg.out_dir),
+        tqdm(total=runs, desc="compare", unit="run", disable=not cfg.learner.run.progress) as bar,
+    ):
+        out_dir = open_run_dir(
+            cfg.out_dir, dataclasses.asdict(cfg), resume, ("out_dir", *run_settings("learner.run.")), flag="--out-dir"
+        )
         grid = Grid(cfg, out_dir, bar, own)
         grid_runs = [(scale, name) for scale in cfg.reward_scales for name in trained]
         run_grid(grid.train_learner, grid_runs, cfg.seeds, setup_seed=grid.warm_start_seed)

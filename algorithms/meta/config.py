@@ -124,8 +124,8 @@ class PolicyGradientConfig(LearnerConfig, GroupSettings):
 
 @dataclass
 class GRPOConfig(PolicyGradientConfig, GRPOSettings):
-    """GRPO: the shared policy-gradient settings plus the standardization epsilon
-    (:class:`~algorithms.core.config.GRPOSettings`, declared once for both families)."""
+    """GRPO: the shared policy-gradient settings plus the standardization epsilon ``eps``
+    (declared once for both families, in ``GRPOSettings``)."""
 
 
 @dataclass

@@ -124,7 +124,7 @@ def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = No
     folder = None
     if config.run.run_dir is not None:
         record = {"algo": algo, **dataclasses.asdict(config)}
-        folder = open_run_dir(config.run.run_dir, record, config.run.resume, run_settings())
+        folder = open_run_dir(config.run.run_dir, record, config.run.resume, run_settings(), updates=config.run.updates)
     if sft is not None:
         _run_learner(sft, sft.config, f"sft seed {config.seed}")
         trained = build(config, venv, warm_start=sft.network)

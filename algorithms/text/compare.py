@@ -41,7 +41,7 @@ from algorithms.core.compare import (
     write_results,
 )
 from algorithms.core.config import run_settings
-from algorithms.core.run_dirs import holds_run, new_run_dir, open_run_dir
+from algorithms.core.run_dirs import holds_run, new_run_dir, open_run_dir, removed_if_nothing_ran
 from algorithms.text.config import TEXT_CONFIGS, TextGRPOConfig, TextLearnerConfig
 
 if TYPE_CHECKING:
@@ -133,7 +133,6 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
         cfg = replace(cfg, out_dir=str(new_run_dir("compare", "text", "+".join(names))))
     resolved_placement(cfg.learner.device, cfg.learner.dtype)  # a device this machine lacks: before any file
     settings = json.loads(json.dumps(asdict(cfg), default=str))
-    out_dir = open_run_dir(cfg.out_dir, settings, cfg.learner.run.resume, ("out_dir", *run_settings("learner.run.")))
     histories: dict[str, list[list[dict[str, float]]]] = {name: [] for name in names}
 
     def train_one(name: str, seed: int) -> dict[str, Any]:
@@ -142,7 +141,11 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
         final = result.history[-1] if result.history else {}
         return {**final, **result.after, **{f"before/{k}": v for k, v in result.before.items()}}
 
-    rows = run_grid(train_one, names, cfg.seeds)
+    with removed_if_nothing_ran(cfg.out_dir):  # a comparison that cannot start leaves no folder
+        out_dir = open_run_dir(
+            cfg.out_dir, settings, cfg.learner.run.resume, ("out_dir", *run_settings("learner.run.")), flag="--out-dir"
+        )
+        rows = run_grid(train_one, names, cfg.seeds)
     summary = {name: summarize_runs([row for row in rows if row["algo"] == name], METRICS) for name in names}
     curves = [
         {"algo": name, "seed": seed, **record}
@@ -152,7 +155,7 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
     ]
     record = {"config": asdict(cfg), "env": "text-deliberation-v1", "summary": summary, "incidental_spread": INCIDENTAL_SPREAD}
     write_results(out_dir, record, rows, curves)
-    title = f"{cfg.learner.env.task}, {cfg.seeds} seed(s): joint reward per update"
+    title = f"{cfg.learner.env.played()}, {cfg.seeds} seed(s): joint reward per update"
     write_comparison(out_dir, histories, rows, title)
     return summary
 

@@ -267,8 +267,7 @@ class TextMAGRPOConfig(TextLearnerConfig):
 
 @dataclass
 class TextGRPOConfig(TextLearnerConfig, GRPOSettings):
-    """GRPO per agent: group-standardized advantages (``eps``,
-    :class:`~algorithms.core.config.GRPOSettings`), clipped ratio, optional KL."""
+    """GRPO per agent: group-standardized advantages (their epsilon: ``eps``), clipped ratio, optional KL."""
 
 
 @dataclass

@@ -28,6 +28,7 @@ from agents.text_policy import TextPolicy
 from agents.trainable_lm import TrainableLM, default_lora, tiny_model
 from agents.trainable_team import TrainableTeam
 from algorithms.core import data_parallel
+from algorithms.core.config import KEPT_ON_RESUME
 from algorithms.core.metrics import check_loggers
 from algorithms.core.run import TrainResult, run
 from algorithms.core.run_dirs import CONFIG, check_resume, holds_run, named_run, open_run_dir
@@ -248,7 +249,8 @@ def _train(
         metrics_of_held_out = lambda: evaluate(learner, eval_env, held_out, progress=config.run.progress).metrics
     if config.run.run_dir and ranks.writes:
         record = {"algo": TEXT_ALGOS.get(type(config), learner.name), **config_record(config), **placement}
-        open_run_dir(config.run.run_dir, record, config.run.resume, (*TextLearnerConfig.RUN_FIELDS, *RESOLVED_FIELDS))
+        may_change = [name for name in (*TextLearnerConfig.RUN_FIELDS, *RESOLVED_FIELDS) if name not in KEPT_ON_RESUME]
+        open_run_dir(config.run.run_dir, record, config.run.resume, may_change, updates=config.run.updates)
     data_parallel.barrier()  # the others start once rank 0 has checked and recorded the folder
     try:
         result = run(learner, config.run, metrics_of_held_out, learner.settings(config), learner.headline)
@@ -265,6 +267,6 @@ def _train(
         if result.history:
             from algorithms.text.plots import learning_curves
 
-            title = f"{learner.name}, {config.env.task}, seed {config.seed}: joint reward per update"
+            title = f"{learner.name}, {config.env.played()}, seed {config.seed}: joint reward per update"
             learning_curves({learner.name: [result.history]}, folder / CURVES_FILE, title)
     return TrainResult(learner, result.history, before, after, config.run.run_dir)

@@ -250,6 +250,20 @@ class TextEnvConfig(TaskFields):
         if self.scoring == "lenient" and (self.protocol == "coding" or name in CODE_TASKS):
             raise ValueError(f"task {name!r} is judged by its tests: it has no lenient scoring (use scoring='strict')")
 
+    def played(self) -> str:
+        """What the env plays, for titles: the protocol brought by import path or instance
+        (which brings its problems), else the task's name (the default's when none is given).
+
+        >>> TextEnvConfig().played(), TextEnvConfig(task="gsm8k", path="sample").played()
+        ('arithmetic', 'gsm8k')
+        """
+        if isinstance(self.protocol, TextProtocol):
+            return self.protocol.name
+        if self.protocol is not None and is_import_path(self.protocol):
+            return self.protocol
+        task = DEFAULT_TASK if self.task is None else self.task
+        return task if isinstance(task, str) else task.name
+
     def task_arguments(self) -> dict[str, Any]:
         """The keyword arguments of the task given by name: ``task_kwargs`` plus ``path`` and
         ``difficulty``."""

@@ -177,3 +177,23 @@ def test_run_grid_goes_learner_by_learner_or_seed_by_seed_after_its_setup():
     rows = run_grid(train, ["a", "b"], 2, setup_seed=lambda seed: calls.append(("setup", seed)))
     assert calls == [("setup", 0), ("a", 0), ("b", 0), ("setup", 1), ("a", 1), ("b", 1)]
     assert [row["algo"] for row in rows] == ["a", "b", "a", "b"]
+
+
+def test_a_resumed_run_returns_and_records_every_update_of_the_run(tmp_path):
+    train(tiny(tmp_path))
+    resumed = train(tiny(tmp_path, run=tiny_run(tmp_path, updates=4, resume=True)))
+    logged = [r for r in read_metrics(tmp_path / "run" / "metrics.jsonl") if r["step"] >= 1]
+    assert len(resumed.history) == 4  # the two of the first call too, read from the log
+    assert [h["rewards/total/mean"] for h in resumed.history] == [r["rewards/total/mean"] for r in logged]
+    again = train(tiny(tmp_path, run=tiny_run(tmp_path, updates=4, resume=True)))  # finished: nothing to run
+    assert [h["rewards/total/mean"] for h in again.history] == [r["rewards/total/mean"] for r in logged]
+
+
+def test_a_resume_that_would_end_before_the_run_or_change_its_held_out_problems_is_refused(tmp_path):
+    train(tiny(tmp_path, run=tiny_run(tmp_path, updates=4)))
+    recorded = (tmp_path / "run" / "config.json").read_text()
+    with pytest.raises(ValueError, match="with --updates 2: it has logged 4 updates already"):
+        train(tiny(tmp_path, run=tiny_run(tmp_path, updates=2, resume=True)))
+    with pytest.raises(ValueError, match="eval_problems is 12 there and 20 here"):
+        train(tiny(tmp_path, run=tiny_run(tmp_path, updates=6, eval_problems=20, resume=True)))
+    assert (tmp_path / "run" / "config.json").read_text() == recorded  # refused before anything is written

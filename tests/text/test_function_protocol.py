@@ -116,7 +116,7 @@ def test_a_function_protocol_trains_for_one_update_with_the_tiny_model_and_resum
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["config"]["protocol"] == "<protocol colours>"
     resumed = train(config("colours", 2))
-    assert [m["charts/update"] for m in resumed.history] == [2.0]
+    assert [m["charts/update"] for m in resumed.history] == [1.0, 2.0]  # the run's updates, the first from its log
     with pytest.raises(ValueError, match=r"protocol is '<protocol colours>' there and '<protocol other>' here"):
         train(config("other", 3))
 

@@ -1,0 +1,61 @@
+"""A resumed comparison writes what an uninterrupted one writes, and one that cannot start
+leaves no folder.
+
+A real client found a resumed ``compare text`` building its table and curves from the
+updates run after the resume alone (runs finished before it had no rewards), and a second
+resume of the finished comparison crashing on an empty curve after rewriting its files.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import replace
+
+import pytest
+
+from algorithms.core.compare import CURVES_CSV, RESULTS_CSV, RESULTS_JSON
+from algorithms.text import compare as text_compare
+from algorithms.text.config import TextLearnerConfig, text_run
+
+
+def tiny_text(out_dir, updates: int = 2, resume: bool = False, model: str = "tiny") -> text_compare.TextCompare:
+    shared = TextLearnerConfig(
+        model=model, groups_per_update=1, group_size=2, max_new_tokens=4, run=text_run(updates=updates, progress=False, resume=resume)
+    )
+    return text_compare.TextCompare(learner=shared, algos=("grpo", "magrpo"), seeds=1, out_dir=str(out_dir))
+
+
+KEPT = ("algo", "seed", "charts/update", "rewards/joint/mean", "tokens/agent_0", "losses/policy")
+"""Columns that do not depend on the clock."""
+
+
+def rows(path) -> list[dict[str, str]]:
+    with path.open() as file:
+        return [{name: row.get(name) for name in KEPT} for row in csv.DictReader(file)]
+
+
+def test_a_resumed_comparison_writes_the_files_of_an_uninterrupted_one(tmp_path):
+    text_compare.compare(tiny_text(tmp_path / "whole", updates=2))
+    text_compare.compare(tiny_text(tmp_path / "parts", updates=1))
+    text_compare.compare(tiny_text(tmp_path / "parts", updates=2, resume=True))
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    assert rows(parts / CURVES_CSV) == rows(whole / CURVES_CSV)  # both updates of every run
+    assert len(rows(whole / CURVES_CSV)) == 4
+    for mine, theirs in zip(rows(parts / RESULTS_CSV), rows(whole / RESULTS_CSV), strict=True):
+        assert mine == theirs and mine["rewards/joint/mean"] not in ("", None)
+    text_compare.compare(tiny_text(parts, updates=2, resume=True))  # finished: resumed again, nothing to run
+    assert rows(parts / CURVES_CSV) == rows(whole / CURVES_CSV)
+    summary = json.loads((parts / RESULTS_JSON).read_text())["summary"]
+    assert "rewards/joint/mean" in summary["magrpo"]
+
+
+def test_a_comparison_that_cannot_start_leaves_no_folder(tmp_path):
+    empty = tmp_path / "empty_model"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="holds no model"):
+        text_compare.compare(tiny_text(tmp_path / "cmp", model=str(empty)))
+    assert not (tmp_path / "cmp").exists()
+    with pytest.raises(ValueError, match="leave --out-dir out"):  # a folder that holds one: named by compare's flag
+        text_compare.compare(tiny_text(tmp_path / "done", updates=1))
+        text_compare.compare(replace(tiny_text(tmp_path / "done", updates=1)))
