@@ -32,10 +32,20 @@ def canonical_text(text: str) -> str:
     return " ".join(text.strip().rstrip(".").split()).casefold()
 
 
-def _rest_of_line(text: str, start: int) -> str:
-    """The canonical text from ``start`` to the end of its line."""
-    end = text.find("\n", start)
-    return canonical_text(text[start : len(text) if end < 0 else end])
+def _answer_after(text: str, start: int) -> str:
+    """The canonical text from ``start`` to the end of its line, or, where that is empty,
+    of the next line that is not ("Final answer:" then "Paris" on its own line)."""
+    rest, _, after = text[start:].partition("\n")
+    return canonical_text(rest) or next((line for line in map(canonical_text, after.split("\n")) if line), "")
+
+
+def _line_starts(text: str) -> list[tuple[int, str]]:
+    """Each line of ``text`` with the offset it starts at."""
+    starts, offset = [], 0
+    for line in text.split("\n"):
+        starts.append((offset, line))
+        offset += len(line) + 1
+    return starts
 
 
 class JSONLTask(SplitsFromSource):
@@ -59,11 +69,11 @@ class JSONLTask(SplitsFromSource):
 
     **Scoring.** Numeric answers are read as :mod:`deliberation_env.tasks.numeric` says:
     ``scoring="strict"`` (the default) only from "The answer is N.", ``"lenient"`` as the
-    last number anywhere. Text answers follow "Answer:" (any case) to the end of its line:
-    under strict scoring the answer of a line is what follows its first "Answer:", and
-    every line with one must give the same answer (a text that answers twice,
-    differently, has none); under lenient scoring what follows the last "Answer:" that
-    has something after it counts.
+    last number anywhere. Text answers follow "Answer:" (any case) to the end of its line,
+    or, where nothing follows it there, on the next line that is not empty: under strict
+    scoring the answer of a line is what follows its first "Answer:", and every line with
+    one must give the same answer (a text that answers twice, differently, has none);
+    under lenient scoring the last "Answer:" that has an answer counts.
 
     Ids are ``<file stem>-<split>-<index in split>``.
 
@@ -144,10 +154,10 @@ class JSONLTask(SplitsFromSource):
         if self.numeric:
             return read_number(text, self.scoring)
         if self.scoring == "strict":
-            answers = {_rest_of_line(line, marker.end()) for line in text.split("\n") if (marker := _ANSWER_MARKER.search(line))}
-            answers.discard("")
+            starts = [start + marker.end() for start, line in _line_starts(text) if (marker := _ANSWER_MARKER.search(line))]
+            answers = {_answer_after(text, start) for start in starts} - {""}
             return answers.pop() if len(answers) == 1 else None
-        answers = [_rest_of_line(text, marker.end()) for marker in _ANSWER_MARKER.finditer(text)]
+        answers = [_answer_after(text, marker.end()) for marker in _ANSWER_MARKER.finditer(text)]
         return next((answer for answer in reversed(answers) if answer), None)  # the last one not empty
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:

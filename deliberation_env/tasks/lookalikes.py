@@ -13,13 +13,22 @@ import unicodedata
 
 _CONFUSABLES = dict(
     zip(
-        "аеһіјӏорԛѕԝхусАВСЕНІЈКМОРЅТХҮԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧϹαιονυ",
-        "aehijlopqswxycABCEHIJKMOPSTXYWABEZHIKMNOPTYXCaiovu",
+        "аеһіјӏорԛѕԝхусгАВСЕНІЈКМОРЅТХҮԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧϹαιονυɑᎪᏴᏟᎠᎬᎻᎫᏦᎷᏢᏚᎢᏔꓮꓐꓚꓓꓰꓧꓲꓗꓟꓠꓳꓑꓢꓔꓪ",
+        "aehijlopqswxycrABCEHIJKMOPSTXYWABEZHIKMNOPTYXCaiovuaABCDEHJKMPSTWABCDEHIKMNOPSTX",
         strict=True,
     )
 )
-"""Cyrillic and Greek letters drawn like a Latin one (Unicode's confusables, the letters of
-the readers' heads and the option letters)."""
+"""Letters of other scripts drawn like a Latin one (from Unicode's confusables: Cyrillic,
+Greek, Latin alpha, Cherokee and Lisu capitals), chosen for the readers' heads and the
+option letters."""
+_INVISIBLE = frozenset("\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff")
+"""Characters drawn as nothing: soft hyphen, zero-width spaces and joiners, invisible
+operators, the byte-order mark. Bidirectional controls are not among them: they reorder
+what is drawn ("\u202e81" shows 18), so a text holding one is read with it, and no number
+or head is read across it."""
+_TABLE_LIMIT = 1 << 16
+"""Code points :data:`_AS_READ` remembers at most (a text of every code point would
+otherwise grow it by a hundred megabytes)."""
 
 
 class _AsRead(dict[int, str | None]):
@@ -30,13 +39,14 @@ class _AsRead(dict[int, str | None]):
         folded = unicodedata.normalize("NFKC", char)
         if char in _CONFUSABLES:
             read: str | None = _CONFUSABLES[char]
-        elif unicodedata.category(char) == "Cf":  # zero-width spaces and joiners, soft hyphens
+        elif char in _INVISIBLE:
             read = None
         elif unicodedata.category(char).startswith("L") and len(folded) == 1 and folded.isascii():
             read = folded  # full-width and mathematical letters: ａ, 𝐚
         else:
             read = char
-        self[code] = read
+        if len(self) < _TABLE_LIMIT:
+            self[code] = read
         return read
 
 
@@ -49,7 +59,7 @@ def as_read(text: str) -> str:
 
     >>> as_read("Тhe ans\\u200bwer is 7"), as_read("ａｎｓｗｅｒ: Ｂ")
     ('The answer is 7', 'answer: B')
-    >>> as_read("x² = ４")  # digits are left alone: the number readers take care of them
+    >>> as_read("x² = ４")  # digits are left alone
     'x² = ４'
     """
     return text if text.isascii() else text.translate(_AS_READ)

@@ -27,10 +27,10 @@ Decisions are the model's final answer as a LaTeX string, read under the task's
   ``\\]``, ``.``, ``!``); a text without a box, with boxes of different texts
   (``\\boxed{2} or \\boxed{3}``, and ``\\boxed{0.5}`` then ``\\boxed{\\frac12}``), or
   with more after a box on its line (``\\boxed{2} (or 3)``, ``\\boxed{2} cm``), has none
-  (:func:`stated_answer`); so has a box that offers alternatives inside it, in words
-  ("or", "maybe", "perhaps", "possibly", "either") or as ``\\approx``, ``\\lor`` or
-  ``\\vee`` (``\\boxed{2 \\text{ (or 3)}}``, ``\\boxed{2 \\approx 3}``, each of which
-  math-verify reads as 2), unless the reference itself says so (:func:`offers_alternatives`).
+  (:func:`stated_answer`); so has a box that offers a second value math-verify would not
+  compare, in a part it does not read or after a relation it reads as its left side
+  (``\\boxed{2 \\text{ (could be 3)}}``, ``\\boxed{2 \\approx 3}``, each read as 2;
+  :func:`offers_alternatives`).
 - ``"lenient"``: the content of the last ``\\boxed{...}``, else what follows the last
   "The answer is" (:func:`extract_answer`).
 
@@ -57,7 +57,6 @@ from typing import Any
 from math_verify import LatexExtractionConfig, parse, verify
 
 from deliberation_env.tasks.base import Problem, check_scoring, selection
-from deliberation_env.tasks.lookalikes import as_read
 from deliberation_env.tasks.sources import (
     TEST_FRACTION,
     SplitsFromSource,
@@ -80,7 +79,9 @@ MATH_INSTRUCTIONS = (
 _BOXED = "\\boxed"
 _BRACES = re.compile(r"\\boxed\{|\{|\}")
 _CLOSING = re.compile(r"(?:[^\S\n]|[$*.!]|\\[)\]])*(?:\n|$)")  # the rest of a line
-_ALTERNATIVES = re.compile(r"\\(?:approx|lor|vee)(?![a-zA-Z])|(?<![a-zA-Z\\])(?:or|maybe|perhaps|possibly|either)(?![a-zA-Z])", re.IGNORECASE)
+_RELATIONS = re.compile(r"\\(?:approx|approxeq|thickapprox|simeq|sim|lor|vee)(?![a-zA-Z])")
+_ROUNDING = re.compile(r"\s*(.+?)\s*\\(?:approx|approxeq|thickapprox|simeq)\s*(-?\d+\.(\d+))\s*")
+_DIGITS = re.compile(r"(?<![\^\d])\d+")  # digit runs but exponents (``cm^2``)
 _ANSWER_IS = re.compile(r"answer is(?>\s*:?\s*)(.*)", re.IGNORECASE)
 # the run after the head is atomic: a run of newlines matched both ``\s*`` and not ``.``, and was
 # split every way between them (a minute for 100,000 newlines); so is the run of unclosed boxes
@@ -152,17 +153,41 @@ def stated_answer(text: str) -> str | None:
 
 
 def offers_alternatives(answer: str, reference: str) -> bool:
-    """Whether a boxed ``answer`` offers alternatives the ``reference`` does not: a word
-    "or", "maybe", "perhaps", "possibly" or "either", or ``\\approx``, ``\\lor``, ``\\vee``
-    (look-alike letters read as Latin). math-verify reads such a box as one of its values.
+    """Whether a boxed ``answer`` offers a second value that math-verify would not compare:
+    a number in a part of the box it does not read (``2 \\text{ (or 3)}`` and ``2
+    \\text{ (could be 3)}`` read as 2; ``12 \\text{ cm}^2`` drops only a unit), or a
+    relation it reads as its left side (``\\approx``, ``\\simeq``, ``\\sim``, ``\\lor``,
+    ``\\vee``) where the ``reference`` has none, but for a value and its rounding
+    (``\\frac13 \\approx 0.333``). A list or "or" of values is read whole
+    (``x = 2 \\text{ or } x = 3`` is a set), so it offers nothing hidden.
 
     >>> offers_alternatives(r"2 \\text{ (or 3)}", "2"), offers_alternatives(r"2 \\approx 3", "2")
     (True, True)
-    >>> offers_alternatives(r"\\text{north}", r"\\text{north}"), offers_alternatives(r"\\text{(C)}", "C")
+    >>> offers_alternatives(r"12 \\text{ cm}^2", "12"), offers_alternatives(r"x = 2 \\text{ or } x = 3", "2, 3")
     (False, False)
+    >>> offers_alternatives(r"2\\sqrt{3} \\approx 3.46", r"2\\sqrt3"), offers_alternatives(r"2\\sqrt{3} \\approx 3.6", r"2\\sqrt3")
+    (False, True)
     """
-    found = {word.lower() for word in _ALTERNATIVES.findall(as_read(answer))}
-    return bool(found - {word.lower() for word in _ALTERNATIVES.findall(as_read(reference))})
+    if _RELATIONS.search(answer) and not _RELATIONS.search(reference):
+        return not _rounded(answer)
+    parsed = _parsed(answer)
+    if len(parsed) < 2:  # not read as mathematics: compared as text, whole
+        return False
+    return bool(set(_DIGITS.findall(answer)) - set(_DIGITS.findall(str(parsed[1]))))
+
+
+def _rounded(answer: str) -> bool:
+    """Whether ``answer`` is a value and its rounding, ``X \\approx d.ddd``: ``d.ddd`` a
+    decimal within half its last place of X (``\\frac13 \\approx 0.333``)."""
+    found = _ROUNDING.fullmatch(answer)
+    exact = _parsed(found.group(1)) if found else ()
+    if not exact:
+        return False
+    try:
+        value = complex(exact[0].evalf())
+    except (TypeError, ValueError, AttributeError):  # not a number (a set, an equation, ...)
+        return False
+    return value.imag == 0 and abs(value.real - float(found.group(2))) <= 0.5 * 10 ** -len(found.group(3)) + 1e-12
 
 
 def _boxed_answer(text: str, start: int, end: int) -> str | None:

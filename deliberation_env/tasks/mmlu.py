@@ -24,19 +24,21 @@ naming ``path:line``.
 Decisions are the letters ``A``-``D``, read under the task's ``scoring`` option:
 
 - ``"strict"`` (the default; the prompt asks for "Answer: X"): a *statement* is "Answer:"
-  or "answer is" (any case), then optional markup (spaces, ``**``, ``:``, ``(``, ``$``,
-  backticks, ``[``, quotes, ``\\(``, ``\\[``, ``\\boxed{``, ``\\text{``), then a capital
-  letter A-D standing alone, and after it on its line nothing but closing markup and
-  punctuation (one ``.`` or ``!``): "Answer: B", "**Answer:** (B)", "Answer: $B$", "The
-  answer is B."; a statement with more on its line ("Answer: B or C", "Answer: B (or
-  C)", "Answer: B. Heart") makes the text no answer. The decision is the stated letter
-  when every statement of the text states the same one, and so do its other marks of a
-  final answer (``\\boxed{X}``, "the option is X", "the choice is X"); a text without a
-  statement, or with statements or marks of different letters, has none
-  (:func:`stated_letter`).
-- ``"lenient"``: the last "Answer: X" / "the answer is (X)" / "option X" / ``\\boxed{X}``
-  (markup as above between head and letter: "**Answer:** B"), else a reply that is just a
-  letter (:func:`extract_letter`).
+  (also "**Answer**:") or "answer is" (any case), then optional markup (spaces, ``**``,
+  ``:``, ``(``, ``[``, ``'``, ``\\(``, ``\\[``, ``\\boxed{``, ``\\text{``, a ``$`` opening
+  one of them), then a capital letter A-D standing alone (or in ``$``...``$`` or
+  backticks closed right after it), and after it on its line nothing but closing markup
+  and punctuation (one ``.`` or ``!``): "Answer: B", "**Answer:** (B)", "Answer: $B$",
+  "The answer is B."; a statement with more on its line ("Answer: B or C", "Answer: B
+  (or C)", "Answer: B. Heart") makes the text no answer. The decision is the stated
+  letter when every statement of the text states the same one, and so do its other marks
+  of a final answer (``\\boxed{X}``, "the correct/right/best/final option/choice/answer
+  is X", "option X is correct/right/the best/the answer"); a text without a statement, or with statements or marks of different letters,
+  has none (:func:`stated_letter`). A letter in passing ("option C is wrong", "the most
+  tempting option is A") is no mark.
+- ``"lenient"``: the last "Answer: X" / "the answer is (X)" / "the correct option is X" /
+  "option X is right" / ``\\boxed{X}`` (markup as above between head and letter: "**Answer:** B"), else a reply
+  that is just a letter (:func:`extract_letter`).
 
 Both read the text as a person does (:func:`~deliberation_env.tasks.lookalikes.as_read`):
 "Аnswer: С" in Cyrillic letters is "Answer: C".
@@ -74,14 +76,22 @@ MMLU_INSTRUCTIONS = (
 )
 
 _CSV_SPLITS = {"test": ("test",), "train": ("dev", "val")}
-_OPENING = r"(?>(?:[\s*:($`\[']|\\[(\[]|\\boxed\{|\\text\{)*)"
-"""Markup between an answer's head and its letter: spaces, ``**``, ``:``, ``(``, ``$``,
-backticks, ``[``, quotes, ``\\(``, ``\\[``, ``\\boxed{``, ``\\text{`` (one atomic run)."""
-_MARKED = re.compile(rf"(?i:answer|option|choice)\s*+(?i:is)?{_OPENING}([ABCD])\b")
+_OPENING = r"(?>(?:[\s*:(\[']|\\[(\[]|\\boxed\{|\\text\{|\$(?=\\))*)"
+"""Markup between an answer's head and its letter: spaces, ``**``, ``:``, ``(``, ``[``,
+``'``, ``\\(``, ``\\[``, ``\\boxed{``, ``\\text{`` and a ``$`` that opens one of them
+(one atomic run)."""
+_LETTER = r"(?:\$([ABCD])\$|`([ABCD])`|([ABCD])\b)"
+"""An option letter: alone, or in ``$``...``$`` or backticks closed right after it (so
+``$A^{-1}B$`` is no letter)."""
+_FINAL = r"\b(?i:correct|right|best|final)\s+(?i:option|choice|answer)\s+(?i:is)\b"
+"""A qualified final mark: "the correct option is", "the best choice is"."""
+_FINAL_AFTER = r"\b(?i:option|choice)\s+\(?([ABCD])\)?\s+(?i:is)\s+(?i:the\s+)?(?i:correct|right|best|answer)\b"
+"""A final mark with the letter first: "option B is correct", "choice C is the answer"."""
+_MARKED = re.compile(rf"(?:\b(?i:answer)\s*+(?i:is\b)?|{_FINAL}){_OPENING}{_LETTER}|{_FINAL_AFTER}")
 _BOXED = re.compile(r"\\boxed\{\s*+(?:\\text\{\s*+)?\(?([ABCD])\)?\s*+(?:\}\s*+)?\}")
 _ALONE = re.compile(r"^\W*\(?([ABCD])\)?\W*$")
-_STATED = re.compile(rf"\b(?i:answer)(?:\s+(?i:is)\b|\s*:){_OPENING}([ABCD])\b([^\n]*)")
-_OTHER_MARK = re.compile(rf"\b(?i:option|choice)\s+(?i:is)\b{_OPENING}([ABCD])\b")
+_STATED = re.compile(rf"\b(?i:answer)(?:\s+(?i:is)\b|\**\s*:){_OPENING}{_LETTER}([^\n]*)")
+_OTHER_MARK = re.compile(rf"{_FINAL}{_OPENING}{_LETTER}|{_FINAL_AFTER}")
 _CLOSING = re.compile(r"(?:[\s*)$`\]'}]|\\[)\]])*+[.!]?(?:[\s*$`'}]|\\[)\]])*+")
 # runs of spaces and markup are possessive (``*+``): a run that ends in something else fails at
 # once, where trying every split of it between two patterns took seconds for thousands of spaces
@@ -97,14 +107,18 @@ def stated_letter(text: str) -> str | None:
     (None, None, None)
     >>> stated_letter("Answer: B or C"), stated_letter("**Answer:** (B) (or C)")
     (None, None)
-    >>> stated_letter("Answer: $B$"), stated_letter("Answer: B\\nAnswer: `C`"), stated_letter("Answer: B\\nThe option is C.")
+    >>> stated_letter("Answer: $B$"), stated_letter("Answer: B\\nAnswer: `C`"), stated_letter("Answer: B\\nThe correct option is C.")
     ('B', None, None)
+    >>> stated_letter("The most tempting option is A, but it is wrong.\\nAnswer: C")
+    'C'
+
     """
     text = as_read(text)
-    letters = {letter if _CLOSING.fullmatch(rest) else None for letter, rest in _STATED.findall(text)}
+    letters = {"".join(found[:3]) if _CLOSING.fullmatch(found[3]) else None for found in _STATED.findall(text)}
     if len(letters) != 1:
         return None
-    return letters.pop() if set(_BOXED.findall(text) + _OTHER_MARK.findall(text)) <= letters else None
+    others = set(_BOXED.findall(text)) | {"".join(found) for found in _OTHER_MARK.findall(text)}
+    return letters.pop() if others <= letters else None
 
 
 def extract_letter(text: str) -> str | None:
@@ -124,7 +138,7 @@ def extract_letter(text: str) -> str | None:
     for pattern in (_MARKED, _BOXED):
         matches = pattern.findall(text)
         if matches:
-            return matches[-1].upper()
+            return "".join(matches[-1])
     alone = _ALONE.match(text.strip())
     return alone.group(1) if alone else None
 

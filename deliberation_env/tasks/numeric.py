@@ -4,8 +4,8 @@
 prompt asks, "The answer is N.":
 
 - a *statement* is "answer is" (any case; "The answer is", "The final answer is"), an
-  optional ``:``, optional markup (spaces, ``**``, ``$``, ``(``, ``\\(``, ``\\[``,
-  ``\\boxed{``), then the start of a number (a digit, after an optional sign and ``$``);
+  optional ``:``, optional markup (spaces, ``**``, ``$``, ``\\(``, ``\\[``, ``\\boxed{``),
+  then the start of a number (a digit, after an optional sign and ``$``);
 - its line, from there on, must hold exactly one number N and nothing after it but
   closing punctuation (one ``.`` or ``!``), once the markup (``*``, ``$``, ``\\(``
   ``\\)``, ``\\[`` ``\\]``, ``\\boxed{``, braces) is taken out. N is an optional sign,
@@ -16,10 +16,12 @@ prompt asks, "The answer is N.":
 - the decision is the canonical N of the statements when they all state the same
   number; a text without a statement, or with statements of different numbers (a line
   "The answer is 3." and a line "The answer is 4."), has no answer;
-- the text's other marks of a final answer, every ``\\boxed{N}``, "Answer: N", "answer =
-  N" and "#### N" (those lenient scoring reads), must state that number too: "The answer
-  is 17." with "#### 18" or ``\\boxed{18}`` elsewhere has no answer, so strict scoring
-  never calls right what lenient scoring reads as another number.
+- the text's other marks of a final answer (those lenient scoring reads) must not state
+  another number: no ``\\boxed{M}`` anywhere, and no "Answer: M", "answer = M", "answer
+  is M" or "#### M" after the last statement or alone on a line before it. "The answer
+  is 17." with "#### 18" or ``\\boxed{18}`` has no answer; a step's mark ("#### 1. Eggs
+  left", "Part 1: Answer: 24 cookies.") is not a final one. So strict scoring never calls
+  right what lenient scoring reads as another number.
 
 Both readers read the text as a person does (:func:`~deliberation_env.tasks.lookalikes.as_read`):
 a statement written with look-alike letters ("Тhe answer is", Cyrillic ``Т``) or with
@@ -45,11 +47,14 @@ NUMERIC_INSTRUCTIONS = (
 
 _NUMBER = r"[-+]?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?"
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
-_MARKED = re.compile(rf"(?:####|answer is|answer:|answer =)(?>(?:[\s*(]|\\[(\[])*)({_NUMBER})", re.IGNORECASE)
+_MARKED = re.compile(
+    rf"(?:####|\banswer\s+is\b:?|\banswer\**\s*:|\banswer\s*=)(?>(?:[\s*$(]|\\[(\[]|\\boxed\{{)*)({_NUMBER})",
+    re.IGNORECASE,
+)
 _ANY = re.compile(_NUMBER)
 # strict: a statement's head, then the rest of the line that holds its number
 _STATEMENT = re.compile(
-    r"\banswer\s+is\b:?(?>(?:[\s*$(]|\\[(\[]|\\boxed\{)*)(?=[-+]?\$?\s?\d)([^\n]*)", re.IGNORECASE
+    r"\banswer\s+is\b:?(?>(?:[\s*$]|\\[(\[]|\\boxed\{)*)(?=[-+]?\$?\s?\d)([^\n]*)", re.IGNORECASE
 )
 _MARKUP = re.compile(r"\\boxed\{|\\[()\[\]]|[*${}]")
 _PLAIN_NUMBER = re.compile(r"[-+]?(?:\d+/\d+|\d+(?:\.\d*)?|\.\d+)")
@@ -57,6 +62,7 @@ MAX_NUMBER_CHARS = 4000
 """The longest number :func:`canonical_number` reads (Python prints an integer of at most
 4,300 digits): any answer is at most a long wrong number, never an error."""
 _ONE_NUMBER = re.compile(r"\s*+([-+]?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?)\s*+[.!]?\s*+")
+_CLOSING = re.compile(r"\s*+[.!]?\s*+")
 # the runs of spaces are atomic (``(?>...)``, ``*+``): a run that ends in something else fails at once,
 # where trying every split of it between two ``\s*`` took seconds for a few thousand spaces
 
@@ -74,7 +80,7 @@ def canonical_number(text: str) -> str | None:
     >>> [canonical_number(s) for s in ["1,000", "$18", "18.0", "-0.50", "6/4", "x", "1e5"]]
     ['1000', '18', '18', '-0.5', '3/2', None, None]
     """
-    cleaned = text.strip().rstrip(".").replace(",", "").replace("$", "").replace(" ", "")
+    cleaned = text.strip().rstrip(".").replace(",", "").replace("\\$", "").replace("$", "").replace(" ", "")
     if len(cleaned) > MAX_NUMBER_CHARS or not _PLAIN_NUMBER.fullmatch(cleaned):
         return None
     try:
@@ -129,13 +135,32 @@ def stated_number(text: str) -> str | None:
     (None, None)
     >>> stated_number("The answer is 17.\\n#### 18"), stated_number("The answer is 17.\\nThe answer is (18).")
     (None, None)
+    >>> stated_number("#### 1. Eggs left: 16 - 3 = 13\\n13 * 2 = 26.\\nThe answer is 26.")
+    '26'
+
     """
     text = as_read(text)
-    numbers = {_line_number(line) for line in _STATEMENT.findall(text)}
-    if len(numbers) != 1:
+    statements = list(_STATEMENT.finditer(text))
+    numbers = {_line_number(statement.group(1)) for statement in statements}
+    if len(numbers) != 1 or None in numbers:
         return None
-    marked = {canonical_number(match) for pattern in (_BOXED, _MARKED) for match in pattern.findall(text)}
-    return numbers.pop() if marked - {None} <= numbers else None
+    number = numbers.pop()
+    last = statements[-1].start()
+    if any(canonical_number(box) not in (None, number) for box in _BOXED.findall(text)):
+        return None
+    for mark in _MARKED.finditer(text):
+        if canonical_number(mark.group(1)) not in (None, number) and (mark.start() > last or _alone_on_its_line(text, mark)):
+            return None
+    return number
+
+
+def _alone_on_its_line(text: str, mark: re.Match[str]) -> bool:
+    """Whether a mark ("#### N", "Answer: N") is all of its line but for markup and closing
+    punctuation: a final answer, not a step's ("#### 1. Eggs", "Part 1: Answer: 24 cookies")."""
+    start = text.rfind("\n", 0, mark.start()) + 1
+    end = text.find("\n", mark.end())
+    before, after = text[start : mark.start()], text[mark.end() : len(text) if end < 0 else end]
+    return not _MARKUP.sub("", before).strip() and bool(_CLOSING.fullmatch(_MARKUP.sub(" ", after)))
 
 
 def _line_number(line: str) -> str | None:

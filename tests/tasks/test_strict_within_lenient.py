@@ -29,9 +29,7 @@ def test_a_numeric_statement_with_another_final_mark_is_no_answer(second):
     text = f"The answer is 17.\n{second}"
     assert NUMERIC["lenient"].parse(SEVENTEEN, text) == "18"
     assert NUMERIC["strict"].parse(SEVENTEEN, text) is None
-    agreeing = f"The answer is 17.\n{second.replace('18', '17')}"
-    asked_form = second != "The answer is (18)."  # "(17)" is no answer under strict scoring
-    assert NUMERIC["strict"].parse(SEVENTEEN, agreeing) == ("17" if asked_form else None)
+    assert NUMERIC["strict"].parse(SEVENTEEN, f"The answer is 17.\n{second.replace('18', '17')}") == "17"
 
 
 @pytest.mark.parametrize("text", ["The answer is \\[17\\].", "The answer is \\(17\\).", "The answer is $\\boxed{17}$."])
@@ -92,3 +90,69 @@ def test_strict_right_implies_lenient_right_for_letters(marks):
     problem = MMLU["strict"].problems("test")[0]
     strict, lenient = (MMLU[s].is_correct(problem, MMLU[s].parse(problem, text)) for s in ("strict", "lenient"))
     assert lenient or not strict, text
+
+
+# ------------------------------------------------------------------ round five: no false refusals
+@pytest.mark.parametrize(
+    "text",
+    [
+        "#### 1. Eggs left\n16 - 3 = 13.\n#### 2. Money\n13 * 2 = 26 - 9 = 17.\nThe answer is 17.",
+        "answer = 9 * 2  # dollars\nanswer - 1 = 17\nThe answer is 17.",
+        "Part 1: Answer: 24 cookies.\n24 - 7 = 17.\nThe answer is 17.",
+        "So the answer is (20 - 3) = 17.\nThe answer is 17.",
+        "The answer is: 17.\nThat is 2 more than 15.",
+        "The answer  is $$17$$.",
+    ],
+)
+def test_a_step_marked_like_an_answer_does_not_refuse_the_final_statement(text):
+    assert NUMERIC["strict"].parse(SEVENTEEN, text) == NUMERIC["lenient"].parse(SEVENTEEN, text) == "17"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The most tempting option is A, but it is wrong.\nAnswer: C",
+        "A plausible choice is B, but it is wrong.\nAnswer: C",
+        "Answer: C\nThe next option is D, which is too large.",
+        "So the answer is $A^{-1}B$, which is option C.\nAnswer: C",
+        "Option A is wrong and option B is wrong.\nAnswer: C",
+    ],
+)
+def test_a_letter_in_passing_does_not_refuse_the_stated_letter(text):
+    problem = MMLU["strict"].problems("test")[0]
+    assert MMLU["strict"].parse(problem, text) == MMLU["lenient"].parse(problem, text) == "C"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Answer: B\n**Answer**: C", "Answer: B\nOption C is correct.", "Answer: B\nThe best choice is C."],
+)
+def test_a_later_final_letter_is_a_hedge_and_lenient_reads_it(text):
+    problem = MMLU["strict"].problems("test")[0]
+    assert MMLU["strict"].parse(problem, text) is None and MMLU["lenient"].parse(problem, text) == "C"
+
+
+def test_a_number_reordered_by_a_bidi_control_is_no_answer():
+    assert NUMERIC["strict"].parse(SEVENTEEN, "The answer is \u202e71\u202c.") is None  # drawn as 17
+
+
+def test_a_boxed_dollar_amount_is_a_mark():
+    assert NUMERIC["lenient"].parse(SEVENTEEN, "The answer is 17.\n\\boxed{\\$18}") == "18"
+    assert NUMERIC["strict"].parse(SEVENTEEN, "The answer is 17.\n\\boxed{\\$18}") is None
+
+
+def test_a_text_answer_on_the_line_after_its_head_is_read(tmp_path):
+    path = tmp_path / "capitals.jsonl"
+    path.write_text('{"question": "Capital of France?", "answer": "Paris"}\n')
+    strict, lenient = (JSONLTask(path, answers="text", scoring=s) for s in ("strict", "lenient"))
+    problem = (strict.problems("test") or strict.problems("train"))[0]
+    changed_mind = "Answer: Lyon\nHmm, no.\nFinal answer:\nParis"
+    assert lenient.parse(problem, changed_mind) == "paris" and strict.parse(problem, changed_mind) is None
+    assert strict.parse(problem, "Final answer:\n\nParis") == "paris"
+
+
+def test_math_strict_keeps_a_value_with_its_rounding():
+    task = tasks.get("math", path="sample")
+    problem = Problem("math:p", "Find x.", "2\\sqrt{3}")
+    assert task.is_correct(problem, task.parse(problem, "$\\boxed{2\\sqrt{3} \\approx 3.46}$"))
+    assert task.parse(problem, "$\\boxed{2\\sqrt{3} \\approx 4}$") is None
