@@ -33,12 +33,12 @@ Decisions are the letters ``A``-``D``, read under the task's ``scoring`` option:
   (or C)", "Answer: B. Heart") makes the text no answer. The decision is the stated
   letter when every statement of the text states the same one, and so do its other marks
   of a final answer (``\\boxed{X}``, "the correct/right/best/final option/choice/answer
-  is X", "option X is correct/right/the best/the answer"); a text without a statement, or with statements or marks of different letters,
-  has none (:func:`stated_letter`). A letter in passing ("option C is wrong", "the most
-  tempting option is A") is no mark.
+  is X", "option X is correct/right/the best/the answer"); a text without a statement,
+  or with statements or marks of different letters, has none (:func:`stated_letter`). A
+  letter in passing ("option C is wrong", "the most tempting option is A") is no mark.
 - ``"lenient"``: the last "Answer: X" / "the answer is (X)" / "the correct option is X" /
-  "option X is right" / ``\\boxed{X}`` (markup as above between head and letter: "**Answer:** B"), else a reply
-  that is just a letter (:func:`extract_letter`).
+  "option X is right" / ``\\boxed{X}`` (markup as above between head and letter:
+  "**Answer:** B"), else a reply that is just a letter (:func:`extract_letter`).
 
 Both read the text as a person does (:func:`~deliberation_env.tasks.lookalikes.as_read`):
 "Аnswer: С" in Cyrillic letters is "Answer: C".
@@ -111,7 +111,6 @@ def stated_letter(text: str) -> str | None:
     ('B', None, None)
     >>> stated_letter("The most tempting option is A, but it is wrong.\\nAnswer: C")
     'C'
-
     """
     text = as_read(text)
     letters = {"".join(found[:3]) if _CLOSING.fullmatch(found[3]) else None for found in _STATED.findall(text)}
