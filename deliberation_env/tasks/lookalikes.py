@@ -26,6 +26,8 @@ _INVISIBLE = frozenset("\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u
 operators, the byte-order mark. Bidirectional controls are not among them: they reorder
 what is drawn ("\u202e81" shows 18), so a text holding one is read with it, and no number
 or head is read across it."""
+_MINUS = frozenset("\u2212\ufe63\uff0d")
+"""Minus signs drawn as ``-`` (not the dashes, which also separate: "11 — 12")."""
 _TABLE_LIMIT = 1 << 16
 """Code points :data:`_AS_READ` remembers at most (a text of every code point would
 otherwise grow it by a hundred megabytes)."""
@@ -41,6 +43,10 @@ class _AsRead(dict[int, str | None]):
             read: str | None = _CONFUSABLES[char]
         elif char in _INVISIBLE:
             read = None
+        elif char in _MINUS:
+            read = "-"
+        elif 0xFF01 <= code <= 0xFF5E and not char.isdigit():  # full-width punctuation: ＃, ：
+            read = folded
         elif unicodedata.category(char).startswith("L") and len(folded) == 1 and folded.isascii():
             read = folded  # full-width and mathematical letters: ａ, 𝐚
         else:
@@ -54,8 +60,9 @@ _AS_READ = _AsRead()
 
 
 def as_read(text: str) -> str:
-    """``text`` with look-alike letters as their Latin letter and invisible format
-    characters removed; digits and everything else unchanged.
+    """``text`` with look-alike letters as their Latin letter, full-width punctuation as
+    ASCII, minus signs as ``-`` and invisible characters removed; digits and everything
+    else unchanged.
 
     >>> as_read("Тhe ans\\u200bwer is 7"), as_read("ａｎｓｗｅｒ: Ｂ")
     ('The answer is 7', 'answer: B')

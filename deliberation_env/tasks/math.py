@@ -50,6 +50,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+from collections import Counter
 from collections.abc import Hashable, Iterable
 from pathlib import Path
 from typing import Any
@@ -78,10 +79,12 @@ MATH_INSTRUCTIONS = (
 
 _BOXED = "\\boxed"
 _BRACES = re.compile(r"\\boxed\{|\{|\}")
-_CLOSING = re.compile(r"(?:[^\S\n]|[$*.!]|\\[)\]])*(?:\n|$)")  # the rest of a line
-_RELATIONS = re.compile(r"\\(?:approx|approxeq|thickapprox|simeq|sim|lor|vee)(?![a-zA-Z])")
-_ROUNDING = re.compile(r"\s*(.+?)\s*\\(?:approx|approxeq|thickapprox|simeq)\s*(-?\d+\.(\d+))\s*")
+_CLOSING = re.compile(r"(?:[^\S\n]|[$*.!]|\\[)\]])*(?:I hope it is correct\.?[^\S\n]*)?(?:\n|$)")  # the rest of a line
+_RELATIONS = re.compile(r"\\(?:approx|approxeq|thickapprox|simeq|sim|lor|vee)(?![a-zA-Z])|[≈≃∼≅∨]")
+_ROUNDING = re.compile(r"\s*(.+?)\s*(?:\\(?:approx|approxeq|thickapprox|simeq)|[≈≃≅])\s*(-?\d+\.(\d+))\s*")
 _DIGITS = re.compile(r"(?<![\^\d])\d+")  # digit runs but exponents (``cm^2``)
+_DOUBT = re.compile(r"\?|\b(?:maybe|perhaps|possibly|probably|not sure|unsure|could|might|either)\b", re.IGNORECASE)
+_NUMBER_EQUALS = re.compile(r"\s*-?\d+(?:\.\d+)?\s*=")
 _ANSWER_IS = re.compile(r"answer is(?>\s*:?\s*)(.*)", re.IGNORECASE)
 # the run after the head is atomic: a run of newlines matched both ``\s*`` and not ``.``, and was
 # split every way between them (a minute for 100,000 newlines); so is the run of unclosed boxes
@@ -154,9 +157,10 @@ def stated_answer(text: str) -> str | None:
 
 def offers_alternatives(answer: str, reference: str) -> bool:
     """Whether a boxed ``answer`` offers a second value that math-verify would not compare:
-    a number in a part of the box it does not read (``2 \\text{ (or 3)}`` and ``2
-    \\text{ (could be 3)}`` read as 2; ``12 \\text{ cm}^2`` drops only a unit), or a
-    relation it reads as its left side (``\\approx``, ``\\simeq``, ``\\sim``, ``\\lor``,
+    a digit or a word of doubt (maybe, not sure, ``?``, ...) in a part of the box it does
+    not read (``2 \\text{ (or 3)}`` and ``2 \\text{ (not sure)}`` read as 2; ``12
+    \\text{ cm}^2`` drops only a unit), an equation of a number (``3 = 2`` reads as 2), or
+    a relation it reads as its left side (``\\approx``, ``\\simeq``, ``\\sim``, ``\\lor``,
     ``\\vee``) where the ``reference`` has none, but for a value and its rounding
     (``\\frac13 \\approx 0.333``). A list or "or" of values is read whole
     (``x = 2 \\text{ or } x = 3`` is a set), so it offers nothing hidden.
@@ -170,10 +174,19 @@ def offers_alternatives(answer: str, reference: str) -> bool:
     """
     if _RELATIONS.search(answer) and not _RELATIONS.search(reference):
         return not _rounded(answer)
+    if _NUMBER_EQUALS.match(answer):  # "3 = 2": math-verify reads the right side alone
+        return True
     parsed = _parsed(answer)
     if len(parsed) < 2:  # not read as mathematics: compared as text, whole
         return False
-    return bool(set(_DIGITS.findall(answer)) - set(_DIGITS.findall(str(parsed[1]))))
+    read = str(parsed[1])
+    unread_digits = _digits(answer) - _digits(read)
+    return bool(unread_digits) or len(_DOUBT.findall(answer)) > len(_DOUBT.findall(read))
+
+
+def _digits(latex: str) -> Counter[str]:
+    """The digits of ``latex``, counted, but those of exponents (``cm^2``)."""
+    return Counter("".join(_DIGITS.findall(latex)))
 
 
 def _rounded(answer: str) -> bool:

@@ -25,17 +25,18 @@ Decisions are the letters ``A``-``D``, read under the task's ``scoring`` option:
 
 - ``"strict"`` (the default; the prompt asks for "Answer: X"): a *statement* is "Answer:"
   (also "**Answer**:") or "answer is" (any case), then optional markup (spaces, ``**``,
-  ``:``, ``(``, ``[``, ``'``, ``\\(``, ``\\[``, ``\\boxed{``, ``\\text{``, a ``$`` opening
-  one of them), then a capital letter A-D standing alone (or in ``$``...``$`` or
-  backticks closed right after it), and after it on its line nothing but closing markup
-  and punctuation (one ``.`` or ``!``): "Answer: B", "**Answer:** (B)", "Answer: $B$",
-  "The answer is B."; a statement with more on its line ("Answer: B or C", "Answer: B
-  (or C)", "Answer: B. Heart") makes the text no answer. The decision is the stated
-  letter when every statement of the text states the same one, and so do its other marks
-  of a final answer (``\\boxed{X}``, "the correct/right/best/final option/choice/answer
-  is X", "option X is correct/right/the best/the answer"); a text without a statement,
-  or with statements or marks of different letters, has none (:func:`stated_letter`). A
-  letter in passing ("option C is wrong", "the most tempting option is A") is no mark.
+  ``:``, ``(``, ``[``, quotes, ``\\(``, ``\\[``, ``\\boxed{``, ``\\text{``-like wrappers, a
+  ``$`` opening one of them, the word "option"), then a capital letter A-D standing alone
+  (or in ``$``...``$`` or backticks closed right after it), and after it on its line
+  nothing but closing markup and punctuation (one ``.`` or ``!``): "Answer: B",
+  "**Answer:** (B)", "Answer: $B$", "The answer is B.". A statement with more on its line
+  ("Answer: B or C", "Answer: B (or C)", "Answer: B. Heart") is no answer when it is the
+  text's last; before the last, it is a step's ("I first thought the answer is C, but
+  ...") and is passed over. The decision is the stated letter when every other statement
+  states the same one, and so do the text's other marks of a final answer
+  (``\\boxed{X}``, "the correct/right/best/final option/choice/answer is X", "option X
+  is correct/right/the best/the answer"); otherwise there is none (:func:`stated_letter`).
+  A letter in passing ("option C is wrong", "the most tempting option is A") is no mark.
 - ``"lenient"``: the last "Answer: X" / "the answer is (X)" / "the correct option is X" /
   "option X is right" / ``\\boxed{X}`` (markup as above between head and letter:
   "**Answer:** B"), else a reply that is just a letter (:func:`extract_letter`).
@@ -76,23 +77,25 @@ MMLU_INSTRUCTIONS = (
 )
 
 _CSV_SPLITS = {"test": ("test",), "train": ("dev", "val")}
-_OPENING = r"(?>(?:[\s*:(\[']|\\[(\[]|\\boxed\{|\\text\{|\$(?=\\))*)"
+_OPENING = r"(?>(?:[\s*:(\['\"‘“]|\\[(\[]|\\boxed\{|\\(?:text|textbf|mathbf|mathrm)\{|\$(?=\\)|(?i:option|choice)\s)*)"
 """Markup between an answer's head and its letter: spaces, ``**``, ``:``, ``(``, ``[``,
-``'``, ``\\(``, ``\\[``, ``\\boxed{``, ``\\text{`` and a ``$`` that opens one of them
-(one atomic run)."""
+quotes, ``\\(``, ``\\[``, ``\\boxed{``, ``\\text{`` (``\\textbf{``, ...), a ``$`` that
+opens one of them, and the word "option" or "choice" (one atomic run)."""
 _LETTER = r"(?:\$([ABCD])\$|`([ABCD])`|([ABCD])\b)"
 """An option letter: alone, or in ``$``...``$`` or backticks closed right after it (so
 ``$A^{-1}B$`` is no letter)."""
-_FINAL = r"\b(?i:correct|right|best|final)\s+(?i:option|choice|answer)\s+(?i:is)\b"
+_FINAL = r"\b(?i:correct|right|best|final)\s+(?i:option|choice|answer)(?:\s+(?i:is)\b|\s*:)"
 """A qualified final mark: "the correct option is", "the best choice is"."""
 _FINAL_AFTER = r"\b(?i:option|choice)\s+\(?([ABCD])\)?\s+(?i:is)\s+(?i:the\s+)?(?i:correct|right|best|answer)\b"
 """A final mark with the letter first: "option B is correct", "choice C is the answer"."""
-_MARKED = re.compile(rf"(?:\b(?i:answer)\s*+(?i:is\b)?|{_FINAL}){_OPENING}{_LETTER}|{_FINAL_AFTER}")
-_BOXED = re.compile(r"\\boxed\{\s*+(?:\\text\{\s*+)?\(?([ABCD])\)?\s*+(?:\}\s*+)?\}")
+_HEAD = r"\b(?i:answer)(?:\s+(?i:is)\b|\**\s*:)"
+"""A statement's head: "Answer:", "**Answer**:", "the answer is"."""
+_MARKED = re.compile(rf"(?:{_HEAD}|{_FINAL}){_OPENING}{_LETTER}|{_FINAL_AFTER}")
+_BOXED = re.compile(r"\\boxed\{\s*+(?:\\(?:text|textbf|mathbf|mathrm)\{\s*+)?\(?([ABCD])\)?\s*+(?:\}\s*+)?\}")
 _ALONE = re.compile(r"^\W*\(?([ABCD])\)?\W*$")
-_STATED = re.compile(rf"\b(?i:answer)(?:\s+(?i:is)\b|\**\s*:){_OPENING}{_LETTER}([^\n]*)")
+_STATED = re.compile(rf"{_HEAD}{_OPENING}{_LETTER}([^\n]*)")
 _OTHER_MARK = re.compile(rf"{_FINAL}{_OPENING}{_LETTER}|{_FINAL_AFTER}")
-_CLOSING = re.compile(r"(?:[\s*)$`\]'}]|\\[)\]])*+[.!]?(?:[\s*$`'}]|\\[)\]])*+")
+_CLOSING = re.compile(r"(?:[\s*)$`\]'\"’”}]|\\[)\]])*+[.!]?(?:[\s*$`'\"’”}]|\\[)\]])*+")
 # runs of spaces and markup are possessive (``*+``): a run that ends in something else fails at
 # once, where trying every split of it between two patterns took seconds for thousands of spaces
 
@@ -113,7 +116,10 @@ def stated_letter(text: str) -> str | None:
     'C'
     """
     text = as_read(text)
-    letters = {"".join(found[:3]) if _CLOSING.fullmatch(found[3]) else None for found in _STATED.findall(text)}
+    statements = [("".join(found[:3]), _CLOSING.fullmatch(found[3]) is not None) for found in _STATED.findall(text)]
+    if not statements or not statements[-1][1]:  # no statement, or a final one with more on its line
+        return None
+    letters = {letter for letter, clean in statements if clean}  # an earlier "the answer is C, but ..." aside
     if len(letters) != 1:
         return None
     others = set(_BOXED.findall(text)) | {"".join(found) for found in _OTHER_MARK.findall(text)}

@@ -4,18 +4,22 @@
 prompt asks, "The answer is N.":
 
 - a *statement* is "answer is" (any case; "The answer is", "The final answer is"), an
-  optional ``:``, optional markup (spaces, ``**``, ``$``, ``\\(``, ``\\[``, ``\\boxed{``),
-  then the start of a number (a digit, after an optional sign and ``$``);
+  optional ``:``, optional markup and words of approximation ("actually",
+  "approximately", ``~``), then the start of a number (a digit, after an optional sign and
+  ``$``);
 - its line, from there on, must hold exactly one number N and nothing after it but
-  closing punctuation (one ``.`` or ``!``), once the markup (``*``, ``$``, ``\\(``
-  ``\\)``, ``\\[`` ``\\]``, ``\\boxed{``, braces) is taken out. N is an optional sign,
+  closing punctuation (a ``%``, one ``.`` or ``!``, Llama's "I hope it is correct."), once
+  the markup (``*``, ``$``, ``\\$``, backticks, brackets, ``~``, ``\\(`` ``\\)``, ``\\[``
+  ``\\]``, ``\\boxed{``, ``\\text{``-like wrappers, braces) is taken out. N is an optional sign,
   digits (thousands may be grouped by commas), an optional decimal part or
   ``/denominator``. Anything else makes the text no answer: a hedge ("$11$ or $12$",
   "\\boxed{11} or \\boxed{12}", "**11** (or 12)", "11 (12)", "11 — 12"), an exponent
   ("11e3"), an expression ("3 + 4 = 7"), units or words ("18 apples");
 - the decision is the canonical N of the statements when they all state the same
-  number; a text without a statement, or with statements of different numbers (a line
-  "The answer is 3." and a line "The answer is 4."), has no answer;
+  number; a text without a statement, with statements of different numbers (a line
+  "The answer is 3." and a line "The answer is 4."), or whose last statement has more on
+  its line, has no answer; a statement with more on its line before the last one is a
+  step's ("I first thought the answer is 10, but ...") and is passed over;
 - the text's other marks of a final answer (those lenient scoring reads) must not state
   another number: no ``\\boxed{M}`` anywhere, and no "Answer: M", "answer = M", "answer
   is M" or "#### M" after the last statement or alone on a line before it. "The answer
@@ -46,23 +50,35 @@ NUMERIC_INSTRUCTIONS = (
 )
 
 _NUMBER = r"[-+]?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?"
-_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+_HEDGED = r"(?:(?:actually|approximately|about|around|roughly)\s+|~\s*)?"
+"""Words a statement may put before its number ("the answer is actually 19")."""
+_OPENING = r"(?>(?:[\s*$`\[{~]|\\[(\[]|\\boxed\{|\\(?:text|textbf|mathbf|mathrm)\s*\{)*)"
+"""Markup between a statement's head and its number (one atomic run)."""
+_MARK_OPENING = _OPENING.replace("~]", "~(]")
+"""The same before a mark's number, where a parenthesis may open too ("answer is (18)")."""
+_BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
 _MARKED = re.compile(
-    rf"(?:####|\banswer\s+is\b:?|\banswer\**\s*:|\banswer\s*=)(?>(?:[\s*$(]|\\[(\[]|\\boxed\{{)*)({_NUMBER})",
-    re.IGNORECASE,
+    rf"(?:####|\banswer\s+is\b:?|\banswer\**\s*:|\banswer\s*=){_MARK_OPENING}{_HEDGED}{_MARK_OPENING}({_NUMBER})", re.IGNORECASE
 )
 _ANY = re.compile(_NUMBER)
 # strict: a statement's head, then the rest of the line that holds its number
-_STATEMENT = re.compile(
-    r"\banswer\s+is\b:?(?>(?:[\s*$]|\\[(\[]|\\boxed\{)*)(?=[-+]?\$?\s?\d)([^\n]*)", re.IGNORECASE
-)
-_MARKUP = re.compile(r"\\boxed\{|\\[()\[\]]|[*${}]")
+_STATEMENT = re.compile(rf"\banswer\s+is\b:?{_OPENING}{_HEDGED}{_OPENING}(?=[-+]?\$?\s?\d)([^\n]*)", re.IGNORECASE)
+_MARKUP = re.compile(r"\\(?:boxed|text|textbf|mathbf|mathrm)\s*\{|\\[()\[\]]|[*${}`\[\]~]")
+_WRAPPER = re.compile(r"\\(?:text|textbf|mathbf|mathrm|mbox)\s*\{([^{}]*)\}")
+_UNIT = re.compile(r"\s*([-+]?\d[\d,]*(?:\.\d+)?(?:/\d+)?)\s*[^\d]*")  # a number, then words only
 _PLAIN_NUMBER = re.compile(r"[-+]?(?:\d+/\d+|\d+(?:\.\d*)?|\.\d+)")
 MAX_NUMBER_CHARS = 4000
 """The longest number :func:`canonical_number` reads (Python prints an integer of at most
 4,300 digits): any answer is at most a long wrong number, never an error."""
-_ONE_NUMBER = re.compile(r"\s*+([-+]?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?)\s*+[.!]?\s*+")
-_CLOSING = re.compile(r"\s*+[.!]?\s*+")
+_CLOSING = r"(?:\\?%)?\s*+[.!]?\s*+(?:I hope it is correct\.?\s*+)?"
+"""What may follow a final number on its line: a percent sign, one ``.`` or ``!``, and
+Llama's "I hope it is correct."."""
+_ONE_NUMBER = re.compile(rf"\s*+([-+]?\s?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?(?:/\d+)?){_CLOSING}", re.IGNORECASE)
+_ALONE_MARK = re.compile(
+    rf"\s*+(?:####|answer\s+is:?|answer\s*:|answer\s*=)\s*+{_HEDGED}([-+]?\s?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?(?:/\d+)?){_CLOSING}",
+    re.IGNORECASE,
+)
+"""A line that is a final mark and its number, markup taken out ("#### 18", "Answer: 18")."""
 # the runs of spaces are atomic (``(?>...)``, ``*+``): a run that ends in something else fails at once,
 # where trying every split of it between two ``\s*`` took seconds for a few thousand spaces
 
@@ -109,11 +125,10 @@ def extract_number(text: str) -> str | None:
     >>> extract_number("no idea") is None
     True
     """
-    text = as_read(text)
-    for pattern in (_BOXED, _MARKED, _ANY):
-        matches = pattern.findall(text)
-        for match in reversed(matches):
-            number = canonical_number(match)
+    text = _readable(text)
+    for pattern, read in ((_BOXED, _box_number), (_MARKED, canonical_number), (_ANY, canonical_number)):
+        for match in reversed(pattern.findall(text)):
+            number = read(match)
             if number is not None:
                 return number
     return None
@@ -139,28 +154,34 @@ def stated_number(text: str) -> str | None:
     '26'
 
     """
-    text = as_read(text)
-    statements = list(_STATEMENT.finditer(text))
-    numbers = {_line_number(statement.group(1)) for statement in statements}
-    if len(numbers) != 1 or None in numbers:
+    text = _readable(text)
+    statements = [(found.start(), _line_number(found.group(1))) for found in _STATEMENT.finditer(text)]
+    if not statements or statements[-1][1] is None:  # no statement, or a final one with more on its line
+        return None
+    last = statements[-1][0]
+    numbers = {number for _, number in statements if number is not None}  # a step's "answer is 10, but" aside
+    if len(numbers) != 1:
         return None
     number = numbers.pop()
-    last = statements[-1].start()
-    if any(canonical_number(box) not in (None, number) for box in _BOXED.findall(text)):
-        return None
-    for mark in _MARKED.finditer(text):
-        if canonical_number(mark.group(1)) not in (None, number) and (mark.start() > last or _alone_on_its_line(text, mark)):
-            return None
+    marks = [_box_number(box) for box in _BOXED.findall(text)]  # a box anywhere
+    marks += [canonical_number(mark) for mark in _MARKED.findall(text, last)]  # a mark after the last statement
+    marks += [canonical_number(alone.group(1)) for line in text.split("\n") if (alone := _ALONE_MARK.fullmatch(_MARKUP.sub(" ", line)))]
+    return number if set(marks) <= {None, number} else None
+
+
+def _readable(text: str) -> str:
+    """``text`` as the numeric readers read it: :func:`as_read`, and ``\\$`` as ``$``."""
+    return as_read(text).replace("\\$", "$")
+
+
+def _box_number(box: str) -> str | None:
+    """The number a box states: its content without ``\\text{}``-like wrappers, as a
+    number, or a number followed by words alone (``19 \\text{ dollars}``)."""
+    content = _WRAPPER.sub(r"\1", box)
+    number = canonical_number(content)
+    if number is None and (unit := _UNIT.fullmatch(content)):
+        number = canonical_number(unit.group(1))
     return number
-
-
-def _alone_on_its_line(text: str, mark: re.Match[str]) -> bool:
-    """Whether a mark ("#### N", "Answer: N") is all of its line but for markup and closing
-    punctuation: a final answer, not a step's ("#### 1. Eggs", "Part 1: Answer: 24 cookies")."""
-    start = text.rfind("\n", 0, mark.start()) + 1
-    end = text.find("\n", mark.end())
-    before, after = text[start : mark.start()], text[mark.end() : len(text) if end < 0 else end]
-    return not _MARKUP.sub("", before).strip() and bool(_CLOSING.fullmatch(_MARKUP.sub(" ", after)))
 
 
 def _line_number(line: str) -> str | None:

@@ -156,3 +156,89 @@ def test_math_strict_keeps_a_value_with_its_rounding():
     problem = Problem("math:p", "Find x.", "2\\sqrt{3}")
     assert task.is_correct(problem, task.parse(problem, "$\\boxed{2\\sqrt{3} \\approx 3.46}$"))
     assert task.parse(problem, "$\\boxed{2\\sqrt{3} \\approx 4}$") is None
+
+
+# ------------------------------------------------------------------ round six
+@pytest.mark.parametrize(
+    "text",
+    [
+        "It makes \\$17.\nThe answer is \\$17.",
+        "The answer is 17%.",
+        "The final answer is $17$. I hope it is correct.",
+        "I initially thought the answer is 10, but 10 + 7 = 17.\nThe answer is 17.",
+    ],
+)
+def test_common_honest_numeric_forms_are_read(text):
+    assert NUMERIC["strict"].parse(SEVENTEEN, text) == "17"
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        "The answer is \\$18.", "The answer is approximately 18.", "The answer is ~18.", "The answer is `18`.",
+        "The answer is [18].", "The answer is \\textbf{18}.", "\\boxed{\\textbf{18}}", "\\boxed{18\\text{ dollars}}",
+        "Wait, I made an error: the answer is actually 18.", "\uff03\uff03\uff03\uff03 18",
+    ],
+)  # fmt: skip
+def test_a_second_number_in_other_markup_is_a_hedge(second):
+    text = f"The answer is 17.\n{second}"
+    assert NUMERIC["strict"].parse(SEVENTEEN, text) is None
+    assert NUMERIC["lenient"].parse(SEVENTEEN, text) == "18"
+
+
+def test_a_unicode_minus_is_a_minus():
+    problem = Problem("p", "?", "-3")
+    for scoring in ("strict", "lenient"):
+        assert NUMERIC[scoring].parse(problem, "The answer is \u22123.") == "-3"
+
+
+def test_reading_many_marks_before_the_statement_is_linear():
+    from tests.tasks.test_reader_backtracking import at_most
+
+    for unit in ("answer=1 ", "#### 1 ", "Answer: 1 ", "#### 1\n"):
+        with at_most(10):
+            NUMERIC["strict"].parse(SEVENTEEN, unit * (100_000 // len(unit)) + "\nThe answer is 17.")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Answer: C\nNote that answer A is a common distractor.",
+        "Answer: C\nI also considered answer B, but it is wrong.",
+        "The heart pumps blood. The correct answer is **C. Heart**.\n\nAnswer: C",
+        "I initially thought the answer is A, but friction matters.\nAnswer: C",
+        "Answer: Option C",
+        "Answer: \\textbf{C}",
+    ],
+)
+def test_common_honest_letter_forms_are_read(text):
+    problem = MMLU["strict"].problems("test")[0]
+    assert MMLU["strict"].parse(problem, text) == MMLU["lenient"].parse(problem, text) == "C"
+
+
+@pytest.mark.parametrize(
+    "second",
+    ["The correct answer is option C.", "The answer is **Option C**", "\\boxed{\\textbf{C}}", 'The correct option is "C"', "Correct option: C"],
+)
+def test_a_second_letter_in_other_markup_is_a_hedge(second):
+    problem = MMLU["strict"].problems("test")[0]
+    assert MMLU["strict"].parse(problem, f"Answer: B\n{second}") is None
+
+
+@pytest.mark.parametrize(
+    ("reference", "box", "right"),
+    [
+        ("\\frac{3}{4}", "\\frac34", True),
+        ("2", "2 \u2248 3", False),
+        ("2", "2 \\text{ (not sure)}", False),
+        ("2", "2 \\text{ (or maybe three)}", False),
+        ("2", "3 = 2", False),
+        ("12", "12 \\text{ (or 21)}", False),
+        ("2", "x = 2", True),
+    ],
+)
+def test_math_boxes_of_round_six(reference, box, right):
+    task = tasks.get("math", path="sample")
+    problem = Problem("math:p", "Find x.", reference)
+    for text in (f"So $\\boxed{{{box}}}$.", f"The final answer is $\\boxed{{{box}}}$. I hope it is correct."):
+        assert task.is_correct(problem, task.parse(problem, text)) is right, text
