@@ -31,6 +31,7 @@ import contextlib
 import difflib
 import io
 import logging
+import os
 import re
 import sys
 import warnings
@@ -44,7 +45,7 @@ from rich.logging import RichHandler
 from agents.cache import CacheFileError
 from algorithms.commands import cache, compare, run, tasks, train
 from algorithms.commands.common import console
-from algorithms.core import config_files
+from algorithms.core import config_files, run_dirs
 from algorithms.meta.config import CONFIGS as META_CONFIGS
 from algorithms.meta.config import CompareConfig
 from algorithms.text.config import TEXT_CONFIGS
@@ -388,6 +389,7 @@ def main(argv: list[str] | None = None) -> None:
     tasks_log = logging.getLogger("deliberation_env.tasks")  # what the tasks announce about the data
     tasks_log.addHandler(data_log)
     tasks_log.setLevel(logging.INFO)
+    run_dirs.OPENED.clear()  # the folders this command opens, for an interruption's message
     try:
         with warnings.catch_warnings():
             warnings.showwarning = show_warning(prog)
@@ -400,12 +402,13 @@ def main(argv: list[str] | None = None) -> None:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"{prog}: error: {message}", file=sys.stderr)
         raise SystemExit(2) from None
+    except BrokenPipeError:  # `deliberate ... --help | head` closed the pipe: nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit stays quiet
+        raise SystemExit(1) from None
     except KeyboardInterrupt:
         if "--debug" in args:
             raise
-        folder = {"train": "--run-dir", "compare": "--out-dir"}.get(args[0] if args else "")
-        resume = f": the same command with {folder} FOLDER --resume continues from the last checkpoint" if folder else ""
-        print(f"{prog}: interrupted{resume}", file=sys.stderr)
+        print(f"{prog}: interrupted{run_dirs.resume_hint()}", file=sys.stderr)
         raise SystemExit(130) from None
     finally:
         tasks_log.removeHandler(data_log)

@@ -224,18 +224,28 @@ def test_compare_prints_its_table_and_files(capsys, tmp_path):
         capsys, "compare", "meta", "--seed", "3", "--out-dir", str(tmp_path / "other"))  # fmt: skip
 
 
-def test_ctrl_c_is_one_line_that_says_how_to_continue(capsys, monkeypatch, tmp_path):
+@pytest.mark.parametrize("checkpointed", [True, False])
+def test_ctrl_c_is_one_line_that_says_how_to_continue(capsys, monkeypatch, tmp_path, checkpointed):
     from algorithms.commands import train as train_commands
+    from algorithms.core.run_dirs import open_run_dir
+
+    folder = tmp_path / "run"
 
     def interrupted(cfg):
+        open_run_dir(folder, {"algo": "grpo"}, resume=False)
+        if checkpointed:
+            (folder / "checkpoint.safetensors").write_bytes(b"")
         raise KeyboardInterrupt
 
     monkeypatch.setitem(cli.COMMANDS, train_commands.TrainMeta, ("train meta", interrupted))
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["train", "meta", "grpo", *TINY_TRAIN, "--run-dir", str(tmp_path / "run")])
+        cli.main(["train", "meta", "grpo", *TINY_TRAIN, "--run-dir", str(folder)])
     assert exit_info.value.code == 130
     err = capsys.readouterr().err.strip()
-    assert err == "deliberate train meta grpo: interrupted: the same command with --run-dir FOLDER --resume continues from the last checkpoint"
+    if checkpointed:
+        assert err == f"deliberate train meta grpo: interrupted: the same command with --run-dir {folder} --resume continues from the last checkpoint"
+    else:
+        assert err == f"deliberate train meta grpo: interrupted: {folder} holds no checkpoint yet, so there is nothing to resume; run the command again"
 
 
 def test_a_negative_seed_is_refused_by_name(capsys):

@@ -43,6 +43,10 @@ METRICS = "metrics.jsonl"
 """A run's log, one JSON line per update (:mod:`algorithms.core.metrics`)."""
 RUN_FILES = (CONFIG, "checkpoint.safetensors", METRICS)
 """Files whose presence means that a folder holds a run."""
+OPENED: list[tuple[Path, str]] = []
+"""Every folder :func:`open_run_dir` opened in this process, with the option that names
+it, first to last: what the command line names when a command is interrupted
+(:func:`resume_hint`)."""
 
 
 def new_run_dir(command: str, family: str, name: str, root: str | Path = "runs") -> Path:
@@ -140,7 +144,40 @@ def open_run_dir(
             )
     folder.mkdir(parents=True, exist_ok=True)
     recorded.write_text(json.dumps(settings, indent=2, default=str), encoding="utf-8")
+    OPENED.append((folder, flag))
     return folder
+
+
+def check_resumed_runs(folder: str | Path, updates: int, passed_over: Collection[str] = ()) -> None:
+    """Before a resumed comparison writes anything: refuse ``updates`` below what a run in
+    ``folder`` has logged (its runs' folders hold ``metrics.jsonl``; those under a top-level
+    folder of ``passed_over``, such as the warm starts' ``sft``, run their own length).
+
+    Raises:
+        ValueError: Naming the run and the updates it has logged.
+    """
+    folder = Path(folder)
+    for log in sorted(folder.rglob(METRICS)):
+        run = log.parent
+        if run.relative_to(folder).parts[:1] in [(name,) for name in passed_over]:
+            continue
+        logged = logged_updates(run)
+        if logged > updates:
+            raise ValueError(
+                f"cannot resume the comparison in {folder} with --updates {updates}: its run {run} has logged "
+                f"{logged} updates already; give --updates {logged} or more to continue it"
+            )
+
+
+def resume_hint() -> str:
+    """What to do after an interruption: continue the first folder opened in this process
+    (the command's own) where it holds a checkpoint, else start again."""
+    if not OPENED:
+        return ""
+    folder, flag = OPENED[0]
+    if any((path / "checkpoint.safetensors").is_file() for path in (folder, *folder.rglob("*")) if path.is_dir()):
+        return f": the same command with {flag} {folder} --resume continues from the last checkpoint"
+    return f": {folder} holds no checkpoint yet, so there is nothing to resume; run the command again"
 
 
 def logged_updates(folder: Path) -> int:

@@ -48,7 +48,13 @@ from algorithms.core.compare import (
 )
 from algorithms.core.config import run_settings
 from algorithms.core.metrics import read_metrics
-from algorithms.core.run_dirs import holds_run, new_run_dir, open_run_dir, removed_if_nothing_ran
+from algorithms.core.run_dirs import (
+    check_resumed_runs,
+    holds_run,
+    new_run_dir,
+    open_run_dir,
+    removed_if_nothing_ran,
+)
 from algorithms.meta import baselines, plots
 from algorithms.meta.config import ALGOS, CompareConfig, with_task_defaults
 from algorithms.meta.train import EVAL_BATCH, held_out, train
@@ -72,6 +78,8 @@ def compare(cfg: CompareConfig, learners: Mapping[str, LearnerFactory] | None = 
     if not cfg.out_dir:
         cfg = dataclasses.replace(cfg, out_dir=str(new_run_dir("compare", "meta", "+".join(names))))
     resume = cfg.learner.run.resume
+    if resume:  # before its config is rewritten: no run may end before where it is (the warm starts run their own)
+        check_resumed_runs(cfg.out_dir, cfg.learner.run.updates, passed_over=("sft",))
     trained = [name for name in names if name != "sft"]
     runs = cfg.seeds * (len(cfg.reward_scales) * len(trained) + bool(cfg.learner.sft_updates))
     with (

@@ -41,7 +41,13 @@ from algorithms.core.compare import (
     write_results,
 )
 from algorithms.core.config import run_settings
-from algorithms.core.run_dirs import holds_run, new_run_dir, open_run_dir, removed_if_nothing_ran
+from algorithms.core.run_dirs import (
+    check_resumed_runs,
+    holds_run,
+    new_run_dir,
+    open_run_dir,
+    removed_if_nothing_ran,
+)
 from algorithms.text.config import TEXT_CONFIGS, TextGRPOConfig, TextLearnerConfig
 
 if TYPE_CHECKING:
@@ -141,6 +147,8 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
         final = result.history[-1] if result.history else {}
         return {**final, **result.after, **{f"before/{k}": v for k, v in result.before.items()}}
 
+    if cfg.learner.run.resume:  # before its config is rewritten: no run may end before where it is
+        check_resumed_runs(cfg.out_dir, cfg.learner.run.updates)
     with removed_if_nothing_ran(cfg.out_dir):  # a comparison that cannot start leaves no folder
         out_dir = open_run_dir(
             cfg.out_dir, settings, cfg.learner.run.resume, ("out_dir", *run_settings("learner.run.")), flag="--out-dir"

@@ -1,6 +1,7 @@
 """The training and comparison harness: files, resume, budgets, CIs, tyro-friendly configs."""
 
 import csv
+import dataclasses
 import json
 
 import pytest
@@ -197,3 +198,15 @@ def test_a_resume_that_would_end_before_the_run_or_change_its_held_out_problems_
     with pytest.raises(ValueError, match="eval_problems is 12 there and 20 here"):
         train(tiny(tmp_path, run=tiny_run(tmp_path, updates=6, eval_problems=20, resume=True)))
     assert (tmp_path / "run" / "config.json").read_text() == recorded  # refused before anything is written
+
+
+def test_a_meta_comparison_resumed_with_fewer_updates_is_refused_before_anything_is_written(tmp_path):
+    template = PolicyGradientConfig(env=ENV, run=tiny_run(tmp_path, run_dir=""), sft_updates=3, **SMALL)
+    cfg = CompareConfig(learner=template, algos=("grpo",), seeds=1, baselines=("oracle",), out_dir=str(tmp_path / "cmp"))
+    compare(cfg)
+    recorded = (tmp_path / "cmp" / "config.json").read_text()
+    fewer = dataclasses.replace(template, run=tiny_run(tmp_path, run_dir="", updates=1, resume=True))
+    with pytest.raises(ValueError, match="has logged 2 updates already"):  # the warm start's 3 run their own length
+        compare(dataclasses.replace(cfg, learner=fewer))
+    assert (tmp_path / "cmp" / "config.json").read_text() == recorded
+    compare(dataclasses.replace(cfg, learner=dataclasses.replace(template, run=tiny_run(tmp_path, run_dir="", resume=True))))

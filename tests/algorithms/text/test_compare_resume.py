@@ -59,3 +59,11 @@ def test_a_comparison_that_cannot_start_leaves_no_folder(tmp_path):
     with pytest.raises(ValueError, match="leave --out-dir out"):  # a folder that holds one: named by compare's flag
         text_compare.compare(tiny_text(tmp_path / "done", updates=1))
         text_compare.compare(replace(tiny_text(tmp_path / "done", updates=1)))
+
+
+def test_a_resume_with_fewer_updates_is_refused_before_the_comparison_is_rewritten(tmp_path):
+    text_compare.compare(tiny_text(tmp_path / "cmp", updates=2))
+    recorded = (tmp_path / "cmp" / "config.json").read_text()
+    with pytest.raises(ValueError, match="has logged 2 updates already; give --updates 2 or more"):
+        text_compare.compare(tiny_text(tmp_path / "cmp", updates=1, resume=True))
+    assert (tmp_path / "cmp" / "config.json").read_text() == recorded
