@@ -83,8 +83,16 @@ _CLOSING = re.compile(r"(?:[^\S\n]|[$*.!]|\\[)\]])*(?:I hope it is correct\.?[^\
 _RELATIONS = re.compile(r"\\(?:approx|approxeq|thickapprox|simeq|sim|lor|vee)(?![a-zA-Z])|[≈≃∼≅∨]")
 _ROUNDING = re.compile(r"\s*(.+?)\s*(?:\\(?:approx|approxeq|thickapprox|simeq)|[≈≃≅])\s*(-?\d+\.(\d+))\s*")
 _DIGITS = re.compile(r"(?<![\^\d])\d+")  # digit runs but exponents (``cm^2``)
-_DOUBT = re.compile(r"\?|\b(?:maybe|perhaps|possibly|probably|not sure|unsure|could|might|either)\b", re.IGNORECASE)
-_NUMBER_EQUALS = re.compile(r"\s*-?\d+(?:\.\d+)?\s*=")
+_DOUBT = re.compile(
+    r"\?|\b(?:maybe|perhaps|possibly|probably|not sure|unsure|could|might|either|else|rather"
+    r"|zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred"
+    r"|[ivx]{2,})\b",
+    re.IGNORECASE,
+)
+"""Words of doubt, and numbers in words or Roman numerals: in a part of a box math-verify
+does not read, a second value."""
+_NUMBER_EQUALS = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*=|=\s*-?\d+(?:\.\d+)?\s*=")
+"""A number equated to something ("3 = 2", "x = 3 = 2"): math-verify reads the last side."""
 _ANSWER_IS = re.compile(r"answer is(?>\s*:?\s*)(.*)", re.IGNORECASE)
 # the run after the head is atomic: a run of newlines matched both ``\s*`` and not ``.``, and was
 # split every way between them (a minute for 100,000 newlines); so is the run of unclosed boxes
@@ -174,7 +182,7 @@ def offers_alternatives(answer: str, reference: str) -> bool:
     """
     if _RELATIONS.search(answer) and not _RELATIONS.search(reference):
         return not _rounded(answer)
-    if _NUMBER_EQUALS.match(answer):  # "3 = 2": math-verify reads the right side alone
+    if _NUMBER_EQUALS.search(answer):  # "3 = 2": math-verify reads the right side alone
         return True
     parsed = _parsed(answer)
     if len(parsed) < 2:  # not read as mathematics: compared as text, whole

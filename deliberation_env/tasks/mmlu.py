@@ -30,9 +30,10 @@ Decisions are the letters ``A``-``D``, read under the task's ``scoring`` option:
   (or in ``$``...``$`` or backticks closed right after it), and after it on its line
   nothing but closing markup and punctuation (one ``.`` or ``!``): "Answer: B",
   "**Answer:** (B)", "Answer: $B$", "The answer is B.". A statement with more on its line
-  ("Answer: B or C", "Answer: B (or C)", "Answer: B. Heart") is no answer when it is the
-  text's last; before the last, it is a step's ("I first thought the answer is C, but
-  ...") and is passed over. The decision is the stated letter when every other statement
+  ("Answer: B or C", "Answer: B (or C)", "Answer: B, since ...") is no answer when it is
+  the text's last, unless the more is its option's own text ("Answer: (B) Heart");
+  before the last, it is a step's when it takes itself back ("I first thought the answer
+  is C, but ...") or states the final letter, and a hedge otherwise. The decision is the stated letter when every other statement
   states the same one, and so do the text's other marks of a final answer
   (``\\boxed{X}``, "the correct/right/best/final option/choice/answer is X", "option X
   is correct/right/the best/the answer"); otherwise there is none (:func:`stated_letter`).
@@ -56,6 +57,7 @@ from typing import Any
 
 from deliberation_env.tasks.base import SPLITS, Problem, check_scoring, selection
 from deliberation_env.tasks.lookalikes import as_read
+from deliberation_env.tasks.numeric import RETRACTION
 from deliberation_env.tasks.sources import (
     TEST_FRACTION,
     SplitsFromSource,
@@ -95,14 +97,16 @@ _BOXED = re.compile(r"\\boxed\{\s*+(?:\\(?:text|textbf|mathbf|mathrm)\{\s*+)?\(?
 _ALONE = re.compile(r"^\W*\(?([ABCD])\)?\W*$")
 _STATED = re.compile(rf"{_HEAD}{_OPENING}{_LETTER}([^\n]*)")
 _OTHER_MARK = re.compile(rf"{_FINAL}{_OPENING}{_LETTER}|{_FINAL_AFTER}")
-_CLOSING = re.compile(r"(?:[\s*)$`\]'\"’”}]|\\[)\]])*+[.!]?(?:[\s*$`'\"’”}]|\\[)\]])*+")
+_CLOSING = re.compile(r"(?:[\s*)$`\]'\"’”}]|\\[)\]])*+[.!;:。]?(?:[\s*$`'\"’”}]|\\[)\]])*+")
+_OPTION_TEXT = re.compile(r"[\W_]+")  # an option's text compared by its words, case aside
 # runs of spaces and markup are possessive (``*+``): a run that ends in something else fails at
 # once, where trying every split of it between two patterns took seconds for thousands of spaces
 
 
-def stated_letter(text: str) -> str | None:
+def stated_letter(text: str, choices: Sequence[str] | None = None) -> str | None:
     """The option letter ``text`` states as its answer in the asked form (strict scoring:
-    see the module docstring), or ``None``.
+    see the module docstring), or ``None``. With the question's ``choices`` (A-D's texts),
+    a statement may end in its option's text ("Answer: (B) Heart").
 
     >>> stated_letter("B looks tempting.\\nAnswer: C"), stated_letter("**Answer:** (C)\\nSo the answer is C.")
     ('C', 'C')
@@ -116,14 +120,27 @@ def stated_letter(text: str) -> str | None:
     'C'
     """
     text = as_read(text)
-    statements = [("".join(found[:3]), _CLOSING.fullmatch(found[3]) is not None) for found in _STATED.findall(text)]
-    if not statements or not statements[-1][1]:  # no statement, or a final one with more on its line
+    statements = [("".join(found[:3]), found[3]) for found in _STATED.findall(text)]
+    if not statements or not _ends(*statements[-1], choices):  # no statement, or a final one with more on its line
         return None
-    letters = {letter for letter, clean in statements if clean}  # an earlier "the answer is C, but ..." aside
-    if len(letters) != 1:
-        return None
+    letter = statements[-1][0]
+    for stated, rest in statements:  # an earlier one with more on its line: a step's when it takes itself back
+        if stated != letter and (_ends(stated, rest, choices) or not RETRACTION.search(rest)):
+            return None
     others = set(_BOXED.findall(text)) | {"".join(found) for found in _OTHER_MARK.findall(text)}
-    return letters.pop() if others <= letters else None
+    return letter if others <= {letter} else None
+
+
+def _ends(letter: str, rest: str, choices: Sequence[str] | None) -> bool:
+    """Whether a statement of ``letter`` ends with it: nothing but closing markup after it
+    on its line, or that option's own text ("Answer: (B) Heart")."""
+    if _CLOSING.fullmatch(rest):
+        return True
+    if not choices:
+        return False
+    option = str(choices[LETTERS.index(letter)])
+    words = _OPTION_TEXT.sub(" ", rest).lower().split()
+    return bool(words) and words == _OPTION_TEXT.sub(" ", option).lower().split()
 
 
 def extract_letter(text: str) -> str | None:
@@ -207,7 +224,7 @@ class MMLUTask(SplitsFromSource):
     def parse(self, problem: Problem, text: str) -> str | None:
         """The chosen letter under the task's ``scoring`` (:func:`stated_letter` when strict,
         :func:`extract_letter` when lenient)."""
-        return stated_letter(text) if self.scoring == "strict" else extract_letter(text)
+        return stated_letter(text, problem.meta.get("choices")) if self.scoring == "strict" else extract_letter(text)
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:
         """Whether the chosen letter is the reference letter."""

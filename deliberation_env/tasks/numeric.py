@@ -8,7 +8,8 @@ prompt asks, "The answer is N.":
   "approximately", ``~``), then the start of a number (a digit, after an optional sign and
   ``$``);
 - its line, from there on, must hold exactly one number N and nothing after it but
-  closing punctuation (a ``%``, one ``.`` or ``!``, Llama's "I hope it is correct."), once
+  closing punctuation (a ``%``, one ``.``, ``!``, ``;`` or ``:``, Llama's "I hope it is
+  correct."), once
   the markup (``*``, ``$``, ``\\$``, backticks, brackets, ``~``, ``\\(`` ``\\)``, ``\\[``
   ``\\]``, ``\\boxed{``, ``\\text{``-like wrappers, braces) is taken out. N is an optional sign,
   digits (thousands may be grouped by commas), an optional decimal part or
@@ -19,7 +20,9 @@ prompt asks, "The answer is N.":
   number; a text without a statement, with statements of different numbers (a line
   "The answer is 3." and a line "The answer is 4."), or whose last statement has more on
   its line, has no answer; a statement with more on its line before the last one is a
-  step's ("I first thought the answer is 10, but ...") and is passed over;
+  step's, passed over, when it takes itself back ("I first thought the answer is 10,
+  but ...") or states the final number first, and a hedge otherwise ("the answer is 11
+  if Sunday counts; otherwise");
 - the text's other marks of a final answer (those lenient scoring reads) must not state
   another number: no ``\\boxed{M}`` anywhere, and no "Answer: M", "answer = M", "answer
   is M" or "#### M" after the last statement or alone on a line before it. "The answer
@@ -70,10 +73,12 @@ _PLAIN_NUMBER = re.compile(r"[-+]?(?:\d+/\d+|\d+(?:\.\d*)?|\.\d+)")
 MAX_NUMBER_CHARS = 4000
 """The longest number :func:`canonical_number` reads (Python prints an integer of at most
 4,300 digits): any answer is at most a long wrong number, never an error."""
-_CLOSING = r"(?:\\?%)?\s*+[.!]?\s*+(?:I hope it is correct\.?\s*+)?"
+_CLOSING = r"(?:\\?%)?\s*+[.!;:。]?\s*+(?:I hope it is correct\.?\s*+)?"
 """What may follow a final number on its line: a percent sign, one ``.`` or ``!``, and
 Llama's "I hope it is correct."."""
 _ONE_NUMBER = re.compile(rf"\s*+([-+]?\s?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?(?:/\d+)?){_CLOSING}", re.IGNORECASE)
+RETRACTION = re.compile(r"\b(?:but|wait|wrong|not|mistake|actually|instead|however|incorrect|oops)\b", re.IGNORECASE)
+"""Words with which a text takes back an earlier statement ("the answer is 10, but ...")."""
 _ALONE_MARK = re.compile(
     rf"\s*+(?:####|answer\s+is:?|answer\s*:|answer\s*=)\s*+{_HEDGED}([-+]?\s?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?(?:/\d+)?){_CLOSING}",
     re.IGNORECASE,
@@ -155,14 +160,16 @@ def stated_number(text: str) -> str | None:
 
     """
     text = _readable(text)
-    statements = [(found.start(), _line_number(found.group(1))) for found in _STATEMENT.finditer(text)]
+    statements = [(found.start(), _line_number(found.group(1)), found.group(1)) for found in _STATEMENT.finditer(text)]
     if not statements or statements[-1][1] is None:  # no statement, or a final one with more on its line
         return None
-    last = statements[-1][0]
-    numbers = {number for _, number in statements if number is not None}  # a step's "answer is 10, but" aside
-    if len(numbers) != 1:
-        return None
-    number = numbers.pop()
+    last, number = statements[-1][:2]
+    for _, clean, line in statements:
+        if clean is None:  # a step's statement: one it takes back, or one of the final number
+            if not RETRACTION.search(line) and canonical_number(_ANY.search(line).group()) != number:
+                return None
+        elif clean != number:
+            return None
     marks = [_box_number(box) for box in _BOXED.findall(text)]  # a box anywhere
     marks += [canonical_number(mark) for mark in _MARKED.findall(text, last)]  # a mark after the last statement
     marks += [canonical_number(alone.group(1)) for line in text.split("\n") if (alone := _ALONE_MARK.fullmatch(_MARKUP.sub(" ", line)))]

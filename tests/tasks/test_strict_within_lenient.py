@@ -242,3 +242,38 @@ def test_math_boxes_of_round_six(reference, box, right):
     problem = Problem("math:p", "Find x.", reference)
     for text in (f"So $\\boxed{{{box}}}$.", f"The final answer is $\\boxed{{{box}}}$. I hope it is correct."):
         assert task.is_correct(problem, task.parse(problem, text)) is right, text
+
+
+# ------------------------------------------------------------------ round seven
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The answer is 11 if Sunday counts; otherwise\nthe answer is 17.",
+        "The answer is 11, or 17. The answer is 17 if we round.\nThe answer is 17.",
+    ],
+)
+def test_an_earlier_conditional_statement_is_a_hedge(text):
+    assert NUMERIC["strict"].parse(SEVENTEEN, text) is None
+
+
+def test_an_earlier_statement_taken_back_or_of_the_final_number_is_a_step():
+    assert NUMERIC["strict"].parse(SEVENTEEN, "First I thought the answer is 12, but I was wrong.\nThe answer is 17;") == "17"
+    assert NUMERIC["strict"].parse(SEVENTEEN, "So the answer is 17 apples in all.\nThe answer is 17.") == "17"
+
+
+def test_a_letter_statement_may_end_in_its_options_text_but_not_in_a_hedge():
+    problem = MMLU["strict"].problems("test")[0]
+    letter = problem.answer
+    option = problem.meta["choices"]["ABCD".index(letter)]
+    for text in (f"Answer: ({letter}) {option}", f"Answer: {letter} - {option}", f"Answer: {letter};"):
+        assert MMLU["strict"].parse(problem, text) == letter, text
+    other = "A" if letter != "A" else "B"
+    assert MMLU["strict"].parse(problem, f"Answer: {other} or {letter}.\nAnswer: {letter}") is None
+    assert MMLU["strict"].parse(problem, f"Answer: {letter} (or {other})") is None
+
+
+@pytest.mark.parametrize("box", ["x = 3 = 2", "2 \\text{ (or three)}", "2 \\text{ (rather, III)}"])
+def test_math_hedges_of_round_seven_never_score(box):
+    task = tasks.get("math", path="sample")
+    problem = Problem("math:p", "Find x.", "2")
+    assert not task.is_correct(problem, task.parse(problem, f"So $\\boxed{{{box}}}$."))
