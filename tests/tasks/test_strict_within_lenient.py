@@ -116,9 +116,15 @@ def test_a_step_marked_like_an_answer_does_not_refuse_the_final_statement(text):
         "Answer: C\nThe next option is D, which is too large.",
         "So the answer is $A^{-1}B$, which is option C.\nAnswer: C",
         "Option A is wrong and option B is wrong.\nAnswer: C",
+        "Answer: C\nNote that answer A is a common distractor.",  # round six: honest forms
+        "Answer: C\nI also considered answer B, but it is wrong.",
+        "The heart pumps blood. The correct answer is **C. Heart**.\n\nAnswer: C",
+        "I initially thought the answer is A, but friction matters.\nAnswer: C",
+        "Answer: Option C",
+        "Answer: \\textbf{C}",
     ],
 )
-def test_a_letter_in_passing_does_not_refuse_the_stated_letter(text):
+def test_a_letter_in_passing_or_taken_back_does_not_refuse_the_stated_letter(text):
     problem = MMLU["strict"].problems("test")[0]
     assert MMLU["strict"].parse(problem, text) == MMLU["lenient"].parse(problem, text) == "C"
 
@@ -198,22 +204,6 @@ def test_reading_many_marks_before_the_statement_is_linear():
     for unit in ("answer=1 ", "#### 1 ", "Answer: 1 ", "#### 1\n"):
         with at_most(10):
             NUMERIC["strict"].parse(SEVENTEEN, unit * (100_000 // len(unit)) + "\nThe answer is 17.")
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Answer: C\nNote that answer A is a common distractor.",
-        "Answer: C\nI also considered answer B, but it is wrong.",
-        "The heart pumps blood. The correct answer is **C. Heart**.\n\nAnswer: C",
-        "I initially thought the answer is A, but friction matters.\nAnswer: C",
-        "Answer: Option C",
-        "Answer: \\textbf{C}",
-    ],
-)
-def test_common_honest_letter_forms_are_read(text):
-    problem = MMLU["strict"].problems("test")[0]
-    assert MMLU["strict"].parse(problem, text) == MMLU["lenient"].parse(problem, text) == "C"
 
 
 @pytest.mark.parametrize(
