@@ -106,8 +106,7 @@ def open_run_dir(
         may_change: Settings a resumed run may give other values (dotted for nested ones:
             ``train.updates``).
         updates: The updates the run is to end at, if it is one run (not a comparison's
-            folder): a resumed run that has logged more is refused, since it cannot end
-            before where it is and its record would say it had.
+            folder): a resumed run that has logged more is refused (:func:`check_reaches`).
         flag: The option that names ``folder``, for the messages (``--out-dir`` for a
             comparison).
 
@@ -136,12 +135,8 @@ def open_run_dir(
                 f"cannot resume the run in {folder} with other settings: {'; '.join(differences)}; "
                 "resume with its settings, or start a new run (without --resume, in another folder)"
             )
-        logged = logged_updates(folder)
-        if updates is not None and logged > updates:
-            raise ValueError(
-                f"cannot resume the run in {folder} with --updates {updates}: it has logged {logged} updates "
-                f"already; give --updates {logged} or more to continue it"
-            )
+        if updates is not None:
+            check_reaches(folder, updates)
     folder.mkdir(parents=True, exist_ok=True)
     recorded.write_text(json.dumps(settings, indent=2, default=str), encoding="utf-8")
     OPENED.append((folder, flag))
@@ -154,19 +149,14 @@ def check_resumed_runs(folder: str | Path, updates: int, passed_over: Collection
     folder of ``passed_over``, such as the warm starts' ``sft``, run their own length).
 
     Raises:
-        ValueError: Naming the run and the updates it has logged.
+        ValueError: Naming the run and the updates it has logged (:func:`check_reaches`).
     """
     folder = Path(folder)
     for log in sorted(folder.rglob(METRICS)):
         run = log.parent
-        if run.relative_to(folder).parts[:1] in [(name,) for name in passed_over]:
+        if set(run.relative_to(folder).parts[:1]) & set(passed_over):
             continue
-        logged = logged_updates(run)
-        if logged > updates:
-            raise ValueError(
-                f"cannot resume the comparison in {folder} with --updates {updates}: its run {run} has logged "
-                f"{logged} updates already; give --updates {logged} or more to continue it"
-            )
+        check_reaches(run, updates)
 
 
 def resume_hint() -> str:
@@ -178,6 +168,21 @@ def resume_hint() -> str:
     if any((path / "checkpoint.safetensors").is_file() for path in (folder, *folder.rglob("*")) if path.is_dir()):
         return f": the same command with {flag} {folder} --resume continues from the last checkpoint"
     return f": {folder} holds no checkpoint yet, so there is nothing to resume; run the command again"
+
+
+def check_reaches(run: Path, updates: int) -> None:
+    """Refuse to resume the run in ``run`` with ``updates`` below what it has logged: it
+    cannot end before where it is, and its record would say it had.
+
+    Raises:
+        ValueError: Naming the run and the updates it has logged.
+    """
+    logged = logged_updates(run)
+    if logged > updates:
+        raise ValueError(
+            f"cannot resume the run in {run} with --updates {updates}: it has logged {logged} updates "
+            f"already; give --updates {logged} or more to continue it"
+        )
 
 
 def logged_updates(folder: Path) -> int:

@@ -25,6 +25,7 @@ TEXT_INSTRUCTIONS = "Think step by step. End with a line of the form 'Answer: X'
 ANSWER_KINDS = ("auto", "numeric", "text")
 
 _ANSWER_MARKER = re.compile("answer:", re.IGNORECASE)
+_FIRST_MARKER = re.compile("^.*?answer:", re.IGNORECASE | re.MULTILINE)  # the first of its line
 
 
 def canonical_text(text: str) -> str:
@@ -37,15 +38,6 @@ def _answer_after(text: str, start: int) -> str:
     of the next line that is not ("Final answer:" then "Paris" on its own line)."""
     rest, _, after = text[start:].partition("\n")
     return canonical_text(rest) or next((line for line in map(canonical_text, after.split("\n")) if line), "")
-
-
-def _line_starts(text: str) -> list[tuple[int, str]]:
-    """Each line of ``text`` with the offset it starts at."""
-    starts, offset = [], 0
-    for line in text.split("\n"):
-        starts.append((offset, line))
-        offset += len(line) + 1
-    return starts
 
 
 class JSONLTask(SplitsFromSource):
@@ -154,8 +146,7 @@ class JSONLTask(SplitsFromSource):
         if self.numeric:
             return read_number(text, self.scoring)
         if self.scoring == "strict":
-            starts = [start + marker.end() for start, line in _line_starts(text) if (marker := _ANSWER_MARKER.search(line))]
-            answers = {_answer_after(text, start) for start in starts} - {""}
+            answers = {_answer_after(text, marker.end()) for marker in _FIRST_MARKER.finditer(text)} - {""}
             return answers.pop() if len(answers) == 1 else None
         answers = [_answer_after(text, marker.end()) for marker in _ANSWER_MARKER.finditer(text)]
         return next((answer for answer in reversed(answers) if answer), None)  # the last one not empty

@@ -52,7 +52,9 @@ NUMERIC_INSTRUCTIONS = (
     "where N is a number."
 )
 
-_NUMBER = r"[-+]?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?"
+_DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?"
+"""A number's digits: thousands grouped by commas or not, a decimal part or a denominator."""
+_NUMBER = rf"[-+]?\$?\s?{_DIGITS}"
 _HEDGED = r"(?:(?:actually|approximately|about|around|roughly)\s+|~\s*)?"
 """Words a statement may put before its number ("the answer is actually 19")."""
 _OPENING = r"(?>(?:[\s*$`\[{~]|\\[(\[]|\\boxed\{|\\(?:text|textbf|mathbf|mathrm)\s*\{)*)"
@@ -76,11 +78,11 @@ MAX_NUMBER_CHARS = 4000
 _CLOSING = r"(?:\\?%)?\s*+[.!;:。]?\s*+(?:I hope it is correct\.?\s*+)?"
 """What may follow a final number on its line: a percent sign, one ``.`` or ``!``, and
 Llama's "I hope it is correct."."""
-_ONE_NUMBER = re.compile(rf"\s*+([-+]?\s?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?(?:/\d+)?){_CLOSING}", re.IGNORECASE)
+_ONE_NUMBER = re.compile(rf"\s*+([-+]?\s?{_DIGITS}){_CLOSING}", re.IGNORECASE)
 RETRACTION = re.compile(r"\b(?:but|wait|wrong|not|mistake|actually|instead|however|incorrect|oops)\b", re.IGNORECASE)
 """Words with which a text takes back an earlier statement ("the answer is 10, but ...")."""
 _ALONE_MARK = re.compile(
-    rf"\s*+(?:####|answer\s+is:?|answer\s*:|answer\s*=)\s*+{_HEDGED}([-+]?\s?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?(?:/\d+)?){_CLOSING}",
+    rf"\s*+(?:####|answer\s+is:?|answer\s*:|answer\s*=)\s*+{_HEDGED}([-+]?\s?{_DIGITS}){_CLOSING}",
     re.IGNORECASE,
 )
 """A line that is a final mark and its number, markup taken out ("#### 18", "Answer: 18")."""
