@@ -30,7 +30,9 @@ Decisions are the model's final answer as a LaTeX string, read under the task's
   (:func:`stated_answer`); so has a box that offers a second value math-verify would not
   compare, in a part it does not read or after a relation it reads as its left side
   (``\\boxed{2 \\text{ (could be 3)}}``, ``\\boxed{2 \\approx 3}``, each read as 2;
-  :func:`offers_alternatives`).
+  :func:`offers_alternatives`), and so has a text whose later line opens with doubt and
+  offers another value (``\\boxed{19}`` then a line "or maybe 20";
+  :func:`~deliberation_env.tasks.hedges.doubts_after`).
 - ``"lenient"``: the content of the last ``\\boxed{...}``, else what follows the last
   "The answer is" (:func:`extract_answer`).
 
@@ -58,6 +60,7 @@ from typing import Any
 from math_verify import LatexExtractionConfig, parse, verify
 
 from deliberation_env.tasks.base import Problem, check_scoring, selection
+from deliberation_env.tasks.hedges import DOUBT_WORDS, NUMBER_WORDS, doubts_after
 from deliberation_env.tasks.sources import (
     TEST_FRACTION,
     SplitsFromSource,
@@ -83,12 +86,7 @@ _CLOSING = re.compile(r"(?:[^\S\n]|[$*.!]|\\[)\]])*(?:I hope it is correct\.?[^\
 _RELATIONS = re.compile(r"\\(?:approx|approxeq|thickapprox|simeq|sim|lor|vee)(?![a-zA-Z])|[≈≃∼≅∨]")
 _ROUNDING = re.compile(r"\s*(.+?)\s*(?:\\(?:approx|approxeq|thickapprox|simeq)|[≈≃≅])\s*(-?\d+\.(\d+))\s*")
 _DIGITS = re.compile(r"(?<![\^\d])\d+")  # digit runs but exponents (``cm^2``)
-_DOUBT = re.compile(
-    r"\?|\b(?:maybe|perhaps|possibly|probably|not sure|unsure|could|might|either|else|rather"
-    r"|zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred"
-    r"|[ivx]{2,})\b",
-    re.IGNORECASE,
-)
+_DOUBT = re.compile(rf"\?|\b(?:{'|'.join(DOUBT_WORDS + NUMBER_WORDS)}|[ivx]{{2,}})\b", re.IGNORECASE)
 """Words of doubt, and numbers in words or Roman numerals: in a part of a box math-verify
 does not read, a second value."""
 _NUMBER_EQUALS = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*=|=\s*-?\d+(?:\.\d+)?\s*=")
@@ -158,9 +156,16 @@ def stated_answer(text: str) -> str | None:
     '\\\\frac{1}{2}'
     >>> stated_answer(r"\\boxed{2} or \\boxed{3}"), stated_answer(r"\\boxed{2} (or 3)"), stated_answer("The answer is 2.")
     (None, None, None)
+    >>> stated_answer("\\\\boxed{19}\\nor maybe 20") is None  # doubt and another value after the box's line
+    True
     """
-    answers = {_boxed_answer(text, start, end) for start, end in _outer_box_spans(text)} - {""}
-    return answers.pop() if len(answers) == 1 else None
+    spans = _outer_box_spans(text)
+    answers = {_boxed_answer(text, start, end) for start, end in spans} - {""}
+    if len(answers) != 1 or None in answers:
+        return None
+    answer = answers.pop()
+    rest = text[_CLOSING.match(text, spans[-1][1] + 1).end() :]  # the lines after the last box's
+    return None if doubts_after(rest, lambda line: set(_DIGITS.findall(line)) - set(_DIGITS.findall(answer))) else answer
 
 
 def offers_alternatives(answer: str, reference: str) -> bool:

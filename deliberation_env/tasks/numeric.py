@@ -29,6 +29,13 @@ prompt asks, "The answer is N.":
   is 17." with "#### 18" or ``\\boxed{18}`` has no answer; a step's mark ("#### 1. Eggs
   left", "Part 1: Answer: 24 cookies.") is not a final one. So strict scoring never calls
   right what lenient scoring reads as another number.
+- a later line that opens with doubt ("or", "maybe", "alternatively", ...) and offers
+  another number, in digits or words, is a hedge: "The answer is 12.\\n(or 11)" has no
+  answer, "The answer is 12.\\nNote: she keeps 7 of the 16 eggs." has 12
+  (:func:`~deliberation_env.tasks.hedges.doubts_after`).
+
+Digits are ASCII ``0``-``9``, as the prompt asks: a digit of another script is no digit to
+either reader (the Bengali four, ``\u09ea``, is drawn like an 8).
 
 Both readers read the text as a person does (:func:`~deliberation_env.tasks.lookalikes.as_read`):
 a statement written with look-alike letters ("Тhe answer is", Cyrillic ``Т``) or with
@@ -45,6 +52,7 @@ from collections.abc import Hashable
 from fractions import Fraction
 
 from deliberation_env.tasks.base import Problem
+from deliberation_env.tasks.hedges import doubts_after
 from deliberation_env.tasks.lookalikes import as_read
 
 NUMERIC_INSTRUCTIONS = (
@@ -52,7 +60,7 @@ NUMERIC_INSTRUCTIONS = (
     "where N is a number."
 )
 
-_DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?"
+_DIGITS = r"(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?(?:/[0-9]+)?"
 """A number's digits: thousands grouped by commas or not, a decimal part or a denominator."""
 _NUMBER = rf"[-+]?\$?\s?{_DIGITS}"
 _HEDGED = r"(?:(?:actually|approximately|about|around|roughly)\s+|~\s*)?"
@@ -67,11 +75,11 @@ _MARKED = re.compile(
 )
 _ANY = re.compile(_NUMBER)
 # strict: a statement's head, then the rest of the line that holds its number
-_STATEMENT = re.compile(rf"\banswer\s+is\b:?{_OPENING}{_HEDGED}{_OPENING}(?=[-+]?\$?\s?\d)([^\n]*)", re.IGNORECASE)
+_STATEMENT = re.compile(rf"\banswer\s+is\b:?{_OPENING}{_HEDGED}{_OPENING}(?=[-+]?\$?\s?[0-9])([^\n]*)", re.IGNORECASE)
 _MARKUP = re.compile(r"\\(?:boxed|text|textbf|mathbf|mathrm)\s*\{|\\[()\[\]]|[*${}`\[\]~]")
 _WRAPPER = re.compile(r"\\(?:text|textbf|mathbf|mathrm|mbox)\s*\{([^{}]*)\}")
-_UNIT = re.compile(r"\s*([-+]?\d[\d,]*(?:\.\d+)?(?:/\d+)?)\s*[^\d]*")  # a number, then words only
-_PLAIN_NUMBER = re.compile(r"[-+]?(?:\d+/\d+|\d+(?:\.\d*)?|\.\d+)")
+_UNIT = re.compile(r"\s*([-+]?[0-9][0-9,]*(?:\.[0-9]+)?(?:/[0-9]+)?)\s*[^\d]*")  # a number, then words only (no digit of any script)
+_PLAIN_NUMBER = re.compile(r"[-+]?(?:[0-9]+/[0-9]+|[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 MAX_NUMBER_CHARS = 4000
 """The longest number :func:`canonical_number` reads (Python prints an integer of at most
 4,300 digits): any answer is at most a long wrong number, never an error."""
@@ -162,18 +170,22 @@ def stated_number(text: str) -> str | None:
 
     """
     text = _readable(text)
-    statements = [(found.start(), _line_number(found.group(1)), found.group(1)) for found in _STATEMENT.finditer(text)]
+    statements = [(found, _line_number(found.group(1))) for found in _STATEMENT.finditer(text)]
     if not statements or statements[-1][1] is None:  # no statement, or a final one with more on its line
         return None
-    last, number = statements[-1][:2]
-    for _, clean, line in statements:
+    last, number = statements[-1]
+    rest = text[last.end() :]
+    if doubts_after(rest, lambda line: set(map(canonical_number, _ANY.findall(line))) - {number}):
+        return None
+    for found, clean in statements:
+        line = found.group(1)
         if clean is None:  # a step's statement: one it takes back, or one of the final number
             if not RETRACTION.search(line) and canonical_number(_ANY.search(line).group()) != number:
                 return None
         elif clean != number:
             return None
     marks = [_box_number(box) for box in _BOXED.findall(text)]  # a box anywhere
-    marks += [canonical_number(mark) for mark in _MARKED.findall(text, last)]  # a mark after the last statement
+    marks += [canonical_number(mark) for mark in _MARKED.findall(text, last.start())]  # a mark after the last statement
     marks += [canonical_number(alone.group(1)) for line in text.split("\n") if (alone := _ALONE_MARK.fullmatch(_MARKUP.sub(" ", line)))]
     return number if set(marks) <= {None, number} else None
 

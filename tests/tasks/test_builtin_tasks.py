@@ -6,7 +6,7 @@ import math
 import pytest
 
 import deliberation_env as de
-from deliberation_env.tasks.numeric import canonical_number, extract_number
+from deliberation_env.tasks.numeric import canonical_number, extract_number, stated_number
 
 
 @pytest.mark.parametrize("level", [1, 2, 3, 4, 5])
@@ -36,7 +36,14 @@ def test_decimals_are_exact_and_never_rounded_onto_another_number():
     assert canonical_number("-0.50") == "-0.5" and canonical_number("+.25") == "0.25"
     assert canonical_number("0.30000000000000004") != canonical_number("0.3")
     assert canonical_number("12345678901234567.5") == "12345678901234567.5"
-    assert canonical_number("\u0663.\u0665") == canonical_number("3.5") == "3.5"  # Arabic-Indic digits: the same number
+
+def test_digits_of_other_scripts_are_no_number():
+    """The asked form writes N in ASCII digits; a digit of another script may be drawn like
+    another digit (Bengali 4, "\u09ea", looks like an 8), so neither reader reads one."""
+    assert canonical_number("\u0663.\u0665") is None and canonical_number("\uff11\uff18") is None
+    for text in ["The answer is \u09ea.", "The answer is 1\u09ea.", "#### \u09e7\u09e8"]:
+        assert stated_number(text) is None
+    assert extract_number("The answer is \u09ea.") is None
 
 
 @pytest.mark.parametrize("scoring", ["strict", "lenient"])
