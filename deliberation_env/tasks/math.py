@@ -91,6 +91,14 @@ _DOUBT = re.compile(rf"\?|\b(?:{'|'.join(DOUBT_WORDS + NUMBER_WORDS)}|[ivx]{{2,}
 does not read, a second value."""
 _NUMBER_EQUALS = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*=|=\s*-?\d+(?:\.\d+)?\s*=")
 """A number equated to something ("3 = 2", "x = 3 = 2"): math-verify reads the last side."""
+_GROUP_SPACE = re.compile(r"\\[,;:! ]|~|\{,\}")
+"""LaTeX spaces that group a number's digits by thousands (``\\,``, ``\\ ``, ``~``, ``{,}``)."""
+_GROUPED = re.compile(rf"(?<![\d.~^_])(?<!\\[,;:! ])(?<![\^_]\{{)\d{{1,3}}(?:(?:{_GROUP_SPACE.pattern})\d{{3}})+(?![\d])")
+"""A number whose digits are grouped by threes with those spaces (not an exponent's)."""
+_SPACED_NUMBERS = re.compile(r"\d\s*(?:\\(?:q?quad|[,;: ])\s*|~\s*)+[-+]?\d")
+"""Two numbers with only space between them (``2 \\quad 3``, ``2\\,3``): math-verify reads
+them as one expression (a product or a sum), so a box of them offers two values."""
+_PLAIN_NUMBER = re.compile(r"\s*-?(?:\d+(?:\.\d*)?|\.\d+)\s*")
 _ANSWER_IS = re.compile(r"answer is(?>\s*:?\s*)(.*)", re.IGNORECASE)
 # the run after the head is atomic: a run of newlines matched both ``\s*`` and not ``.``, and was
 # split every way between them (a minute for 100,000 newlines); so is the run of unclosed boxes
@@ -187,7 +195,11 @@ def offers_alternatives(answer: str, reference: str) -> bool:
     """
     if _RELATIONS.search(answer) and not _RELATIONS.search(reference):
         return not _rounded(answer)
+    if _PLAIN_NUMBER.fullmatch(answer):  # nothing hidden (math-verify writes 0.5 as \frac{1}{2})
+        return False
     if _NUMBER_EQUALS.search(answer):  # "3 = 2": math-verify reads the right side alone
+        return True
+    if _SPACED_NUMBERS.search(ungrouped(answer)):  # "2 \quad 3": read as one expression of both
         return True
     parsed = _parsed(answer)
     if len(parsed) < 2:  # not read as mathematics: compared as text, whole
@@ -251,14 +263,26 @@ def _squeeze(text: str) -> str:
 
 @functools.lru_cache(maxsize=8192)
 def _parsed(answer: str) -> tuple[Any, ...]:
-    """math-verify's parse of an answer string (an empty tuple if it cannot parse it)."""
+    """math-verify's parse of an answer string, its digits grouped by LaTeX spaces joined
+    first (:func:`ungrouped`; an empty tuple if it cannot parse it)."""
     return tuple(
         parse(
-            f"{_BOXED}{{{answer}}}",
+            f"{_BOXED}{{{ungrouped(answer)}}}",
             extraction_config=_LATEX_EXTRACTION,
             parsing_timeout=_timeout_s(),
         )
     )
+
+
+def ungrouped(answer: str) -> str:
+    """``answer`` with its thousands grouped by a LaTeX space written plainly: math-verify
+    reads ``10\\,000`` as 10 x 000 and ``1\\ 000`` as 1 x 000 (so an honest answer was
+    wrong) and ``12\\,345`` as 12 + 345.
+
+    >>> ungrouped(r"10\\,000"), ungrouped(r"1\\,234\\,567.5"), ungrouped(r"2\\,3"), ungrouped(r"x^{2}\\,000")
+    ('10000', '1234567.5', '2\\\\,3', 'x^{2}\\\\,000')
+    """
+    return _GROUPED.sub(lambda number: _GROUP_SPACE.sub("", number.group()), answer)
 
 
 def _timeout_s() -> int | None:

@@ -25,7 +25,8 @@ prompt asks, "The answer is N.":
   if Sunday counts; otherwise");
 - the text's other marks of a final answer (those lenient scoring reads) must not state
   another number: no ``\\boxed{M}`` anywhere, and no "Answer: M", "answer = M", "answer
-  is M" or "#### M" after the last statement or alone on a line before it. "The answer
+  is M" or "#### M" after the last statement or alone on a line before it, and no line
+  after the last statement that is a number M alone ("The answer is:\\n11\\n12"). "The answer
   is 17." with "#### 18" or ``\\boxed{18}`` has no answer; a step's mark ("#### 1. Eggs
   left", "Part 1: Answer: 24 cookies.") is not a final one. So strict scoring never calls
   right what lenient scoring reads as another number.
@@ -187,6 +188,7 @@ def stated_number(text: str) -> str | None:
     marks = [_box_number(box) for box in _BOXED.findall(text)]  # a box anywhere
     marks += [canonical_number(mark) for mark in _MARKED.findall(text, last.start())]  # a mark after the last statement
     marks += [canonical_number(alone.group(1)) for line in text.split("\n") if (alone := _ALONE_MARK.fullmatch(_MARKUP.sub(" ", line)))]
+    marks += [canonical_number(alone.group(1)) for line in rest.split("\n") if (alone := _ONE_NUMBER.fullmatch(_MARKUP.sub(" ", line)))]
     return number if set(marks) <= {None, number} else None
 
 

@@ -67,3 +67,11 @@ def test_letter_doubt_after_the_statement_is_no_answer():
     ]
     for after in kept:
         assert task.parse(problem, f"Answer: {letter}{after}") == letter
+
+
+def test_a_number_alone_on_a_line_after_the_statement_is_a_second_answer():
+    """Red team, round eight: "The answer is:\\n11\\n12" read as 11."""
+    task = tasks.get("arithmetic")
+    assert task.parse(NUMERIC, "The answer is:\n12") == "12"
+    assert task.parse(NUMERIC, "The answer is:\n12\n11") is None
+    assert task.parse(NUMERIC, "The answer is 12.\n\n**12**") == "12"

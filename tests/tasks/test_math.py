@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from deliberation_env import tasks
+from deliberation_env.tasks import Problem
 from deliberation_env.tasks import math as math_task
 from deliberation_env.tasks.math import (
     AIMETask,
@@ -298,3 +299,24 @@ def test_a_slow_answer_is_compared_once_however_many_teams_hold_it(monkeypatch):
     env.reset(seed=0, options={"problem_index": 0})
     _, rewards, *_ = env.step({agent: "So the result is \\boxed{\\frac{123}{457}}." for agent in env.agents})
     assert len(calls) == 1 and len(set(rewards.values())) == 1
+
+
+@pytest.mark.parametrize(
+    ("reference", "box"),
+    [("10000", r"10\,000"), ("10000", r"10\ 000"), ("10000", "10~000"), ("1234567", r"1\,234\,567"),
+     (r"10,\!000", "10000"), ("0.5", "0.5"), ("0.5", ".5")],
+)  # fmt: skip
+def test_digits_grouped_by_latex_spaces_and_plain_decimals_are_read_as_written(reference, box):
+    """Red team, round eight: math-verify read ``10\\,000`` as 10 x 000 (an honest answer
+    wrong); strict scoring refused ``0.5``, which math-verify writes back as ``\\frac{1}{2}``."""
+    task = tasks.get("math", path="sample")
+    problem = Problem("math:p", "Compute.", reference)
+    assert task.is_correct(problem, task.parse(problem, f"So $\\boxed{{{box}}}$."))
+
+
+@pytest.mark.parametrize(("reference", "box"), [("357", r"12\,345"), ("5", r"2 \quad 3"), ("6", r"2\,3")])
+def test_two_numbers_with_only_space_between_are_no_answer(reference, box):
+    """math-verify read ``2 \\quad 3`` as 2 + 3: a box of two values right for their sum."""
+    task = tasks.get("math", path="sample")
+    problem = Problem("math:p", "Compute.", reference)
+    assert not task.is_correct(problem, task.parse(problem, f"So $\\boxed{{{box}}}$."))

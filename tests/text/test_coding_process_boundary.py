@@ -262,6 +262,8 @@ REFUSED = {
     "three-argument type": "    kind = type('K', (), {})\n",
     "type as a value": "    make = type\n",
     "a call of what type(x) returns": "    kind = type(int)('K', (), {})\n",
+    "what type(x) returns, kept and called": "    meta = type(int)\n    kind = meta('K', (int,), {'__eq__': lambda s, o: True})\n",
+    "type(x) outside a comparison": "    kinds = [type(numbers)]\n",
     "attribute field in format": "    text = '{0.real}'.format(numbers)\n",
     "item field in a nested format spec": "    text = '{0:{1[0]}}'.format(1, numbers)\n",
     "format on a variable": "    pattern = '{}'\n    text = pattern.format(1)\n",

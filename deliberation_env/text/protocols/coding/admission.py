@@ -30,8 +30,9 @@ the protocol's documentation page, has the reward and what the rules prove).
    ``statistics.random``: :data:`MODULE_ATTRIBUTES`). And none of the other ways found to
    reach an attribute by a string: no class pattern in ``match`` (``case C(x)`` reads the
    attributes named by ``C.__match_args__``, and a metaclass decides what ``C`` matches),
-   ``type`` only as ``type(value)`` and never its result called (``type(name, bases,
-   namespace)`` makes such classes and metaclasses), ``.format`` and ``.format_map`` only
+   ``type`` only as ``type(value)`` compared (``type(x) is int``), so never its result
+   called or kept (``type(name, bases, namespace)`` makes such classes and metaclasses,
+   and so does ``meta = type(int)`` called later), ``.format`` and ``.format_map`` only
    on a string literal whose fields name no attribute or item (``"{0.__globals__}"``
    reads one: :data:`FORMAT_METHODS`), no method ``__reduce__`` or ``__reduce_ex__``
    (``copy.copy`` calls what it returns and sets the names of its state with
@@ -219,7 +220,8 @@ def check_code(module: ast.Module, entry_point: str, prompt: Sequence[Binding], 
     for statement in checked:
         _check_top_level(statement, entry_point, imports)
     nodes = [node for statement in checked for node in ast.walk(statement)]
-    type_calls = {id(node.func) for node in nodes if _type_of_one_value(node)}
+    compared = [operand for node in nodes if isinstance(node, ast.Compare) for operand in (node.left, *node.comparators)]
+    type_calls = {id(operand.func) for operand in compared if _type_of_one_value(operand)}
     for node in nodes:
         _check_node(node)
         _check_reflection(node, type_calls)
@@ -328,17 +330,23 @@ def _type_of_one_value(node: ast.AST) -> bool:
 
 
 def _check_reflection(node: ast.AST, type_calls: set[int]) -> None:
-    """Rule 3's reflective forms: class patterns, ``type`` but as ``type(x)``, a call of
-    what ``type(x)`` returns, format strings that read attributes, the copy hooks.
+    """Rule 3's reflective forms: class patterns, ``type`` but as ``type(x)`` in a
+    comparison, a call of what ``type(x)`` returns, format strings that read attributes,
+    the copy hooks.
 
     Args:
         node: A node of the agent's code.
-        type_calls: The ``id`` of each ``type`` name that is called as ``type(x)``.
+        type_calls: The ``id`` of each ``type`` name that is called as ``type(x)`` as an
+            operand of a comparison (``type(x) == list``).
     """
     if isinstance(node, ast.MatchClass):
         raise Refused(node, "a class pattern (case C(...)), which reads attributes named by C.__match_args__")
     if isinstance(node, ast.Name) and node.id == "type" and id(node) not in type_calls:
-        raise Refused(node, "the name type other than as type(value); type(name, bases, namespace) makes classes")
+        raise Refused(
+            node,
+            "the name type other than as type(value) in a comparison (type(x) is int); "
+            "type(name, bases, namespace) makes classes, and so does what type(value) returns",
+        )
     if isinstance(node, ast.Call) and _type_of_one_value(node.func):
         raise Refused(node, "a call of what type(value) returns, which may be type itself")
     if isinstance(node, ast.Attribute) and node.attr in FORMAT_METHODS and not _plain_format_string(node.value):

@@ -54,7 +54,8 @@ rules, each with what it keeps out, are documented with their code in
    starts with ``_`` or reads a frame, none of
    :data:`~deliberation_env.text.protocols.coding.admission.DENIED_NAMES`, and none of the
    other ways found to reach an attribute by a string (class patterns in ``match``,
-   ``type`` but as ``type(value)``, format fields that read attributes, ``__reduce__``).
+   ``type`` but as ``type(value)`` compared, format fields that read attributes,
+   ``__reduce__``).
 4. *Names*: each agent binds at top level only names of its own; the main agent binds
    the entry point by ``def`` only.
 
