@@ -101,11 +101,11 @@ from deliberation_env.tasks.sources import (
     check_test_fraction,
     check_unique_ids,
     data_paths,
-    sample_path,
     hash_split,
     load_splits,
     require,
     resolve_source,
+    sample_path,
 )
 
 VERDICT_CACHE_SIZE = 4096

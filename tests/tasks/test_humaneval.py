@@ -306,7 +306,7 @@ def test_a_body_that_looks_its_problem_up_passes_nothing(source, tmp_path):
 
 def test_control_the_lookup_passes_where_the_copies_are_not_hidden():
     task = HumanEvalTask(path="sample", validate=False)
-    task._hidden_paths = ()  # noqa: SLF001 (the control: nothing hidden)
+    task._hidden_paths = ()
     problem = task.problems("test")[0]
     assert task.verdict(problem, task.parse(problem, LOOKUP)).passed
 
