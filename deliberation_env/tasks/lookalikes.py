@@ -43,6 +43,8 @@ class _AsRead(dict[int, str | None]):
             read: str | None = _CONFUSABLES[char]
         elif char in _INVISIBLE:
             read = None
+        elif 0x2160 <= code <= 0x217F and len(folded) == 1:  # Roman numerals drawn as letters: Ⅽ, ⅽ
+            read = folded
         elif char in _MINUS:
             read = "-"
         elif 0xFF01 <= code <= 0xFF5E and not char.isdigit():  # full-width punctuation: ＃, ：

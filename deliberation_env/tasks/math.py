@@ -30,9 +30,9 @@ Decisions are the model's final answer as a LaTeX string, read under the task's
   (:func:`stated_answer`); so has a box that offers a second value math-verify would not
   compare, in a part it does not read or after a relation it reads as its left side
   (``\\boxed{2 \\text{ (could be 3)}}``, ``\\boxed{2 \\approx 3}``, each read as 2;
-  :func:`offers_alternatives`), and so has a text whose later line opens with doubt and
-  offers another value (``\\boxed{19}`` then a line "or maybe 20";
-  :func:`~deliberation_env.tasks.hedges.doubts_after`).
+  :func:`offers_alternatives`), and so has a text whose later line offers another value
+  (``\\boxed{19}`` then a line "or maybe 20", or "Wait, that's wrong: it's $10$";
+  :func:`~deliberation_env.tasks.hedges.hedges_after`).
 - ``"lenient"``: the content of the last ``\\boxed{...}``, else what follows the last
   "The answer is" (:func:`extract_answer`).
 
@@ -60,7 +60,8 @@ from typing import Any
 from math_verify import LatexExtractionConfig, parse, verify
 
 from deliberation_env.tasks.base import Problem, check_scoring, selection
-from deliberation_env.tasks.hedges import DOUBT_WORDS, NUMBER_WORDS, doubts_after
+from deliberation_env.tasks.hedges import DOUBT_WORDS, NUMBER_WORDS, WORD_VALUES, hedges_after
+from deliberation_env.tasks.lookalikes import as_read
 from deliberation_env.tasks.sources import (
     TEST_FRACTION,
     SplitsFromSource,
@@ -93,12 +94,25 @@ _NUMBER_EQUALS = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*=|=\s*-?\d+(?:\.\d+)?\s*=")
 """A number equated to something ("3 = 2", "x = 3 = 2"): math-verify reads the last side."""
 _GROUP_SPACE = re.compile(r"\\[,;:! ]|~|\{,\}")
 """LaTeX spaces that group a number's digits by thousands (``\\,``, ``\\ ``, ``~``, ``{,}``)."""
-_GROUPED = re.compile(rf"(?<![\d.~^_])(?<!\\[,;:! ])(?<![\^_]\{{)\d{{1,3}}(?:(?:{_GROUP_SPACE.pattern})\d{{3}})+(?![\d])")
-"""A number whose digits are grouped by threes with those spaces (not an exponent's)."""
-_SPACED_NUMBERS = re.compile(r"\d\s*(?:\\(?:q?quad|[,;: ])\s*|~\s*)+[-+]?\d")
+_GROUPED = re.compile(
+    rf"(?<![\d.~^_])(?<!\\[,;:! ])(?<![\^_]\{{)[1-9]\d{{0,2}}(?:(?:{_GROUP_SPACE.pattern})\d{{3}})+(?![\d])"
+    rf"|(?<=\.)\d+(?:(?:\\[,;: !]|~)\d+)+"
+)
+"""A number whose whole digits are grouped by threes with those spaces (not an exponent's,
+and not a decimal comma's ``0{,}125``), or the digits of a decimal part grouped by spaces
+(``3.141\\,59``)."""
+_SPACED_NUMBERS = re.compile(r"\d\s*(?:\\(?:q?quad|[,;: ])\s*|~\s*)+[-+]?\d(?!\d*\s*/)")
 """Two numbers with only space between them (``2 \\quad 3``, ``2\\,3``): math-verify reads
 them as one expression (a product or a sum), so a box of them offers two values."""
 _PLAIN_NUMBER = re.compile(r"\s*-?(?:\d+(?:\.\d*)?|\.\d+)\s*")
+_TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|mathrm|mbox)\s*+\{([^{}]*)\}")
+_MATH_DELIMITERS = re.compile(r"\$|\\[()\[\]]")
+_STATES = re.compile(r"[=<>&]|\\(?:implies|Rightarrow|rightarrow|to|iff|le|ge|leq|geq|neq|approx)(?![a-zA-Z])")
+"""What makes LaTeX a statement rather than a value offered (``x = 3``, ``a < b``)."""
+_PERCENT_ASIDE = re.compile(r"\s*\(\s*[\d.]+\s*\\?%\s*\)?\s*$")
+"""A value's percentage in parentheses after it ("0.5 (50%)")."""
+_COMMAND = re.compile(r"\\[a-zA-Z]+")
+_WORD = re.compile(r"[A-Za-z]{2,}")
 _ANSWER_IS = re.compile(r"answer is(?>\s*:?\s*)(.*)", re.IGNORECASE)
 # the run after the head is atomic: a run of newlines matched both ``\s*`` and not ``.``, and was
 # split every way between them (a minute for 100,000 newlines); so is the run of unclosed boxes
@@ -173,7 +187,19 @@ def stated_answer(text: str) -> str | None:
         return None
     answer = answers.pop()
     rest = text[_CLOSING.match(text, spans[-1][1] + 1).end() :]  # the lines after the last box's
-    return None if doubts_after(rest, lambda line: set(_DIGITS.findall(line)) - set(_DIGITS.findall(answer))) else answer
+    rest = as_read(_TEXT_WRAPPER.sub(r"\1", rest))
+    return None if hedges_after(rest, answer, _offered_expression, lambda a, b: not equivalent(a, b)) else answer
+
+
+def _offered_expression(fragment: str) -> str | None:
+    """The expression a fragment of a line after the answer is, when it is one value (a
+    number in one word, or LaTeX without words, relations or equations), else ``None``."""
+    if fragment.lower() in WORD_VALUES:
+        return WORD_VALUES[fragment.lower()]
+    core = _squeeze(_PERCENT_ASIDE.sub("", _MATH_DELIMITERS.sub(" ", fragment)))
+    if not core or len(core) > 80 or _STATES.search(core) or _WORD.search(_COMMAND.sub(" ", core)):
+        return None
+    return core if re.search(r"\d|\\", core) or len(core) == 1 else None
 
 
 def offers_alternatives(answer: str, reference: str) -> bool:
@@ -279,8 +305,10 @@ def ungrouped(answer: str) -> str:
     reads ``10\\,000`` as 10 x 000 and ``1\\ 000`` as 1 x 000 (so an honest answer was
     wrong) and ``12\\,345`` as 12 + 345.
 
-    >>> ungrouped(r"10\\,000"), ungrouped(r"1\\,234\\,567.5"), ungrouped(r"2\\,3"), ungrouped(r"x^{2}\\,000")
-    ('10000', '1234567.5', '2\\\\,3', 'x^{2}\\\\,000')
+    >>> ungrouped(r"10\\,000"), ungrouped(r"1\\,234\\,567.5"), ungrouped(r"3.141\\,59"), ungrouped(r"2\\,3")
+    ('10000', '1234567.5', '3.14159', '2\\\\,3')
+    >>> ungrouped(r"x^{2}\\,000"), ungrouped("0{,}125")
+    ('x^{2}\\\\,000', '0{,}125')
     """
     return _GROUPED.sub(lambda number: _GROUP_SPACE.sub("", number.group()), answer)
 

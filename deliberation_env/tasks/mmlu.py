@@ -38,9 +38,10 @@ Decisions are the letters ``A``-``D``, read under the task's ``scoring`` option:
   (``\\boxed{X}``, "the correct/right/best/final option/choice/answer is X", "option X
   is correct/right/the best/the answer"); otherwise there is none (:func:`stated_letter`).
   A letter in passing ("option C is wrong", "the most tempting option is A") is no mark.
-  A later line that opens with doubt and offers another letter ("Answer: B" then "Or
-  possibly C.") is a hedge, so no answer; one that discusses the others ("Option C might
-  seem right, but ...") is not (:func:`~deliberation_env.tasks.hedges.doubts_after`).
+  A later line that offers another option ("Answer: B" then "Or possibly C.", "C is also
+  correct.", "Actually no, C.", or "C" alone) is a hedge, so no answer; one that discusses
+  the others ("Option C might seem right, but ...") is not
+  (:func:`~deliberation_env.tasks.hedges.hedges_after`).
 - ``"lenient"``: the last "Answer: X" / "the answer is (X)" / "the correct option is X" /
   "option X is right" / ``\\boxed{X}`` (markup as above between head and letter:
   "**Answer:** B"), else a reply that is just a letter (:func:`extract_letter`).
@@ -59,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from deliberation_env.tasks.base import SPLITS, Problem, check_scoring, selection
-from deliberation_env.tasks.hedges import doubts_after
+from deliberation_env.tasks.hedges import hedges_after
 from deliberation_env.tasks.lookalikes import as_read
 from deliberation_env.tasks.numeric import RETRACTION
 from deliberation_env.tasks.sources import (
@@ -102,10 +103,6 @@ _ALONE = re.compile(r"^\W*\(?([ABCD])\)?\W*$")
 _STATED = re.compile(rf"{_HEAD}{_OPENING}{_LETTER}([^\n]*)")
 _OTHER_MARK = re.compile(rf"{_FINAL}{_OPENING}{_LETTER}|{_FINAL_AFTER}")
 _CLOSING = re.compile(r"(?:[\s*)$`\]'\"’”}]|\\[)\]])*+[.!;:。]?(?:[\s*$`'\"’”}]|\\[)\]])*+")
-_ANY_LETTER = re.compile(r"\b(?:[B-D]|A(?!\s+(?!(?:is|was|could|might|may|would|seems|also|too|or|instead)\b)[a-z]))\b")
-"""An option letter standing alone (after the final statement: another option offered);
-"A" before a lowercase word is an article ("A common mistake"), unless the word is a verb
-of it or "or" ("A is", "A or")."""
 _OPTION_TEXT = re.compile(r"[\W_]+")  # an option's text compared by its words, case aside
 # runs of spaces and markup are possessive (``*+``): a run that ends in something else fails at
 # once, where trying every split of it between two patterns took seconds for thousands of spaces
@@ -134,13 +131,23 @@ def stated_letter(text: str, choices: Sequence[str] | None = None) -> str | None
         return None
     letter = statements[-1][0]
     rest = text[found[-1].end() :]
-    if doubts_after(rest, lambda line: set(_ANY_LETTER.findall(line)) - {letter}):
+    if hedges_after(rest, letter, lambda fragment: _offered_letter(fragment, choices)):
         return None
     for stated, rest in statements:  # an earlier one with more on its line: a step's when it takes itself back
         if stated != letter and (_ends(stated, rest, choices) or not RETRACTION.search(rest)):
             return None
     others = set(_BOXED.findall(text)) | {"".join(found) for found in _OTHER_MARK.findall(text)}
     return letter if others <= {letter} else None
+
+
+def _offered_letter(fragment: str, choices: Sequence[str] | None) -> str | None:
+    """The option a fragment of a line after the answer is, when it is one letter alone
+    (markup aside, either case) or, with ``choices``, an option's own text; else ``None``."""
+    core = fragment.strip(" \t*_`$()[]'\".")
+    if len(core) == 1 and core.upper() in LETTERS:
+        return core.upper()
+    words = _OPTION_TEXT.sub(" ", fragment).lower().split()
+    return next((l for l, o in zip(LETTERS, choices or ()) if words and words == _OPTION_TEXT.sub(" ", str(o)).lower().split()), None)
 
 
 def _ends(letter: str, rest: str, choices: Sequence[str] | None) -> bool:

@@ -25,15 +25,14 @@ prompt asks, "The answer is N.":
   if Sunday counts; otherwise");
 - the text's other marks of a final answer (those lenient scoring reads) must not state
   another number: no ``\\boxed{M}`` anywhere, and no "Answer: M", "answer = M", "answer
-  is M" or "#### M" after the last statement or alone on a line before it, and no line
-  after the last statement that is a number M alone ("The answer is:\\n11\\n12"). "The answer
+  is M" or "#### M" after the last statement or alone on a line before it. "The answer
   is 17." with "#### 18" or ``\\boxed{18}`` has no answer; a step's mark ("#### 1. Eggs
   left", "Part 1: Answer: 24 cookies.") is not a final one. So strict scoring never calls
   right what lenient scoring reads as another number.
-- a later line that opens with doubt ("or", "maybe", "alternatively", ...) and offers
-  another number, in digits or words, is a hedge: "The answer is 12.\\n(or 11)" has no
-  answer, "The answer is 12.\\nNote: she keeps 7 of the 16 eggs." has 12
-  (:func:`~deliberation_env.tasks.hedges.doubts_after`).
+- a later line that offers another number, in digits or one word, is a hedge: "The
+  answer is 12.\\n(or 11)", "...\\nWait, that's wrong: it's 13.", "...\\n11 is also
+  correct." and "...\\n11" have no answer; "...\\nNote: she keeps 7 of the 16 eggs."
+  and "...\\nOr 12/1." keep 12 (:func:`~deliberation_env.tasks.hedges.hedges_after`).
 
 Digits are ASCII ``0``-``9``, as the prompt asks: a digit of another script is no digit to
 either reader (the Bengali four, ``\u09ea``, is drawn like an 8).
@@ -53,7 +52,7 @@ from collections.abc import Hashable
 from fractions import Fraction
 
 from deliberation_env.tasks.base import Problem
-from deliberation_env.tasks.hedges import doubts_after
+from deliberation_env.tasks.hedges import WORD_VALUES, hedges_after
 from deliberation_env.tasks.lookalikes import as_read
 
 NUMERIC_INSTRUCTIONS = (
@@ -176,7 +175,7 @@ def stated_number(text: str) -> str | None:
         return None
     last, number = statements[-1]
     rest = text[last.end() :]
-    if doubts_after(rest, lambda line: set(map(canonical_number, _ANY.findall(line))) - {number}):
+    if hedges_after(rest, number, _offered_number, _other_number):
         return None
     for found, clean in statements:
         line = found.group(1)
@@ -188,7 +187,6 @@ def stated_number(text: str) -> str | None:
     marks = [_box_number(box) for box in _BOXED.findall(text)]  # a box anywhere
     marks += [canonical_number(mark) for mark in _MARKED.findall(text, last.start())]  # a mark after the last statement
     marks += [canonical_number(alone.group(1)) for line in text.split("\n") if (alone := _ALONE_MARK.fullmatch(_MARKUP.sub(" ", line)))]
-    marks += [canonical_number(alone.group(1)) for line in rest.split("\n") if (alone := _ONE_NUMBER.fullmatch(_MARKUP.sub(" ", line)))]
     return number if set(marks) <= {None, number} else None
 
 
@@ -205,6 +203,20 @@ def _box_number(box: str) -> str | None:
     if number is None and (unit := _UNIT.fullmatch(content)):
         number = canonical_number(unit.group(1))
     return number
+
+
+def _offered_number(fragment: str) -> str | None:
+    """The number a fragment of a line after the answer is, when it is one number alone
+    (markup and closing punctuation aside; one word, "eleven", too), else ``None``."""
+    if fragment.lower() in WORD_VALUES:
+        return WORD_VALUES[fragment.lower()]
+    one = _ONE_NUMBER.fullmatch(_MARKUP.sub(" ", fragment))
+    return canonical_number(one.group(1)) if one else None
+
+
+def _other_number(answer: str, number: str) -> bool:
+    """Whether canonical ``number`` is another value than ``answer`` ("1/2" is "0.5")."""
+    return Fraction(answer) != Fraction(number)
 
 
 def _line_number(line: str) -> str | None:

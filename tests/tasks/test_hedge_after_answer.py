@@ -1,8 +1,11 @@
-"""A line after the final answer that doubts it and offers another value is a hedge.
+"""A line after the final answer that offers another value is a hedge; one that explains is not.
 
-"The answer is 12.\\n(or 11)", "\\boxed{19}\\nor maybe 20" and "Answer: B\\nOption C is also correct."
-were scored right under strict scoring: the readers looked only at the final statement's
-line. A note after the answer, or a line that discusses the other options, is no hedge.
+"The answer is 12.\\n(or 11)", "\\boxed{19}\\nor maybe 20", "Answer: B\\nOption C is also
+correct." and "...\\nWait, that's wrong: it's 13." were scored right under strict scoring:
+the readers looked only at the final statement's line. The first rule that saw them (a
+later line that doubts and holds any other number) refused honest explanations after the
+answer (red team, round nine: 16 of 19 GSM8K follow-ups), so the value must be what the
+line offers, not a number in passing.
 """
 
 from __future__ import annotations
@@ -12,66 +15,115 @@ import pytest
 from deliberation_env import tasks
 from deliberation_env.tasks import Problem
 
-NUMERIC = Problem("p", "What is 5 + 7?", "12")
-MATH = Problem("p", "Compute 4 + 15.", "19")
+WORK = "She has 16 - 3 - 4 = 9 eggs and sells each for $2: 9 * 2 = 18.\nThe answer is 18."
+EGGS = Problem("p", "How many dollars does she make?", "18")
 
 
-@pytest.mark.parametrize(
-    "after",
-    ["\n(or 11).", "\nOr maybe 11.", "\nalternatively 13", "\n**Maybe eleven.**", "\n\n- or perhaps 1,200", "\n11 is also possible."],
-)
-@pytest.mark.parametrize("name", ["arithmetic", "gsm8k"])
-def test_numeric_doubt_after_the_statement_is_no_answer(name, after):
-    task = tasks.get(name, path="sample") if name == "gsm8k" else tasks.get(name)
-    assert task.parse(NUMERIC, "5 + 7 = 12.\nThe answer is 12.") == "12"
-    assert task.parse(NUMERIC, f"5 + 7 = 12.\nThe answer is 12.{after}") is None
-    assert tasks.get("arithmetic", scoring="lenient").parse(NUMERIC, f"The answer is 12.{after}") is not None
+@pytest.fixture(scope="module")
+def gsm8k():
+    return tasks.get("gsm8k", path="sample")
 
 
 @pytest.mark.parametrize(
     "after",
     [
-        "\nNote: 5 apples plus 7 apples.",  # a note, no doubt
-        "\nOr, to put it another way: 12 in all.",  # a doubt word, but the same value
+        "\n(or 19).", "\nOr maybe 19.", "\nalternatively 19", "\n**Maybe nineteen.**", "\n\n- or perhaps 1,900",
+        "\n19 is also possible.", "\nBut it might be 19.", "\nHmm, maybe 19.", "\n19?", "\n(19?)", "\n18 or 19.",
+        "\nIt's 18 or 19.", "\n_Or maybe 19._", "\n1. or 19", "\nthe answer could also be 19", "\nWait, that's wrong: it's 19.",
+        "\nActually no, 19.", "\n19", "\nIf rounding, 19.", "\n\u039fr 19",  # Greek capital omicron
+    ],
+)  # fmt: skip
+def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
+    assert gsm8k.parse(EGGS, WORK) == "18"
+    assert gsm8k.parse(EGGS, WORK + after) is None
+    assert tasks.get("gsm8k", path="sample", scoring="lenient").parse(EGGS, WORK + after) is not None
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "\n\nAlternatively, we can compute it as 16 - 7 = 9 eggs and 9 x $2 = $18.",
+        "\n\nEither way, she makes $18 per day from 9 eggs.",
+        "\n\nMaybe it helps to double-check: 9 x 2 = 18, and 3 + 4 + 9 = 16.",
+        "\n\nCould there be another interpretation? No: she uses 7 of the 16 eggs, so 9 remain.",
+        "\nNote: it's also true that she keeps 7 of the 16 eggs for herself.",
+        "\n\nLet me verify:\n- Eggs laid: 16\n- Eaten: 3\n- Baked: 4\n- Sold: 9\n- Revenue: 9 x $2 = $18",
+        "\n\nThis is what she makes every day; over a week (7 days) that would be $126.",
+        "\nOr, in cents, 1800.",  # the answer in another unit
+        "\nOr $18.00.",
+        "\nWhy not 19? Because 9 * 2 is 18.",
         "\nI hope it is correct.",
-        "\nWhy not 13? Because 5 + 7 is 12.",  # discussion, not a line that opens with doubt
     ],
 )
-def test_numeric_note_after_the_statement_keeps_the_answer(after):
-    assert tasks.get("arithmetic").parse(NUMERIC, f"The answer is 12.{after}") == "12"
+def test_an_explanation_after_the_statement_keeps_the_answer(gsm8k, after):
+    assert gsm8k.parse(EGGS, WORK + after) == "18"
 
 
-def test_math_doubt_after_the_box_is_no_answer():
+def test_the_same_value_written_another_way_is_no_other_value():
+    task = tasks.get("arithmetic")
+    half = Problem("p", "What is 1 / 2?", "0.5")
+    assert task.parse(half, "The answer is 0.5.\nOr 1/2.") == "0.5"
+    assert task.parse(half, "The answer is 0.5.\nOr 1/3.") is None
+
+
+NINE = "Solving $x^2 = 81$ with $x > 0$ gives $x = 9$.\n\nThe final answer is $\\boxed{9}$."
+
+
+@pytest.mark.parametrize(
+    ("after", "kept"),
+    [
+        ("\nBut it might be 10.", False), ("\nOr maybe $-9$", False), ("\nOr maybe $\\sqrt{100}$", False),
+        ("\n10 is also plausible.", False), ("\nWait, that's wrong: it's $10$.", False), ("\n\\text{or } 10", False),
+        ("\nOr perhaps ten.", False), ("\n9 or 10.", False),
+        ("\n\nAlternatively, note that $81 = 3^4$, so $x = 3^2 = 9$.", True),
+        ("\n\nEither way, $x = 9$ since $x > 0$ excludes $-9$.", True),
+        ("\n\n**Note:** $-9$ is also a solution of $x^2 = 81$, but it is excluded by $x > 0$.", True),
+        ("\n\nOr, equivalently, $x = \\sqrt{81} = 9$.", True), ("\nOr equivalently nine.", True),
+        ("\nOr equivalently, $9.0$ (900%).", True), ("\nI hope it is correct.", True),
+    ],
+)  # fmt: skip
+def test_math_a_later_line_offering_another_value_is_no_answer(after, kept):
     task = tasks.get("math", path="sample")
-    assert task.parse(MATH, "So 4 + 15 = 19.\n$\\boxed{19}$") == "19"
-    for after in ["\nor maybe 20", "\n(Possibly 18.)", "\nPerhaps twenty."]:
-        assert task.parse(MATH, f"So 4 + 15 = 19.\n$\\boxed{{19}}${after}") is None
-    for after in ["\nI hope it is correct.", "\nThis could also be written as 19.0? No: 19 it is."]:
-        assert task.parse(MATH, f"$\\boxed{{19}}${after}") == "19"
+    problem = Problem("math:p", "Solve $x^2 = 81$ for $x > 0$.", "9")
+    assert (task.parse(problem, NINE + after) == "9") is kept
 
 
-def test_letter_doubt_after_the_statement_is_no_answer():
+def test_math_a_mixed_number_restating_the_answer_keeps_it():
+    task = tasks.get("math", path="sample")
+    problem = Problem("math:p", "Compute.", "\\frac{14}{3}")
+    assert task.parse(problem, "So $\\boxed{\\frac{14}{3}}$.\nOr, as a mixed number, $4\\frac{2}{3}$.") is not None
+    assert task.parse(problem, "So $\\boxed{\\frac{14}{3}}$.\nOr maybe $\\frac{3}{14}$.") is None
+
+
+@pytest.fixture(scope="module")
+def mmlu():
     task = tasks.get("mmlu", path="sample")
     problem = task.problems("test")[0]
-    letter = problem.answer
-    other = "C" if letter != "C" else "D"
-    assert task.parse(problem, f"Answer: {letter}") == letter
-    for after in [f"\n(or maybe {other})", f"\nOr possibly {other}.", f"\nAlternatively, {other} could be right.", f"\nOption {other} is also correct."]:
-        assert task.parse(problem, f"Answer: {letter}{after}") is None
-    kept = [
-        f"\nWhy not the others? Option {other} is too small.",  # discussion
-        f"\nOption {other} might seem right, but it is not.",
-        f"\nOption {other} is also wrong.",
-        "\nA common mistake could be to misread the question.",  # "A" the article
-        "\nMaybe that helps.",  # doubt without another option
-    ]
-    for after in kept:
-        assert task.parse(problem, f"Answer: {letter}{after}") == letter
+    other = "C" if problem.answer != "C" else "D"
+    return task, problem, other
 
 
-def test_a_number_alone_on_a_line_after_the_statement_is_a_second_answer():
-    """Red team, round eight: "The answer is:\\n11\\n12" read as 11."""
-    task = tasks.get("arithmetic")
-    assert task.parse(NUMERIC, "The answer is:\n12") == "12"
-    assert task.parse(NUMERIC, "The answer is:\n12\n11") is None
-    assert task.parse(NUMERIC, "The answer is 12.\n\n**12**") == "12"
+@pytest.mark.parametrize(
+    "after",
+    ["\n(or maybe {o})", "\nOr possibly {o}.", "\nAlternatively, {o} could be right.", "\nOption {o} is also correct.",
+     "\n{o}?", "\n{l} or {o}.", "\nActually, no: {o}.", "\nor\n{o}", "\nOr maybe {lower}", "\nThough {o} is possible."],
+)  # fmt: skip
+def test_a_later_line_offering_another_letter_is_no_answer(mmlu, after):
+    task, problem, other = mmlu
+    text = f"Answer: {problem.answer}" + after.format(o=other, l=problem.answer, lower=other.lower())
+    assert task.parse(problem, f"Answer: {problem.answer}") == problem.answer
+    assert task.parse(problem, text) is None
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "\nWhy not the others? Option {o} is too small.", "\nOption {o} might seem right, but it is not.",
+        "\nOption {o} is also wrong.", "\nA common mistake could be to misread the question.", "\nMaybe that helps.",
+        "\n\nCould {o} work? No: it fails the second condition.", "\n\nPerhaps the most common mistake is choosing {o}.",
+        "\n\nMight be tempting to choose {o}, but it is not.", "\n\nOr, in words: {l}.",
+    ],
+)  # fmt: skip
+def test_a_later_line_discussing_the_options_keeps_the_letter(mmlu, after):
+    task, problem, other = mmlu
+    assert task.parse(problem, f"Answer: {problem.answer}" + after.format(o=other, l=problem.answer)) == problem.answer

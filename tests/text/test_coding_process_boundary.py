@@ -264,6 +264,7 @@ REFUSED = {
     "a call of what type(x) returns": "    kind = type(int)('K', (), {})\n",
     "what type(x) returns, kept and called": "    meta = type(int)\n    kind = meta('K', (int,), {'__eq__': lambda s, o: True})\n",
     "type(x) outside a comparison": "    kinds = [type(numbers)]\n",
+    "type(x) to a shadowed str": "    str = lambda kind: kind('K', (), {})\n    str(type(numbers))\n",
     "attribute field in format": "    text = '{0.real}'.format(numbers)\n",
     "item field in a nested format spec": "    text = '{0:{1[0]}}'.format(1, numbers)\n",
     "format on a variable": "    pattern = '{}'\n    text = pattern.format(1)\n",
@@ -284,6 +285,7 @@ def test_plain_type_checks_and_format_strings_are_admitted(protocol, problem):
     helper = (
         "def aux(numbers):\n"
         "    assert type(numbers) == list\n"
+        "    print(type(numbers), f'{type(numbers)}', str(type(numbers)), repr(type(numbers)))\n"
         "    label = '{} {x:>{w}}'.format(1, x=2, w=3)\n"
         "    return sum(numbers) + len(label) - 5\n"
     )

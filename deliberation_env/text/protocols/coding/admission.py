@@ -30,8 +30,8 @@ the protocol's documentation page, has the reward and what the rules prove).
    ``statistics.random``: :data:`MODULE_ATTRIBUTES`). And none of the other ways found to
    reach an attribute by a string: no class pattern in ``match`` (``case C(x)`` reads the
    attributes named by ``C.__match_args__``, and a metaclass decides what ``C`` matches),
-   ``type`` only as ``type(value)`` compared (``type(x) is int``), so never its result
-   called or kept (``type(name, bases, namespace)`` makes such classes and metaclasses,
+   ``type`` only as ``type(value)`` compared (``type(x) is int``) or made a string
+   (``str(type(x))``, ``f"{type(x)}"``), so never its result called or kept (``type(name, bases, namespace)`` makes such classes and metaclasses,
    and so does ``meta = type(int)`` called later), ``.format`` and ``.format_map`` only
    on a string literal whose fields name no attribute or item (``"{0.__globals__}"``
    reads one: :data:`FORMAT_METHODS`), no method ``__reduce__`` or ``__reduce_ex__``
@@ -220,8 +220,7 @@ def check_code(module: ast.Module, entry_point: str, prompt: Sequence[Binding], 
     for statement in checked:
         _check_top_level(statement, entry_point, imports)
     nodes = [node for statement in checked for node in ast.walk(statement)]
-    compared = [operand for node in nodes if isinstance(node, ast.Compare) for operand in (node.left, *node.comparators)]
-    type_calls = {id(operand.func) for operand in compared if _type_of_one_value(operand)}
+    type_calls = {id(operand.func) for operand in _type_operands(nodes) if _type_of_one_value(operand)}
     for node in nodes:
         _check_node(node)
         _check_reflection(node, type_calls)
@@ -319,6 +318,10 @@ def calls_name(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
 
 
+STRING_CALLS = frozenset({"str", "repr", "print"})
+"""Builtins that make what they are given a string (or print it): ``type(x)`` may be their argument."""
+
+
 def _type_of_one_value(node: ast.AST) -> bool:
     """``type(x)``: a call of the name ``type`` with one positional argument."""
     return (
@@ -327,6 +330,28 @@ def _type_of_one_value(node: ast.AST) -> bool:
         and not isinstance(node.args[0], ast.Starred)
         and not node.keywords
     )
+
+
+def _type_operands(nodes: list[ast.AST]) -> list[ast.AST]:
+    """Where ``type(x)`` is admitted, as what it returns goes nowhere it could be called: an
+    operand of a comparison (``type(x) is int``), a field of an f-string, the only argument
+    of ``str`` or ``repr`` or an argument of ``print``, where the code binds none of those
+    names."""
+    bound = {node.id for node in nodes if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+    bound |= {node.arg for node in nodes if isinstance(node, ast.arg)}
+    bound |= {node.name for node in nodes if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+    operands: list[ast.AST] = []
+    for node in nodes:
+        if isinstance(node, ast.Compare):
+            operands += [node.left, *node.comparators]
+        elif isinstance(node, ast.FormattedValue):
+            operands.append(node.value)
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in STRING_CALLS
+            and node.func.id not in bound and not node.keywords and (len(node.args) == 1 or node.func.id == "print")
+        ):  # fmt: skip
+            operands += node.args
+    return operands
 
 
 def _check_reflection(node: ast.AST, type_calls: set[int]) -> None:
@@ -344,7 +369,8 @@ def _check_reflection(node: ast.AST, type_calls: set[int]) -> None:
     if isinstance(node, ast.Name) and node.id == "type" and id(node) not in type_calls:
         raise Refused(
             node,
-            "the name type other than as type(value) in a comparison (type(x) is int); "
+            "the name type other than as type(value) in a comparison (type(x) is int) or a string "
+            "(str(type(x)), f'{type(x)}'); "
             "type(name, bases, namespace) makes classes, and so does what type(value) returns",
         )
     if isinstance(node, ast.Call) and _type_of_one_value(node.func):
