@@ -6,9 +6,10 @@ spec                                   member
 ``simulated``                          the synthetic team of :mod:`agents.simulated` (no LLM)
 ``smollm2``                            SmolLM2-135M-Instruct, int8 CTranslate2 (the default)
 ``llamacpp`` / ``llamacpp:<gguf>``     a GGUF file through llama.cpp (the ``llamacpp`` extra)
-``transformers:<model dir>``           a local transformers model (CUDA with bfloat16 where
-                                       present); ``#device=<d>`` and ``#dtype=<t>`` after it
-                                       choose (:mod:`agents.devices`: ``cpu``, ``cuda:1``, ...)
+``transformers:<model>``               a transformers model, a folder or a hub id (CUDA
+                                       with bfloat16 where present); ``#device=<d>`` and
+                                       ``#dtype=<t>`` after it choose (:mod:`agents.devices`:
+                                       ``cpu``, ``cuda:1``, ...)
 ``ctranslate2[:<gguf or model dir>]``  batched CPU decoding (default: SmolLM2, converted once)
 ``ctranslate2-int8[:<gguf or dir>]``   the same in int8 (7-bit weights)
 ``openai:<base_url>#<model>``          an OpenAI-compatible server (vLLM, llama.cpp, Ollama)

@@ -26,6 +26,7 @@ from agents import progress
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult
 from agents.devices import dtype_name, resolve
 from agents.fingerprint import directory_sha256, fingerprinted
+from agents.hub import hub_folder, is_path
 
 try:
     import torch
@@ -40,8 +41,9 @@ class TransformersBackend:
     """A local causal LM run by ``transformers``.
 
     Args:
-        model: A local model directory, or a path to a ``.gguf`` file (then
-            ``gguf_file`` is taken from it).
+        model: A local model directory, a path to a ``.gguf`` file (then ``gguf_file`` is
+            taken from it), or a Hugging Face model id (downloaded once into the Hugging Face
+            cache; with ``HF_HUB_OFFLINE=1`` only the cache is read).
         gguf_file: A GGUF file name inside the directory ``model``.
         device: ``auto`` (CUDA when available, else the CPU), ``cpu``, ``cuda``, ``cuda:N``.
         dtype: The weights' dtype: ``auto`` (bfloat16 on CUDA, float32 on the CPU),
@@ -49,7 +51,7 @@ class TransformersBackend:
         batch_size: Most requests decoded together.
 
     Raises:
-        FileNotFoundError: If ``model`` is not a local path.
+        FileNotFoundError: If ``model`` is no local path and no hub model.
         ValueError: On a device this machine lacks, or a bad name.
     """
 
@@ -64,13 +66,16 @@ class TransformersBackend:
         dtype: str = "auto",
         batch_size: int = 16,
     ) -> None:
-        path = Path(model)
+        path = Path(model).expanduser()
         if path.suffix == ".gguf" and gguf_file is None:
             path, gguf_file = path.parent, path.name
-        if not path.exists():
+        if not path.exists() and is_path(str(model)):
             raise FileNotFoundError(
-                f"transformers backend: no local model at {path} (nothing is downloaded)"
+                f"transformers backend: no local model at {path} (a path is never looked up on the Hugging Face "
+                "hub; a hub id is written ORG/NAME)"
             )
+        if not path.exists():  # a hub id: its folder in the Hugging Face cache, downloaded once
+            path = hub_folder("transformers backend", str(model))
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.device, self.dtype = resolve(device, dtype)

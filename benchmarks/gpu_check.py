@@ -524,13 +524,37 @@ def table(record: dict[str, Any]) -> str:
     )
 
 
+def checked(args: Args) -> Args:
+    """``args`` as the check runs them: ``--smoke`` shrunk to the CPU (refusing another device
+    or dtype given with it), otherwise a device and dtype this machine has, CUDA unless
+    ``--device cpu`` asks for the CPU (a 1.5B model there takes long).
+
+    Raises:
+        SystemExit: With one line saying what to give instead.
+    """
+    if args.smoke:
+        if (args.device, args.dtype) != ("auto", "auto"):
+            raise SystemExit("gpu_check: --smoke runs a tiny model on the CPU in float32: leave --device and --dtype out")
+        return smoke_args(args)
+    try:
+        device, _ = resolve(args.device, args.dtype)
+    except ValueError as error:
+        raise SystemExit(f"gpu_check: {error}") from None
+    if device.type != "cuda" and args.device != "cpu":
+        raise SystemExit(
+            "gpu_check: this machine has no CUDA device: --smoke checks the script on the CPU in seconds, "
+            "--device cpu measures this CPU (slowly; its figures go to gpu_check_cpu.json)"
+        )
+    return args
+
+
 def main(args: Args) -> None:
     shape = SMOKE_SHAPE if args.smoke else SHAPES[args.shape]
-    if args.smoke:
-        args = smoke_args(args)
+    args = checked(args)
     started = time.perf_counter()
     record: dict[str, Any] = {"args": dataclasses.asdict(args), "shape": shape}
     name = "gpu_check" if args.shape == "qwen2.5-1.5b" else f"gpu_check_{args.shape}"
+    name += "_cpu" if args.device == "cpu" and not args.smoke else ""
 
     def done(phase: str) -> None:  # each phase's figures are kept even if a later one is cut short
         record["seconds"] = time.perf_counter() - started

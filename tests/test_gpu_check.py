@@ -33,3 +33,26 @@ def test_past_its_budget_the_check_skips_the_later_phases_and_still_reports_the_
     for phase in ("TRL's update", "one decoded token, slices", "one decoded token, peft", "the compiled step"):
         assert phase in skipped
     assert "TRL GRPOTrainer" not in done.stdout and "compiled, ms" not in done.stdout
+
+
+def test_a_device_the_check_cannot_use_is_one_line_and_runs_nothing(monkeypatch):
+    """A real client's ``--smoke --device cuda`` ran on the CPU in silence, and the full check
+    on a machine without CUDA started a 1.5B model on its CPU."""
+    import sys
+    from pathlib import Path
+
+    import pytest
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    import gpu_check
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for args, said in [
+        (gpu_check.Args(smoke=True, device="cuda"), "--smoke runs a tiny model on the CPU"),
+        (gpu_check.Args(dtype="fp16"), "dtype must be one of"),
+        (gpu_check.Args(), "this machine has no CUDA device"),
+    ]:
+        with pytest.raises(SystemExit, match=said):
+            gpu_check.checked(args)
+    assert gpu_check.checked(gpu_check.Args(device="cpu")).device == "cpu"  # asked for: measured, slowly

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import os
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any, Literal
 import torch
 
 from agents.devices import Decoding, Routing, check_decoding, resolve
+from agents.hub import hub_offline, is_path, no_hub_model
 from agents.trainable_lm.extra import MISSING_EXTRA, require_train_extra
 from agents.trainable_lm.sampling import Sampling
 from agents.trainable_lm.scoring import Scoring
@@ -289,7 +289,7 @@ class TrainableLM(Sampling, Scoring, Weights):
                 (path.parent, path.name) if path.suffix == ".gguf" else (path, None)
             )
             source, base = str(directory), None if gguf_file else str(path.resolve())
-        elif _is_path(str(name)):
+        elif is_path(str(name)):
             raise FileNotFoundError(
                 f"TrainableLM: no local model at {path} (a path is never looked up on the Hugging Face hub; "
                 "a hub id is written ORG/NAME)"
@@ -297,10 +297,18 @@ class TrainableLM(Sampling, Scoring, Weights):
         else:
             source, gguf_file, base = str(name), None, str(name)
         offline = {
-            "local_files_only": _hub_offline()
+            "local_files_only": hub_offline()
         }  # read when called, so a test or a script may set it
         try:
             tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=gguf_file, **offline)
+        except (OSError, ValueError) as error:  # a folder without tokenizer files: transformers' own words name neither
+            if path.exists():
+                raise FileNotFoundError(
+                    f"TrainableLM: {path} has no tokenizer transformers can read (tokenizer.json, or "
+                    f"tokenizer_config.json with its vocabulary; save the tokenizer beside the model): {error}"
+                ) from error
+            raise no_hub_model("TrainableLM", name, offline["local_files_only"], error) from error
+        try:
             model = AutoModelForCausalLM.from_pretrained(
                 source,
                 gguf_file=gguf_file,
@@ -309,14 +317,12 @@ class TrainableLM(Sampling, Scoring, Weights):
                 **offline,
             )
         except OSError as error:
-            why = (
-                " (HF_HUB_OFFLINE is set: only the local cache is read)"
-                if offline["local_files_only"]
-                else ""
-            )
-            raise FileNotFoundError(
-                f"TrainableLM: {name!r} is no local model and the Hugging Face hub gave none{why}: {error}"
-            ) from error
+            if path.exists():
+                raise FileNotFoundError(
+                    f"TrainableLM: {path} holds no weights transformers can read (model.safetensors, "
+                    f"pytorch_model.bin, or their shards and index): {error}"
+                ) from error
+            raise no_hub_model("TrainableLM", name, offline["local_files_only"], error) from error
         if gguf_file is not None:
             model = _plain_copy(model, torch_dtype)
         return cls(model, tokenizer, agents, device=device, dtype=dtype, base=base, **kwargs)
@@ -366,21 +372,6 @@ class TrainableLM(Sampling, Scoring, Weights):
     def __repr__(self) -> str:
         layout = "separate" if self.separate else "shared"
         return f"TrainableLM(agents={self.agents}, finetune={self.finetune!r}, {layout})"
-
-
-def _is_path(name: str) -> bool:
-    """Whether ``name`` can only be a path, not a Hugging Face id (ids are ``ORG/NAME``)."""
-    return (
-        Path(name).is_absolute()
-        or name.startswith((".", "~"))
-        or name.endswith(".gguf")
-        or name.count("/") > 1
-    )
-
-
-def _hub_offline() -> bool:
-    """Whether ``HF_HUB_OFFLINE`` keeps the hub from being reached."""
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _matmul_parameters(model: PreTrainedModel) -> int:

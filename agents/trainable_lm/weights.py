@@ -21,6 +21,7 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -199,15 +200,21 @@ def bases_dir() -> Path:
     return Path(root) / "deliberation_env" / "bases"
 
 
+CONFIG_METADATA = frozenset({"_name_or_path", "transformers_version", "_commit_hash"})
+"""Config entries that say where and with what a model was read, not what it is: left out of
+a base's digest, so every install and transformers version names the same folder."""
+
+
 def shared_base(wrapped: PeftModel, tokenizer: PreTrainedTokenizerBase) -> Path:
     """The folder that holds the base under ``wrapped``'s adapters as a plain transformers
     model (its weights in their dtype, its config and ``tokenizer``), for a base that exists
     nowhere else: ``bases_dir() / <digest>``, the digest a SHA-256 of the weights, the config
-    and the chat template, so a base is written once and every run on it names the same
-    folder. Written whole or not at all (into a temporary folder, then renamed)."""
+    (but :data:`CONFIG_METADATA`) and the chat template, so a base is written once and
+    every run on it names the same folder, whichever install read it. Written whole or not at all (into a temporary folder, then renamed)."""
     weights = _base_weights(wrapped)
     config = wrapped.get_base_model().config
-    digest = hashlib.sha256(config.to_json_string(use_diff=False).encode())
+    described = {key: value for key, value in config.to_dict().items() if key not in CONFIG_METADATA}
+    digest = hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode())
     digest.update(str(tokenizer.chat_template).encode())
     for name in sorted(weights):
         tensor = weights[name].detach().cpu().contiguous()
@@ -246,3 +253,34 @@ def _record_base(adapter_config: Path, base: str) -> None:
     settings = json.loads(adapter_config.read_text(encoding="utf-8"))
     settings["base_model_name_or_path"] = base
     adapter_config.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+
+
+def base_digest(lm: Any, elements: int | None = None) -> str:
+    """SHA-256 of the frozen weights of ``lm`` (a :class:`~agents.trainable_lm.TrainableLM`):
+    each tensor's name, dtype, shape and bytes, LoRA adapters left out; each base once (the
+    shared base of a LoRA layout, the reference models of a full fine-tune).
+
+    Args:
+        lm: The model.
+        elements: Hash only each tensor's first and last this many elements (a run's record
+            of its base: seconds less for a 3B model, and two checkpoints still differ in
+            every tensor); None: every byte (what rollout workers must share exactly).
+    """
+    digest = hashlib.sha256()
+    seen: set[int] = set()
+    for agent in lm.agents:
+        seat = lm.seats[agent]
+        module = seat.model if seat.adapter is not None else seat.reference
+        if module is None or id(module) in seen:
+            continue
+        seen.add(id(module))
+        for name, tensor in module.state_dict().items():
+            if "lora_" in name:
+                continue
+            flat = tensor.detach().reshape(-1)
+            if elements is not None and flat.numel() > 2 * elements:
+                flat = torch.cat([flat[:elements], flat[-elements:]])
+            digest.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}".encode())
+            digest.update(flat.contiguous().cpu().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+

@@ -83,7 +83,7 @@ class MetricLogger:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.run_dir / METRICS
-        self.start = time.perf_counter()
+        self.start = time.perf_counter() - _logged_time(self.path)  # a resumed run's clock goes on
         self.writer = board.SummaryWriter(str(self.run_dir)) if board else None
         self.wandb_run = None
         if wandb is not None:
@@ -150,3 +150,22 @@ def check_loggers(tensorboard: bool, wandb_project: str) -> None:
             raise ImportError(
                 f"{flag} needs the {extra!r} extra: pip install 'deliberation-env[{extra}]'"
             )
+
+
+def _logged_time(path: Path) -> float:
+    """The ``time`` of the last record of the metrics file ``path`` (0 without one): where a
+    resumed run's clock starts, so that ``time`` grows over the whole run (the time between
+    the stop and the resume not counted)."""
+    try:
+        with path.open("rb") as file:
+            file.seek(max(0, file.seek(0, 2) - 65536))
+            lines = file.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return 0.0
+    for line in reversed(lines):
+        try:
+            return float(json.loads(line)["time"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return 0.0
+

@@ -31,6 +31,8 @@ Held-out evaluations of both families play their problems a vector env at a time
 
 from __future__ import annotations
 
+import warnings
+
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -196,6 +198,12 @@ def _open(
     # A run not resumed from a checkpoint starts its log over (its folder was checked: a
     # start that failed, or one resumed before its first checkpoint); a resumed run drops
     # the lines logged after its checkpoint.
+    if config.resume and checkpoint is None and (folder / METRICS).exists() and _logged_updates(folder / METRICS):
+        warnings.warn(
+            f"{folder} holds logged updates but no checkpoint (the run stopped before its first one, "
+            "--checkpoint-interval): it starts over from update 0",
+            stacklevel=2,
+        )
     _keep_metrics_until(folder / METRICS, learner.update if checkpoint is not None else -1)
     return MetricLogger(folder, config.tensorboard, config.wandb_project, config=settings)
 

@@ -122,6 +122,29 @@ def open_run_dir(
     folder = Path(folder)
     if failed_start(folder):
         warnings.warn(f"{folder} holds only the {CONFIG} of a start that failed: reusing it", stacklevel=2)
+    check_run_dir(folder, settings, resume, may_change, updates, flag)
+    recorded = folder / CONFIG
+    folder.mkdir(parents=True, exist_ok=True)
+    recorded.write_text(json.dumps(settings, indent=2, default=str), encoding="utf-8")
+    OPENED.append((folder, flag))
+    return folder
+
+
+def check_run_dir(
+    folder: str | Path,
+    settings: Mapping[str, Any],
+    resume: bool,
+    may_change: Collection[str] = (),
+    updates: int | None = None,
+    flag: str = "--run-dir",
+) -> None:
+    """The checks of :func:`open_run_dir`, writing nothing: a run can check its folder before
+    it loads its models (the arguments as there).
+
+    Raises:
+        ValueError: As :func:`open_run_dir`.
+    """
+    folder = Path(folder)
     if holds_run(folder) and not resume:
         raise ValueError(
             f"{folder} holds a run already: add --resume to continue it, or leave {flag} out "
@@ -137,10 +160,14 @@ def open_run_dir(
             )
         if updates is not None:
             check_reaches(folder, updates)
-    folder.mkdir(parents=True, exist_ok=True)
-    recorded.write_text(json.dumps(settings, indent=2, default=str), encoding="utf-8")
-    OPENED.append((folder, flag))
-    return folder
+
+
+def recorded_settings(folder: str | Path) -> dict[str, Any]:
+    """The settings a run folder's ``config.json`` records (``{}`` where it has none)."""
+    try:
+        return json.loads((Path(folder) / CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
 
 
 def check_resumed_runs(folder: str | Path, updates: int, passed_over: Collection[str] = ()) -> None:

@@ -215,6 +215,11 @@ class TextLearnerConfig(GroupSettings):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{type(self).__name__}.{name} must be one of {allowed}, got {getattr(self, name)!r}")
         check_decoding(self.decoding, self.mixed_routing)
+        if self.models and self.model:
+            raise ValueError(
+                f"give --model (every agent's base) or --models (one per agent), not both: got --model {self.model!r} "
+                f"and --models {' '.join(self.models)}"
+            )
         if self.models and (self.sampler != "torch" or self.workers or self.separate_models):
             raise ValueError(
                 "models (one base per agent) samples with torch in this process: use sampler='torch', "

@@ -34,7 +34,6 @@ base (another file, another seed of a random model) is refused with a clear erro
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -43,6 +42,7 @@ import torch
 
 from agents.base import Message
 from agents.trainable_lm import Completion, TrainableLM
+from agents.trainable_lm.weights import base_digest
 from deliberation_env.ray_pool import (
     Call,
     LostState,
@@ -59,25 +59,9 @@ class StaleWeights(LostState):
 
 
 def base_fingerprint(lm: TrainableLM) -> str:
-    """SHA-256 of the frozen weights of ``lm`` (names and bytes; LoRA adapters excluded).
-
-    The base of a LoRA layout, the reference models of a full fine-tune: what workers must
-    share with the learner for shipping only the trainable weights to be correct.
-    """
-    digest = hashlib.sha256()
-    seen: set[int] = set()
-    for agent in lm.agents:
-        seat = lm.seats[agent]
-        module = seat.model if seat.adapter is not None else seat.reference
-        if module is None or id(module) in seen:
-            continue
-        seen.add(id(module))
-        for name, tensor in module.state_dict().items():
-            if "lora_" in name:
-                continue
-            digest.update(name.encode())
-            digest.update(tensor.detach().contiguous().cpu().numpy().tobytes())
-    return digest.hexdigest()
+    """SHA-256 of every byte of the frozen weights of ``lm`` (:func:`agents.trainable_lm.weights.base_digest`):
+    what workers must share with the learner for shipping only the trainable weights to be correct."""
+    return base_digest(lm)
 
 
 class RolloutWorker(PoolWorker):

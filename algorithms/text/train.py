@@ -20,18 +20,28 @@ import dataclasses
 import functools
 import json
 import os
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from agents.text_policy import TextPolicy
 from agents.trainable_lm import TrainableLM, default_lora, tiny_model
+from agents.trainable_lm.weights import base_digest
 from agents.trainable_team import TrainableTeam
 from algorithms.core import data_parallel
 from algorithms.core.config import KEPT_ON_RESUME
 from algorithms.core.metrics import check_loggers
 from algorithms.core.run import TrainResult, run
-from algorithms.core.run_dirs import CONFIG, check_resume, holds_run, named_run, open_run_dir
+from algorithms.core.run_dirs import (
+    CONFIG,
+    check_resume,
+    check_run_dir,
+    holds_run,
+    named_run,
+    open_run_dir,
+    recorded_settings,
+)
 from algorithms.text.base import TextPolicyGradientLearner, rank_num_envs
 from algorithms.text.config import TEXT_CONFIGS, TextLearnerConfig
 from algorithms.text.eval import evaluate
@@ -48,6 +58,15 @@ ADAPTERS = "adapters"
 """The folder of the trained adapters (peft format), one per agent."""
 CURVES_FILE = "learning_curves.png"
 """The joint reward per update, held-out evaluations as points (:func:`algorithms.text.plots.learning_curves`)."""
+BASE_DIGEST = "base_digest"
+"""What ``config.json`` records of the base model's weights (:func:`~agents.trainable_lm.weights.base_digest`
+of :data:`DIGEST_ELEMENTS` elements per tensor): a resumed run must train the same weights,
+under any name or folder (a run copied to another machine may find its base elsewhere)."""
+DIGEST_ELEMENTS = 4096
+WORLD_SIZE = "world_size"
+"""The processes that last ran the run (``torchrun``'s ``WORLD_SIZE``), recorded in
+``config.json``; a resumed run may change it."""
+MODEL_FIELDS = ("model", "models")
 RESOLVED_FIELDS = ("resolved_device", "resolved_dtype")
 """What ``config.json`` records beside a run's ``device`` and ``dtype`` names: what they gave
 on the machine that ran it (a resumed run may move; the learners check the dtype against
@@ -158,6 +177,23 @@ def kept_dtype(config: TextLearnerConfig, folder: Path, given: str) -> TextLearn
     return config
 
 
+def warn_about_numerics(config: TextLearnerConfig, placement: Mapping[str, str], world_size: int) -> None:
+    """Warn where a run's numbers are not what a user may take them for: float16 trains
+    without loss scaling, and CTranslate2's rollouts depend on the number of processes."""
+    if placement["resolved_dtype"] == "float16":
+        warnings.warn(
+            "--dtype float16 trains without loss scaling, so small gradients may underflow to 0: "
+            "bfloat16 (the default on CUDA) needs none",
+            stacklevel=2,
+        )
+    if config.sampler == "ctranslate2" and world_size > 1:
+        warnings.warn(
+            f"--sampler ctranslate2 seeds once per call, so its rollouts depend on how the {world_size} processes share "
+            "an update's groups: the update is not the one-process update of the same seed (the torch sampler's is)",
+            stacklevel=2,
+        )
+
+
 def train(
     config: TextLearnerConfig,
     frozen: Mapping[str, TextPolicy] | None = None,
@@ -225,10 +261,27 @@ def _train(
     """:func:`train` in this process, one of ``ranks``, with the learner ``learner_type``
     builds; the folder is recorded once everything is built (``placement``: the resolved
     device and dtype)."""
+    may_change = [name for name in (*TextLearnerConfig.RUN_FIELDS, *RESOLVED_FIELDS, WORLD_SIZE) if name not in KEPT_ON_RESUME]
+    warn_about_numerics(config, placement, ranks.world_size)
+    recorded = recorded_settings(config.run.run_dir) if config.run.resume and config.run.run_dir else {}
+    if BASE_DIGEST in recorded:  # the base is named by its weights: it may lie elsewhere now
+        may_change += MODEL_FIELDS
+    algo = TEXT_ALGOS.get(type(config))
+    if config.run.run_dir:  # before the models load (minutes for a large one): the settings and the folder
+        early = {"algo": algo, **config_record(config)}
+        check_run_dir(config.run.run_dir, early, config.run.resume, [*may_change, BASE_DIGEST, *(("algo",) if algo is None else ())])
     venv = build_env(config, rank_num_envs(config, ranks))
     frozen = dict(frozen or {})
     agents = [a for a in venv.possible_agents if a not in frozen]
     lm = build_lm(config, agents)
+    placement = {**placement, WORLD_SIZE: ranks.world_size, BASE_DIGEST: base_digest(lm, elements=DIGEST_ELEMENTS)}
+    where_base_lies = {field: list(value) if isinstance(value, tuple) else value for field in MODEL_FIELDS if (value := getattr(config, field))}
+    if recorded.get(BASE_DIGEST, placement[BASE_DIGEST]) != placement[BASE_DIGEST]:
+        raise ValueError(
+            f"cannot resume the run in {config.run.run_dir}: its base model's weights are not those of --model/--models "
+            f"{config.models or config.model!r} (the run trained on other weights under that name or elsewhere); "
+            "resume with the model it trained on"
+        )
     sampler = None
     if config.workers:
         from algorithms.text.rollout_workers import RolloutWorkers
@@ -239,6 +292,9 @@ def _train(
         from algorithms.text.ctranslate2_sampler import CTranslate2Sampler
 
         sampler = CTranslate2Sampler(lm, exact_logprobs=False)  # the learners score with torch
+    if BASE_DIGEST in recorded:  # the checkpoint's settings name the base as the run first did
+        named = {field: recorded.get(field, getattr(config, field)) for field in MODEL_FIELDS}
+        config = dataclasses.replace(config, model=named["model"], models=tuple(named["models"]))
     learner = learner_type(config, lm, venv, frozen, sampler=sampler)
     held_out = []
     if config.run.eval_problems:
@@ -248,8 +304,7 @@ def _train(
     if held_out:
         metrics_of_held_out = lambda: evaluate(learner, eval_env, held_out, progress=config.run.progress).metrics
     if config.run.run_dir and ranks.writes:
-        record = {"algo": TEXT_ALGOS.get(type(config), learner.name), **config_record(config), **placement}
-        may_change = [name for name in (*TextLearnerConfig.RUN_FIELDS, *RESOLVED_FIELDS) if name not in KEPT_ON_RESUME]
+        record = {"algo": algo or learner.name, **config_record(config), **placement, **where_base_lies}
         open_run_dir(config.run.run_dir, record, config.run.resume, may_change, updates=config.run.updates)
     data_parallel.barrier()  # the others start once rank 0 has checked and recorded the folder
     try:

@@ -241,6 +241,18 @@ def test_a_base_that_exists_nowhere_else_is_written_once_where_runs_share_it(tmp
     assert len(list((tmp_path / "bases").iterdir())) == 2
 
 
+def test_the_shared_base_does_not_depend_on_where_or_with_what_version_it_was_read(tmp_path, monkeypatch):
+    """A real client found two byte-identical SmolLM2 bases of 517 MB: each install's GGUF
+    path (``_name_or_path``) was part of the digest."""
+    monkeypatch.setenv("DELIBERATION_ENV_BASES", str(tmp_path / "bases"))
+    for where, version in (("/one/install/model.gguf", "5.24.0"), ("/another/install/model.gguf", "5.25.0")):
+        lm = make_lm()
+        config = lm.seats["agent_0"].model.get_base_model().config
+        config._name_or_path, config.transformers_version = where, version
+        lm.save_adapters(tmp_path / where.split("/")[2])
+    assert len(list((tmp_path / "bases").iterdir())) == 1
+
+
 def test_a_hub_id_offline_is_read_from_the_cache_only_and_a_missing_one_is_named(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache
@@ -248,3 +260,18 @@ def test_a_hub_id_offline_is_read_from_the_cache_only_and_a_missing_one_is_named
         TrainableLM.from_pretrained("nobody/no-such-model", ["agent_0"])
     with pytest.raises(FileNotFoundError, match="never looked up on the Hugging Face hub"):
         TrainableLM.from_pretrained("./no/such/folder", ["agent_0"])
+
+
+def test_a_model_folder_without_weights_or_tokenizer_is_named_with_what_it_lacks(tmp_path):
+    """A real client read "is no local model and the Hugging Face hub gave none" for a local
+    folder without weights, and a tokenizer error that named neither the folder nor the file."""
+    model, tokenizer = tiny_model(seed=0)
+    model.save_pretrained(tmp_path / "no_weights")
+    for weights in (tmp_path / "no_weights").glob("*.safetensors"):
+        weights.unlink()
+    tokenizer.save_pretrained(tmp_path / "no_weights")
+    model.save_pretrained(tmp_path / "no_tokenizer")
+    with pytest.raises(FileNotFoundError, match=r"no_weights holds no weights transformers can read"):
+        TrainableLM.from_pretrained(str(tmp_path / "no_weights"), ["agent_0"])
+    with pytest.raises(FileNotFoundError, match=r"no_tokenizer has no tokenizer transformers can read"):
+        TrainableLM.from_pretrained(str(tmp_path / "no_tokenizer"), ["agent_0"])

@@ -63,6 +63,10 @@ def test_agent_round_on_transformers(backend):
     assert all(0.0 <= c.value <= 1.0 for c in confidences)
 
 
-def test_missing_model_is_a_clear_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match="nothing is downloaded"):
+def test_missing_model_is_a_clear_error(tmp_path, monkeypatch):
+    with pytest.raises(FileNotFoundError, match="a path is never looked up on the Hugging Face hub"):
         make_backend("transformers", model=tmp_path / "absent")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a hub id, as train text --model takes it (a real client's
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # transformers: team refused one); the cache is empty
+    with pytest.raises(FileNotFoundError, match=r"'nobody/no-such-model' is no local model .*HF_HUB_OFFLINE is set"):
+        make_backend("transformers", model="nobody/no-such-model")

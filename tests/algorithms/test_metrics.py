@@ -21,6 +21,17 @@ def test_records_append_across_loggers_and_read_back(tmp_path):
     assert json.loads(lines[1])["losses/policy"] == 0.25
 
 
+def test_a_resumed_runs_clock_goes_on_from_its_last_record(tmp_path):
+    """A real client's curves against wall-clock time went back to 0 after a resume."""
+    first = MetricLogger(tmp_path)
+    first.log(1, 4, {"loss": 1.0})
+    with (tmp_path / "metrics.jsonl").open("a") as file:  # as if the first run went on for 100 s
+        file.write(json.dumps({"step": 2, "episodes": 8, "time": 100.0, "loss": 0.5}) + "\n")
+    MetricLogger(tmp_path).log(3, 12, {"loss": 0.25})
+    times = [record["time"] for record in read_metrics(tmp_path / "metrics.jsonl")]
+    assert times == sorted(times) and times[-1] >= 100.0
+
+
 def test_every_documented_issue_metric_name_is_documented():
     import algorithms.core.metrics as metrics_module
 

@@ -107,3 +107,15 @@ def test_a_failed_start_leaves_its_run_folder_reusable(tmp_path, family):
     assert steps == [0, 1]  # the failed start's log is not kept
     with pytest.raises(ValueError, match="holds a run already: add --resume"):
         train(config(str(run_dir)))  # now it holds a run
+
+
+def test_a_resume_without_a_checkpoint_says_that_it_starts_over(tmp_path):
+    """A real client resumed a folder of logged updates whose checkpoint was gone: the run
+    started from update 0 in silence."""
+    run_dir = str(tmp_path / "run")
+    meta_train(meta_config(run_dir))
+    (tmp_path / "run" / "checkpoint.safetensors").unlink()
+    with pytest.warns(UserWarning, match="holds logged updates but no checkpoint .* starts over from update 0"):
+        meta_train(meta_config(run_dir, resume=True))
+    steps = [json.loads(line)["step"] for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [0, 1, 2]

@@ -139,7 +139,10 @@ def test_a_local_model_is_recorded_by_its_absolute_path_and_an_id_as_given(tmp_p
     absolute path (the adapters name their base by it too)."""
     (tmp_path / "tiny").mkdir()
     monkeypatch.chdir(tmp_path)
-    config = TextGRPOConfig(model="./tiny", models=("tiny", "./tiny", "Qwen/Qwen2.5-0.5B-Instruct"))
+    config = TextGRPOConfig(model="./tiny")
     assert config.model == str(tmp_path / "tiny")
-    assert config.models == ("tiny", str(tmp_path / "tiny"), "Qwen/Qwen2.5-0.5B-Instruct")  # a preset, a folder, an id
     assert config_record(config)["model"] == str(tmp_path / "tiny")
+    team = TextGRPOConfig(models=("tiny", "./tiny", "Qwen/Qwen2.5-0.5B-Instruct"))
+    assert team.models == ("tiny", str(tmp_path / "tiny"), "Qwen/Qwen2.5-0.5B-Instruct")  # a preset, a folder, an id
+    with pytest.raises(ValueError, match="give --model .* or --models .*, not both"):
+        TextGRPOConfig(model="tiny", models=("tiny", "tiny"))  # a real client's --model went unused

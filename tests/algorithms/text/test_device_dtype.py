@@ -161,3 +161,11 @@ def test_the_transformers_team_spec_takes_device_and_dtype(tmp_path, no_cuda):
     assert TransformersBackend(tmp_path / "m").model.dtype is torch.float32  # auto on the CPU
     with pytest.raises(ValueError, match="no CUDA"):
         TransformersBackend(tmp_path / "m", device="cuda")
+
+
+def test_float16_warns_that_it_trains_without_loss_scaling_and_the_world_size_is_recorded(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    cli.main(["train", "text", "grpo", *TINY, "--updates", "1", "--dtype", "float16", "--eval-problems", "0",
+              "--run-dir", str(run_dir)])  # fmt: skip
+    assert "float16 trains without loss scaling" in capsys.readouterr().err
+    assert json.loads((run_dir / "config.json").read_text())["world_size"] == 1
