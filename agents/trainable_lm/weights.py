@@ -256,7 +256,8 @@ def _record_base(adapter_config: Path, base: str) -> None:
 
 
 def base_digest(lm: Any, elements: int | None = None) -> str:
-    """SHA-256 of the frozen weights of ``lm`` (a :class:`~agents.trainable_lm.TrainableLM`):
+    """SHA-256 of the frozen weights of ``lm`` (a :class:`~agents.trainable_lm.TrainableLM`, or a
+    :class:`~agents.trainable_team.TrainableTeam` of them, agent by agent):
     each tensor's name, dtype, shape and bytes, LoRA adapters left out; each base once (the
     shared base of a LoRA layout, the reference models of a full fine-tune).
 
@@ -268,8 +269,9 @@ def base_digest(lm: Any, elements: int | None = None) -> str:
     """
     digest = hashlib.sha256()
     seen: set[int] = set()
+    members = getattr(lm, "members", None)  # a TrainableTeam: one TrainableLM per agent
     for agent in lm.agents:
-        seat = lm.seats[agent]
+        seat = (members[agent] if members is not None else lm).seats[agent]
         module = seat.model if seat.adapter is not None else seat.reference
         if module is None or id(module) in seen:
             continue
