@@ -48,7 +48,7 @@ from algorithms.commands.common import console
 from algorithms.core import config_files, run_dirs
 from algorithms.meta.config import CONFIGS as META_CONFIGS
 from algorithms.meta.config import CompareConfig
-from algorithms.text.config import TEXT_CONFIGS
+from algorithms.text.config import MACHINE_RECORDS, TEXT_CONFIGS
 
 
 # ---------------------------------------------------------------------------- the grammar
@@ -348,6 +348,8 @@ def file_defaults(path: Path, args: list[str]) -> Deliberate:
         algo = algo or line_algo
         if algo is None:
             raise ValueError(f"name the learner: deliberate {named} {'|'.join(configs)} --config {path} (or algo: in the file)")
+        if family == "text" and path.name == run_dirs.CONFIG and run_dirs.holds_run(path.parent):
+            data = config_files.nested(configs[algo], data, left_out=MACHINE_RECORDS)  # a run's own record, flat
         loaded: Any = FAMILIES[first][family](learner=config_files.build(configs[algo], data, str(path)))
     else:
         kind = next(kind for kind, (command, _) in COMMANDS.items() if command == named)

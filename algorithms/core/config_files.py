@@ -38,7 +38,7 @@ import math
 import pathlib
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +168,34 @@ def _build(cls: type, data: Mapping[Any, Any], where: str, prefix: str, base: An
     except (TypeError, ValueError) as error:
         context = f"{prefix.rstrip('.')}: " if prefix else ""
         raise ValueError(f"config file {where}: {context}{error}") from error
+
+
+def nested(cls: type, data: Mapping[str, Any], left_out: Collection[str] = ()) -> dict[str, Any]:
+    """A flat record of a ``cls`` config (a run folder's ``config.json``, where the text
+    family records the fields of its ``env`` and ``run`` parts beside its own) as the nested
+    data :func:`build` reads: each key that is no field of ``cls`` but of exactly one of its
+    parts goes under that part; the keys ``left_out`` (what the folder records of the
+    machine) are left out; anything else stays, for :func:`build` to refuse by name
+    (``{"seed": 3, "updates": 5, "resolved_device": "cpu"}`` is ``{"seed": 3, "run":
+    {"updates": 5}}`` for a learner config with a ``run`` part, ``resolved_device`` left out).
+    """
+    hints = typing.get_type_hints(cls)
+    fields = {field.name for field in dataclasses.fields(cls)}
+    parts = {
+        name: {inner.name for inner in dataclasses.fields(hints[name])}
+        for name in fields
+        if dataclasses.is_dataclass(hints[name])
+    }
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        homes = [part for part, names in parts.items() if key in names]
+        if key in left_out:
+            continue
+        if key not in fields and len(homes) == 1:
+            out.setdefault(homes[0], {})[key] = value
+        else:
+            out[key] = value
+    return out
 
 
 def _nested_homes(cls: type, names: list[str], prefix: str) -> str:

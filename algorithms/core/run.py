@@ -31,9 +31,8 @@ Held-out evaluations of both families play their problems a vector env at a time
 
 from __future__ import annotations
 
-import warnings
-
 import json
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path

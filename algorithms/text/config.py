@@ -51,6 +51,24 @@ def local_model(spec: str) -> str:
     return str(path.resolve()) if spec not in ("", "tiny") and path.exists() else spec
 
 
+RESOLVED_FIELDS = ("resolved_device", "resolved_dtype")
+"""What ``config.json`` records beside a run's ``device`` and ``dtype`` names: what they gave
+on the machine that ran it (a resumed run may move; the learners check the dtype against
+the checkpoint's)."""
+BASE_DIGEST = "base_digest"
+"""What ``config.json`` records of the base model's weights (:func:`~agents.trainable_lm.weights.base_digest`
+of the first and last elements of each tensor): a resumed run must train the same weights,
+under any name or folder (a run copied to another machine may find its base elsewhere)."""
+WORLD_SIZE = "world_size"
+"""The processes that last ran the run (``torchrun``'s ``WORLD_SIZE``), recorded in
+``config.json``; a resumed run may change it."""
+MODEL_FIELDS = ("model", "models")
+"""The fields that name a run's base: a run that records its :data:`BASE_DIGEST` may resume
+with them changed."""
+MACHINE_RECORDS = (*RESOLVED_FIELDS, BASE_DIGEST, WORLD_SIZE)
+"""What a run folder's ``config.json`` records of the machine and the weights, beside the
+settings: not settings of a config (``--config <run>/config.json`` leaves them out)."""
+
 @dataclass
 class TextLearnerConfig(GroupSettings):
     """What every LLM-weight learner shares: the env (``env``, a :class:`TextEnvConfig`:

@@ -43,7 +43,14 @@ from algorithms.core.run_dirs import (
     recorded_settings,
 )
 from algorithms.text.base import TextPolicyGradientLearner, rank_num_envs
-from algorithms.text.config import TEXT_CONFIGS, TextLearnerConfig
+from algorithms.text.config import (
+    BASE_DIGEST,
+    MODEL_FIELDS,
+    RESOLVED_FIELDS,
+    TEXT_CONFIGS,
+    WORLD_SIZE,
+    TextLearnerConfig,
+)
 from algorithms.text.eval import evaluate
 from algorithms.text.learners import TEXT_LEARNERS
 from deliberation_env.factory import vector_env_from
@@ -58,19 +65,8 @@ ADAPTERS = "adapters"
 """The folder of the trained adapters (peft format), one per agent."""
 CURVES_FILE = "learning_curves.png"
 """The joint reward per update, held-out evaluations as points (:func:`algorithms.text.plots.learning_curves`)."""
-BASE_DIGEST = "base_digest"
-"""What ``config.json`` records of the base model's weights (:func:`~agents.trainable_lm.weights.base_digest`
-of :data:`DIGEST_ELEMENTS` elements per tensor): a resumed run must train the same weights,
-under any name or folder (a run copied to another machine may find its base elsewhere)."""
 DIGEST_ELEMENTS = 4096
-WORLD_SIZE = "world_size"
-"""The processes that last ran the run (``torchrun``'s ``WORLD_SIZE``), recorded in
-``config.json``; a resumed run may change it."""
-MODEL_FIELDS = ("model", "models")
-RESOLVED_FIELDS = ("resolved_device", "resolved_dtype")
-"""What ``config.json`` records beside a run's ``device`` and ``dtype`` names: what they gave
-on the machine that ran it (a resumed run may move; the learners check the dtype against
-the checkpoint's)."""
+"""Elements of each base tensor, first and last, that :data:`BASE_DIGEST` hashes."""
 
 
 def learner_class(config: TextLearnerConfig) -> type[TextPolicyGradientLearner]:

@@ -67,3 +67,15 @@ def test_a_resume_with_other_settings_is_refused_before_the_model_loads(tmp_path
     with pytest.raises(SystemExit):  # a folder that holds a run, without --resume: refused before loading too
         cli.main(["train", "text", "grpo", "--model", "tiny", *SMALL, "--updates", "2", "--run-dir", run_dir])
     assert "holds a run already" in capsys.readouterr().err
+
+
+def test_a_run_resumes_from_its_own_config_json(tmp_path):
+    """A real client resumed by retyping every setting, and its run's ``config.json`` (flat:
+    the env's and run's fields beside the learner's) was refused as a ``--config`` file."""
+    run_dir = tmp_path / "run"
+    cli.main(["train", "text", "grpo", "--model", "tiny", *SMALL, "--kl-coef", "0.5", "--updates", "1",
+              "--run-dir", str(run_dir)])  # fmt: skip
+    cli.main(["train", "text", "--config", str(run_dir / "config.json"), "--resume", "--updates", "2"])
+    recorded = json.loads((run_dir / "config.json").read_text())
+    assert recorded["kl_coef"] == 0.5 and recorded["updates"] == 2 and recorded["algo"] == "grpo"
+    assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
