@@ -42,33 +42,55 @@ WORD_VALUES = {word: str(value) for value, word in enumerate(NUMBER_WORDS[:21])}
 """The value of a number written as one word ("eleven": "11"), for the readers' ``value_of``."""
 
 _DOUBTS = re.compile(
-    rf"\?|\b(?:or|alternatively|otherwise|may|{'|'.join(DOUBT_WORDS)}"
-    r"|alternately|equivalently|yet|if|unless|wait|wrong|mistake|oops|incorrect|correction|actually|no)\b",
+    rf"\b(?:alternatively|alternately|otherwise|equivalently|may|{'|'.join(DOUBT_WORDS)}"
+    r"|yet|hmm|wait|wrong|mistake|oops|incorrect|correction|actually|scratch|meant|make that|no)\b",
     re.IGNORECASE,
 )
-"""A line that doubts or takes back: words of doubt, "or", "wait", "wrong", ``?``, ..."""
+"""A part of a line that doubts or takes back: words of doubt, "wait", "wrong", "I meant",
+... ("or" and ``?`` count where they offer a value: :data:`_OPENS_WITH_OR`, :data:`_ASKED`)."""
+_OPENS_WITH_OR = re.compile(r"[^\w\n]*+or\b", re.IGNORECASE)
+_ASKED = re.compile(r"\s*+(?:could|might|may|can|would|is|was|maybe|perhaps|or)\b", re.IGNORECASE)
+"""A question that offers (not a question the text asks itself and answers: "How many
+eggs does she sell? 9.")."""
 _LIST_MARKER = re.compile(r"\s*+(?:\d{1,3}[.)]|[-*+•>#]++)\s++")
-_PARTS = re.compile(r"[,;:?!|—–]++")
+_PARTS = re.compile(r"[,;:!|—–]++|\?")
 """What separates the parts of a line ("Wait, that's wrong: it's 19.")."""
-_FILLER = re.compile(
-    r"(?:[\s*_`\"'“”‘’.(\[{}$]++|\\(?:text|textbf|mathrm|mbox)\{|\\[(\[]"
-    r"|\b(?:or|maybe|perhaps|possibly|probably|alternatively|alternately|equivalently|otherwise|else|rather|either"
-    r"|even|but|yet|though|although|if|unless|hmm|well|so|then|actually|no|wait|oops|correction|it's|it|is|could|might|may"
-    r"|would|be|also|the|final|answer|option|choice|instead|i think|i guess|likely)\b)*+",
+_LISTING_WRONG = re.compile(
+    r"[^\w\n]*+(?:incorrect|wrong|not|eliminated?|ruled? out|rule out|excluded?|exclude|distractors?|reject(?:ed)?"
+    r"|(?:(?:a|the)\s++)?(?:common|typical|frequent|tempting)\s++(?:mistakes?|errors?|wrong answers?|traps?|pitfalls?))\b",
     re.IGNORECASE,
 )
-"""Words and markup before a value offered ("but it might be", "or maybe", "**")."""
-_CLOSING_MARKS = " \t*_`\"'“”‘’.,!?)]}$\\"
+"""A line that lists what is wrong ("Incorrect: A, C, D.", "Common mistake: 32"): no hedge."""
+_DISMISSED = re.compile(r"[^\w\n]*+(?:no|not|wrong|incorrect|never)\b", re.IGNORECASE)
+"""A part that answers the one before with no ("Could it be C? No, ...")."""
+_CONFIRMED = re.compile(r"[^\w\n]*+(?:yes|indeed|right|correct)\b", re.IGNORECASE)
+"""A part that answers a question the text asked itself ("9 eggs? Yes, 9.")."""
+_DISMISSING = re.compile(r"\b(?:but|however|though|although|not|no|excluded?|rejected?|wrong|incorrect)\b", re.IGNORECASE)
+_FILLER = re.compile(
+    r"(?:[\s*_`\"'“”‘’.,(\[{}$∴→⇒~≈∼]++|\\(?:text|textbf|mathrm|mbox|mathbf|boldsymbol)\{|\\[(\[]"
+    r"|\\(?:therefore|implies|Rightarrow|approx|sim)\b|\b(?:i\.e|e\.g)\b\.?"
+    r"|\b(?:or|maybe|perhaps|possibly|probably|alternatively|alternately|equivalently|otherwise|else|rather|either"
+    r"|even|but|yet|though|although|if|unless|hmm|well|so|then|actually|no|wait|oops|correction|scratch|make|meant"
+    r"|i|it's|it|is|that's|that|this|could|might|may|should|would|be|also|the|final|answer|total|result|value"
+    r"|option|choice|instead|think|guess|likely|about|around|approximately|roughly|just)\b)*+",
+    re.IGNORECASE,
+)
+"""Words and markup before a value offered ("but it might be", "or maybe about", "**", "∴")."""
+_CLOSING_MARKS = " \t*_`\"'“”‘’.,!?)]}$\\✓✔∎\ufe0f"
 _TRAILING_WORDS = ("too", "as well", "instead", "then", "though", "maybe", "perhaps")
 """Words after a value offered ("19 too", "C instead")."""
+_ASIDE = re.compile(r"(?<=\S)\s*+\([^()\n]*\)?$")
+"""A parenthesis after a value offered ("10 (if x < 0)")."""
 _CALLED_RIGHT = re.compile(
-    r"(.+?)\s++(?:is|are|could|might|may|would|seems)(?:\s++(?:also|equally|be|too|likely|perhaps|maybe|possibly))*+\s++"
-    r"(?:correct|right|possible|plausible|valid|true|acceptable|fine|an? (?:correct )?answer|the (?:correct )?answer"
-    r"|an option)\b",
+    r"(.*?\S)\s++(?:(?:is|are|could|might|may|would|seems)(?:\s++(?:also|equally|be|too|likely|perhaps|maybe|possibly))*+"
+    r"\s++(?:correct|right|possible|plausible|an? (?:correct )?answer|the (?:correct |best )?answer"
+    r"|the best (?:choice|option)|an option|a solution|a root)|(?:is|are)\s++(?:also|equally)\s++(?:valid|true|acceptable|fine)"
+    r"|(?:(?:is|are)\s++)?(?:valid|true|acceptable|fine)\s++(?:too|as well)|(?:also\s++)?(?:works|fits)(?:\s++too)?)\b",
     re.IGNORECASE,
 )
-"""A part that calls a value right ("19 is also correct", "C could also be the answer")."""
-_EMPHASIS = re.compile(r"(?<![\\\w])_++|_++(?![\w{])")
+"""A part that calls a value right ("19 is also correct", "C could also be the answer", "19
+also works")."""
+_EMPHASIS = re.compile(r"(?<![\\\w_])_++|(?<!_)_++(?![\w{_])")
 """Underscores of emphasis (``_Or maybe 19._``), not a subscript's (``x_1``)."""
 _RESTATED = re.compile(
     r"\b(?:as an?|in)\s++(?:\w++\s++){0,2}?(?:fraction|decimal|mixed number|percent|percentage|words|form|terms"
@@ -76,11 +98,13 @@ _RESTATED = re.compile(
     re.IGNORECASE,
 )
 """A line that restates the answer in another form or unit ("Or, in cents, 1800.", "Or, as a
-mixed number, $4\\frac{2}{3}$."): no hedge."""
-_OR = re.compile(r"\s++or\s++", re.IGNORECASE)
+mixed number, $4\\frac{2}{3}$."), doubting nothing: no hedge."""
+_DISPLAYED = re.compile(r"\$\$.*\$\$|\\\[.*\\\]")
+"""A line that is one display ("$$9$$"): a step's value shown, not an answer offered."""
+_OR = re.compile(r"(?<!\s)\s++or\s++", re.IGNORECASE)
 MAX_VALUES = 64
-"""Parts of the lines after an answer read as values at most; past them the text has hedged
-(no honest answer lists so many, and reading each may cost a math-verify parse)."""
+"""Values read in the lines after an answer at most; past them the text has hedged (no
+honest answer offers so many, and reading each may cost a math-verify parse)."""
 
 
 def hedges_after(
@@ -107,47 +131,74 @@ def hedges_after(
     >>> hedges_after("\\nAlternatively, 16 - 4 = 12 apples, as 4 + 8 = 12.", "12", number)
     False
     """
-    read = 0
+    values, displayed = 0, False
     for line in _EMPHASIS.sub(" ", rest).split("\n"):
         marker = _LIST_MARKER.match(line)
         line = line[marker.end() :] if marker else line
-        if not line.strip() or _RESTATED.search(line):
+        stripped = line.strip()
+        if stripped in ("\\[", "\\]", "$$"):  # a display's own lines: what it shows is a step's value
+            displayed = stripped != "\\]" and not (stripped == "$$" and displayed)
             continue
-        doubted = _DOUBTS.search(line) is not None
-        offered: list[str] = []
-        listed = [_core(part) for part in _OR.split(_strip_end(line))]
-        if len(listed) > 1 or not doubted:  # the line may be nothing but values ("18 or 19.", "C")
-            offered += listed
-        parts = [part for part in _PARTS.split(line) if any(char.isalnum() for char in part)]
-        after_doubt = False  # the part before was a word of doubt alone ("Or, 19", "Alternatively: C")
-        for index, part in enumerate(parts):
-            core = _core(part)
-            called_right = _CALLED_RIGHT.fullmatch(core)
-            doubting = _DOUBTS.search(part) is not None
-            if called_right:
-                offered.append(_core(called_right.group(1)))
-            elif doubted and (doubting or after_doubt or index == len(parts) - 1):
-                offered.append(core)  # a value right after doubt, or ending the line
-            after_doubt = doubting and not core
-        values = []
-        for fragment in filter(None, offered):
-            read += 1
-            if read > MAX_VALUES:
+        if displayed or not stripped or _DISPLAYED.fullmatch(stripped) or _LISTING_WRONG.match(line):
+            continue
+        listed, offered = _offered(line)
+        read = [value_of(fragment) for fragment in listed]
+        if None in read:  # the line is more than a list of values: only its parts may offer one
+            read = []
+        read += filter(None, map(value_of, offered))
+        for value in read:
+            values += 1
+            if values > MAX_VALUES or differs(answer, value):
                 return True
-            values.append(value_of(fragment))
-        if len(listed) > 1 or not doubted:
-            alone = values[: len(listed)]  # the line as a list of values: all of them values
-            if all(value is not None for value in alone) and any(differs(answer, value) for value in alone):
-                return True
-            values = values[len(listed) :]
-        if any(value is not None and differs(answer, value) for value in values):
-            return True
     return False
 
 
+def _offered(line: str) -> tuple[list[str], list[str]]:
+    """The fragments of ``line`` that may be values it offers: the line itself as a list of
+    values ("18 or 19.", all of them values or none counts), and each part that calls a value
+    right (and is not taken back later on the line) or follows a doubt on it."""
+    doubted = _DOUBTS.search(line) is not None or _OPENS_WITH_OR.match(line) is not None
+    if _RESTATED.search(line) and not _DOUBTS.search(line):
+        return [], []
+    listed = [] if _PARTS.search(line.replace("?", "")) else [_core(part) for part in _OR.split(_strip_end(line))]
+    offered: list[str] = []
+    parts = [part for part in _PARTS.split(line) if any(char.isalnum() for char in part)]
+    questions = _question_parts(line)
+    after_doubt = False
+    for index, part in enumerate(parts):
+        core = _core(part)
+        later = "".join(parts[index + 1 :])
+        called_right = _CALLED_RIGHT.fullmatch(core)
+        following = parts[index + 1] if index + 1 < len(parts) else ""
+        dismissed = _DISMISSED.match(following) is not None or (part in questions and _CONFIRMED.match(following) is not None)
+        if called_right and not _DISMISSING.search(later):
+            offered.append(_core(called_right.group(1)))
+        doubting = (
+            _DOUBTS.search(part) is not None
+            or _OPENS_WITH_OR.match(part) is not None
+            or (part in questions and (_ASKED.match(part) is not None or bool(core)))
+        )
+        if (doubting or (doubted and after_doubt)) and not dismissed:
+            offered.append(core)
+        after_doubt = doubting or (after_doubt and not core)
+    return listed, [fragment for fragment in offered if fragment]
+
+
+def _question_parts(line: str) -> set[str]:
+    """The parts of ``line`` that end in a question mark."""
+    questions, start = set(), 0
+    for mark in _PARTS.finditer(line):
+        if mark.group() == "?":
+            questions.add(line[start : mark.start()])
+        start = mark.end()
+    return questions
+
+
 def _core(fragment: str) -> str:
-    """``fragment`` without the filler words and markup around a value."""
-    return _strip_end(fragment[_FILLER.match(fragment).end() :])
+    """``fragment`` without the filler words and markup around a value, and a parenthesis
+    after it."""
+    core = _strip_end(fragment[_FILLER.match(fragment).end() :])
+    return _strip_end(_ASIDE.sub("", core)) if "(" in core else core
 
 
 def _strip_end(text: str) -> str:

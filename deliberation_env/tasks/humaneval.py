@@ -128,9 +128,10 @@ HUMANEVAL_INSTRUCTIONS = (
     "signature, in one ```python code block."
 )
 
-_FENCE = re.compile(r"(?:[^`\n]*[ \t>:])?`{3,}[ \t]*+([^`\n]*)")
-"""A line that opens a fenced block: three or more backticks (after text that ends in a space
-or ``:``, "Solution: ```python", or none) and an info string, a language."""
+_FENCE = re.compile(r"(?:[ \t>*+-]*+|[^`\n]*:[ \t*_]*+)`{3,}[ \t]*+([^`\n]*)")
+"""A line that opens a fenced block: three or more backticks at its start (after spaces,
+quote or list markup) or after a label ending in ``:`` ("**Solution:**```python"), then an
+info string, a language (not a fence in passing: "the code in a ```python block below")."""
 _PYTHON_INFO = re.compile(r"[{.\s]*+(?:i?python|py)(?:\d[\d.]*)?(?![a-z])|\s*+$", re.IGNORECASE)
 """Info strings of the blocks read as code: none, or Python's (``python``, ``py``,
 ``python3.10``, ``{python}``, ``Python 3``, ``python:solution.py``)."""

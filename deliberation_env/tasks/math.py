@@ -54,6 +54,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Hashable, Iterable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -94,13 +95,15 @@ _NUMBER_EQUALS = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*=|=\s*-?\d+(?:\.\d+)?\s*=")
 """A number equated to something ("3 = 2", "x = 3 = 2"): math-verify reads the last side."""
 _GROUP_SPACE = re.compile(r"\\[,;:! ]|~|\{,\}")
 """LaTeX spaces that group a number's digits by thousands (``\\,``, ``\\ ``, ``~``, ``{,}``)."""
+_DECIMAL_COMMA = re.compile(r"(?<=(?<![\d.])0)\{,\}(?=\d)|(?<=\d)\{,\}(?=(?:\d{1,2}|\d{4,})(?!\d))")
+"""A decimal comma (``3{,}14``, ``0{,}125``): not three digits after it, or a whole part of 0."""
 _GROUPED = re.compile(
     rf"(?<![\d.~^_])(?<!\\[,;:! ])(?<![\^_]\{{)[1-9]\d{{0,2}}(?:(?:{_GROUP_SPACE.pattern})\d{{3}})+(?![\d])"
-    rf"|(?<=\.)\d+(?:(?:\\[,;: !]|~)\d+)+"
+    rf"|(?<=\.)\d{{3}}(?:(?:\\[,;: !]|~)\d{{1,3}})+(?![\d])"
 )
 """A number whose whole digits are grouped by threes with those spaces (not an exponent's,
 and not a decimal comma's ``0{,}125``), or the digits of a decimal part grouped by spaces
-(``3.141\\,59``)."""
+in threes (``3.141\\,59``)."""
 _SPACED_NUMBERS = re.compile(r"\d\s*(?:\\(?:q?quad|[,;: ])\s*|~\s*)+[-+]?\d(?!\d*\s*/)")
 """Two numbers with only space between them (``2 \\quad 3``, ``2\\,3``): math-verify reads
 them as one expression (a product or a sum), so a box of them offers two values."""
@@ -109,8 +112,15 @@ _TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|mathrm|mbox)\s*+\{([^{}]*)\
 _MATH_DELIMITERS = re.compile(r"\$|\\[()\[\]]")
 _STATES = re.compile(r"[=<>&]|\\(?:implies|Rightarrow|rightarrow|to|iff|le|ge|leq|geq|neq|approx)(?![a-zA-Z])")
 """What makes LaTeX a statement rather than a value offered (``x = 3``, ``a < b``)."""
-_PERCENT_ASIDE = re.compile(r"\s*\(\s*[\d.]+\s*\\?%\s*\)?\s*$")
+_PERCENT_ASIDE = re.compile(r"(?<!\s)\s*\(\s*[\d.]+\s*\\?%\s*\)?\s*$")
 """A value's percentage in parentheses after it ("0.5 (50%)")."""
+_END_MARKS = re.compile(r"\\(?:blacksquare|square|Box|qed|checkmark)(?![a-zA-Z])|[∎✓✔]")
+_VARIABLE_IS = re.compile(r"^[a-zA-Z]\s*=\s*(?=[^=]*$)")
+"""A variable set to the value offered ("x = 10"): the value is what follows."""
+_UNIT_AFTER = re.compile(r"(?<=[\d}])\s+[a-zA-Z]{2,}\.?$")
+"""A unit word after a value offered ("10 cm")."""
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*\\?%")
+_CONSTANT = re.compile(r"\\(?:pi|infty|emptyset|varnothing)(?![a-zA-Z])")
 _COMMAND = re.compile(r"\\[a-zA-Z]+")
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _ANSWER_IS = re.compile(r"answer is(?>\s*:?\s*)(.*)", re.IGNORECASE)
@@ -188,18 +198,51 @@ def stated_answer(text: str) -> str | None:
     answer = answers.pop()
     rest = text[_CLOSING.match(text, spans[-1][1] + 1).end() :]  # the lines after the last box's
     rest = as_read(_TEXT_WRAPPER.sub(r"\1", rest))
-    return None if hedges_after(rest, answer, _offered_expression, lambda a, b: not equivalent(a, b)) else answer
+    compared = []  # math-verify comparisons made: a few at most, each cut at CHECK_TIMEOUT_S
+
+    def differs(stated: str, offered: str) -> bool:
+        if _squeeze(offered) == stated or _rounds_to(offered, stated):
+            return False
+        compared.append(offered)
+        return len(compared) > MAX_COMPARISONS or not equivalent(stated, offered)
+
+    return None if hedges_after(rest, answer, _offered_expression, differs) else answer
+
+
+MAX_COMPARISONS = 3
+"""math-verify comparisons of values offered after a box, at most: past them the text has
+hedged (honest texts restate the answer once or twice; each comparison may take seconds)."""
 
 
 def _offered_expression(fragment: str) -> str | None:
     """The expression a fragment of a line after the answer is, when it is one value (a
-    number in one word, or LaTeX without words, relations or equations), else ``None``."""
+    number in one word, a percentage, or LaTeX with a digit or a single letter and without
+    words, relations or equations; ``x = 10`` is 10, a unit after it is left out), else
+    ``None``. Marks of the end of a proof (``\\blacksquare``, ``\\checkmark``) are no value."""
     if fragment.lower() in WORD_VALUES:
         return WORD_VALUES[fragment.lower()]
-    core = _squeeze(_PERCENT_ASIDE.sub("", _MATH_DELIMITERS.sub(" ", fragment)))
+    core = _squeeze(_END_MARKS.sub(" ", _PERCENT_ASIDE.sub("", _MATH_DELIMITERS.sub(" ", fragment))))
+    core = _UNIT_AFTER.sub("", _VARIABLE_IS.sub("", core))
+    percent = _PERCENT.fullmatch(core)
+    if percent:
+        return str(Fraction(percent.group(1)) / 100)
     if not core or len(core) > 80 or _STATES.search(core) or _WORD.search(_COMMAND.sub(" ", core)):
         return None
-    return core if re.search(r"\d|\\", core) or len(core) == 1 else None
+    return core if re.search(r"\d", core) or re.fullmatch(r"[A-Za-z]", core) or _CONSTANT.search(core) else None
+
+
+def _rounds_to(offered: str, stated: str) -> bool:
+    """Whether ``offered`` is a decimal that ``stated`` rounds to (``6.28`` for ``2\\pi``,
+    ``0.5`` for ``\\frac12``): within half its last place."""
+    decimal = re.fullmatch(r"-?\d+\.(\d+)", offered.strip())
+    parsed = _parsed(stated) if decimal else ()
+    if not parsed:
+        return False
+    try:
+        value = complex(parsed[0].evalf())
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return value.imag == 0 and abs(value.real - float(offered)) <= 0.5 * 10 ** -len(decimal.group(1)) + 1e-12
 
 
 def offers_alternatives(answer: str, reference: str) -> bool:
@@ -221,7 +264,7 @@ def offers_alternatives(answer: str, reference: str) -> bool:
     """
     if _RELATIONS.search(answer) and not _RELATIONS.search(reference):
         return not _rounded(answer)
-    if _PLAIN_NUMBER.fullmatch(answer):  # nothing hidden (math-verify writes 0.5 as \frac{1}{2})
+    if _PLAIN_NUMBER.fullmatch(ungrouped(answer)):  # nothing hidden (math-verify writes 0.5 as \frac{1}{2})
         return False
     if _NUMBER_EQUALS.search(answer):  # "3 = 2": math-verify reads the right side alone
         return True
@@ -307,9 +350,10 @@ def ungrouped(answer: str) -> str:
 
     >>> ungrouped(r"10\\,000"), ungrouped(r"1\\,234\\,567.5"), ungrouped(r"3.141\\,59"), ungrouped(r"2\\,3")
     ('10000', '1234567.5', '3.14159', '2\\\\,3')
-    >>> ungrouped(r"x^{2}\\,000"), ungrouped("0{,}125")
-    ('x^{2}\\\\,000', '0{,}125')
+    >>> ungrouped(r"x^{2}\\,000"), ungrouped("0{,}125"), ungrouped("3{,}14"), ungrouped("1{,}250")
+    ('x^{2}\\\\,000', '0.125', '3.14', '1250')
     """
+    answer = _DECIMAL_COMMA.sub(".", answer)
     return _GROUPED.sub(lambda number: _GROUP_SPACE.sub("", number.group()), answer)
 
 

@@ -205,12 +205,17 @@ def _box_number(box: str) -> str | None:
     return number
 
 
+_WITH_UNIT = re.compile(rf"\$?({_DIGITS})\s*+[A-Za-z]++\.?")
+"""A number and one word after it, its unit ("19 eggs")."""
+
+
 def _offered_number(fragment: str) -> str | None:
     """The number a fragment of a line after the answer is, when it is one number alone
-    (markup and closing punctuation aside; one word, "eleven", too), else ``None``."""
+    (markup and closing punctuation aside; with one word after it, its unit; one word,
+    "eleven", too), else ``None``."""
     if fragment.lower() in WORD_VALUES:
         return WORD_VALUES[fragment.lower()]
-    one = _ONE_NUMBER.fullmatch(_MARKUP.sub(" ", fragment))
+    one = _ONE_NUMBER.fullmatch(_MARKUP.sub(" ", fragment)) or _WITH_UNIT.fullmatch(fragment)
     return canonical_number(one.group(1)) if one else None
 
 

@@ -30,7 +30,9 @@ def gsm8k():
         "\n(or 19).", "\nOr maybe 19.", "\nalternatively 19", "\n**Maybe nineteen.**", "\n\n- or perhaps 1,900",
         "\n19 is also possible.", "\nBut it might be 19.", "\nHmm, maybe 19.", "\n19?", "\n(19?)", "\n18 or 19.",
         "\nIt's 18 or 19.", "\n_Or maybe 19._", "\n1. or 19", "\nthe answer could also be 19", "\nWait, that's wrong: it's 19.",
-        "\nActually no, 19.", "\n19", "\nIf rounding, 19.", "\n\u039fr 19",  # Greek capital omicron
+        "\nActually no, 19.", "\n19", "\n\u039fr 19",  # Greek capital omicron
+        "\nScratch that, it's 19.", "\nI meant 19.", "\nOr maybe about 19.", "\n19 also works.", "\nOr maybe 19 eggs.",
+        "\nOr maybe 19 (if she eats 2).",
     ],
 )  # fmt: skip
 def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
@@ -53,6 +55,13 @@ def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
         "\nOr $18.00.",
         "\nWhy not 19? Because 9 * 2 is 18.",
         "\nI hope it is correct.",
+        "\nNote: if she didn't bake muffins, it would be $26.",  # round ten: counterfactuals,
+        "\nCommon mistake: 32 (forgetting the eggs she keeps).",  # values labelled wrong,
+        "\nEggs remaining:\n$$9$$",  # a step's value displayed,
+        "\nHow many eggs does she sell? 9.",  # a question the text answers,
+        "\nEaten or baked: 7.",  # an "or" joining no values,
+        "\nAlternatively, compute the eggs kept first: 7.",  # a step after "alternatively"
+        "\n\nWhy:\n" + "\n".join(f"Point {k}: she sells what she does not eat or bake." for k in range(70)),
     ],
 )
 def test_an_explanation_after_the_statement_keeps_the_answer(gsm8k, after):
@@ -80,12 +89,25 @@ NINE = "Solving $x^2 = 81$ with $x > 0$ gives $x = 9$.\n\nThe final answer is $\
         ("\n\n**Note:** $-9$ is also a solution of $x^2 = 81$, but it is excluded by $x > 0$.", True),
         ("\n\nOr, equivalently, $x = \\sqrt{81} = 9$.", True), ("\nOr equivalently nine.", True),
         ("\nOr equivalently, $9.0$ (900%).", True), ("\nI hope it is correct.", True),
+        ("\nOr maybe $x = 10$.", False), ("\nOr maybe $10$ cm", False), ("\n$-9$ is also a solution.", False),
+        ("\ni.e. $3^2$", True), ("\n$\\blacksquare$", True), ("\n$9 \\, \\checkmark$", True), ("\n(\u2248 9.0)", True),
+        ("\nIf $x < 0$ were allowed, it would be $-9$.", True),
     ],
 )  # fmt: skip
 def test_math_a_later_line_offering_another_value_is_no_answer(after, kept):
     task = tasks.get("math", path="sample")
     problem = Problem("math:p", "Solve $x^2 = 81$ for $x > 0$.", "9")
     assert (task.parse(problem, NINE + after) == "9") is kept
+
+
+def test_math_an_approximation_or_a_percentage_of_the_answer_keeps_it():
+    task = tasks.get("math", path="sample")
+    circle = Problem("math:p", "Compute.", "2\\pi")
+    for after in ["\n(\u2248 6.28)", "\n~6.28", "\n(approximately $6.28$)", "\n6.28 (rounded)"]:
+        assert task.parse(circle, "So $\\boxed{2\\pi}$." + after) == "2\\pi", after
+    assert task.parse(circle, "So $\\boxed{2\\pi}$.\nOr maybe 6.5") is None
+    half = Problem("math:p", "Compute.", "\\frac{1}{2}")
+    assert task.parse(half, "So $\\boxed{\\frac{1}{2}}$.\n(50%)") is not None
 
 
 def test_math_a_mixed_number_restating_the_answer_keeps_it():
@@ -106,7 +128,8 @@ def mmlu():
 @pytest.mark.parametrize(
     "after",
     ["\n(or maybe {o})", "\nOr possibly {o}.", "\nAlternatively, {o} could be right.", "\nOption {o} is also correct.",
-     "\n{o}?", "\n{l} or {o}.", "\nActually, no: {o}.", "\nor\n{o}", "\nOr maybe {lower}", "\nThough {o} is possible."],
+     "\n{o}?", "\n{l} or {o}.", "\nActually, no: {o}.", "\nor\n{o}", "\nOr maybe {lower}", "\nThough {o} is possible.",
+     "\nHmm, {o}.", "\n{o} might also be the best answer.", "\nOption {o} also fits."],
 )  # fmt: skip
 def test_a_later_line_offering_another_letter_is_no_answer(mmlu, after):
     task, problem, other = mmlu
@@ -122,6 +145,8 @@ def test_a_later_line_offering_another_letter_is_no_answer(mmlu, after):
         "\nOption {o} is also wrong.", "\nA common mistake could be to misread the question.", "\nMaybe that helps.",
         "\n\nCould {o} work? No: it fails the second condition.", "\n\nPerhaps the most common mistake is choosing {o}.",
         "\n\nMight be tempting to choose {o}, but it is not.", "\n\nOr, in words: {l}.",
+        "\n{o} is true.", "\n{o} is true, but it is not the best answer.", "\nAt first glance, {o} might be right, but no.",
+        "\nIncorrect: {o}.", "\nCould it be {o}? No, it fails the second condition.",
     ],
 )  # fmt: skip
 def test_a_later_line_discussing_the_options_keeps_the_letter(mmlu, after):

@@ -342,6 +342,9 @@ def test_a_block_of_another_language_before_the_code_does_not_swallow_it(task, p
         "{f}{{python}}\n{code}{f}",
         "{f}python:solution.py\n{code}{f}",
         "1. Code:\n   {f}python\n{indented}   {f}",
+        "I'll put the code in a {f}python block below.\n{f}python\n{code}{f}",  # round ten: a fence in passing
+        "Here's the code (in a {f} fenced block):\n{f}python\n{code}{f}",
+        "**Solution:**{f}python\n{code}{f}",
     ],
 )
 def test_fences_as_models_write_them_are_read(task, problems, wrap):

@@ -318,6 +318,20 @@ def calls_name(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
 
 
+def _identifiers_bound(node: ast.AST) -> set[str]:
+    """Every identifier ``node`` could bind: any name it holds but a read (``Name`` loaded),
+    an attribute's or a constant's: assignments, parameters, definitions, import aliases,
+    ``except ... as``, ``match`` captures, ``global`` (one list of kinds would miss one)."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) or isinstance(node, ast.Attribute | ast.Constant):
+        return set()
+    names: set[str] = set()
+    for _, value in ast.iter_fields(node):
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str):
+                names.add(item)
+    return names
+
+
 STRING_CALLS = frozenset({"str", "repr", "print"})
 """Builtins that make what they are given a string (or print it): ``type(x)`` may be their argument."""
 
@@ -337,9 +351,7 @@ def _type_operands(nodes: list[ast.AST]) -> list[ast.AST]:
     operand of a comparison (``type(x) is int``), a field of an f-string, the only argument
     of ``str`` or ``repr`` or an argument of ``print``, where the code binds none of those
     names."""
-    bound = {node.id for node in nodes if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
-    bound |= {node.arg for node in nodes if isinstance(node, ast.arg)}
-    bound |= {node.name for node in nodes if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+    bound = set().union(*map(_identifiers_bound, nodes))
     operands: list[ast.AST] = []
     for node in nodes:
         if isinstance(node, ast.Compare):
