@@ -348,7 +348,7 @@ def file_defaults(path: Path, args: list[str]) -> Deliberate:
         algo = algo or line_algo
         if algo is None:
             raise ValueError(f"name the learner: deliberate {named} {'|'.join(configs)} --config {path} (or algo: in the file)")
-        if family == "text" and path.name == run_dirs.CONFIG and run_dirs.holds_run(path.parent):
+        if family == "text" and Path(path).name == run_dirs.CONFIG and run_dirs.holds_run(Path(path).parent):
             data = config_files.nested(configs[algo], data, left_out=MACHINE_RECORDS)  # a run's own record, flat
         loaded: Any = FAMILIES[first][family](learner=config_files.build(configs[algo], data, str(path)))
     else:
