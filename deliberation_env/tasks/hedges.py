@@ -164,14 +164,16 @@ def _offered(line: str) -> tuple[list[str], list[str]]:
     offered: list[str] = []
     parts = [part for part in _PARTS.split(line) if any(char.isalnum() for char in part)]
     questions = _question_parts(line)
+    taken_back = [False] * (len(parts) + 1)  # whether a part after the k-th takes it back ("..., but ...")
+    for index in range(len(parts) - 1, 0, -1):
+        taken_back[index - 1] = taken_back[index] or _DISMISSING.search(parts[index]) is not None
     after_doubt = False
     for index, part in enumerate(parts):
         core = _core(part)
-        later = "".join(parts[index + 1 :])
         called_right = _CALLED_RIGHT.fullmatch(core)
         following = parts[index + 1] if index + 1 < len(parts) else ""
         dismissed = _DISMISSED.match(following) is not None or (part in questions and _CONFIRMED.match(following) is not None)
-        if called_right and not _DISMISSING.search(later):
+        if called_right and not taken_back[index]:
             offered.append(_core(called_right.group(1)))
         doubting = (
             _DOUBTS.search(part) is not None

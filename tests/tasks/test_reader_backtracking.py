@@ -67,13 +67,18 @@ def test_a_text_of_one_head_repeated_is_read_in_one_pass(reader, head):
         READERS[reader](head * (RUN // len(head)))
 
 
-@pytest.mark.parametrize("fill", [" ", "\u00a0", "_", "(", ", maybe"], ids=["spaces", "nbsp", "underscores", "parens", "doubts"])
+@pytest.mark.parametrize(
+    "fill",
+    [" ", "\u00a0", "_", "(", ", maybe", "a, ", "x is right, "],
+    ids=["spaces", "nbsp", "underscores", "parens", "doubts", "parts", "parts that call a value right"],
+)
 @pytest.mark.parametrize(
     ("reader", "answer"),
     [("numeric strict", "The answer is 5.\n"), ("math strict", "$\\boxed{5}$\n"), ("mmlu strict", "Answer: A\n")],
 )
 def test_a_long_run_on_a_line_after_the_answer_is_read_in_one_pass(reader, answer, fill):
     """Red team, round ten: the lines after a final answer (read for hedges) took 22 s (35 s
-    in MATH) for a run of 99,000 spaces between two words."""
+    in MATH) for a run of 99,000 spaces between two words, and as long for 8,000 parts that
+    each called a value right (each part looked at all the parts after it)."""
     with at_most(60):
-        READERS[reader](answer + "a" + fill * (RUN // len(fill)) + "b or 6")
+        READERS[reader](answer + "a" + fill * (2 * RUN // len(fill)) + "b or 6")  # quadratic: minutes
