@@ -186,13 +186,17 @@ COMMAND_WORDS = frozenset(
 
 
 def command_name(args: list[str]) -> str:
-    """``deliberate`` and the command words that ``args`` starts with (``deliberate train text``)."""
+    """``deliberate`` and the command words that ``args`` starts with (``deliberate train text``),
+    and the process's rank under ``torchrun`` (``deliberate train text [rank 1]``)."""
     words = []
     for arg in args:
         if arg not in COMMAND_WORDS:
             break
         words.append(arg)
-    return " ".join(["deliberate", *words])
+    name = " ".join(["deliberate", *words])
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # under torchrun every rank speaks: say which
+        name += f" [rank {os.environ.get('RANK', '0')}]"
+    return name
 
 
 def check_lists(args: list[str]) -> None:

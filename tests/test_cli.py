@@ -166,6 +166,15 @@ def test_a_config_check_names_the_value_not_tyros_internals(capsys):
     assert err.startswith("deliberate train text magrpo: error: group_size")
 
 
+def test_under_torchrun_each_ranks_error_says_its_rank(capsys, monkeypatch):
+    """Every rank of a ``torchrun`` job prints its error: a real client could not tell the
+    lines apart, nor which rank failed where they differ."""
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    err = refused(capsys, "train", "text", "magrpo", "--group-size", "1")
+    assert err.startswith("deliberate train text magrpo [rank 1]: error: group_size")
+
+
 def test_debug_shows_the_traceback():
     with pytest.raises(ValueError, match="n_agents must be >= 2"):
         cli.main(["run", "--team", "simulated", "--n-agents", "1", "--debug"])

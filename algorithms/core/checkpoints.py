@@ -269,7 +269,8 @@ def check_learner_state(
         name: The learner's algorithm name.
         settings: The learner's config entries a resumed run must share.
         defaults: The same entries of a default config (a setting added after the
-            checkpoint was written takes its default).
+            checkpoint was written takes its default; one it holds that is no setting now
+            is passed over).
         template: The learner's own ``state_dict()``.
         optimizer: The learner's optimizer (its state is checked against it).
 
@@ -283,7 +284,7 @@ def check_learner_state(
         raise ValueError(f"checkpoint is from {algo!r}, not {name!r}: load it with the {algo} learner")
     if not isinstance(state.get("config"), dict):
         raise CheckpointError("the checkpoint has no config mapping: it is damaged or not a learner's")
-    saved = {**defaults, **state["config"]}
+    saved = {**defaults, **{k: v for k, v in state["config"].items() if k in defaults}}  # a setting since removed is none
     if saved != settings:
         changed = sorted(set(saved) ^ set(settings) | {k for k in settings if saved.get(k) != settings[k]})
         raise ValueError(

@@ -190,11 +190,12 @@ class MetaLearner(CoreLearner):
     def settings(self, config: LearnerConfig) -> dict[str, Any]:
         """The learner's own settings: a resumed run shares every one with its checkpoint
         (not the ``run`` part, which it may change, nor the ``env``, which the run folder's
-        ``config.json`` records and checks)."""
+        ``config.json`` records and checks, nor the ``warm_start`` path: the checkpoint holds
+        the network it gave, and ``config.json`` its digest)."""
         return {
             name: value
             for name, value in dataclasses.asdict(config).items()
-            if name not in ("env", "run")
+            if name not in ("env", "run", "warm_start")
         }
 
     def restore(self, state: Mapping[str, Any]) -> None:

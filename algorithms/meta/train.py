@@ -13,6 +13,7 @@ learner, and only then records ``config.json``; then ``metrics.jsonl``,
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +25,7 @@ from algorithms.core.checkpoints import CheckpointError, check_structure, load_c
 from algorithms.core.config import run_settings
 from algorithms.core.metrics import check_loggers
 from algorithms.core.run import RunResult, TrainResult, run
-from algorithms.core.run_dirs import check_resume, named_run, open_run_dir
+from algorithms.core.run_dirs import check_resume, named_run, open_run_dir, recorded_settings
 from algorithms.meta import baselines
 from algorithms.meta.base import MetaLearner
 from algorithms.meta.config import (
@@ -124,7 +125,12 @@ def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = No
     folder = None
     if config.run.run_dir is not None:
         record = {"algo": algo, **dataclasses.asdict(config)}
-        folder = open_run_dir(config.run.run_dir, record, config.run.resume, run_settings(), updates=config.run.updates)
+        may_change = run_settings()
+        if warm is not None:
+            record[WARM_START_DIGEST] = warm_start_digest(config.warm_start)
+            if WARM_START_DIGEST in recorded_settings(config.run.run_dir):
+                may_change += ("warm_start",)  # a moved checkpoint: the same one, by its digest
+        folder = open_run_dir(config.run.run_dir, record, config.run.resume, may_change, updates=config.run.updates)
     if sft is not None:
         _run_learner(sft, sft.config, f"sft seed {config.seed}")
         trained = build(config, venv, warm_start=sft.network)
@@ -133,6 +139,17 @@ def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = No
         summary = {"algo": trained.name, "before": result.first, "after": result.evaluation}
         (folder / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return TrainResult(trained, result.history, result.first, result.evaluation, config.run.run_dir)
+
+
+WARM_START_DIGEST = "warm_start_sha256"
+"""The record of a run's warm start by content, so a resumed run may find it at another path
+(a comparison's folder moved) but never another checkpoint."""
+
+
+def warm_start_digest(path: str | Path) -> str:
+    """The SHA-256 of the warm-start checkpoint at ``path``."""
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def load_network(path: str | Path, env: EnvConfig) -> MetaPolicyNetwork:

@@ -4,6 +4,7 @@ layout, and a start that fails before its first update leaves the folder reusabl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -119,3 +120,20 @@ def test_a_resume_without_a_checkpoint_says_that_it_starts_over(tmp_path):
         meta_train(meta_config(run_dir, resume=True))
     steps = [json.loads(line)["step"] for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert steps == [0, 1, 2]
+
+
+def test_a_moved_warm_start_resumes_and_another_one_is_refused(tmp_path):
+    """A comparison's runs name their warm start by path inside the comparison's folder:
+    moving the folder made its resume fail. The run records the warm start's digest, so the
+    same checkpoint at another path resumes and another checkpoint is refused."""
+    for seed, name in enumerate(("sft_a", "sft_b")):
+        meta_train(dataclasses.replace(meta_config(str(tmp_path / name), updates=1), seed=seed))
+    run_dir = str(tmp_path / "run")
+    warm = str(tmp_path / "sft_a" / "checkpoint.safetensors")
+    meta_train(dataclasses.replace(meta_config(run_dir, updates=1), warm_start=warm))
+    (tmp_path / "sft_a").rename(tmp_path / "moved")
+    moved = str(tmp_path / "moved" / "checkpoint.safetensors")
+    meta_train(dataclasses.replace(meta_config(run_dir, updates=2, resume=True), warm_start=moved))
+    other = str(tmp_path / "sft_b" / "checkpoint.safetensors")
+    with pytest.raises(ValueError, match="warm_start_sha256 is '[0-9a-f]+' there and '[0-9a-f]+' here"):
+        meta_train(dataclasses.replace(meta_config(run_dir, updates=3, resume=True), warm_start=other))
