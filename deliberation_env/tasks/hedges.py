@@ -8,8 +8,12 @@ another value has hedged, and strict scoring reads no answer from it
   ("(or 11).", "Or maybe 11.", "But it might be 19.", "Wait, that's wrong: it's 19.",
   "Actually no, C."), and the line doubts or takes back (:data:`DOUBT_WORDS`, "or",
   "wait", "wrong", ``?``, ...);
-- it calls the value right too ("19 is also correct.", "Though C is possible.");
-- or it is nothing but values ("C", "18 or 19.", "(19?)").
+- it calls the value right too ("19 is also correct.", "Though C is possible.", "11 would be
+  my other guess."), names it another answer ("Another possible answer is 11."), or takes
+  the answer back for it ("Not 12 but 11");
+- or it is nothing but values ("C", "18 or 19.", "(19?)", "12, 11", "B/C", "both B and C",
+  "Therefore 11.", "11 if leftovers count"), also after a label that offers
+  ("Possible answers: 12, 11.", "Edit: 11", "Second guess: 11").
 
 What counts as one value is the reader's (``value_of``: a number, a letter, a LaTeX
 expression), and so is whether it differs from the answer (``differs``: "Or 1/2." after
@@ -43,7 +47,8 @@ WORD_VALUES = {word: str(value) for value, word in enumerate(NUMBER_WORDS[:21])}
 
 _DOUBTS = re.compile(
     rf"\b(?:alternatively|alternately|otherwise|equivalently|may|{'|'.join(DOUBT_WORDS)}"
-    r"|yet|hmm|wait|wrong|mistake|oops|incorrect|correction|actually|scratch|meant|make that|no)\b",
+    r"|yet|hmm|wait|wrong|mistake|oops|incorrect|correction|actually|scratch|meant|make that|no"
+    r"|second thought|never\s?mind|reconsider(?:ing)?)\b",
     re.IGNORECASE,
 )
 """A part of a line that doubts or takes back: words of doubt, "wait", "wrong", "I meant",
@@ -56,23 +61,25 @@ _LIST_MARKER = re.compile(r"\s*+(?:\d{1,3}[.)]|[-*+•>#]++)\s++")
 _PARTS = re.compile(r"[,;:!|—–]++|\?")
 """What separates the parts of a line ("Wait, that's wrong: it's 19.")."""
 _LISTING_WRONG = re.compile(
-    r"[^\w\n]*+(?:incorrect|wrong|not|eliminated?|ruled? out|rule out|excluded?|exclude|distractors?|reject(?:ed)?"
+    r"[^\w\n]*+(?:incorrect|wrong|not(?![^,\n]*?\bbut\b)|eliminated?|ruled? out|rule out|excluded?|exclude|distractors?|reject(?:ed)?"
     r"|(?:(?:a|the)\s++)?(?:common|typical|frequent|tempting)\s++(?:mistakes?|errors?|wrong answers?|traps?|pitfalls?))\b",
     re.IGNORECASE,
 )
-"""A line that lists what is wrong ("Incorrect: A, C, D.", "Common mistake: 32"): no hedge."""
+"""A line that lists what is wrong ("Incorrect: A, C, D.", "Common mistake: 32"): no hedge
+(but "Not 12 but 11" offers 11)."""
 _DISMISSED = re.compile(r"[^\w\n]*+(?:no|not|wrong|incorrect|never)\b", re.IGNORECASE)
 """A part that answers the one before with no ("Could it be C? No, ...")."""
 _CONFIRMED = re.compile(r"[^\w\n]*+(?:yes|indeed|right|correct)\b", re.IGNORECASE)
 """A part that answers a question the text asked itself ("9 eggs? Yes, 9.")."""
 _DISMISSING = re.compile(r"\b(?:but|however|though|although|not|no|excluded?|rejected?|wrong|incorrect)\b", re.IGNORECASE)
 _FILLER = re.compile(
-    r"(?:[\s*_`\"'“”‘’.,(\[{}$∴→⇒~≈∼]++|\\(?:text|textbf|mathrm|mbox|mathbf|boldsymbol)\{|\\[(\[]"
+    r"(?:[\s*_`\"'“”‘’.,(\[{}$∴→⇒~≈∼=>]++|\\(?:text|textbf|mathrm|mbox|mathbf|boldsymbol)\{|\\[(\[]"
     r"|\\(?:therefore|implies|Rightarrow|approx|sim)\b|\b(?:i\.e|e\.g)\b\.?"
     r"|\b(?:or|maybe|perhaps|possibly|probably|alternatively|alternately|equivalently|otherwise|else|rather|either"
     r"|even|but|yet|though|although|if|unless|hmm|well|so|then|actually|no|wait|oops|correction|scratch|make|meant"
-    r"|i|it's|it|is|that's|that|this|could|might|may|should|would|be|also|the|final|answer|total|result|value"
-    r"|option|choice|instead|think|guess|likely|about|around|approximately|roughly|just)\b)*+",
+    r"|i|it's|it|is|that's|that|this|could|might|may|should|would|be|also|the|final|answer|ans|total|result|value"
+    r"|option|choice|instead|think|guess|likely|about|around|approximately|roughly|just|therefore|thus|hence"
+    r"|sorry|nope|nah|mean|edit|both)\b)*+",
     re.IGNORECASE,
 )
 """Words and markup before a value offered ("but it might be", "or maybe about", "**", "∴")."""
@@ -82,14 +89,24 @@ _TRAILING_WORDS = ("too", "as well", "instead", "then", "though", "maybe", "perh
 _ASIDE = re.compile(r"(?<=\S)\s*+\([^()\n]*\)?$")
 """A parenthesis after a value offered ("10 (if x < 0)")."""
 _CALLED_RIGHT = re.compile(
-    r"(.*?\S)\s++(?:(?:is|are|could|might|may|would|seems)(?:\s++(?:also|equally|be|too|likely|perhaps|maybe|possibly))*+"
-    r"\s++(?:correct|right|possible|plausible|an? (?:correct )?answer|the (?:correct |best )?answer"
+    r"(.*?\S)\s++(?:(?:is|are|could|might|may|would|seems)(?:\s++(?:also|equally|be|too|likely|perhaps|maybe|possibly))*"
+    r"\s++(?:correct|right|possible|plausible|likely|probable|an? (?:correct )?answer|the (?:correct |best )?answer"
     r"|the best (?:choice|option)|an option|a solution|a root)|(?:is|are)\s++(?:also|equally)\s++(?:valid|true|acceptable|fine)"
-    r"|(?:(?:is|are)\s++)?(?:valid|true|acceptable|fine)\s++(?:too|as well)|(?:also\s++)?(?:works|fits)(?:\s++too)?)\b",
+    r"|(?:(?:is|are)\s++)?(?:valid|true|acceptable|fine)\s++(?:too|as well)|(?:also\s++)?(?:works|fits)(?:\s++too)?"
+    r"|(?:is|would\s++be|could\s++be|might\s++be)\s++(?:my|the|an?)\s++(?:other|second|next|alternative|backup)"
+    r"\s++(?:guess|choice|answer|option|pick))\b",
     re.IGNORECASE,
 )
 """A part that calls a value right ("19 is also correct", "C could also be the answer", "19
-also works")."""
+also works", "11 would be my other guess")."""
+_NAMES_ANOTHER = re.compile(
+    r"[^\w\n]*+(?:(?:an)?other|second|alternative|alternate|possible|next)\b(?:\s++[\w'-]++){0,2}?\s++"
+    r"(?:answer|solution|choice|guess|option|pick)\s++(?:is|would\s++be|could\s++be|might\s++be|may\s++be)\s++(.+)",
+    re.IGNORECASE,
+)
+"""A part that names another answer ("Another possible answer is 11.")."""
+_NOT_BUT = re.compile(r"[^\w\n]*+not\s++(?:[^,\n]+?),?\s++but\s++(.+)", re.IGNORECASE)
+"""A part that takes a value back for another ("Not 12 but 11"): the other is offered."""
 _EMPHASIS = re.compile(r"(?<![\\\w_])_++|(?<!_)_++(?![\w{_])")
 """Underscores of emphasis (``_Or maybe 19._``), not a subscript's (``x_1``)."""
 _RESTATED = re.compile(
@@ -102,6 +119,20 @@ mixed number, $4\\frac{2}{3}$."), doubting nothing: no hedge."""
 _DISPLAYED = re.compile(r"\$\$.*\$\$|\\\[.*\\\]")
 """A line that is one display ("$$9$$"): a step's value shown, not an answer offered."""
 _OR = re.compile(r"(?<!\s)\s++or\s++", re.IGNORECASE)
+_LIST_SEPARATOR = re.compile(r"\s*+(?:,(?!\d{3}\b)|[;/&]|\b(?:and|or)\b)\s*+|\s++", re.IGNORECASE)
+"""What separates the values of a list ("12, 11", "B/C", "B and C", "12 11")."""
+_OFFERING_LABEL = re.compile(
+    r"[^\w\n]*+(?:[\w'-]++\s++){0,2}?(?:answers?|ans|solution|guess(?:es)?|options?|choices?|candidates?"
+    r"|possibilit(?:y|ies)|possible|possibly|alternat\w*|alt|edit(?:ed)?|update[d]?|correction|corrected|revised"
+    r"|final)(?:\s++[\w'-]++)?\s*+[:=]",
+    re.IGNORECASE,
+)
+"""A label that offers what follows it ("Possible answers:", "Second guess:", "Edit:"); an
+answer is stated once, so values after such a label are offered (not "Second day: 36")."""
+_CONDITION = re.compile(r"(?<=\S)\s++(?:if|unless|when|depending|assuming|provided)\b.*", re.IGNORECASE)
+"""A condition after a value offered ("11 if leftovers are counted")."""
+_CHECKING = re.compile(r"\b(?:(?:double-|re-?)?check(?:ing)?|verify(?:ing)?|confirm(?:ing)?|sanity)\b", re.IGNORECASE)
+"""Words of a check ("Maybe I should double-check:"): a doubt about the work, not the answer."""
 MAX_VALUES = 64
 """Values read in the lines after an answer at most; past them the text has hedged (no
 honest answer offers so many, and reading each may cost a math-verify parse)."""
@@ -141,11 +172,9 @@ def hedges_after(
             continue
         if displayed or not stripped or _DISPLAYED.fullmatch(stripped) or _LISTING_WRONG.match(line):
             continue
-        listed, offered = _offered(line)
-        read = [value_of(fragment) for fragment in listed]
-        if None in read:  # the line is more than a list of values: only its parts may offer one
-            read = []
-        read += filter(None, map(value_of, offered))
+        lists, offered = _offered(line)
+        read = next((values for values in map(_all_values(value_of), lists) if values), [])
+        read += filter(None, map(value_of, offered))  # beyond a list of values, only its parts may offer one
         for value in read:
             values += 1
             if values > MAX_VALUES or differs(answer, value):
@@ -153,14 +182,31 @@ def hedges_after(
     return False
 
 
-def _offered(line: str) -> tuple[list[str], list[str]]:
-    """The fragments of ``line`` that may be values it offers: the line itself as a list of
-    values ("18 or 19.", all of them values or none counts), and each part that calls a value
-    right (and is not taken back later on the line) or follows a doubt on it."""
+def _all_values(value_of: Callable[[str], str | None]) -> Callable[[list[str]], list[str]]:
+    """A reader of a list of fragments: their values when every one is a value, else ``[]``."""
+
+    def read(fragments: list[str]) -> list[str]:
+        values = []
+        for fragment in fragments:
+            value = value_of(fragment)
+            if value is None:
+                return []
+            values.append(value)
+        return values
+
+    return read
+
+
+def _offered(line: str) -> tuple[list[list[str]], list[str]]:
+    """The fragments of ``line`` that may be values it offers: the ways the line may be a
+    list of values (:func:`_lists`: "18 or 19.", "B/C"; the first whose fragments are all
+    values counts), and each part that calls a value right (and is not taken back later on
+    the line) or follows a doubt on it (not one that checks: "Maybe I should double-check: 9
+    eggs, ...")."""
     doubted = _DOUBTS.search(line) is not None or _OPENS_WITH_OR.match(line) is not None
     if _RESTATED.search(line) and not _DOUBTS.search(line):
         return [], []
-    listed = [] if _PARTS.search(line.replace("?", "")) else [_core(part) for part in _OR.split(_strip_end(line))]
+    listed = _lists(line)
     offered: list[str] = []
     parts = [part for part in _PARTS.split(line) if any(char.isalnum() for char in part)]
     questions = _question_parts(line)
@@ -175,8 +221,11 @@ def _offered(line: str) -> tuple[list[str], list[str]]:
         dismissed = _DISMISSED.match(following) is not None or (part in questions and _CONFIRMED.match(following) is not None)
         if called_right and not taken_back[index]:
             offered.append(_core(called_right.group(1)))
+        named = _NAMES_ANOTHER.match(part) or _NOT_BUT.match(part)
+        if named:
+            offered.append(_core(named.group(1)))
         doubting = (
-            _DOUBTS.search(part) is not None
+            (_DOUBTS.search(part) is not None and not _CHECKING.search(part))
             or _OPENS_WITH_OR.match(part) is not None
             or (part in questions and (_ASKED.match(part) is not None or bool(core)))
         )
@@ -184,6 +233,20 @@ def _offered(line: str) -> tuple[list[str], list[str]]:
             offered.append(core)
         after_doubt = doubting or (after_doubt and not core)
     return listed, [fragment for fragment in offered if fragment]
+
+
+def _lists(line: str) -> list[list[str]]:
+    """The ways ``line`` may be nothing but values, or what follows an offering label on it
+    ("Possible answers: 12, 11.", "Edit: 11"): whole, split at "or", and split at commas,
+    slashes, "and" and spaces ("12, 11", "B/C", "both B and C")."""
+    label = _OFFERING_LABEL.match(line)
+    ways = []
+    for body in (line, line[label.end() :]) if label else (line,):
+        whole = _strip_end(body)
+        if not _PARTS.search(body.replace("?", "")):  # a reader may read "9, i.e. 3^2" as one value
+            ways += [[_core(whole)], [_core(part) for part in _OR.split(whole)]]
+        ways.append([_core(part) for part in _LIST_SEPARATOR.split(_core(whole)) if part])
+    return ways
 
 
 def _question_parts(line: str) -> set[str]:
@@ -198,9 +261,10 @@ def _question_parts(line: str) -> set[str]:
 
 def _core(fragment: str) -> str:
     """``fragment`` without the filler words and markup around a value, and a parenthesis
-    after it."""
+    or a condition after it ("11 if leftovers count")."""
     core = _strip_end(fragment[_FILLER.match(fragment).end() :])
-    return _strip_end(_ASIDE.sub("", core)) if "(" in core else core
+    core = _strip_end(_ASIDE.sub("", core)) if "(" in core else core
+    return _strip_end(_CONDITION.sub("", core))
 
 
 def _strip_end(text: str) -> str:

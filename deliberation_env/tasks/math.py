@@ -44,11 +44,15 @@ equal but differently written expressions may not).
 
 Time limits: every parse and comparison is limited to :data:`CHECK_TIMEOUT_S` seconds.
 math-verify implements the limit with ``SIGALRM``, which only works in the main thread;
-called from another thread the checks run without a limit.
+called from another thread the checks run without a limit. The package's own evaluation of
+an answer (a rounding, the sides of an equation) never calls sympy's ``evalf``, which no alarm
+stops: :func:`~deliberation_env.tasks.expression_values.numeric_value` computes in double
+precision over a few hundred nodes at most.
 """
 
 from __future__ import annotations
 
+import cmath
 import functools
 import re
 import threading
@@ -58,9 +62,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import sympy
 from math_verify import LatexExtractionConfig, parse, verify
 
 from deliberation_env.tasks.base import Problem, check_scoring, selection
+from deliberation_env.tasks.expression_values import numeric_value
 from deliberation_env.tasks.hedges import DOUBT_WORDS, NUMBER_WORDS, WORD_VALUES, hedges_after
 from deliberation_env.tasks.lookalikes import as_read
 from deliberation_env.tasks.sources import (
@@ -238,9 +244,8 @@ def _rounds_to(offered: str, stated: str) -> bool:
     parsed = _parsed(stated) if decimal else ()
     if not parsed:
         return False
-    try:
-        value = complex(parsed[0].evalf())
-    except (TypeError, ValueError, AttributeError):  # not a number (a set, an equation, ...)
+    value = numeric_value(parsed[0])  # None: not a number (a set, an equation, ...) or too costly
+    if value is None:
         return False
     return value.imag == 0 and abs(value.real - float(offered)) <= 0.5 * 10 ** -len(decimal.group(1)) + 1e-12
 
@@ -273,9 +278,22 @@ def offers_alternatives(answer: str, reference: str) -> bool:
     parsed = _parsed(answer)
     if len(parsed) < 2:  # not read as mathematics: compared as text, whole
         return False
+    if _equates_other_numbers(parsed[0]):  # "{2} = 3", "1+1 = 3": read as their right side
+        return True
     read = str(parsed[1])
     unread_digits = _digits(answer) - _digits(read)
     return bool(unread_digits) or len(_DOUBT.findall(answer)) > len(_DOUBT.findall(read))
+
+
+def _equates_other_numbers(expr: Any) -> bool:
+    """Whether ``expr`` is an equation of numbers whose sides differ (``2 = 3``, ``1 + 1 =
+    3``), or whose left side has no value here (:func:`numeric_value`): math-verify reads such an
+    equation as its right side, so its left side is a second value offered. An equation
+    that holds (``3 \\times 4 = 12``) offers one value."""
+    if not isinstance(expr, sympy.Equality) or expr.lhs.free_symbols:
+        return False
+    left, right = numeric_value(expr.lhs), numeric_value(expr.rhs)
+    return left is None or right is None or not cmath.isclose(left, right, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def _digits(latex: str) -> Counter[str]:

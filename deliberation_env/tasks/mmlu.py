@@ -146,8 +146,8 @@ def _offered_letter(fragment: str, choices: Sequence[str] | None) -> str | None:
     core = fragment.strip(" \t*_`$()[]'\".")
     if len(core) == 1 and core.upper() in LETTERS:
         return core.upper()
-    words = _OPTION_TEXT.sub(" ", fragment).lower().split()
-    return next((l for l, o in zip(LETTERS, choices or ()) if words and words == _OPTION_TEXT.sub(" ", str(o)).lower().split()), None)
+    words = _words(fragment)
+    return next((l for l, o in zip(LETTERS, choices or ()) if words and words == _words(str(o))), None)
 
 
 def _ends(letter: str, rest: str, choices: Sequence[str] | None) -> bool:
@@ -157,9 +157,15 @@ def _ends(letter: str, rest: str, choices: Sequence[str] | None) -> bool:
         return True
     if not choices:
         return False
-    option = str(choices[LETTERS.index(letter)])
-    words = _OPTION_TEXT.sub(" ", rest).lower().split()
-    return bool(words) and words == _OPTION_TEXT.sub(" ", option).lower().split()
+    words = _words(rest)
+    return bool(words) and words == _words(str(choices[LETTERS.index(letter)]))
+
+
+def _words(text: str) -> list[str]:
+    """An option's text as compared: its words, case, markup and a leading article aside
+    ("B) The heart" names the option "Heart")."""
+    words = _OPTION_TEXT.sub(" ", text).lower().split()
+    return words[1:] if len(words) > 1 and words[0] in ("the", "a", "an") else words
 
 
 def extract_letter(text: str) -> str | None:

@@ -48,6 +48,7 @@ invisible characters inside its words is a statement.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Hashable
 from fractions import Fraction
 
@@ -212,9 +213,13 @@ _WITH_UNIT = re.compile(rf"\$?({_DIGITS})\s*+[A-Za-z]++\.?")
 def _offered_number(fragment: str) -> str | None:
     """The number a fragment of a line after the answer is, when it is one number alone
     (markup and closing punctuation aside; with one word after it, its unit; one word,
-    "eleven", too), else ``None``."""
+    "eleven", too; in digits of any script: a statement is read in ASCII digits alone, since
+    the Bengali ``৪`` is a 4 drawn like an 8, but a value offered after it counts in any),
+    else ``None``."""
     if fragment.lower() in WORD_VALUES:
         return WORD_VALUES[fragment.lower()]
+    if not fragment.isascii():  # "Or maybe １１.": a value offered, whatever the script of its digits
+        fragment = "".join(str(unicodedata.decimal(char, "")) or char for char in fragment)
     one = _ONE_NUMBER.fullmatch(_MARKUP.sub(" ", fragment)) or _WITH_UNIT.fullmatch(fragment)
     return canonical_number(one.group(1)) if one else None
 

@@ -33,6 +33,12 @@ def gsm8k():
         "\nActually no, 19.", "\n19", "\n\u039fr 19",  # Greek capital omicron
         "\nScratch that, it's 19.", "\nI meant 19.", "\nOr maybe about 19.", "\n19 also works.", "\nOr maybe 19 eggs.",
         "\nOr maybe 19 (if she eats 2).",
+        # round eleven: lists of values, offering labels, retractions, conditions, other scripts
+        "\n18, 19", "\n18 19", "\nPossible answers: 18, 19.", "\nOptions: 18 or 19", "\nAlso possible: 19.",
+        "\nSecond guess: 19.", "\nFinal: 19", "\nEdit: 19", "\nAns: 19", "\n= 19", "\nTherefore 19.", "\nSorry, 19.",
+        "\nI mean 19", "\nNope, 19", "\nNot 18 but 19", "\nOn second thought, 19.", "\n19 is equally likely.",
+        "\nOr perhaps 19 if leftovers are counted.", "\n19 would be my other guess.", "\nAnother possible answer is 19.",
+        "\nOr maybe \uff11\uff19.",  # full-width digits
     ],
 )  # fmt: skip
 def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
@@ -61,6 +67,10 @@ def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
         "\nHow many eggs does she sell? 9.",  # a question the text answers,
         "\nEaten or baked: 7.",  # an "or" joining no values,
         "\nAlternatively, compute the eggs kept first: 7.",  # a step after "alternatively"
+        "\n\nMaybe I should double-check: 9 eggs, $2 each. Yes, 18.",  # round eleven: a check, not a doubt
+        "\nPerhaps check it: 9 eggs, 2 dollars each, 18 dollars.",
+        "\nFirst week: 18 a day\nSecond week: 36",  # labels that offer nothing
+        "\nNot 19 but 18",  # takes back another value for the answer
         "\n\nWhy:\n" + "\n".join(f"Point {k}: she sells what she does not eat or bake." for k in range(70)),
     ],
 )
@@ -92,6 +102,8 @@ NINE = "Solving $x^2 = 81$ with $x > 0$ gives $x = 9$.\n\nThe final answer is $\
         ("\nOr maybe $x = 10$.", False), ("\nOr maybe $10$ cm", False), ("\n$-9$ is also a solution.", False),
         ("\ni.e. $3^2$", True), ("\n$\\blacksquare$", True), ("\n$9 \\, \\checkmark$", True), ("\n(\u2248 9.0)", True),
         ("\nIf $x < 0$ were allowed, it would be $-9$.", True),
+        ("\nOr maybe 9 and 10", False), ("\n9, 10", False), ("\nAlternate answer: 10", False),  # round eleven
+        ("\n$9$, i.e. $3^2$", True), ("\n9, that is $3^2$", True),
     ],
 )  # fmt: skip
 def test_math_a_later_line_offering_another_value_is_no_answer(after, kept):
@@ -129,7 +141,9 @@ def mmlu():
     "after",
     ["\n(or maybe {o})", "\nOr possibly {o}.", "\nAlternatively, {o} could be right.", "\nOption {o} is also correct.",
      "\n{o}?", "\n{l} or {o}.", "\nActually, no: {o}.", "\nor\n{o}", "\nOr maybe {lower}", "\nThough {o} is possible.",
-     "\nHmm, {o}.", "\n{o} might also be the best answer.", "\nOption {o} also fits."],
+     "\nHmm, {o}.", "\n{o} might also be the best answer.", "\nOption {o} also fits.",
+     "\n{l}, {o}", "\n{l}/{o}", "\n({l}/{o})", "\nboth {l} and {o}", "\nFinal: {o}", "\nNot {l} but {o}",
+     "\n{o} would be my second choice.", "\nOn second thought, {o}.", "\n{o} if the question means adults."],
 )  # fmt: skip
 def test_a_later_line_offering_another_letter_is_no_answer(mmlu, after):
     task, problem, other = mmlu
@@ -152,3 +166,12 @@ def test_a_later_line_offering_another_letter_is_no_answer(mmlu, after):
 def test_a_later_line_discussing_the_options_keeps_the_letter(mmlu, after):
     task, problem, other = mmlu
     assert task.parse(problem, f"Answer: {problem.answer}" + after.format(o=other, l=problem.answer)) == problem.answer
+
+
+def test_an_option_named_with_an_article_keeps_the_letter():
+    """Round eleven: "Answer: B) The heart" was refused where the option reads "Heart"."""
+    task = tasks.get("mmlu", path="sample")
+    problem = Problem("mmlu:p", "Which organ pumps blood?", "B", {"choices": ["Lungs", "Heart", "Liver", "Kidney"]})
+    for text in ["Answer: B) The heart", "Answer: B. The Heart.", "Answer: B\nB) the heart"]:
+        assert task.parse(problem, text) == "B", text
+    assert task.parse(problem, "Answer: B) The liver") is None

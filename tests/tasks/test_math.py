@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import sympy
 
 from deliberation_env import tasks
 from deliberation_env.tasks import Problem
 from deliberation_env.tasks import math as math_task
+from deliberation_env.tasks.expression_values import numeric_value
 from deliberation_env.tasks.math import (
     AIMETask,
     AMCTask,
@@ -320,3 +324,58 @@ def test_two_numbers_with_only_space_between_are_no_answer(reference, box):
     task = tasks.get("math", path="sample")
     problem = Problem("math:p", "Compute.", reference)
     assert not task.is_correct(problem, task.parse(problem, f"So $\\boxed{{{box}}}$."))
+
+
+BOMB = r"1.0000001^{10^{10^{10}}}"
+"""Red team, round eleven: sympy's ``evalf`` of this ran without end inside mpmath's C
+arithmetic, where no alarm reaches it."""
+
+
+def test_an_answer_too_costly_to_evaluate_is_read_in_bounded_time():
+    """The rounding check evaluates a boxed value: on ``BOMB`` it hung the scorer for good.
+    Run in a process of its own, so a regression fails here instead of hanging the suite."""
+    script = (
+        "from deliberation_env import tasks\n"
+        "from deliberation_env.tasks import Problem\n"
+        "task = tasks.get('math', path='sample')\n"
+        "problem = Problem('math:p', 'Compute.', '1.5')\n"
+        f"for text in [r'So $\\boxed{{{BOMB} \\approx 1.5}}$.', r'$\\boxed{{{BOMB}}}$.' + '\\nOr 1.5.']:\n"
+        "    print(task.is_correct(problem, task.parse(problem, text)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("2*sqrt(3)", 2 * 3**0.5), ("exp(I*pi)", -1), ("factorial(5)/2", 60), ("log(E**2)", 2), ("(-8)**(1/3)", None)],
+)
+def test_the_bounded_evaluation_matches_sympy(value, expected):
+    value_of = numeric_value(sympy.sympify(value))
+    if expected is None:  # a principal root: compare with sympy's own value
+        expected = complex(sympy.sympify(value).evalf())
+    assert value_of == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "value", ["x + 1", "1.0000001**(10**(10**10))", "10**(10**400)", "factorial(10**7)", "Integral(x, x)", "exp(exp(exp(100)))"]
+)
+def test_the_bounded_evaluation_refuses_symbols_and_what_overflows(value):
+    assert numeric_value(sympy.sympify(value, evaluate=False)) is None
+
+
+@pytest.mark.parametrize("box", ["2 = 3", "{2} = 3", "(2) = 3", "+2 = 3", "2^1 = 3", "2! = 3", r"\frac{4}{2} = 3", "1+1 = 3", r"2 \equiv 3"])
+def test_an_equation_of_two_numbers_that_differ_is_no_answer(box):
+    """math-verify reads ``2 = 3`` as 3: a regular expression refused it, and wrappers of the
+    left side (``{2} = 3``, ``1+1 = 3``) got past it (red team, round eleven)."""
+    task = tasks.get("math", path="sample")
+    problem = Problem("math:p", "Compute.", "3")
+    assert not task.is_correct(problem, task.parse(problem, f"So $\\boxed{{{box}}}$."))
+
+
+@pytest.mark.parametrize("box", [r"3 \times 4 = 12", r"\frac{24}{2} = 12", "x = 12"])
+def test_an_equation_that_holds_keeps_its_value(box):
+    task = tasks.get("math", path="sample")
+    problem = Problem("math:p", "Compute.", "12")
+    assert task.is_correct(problem, task.parse(problem, f"So $\\boxed{{{box}}}$."))
