@@ -47,7 +47,7 @@ from algorithms.commands import cache, compare, run, tasks, train
 from algorithms.commands.common import console
 from algorithms.core import config_files, run_dirs
 from algorithms.meta.config import CONFIGS as META_CONFIGS
-from algorithms.meta.config import CompareConfig
+from algorithms.meta.config import WARM_START_DIGEST, CompareConfig
 from algorithms.text.config import MACHINE_RECORDS, TEXT_CONFIGS
 
 
@@ -330,6 +330,53 @@ def read_config_file(path: Path, named: str) -> dict[str, Any]:
     return data
 
 
+INVOCATION = ("resume", "progress")
+"""What a run's ``config.json`` records of the command that last ran it rather than of the
+run: ``--config <run>/config.json`` takes them from the command line alone."""
+
+
+def run_record(path: Path, data: dict[str, Any], family: str) -> bool:
+    """Whether the config file ``path`` (its fields ``data``) is a run's own ``config.json``:
+    in the run's folder, or copied elsewhere (it records the machine, :data:`MACHINE_RECORDS`)."""
+    machine = (*MACHINE_RECORDS, WARM_START_DIGEST) if family == "text" else (WARM_START_DIGEST,)
+    return (path.name == run_dirs.CONFIG and run_dirs.holds_run(path.parent)) or any(key in data for key in machine)
+
+
+def settings_of_run(path: Path, data: dict[str, Any], family: str, args: list[str]) -> dict[str, Any]:
+    """The settings of a run's ``config.json`` (``data``, a learner's of ``family``) as a
+    config file: the run is the folder that holds the file (the folder it records may be
+    another: the run was moved or copied; a record copied out of its folder names none, so a
+    new run gets a folder of its own), what it records of the last command
+    (:data:`INVOCATION`) and of the machine are left out, and so is an import path of
+    ``protocol`` where the command line gives ``--protocol``.
+    """
+    data = {key: value for key, value in data.items() if key not in (*INVOCATION, WARM_START_DIGEST)}
+    run = data if family == "text" else dict(data.get("run") or {})
+    for name in (*INVOCATION, "run_dir"):
+        run.pop(name, None)
+    if path.name == run_dirs.CONFIG and run_dirs.holds_run(path.parent):
+        run["run_dir"] = str(path.parent)
+    if family != "text":
+        data["run"] = run
+    if family == "text" and any(arg == "--protocol" or arg.startswith("--protocol=") for arg in args):
+        data.pop("protocol", None)  # the command line names it (a file may not: it runs code)
+    return data
+
+
+def learner_named(args: list[str], config: Any) -> list[str]:
+    """``args`` with the learner of ``config`` (a ``train`` command's, from its file) named
+    after the family where the command line names none (``train text --config FILE`` ->
+    ``train text magrpo --config FILE``): tyro took a ``--no-*`` flag right after ``--config
+    FILE`` for the family's, and refused it, when the learner was only the file's."""
+    named, line_algo = line_command(args)
+    if line_algo is not None or named.split()[0] not in FAMILIES:
+        return args
+    family = named.split()[1]
+    algo = next(name for name, kind in {"meta": META_CONFIGS, "text": TEXT_CONFIGS}[family].items() if type(config) is kind)
+    at = args.index(family) + 1
+    return [*args[:at], algo, *args[at:]]
+
+
 def file_defaults(path: Path, args: list[str]) -> Deliberate:
     """The command that the command line ``args`` names, with the values of the config file
     ``path`` as its defaults (a learner's file names it by ``algo``, else the command line does).
@@ -352,8 +399,10 @@ def file_defaults(path: Path, args: list[str]) -> Deliberate:
         algo = algo or line_algo
         if algo is None:
             raise ValueError(f"name the learner: deliberate {named} {'|'.join(configs)} --config {path} (or algo: in the file)")
-        if family == "text" and Path(path).name == run_dirs.CONFIG and run_dirs.holds_run(Path(path).parent):
-            data = config_files.nested(configs[algo], data, left_out=MACHINE_RECORDS)  # a run's own record, flat
+        if run_record(Path(path), data, family):
+            data = settings_of_run(Path(path), data, family, args)
+            if family == "text":
+                data = config_files.nested(configs[algo], data, left_out=MACHINE_RECORDS)  # a run's own record, flat
         loaded: Any = FAMILIES[first][family](learner=config_files.build(configs[algo], data, str(path)))
     else:
         kind = next(kind for kind, (command, _) in COMMANDS.items() if command == named)
@@ -371,6 +420,8 @@ def parse(args: list[str]) -> Deliberate:
     """
     path = config_path(args)
     default = None if path is None else file_defaults(path, args)
+    if default is not None and hasattr(default.command.command, "learner"):
+        args = learner_named(args, default.command.command.learner)
     printed = io.StringIO()  # what tyro prints: its error box is shown unless one line says it
     try:
         with contextlib.redirect_stderr(printed):

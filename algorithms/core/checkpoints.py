@@ -120,6 +120,25 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     return state
 
 
+def checkpoint_settings(path: str | Path) -> dict[str, Any]:
+    """The settings (``config``) a checkpoint at ``path`` records, read from its header alone
+    (no tensor is loaded); ``{}`` where it has none readable.
+
+    Raises:
+        CheckpointError: As :func:`load_checkpoint`, when ``path`` is no checkpoint.
+    """
+    try:
+        with safetensors.safe_open(str(path), framework="pt") as file:
+            metadata = file.metadata() or {}
+    except safetensors.SafetensorError as error:
+        raise CheckpointError(_not_safetensors(Path(path), error)) from error
+    try:
+        settings = json.loads(metadata.get("state", "")).get("config")
+    except (ValueError, AttributeError):
+        return {}
+    return settings if isinstance(settings, dict) else {}
+
+
 def _decode(value: Any, tensors: dict[str, torch.Tensor], used: set[str]) -> Any:
     """The value :func:`_encode` encoded; every tensor named once, every tensor used.
 

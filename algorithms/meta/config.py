@@ -46,6 +46,12 @@ def default_env() -> EnvConfig:
 
 
 # ---------------------------------------------------------------------------- learners
+WARM_START_DIGEST = "warm_start_sha256"
+"""What a run folder's ``config.json`` records of a warm start beside the settings: its
+checkpoint's SHA-256, so a resumed run may find it at another path (a comparison's folder
+moved) but never another checkpoint."""
+
+
 @dataclass
 class LearnerConfig(LearnerSettings):
     """What every meta-policy learner shares: the env, the run, the settings of every

@@ -29,6 +29,7 @@ from algorithms.core.run_dirs import check_resume, named_run, open_run_dir, reco
 from algorithms.meta import baselines
 from algorithms.meta.base import MetaLearner
 from algorithms.meta.config import (
+    WARM_START_DIGEST,
     Algo,
     LearnerConfig,
     PolicyGradientConfig,
@@ -139,11 +140,6 @@ def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = No
         summary = {"algo": trained.name, "before": result.first, "after": result.evaluation}
         (folder / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return TrainResult(trained, result.history, result.first, result.evaluation, config.run.run_dir)
-
-
-WARM_START_DIGEST = "warm_start_sha256"
-"""The record of a run's warm start by content, so a resumed run may find it at another path
-(a comparison's folder moved) but never another checkpoint."""
 
 
 def warm_start_digest(path: str | Path) -> str:

@@ -30,6 +30,7 @@ from agents.trainable_lm import TrainableLM, default_lora, tiny_model
 from agents.trainable_lm.weights import base_digest
 from agents.trainable_team import TrainableTeam
 from algorithms.core import data_parallel
+from algorithms.core.checkpoints import checkpoint_settings, resume_checkpoint
 from algorithms.core.config import KEPT_ON_RESUME
 from algorithms.core.metrics import check_loggers
 from algorithms.core.run import TrainResult, run
@@ -247,6 +248,15 @@ def train(
         return _train(config, frozen, ranks, learner_class(config) if learner is None else learner, placement)
 
 
+def _trained_names(run_dir: Path, recorded: Mapping[str, Any], config: TextLearnerConfig) -> dict[str, Any]:
+    """How a resumed run's checkpoint names its base (``model`` and ``models``): a base may
+    have moved since, and ``config.json`` records where it lies now (a second resume
+    after a move was refused when the names came from there)."""
+    checkpoint = resume_checkpoint(run_dir)
+    saved = checkpoint_settings(checkpoint) if checkpoint else {}
+    return {field: saved.get(field, recorded.get(field, getattr(config, field))) for field in MODEL_FIELDS}
+
+
 def _train(
     config: TextLearnerConfig,
     frozen: Mapping[str, TextPolicy] | None,
@@ -288,8 +298,8 @@ def _train(
         from algorithms.text.ctranslate2_sampler import CTranslate2Sampler
 
         sampler = CTranslate2Sampler(lm, exact_logprobs=False)  # the learners score with torch
-    if BASE_DIGEST in recorded:  # the checkpoint's settings name the base as the run first did
-        named = {field: recorded.get(field, getattr(config, field)) for field in MODEL_FIELDS}
+    if BASE_DIGEST in recorded:  # the checkpoint names the base as the run first did, wherever it lies now
+        named = _trained_names(Path(config.run.run_dir), recorded, config)
         config = dataclasses.replace(config, model=named["model"], models=tuple(named["models"]))
     learner = learner_type(config, lm, venv, frozen, sampler=sampler)
     held_out = []

@@ -68,6 +68,17 @@ def test_a_train_text_file_takes_its_algo_and_options_override_it(tmp_path):
         parse("train", "text", "softrankpo", "--config", str(path))
 
 
+@pytest.mark.parametrize("family", ["text", "meta"])
+def test_a_no_flag_right_after_the_file_of_a_learner_the_line_does_not_name(tmp_path, family):
+    """A real client: ``train text --config FILE --no-progress`` was refused (``--no-progress
+    is not an option of this command``), the same flag later on the line was not."""
+    path = tmp_path / "t.yaml"
+    path.write_text(f"command: train {family}\nalgo: grpo\nrun: {{updates: 7}}\n")
+    learner = parse("train", family, "--config", str(path), "--no-progress", "--updates", "3").learner
+    assert type(learner) is {"text": TEXT_CONFIGS, "meta": META_CONFIGS}[family]["grpo"]
+    assert (learner.run.progress, learner.run.updates) == (False, 3)
+
+
 def test_a_train_text_file_of_the_flat_layout_is_refused_naming_the_nested_fields(tmp_path):
     flat = tmp_path / "flat.yaml"
     flat.write_text("command: train text\nalgo: grpo\ntask: arithmetic\nupdates: 7\nmodle: tiny\n")

@@ -50,6 +50,11 @@ def test_a_run_resumes_with_its_base_in_another_folder(tmp_path):
     moved = shutil.move(base, tmp_path / "elsewhere")  # the run and its base copied to another machine
     cli.main(["train", "text", "grpo", "--model", str(moved), *SMALL, "--updates", "2", "--run-dir", run_dir, "--resume"])
     assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 2
+    # a real client: the second resume after the move was refused for good ("the checkpoint's
+    # config differs ... in ['model']"): config.json named the new folder, the checkpoint the old
+    cli.main(["train", "text", "grpo", "--model", str(moved), *SMALL, "--updates", "3", "--run-dir", run_dir, "--resume"])
+    cli.main(["train", "text", "--config", f"{run_dir}/config.json", "--resume", "--updates", "4"])
+    assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 4
 
 
 def test_a_resume_with_other_settings_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch):
@@ -79,3 +84,35 @@ def test_a_run_resumes_from_its_own_config_json(tmp_path):
     recorded = json.loads((run_dir / "config.json").read_text())
     assert recorded["kl_coef"] == 0.5 and recorded["updates"] == 2 and recorded["algo"] == "grpo"
     assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_run_config_json_is_the_run_of_its_own_folder(tmp_path):
+    """A real client copied a run and gave ``--config <copy>/config.json --resume``: the run
+    the file named inside, the original, went on and the copy stayed. Started as a new run
+    (``--run-dir NEW``), the same file was refused for the ``resume`` its last command recorded.
+    """
+    first = tmp_path / "first"
+    cli.main(["train", "text", "grpo", "--model", "tiny", *SMALL, "--updates", "1", "--run-dir", str(first)])
+    cli.main(["train", "text", "grpo", "--model", "tiny", *SMALL, "--updates", "2", "--run-dir", str(first), "--resume"])
+    copy = tmp_path / "copy"
+    shutil.copytree(first, copy)
+    cli.main(["train", "text", "--config", str(copy / "config.json"), "--resume", "--updates", "3"])
+    assert [len((folder / "metrics.jsonl").read_text().splitlines()) for folder in (first, copy)] == [2, 3]
+    fresh = tmp_path / "fresh"  # the same settings, a new run: the recorded resume is the last command's, not a setting
+    cli.main(["train", "text", "--config", str(copy / "config.json"), "--run-dir", str(fresh), "--updates", "1"])
+    assert json.loads((fresh / "config.json").read_text())["resume"] is False
+    outside = tmp_path / "settings.json"  # a run's record copied out of its folder: a template for a new run
+    shutil.copy(copy / "config.json", outside)
+    cli.main(["train", "text", "--config", str(outside), "--run-dir", str(tmp_path / "third"), "--updates", "1"])
+    assert len((tmp_path / "third" / "metrics.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_run_with_a_protocol_file_resumes_from_its_config_json(tmp_path, monkeypatch):
+    """The record names the protocol by its import path, which a config file may not; the
+    error said to give ``--protocol`` on the command line, and doing so was refused the same."""
+    (tmp_path / "hash_task.py").write_text("from text_learner_fakes import HashProtocol\n\nprotocol = HashProtocol()\n")
+    monkeypatch.chdir(tmp_path)
+    settings = ["--protocol", "./hash_task.py:protocol", "--updates"]
+    cli.main(["train", "text", "grpo", "--model", "tiny", *SMALL, *settings, "1", "--run-dir", "run"])
+    cli.main(["train", "text", "--config", "run/config.json", "--resume", *settings, "2"])
+    assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 2
