@@ -263,13 +263,32 @@ def short_error(printed: str) -> str | None:
     return None if refused is None else refused.group(1).strip()
 
 
-def show_warning(prog: str) -> Any:
-    """A ``warnings.showwarning`` that prints ``<prog>: warning: <message>`` on one line."""
+OWN_PACKAGES = ("deliberation_env", "agents", "algorithms")
+"""This package's top-level modules."""
 
-    def show(message: Warning | str, *where: Any, **_: Any) -> None:
-        print(f"{prog}: warning: {message}", file=sys.stderr)  # not where: the file and line are the package's
+
+def show_warning(prog: str) -> Any:
+    """A ``warnings.showwarning`` that prints ``<prog>: warning: <message>`` on one line, or
+    ``<prog>: warning from <library>: <message>`` for another library's (a real client took
+    transformers' "Unable to fetch remote file" for the package's)."""
+
+    def show(message: Warning | str, category: Any = None, filename: str = "", *_: Any, **__: Any) -> None:
+        library = library_of(filename)
+        source = "" if library is None else f" from {library}"
+        print(f"{prog}: warning{source}: {message}", file=sys.stderr)  # not the file and line: the package's own
 
     return show
+
+
+def library_of(filename: str) -> str | None:
+    """The installed library whose file ``filename`` is (``transformers``), or None for this
+    package's own files and files outside ``site-packages``."""
+    parts = Path(filename).parts
+    for k, part in enumerate(parts[:-1]):
+        if part in ("site-packages", "dist-packages"):
+            name = parts[k + 1].removesuffix(".py")
+            return None if name in OWN_PACKAGES else name
+    return None
 
 
 # ---------------------------------------------------------------------------- config files

@@ -6,6 +6,7 @@ paths at the end, and a help that loads no torch. Simulated team, tiny budgets."
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -268,3 +269,27 @@ def test_cache_mistakes_name_the_file_and_leave_nothing_behind(capsys, tmp_path)
     (tmp_path / "mine.py").write_text("x = 1\n")
     assert "is not a SQLite database" in refused(capsys, "cache", "merge", str(out), str(tmp_path / "mine.py"))
     assert not out.exists()
+
+
+def test_the_closing_line_lists_what_the_command_wrote_only(tmp_path, capsys):
+    """A real client's own ``notes.txt`` in a run folder was listed as written."""
+    from algorithms.commands.common import wrote_folder
+
+    (tmp_path / "notes.txt").write_text("mine")
+    os.utime(tmp_path / "notes.txt", (0, 0))
+    (tmp_path / "adapters").mkdir()
+    (tmp_path / "adapters" / "weights").write_text("new")
+    (tmp_path / "metrics.jsonl").write_text("{}")
+    wrote_folder(tmp_path, seconds=5)
+    assert capsys.readouterr().out.strip().endswith(": adapters/, metrics.jsonl (5 s)")
+
+
+def test_another_librarys_warning_is_named_as_its(capsys):
+    """A real client took transformers' "Unable to fetch remote file" for the package's own."""
+    show = cli.show_warning("deliberate train text grpo")
+    show(UserWarning("Unable to fetch remote file"), UserWarning, "/env/lib/python3.12/site-packages/transformers/utils/hub.py", 1)
+    show(UserWarning("float16 trains without loss scaling"), UserWarning, "/home/me/deliberation-env/algorithms/text/train.py", 1)
+    assert capsys.readouterr().err.splitlines() == [
+        "deliberate train text grpo: warning from transformers: Unable to fetch remote file",
+        "deliberate train text grpo: warning: float16 trains without loss scaling",
+    ]

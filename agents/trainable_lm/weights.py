@@ -168,6 +168,7 @@ class Weights:
                 self.base = str(shared_base(adapted[0].model, self.tokenizer))
             for seat in adapted:
                 _record_base(directory / seat.adapter / "adapter_config.json", self.base)
+                (directory / seat.adapter / "README.md").write_text(_model_card(seat.adapter, self.base), encoding="utf-8")
         return folders
 
     def load_adapters(self, directory: str | Path) -> None:
@@ -246,6 +247,21 @@ def _base_weights(wrapped: PeftModel) -> dict[str, torch.Tensor]:
         for name, tensor in wrapped.get_base_model().state_dict().items()
         if "lora_" not in name
     }
+
+
+def _model_card(agent: str, base: str) -> str:
+    """The ``README.md`` of a saved adapter (in place of peft's empty model-card template):
+    what it is and how plain peft loads it."""
+    return (
+        f"# {agent}: a LoRA adapter trained by deliberation-env\n\n"
+        f"Base model: `{base}`\n\n"
+        "```python\n"
+        "from peft import AutoPeftModelForCausalLM\n"
+        "from transformers import AutoTokenizer\n\n"
+        f'model = AutoPeftModelForCausalLM.from_pretrained("path/to/{agent}")\n'
+        f'tokenizer = AutoTokenizer.from_pretrained("{base}")\n'
+        "```\n"
+    )
 
 
 def _record_base(adapter_config: Path, base: str) -> None:

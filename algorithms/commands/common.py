@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import shutil
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -23,8 +24,15 @@ def wrote(paths: Iterable[Path | str], seconds: float | None = None) -> None:
 
 
 def wrote_folder(folder: Path, seconds: float | None = None) -> None:
-    """Print ``wrote <folder>/: <its files and folders>``, the line a run's command ends with."""
-    entries = [path.name + ("/" if path.is_dir() else "") for path in sorted(folder.iterdir())]
+    """Print ``wrote <folder>/: <its files and folders>``, the line a run's command ends with:
+    with ``seconds`` (what the command took), those written in that time (a file of one's
+    own in the folder is not listed as written)."""
+    since = None if seconds is None else time.time() - seconds - 1  # a second's slack for coarse clocks
+    entries = [
+        path.name + ("/" if path.is_dir() else "")
+        for path in sorted(folder.iterdir())
+        if since is None or any(part.stat().st_mtime >= since for part in (path, *(path.rglob("*") if path.is_dir() else ())))
+    ]
     took = "" if seconds is None else f" ({seconds:.0f} s)"
     console.print(f"wrote {folder}/: {', '.join(entries)}{took}", soft_wrap=True)
 

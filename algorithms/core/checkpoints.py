@@ -19,6 +19,7 @@ unpickling one can run any code it holds, so they are refused unread.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,18 @@ def save_checkpoint(state: Mapping[str, Any], path: str | Path) -> None:
     metadata = {"format": FORMAT, "version": VERSION, "state": json.dumps(encoded)}
     partial = path.with_name(path.name + ".tmp")
     save_file(tensors, partial, metadata=metadata)
+    with_umask_mode(partial)
     partial.replace(path)
+
+
+def with_umask_mode(*paths: str | Path) -> None:
+    """Give files the mode a new file gets here (``0o666`` less the umask): safetensors
+    writes its files ``0o600``, so a run folder on a shared file system held a checkpoint
+    and adapters that only their writer could read, beside readable logs."""
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in paths:
+        os.chmod(path, 0o666 & ~umask)
 
 
 def _encode(value: Any, where: str, tensors: dict[str, torch.Tensor]) -> Any:

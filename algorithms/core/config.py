@@ -34,7 +34,8 @@ class RunConfig:
     updates: int = 100
     """Updates to run (a resumed run continues up to this many)."""
     run_dir: str | None = ""
-    """Folder of config.json, metrics.jsonl, checkpoint.safetensors and summary.json; ``""``:
+    """Folder of config.json, metrics.jsonl, checkpoint.safetensors and summary.json (and,
+    for the LLM-weight learners, adapters/ and learning_curves.png); ``""``:
     a new one, ``runs/train/<family>-<algo>-seed<seed>-<YYYYmmdd-HHMMSS>``; ``None`` (from
     Python): no folder, nothing is written. A folder that holds a run is refused without
     ``resume``."""

@@ -158,8 +158,8 @@ def _build(cls: type, data: Mapping[Any, Any], where: str, prefix: str, base: An
     if unknown:
         context = f"{prefix.rstrip('.')}: " if prefix else ""
         raise ValueError(
-            f"config file {where}: {context}unknown {cls.__name__} fields {unknown}{_nested_homes(cls, unknown, prefix)}; "
-            f"known: {sorted(fields)}"
+            f"config file {where}: {context}unknown {cls.__name__} fields {unknown}{_nested_homes(cls, unknown, prefix)}"
+            f"{_flag_names(cls, unknown)}; known: {sorted(fields)}"
         )
     hints = typing.get_type_hints(cls, include_extras=True)
     values = {name: _checked(hints[name], value, where, prefix + name, getattr(base, name)) for name, value in data.items()}
@@ -196,6 +196,21 @@ def nested(cls: type, data: Mapping[str, Any], left_out: Collection[str] = ()) -
         else:
             out[key] = value
     return out
+
+
+def _flag_names(cls: type, names: list[str]) -> str:
+    """A hint for the unknown keys ``names`` of ``cls`` that are a field's command-line name
+    (``rollout_workers`` is the field ``workers``, ``--rollout-workers``): ``"; a file names
+    them by field: workers (not rollout_workers)"``, or ``""`` when none is."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    renamed = {
+        mark.name.replace("-", "_"): field.name
+        for field in dataclasses.fields(cls)
+        for mark in getattr(hints[field.name], "__metadata__", ())
+        if getattr(mark, "name", None)
+    }
+    found = [f"{renamed[name]} (not {name})" for name in names if name in renamed]
+    return f"; a file names them by field: {', '.join(found)}" if found else ""
 
 
 def _nested_homes(cls: type, names: list[str], prefix: str) -> str:

@@ -240,11 +240,15 @@ class TextLearnerConfig(GroupSettings):
             )
         if self.models and (self.sampler != "torch" or self.workers or self.separate_models):
             raise ValueError(
-                "models (one base per agent) samples with torch in this process: use sampler='torch', "
-                "workers=0 and separate_models=False (each agent has its own model already)"
+                "models (one base per agent, --models) samples with torch in this process: use sampler='torch', "
+                "workers=0 and separate_models=False (leave out --sampler ctranslate2, --rollout-workers and "
+                "--separate-models: each agent has its own model already)"
             )
         if self.sampler == "ctranslate2" and self.workers:
-            raise ValueError("sampler='ctranslate2' samples in this process: it cannot be combined with workers > 0")
+            raise ValueError(
+                "sampler='ctranslate2' samples in this process: it cannot be combined with workers > 0 "
+                "(--sampler ctranslate2 without --rollout-workers)"
+            )
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must lie in (0, 1], got {self.top_p}")
         if not 0 <= self.min_new_tokens <= self.max_new_tokens:
@@ -280,11 +284,14 @@ class TextMAGRPOConfig(TextLearnerConfig):
         if self.baseline not in ("mean", "rloo", "max", "raw"):
             raise ValueError(f"baseline must be 'mean', 'rloo', 'max' or 'raw', got {self.baseline!r}")
         if self.credit != "joint":
-            raise ValueError("MAGRPO trains every agent on the joint return: use credit='joint' (or TextGRPO)")
+            raise ValueError(
+                "MAGRPO trains every agent on the joint return: use credit='joint' (--credit joint); "
+                "grpo and softrankpo take --credit contribution"
+            )
         if self.update_epochs != 1 or self.num_minibatches != 1:
             raise ValueError(
                 "MAGRPO is one REINFORCE step per batch: use update_epochs=1 and num_minibatches=1 "
-                "(TextGRPO or TextSoftRankPO take several clipped passes)"
+                "(--update-epochs 1 --num-minibatches 1; grpo and softrankpo take several clipped passes)"
             )
 
 

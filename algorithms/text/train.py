@@ -30,7 +30,7 @@ from agents.trainable_lm import TrainableLM, default_lora, tiny_model
 from agents.trainable_lm.weights import base_digest
 from agents.trainable_team import TrainableTeam
 from algorithms.core import data_parallel
-from algorithms.core.checkpoints import checkpoint_settings, resume_checkpoint
+from algorithms.core.checkpoints import checkpoint_settings, resume_checkpoint, with_umask_mode
 from algorithms.core.config import KEPT_ON_RESUME
 from algorithms.core.metrics import check_loggers
 from algorithms.core.run import TrainResult, run
@@ -238,6 +238,12 @@ def train(
             )
         check_resume(config.run.resume, config.run.run_dir)
         resume = config.run.resume or restarted_run(config.run.run_dir)  # before a new folder is named for ""
+        if resume and not config.run.resume and ranks.writes:
+            warnings.warn(
+                f"torchrun restarted the workers (restart {os.environ.get('TORCHELASTIC_RESTART_COUNT')}): "
+                f"continuing the run in {config.run.run_dir} from its last checkpoint",
+                stacklevel=2,
+            )
         if resume:
             kept = kept_dtype(config, Path(config.run.run_dir), placement["resolved_dtype"])
             if kept is not config:  # auto: the run's own dtype
@@ -246,6 +252,14 @@ def train(
         run_part = dataclasses.replace(data_parallel.broadcast_object(run_part), resume=resume)  # one folder, rank 0's
         config = dataclasses.replace(config, run=run_part)
         return _train(config, frozen, ranks, learner_class(config) if learner is None else learner, placement)
+
+
+def _base_named(settings: Mapping[str, Any]) -> str:
+    """The base model ``settings`` name, as the command line gives it (``--model X``,
+    ``--models X Y``; the default SmolLM2 where they name none)."""
+    if settings.get("models"):
+        return "--models " + " ".join(map(str, settings["models"]))
+    return f"--model {settings['model']}" if settings.get("model") else "the default SmolLM2-135M-Instruct (no --model)"
 
 
 def _trained_names(run_dir: Path, recorded: Mapping[str, Any], config: TextLearnerConfig) -> dict[str, Any]:
@@ -284,9 +298,9 @@ def _train(
     where_base_lies = {field: list(value) if isinstance(value, tuple) else value for field in MODEL_FIELDS if (value := getattr(config, field))}
     if recorded.get(BASE_DIGEST, placement[BASE_DIGEST]) != placement[BASE_DIGEST]:
         raise ValueError(
-            f"cannot resume the run in {config.run.run_dir}: its base model's weights are not those of --model/--models "
-            f"{config.models or config.model!r} (the run trained on other weights under that name or elsewhere); "
-            "resume with the model it trained on"
+            f"cannot resume the run in {config.run.run_dir}: it trained on {_base_named(recorded)}, whose weights "
+            f"are not those of {_base_named(dataclasses.asdict(config))} here; resume with the model it trained on "
+            "(in another folder or under another name if it moved)"
         )
     sampler = None
     if config.workers:
@@ -323,6 +337,7 @@ def _train(
     if config.run.run_dir and ranks.writes:
         folder = Path(config.run.run_dir)
         lm.save_adapters(folder / ADAPTERS)
+        with_umask_mode(*(path for path in (folder / ADAPTERS).rglob("*") if path.is_file()))
         summary = {"algo": learner.name, "config": config_record(config), "before": before, "after": after}
         (folder / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
         if result.history:

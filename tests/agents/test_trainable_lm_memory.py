@@ -210,6 +210,8 @@ def test_a_saved_adapter_names_its_base_folder_and_loads_with_plain_peft(tmp_pat
     assert folders(tmp_path / "run") == AGENTS  # no copy of the base beside them
     settings = json.loads((tmp_path / "run" / "agent_1" / "adapter_config.json").read_text())
     assert settings["base_model_name_or_path"] == str(base.resolve())
+    card = (tmp_path / "run" / "agent_1" / "README.md").read_text()  # not peft's empty template
+    assert f"Base model: `{base.resolve()}`" in card and "AutoPeftModelForCausalLM" in card
     ids = torch.tensor([lm.encode(CHAT)])
     with lm._acting("agent_1") as model, torch.no_grad():
         ours = model(input_ids=ids).logits

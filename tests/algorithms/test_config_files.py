@@ -300,3 +300,12 @@ def test_a_file_that_is_no_mapping_or_no_yaml_is_refused(tmp_path):
     other.write_text("command = 'run'\n")
     with pytest.raises(ValueError, match="use a .yaml, .yml or .json file"):
         parse("run", "--config", str(other))
+
+
+def test_a_field_written_by_its_flag_name_is_named_by_its_field(tmp_path):
+    """A real client wrote ``rollout_workers:`` (the flag is ``--rollout-workers``) and was
+    told only that the field is unknown."""
+    path = tmp_path / "t.yaml"
+    path.write_text("algo: grpo\nrollout_workers: 2\n")
+    with pytest.raises(ValueError, match=r"a file names them by field: workers \(not rollout_workers\)"):
+        parse("train", "text", "--config", str(path))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 
 import pytest
 
@@ -63,6 +64,12 @@ def test_both_families_train_from_python_into_the_same_layout(tmp_path, monkeypa
         ]
         assert steps == [0, 1, 2]  # one cadence: evaluated first, every update here, and last
         assert json.loads((folder / "config.json").read_text())["algo"] == "grpo"
+    # a real client: safetensors wrote the checkpoint and the adapters 0o600 beside 0o644 logs
+    umask = os.umask(0)
+    os.umask(umask)
+    written = [path for folder in folders.values() for path in folder.rglob("*") if path.is_file()]
+    assert any(path.name == "adapter_model.safetensors" for path in written)
+    assert {path.stat().st_mode & 0o777 for path in written} == {0o666 & ~umask}
 
 
 def test_no_folder_is_written_for_run_dir_none(tmp_path, monkeypatch):

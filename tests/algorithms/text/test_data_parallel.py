@@ -146,8 +146,9 @@ def test_a_run_of_two_processes_resumes_in_one(folder, one_process, two_processe
 
 def test_a_rank_that_dies_is_restarted_from_the_checkpoint_and_the_run_ends_as_one_uninterrupted(folder, one_process):
     (folder / "dies.py").write_text(DIES)
-    torchrun(folder, ["dies.py", *train_args(3, folder / "restarted")], "--max-restarts", "1")
+    done = torchrun(folder, ["dies.py", *train_args(3, folder / "restarted")], "--max-restarts", "1")
     assert (folder / "rank-1-died").exists()  # the first attempt did die
+    assert done.stderr.count("torchrun restarted the workers (restart 1): continuing the run in") == 1  # rank 0 says so
     assert_same_run(folder / "restarted", one_process / "one")
 
 

@@ -39,7 +39,7 @@ def test_the_base_must_be_the_one_the_run_trained(tmp_path, capsys):
     saved_model(base, seed=7)  # other weights under the same name
     with pytest.raises(SystemExit):
         cli.main(["train", "text", "grpo", "--model", base, *SMALL, "--updates", "2", "--run-dir", run_dir, "--resume"])
-    assert "its base model's weights are not those of --model" in capsys.readouterr().err
+    assert f"it trained on --model {base}, whose weights are not those of --model {base} here" in capsys.readouterr().err
     assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 1
 
 
