@@ -185,15 +185,20 @@ COMMAND_WORDS = frozenset(
 """The words of the command names (what the error line's ``deliberate <command>`` shows)."""
 
 
-def command_name(args: list[str]) -> str:
-    """``deliberate`` and the command words that ``args`` starts with (``deliberate train text``),
-    and the process's rank under ``torchrun`` (``deliberate train text [rank 1]``)."""
+def line_words(args: list[str]) -> list[str]:
+    """The command words that ``args`` starts with (``["train", "text"]``)."""
     words = []
     for arg in args:
         if arg not in COMMAND_WORDS:
             break
         words.append(arg)
-    name = " ".join(["deliberate", *words])
+    return words
+
+
+def command_name(args: list[str]) -> str:
+    """``deliberate`` and the command words that ``args`` starts with (``deliberate train text``),
+    and the process's rank under ``torchrun`` (``deliberate train text [rank 1]``)."""
+    name = " ".join(["deliberate", *line_words(args)])
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # under torchrun every rank speaks: say which
         name += f" [rank {os.environ.get('RANK', '0')}]"
     return name
@@ -228,7 +233,19 @@ def unboxed(printed: str) -> str:
     return " ".join(re.sub(r"[│╭╮╰╯─]", " ", printed).split())
 
 
-def short_error(printed: str) -> str | None:
+def options_of(listed: str, command: str) -> list[str]:
+    """The options of ``command`` (``deliberate train text grpo``) among those tyro ``listed``
+    as similar, each followed by the commands that have it (``--env-workers INT ... in
+    deliberate train meta grpo --help``): a real client was offered another command's."""
+    segments = re.split(r"(?<![\w-])(?=--[a-z0-9][a-z0-9.-]* [A-Z{\[])", listed)
+    return [
+        segment.split()[0]
+        for segment in segments
+        if segment.startswith("--") and command and command in ELSEWHERE.findall(segment)
+    ]
+
+
+def short_error(printed: str, command: str = "") -> str | None:
     """One line for tyro's error message ``printed``: on an option the command does not have,
     ``unrecognized option --kl-coeff; did you mean --kl-coef?`` (the nearest of the options
     tyro lists as similar); on a missing subcommand, the ones to choose from; on a value a
@@ -247,7 +264,8 @@ def short_error(printed: str) -> str | None:
                 more = f" and {len(commands) - 3} more" if len(commands) > 3 else ""
                 return f"{flag} is not an option of this command but of {', '.join(commands[:3])}{more}"
         candidates = sorted({option for option in OPTION.findall(rest) if option not in (flag, "--help")})
-        close = difflib.get_close_matches(flag, candidates, n=1, cutoff=0.5)
+        own_options = options_of(rest, command)
+        close = difflib.get_close_matches(flag, own_options or candidates, n=1, cutoff=0.5)
         return f"unrecognized option {flag}" + (f"; did you mean {close[0]}?" if close else "")
     word = UNKNOWN_WORD.search(text)
     if word is not None:
@@ -446,7 +464,7 @@ def parse(args: list[str]) -> Deliberate:
         with contextlib.redirect_stderr(printed):
             parsed = tyro.cli(Deliberate, args=args, prog="deliberate", config=MARKERS, default=default)
     except SystemExit as exit_:
-        short = short_error(printed.getvalue()) if exit_.code else None
+        short = short_error(printed.getvalue(), " ".join(["deliberate", *line_words(args)])) if exit_.code else None
         if short is not None:
             raise ValueError(short) from None
         sys.stderr.write(printed.getvalue())

@@ -90,6 +90,8 @@ def test_each_option_has_one_name_in_train_and_compare():
         (["train", "meta", "grpo", "--kl-coeff", "0.1"], "deliberate train meta grpo: error: unrecognized option --kl-coeff; did you mean --kl-coef?"),
         (["train", "text", "grpo", "--upates", "3"], "deliberate train text grpo: error: unrecognized option --upates; did you mean --updates?"),
         (["compare", "meta", "--sedes", "2"], "deliberate compare meta: error: unrecognized option --sedes; did you mean --seeds?"),
+        # the nearest of this command's own (a real client was offered train meta's --env-workers)
+        (["train", "text", "grpo", "--workers", "2"], "deliberate train text grpo: error: unrecognized option --workers; did you mean --rollout-workers?"),
         # an option of another command, where tyro says "misplaced" (its box had no one line)
         (["train", "meta", "magrpo", "--eps", "0.1"], "deliberate train meta magrpo: error: --eps is not an option of this command but of deliberate train meta grpo"),
         (["train", "--updates", "2", "meta", "grpo"], "deliberate train: error: --updates is not an option of this command but of deliberate train meta grpo"),

@@ -290,6 +290,11 @@ def _train(
     if config.run.run_dir:  # before the models load (minutes for a large one): the settings and the folder
         early = {"algo": algo, **config_record(config)}
         check_run_dir(config.run.run_dir, early, config.run.resume, [*may_change, BASE_DIGEST, *(("algo",) if algo is None else ())])
+        if BASE_DIGEST in recorded and not (config.model or config.models) and (recorded.get("model") or recorded.get("models")):
+            raise ValueError(  # the default model left in by mistake: said before it loads
+                f"cannot resume the run in {config.run.run_dir}: it trained on {_base_named(recorded)}, and this command "
+                f"names none; give it, or resume with the run's own settings: --config {config.run.run_dir}/config.json --resume"
+            )
     venv = build_env(config, rank_num_envs(config, ranks))
     frozen = dict(frozen or {})
     agents = [a for a in venv.possible_agents if a not in frozen]

@@ -69,6 +69,9 @@ def test_a_resume_with_other_settings_is_refused_before_the_model_loads(tmp_path
         cli.main(["train", "text", "grpo", "--model", "tiny", *SMALL, "--kl-coef", "0.5", "--updates", "2",
                   "--run-dir", run_dir, "--resume"])  # fmt: skip
     assert "cannot resume the run in" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # --model left out: refused before the default SmolLM2 loads, naming the run's
+        cli.main(["train", "text", "grpo", *SMALL, "--updates", "2", "--run-dir", run_dir, "--resume"])
+    assert "it trained on --model tiny, and this command names none" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # a folder that holds a run, without --resume: refused before loading too
         cli.main(["train", "text", "grpo", "--model", "tiny", *SMALL, "--updates", "2", "--run-dir", run_dir])
     assert "holds a run already" in capsys.readouterr().err
