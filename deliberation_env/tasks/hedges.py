@@ -73,7 +73,7 @@ _CONFIRMED = re.compile(r"[^\w\n]*+(?:yes|indeed|right|correct)\b", re.IGNORECAS
 """A part that answers a question the text asked itself ("9 eggs? Yes, 9.")."""
 _DISMISSING = re.compile(r"\b(?:but|however|though|although|not|no|excluded?|rejected?|wrong|incorrect)\b", re.IGNORECASE)
 _FILLER = re.compile(
-    r"(?:[\s*_`\"'“”‘’.,(\[{}$∴→⇒~≈∼=>]++|\\(?:text|textbf|mathrm|mbox|mathbf|boldsymbol)\{|\\[(\[]"
+    r"(?:[\s*_`\"'“”‘’.,(\[{}$∴→⇒~≈∼]++|\\(?:text|textbf|mathrm|mbox|mathbf|boldsymbol)\{|\\[(\[]"
     r"|\\(?:therefore|implies|Rightarrow|approx|sim)\b|\b(?:i\.e|e\.g)\b\.?"
     r"|\b(?:or|maybe|perhaps|possibly|probably|alternatively|alternately|equivalently|otherwise|else|rather|either"
     r"|even|but|yet|though|although|if|unless|hmm|well|so|then|actually|no|wait|oops|correction|scratch|make|meant"
@@ -119,16 +119,25 @@ mixed number, $4\\frac{2}{3}$."), doubting nothing: no hedge."""
 _DISPLAYED = re.compile(r"\$\$.*\$\$|\\\[.*\\\]")
 """A line that is one display ("$$9$$"): a step's value shown, not an answer offered."""
 _OR = re.compile(r"(?<!\s)\s++or\s++", re.IGNORECASE)
-_LIST_SEPARATOR = re.compile(r"\s*+(?:,(?!\d{3}\b)|[;/&]|\b(?:and|or)\b)\s*+|\s++", re.IGNORECASE)
-"""What separates the values of a list ("12, 11", "B/C", "B and C", "12 11")."""
+_LIST_SEPARATOR = re.compile(r"(?<!\s)\s*+(?:(?<!\{),(?!(?:\\!)?\d{3}\b|\})|[;/&]|\b(?:and|or)\b)\s*+", re.IGNORECASE)
+"""What separates the values of a list ("12, 11", "B/C", "B and C"; not a digit group,
+``1,000``, ``10,\\!000``, ``1{,}000``, nor spaces: a table's rows are no list)."""
+_SEPARATED = re.compile(r"[,;/&]|\b(?:and|or)\b", re.IGNORECASE)
+_BARE = re.compile(r"[-+−]?\d[\d,.]*(?:/\d+)?%?|[A-Za-z]")
+"""A piece of a list that is a bare number or letter (markup aside): the lists counted."""
+_MARKUP = " $*_`\"'"
 _OFFERING_LABEL = re.compile(
-    r"[^\w\n]*+(?:[\w'-]++\s++){0,2}?(?:answers?|ans|solution|guess(?:es)?|options?|choices?|candidates?"
-    r"|possibilit(?:y|ies)|possible|possibly|alternat\w*|alt|edit(?:ed)?|update[d]?|correction|corrected|revised"
-    r"|final)(?:\s++[\w'-]++)?\s*+[:=]",
+    r"[^\w\n]*+(?:my\s++)?(?:(?:final\s++)?answers?|final|ans|solution|(?:possible|alternative|alternate|another)"
+    r"(?:\s++possible)?\s++(?:answers?|solutions?|choices?)|alternatives?|alt(?:\s++answer)?|(?:second|other|next)\s++"
+    r"(?:guess|choice|pick)|guess|options?|choices?|candidates?|also\s++possible|edit(?:ed)?|update[d]?|correction"
+    r"|corrected(?:\s++answer)?|revised(?:\s++answer)?|new\s++answer)[^\w\n:]*+:",
     re.IGNORECASE,
 )
 """A label that offers what follows it ("Possible answers:", "Second guess:", "Edit:"); an
-answer is stated once, so values after such a label are offered (not "Second day: 36")."""
+answer is stated once, so values after such a label are offered (not "Second day: 36",
+"Prime options: 2, 3, 7", "Options eliminated: A, C")."""
+_COUNTERFACTUAL = re.compile(r"\b(?:would|were|had)\b", re.IGNORECASE)
+"""A part that says what would be ("It would be 32 if she sold all 16."): its condition stays."""
 _CONDITION = re.compile(r"(?<=\S)\s++(?:if|unless|when|depending|assuming|provided)\b.*", re.IGNORECASE)
 """A condition after a value offered ("11 if leftovers are counted")."""
 _CHECKING = re.compile(r"\b(?:(?:double-|re-?)?check(?:ing)?|verify(?:ing)?|confirm(?:ing)?|sanity)\b", re.IGNORECASE)
@@ -172,8 +181,10 @@ def hedges_after(
             continue
         if displayed or not stripped or _DISPLAYED.fullmatch(stripped) or _LISTING_WRONG.match(line):
             continue
-        lists, offered = _offered(line)
-        read = next((values for values in map(_all_values(value_of), lists) if values), [])
+        (wholes, lists), offered = _offered(line)
+        read = []
+        if not any((whole := value_of(text)) is not None and not differs(answer, whole) for text in wholes):
+            read = next((values for values in map(_all_values(value_of), lists) if values), [])
         read += filter(None, map(value_of, offered))  # beyond a list of values, only its parts may offer one
         for value in read:
             values += 1
@@ -197,7 +208,7 @@ def _all_values(value_of: Callable[[str], str | None]) -> Callable[[list[str]], 
     return read
 
 
-def _offered(line: str) -> tuple[list[list[str]], list[str]]:
+def _offered(line: str) -> tuple[tuple[list[str], list[list[str]]], list[str]]:
     """The fragments of ``line`` that may be values it offers: the ways the line may be a
     list of values (:func:`_lists`: "18 or 19.", "B/C"; the first whose fragments are all
     values counts), and each part that calls a value right (and is not taken back later on
@@ -205,7 +216,7 @@ def _offered(line: str) -> tuple[list[list[str]], list[str]]:
     eggs, ...")."""
     doubted = _DOUBTS.search(line) is not None or _OPENS_WITH_OR.match(line) is not None
     if _RESTATED.search(line) and not _DOUBTS.search(line):
-        return [], []
+        return ([], []), []
     listed = _lists(line)
     offered: list[str] = []
     parts = [part for part in _PARTS.split(line) if any(char.isalnum() for char in part)]
@@ -230,23 +241,37 @@ def _offered(line: str) -> tuple[list[list[str]], list[str]]:
             or (part in questions and (_ASKED.match(part) is not None or bool(core)))
         )
         if (doubting or (doubted and after_doubt)) and not dismissed:
-            offered.append(core)
+            offered.append(_core(part, conditional=not _COUNTERFACTUAL.search(part)))
         after_doubt = doubting or (after_doubt and not core)
     return listed, [fragment for fragment in offered if fragment]
 
 
-def _lists(line: str) -> list[list[str]]:
-    """The ways ``line`` may be nothing but values, or what follows an offering label on it
-    ("Possible answers: 12, 11.", "Edit: 11"): whole, split at "or", and split at commas,
-    slashes, "and" and spaces ("12, 11", "B/C", "both B and C")."""
+def _lists(line: str) -> tuple[list[str], list[list[str]]]:
+    """How ``line``, or what follows an offering label on it ("Possible answers: 12, 11.",
+    "Edit: 11"), may be nothing but values: ``(wholes, ways)``. ``wholes``: the body read
+    as one value, which restates the answer where it is it ("Final Answer: $(2, 3)$",
+    "Answer: $-2$ and $3$" for the roots -2, 3); ``ways``: the body whole (where, its filler
+    aside, it has no commas or colons: a reader may read "9, i.e. 3^2" as one value), split
+    at "or" (where it has none at all), and split at commas, slashes, "and" and "or" where
+    every piece is a bare number or letter ("12, 11", "B/C", "both B and C"; not "15 girls
+    and 10 boys", "V = 8, F = 6", nor a table's rows)."""
     label = _OFFERING_LABEL.match(line)
-    ways = []
+    wholes, ways = [], []
     for body in (line, line[label.end() :]) if label else (line,):
         whole = _strip_end(body)
-        if not _PARTS.search(body.replace("?", "")):  # a reader may read "9, i.e. 3^2" as one value
-            ways += [[_core(whole)], [_core(part) for part in _OR.split(whole)]]
-        ways.append([_core(part) for part in _LIST_SEPARATOR.split(_core(whole)) if part])
-    return ways
+        core = _core(whole)
+        if not _PARTS.search(core.replace("?", "")):  # "Sorry, 11." is 11 once its filler is read
+            ways.append([core])
+        if not _PARTS.search(body.replace("?", "")) and _OR.search(whole):
+            ways.append([_core(part) for part in _OR.split(whole)])
+        if _PARTS.search(core.replace("?", "")):
+            wholes += [body.strip().rstrip("."), core]  # brackets kept: "$[2, 5)$", "$\\{1, 3\\}$"
+        if _SEPARATED.search(core):
+            pieces = [_core(part) for part in _LIST_SEPARATOR.split(core) if part]
+            if pieces and all(_BARE.fullmatch(piece.strip(_MARKUP)) for piece in pieces):
+                ways.append(pieces)
+                wholes.append(", ".join(pieces))
+    return wholes, ways
 
 
 def _question_parts(line: str) -> set[str]:
@@ -259,12 +284,12 @@ def _question_parts(line: str) -> set[str]:
     return questions
 
 
-def _core(fragment: str) -> str:
+def _core(fragment: str, conditional: bool = False) -> str:
     """``fragment`` without the filler words and markup around a value, and a parenthesis
-    or a condition after it ("11 if leftovers count")."""
+    after it; with ``conditional``, a condition after it too ("11 if leftovers count")."""
     core = _strip_end(fragment[_FILLER.match(fragment).end() :])
     core = _strip_end(_ASIDE.sub("", core)) if "(" in core else core
-    return _strip_end(_CONDITION.sub("", core))
+    return _strip_end(_CONDITION.sub("", core)) if conditional else core
 
 
 def _strip_end(text: str) -> str:

@@ -131,7 +131,8 @@ def stated_letter(text: str, choices: Sequence[str] | None = None) -> str | None
         return None
     letter = statements[-1][0]
     rest = text[found[-1].end() :]
-    if hedges_after(rest, letter, lambda fragment: _offered_letter(fragment, choices)):
+    option_words = [_words(str(option)) for option in choices or ()]  # once, not per line read
+    if hedges_after(rest, letter, lambda fragment: _offered_letter(fragment, option_words)):
         return None
     for stated, rest in statements:  # an earlier one with more on its line: a step's when it takes itself back
         if stated != letter and (_ends(stated, rest, choices) or not RETRACTION.search(rest)):
@@ -140,14 +141,15 @@ def stated_letter(text: str, choices: Sequence[str] | None = None) -> str | None
     return letter if others <= {letter} else None
 
 
-def _offered_letter(fragment: str, choices: Sequence[str] | None) -> str | None:
+def _offered_letter(fragment: str, option_words: Sequence[list[str]]) -> str | None:
     """The option a fragment of a line after the answer is, when it is one letter alone
-    (markup aside, either case) or, with ``choices``, an option's own text; else ``None``."""
+    (markup aside, either case) or an option's own text (``option_words``: each option's
+    :func:`_words`); else ``None``."""
     core = fragment.strip(" \t*_`$()[]'\".")
     if len(core) == 1 and core.upper() in LETTERS:
         return core.upper()
     words = _words(fragment)
-    return next((l for l, o in zip(LETTERS, choices or ()) if words and words == _words(str(o))), None)
+    return next((l for l, o in zip(LETTERS, option_words) if words and words == o), None)
 
 
 def _ends(letter: str, rest: str, choices: Sequence[str] | None) -> bool:
@@ -162,10 +164,10 @@ def _ends(letter: str, rest: str, choices: Sequence[str] | None) -> bool:
 
 
 def _words(text: str) -> list[str]:
-    """An option's text as compared: its words, case, markup and a leading article aside
-    ("B) The heart" names the option "Heart")."""
+    """An option's text as compared: its words, case, markup and a leading "the" or "an"
+    aside ("B) The heart" names the option "Heart"; "A) Lungs" is no article and "Lungs")."""
     words = _OPTION_TEXT.sub(" ", text).lower().split()
-    return words[1:] if len(words) > 1 and words[0] in ("the", "a", "an") else words
+    return words[1:] if len(words) > 1 and words[0] in ("the", "an") else words  # "a" may be the letter A
 
 
 def extract_letter(text: str) -> str | None:

@@ -34,8 +34,8 @@ def gsm8k():
         "\nScratch that, it's 19.", "\nI meant 19.", "\nOr maybe about 19.", "\n19 also works.", "\nOr maybe 19 eggs.",
         "\nOr maybe 19 (if she eats 2).",
         # round eleven: lists of values, offering labels, retractions, conditions, other scripts
-        "\n18, 19", "\n18 19", "\nPossible answers: 18, 19.", "\nOptions: 18 or 19", "\nAlso possible: 19.",
-        "\nSecond guess: 19.", "\nFinal: 19", "\nEdit: 19", "\nAns: 19", "\n= 19", "\nTherefore 19.", "\nSorry, 19.",
+        "\n18, 19", "\nPossible answers: 18, 19.", "\nOptions: 18 or 19", "\nAlso possible: 19.",
+        "\nSecond guess: 19.", "\nFinal: 19", "\nEdit: 19", "\nAns: 19", "\nTherefore 19.", "\nSorry, 19.",
         "\nI mean 19", "\nNope, 19", "\nNot 18 but 19", "\nOn second thought, 19.", "\n19 is equally likely.",
         "\nOr perhaps 19 if leftovers are counted.", "\n19 would be my other guess.", "\nAnother possible answer is 19.",
         "\nOr maybe \uff11\uff19.",  # full-width digits
@@ -71,6 +71,12 @@ def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
         "\nPerhaps check it: 9 eggs, 2 dollars each, 18 dollars.",
         "\nFirst week: 18 a day\nSecond week: 36",  # labels that offer nothing
         "\nNot 19 but 18",  # takes back another value for the answer
+        # round twelve: what the first cut of round eleven's lists refused
+        "\n\nCheck:\n16 - 3 - 4\n= 9\n9 x 2\n= 18",  # a calculation's continued lines
+        "\n\nDay  Dollars\n1    18\n2    36",  # a table's rows
+        "\n\nSo, 9 eggs and 18 dollars.",  # quantities with their units
+        "\n(It would be 32 if she sold all 16 eggs.)",  # a counterfactual's condition
+        "\n\nFinal answer: 18",
         "\n\nWhy:\n" + "\n".join(f"Point {k}: she sells what she does not eat or bake." for k in range(70)),
     ],
 )
@@ -104,6 +110,8 @@ NINE = "Solving $x^2 = 81$ with $x > 0$ gives $x = 9$.\n\nThe final answer is $\
         ("\nIf $x < 0$ were allowed, it would be $-9$.", True),
         ("\nOr maybe 9 and 10", False), ("\n9, 10", False), ("\nAlternate answer: 10", False),  # round eleven
         ("\n$9$, i.e. $3^2$", True), ("\n9, that is $3^2$", True),
+        ("\n\nFinal Answer: $9$", True), ("\n$13$ when $x = 5$, as required.", True),  # round twelve
+        ("\nPossible answers: 9, 10", False),
     ],
 )  # fmt: skip
 def test_math_a_later_line_offering_another_value_is_no_answer(after, kept):
@@ -143,7 +151,7 @@ def mmlu():
      "\n{o}?", "\n{l} or {o}.", "\nActually, no: {o}.", "\nor\n{o}", "\nOr maybe {lower}", "\nThough {o} is possible.",
      "\nHmm, {o}.", "\n{o} might also be the best answer.", "\nOption {o} also fits.",
      "\n{l}, {o}", "\n{l}/{o}", "\n({l}/{o})", "\nboth {l} and {o}", "\nFinal: {o}", "\nNot {l} but {o}",
-     "\n{o} would be my second choice.", "\nOn second thought, {o}.", "\n{o} if the question means adults."],
+     "\n{o} would be my second choice.", "\nOn second thought, {o}.", "\nSorry, {o}."],
 )  # fmt: skip
 def test_a_later_line_offering_another_letter_is_no_answer(mmlu, after):
     task, problem, other = mmlu
@@ -166,6 +174,33 @@ def test_a_later_line_offering_another_letter_is_no_answer(mmlu, after):
 def test_a_later_line_discussing_the_options_keeps_the_letter(mmlu, after):
     task, problem, other = mmlu
     assert task.parse(problem, f"Answer: {problem.answer}" + after.format(o=other, l=problem.answer)) == problem.answer
+
+
+@pytest.mark.parametrize(
+    ("gold", "after"),
+    [
+        ("(2, 3)", "\n\nFinal Answer: $(2, 3)$"), ("(2, 3)", "\n\n**Answer:** (2,3)"), ("-2, 3", "\n\nAnswer: $-2$ and $3$"),
+        ("-2, 3", "\n\n-2, 3"), ("1, 2, 3", "\n\n**Final Answer:** 1, 2, 3"), ("[2, 5)", "\n\nFinal Answer: $[2, 5)$"),
+        ("\\{1, 3\\}", "\n\nAnswer: $\\{1, 3\\}$"), ("10000", "\n\nFinal Answer: $10,\\!000$"),
+        ("1000000", "\n\nFinal Answer: $1{,}000{,}000$"), ("(2, 3)", "\n\nFinal answer: $x = 2, y = 3$"),
+        ("12", "\n\n$V = 8, F = 6$"), ("3", "\n\nPossible values of $n$: 1, 2, 4"),
+    ],
+)  # fmt: skip
+def test_math_a_restatement_with_commas_keeps_the_answer(gold, after):
+    """Round twelve: round eleven's first cut read a line with commas as a list of values,
+    so a set, a pair, an interval or a grouped number restated after the box was a hedge."""
+    task = tasks.get("math", path="sample")
+    problem = Problem("math:p", "Compute.", gold)
+    assert task.is_correct(problem, task.parse(problem, f"So $\\boxed{{{gold}}}$.{after}"))
+
+
+def test_a_list_of_the_options_keeps_the_letter():
+    """Round twelve: "A) Lungs" read "a" as an article and the option as A."""
+    task = tasks.get("mmlu", path="sample")
+    problem = Problem("mmlu:p", "Which organ pumps blood?", "B", {"choices": ["Lungs", "Heart", "Liver", "Kidney"]})
+    for after in ["\n\nOptions:\nA) Lungs\nB) Heart\nC) Liver\nD) Kidney", "\n\nA - Lungs\nB - Heart",
+                  "\n\n(A) Lungs (B) Heart (C) Liver (D) Kidney", "\n\nOptions eliminated: A, C, D"]:  # fmt: skip
+        assert task.parse(problem, "Answer: B" + after) == "B", after
 
 
 def test_an_option_named_with_an_article_keeps_the_letter():
