@@ -47,7 +47,7 @@ from algorithms.commands import cache, compare, run, tasks, train
 from algorithms.commands.common import console
 from algorithms.core import config_files, run_dirs
 from algorithms.meta.config import CONFIGS as META_CONFIGS
-from algorithms.meta.config import WARM_START_DIGEST, CompareConfig
+from algorithms.meta.config import RECORDED_BY, WARM_START_DIGEST, CompareConfig
 from algorithms.text.config import MACHINE_RECORDS, TEXT_CONFIGS
 
 
@@ -290,12 +290,24 @@ def show_warning(prog: str) -> Any:
     ``<prog>: warning from <library>: <message>`` for another library's (a real client took
     transformers' "Unable to fetch remote file" for the package's)."""
 
-    def show(message: Warning | str, category: Any = None, filename: str = "", *_: Any, **__: Any) -> None:
-        library = library_of(filename)
+    def show(message: Warning | str, *_: Any, **__: Any) -> None:
+        library = library_of(issuer_file())
         source = "" if library is None else f" from {library}"
         print(f"{prog}: warning{source}: {message}", file=sys.stderr)  # not the file and line: the package's own
 
     return show
+
+
+def issuer_file() -> str:
+    """The file of the code that called ``warnings.warn``: the first frame up the stack
+    outside this module and ``warnings`` (a warning's own file and line are those its
+    ``stacklevel`` names, often the caller's, so they cannot say whose warning it is)."""
+    frame = sys._getframe(1)
+    while frame is not None and (
+        frame.f_code.co_filename == __file__ or Path(frame.f_code.co_filename).name in ("warnings.py", "_py_warnings.py")
+    ):
+        frame = frame.f_back
+    return "" if frame is None else frame.f_code.co_filename
 
 
 def library_of(filename: str) -> str | None:
@@ -330,7 +342,7 @@ def config_path(args: list[str]) -> Path | None:
 def line_command(args: list[str]) -> tuple[str, str | None]:
     """The command the command line ``args`` names (``train meta``; ``run`` alone is
     ``run meta``) and the learner it names, if any (``grpo`` of ``train text grpo``)."""
-    words = command_name(args).split()[1:]
+    words = line_words(args)  # not command_name's: under torchrun it names the rank
     if words[:1] == ["run"] and words[1:2] not in (["meta"], ["text"]):
         words = ["run", "meta", *words[1:]]
     family = words[1] if len(words) > 1 else ""
@@ -374,9 +386,12 @@ run: ``--config <run>/config.json`` takes them from the command line alone."""
 
 def run_record(path: Path, data: dict[str, Any], family: str) -> bool:
     """Whether the config file ``path`` (its fields ``data``) is a run's own ``config.json``:
-    in the run's folder, or copied elsewhere (it records the machine, :data:`MACHINE_RECORDS`)."""
-    machine = (*MACHINE_RECORDS, WARM_START_DIGEST) if family == "text" else (WARM_START_DIGEST,)
-    return (path.name == run_dirs.CONFIG and run_dirs.holds_run(path.parent)) or any(key in data for key in machine)
+    in the run's folder, or copied elsewhere (a text run records the machine,
+    :data:`MACHINE_RECORDS`; a meta run the package that wrote it, :data:`RECORDED_BY`)."""
+    if path.name == run_dirs.CONFIG and run_dirs.holds_run(path.parent):
+        return True
+    marks = MACHINE_RECORDS if family == "text" else (RECORDED_BY, WARM_START_DIGEST)
+    return any(key in data for key in marks)
 
 
 def settings_of_run(path: Path, data: dict[str, Any], family: str, args: list[str]) -> dict[str, Any]:
@@ -387,7 +402,7 @@ def settings_of_run(path: Path, data: dict[str, Any], family: str, args: list[st
     (:data:`INVOCATION`) and of the machine are left out, and so is an import path of
     ``protocol`` where the command line gives ``--protocol``.
     """
-    data = {key: value for key, value in data.items() if key not in (*INVOCATION, WARM_START_DIGEST)}
+    data = {key: value for key, value in data.items() if key not in (*INVOCATION, WARM_START_DIGEST, RECORDED_BY)}
     run = data if family == "text" else dict(data.get("run") or {})
     for name in (*INVOCATION, "run_dir"):
         run.pop(name, None)

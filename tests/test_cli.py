@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -286,12 +287,23 @@ def test_the_closing_line_lists_what_the_command_wrote_only(tmp_path, capsys):
     assert capsys.readouterr().out.strip().endswith(": adapters/, metrics.jsonl (5 s)")
 
 
-def test_another_librarys_warning_is_named_as_its(capsys):
-    """A real client took transformers' "Unable to fetch remote file" for the package's own."""
-    show = cli.show_warning("deliberate train text grpo")
-    show(UserWarning("Unable to fetch remote file"), UserWarning, "/env/lib/python3.12/site-packages/transformers/utils/hub.py", 1)
-    show(UserWarning("float16 trains without loss scaling"), UserWarning, "/home/me/deliberation-env/algorithms/text/train.py", 1)
+def test_another_librarys_warning_is_named_as_its(capsys, tmp_path, monkeypatch):
+    """A real client took transformers' "Unable to fetch remote file" for the package's own.
+    Whose a warning is follows the code that issued it, not the frame its stacklevel names."""
+    library = tmp_path / "site-packages" / "fakelib"
+    library.mkdir(parents=True)
+    (library / "__init__.py").write_text(
+        "import warnings\n\ndef fetch():\n    warnings.warn('Unable to fetch remote file', stacklevel=2)\n"
+    )
+    monkeypatch.syspath_prepend(str(library.parent))
+    import fakelib
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = cli.show_warning("deliberate train text grpo")
+        fakelib.fetch()  # its stacklevel names this file
+        warnings.warn("float16 trains without loss scaling", stacklevel=1)
     assert capsys.readouterr().err.splitlines() == [
-        "deliberate train text grpo: warning from transformers: Unable to fetch remote file",
+        "deliberate train text grpo: warning from fakelib: Unable to fetch remote file",
         "deliberate train text grpo: warning: float16 trains without loss scaling",
     ]

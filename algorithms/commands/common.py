@@ -31,10 +31,19 @@ def wrote_folder(folder: Path, seconds: float | None = None) -> None:
     entries = [
         path.name + ("/" if path.is_dir() else "")
         for path in sorted(folder.iterdir())
-        if since is None or any(part.stat().st_mtime >= since for part in (path, *(path.rglob("*") if path.is_dir() else ())))
+        if since is None or any(_modified(part) >= since for part in (path, *(path.rglob("*") if path.is_dir() else ())))
     ]
     took = "" if seconds is None else f" ({seconds:.0f} s)"
     console.print(f"wrote {folder}/: {', '.join(entries)}{took}", soft_wrap=True)
+
+
+def _modified(path: Path) -> float:
+    """When ``path`` itself (a link, not what it points to) was last modified; 0 where it
+    cannot be read."""
+    try:
+        return path.lstat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def did_you_mean(given: str, accepted: Sequence[str]) -> str:

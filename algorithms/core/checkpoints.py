@@ -18,6 +18,8 @@ unpickling one can run any code it holds, so they are refused unread.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 from collections.abc import Mapping
@@ -69,10 +71,17 @@ def with_umask_mode(*paths: str | Path) -> None:
     """Give files the mode a new file gets here (``0o666`` less the umask): safetensors
     writes its files ``0o600``, so a run folder on a shared file system held a checkpoint
     and adapters that only their writer could read, beside readable logs."""
-    umask = os.umask(0)
-    os.umask(umask)
     for path in paths:
-        os.chmod(path, 0o666 & ~umask)
+        with contextlib.suppress(OSError):  # a file system without POSIX modes keeps its own
+            os.chmod(path, 0o666 & ~_umask())
+
+
+@functools.cache
+def _umask() -> int:
+    """The process's umask, read once (reading it sets it for a moment)."""
+    umask = os.umask(0o077)
+    os.umask(umask)
+    return umask
 
 
 def _encode(value: Any, where: str, tensors: dict[str, torch.Tensor]) -> Any:

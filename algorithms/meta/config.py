@@ -46,6 +46,10 @@ def default_env() -> EnvConfig:
 
 
 # ---------------------------------------------------------------------------- learners
+RECORDED_BY = "recorded_by"
+"""What a run folder's ``config.json`` records beside the settings: the package that wrote
+it (``deliberation-env 0.2.0``), which marks the file as a run's record, so that a copy of it
+given as ``--config`` starts a new run rather than continuing the one it names."""
 WARM_START_DIGEST = "warm_start_sha256"
 """What a run folder's ``config.json`` records of a warm start beside the settings: its
 checkpoint's SHA-256, so a resumed run may find it at another path (a comparison's folder

@@ -29,6 +29,7 @@ from algorithms.core.run_dirs import check_resume, named_run, open_run_dir, reco
 from algorithms.meta import baselines
 from algorithms.meta.base import MetaLearner
 from algorithms.meta.config import (
+    RECORDED_BY,
     WARM_START_DIGEST,
     Algo,
     LearnerConfig,
@@ -43,6 +44,7 @@ from algorithms.meta.network import MetaPolicyNetwork
 from algorithms.meta.policy import Policy
 from algorithms.meta.sft import SFT
 from algorithms.meta.softrankpo import SoftRankPO
+from deliberation_env import __version__
 from deliberation_env.factory import vector_env_from
 from deliberation_env.meta.config import EnvConfig
 
@@ -125,12 +127,15 @@ def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = No
         trained = SFT(config, vector_env_from(config.env, config.num_envs), baselines.Oracle())
     folder = None
     if config.run.run_dir is not None:
-        record = {"algo": algo, **dataclasses.asdict(config)}
-        may_change = run_settings()
+        record = {"algo": algo, **dataclasses.asdict(config), RECORDED_BY: f"deliberation-env {__version__}"}
+        may_change = (*run_settings(), RECORDED_BY)
         if warm is not None:
             record[WARM_START_DIGEST] = warm_start_digest(config.warm_start)
-            if WARM_START_DIGEST in recorded_settings(config.run.run_dir):
+            recorded = recorded_settings(config.run.run_dir) if config.run.resume else {}
+            if WARM_START_DIGEST in recorded:
                 may_change += ("warm_start",)  # a moved checkpoint: the same one, by its digest
+            elif recorded:
+                may_change += (WARM_START_DIGEST,)  # a run of 0.2.0 records none: its path is compared, as then
         folder = open_run_dir(config.run.run_dir, record, config.run.resume, may_change, updates=config.run.updates)
     if sft is not None:
         _run_learner(sft, sft.config, f"sft seed {config.seed}")

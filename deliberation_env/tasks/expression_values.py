@@ -4,7 +4,8 @@ sympy's ``evalf`` can run without end on a few characters a model writes:
 ``1.0000001^{10^{10^{10}}}`` builds an integer of ten billion digits inside mpmath's C
 arithmetic, where no alarm reaches it (red team, round eleven). So a value is computed here
 in double precision, one operation per node of the expression, over an allow-list of
-nodes (numbers, pi and e, i, sums, products, powers and the elementary functions), with at
+nodes (numbers, pi and e, i, sums, products, powers, the elementary functions, floor and
+ceiling, max and min), with at
 most :data:`MAX_NODES` nodes; anything else (a symbol, a set, an integral, an overflow)
 has no value. Double precision is enough for what the readers ask: whether a decimal is a
 rounding of an answer, and whether the two sides of an equation of numbers agree.
@@ -38,12 +39,22 @@ _FUNCTIONS: dict[type, Callable[[complex], complex]] = {
     sympy.exp: cmath.exp,
     sympy.log: cmath.log,
     sympy.Abs: lambda z: complex(abs(z)),
+    sympy.sec: lambda z: 1 / cmath.cos(z),
+    sympy.csc: lambda z: 1 / cmath.sin(z),
+    sympy.cot: lambda z: 1 / cmath.tan(z),
+    sympy.floor: lambda z: complex(math.floor(z.real)) if z.imag == 0 else _no_value(),
+    sympy.ceiling: lambda z: complex(math.ceil(z.real)) if z.imag == 0 else _no_value(),
 }
 """The functions of one argument that have a value here, and how to compute it."""
 
 
 class _NoValue(Exception):
     """The expression has no value here."""
+
+
+def _no_value() -> complex:
+    """Raise :class:`_NoValue` (where an expression is wanted)."""
+    raise _NoValue
 
 
 def numeric_value(expr: Any) -> complex | None:
@@ -96,4 +107,11 @@ def _value(node: Any, budget: list[int]) -> complex:
     function = _FUNCTIONS.get(type(node))
     if function is not None and len(node.args) == 1:
         return function(_value(node.args[0], budget))
+    if isinstance(node, sympy.log) and len(node.args) == 2:  # log(x, b), as parsed unevaluated
+        return cmath.log(_value(node.args[0], budget)) / cmath.log(_value(node.args[1], budget))
+    if isinstance(node, (sympy.Max, sympy.Min)):
+        values = [_value(arg, budget) for arg in node.args]
+        if any(value.imag for value in values):
+            raise _NoValue
+        return complex((max if isinstance(node, sympy.Max) else min)(value.real for value in values))
     raise _NoValue

@@ -12,7 +12,7 @@ another value has hedged, and strict scoring reads no answer from it
   my other guess."), names it another answer ("Another possible answer is 11."), or takes
   the answer back for it ("Not 12 but 11");
 - or it is nothing but values ("C", "18 or 19.", "(19?)", "12, 11", "B/C", "both B and C",
-  "Therefore 11.", "11 if leftovers count"), also after a label that offers
+  "Therefore 11."), also after a label that offers
   ("Possible answers: 12, 11.", "Edit: 11", "Second guess: 11").
 
 What counts as one value is the reader's (``value_of``: a number, a letter, a LaTeX
@@ -61,7 +61,7 @@ _LIST_MARKER = re.compile(r"\s*+(?:\d{1,3}[.)]|[-*+•>#]++)\s++")
 _PARTS = re.compile(r"[,;:!|—–]++|\?")
 """What separates the parts of a line ("Wait, that's wrong: it's 19.")."""
 _LISTING_WRONG = re.compile(
-    r"[^\w\n]*+(?:incorrect|wrong|not(?![^,\n]*?\bbut\b)|eliminated?|ruled? out|rule out|excluded?|exclude|distractors?|reject(?:ed)?"
+    r"[^\w\n]*+(?:incorrect|wrong|not(?![^\n]*?\bbut\b)|eliminated?|ruled? out|rule out|excluded?|exclude|distractors?|reject(?:ed)?"
     r"|(?:(?:a|the)\s++)?(?:common|typical|frequent|tempting)\s++(?:mistakes?|errors?|wrong answers?|traps?|pitfalls?))\b",
     re.IGNORECASE,
 )
@@ -79,7 +79,7 @@ _FILLER = re.compile(
     r"|even|but|yet|though|although|if|unless|hmm|well|so|then|actually|no|wait|oops|correction|scratch|make|meant"
     r"|i|it's|it|is|that's|that|this|could|might|may|should|would|be|also|the|final|answer|ans|total|result|value"
     r"|option|choice|instead|think|guess|likely|about|around|approximately|roughly|just|therefore|thus|hence"
-    r"|sorry|nope|nah|mean|edit|both)\b)*+",
+    r"|sorry|nope|nah|mean|edit)\b)*+",
     re.IGNORECASE,
 )
 """Words and markup before a value offered ("but it might be", "or maybe about", "**", "∴")."""
@@ -123,6 +123,7 @@ _LIST_SEPARATOR = re.compile(r"(?<!\s)\s*+(?:(?<!\{),(?!(?:\\!)?\d{3}\b|\})|[;/&
 """What separates the values of a list ("12, 11", "B/C", "B and C"; not a digit group,
 ``1,000``, ``10,\\!000``, ``1{,}000``, nor spaces: a table's rows are no list)."""
 _SEPARATED = re.compile(r"[,;/&]|\b(?:and|or)\b", re.IGNORECASE)
+_BOTH = re.compile(r"^\s*+(?:both|either)\s++", re.IGNORECASE)
 _BARE = re.compile(r"[-+−]?\d[\d,.]*(?:/\d+)?%?|[A-Za-z]")
 """A piece of a list that is a bare number or letter (markup aside): the lists counted."""
 _MARKUP = " $*_`\"'"
@@ -136,10 +137,13 @@ _OFFERING_LABEL = re.compile(
 """A label that offers what follows it ("Possible answers:", "Second guess:", "Edit:"); an
 answer is stated once, so values after such a label are offered (not "Second day: 36",
 "Prime options: 2, 3, 7", "Options eliminated: A, C")."""
-_COUNTERFACTUAL = re.compile(r"\b(?:would|were|had)\b", re.IGNORECASE)
+_COUNTERFACTUAL = re.compile(r"\bwould\b", re.IGNORECASE)
 """A part that says what would be ("It would be 32 if she sold all 16."): its condition stays."""
 _CONDITION = re.compile(r"(?<=\S)\s++(?:if|unless|when|depending|assuming|provided)\b.*", re.IGNORECASE)
-"""A condition after a value offered ("11 if leftovers are counted")."""
+"""A condition after a doubted value ("Or perhaps 11 if leftovers are counted")."""
+_VALUE_LIKE = re.compile(r"\d|\b[A-HJ]\b")
+"""A digit or an option letter: a part that holds one doubts its value, though it checks."""
+_ASIDES = re.compile(r"\(([^()\n]*+)\)")
 _CHECKING = re.compile(r"\b(?:(?:double-|re-?)?check(?:ing)?|verify(?:ing)?|confirm(?:ing)?|sanity)\b", re.IGNORECASE)
 """Words of a check ("Maybe I should double-check:"): a doubt about the work, not the answer."""
 MAX_VALUES = 64
@@ -184,7 +188,7 @@ def hedges_after(
         (wholes, lists), offered = _offered(line)
         read = []
         if not any((whole := value_of(text)) is not None and not differs(answer, whole) for text in wholes):
-            read = next((values for values in map(_all_values(value_of), lists) if values), [])
+            read = _listed(lists, answer, value_of, differs)
         read += filter(None, map(value_of, offered))  # beyond a list of values, only its parts may offer one
         for value in read:
             values += 1
@@ -193,22 +197,30 @@ def hedges_after(
     return False
 
 
-def _all_values(value_of: Callable[[str], str | None]) -> Callable[[list[str]], list[str]]:
-    """A reader of a list of fragments: their values when every one is a value, else ``[]``."""
-
-    def read(fragments: list[str]) -> list[str]:
+def _listed(
+    ways: list[tuple[list[str], bool]],
+    answer: str,
+    value_of: Callable[[str], str | None],
+    differs: Callable[[str, str], bool],
+) -> list[str]:
+    """The values of the first of ``ways`` (:func:`_lists`) whose fragments are all values, or
+    ``[]``; a way marked as needing the answer counts only where one of its values is it
+    ("12, 11" after 12 hedges; "16, 3, 4", the numbers of the question, does not)."""
+    for fragments, needs_answer in ways:
         values = []
         for fragment in fragments:
             value = value_of(fragment)
             if value is None:
-                return []
+                break
             values.append(value)
-        return values
+        else:
+            if needs_answer and all(differs(answer, value) for value in values):
+                return []
+            return values
+    return []
 
-    return read
 
-
-def _offered(line: str) -> tuple[tuple[list[str], list[list[str]]], list[str]]:
+def _offered(line: str) -> tuple[tuple[list[str], list[tuple[list[str], bool]]], list[str]]:
     """The fragments of ``line`` that may be values it offers: the ways the line may be a
     list of values (:func:`_lists`: "18 or 19.", "B/C"; the first whose fragments are all
     values counts), and each part that calls a value right (and is not taken back later on
@@ -224,6 +236,11 @@ def _offered(line: str) -> tuple[tuple[list[str], list[list[str]]], list[str]]:
     taken_back = [False] * (len(parts) + 1)  # whether a part after the k-th takes it back ("..., but ...")
     for index in range(len(parts) - 1, 0, -1):
         taken_back[index - 1] = taken_back[index] or _DISMISSING.search(parts[index]) is not None
+    not_but = _NOT_BUT.match(line)
+    offered += [_core(not_but.group(1))] if not_but else []
+    for aside in _ASIDES.findall(line):  # "18 (or 19)": a parenthesis that doubts offers its value
+        if _OPENS_WITH_OR.match(aside) or _DOUBTS.search(aside) or aside.rstrip().endswith("?"):
+            offered.append(_core(aside, conditional=True))
     after_doubt = False
     for index, part in enumerate(parts):
         core = _core(part)
@@ -232,11 +249,11 @@ def _offered(line: str) -> tuple[tuple[list[str], list[list[str]]], list[str]]:
         dismissed = _DISMISSED.match(following) is not None or (part in questions and _CONFIRMED.match(following) is not None)
         if called_right and not taken_back[index]:
             offered.append(_core(called_right.group(1)))
-        named = _NAMES_ANOTHER.match(part) or _NOT_BUT.match(part)
+        named = _NAMES_ANOTHER.match(part)
         if named:
             offered.append(_core(named.group(1)))
         doubting = (
-            (_DOUBTS.search(part) is not None and not _CHECKING.search(part))
+            (_DOUBTS.search(part) is not None and not (_CHECKING.search(part) and not _VALUE_LIKE.search(part)))
             or _OPENS_WITH_OR.match(part) is not None
             or (part in questions and (_ASKED.match(part) is not None or bool(core)))
         )
@@ -246,7 +263,7 @@ def _offered(line: str) -> tuple[tuple[list[str], list[list[str]]], list[str]]:
     return listed, [fragment for fragment in offered if fragment]
 
 
-def _lists(line: str) -> tuple[list[str], list[list[str]]]:
+def _lists(line: str) -> tuple[list[str], list[tuple[list[str], bool]]]:
     """How ``line``, or what follows an offering label on it ("Possible answers: 12, 11.",
     "Edit: 11"), may be nothing but values: ``(wholes, ways)``. ``wholes``: the body read
     as one value, which restates the answer where it is it ("Final Answer: $(2, 3)$",
@@ -261,15 +278,15 @@ def _lists(line: str) -> tuple[list[str], list[list[str]]]:
         whole = _strip_end(body)
         core = _core(whole)
         if not _PARTS.search(core.replace("?", "")):  # "Sorry, 11." is 11 once its filler is read
-            ways.append([core])
+            ways.append(([core], False))
         if not _PARTS.search(body.replace("?", "")) and _OR.search(whole):
-            ways.append([_core(part) for part in _OR.split(whole)])
+            ways.append(([_core(part) for part in _OR.split(whole)], False))
         if _PARTS.search(core.replace("?", "")):
             wholes += [body.strip().rstrip("."), core]  # brackets kept: "$[2, 5)$", "$\\{1, 3\\}$"
         if _SEPARATED.search(core):
-            pieces = [_core(part) for part in _LIST_SEPARATOR.split(core) if part]
-            if pieces and all(_BARE.fullmatch(piece.strip(_MARKUP)) for piece in pieces):
-                ways.append(pieces)
+            pieces = [piece.strip(_MARKUP) for piece in _LIST_SEPARATOR.split(_BOTH.sub("", core)) if piece]
+            if pieces and all(map(_BARE.fullmatch, pieces)):
+                ways.append((pieces, body is line))  # a line's own list hedges where it names the answer too
                 wholes.append(", ".join(pieces))
     return wholes, ways
 
@@ -286,7 +303,7 @@ def _question_parts(line: str) -> set[str]:
 
 def _core(fragment: str, conditional: bool = False) -> str:
     """``fragment`` without the filler words and markup around a value, and a parenthesis
-    after it; with ``conditional``, a condition after it too ("11 if leftovers count")."""
+    after it; with ``conditional``, a condition after it too ("Or perhaps 11 if leftovers count")."""
     core = _strip_end(fragment[_FILLER.match(fragment).end() :])
     core = _strip_end(_ASIDE.sub("", core)) if "(" in core else core
     return _strip_end(_CONDITION.sub("", core)) if conditional else core

@@ -99,6 +99,7 @@ _DOUBT = re.compile(rf"\?|\b(?:{'|'.join(DOUBT_WORDS + NUMBER_WORDS)}|[ivx]{{2,}
 does not read, a second value."""
 _NUMBER_EQUALS = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*=|=\s*-?\d+(?:\.\d+)?\s*=")
 """A number equated to something ("3 = 2", "x = 3 = 2"): math-verify reads the last side."""
+_DEGREES = re.compile(r"\\circ|°")
 _GROUP_SPACE = re.compile(r"\\[,;:! ]|~|\{,\}")
 """LaTeX spaces that group a number's digits by thousands (``\\,``, ``\\ ``, ``~``, ``{,}``)."""
 _DECIMAL_COMMA = re.compile(r"(?<=(?<![\d.])0)\{,\}(?=\d)|(?<=\d)\{,\}(?=(?:\d{1,2}|\d{4,})(?!\d))")
@@ -278,22 +279,23 @@ def offers_alternatives(answer: str, reference: str) -> bool:
     parsed = _parsed(answer)
     if len(parsed) < 2:  # not read as mathematics: compared as text, whole
         return False
-    if _equates_other_numbers(parsed[0]):  # "{2} = 3", "1+1 = 3": read as their right side
+    if _equates_other_numbers(parsed[0], answer):  # "{2} = 3", "1+1 = 3": read as their right side
         return True
     read = str(parsed[1])
     unread_digits = _digits(answer) - _digits(read)
     return bool(unread_digits) or len(_DOUBT.findall(answer)) > len(_DOUBT.findall(read))
 
 
-def _equates_other_numbers(expr: Any) -> bool:
-    """Whether ``expr`` is an equation of numbers whose sides differ (``2 = 3``, ``1 + 1 =
-    3``), or whose left side has no value here (:func:`numeric_value`): math-verify reads such an
-    equation as its right side, so its left side is a second value offered. An equation
-    that holds (``3 \\times 4 = 12``) offers one value."""
-    if not isinstance(expr, sympy.Equality) or expr.lhs.free_symbols:
+def _equates_other_numbers(expr: Any, answer: str) -> bool:
+    """Whether ``expr`` is an equation of two numbers that differ (``2 = 3``, ``1 + 1 = 3``):
+    math-verify reads such an equation as its right side, so its left side is a second value
+    offered. An equation that holds (``3 \\times 4 = 12``), or one whose side has no value
+    here (``f(2) = 5``, ``\\gcd(12, 18) = 6``: :func:`numeric_value`), offers one value; so
+    does one in degrees (``\\cos 60^\\circ = \\frac12``: math-verify drops the degree sign)."""
+    if not isinstance(expr, sympy.Equality) or expr.lhs.free_symbols or _DEGREES.search(answer):
         return False
     left, right = numeric_value(expr.lhs), numeric_value(expr.rhs)
-    return left is None or right is None or not cmath.isclose(left, right, rel_tol=1e-9, abs_tol=1e-12)
+    return left is not None and right is not None and not cmath.isclose(left, right, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def _digits(latex: str) -> Counter[str]:

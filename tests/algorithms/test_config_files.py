@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -309,3 +310,24 @@ def test_a_field_written_by_its_flag_name_is_named_by_its_field(tmp_path):
     path.write_text("algo: grpo\nrollout_workers: 2\n")
     with pytest.raises(ValueError, match=r"a file names them by field: workers \(not rollout_workers\)"):
         parse("train", "text", "--config", str(path))
+
+
+def test_a_file_naming_its_command_is_read_under_torchrun(tmp_path, monkeypatch):
+    """Under torchrun the command's name carries the rank, and a file's ``command: train``
+    was refused as naming another command (a reviewer's find)."""
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    path = tmp_path / "t.yaml"
+    path.write_text("command: train\nalgo: grpo\nrun: {updates: 7}\n")
+    assert parse("train", "text", "--config", str(path)).learner.run.updates == 7
+
+
+def test_a_meta_run_record_copied_out_of_its_folder_is_a_template(tmp_path):
+    """A copied meta ``config.json`` kept its ``run_dir`` and ``resume``: it would have
+    continued the original run."""
+    config = GRPOConfig(run=RunConfig(run_dir="/elsewhere/run", resume=True))
+    record = {"algo": "grpo", **dataclasses.asdict(config), "recorded_by": "deliberation-env 0.2.0"}
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(record))
+    learner = parse("train", "meta", "--config", str(path)).learner
+    assert (learner.run.run_dir, learner.run.resume) == ("", False)

@@ -144,3 +144,23 @@ def test_a_moved_warm_start_resumes_and_another_one_is_refused(tmp_path):
     other = str(tmp_path / "sft_b" / "checkpoint.safetensors")
     with pytest.raises(ValueError, match="warm_start_sha256 is '[0-9a-f]+' there and '[0-9a-f]+' here"):
         meta_train(dataclasses.replace(meta_config(run_dir, updates=3, resume=True), warm_start=other))
+
+
+def test_a_warm_started_run_of_0_2_0_resumes(tmp_path):
+    """0.2.0 recorded no warm-start digest, and its checkpoints hold the warm start's path
+    among the learner's settings: such a run must still resume (a reviewer's find)."""
+    from algorithms.core.checkpoints import load_checkpoint, save_checkpoint
+
+    meta_train(meta_config(str(tmp_path / "sft"), updates=1))
+    warm = str(tmp_path / "sft" / "checkpoint.safetensors")
+    run_dir = tmp_path / "run"
+    meta_train(dataclasses.replace(meta_config(str(run_dir), updates=1), warm_start=warm))
+    recorded = json.loads((run_dir / "config.json").read_text())
+    del recorded["warm_start_sha256"]
+    (run_dir / "config.json").write_text(json.dumps(recorded))
+    state = load_checkpoint(run_dir / "checkpoint.safetensors")
+    state["config"]["warm_start"] = warm
+    save_checkpoint(state, run_dir / "checkpoint.safetensors")
+    meta_train(dataclasses.replace(meta_config(str(run_dir), updates=2, resume=True), warm_start=warm))
+    steps = [json.loads(line)["step"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert steps[-1] == 2

@@ -39,6 +39,7 @@ def gsm8k():
         "\nI mean 19", "\nNope, 19", "\nNot 18 but 19", "\nOn second thought, 19.", "\n19 is equally likely.",
         "\nOr perhaps 19 if leftovers are counted.", "\n19 would be my other guess.", "\nAnother possible answer is 19.",
         "\nOr maybe \uff11\uff19.",  # full-width digits
+        "\nNot 18, but 19.", "\nNot sure, but maybe 19.", "\n18 (or 19)", "\nMaybe 19 if we recheck",  # the final read
     ],
 )  # fmt: skip
 def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
@@ -77,6 +78,7 @@ def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
         "\n\nSo, 9 eggs and 18 dollars.",  # quantities with their units
         "\n(It would be 32 if she sold all 16 eggs.)",  # a counterfactual's condition
         "\n\nFinal answer: 18",
+        "\n(16, 3, 4)", "\nThat is 9 and 9, so 18.", "\nNot 19, but 18.",  # lists that do not name the answer
         "\n\nWhy:\n" + "\n".join(f"Point {k}: she sells what she does not eat or bake." for k in range(70)),
     ],
 )
@@ -201,6 +203,9 @@ def test_a_list_of_the_options_keeps_the_letter():
     for after in ["\n\nOptions:\nA) Lungs\nB) Heart\nC) Liver\nD) Kidney", "\n\nA - Lungs\nB - Heart",
                   "\n\n(A) Lungs (B) Heart (C) Liver (D) Kidney", "\n\nOptions eliminated: A, C, D"]:  # fmt: skip
         assert task.parse(problem, "Answer: B" + after) == "B", after
+    both = Problem("mmlu:p", "Which?", "C", {"choices": ["Lungs", "Heart", "Both A and B", "Neither"]})
+    assert task.parse(both, "Answer: C\nBoth A and B.") == "C"  # the option's own text, not a list
+    assert task.parse(both, "Answer: C\nC (or B)") is None
 
 
 def test_an_option_named_with_an_article_keeps_the_letter():

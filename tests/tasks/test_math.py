@@ -365,7 +365,7 @@ def test_the_bounded_evaluation_refuses_symbols_and_what_overflows(value):
     assert numeric_value(sympy.sympify(value, evaluate=False)) is None
 
 
-@pytest.mark.parametrize("box", ["2 = 3", "{2} = 3", "(2) = 3", "+2 = 3", "2^1 = 3", "2! = 3", r"\frac{4}{2} = 3", "1+1 = 3", r"2 \equiv 3"])
+@pytest.mark.parametrize("box", [r"\lfloor 2\rfloor = 3", r"\log_2 8 = 4", "2 = 3", "{2} = 3", "(2) = 3", "+2 = 3", "2^1 = 3", "2! = 3", r"\frac{4}{2} = 3", "1+1 = 3", r"2 \equiv 3"])
 def test_an_equation_of_two_numbers_that_differ_is_no_answer(box):
     """math-verify reads ``2 = 3`` as 3: a regular expression refused it, and wrappers of the
     left side (``{2} = 3``, ``1+1 = 3``) got past it (red team, round eleven)."""
@@ -374,8 +374,16 @@ def test_an_equation_of_two_numbers_that_differ_is_no_answer(box):
     assert not task.is_correct(problem, task.parse(problem, f"So $\\boxed{{{box}}}$."))
 
 
-@pytest.mark.parametrize("box", [r"3 \times 4 = 12", r"\frac{24}{2} = 12", "x = 12"])
-def test_an_equation_that_holds_keeps_its_value(box):
+@pytest.mark.parametrize(
+    ("box", "gold"),
+    [
+        (r"3 \times 4 = 12", "12"), (r"\frac{24}{2} = 12", "12"), ("x = 12", "12"),
+        # the final read: a side with no value here, a log's base, degrees, floor and max
+        ("f(2) = 5", "5"), (r"\gcd(12,18) = 6", "6"), (r"\log_3 81 = 4", "4"), (r"\cos 60^\circ = \frac12", r"\frac12"),
+        (r"\lfloor 2.5\rfloor = 2", "2"), (r"\max(2,3) = 3", "3"), (r"\sec 0 = 1", "1"),
+    ],
+)  # fmt: skip
+def test_an_equation_that_holds_keeps_its_value(box, gold):
     task = tasks.get("math", path="sample")
-    problem = Problem("math:p", "Compute.", "12")
+    problem = Problem("math:p", "Compute.", gold)
     assert task.is_correct(problem, task.parse(problem, f"So $\\boxed{{{box}}}$."))
