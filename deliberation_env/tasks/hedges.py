@@ -137,8 +137,9 @@ _OFFERING_LABEL = re.compile(
 """A label that offers what follows it ("Possible answers:", "Second guess:", "Edit:"); an
 answer is stated once, so values after such a label are offered (not "Second day: 36",
 "Prime options: 2, 3, 7", "Options eliminated: A, C")."""
-_COUNTERFACTUAL = re.compile(r"\bwould\b", re.IGNORECASE)
-"""A part that says what would be ("It would be 32 if she sold all 16."): its condition stays."""
+_COUNTERFACTUAL = re.compile(r"\b(?:would|could|might)\b", re.IGNORECASE)
+"""A part that says what would or could be ("(it could be 32 if she sold all 16)"): its
+condition stays."""
 _CONDITION = re.compile(r"(?<=\S)\s++(?:if|unless|when|depending|assuming|provided)\b.*", re.IGNORECASE)
 """A condition after a doubted value ("Or perhaps 11 if leftovers are counted")."""
 _VALUE_LIKE = re.compile(r"\d|\b[A-HJ]\b")
@@ -240,7 +241,7 @@ def _offered(line: str) -> tuple[tuple[list[str], list[tuple[list[str], bool]]],
     offered += [_core(not_but.group(1))] if not_but else []
     for aside in _ASIDES.findall(line):  # "18 (or 19)": a parenthesis that doubts offers its value
         if _OPENS_WITH_OR.match(aside) or _DOUBTS.search(aside) or aside.rstrip().endswith("?"):
-            offered.append(_core(aside, conditional=True))
+            offered.append(_core(aside))  # its condition kept: "(it could be 32 if she sold all 16)"
     after_doubt = False
     for index, part in enumerate(parts):
         core = _core(part)

@@ -79,6 +79,7 @@ def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
         "\n(It would be 32 if she sold all 16 eggs.)",  # a counterfactual's condition
         "\n\nFinal answer: 18",
         "\n(16, 3, 4)", "\nThat is 9 and 9, so 18.", "\nNot 19, but 18.",  # lists that do not name the answer
+        "\n(it could be 32 if she sold all 16)",  # a counterfactual in a parenthesis
         "\n\nWhy:\n" + "\n".join(f"Point {k}: she sells what she does not eat or bake." for k in range(70)),
     ],
 )
