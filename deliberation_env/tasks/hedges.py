@@ -106,7 +106,8 @@ _NAMES_ANOTHER = re.compile(
 )
 """A part that names another answer ("Another possible answer is 11.")."""
 _NOT_BUT = re.compile(r"[^\w\n]*+not\s++(?:[^,\n]+?),?\s++but\s++(.+)", re.IGNORECASE)
-"""A part that takes a value back for another ("Not 12 but 11"): the other is offered."""
+"""A line that takes a value back for another ("Not 12 but 11", "Not sure, but maybe 11"):
+the other is offered."""
 _EMPHASIS = re.compile(r"(?<![\\\w_])_++|(?<!_)_++(?![\w{_])")
 """Underscores of emphasis (``_Or maybe 19._``), not a subscript's (``x_1``)."""
 _RESTATED = re.compile(
