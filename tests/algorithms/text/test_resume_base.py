@@ -113,9 +113,9 @@ def test_a_run_config_json_is_the_run_of_its_own_folder(tmp_path):
 def test_a_run_with_a_protocol_file_resumes_from_its_config_json(tmp_path, monkeypatch):
     """The record names the protocol by its import path, which a config file may not; the
     error said to give ``--protocol`` on the command line, and doing so was refused the same."""
-    (tmp_path / "hash_task.py").write_text("from text_learner_fakes import HashProtocol\n\nprotocol = HashProtocol()\n")
-    monkeypatch.chdir(tmp_path)
-    settings = ["--protocol", "./hash_task.py:protocol", "--updates"]
+    (tmp_path / "resumed_task.py").write_text("from text_learner_fakes import HashProtocol\n\nprotocol = HashProtocol()\n")
+    monkeypatch.chdir(tmp_path)  # a module name no other test imports (the data-parallel tests import hash_task)
+    settings = ["--protocol", "./resumed_task.py:protocol", "--updates"]
     cli.main(["train", "text", "grpo", "--model", "tiny", *SMALL, *settings, "1", "--run-dir", "run"])
     cli.main(["train", "text", "--config", "run/config.json", "--resume", *settings, "2"])
     assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 2
