@@ -240,9 +240,12 @@ def _offered(line: str) -> tuple[tuple[list[str], list[tuple[list[str], bool]]],
         taken_back[index - 1] = taken_back[index] or _DISMISSING.search(parts[index]) is not None
     not_but = _NOT_BUT.match(line)
     offered += [_core(not_but.group(1))] if not_but else []
-    for aside in _ASIDES.findall(line):  # "18 (or 19)": a parenthesis that doubts offers its value
-        if _OPENS_WITH_OR.match(aside) or _DOUBTS.search(aside) or aside.rstrip().endswith("?"):
-            offered.append(_core(aside))  # its condition kept: "(it could be 32 if she sold all 16)"
+    for aside in _ASIDES.findall(line):  # "18 (or 19)": a part of a parenthesis that doubts offers its value
+        inner = _PARTS.split(aside)
+        asked = aside.rstrip().endswith("?")  # "(C?)"
+        for index, part in enumerate(inner):  # not "i.e. 50%" of "(or 0.5, i.e. 50%)"
+            if _OPENS_WITH_OR.match(part) or _DOUBTS.search(part) or (asked and index == 0):
+                offered.append(_core(part))  # its condition kept: "(it could be 32 if she sold all 16)"
     after_doubt = False
     for index, part in enumerate(parts):
         core = _core(part)

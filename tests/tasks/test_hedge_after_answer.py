@@ -133,6 +133,14 @@ def test_math_an_approximation_or_a_percentage_of_the_answer_keeps_it():
     assert task.parse(half, "So $\\boxed{\\frac{1}{2}}$.\n(50%)") is not None
 
 
+def test_math_a_parenthesis_with_a_restatement_after_its_or_keeps_the_answer():
+    """A final check's honest ending: "(or 0.5, i.e. 50%)" was offered whole, one value."""
+    task = tasks.get("math", path="sample")
+    half = Problem("math:p", "Compute.", "\\frac{1}{2}")
+    assert task.parse(half, "So $$\\boxed{\\frac{1}{2}}$$\n\n(or 0.5, i.e. 50%)") is not None
+    assert task.parse(half, "So $$\\boxed{\\frac{1}{2}}$$\n\n(or maybe 0.6, not sure)") is None
+
+
 def test_math_a_mixed_number_restating_the_answer_keeps_it():
     task = tasks.get("math", path="sample")
     problem = Problem("math:p", "Compute.", "\\frac{14}{3}")
