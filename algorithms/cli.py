@@ -384,11 +384,16 @@ INVOCATION = ("resume", "progress")
 run: ``--config <run>/config.json`` takes them from the command line alone."""
 
 
+def in_its_run_folder(path: Path) -> bool:
+    """Whether ``path`` is the ``config.json`` of the run in its own folder."""
+    return path.name == run_dirs.CONFIG and run_dirs.holds_run(path.parent)
+
+
 def run_record(path: Path, data: dict[str, Any], family: str) -> bool:
     """Whether the config file ``path`` (its fields ``data``) is a run's own ``config.json``:
     in the run's folder, or copied elsewhere (a text run records the machine,
     :data:`MACHINE_RECORDS`; a meta run the package that wrote it, :data:`RECORDED_BY`)."""
-    if path.name == run_dirs.CONFIG and run_dirs.holds_run(path.parent):
+    if in_its_run_folder(path):
         return True
     marks = MACHINE_RECORDS if family == "text" else (RECORDED_BY, WARM_START_DIGEST)
     return any(key in data for key in marks)
@@ -406,7 +411,7 @@ def settings_of_run(path: Path, data: dict[str, Any], family: str, args: list[st
     run = data if family == "text" else dict(data.get("run") or {})
     for name in (*INVOCATION, "run_dir"):
         run.pop(name, None)
-    if path.name == run_dirs.CONFIG and run_dirs.holds_run(path.parent):
+    if in_its_run_folder(path):
         run["run_dir"] = str(path.parent)
     if family != "text":
         data["run"] = run

@@ -4,6 +4,7 @@ name a mistake in command-line terms before any work starts."""
 from __future__ import annotations
 
 import difflib
+import itertools
 import shutil
 import sys
 import time
@@ -31,7 +32,7 @@ def wrote_folder(folder: Path, seconds: float | None = None) -> None:
     entries = [
         path.name + ("/" if path.is_dir() else "")
         for path in sorted(folder.iterdir())
-        if since is None or any(_modified(part) >= since for part in (path, *(path.rglob("*") if path.is_dir() else ())))
+        if since is None or any(_modified(part) >= since for part in itertools.chain([path], path.rglob("*") if path.is_dir() else ()))
     ]
     took = "" if seconds is None else f" ({seconds:.0f} s)"
     console.print(f"wrote {folder}/: {', '.join(entries)}{took}", soft_wrap=True)

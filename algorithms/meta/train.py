@@ -13,7 +13,6 @@ learner, and only then records ``config.json``; then ``metrics.jsonl``,
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 import torch
 
+from agents.fingerprint import file_sha256
 from algorithms.core.checkpoints import CheckpointError, check_structure, load_checkpoint
 from algorithms.core.config import run_settings
 from algorithms.core.metrics import check_loggers
@@ -130,7 +130,7 @@ def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = No
         record = {"algo": algo, **dataclasses.asdict(config), RECORDED_BY: f"deliberation-env {__version__}"}
         may_change = (*run_settings(), RECORDED_BY)
         if warm is not None:
-            record[WARM_START_DIGEST] = warm_start_digest(config.warm_start)
+            record[WARM_START_DIGEST] = file_sha256(config.warm_start)
             recorded = recorded_settings(config.run.run_dir) if config.run.resume else {}
             if WARM_START_DIGEST in recorded:
                 may_change += ("warm_start",)  # a moved checkpoint: the same one, by its digest
@@ -145,12 +145,6 @@ def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = No
         summary = {"algo": trained.name, "before": result.first, "after": result.evaluation}
         (folder / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return TrainResult(trained, result.history, result.first, result.evaluation, config.run.run_dir)
-
-
-def warm_start_digest(path: str | Path) -> str:
-    """The SHA-256 of the warm-start checkpoint at ``path``."""
-    with open(path, "rb") as file:
-        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def load_network(path: str | Path, env: EnvConfig) -> MetaPolicyNetwork:
