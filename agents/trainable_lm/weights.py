@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from agents.file_modes import with_umask_modes_below
 from agents.trainable_lm.extra import MISSING_EXTRA
 
 if MISSING_EXTRA is None:
@@ -232,6 +233,7 @@ def shared_base(wrapped: PeftModel, tokenizer: PreTrainedTokenizerBase) -> Path:
     plain.load_state_dict(weights)
     plain.save_pretrained(partial)
     tokenizer.save_pretrained(partial)
+    with_umask_modes_below(partial)  # mkdtemp's 0o700 would keep other users of a shared cache out
     try:
         partial.rename(folder)
     except OSError:  # another process wrote the same base meanwhile: theirs is kept

@@ -18,10 +18,7 @@ unpickling one can run any code it holds, so they are refused unread.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +27,8 @@ import numpy as np
 import safetensors
 import torch
 from safetensors.torch import save_file
+
+from agents.file_modes import with_umask_mode
 
 CHECKPOINT = "checkpoint.safetensors"
 """The checkpoint's file name in a run directory."""
@@ -65,23 +64,6 @@ def save_checkpoint(state: Mapping[str, Any], path: str | Path) -> None:
     save_file(tensors, partial, metadata=metadata)
     with_umask_mode(partial)
     partial.replace(path)
-
-
-def with_umask_mode(*paths: str | Path) -> None:
-    """Give files the mode a new file gets here (``0o666`` less the umask): safetensors
-    writes its files ``0o600``, so a run folder on a shared file system held a checkpoint
-    and adapters that only their writer could read, beside readable logs."""
-    for path in paths:
-        with contextlib.suppress(OSError):  # a file system without POSIX modes keeps its own
-            os.chmod(path, 0o666 & ~_umask())
-
-
-@functools.cache
-def _umask() -> int:
-    """The process's umask, read once (reading it sets it for a moment)."""
-    umask = os.umask(0o077)
-    os.umask(umask)
-    return umask
 
 
 def _encode(value: Any, where: str, tensors: dict[str, torch.Tensor]) -> Any:

@@ -25,12 +25,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from agents.file_modes import with_umask_modes_below
 from agents.text_policy import TextPolicy
 from agents.trainable_lm import TrainableLM, default_lora, tiny_model
 from agents.trainable_lm.weights import base_digest
 from agents.trainable_team import TrainableTeam
 from algorithms.core import data_parallel
-from algorithms.core.checkpoints import checkpoint_settings, resume_checkpoint, with_umask_mode
+from algorithms.core.checkpoints import checkpoint_settings, resume_checkpoint
 from algorithms.core.config import KEPT_ON_RESUME
 from algorithms.core.metrics import check_loggers
 from algorithms.core.run import TrainResult, run
@@ -342,7 +343,7 @@ def _train(
     if config.run.run_dir and ranks.writes:
         folder = Path(config.run.run_dir)
         lm.save_adapters(folder / ADAPTERS)
-        with_umask_mode(*(path for path in (folder / ADAPTERS).rglob("*") if path.is_file()))
+        with_umask_modes_below(folder / ADAPTERS)
         summary = {"algo": learner.name, "config": config_record(config), "before": before, "after": after}
         (folder / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
         if result.history:

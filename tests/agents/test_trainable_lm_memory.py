@@ -6,6 +6,7 @@ shared folder written once) and loads with plain peft. Tiny models built here, n
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
@@ -238,6 +239,10 @@ def test_a_base_that_exists_nowhere_else_is_written_once_where_runs_share_it(tmp
         settings = json.loads((tmp_path / run / "agent_0" / "adapter_config.json").read_text())
         assert settings["base_model_name_or_path"] == str(shared)
     AutoPeftModelForCausalLM.from_pretrained(tmp_path / "b" / "agent_0")  # the shared folder is a whole model
+    umask = os.umask(0)
+    os.umask(umask)
+    modes = {path.stat().st_mode & 0o777 for path in (shared, *shared.rglob("*"))}
+    assert modes == {0o777 & ~umask, 0o666 & ~umask}  # not mkdtemp's 0o700: other users share the cache
     model, tokenizer = tiny_model(seed=1)
     TrainableLM(model, tokenizer, ["agent_0"]).save_adapters(tmp_path / "c")  # other weights: another base
     assert len(list((tmp_path / "bases").iterdir())) == 2
