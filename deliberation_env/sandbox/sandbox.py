@@ -347,7 +347,8 @@ class Verdict:
         stdout: The candidate's standard output, at most ``MAX_OUTPUT_CHARS`` characters.
         stderr: The candidate's standard error, at most ``MAX_OUTPUT_CHARS`` characters.
         duration: Wall-clock seconds, including the interpreter's start.
-        isolation: ``"namespaces"`` or ``"rlimits"`` (see the module docstring).
+        isolation: ``"namespaces"`` or ``"rlimits"`` (see the module docstring); ``"none"``
+            where nothing ran (a program too large to send: ``load_error``).
         returned: What ``check(candidate)`` returned, as plain built-in values (the
             codec's: a tuple stays a tuple); ``None`` unless passed. Tests that count
             what passed (rather than raise at the first failure) return their count here.
@@ -488,6 +489,12 @@ def judge_python(
         ValueError: If a limit is not positive.
     """
     limits = _Limits(timeout_s, memory_mb, max_processes, max_file_mb)
+    candidate = {"code": request.program, "helper": request.helper}
+    size = len(json.dumps(candidate).encode("ascii"))
+    if size > MAX_MESSAGE_BYTES:  # the candidate's text is the agent's: a verdict, not an exception
+        detail = f"the program and helper are {size} bytes encoded; the sandbox takes at most {MAX_MESSAGE_BYTES}"
+        return Verdict(passed=False, reason="load_error", detail=detail, behaviour=None, stdout="",
+                       stderr="", duration=0.0, isolation="none", returned=None)  # fmt: skip
     frames = [
         {
             "code": request.program,

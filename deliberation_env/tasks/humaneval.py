@@ -37,7 +37,8 @@ problem and its record, never a wrong answer.
 ``repr`` of what the program returns (or the exception's type) on the example calls
 written in the prompt (``>>> f(1, 2)``, ``f(1, 2) == 3``, ...), evaluated by the judge in
 the same run as the tests. Programs that cannot run, and problems whose prompt has no
-example, are keyed by their normalized syntax tree instead.
+example, are keyed by their normalized syntax tree instead (by their text where the tree
+is too deep to write out).
 
 **Verdict cache.** Verdicts are kept per judged request (a digest of the program, the
 tests, the entry point, the prompt and the probes, so two problems never share one),
@@ -178,6 +179,33 @@ def code_blocks(text: str) -> list[str]:
                 blocks.append("\n".join(lines))
             python = None
     return blocks
+
+
+def _future_imports(code: str) -> tuple[str, str]:
+    """``code``'s ``from __future__`` imports (the lines of those at its start) and the rest,
+    those lines left blank (so the rest's line numbers hold): the imports must open the
+    program the decision is judged in, which the prompt opens.
+
+    >>> _future_imports('from __future__ import annotations\\ndef f(x: int):\\n    return x\\n')
+    ('from __future__ import annotations\\n', '\\ndef f(x: int):\\n    return x\\n')
+    """
+    try:
+        body = ast.parse(code).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "", code
+    start = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else 0
+    lines = code.splitlines(keepends=True)
+    futures = []
+    for statement in body[start:]:
+        if not (isinstance(statement, ast.ImportFrom) and statement.module == "__future__"):
+            break
+        futures.append((statement.lineno - 1, statement.end_lineno))
+    if not futures:
+        return "", code
+    taken = {line for first, end in futures for line in range(first, end)}
+    hoisted = "".join(lines[line] for line in sorted(taken))
+    rest = "".join("\n" if number in taken else line for number, line in enumerate(lines))
+    return (hoisted if hoisted.endswith("\n") else hoisted + "\n"), rest
 
 
 def _defines(code: str, entry_point: str) -> bool:
@@ -416,10 +444,12 @@ class HumanEvalTask(SplitsFromSource):
 
     def request(self, problem: Problem, decision: str) -> JudgeRequest:
         """What the sandbox judges for a decision: the decision after the prompt (its
-        imports and helpers), the hidden tests, the prompt as the judge's setup, and the
+        imports and helpers; the decision's own ``from __future__`` imports before it, where
+        Python requires them), the hidden tests, the prompt as the judge's setup, and the
         prompt's example calls as probes."""
+        futures, rest = _future_imports(decision)
         return JudgeRequest(
-            program=f"{problem.meta['prompt']}\n\n{decision}",
+            program=f"{futures}{problem.meta['prompt']}\n\n{rest}",
             tests=problem.meta["test"],
             entry_point=problem.meta["entry_point"],
             setup=problem.meta["prompt"],
@@ -458,7 +488,10 @@ class HumanEvalTask(SplitsFromSource):
         behaviour = self.verdict(problem, decision).behaviour
         if problem.meta["examples"] and behaviour is not None:
             return ("outputs", *behaviour)
-        return ("code", ast.dump(ast.parse(decision)))
+        try:
+            return ("code", ast.dump(ast.parse(decision)))
+        except (RecursionError, MemoryError):  # compiles, but too deep for ast.dump: its text
+            return ("text", decision)
 
     def cache_info(self) -> CacheInfo:
         """Hits, misses (requests judged), the bound and the size of the verdict cache."""

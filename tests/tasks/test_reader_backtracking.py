@@ -15,6 +15,7 @@ from deliberation_env.tasks import mmlu
 from deliberation_env.tasks.humaneval import extract_code
 from deliberation_env.tasks.math import extract_answer, stated_answer
 from deliberation_env.tasks.numeric import extract_number, stated_number
+from deliberation_env.text.protocols.coding.protocol import _code
 
 RUN = 100_000
 READERS = {
@@ -25,6 +26,7 @@ READERS = {
     "mmlu strict": mmlu.stated_letter,
     "mmlu lenient": mmlu.extract_letter,
     "code": lambda text: extract_code(text, "f"),
+    "coding protocol's code": lambda text: _code(text, "f"),  # `^\s*def` crossed lines: 45 s for 40,000
 }
 HEADS = ["####", "answer:", "The answer is", "The answer is 5", "Answer: A", "\\boxed{", "\\boxed{A", "answer is **", "```", "```python"]
 
