@@ -1,5 +1,5 @@
-"""Checks of arguments shared by both env families: numbers (Python or NumPy, never a bool)
-and the keys of an action dict."""
+"""Checks of arguments shared by both env families: numbers (Python or NumPy, never a bool),
+the keys of an action dict and an agent's name."""
 
 from __future__ import annotations
 
@@ -28,3 +28,10 @@ def check_action_keys(actions: Any, agents: Sequence[str]) -> None:
     extra = [a for a in actions if a not in agents]
     if missing or extra:
         raise ValueError(f"actions must have exactly the agents {list(agents)}: missing {missing}, unknown {extra}")
+
+
+def check_agent(agent: Any, possible_agents: Sequence[str]) -> None:
+    """Raise a ``KeyError`` naming the agents unless ``agent`` is one of ``possible_agents``
+    (``observation_space("agent_9")`` of a team of three returned a space)."""
+    if agent not in possible_agents:
+        raise KeyError(f"no agent {agent!r}: the agents are {list(possible_agents)}")

@@ -198,3 +198,22 @@ def test_vector_env_bad_actions():
         venv.reset(seed=-3)
     _, _rewards, _, _, infos = venv.step(good)
     assert infos[0]["agent_0"]["round"] == 1
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: de.parallel_env(task="arithmetic", team="simulated"),
+        lambda: de.vector_env(2, task="arithmetic", team="simulated"),
+        lambda: de.text_env(task="arithmetic", n_agents=3),
+        lambda: de.text_vector_env(2, task="arithmetic", n_agents=3),
+    ],
+    ids=["meta", "meta vector", "text", "text vector"],
+)
+def test_the_space_of_an_agent_that_is_not_in_the_team_is_a_key_error(build):
+    """A real client got a space for ``observation_space("nope")`` from both families."""
+    env = build()
+    assert env.observation_space("agent_2") is not None and env.action_space("agent_0") is not None
+    for space in (env.observation_space, env.action_space):
+        with pytest.raises(KeyError, match=r"no agent 'agent_3': the agents are \['agent_0', 'agent_1', 'agent_2'\]"):
+            space("agent_3")

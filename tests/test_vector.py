@@ -56,7 +56,9 @@ def test_ended_env_ignores_actions_and_reports_zero_reward():
     _, rewards, terms, _, infos = venv.step({a: np.full(2, 2) for a in venv.agents})
     assert [rewards[a][0] for a in venv.agents] == [0.0, 0.0, 0.0]
     assert infos[0]["agent_2"]["decision"] == "7" and infos[0]["agent_0"]["round"] == 1
-    assert infos[0]["agent_0"]["team_reward"] == 0.0  # paid once, at the step that ended it
+    # the infos keep the final state: a learner reads team_reward from the last step's infos
+    # (MAGRPO's "team" return), where it read 0.0 for every env that had ended earlier
+    assert infos[0]["agent_0"]["team_reward"] == 1.0 and infos[1]["agent_0"]["team_reward"] == 0.0
     assert infos[1]["agent_0"]["round"] == 2
 
 

@@ -140,6 +140,7 @@ def user_learners(
             raise TypeError(f"learner {algo!r} is a {type(factory).__name__}, not a class or function that builds one")
         if family is not None:
             check_built_as(algo, factory, family)
+            check_learner_class(algo, factory, family)
         found[learner_label(algo)] = factory
     return found
 
@@ -163,6 +164,37 @@ def check_built_as(algo: str, factory: LearnerFactory, family: str) -> None:
             f"learner {algo!r} cannot be built as compare {family} builds one, {call}: {error} "
             f"(a {other} learner? compare {other} trains those)"
         ) from None
+
+
+NEEDED_METHODS = {"meta": ("policy",), "text": ()}
+"""What a comparison calls on each family's learners beyond :class:`~algorithms.core.learner.Learner`'s:
+a meta learner's held-out episodes are played by its ``policy()``."""
+
+
+def check_learner_class(algo: str, factory: LearnerFactory, family: str) -> None:
+    """Refuse a class that is no :class:`~algorithms.core.learner.Learner`, or lacks what
+    ``family``'s comparison calls (:data:`NEEDED_METHODS`), before anything is trained:
+    a real client's met an ``AttributeError`` at the first held-out evaluation instead. A
+    function that builds a learner is taken as it is.
+
+    Raises:
+        TypeError: Naming the class and what it lacks.
+    """
+    from algorithms.core.learner import Learner
+
+    if not inspect.isclass(factory):
+        return
+    if not issubclass(factory, Learner):
+        raise TypeError(
+            f"learner {algo!r} is the class {factory.__qualname__}, no algorithms.core.learner.Learner: "
+            f"subclass one of the {family} family's learners (examples/05_custom_learner.py)"
+        )
+    missing = [name for name in NEEDED_METHODS[family] if not callable(getattr(factory, name, None))]
+    if missing:
+        raise TypeError(
+            f"learner {algo!r} ({factory.__qualname__}) has no {', '.join(f'{name}()' for name in missing)}, "
+            f"which compare {family} calls to evaluate it (algorithms.meta.PolicyGradientLearner has one)"
+        )
 
 
 def write_results(

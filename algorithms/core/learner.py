@@ -194,6 +194,11 @@ class GroupPolicyGradient(Learner):
         batch = self.collect()
         returns = self.returns(batch)
         advantages = self.group_advantages(batch, returns)
+        if advantages.shape != returns.shape:  # a learner of one's own: named here, not in an index deep below
+            raise ValueError(
+                f"{type(self).__name__}.compute_advantages gave advantages of shape {tuple(advantages.shape)} "
+                f"for returns of shape {tuple(returns.shape)}: it must give one advantage per return"
+            )
         samples = self.sample_advantages(batch, advantages)
         losses = self.optimize(batch, samples)
         self.update += 1

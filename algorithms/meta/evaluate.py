@@ -25,6 +25,7 @@ import deliberation_env as de
 from agents.progress import reporting
 from agents.seeding import derive_seed
 from algorithms.core.evaluation import Evaluation
+from algorithms.core.learner import Learner
 from algorithms.core.run import padded_batches
 from algorithms.meta.policy import Policy
 from deliberation_env.meta.spaces import ACTION_NAMES
@@ -95,7 +96,7 @@ class EvalResult:
 
 
 def evaluate(
-    policy: Policy,
+    policy: Policy | Learner,
     venv: de.DeliberationVectorEnv,
     problem_indices: Sequence[int],
     seed: int = 0,
@@ -104,7 +105,7 @@ def evaluate(
     """Play ``policy`` greedily once on each problem: the meta family's evaluation.
 
     Args:
-        policy: The policy to evaluate (a learner's ``policy()``, or a baseline).
+        policy: The policy to evaluate (a baseline, a learner's ``policy()``, or the learner).
         venv: The vector env (its split decides what ``problem_indices`` index).
         problem_indices: Problems to evaluate on, ``venv.num_envs`` at a time.
         seed: Evaluation seed; problem k always gets episode seed f(seed, problem id).
@@ -116,8 +117,20 @@ def evaluate(
     return evaluate_rounds(policy, venv, problem_indices, seed, progress).evaluation()
 
 
+def policy_of(policy_or_learner: Policy | Learner) -> Policy:
+    """The policy to play: ``policy_or_learner`` itself, or a learner's ``policy()``."""
+    if not hasattr(policy_or_learner, "act") and callable(getattr(policy_or_learner, "policy", None)):
+        return policy_or_learner.policy()
+    if not callable(getattr(policy_or_learner, "act", None)):
+        raise TypeError(
+            f"evaluate needs a policy (a name and act(obs, infos)) or a learner with policy(), "
+            f"got {type(policy_or_learner).__name__}"
+        )
+    return policy_or_learner
+
+
 def evaluate_rounds(
-    policy: Policy,
+    policy: Policy | Learner,
     venv: de.DeliberationVectorEnv,
     problem_indices: Sequence[int],
     seed: int = 0,
@@ -127,7 +140,7 @@ def evaluate_rounds(
     """Run one episode per problem and aggregate accuracy, tokens and actions round by round.
 
     Args:
-        policy: The policy to evaluate.
+        policy: The policy to evaluate, or a learner (its ``policy()``).
         venv: The vector env (its split decides what ``problem_indices`` index).
         problem_indices: Problems to evaluate on, ``venv.num_envs`` at a time.
         seed: Evaluation seed; problem k always gets episode seed f(seed, problem id).
@@ -141,6 +154,13 @@ def evaluate_rounds(
     """
     if len(problem_indices) == 0:
         raise ValueError("problem_indices is empty: nothing to evaluate")
+    outside = [k for k in problem_indices if not 0 <= k < len(venv.problems)]
+    if outside:
+        raise ValueError(
+            f"problem_indices {outside[:5]} lie outside the env's {len(venv.problems)} problems "
+            f"(0 .. {len(venv.problems) - 1}, of the split the env was made with)"
+        )
+    policy = policy_of(policy)
     E, agents, rounds = venv.num_envs, venv.agents, venv.episode_length
     correct = np.zeros((len(problem_indices), rounds + 1, len(agents)), dtype=bool)
     consensus = np.zeros((len(problem_indices), rounds + 1), dtype=bool)
@@ -171,9 +191,9 @@ def evaluate_rounds(
                     break
                 actions = policy.act(obs, infos)
                 live = venv.active[:n_real]
+                obs, _, _, _, infos = venv.step(actions)  # checks the actions' shape and values first
                 for a in agents:
                     action_counts += np.bincount(np.asarray(actions[a])[:n_real][live], minlength=len(de.MetaAction))
-                obs, _, _, _, infos = venv.step(actions)
                 r += 1
             # Episodes that stopped early keep their final state for the remaining rounds.
             correct[start : start + n_real, r + 1 :] = correct[start : start + n_real, r : r + 1]

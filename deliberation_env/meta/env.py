@@ -81,8 +81,9 @@ index                    feature
 =======================  ============================================================
 
 ``de.spaces.flat_features(n)`` names every index (``self/confidence``, ...,
-``peer_1/confidence``, ...). The Dict stays the default; TorchRL's wrapper takes it too,
-but TorchRL's ``SerialEnv`` and ``ParallelEnv`` over it fail on the key ``self`` (a TorchRL
+``peer_1/confidence``, ...). The Dict stays the default; TorchRL's wrapper takes it too
+(with ``infos="numeric"``: it turns every info value into a tensor, and the rich infos hold
+text), but TorchRL's ``SerialEnv`` and ``ParallelEnv`` over it fail on the key ``self`` (a TorchRL
 bug: ``Composite.__init__() got multiple values for argument 'self'``), which the flat
 vector, having no keys, avoids.
 
@@ -107,7 +108,8 @@ tokens_i / 1000 <= r <= reward_scale (w_local + w_global). ``infos[agent]`` hold
 ``tokens`` (``prompt``, ``completion``, ``total`` of this step), ``episode_tokens``,
 ``cut`` (the current answer was cut at the token budget: under strict scoring no answer),
 ``answer_tokens`` (the tokens the current answer's text was generated in),
-``team_reward`` (1.0 if the consensus is correct at the final step, else 0.0), ``round``,
+``team_reward`` (once the episode has ended, 1.0 if the consensus is correct at the final
+step, else 0.0; 0.0 while it runs; an ended env of a vector env keeps it), ``round``,
 ``action``, ``problem_id`` and ``concede_target`` (the index of the agent whose answer
 CONCEDE would adopt in the next step, ``None`` if it would act as PERSIST; it holds no
 correctness: only a privileged policy such as the oracle pairs it with ``correct``).
@@ -215,7 +217,7 @@ from deliberation_env.parallel_episode import (
     render_table,
 )
 from deliberation_env.tasks import Task
-from deliberation_env.values import check_action_keys, is_integer
+from deliberation_env.values import check_action_keys, check_agent, is_integer
 
 INFOS = ("rich", "numeric")
 TEXT_INFOS = frozenset({"decision", "confidence_method", "text", "problem_id"})
@@ -270,7 +272,7 @@ def all_infos(core: DeliberationCore, agents: Sequence[str]) -> list[dict[str, d
     ep = core.episode
     rounds, actions = ep.round.tolist(), ep.last_action.tolist()
     correct, conf, methods = ep.correct.tolist(), ep.conf.tolist(), ep.conf_method.tolist()
-    consensus, final = ep.consensus_correct.tolist(), ep.just_ended.tolist()
+    consensus, ended = ep.consensus_correct.tolist(), (~ep.active).tolist()  # kept past the end (vector env)
     prompt, completion = ep.step_tokens.tolist()
     episode_tokens = ep.episode_tokens.tolist()
     targets = ep.concede_target.tolist()
@@ -278,7 +280,7 @@ def all_infos(core: DeliberationCore, agents: Sequence[str]) -> list[dict[str, d
     local, global_, cost = parts["local"], parts["global"], parts["token_cost"]
     infos = []
     for e in range(core.num_envs):
-        team_reward = float(consensus[e]) if final[e] else 0.0
+        team_reward = float(consensus[e]) if ended[e] else 0.0
         problem_id = ep.problem[e].id
         env_infos = {}
         for i, agent in enumerate(agents):
@@ -391,10 +393,12 @@ class DeliberationEnv(ParallelEnv):
 
     def observation_space(self, agent: str) -> spaces.Dict | spaces.Box:
         """The (cached) observation space; identical for all agents."""
+        check_agent(agent, self.possible_agents)
         return self._observation_space
 
     def action_space(self, agent: str) -> spaces.Discrete:
         """The (cached) action space: Discrete(3)."""
+        check_agent(agent, self.possible_agents)
         return self._action_space
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):

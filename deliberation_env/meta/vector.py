@@ -49,7 +49,7 @@ from deliberation_env.meta.env import (
     flat_observations,
 )
 from deliberation_env.starts import Starts
-from deliberation_env.values import check_action_keys
+from deliberation_env.values import check_action_keys, check_agent
 
 
 class DeliberationVectorEnv:
@@ -127,10 +127,12 @@ class DeliberationVectorEnv:
 
     def observation_space(self, agent: str) -> spaces.Dict | spaces.Box:
         """The observation space of one agent of one env."""
+        check_agent(agent, self.possible_agents)
         return self._observation_space
 
     def action_space(self, agent: str) -> spaces.Discrete:
         """The action space of one agent of one env: Discrete(3)."""
+        check_agent(agent, self.possible_agents)
         return self._action_space
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):

@@ -160,7 +160,7 @@ from deliberation_env.text.protocols.base import (
 )
 from deliberation_env.text.protocols.coding import CodingProtocol
 from deliberation_env.text.protocols.math import MathProtocol
-from deliberation_env.values import check_action_keys, is_integer
+from deliberation_env.values import check_action_keys, check_agent, is_integer
 
 ACTION_MAX_LENGTH = 4_096
 """Longest text the action space's ``sample()`` draws (any longer ``str`` is accepted)."""
@@ -461,10 +461,12 @@ class TextDeliberationEnv(ParallelEnv):
 
     def observation_space(self, agent: str) -> spaces.Text:
         """The (cached) observation space: every prompt fits it."""
+        check_agent(agent, self.possible_agents)
         return self._spaces.observation
 
     def action_space(self, agent: str) -> spaces.Text:
         """The (cached) action space (any ``str`` is accepted)."""
+        check_agent(agent, self.possible_agents)
         return self._spaces.action
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):

@@ -38,7 +38,7 @@ from deliberation_env.tasks import Problem
 from deliberation_env.text.config import TextEnvConfig
 from deliberation_env.text.env import Spaces, TextEngine, check_text
 from deliberation_env.text.protocols.base import TextProtocol
-from deliberation_env.values import check_action_keys
+from deliberation_env.values import check_action_keys, check_agent
 
 
 class TextDeliberationVectorEnv:
@@ -111,10 +111,12 @@ class TextDeliberationVectorEnv:
 
     def observation_space(self, agent: str) -> spaces.Text:
         """The observation space of one agent of one env."""
+        check_agent(agent, self.possible_agents)
         return self._spaces.observation
 
     def action_space(self, agent: str) -> spaces.Text:
         """The action space of one agent of one env (any ``str`` is accepted)."""
+        check_agent(agent, self.possible_agents)
         return self._spaces.action
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):

@@ -232,3 +232,30 @@ def test_a_learner_of_the_other_family_is_refused_before_anything_is_written(tmp
     with pytest.raises(ValueError, match=r"cannot be built as compare meta builds one.*a text learner\?"):
         meta_compare.compare(tiny_meta(tmp_path, ("centred",)), learners={"centred": CentredText})
     assert not (tmp_path / "text").exists() and not (tmp_path / "meta").exists()
+
+
+def test_a_class_that_compare_could_not_evaluate_is_refused_before_anything_is_written(tmp_path):
+    """A real client met an AttributeError at the first held-out evaluation, ten frames deep."""
+
+    class NoLearner:
+        def __init__(self, config, venv, warm_start=None):
+            pass
+
+    class NoPolicy(GRPO):
+        policy = None
+
+    with pytest.raises(TypeError, match=r"'plain' is the class .*NoLearner, no algorithms.core.learner.Learner"):
+        meta_compare.compare(tiny_meta(tmp_path, ("plain",)), learners={"plain": NoLearner})
+    with pytest.raises(TypeError, match=r"'blind' \(.*NoPolicy\) has no policy\(\), which compare meta calls"):
+        meta_compare.compare(tiny_meta(tmp_path, ("blind",)), learners={"blind": NoPolicy})
+    assert not (tmp_path / "meta").exists()
+
+
+def test_advantages_of_another_shape_than_the_returns_name_the_learner(tmp_path):
+    class Pooled(GRPO):
+        def compute_advantages(self, returns):
+            return returns.mean(dim=1, keepdim=True)  # one per group: the shape is wrong
+
+    with pytest.raises(ValueError, match=r"Pooled.compute_advantages gave advantages of shape \(2, 1, 3\) "
+                       r"for returns of shape \(2, 2, 3\): it must give one advantage per return"):  # fmt: skip
+        meta_compare.compare(tiny_meta(tmp_path, ("pooled",)), learners={"pooled": Pooled})

@@ -51,6 +51,29 @@ def test_both_families_evaluate_with_the_same_arguments():
     assert shapes[0] == shapes[1] == [("venv", empty), ("problem_indices", empty), ("seed", 0), ("progress", True)]
 
 
+def test_meta_evaluate_takes_a_learner_as_the_text_one_does_and_names_bad_arguments():
+    """A real client passed a meta learner as README says ("policy or learner") and got
+    AttributeError 'act'; indices past the split and scalar actions raised IndexError."""
+    config = meta.GRPOConfig(groups_per_update=2, group_size=2, hidden_size=16, num_heads=2)
+    learner = meta.GRPO(config, de.vector_env(config.num_envs, task="arithmetic", team="simulated", max_rounds=2))
+    assert meta.evaluate(learner, venv(4), range(6), progress=False) == meta.evaluate(
+        learner.policy(), venv(4), range(6), progress=False
+    )
+    with pytest.raises(ValueError, match=r"problem_indices \[200\] lie outside the env's 200 problems"):
+        meta.evaluate(learner, venv(4), [0, 200], progress=False)
+
+    class Scalars:
+        name = "scalars"
+
+        def act(self, obs, infos):
+            return dict.fromkeys(obs, 1)
+
+    with pytest.raises(ValueError, match=r"actions\['agent_0'\] must have shape \(4,\)"):
+        meta.evaluate(Scalars(), venv(4), range(4), progress=False)
+    with pytest.raises(TypeError, match="a policy .* or a learner with policy"):
+        meta.evaluate(object(), venv(4), range(4), progress=False)
+
+
 def test_independent_keeps_round_zero_answers():
     result = evaluate_rounds(baselines.get("independent"), venv(8), range(16), progress=False)
     assert result.action_shares == {"persist": 1.0, "refine": 0.0, "concede": 0.0}

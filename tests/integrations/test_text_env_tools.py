@@ -6,10 +6,11 @@
   through unchanged. RLlib's algorithms cannot train on it (no default RLModule encodes a
   Text observation or emits a Text action): a text policy is the user's LLM.
 
-Cannot take text: TorchRL 0.11.1's ``PettingZooWrapper`` builds a spec for the Text
-observation but cannot step a Text action (``_extract_nested_with_index`` raises
-``NotImplementedError`` on a ``NonTensorStack``), hence neither can BenchMARL; SuperSuit's
-observation wrappers take Box observations only.
+Cannot take text: TorchRL 0.11's ``PettingZooWrapper`` fails while it is built (it turns
+every info value into a tensor, and the text env's infos hold strings: ``TypeError: new():
+invalid data type 'str'``; README's table says so, and the test below tells when it no
+longer holds), hence neither can BenchMARL; SuperSuit's observation wrappers take Box
+observations only.
 """
 
 import functools
@@ -67,3 +68,11 @@ def test_rllib_parallel_pettingzoo_env_passes_text_through():
     assert terminations["__all__"] is False and truncations["__all__"] is False
     _, _, terminations, _, _ = wrapped.step(actions)
     assert terminations["__all__"] is True
+
+
+def test_torchrl_cannot_wrap_the_text_env_as_readme_says():
+    pytest.importorskip("torchrl", reason="TorchRL is in the 'integrations' extra")
+    from torchrl.envs.libs.pettingzoo import PettingZooWrapper
+
+    with pytest.raises(TypeError, match="invalid data type 'str'"):
+        PettingZooWrapper(de.text_env(max_turns=2))
