@@ -158,7 +158,8 @@ def code_blocks(text: str) -> list[str]:
     closes at the next three backticks (code before them on their line is kept, text after
     them is not: "```. This function ..."). Blocks of other languages (text, bash, ...)
     are skipped whole, so their fences never pair with a Python block's; an unclosed block
-    is no block.
+    is no block (the text env sees only text: an open fence is how a reply cut at its token
+    budget shows, and strict scoring credits no cut reply).
 
     >>> code_blocks("```text\\n>>> f(1)\\n```\\nSo:\\n```python3\\ndef f(x):\\n    return x\\n```")
     ['def f(x):\\n    return x\\n']
