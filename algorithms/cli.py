@@ -42,7 +42,7 @@ from typing import Annotated, Any
 import tyro
 from rich.logging import RichHandler
 
-from agents.cache import CacheFileError
+from agents.cache import CacheFileError, CacheMissError
 from algorithms.commands import cache, compare, run, tasks, train
 from algorithms.commands.common import console
 from algorithms.core import config_files, run_dirs
@@ -170,8 +170,9 @@ subcommand below the one they belong to."""
 
 
 # ---------------------------------------------------------------------------- errors
-USER_ERRORS = (ValueError, TypeError, KeyError, FileNotFoundError, ImportError, CacheFileError)
-"""What the package raises on a bad value, file, cache key or missing extra: one line, no traceback."""
+USER_ERRORS = (ValueError, TypeError, KeyError, FileNotFoundError, ImportError, CacheFileError, CacheMissError)
+"""What the package raises on a bad value, file, cache key, missing extra or an offline cache's miss: one line,
+no traceback."""
 LIST_FLAGS = (
     "--algos", "--reward-scales", "--baselines", "--policies", "--team", "--models", "--lora-targets",
     "--simulated.skill", "--simulated.refine-gain", "--simulated.self-fix", "--simulated.corruption",

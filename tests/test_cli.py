@@ -235,6 +235,10 @@ def test_compare_prints_its_table_and_files(capsys, tmp_path):
     assert f"wrote {out_dir}/: action_shares.png, compare.csv, compare.json, config.json, curves.csv, final_accuracy.png" in out
     assert "deliberate compare meta: error: compare sets --seed for each run: use --seeds" in refused(
         capsys, "compare", "meta", "--seed", "3", "--out-dir", str(tmp_path / "other"))  # fmt: skip
+    # a newcomer's --reward-scale 10 trained at scale 1 and was recorded as 10
+    assert "compare sets --reward-scale for each run: use --reward-scales" in refused(
+        capsys, "compare", "meta", "--reward-scale", "10", "--out-dir", str(tmp_path / "other"))  # fmt: skip
+    assert not (tmp_path / "other").exists()
 
 
 @pytest.mark.parametrize("checkpointed", [True, False])
@@ -259,6 +263,23 @@ def test_ctrl_c_is_one_line_that_says_how_to_continue(capsys, monkeypatch, tmp_p
         assert err == f"deliberate train meta grpo: interrupted: the same command with --run-dir {folder} --resume continues from the last checkpoint"
     else:
         assert err == f"deliberate train meta grpo: interrupted: {folder} holds no checkpoint yet, so there is nothing to resume; run the command again"
+
+
+def test_an_offline_cache_miss_is_one_line(capsys, monkeypatch):
+    """A newcomer's ``run --offline`` on a cache that lacked a row printed a traceback."""
+    from agents.cache import CacheMissError
+    from algorithms.commands import run as run_commands
+
+    def missed(cfg):
+        raise CacheMissError("offline response cache /tmp/c.sqlite has no row for 1 request: run once with offline=False")
+
+    monkeypatch.setitem(cli.COMMANDS, run_commands.RunMeta, ("run meta", missed))
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["run", "--offline"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        "deliberate run: error: offline response cache /tmp/c.sqlite has no row for 1 request: run once with offline=False"
+    )
 
 
 def test_a_negative_seed_is_refused_by_name(capsys):
@@ -307,3 +328,18 @@ def test_another_librarys_warning_is_named_as_its(capsys, tmp_path, monkeypatch)
         "deliberate train text grpo: warning from fakelib: Unable to fetch remote file",
         "deliberate train text grpo: warning: float16 trains without loss scaling",
     ]
+
+
+@pytest.mark.parametrize("command", [["train", "meta", "grpo"], ["compare", "meta", "--algos", "grpo", "--seeds", "1"]])
+def test_meta_runs_on_a_test_split_smaller_than_eval_problems_evaluate_all_of_it(capsys, tmp_path, command):
+    """A newcomer's ``--task gsm8k --path sample`` (8 test problems) asked for the default 200
+    and failed with an IndexError after the run's folder was written."""
+    folder = tmp_path / "run"
+    where = ["--run-dir" if command[0] == "train" else "--out-dir", str(folder)]
+    small = [arg for arg in TINY_TRAIN if arg not in ("--difficulty", "3", "--eval-problems", "8")]
+    cli.main([*command, *small, "--task", "gsm8k", "--path", "sample", *where])
+    out, err = capsys.readouterr()
+    assert "--eval-problems=200 is more than the 8 problems of the test split" in err
+    assert "8 test problems" in " ".join(out.split())
+    recorded = json.loads((folder / "config.json").read_text())
+    assert (recorded if command[0] == "train" else recorded["learner"])["run"]["eval_problems"] == 8

@@ -1,4 +1,6 @@
-"""The ``train`` extra the trainable LM needs (peft, beside transformers), checked on use.
+"""What the trainable LM needs (peft, beside transformers), checked on use: both are core
+dependencies now (a newcomer's `make run` install could not run the text seat), but an
+install without them (``pip install --no-deps``) still gets one error that names them.
 
 :mod:`agents.trainable_lm` imports without it (the command line imports the learners); its
 modules import what they use of peft and transformers only when :data:`MISSING_EXTRA` is

@@ -12,6 +12,7 @@ table and the files. Both write the same files (:mod:`algorithms.core.compare`),
 
 from __future__ import annotations
 
+import json
 import operator
 import time
 from dataclasses import replace
@@ -21,12 +22,12 @@ from typing import Any
 from algorithms.commands.common import console, quiet_libraries, wrote_folder
 from algorithms.core.compare import learner_label
 from algorithms.core.metrics import check_loggers
-from algorithms.core.run_dirs import check_resume, new_run_dir
+from algorithms.core.run_dirs import CONFIG, check_resume, new_run_dir
 from algorithms.meta.config import CompareConfig, PolicyGradientConfig
 from algorithms.text.compare import TextCompare
 from algorithms.text.config import TextLearnerConfig
 
-PER_RUN = {"seed": "--seeds", "run_dir": "--out-dir"}
+PER_RUN = {"seed": "--seeds", "run_dir": "--out-dir", "reward_scale": "--reward-scales"}
 """Run settings a comparison sets for each run, and the option that says them instead."""
 
 
@@ -56,13 +57,15 @@ def compare_meta(cfg: CompareConfig) -> dict[str, Any]:
     return the summary."""
     from algorithms.meta.compare import compare, compare_table
 
-    check_per_run_settings(cfg.learner, PolicyGradientConfig(), ("seed", "run.run_dir"))
+    check_per_run_settings(cfg.learner, PolicyGradientConfig(), ("seed", "run.run_dir", "env.reward_scale"))
     check_loggers(cfg.learner.run.tensorboard, cfg.learner.run.wandb_project)
     check_resume(cfg.learner.run.resume, cfg.out_dir, flag="--out-dir")
     cfg = with_folder(cfg, "meta")
     started = time.perf_counter()
     summary = compare(cfg)
-    console.print(compare_table(summary, cfg))
+    recorded = json.loads((Path(cfg.out_dir) / CONFIG).read_text())["learner"]["run"]["eval_problems"]
+    cfg = replace(cfg, learner=replace(cfg.learner, run=replace(cfg.learner.run, eval_problems=recorded)))
+    console.print(compare_table(summary, cfg))  # the number evaluated: at most the test split's
     wrote_folder(Path(cfg.out_dir), time.perf_counter() - started)
     return summary
 

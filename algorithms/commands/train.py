@@ -23,6 +23,7 @@ continue the run from its last checkpoint, as ``--resume`` would.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,10 +103,12 @@ def meta_train_table(cfg: LearnerConfig, folder: Path) -> Table:
     from rich.table import Table
 
     from algorithms.core.metrics import METRICS, read_metrics
+    from algorithms.core.run_dirs import CONFIG
 
     evaluations = [record for record in read_metrics(folder / METRICS) if "eval/accuracy" in record]
     algo = algo_of(cfg)
-    table = Table(title=f"{algo}, seed {cfg.seed}: held-out, {cfg.run.eval_problems} test problems")
+    problems = json.loads((folder / CONFIG).read_text())["run"]["eval_problems"]  # at most the test split's
+    table = Table(title=f"{algo}, seed {cfg.seed}: held-out, {problems} test problems")
     for column in ("policy", "updates", "episodes", "consensus acc (95% CI)", "acc", "tok/problem",
                    "PERSIST", "REFINE", "CONCEDE"):  # fmt: skip
         table.add_column(column, justify="left" if column == "policy" else "right")
@@ -113,7 +116,7 @@ def meta_train_table(cfg: LearnerConfig, folder: Path) -> Table:
     for label, record in (("SFT warm start" if warm else "untrained", evaluations[0]), (algo, evaluations[-1])):
         table.add_row(
             label, str(record["step"]), f"{record['episodes']:,}",
-            with_interval(record["eval/consensus_accuracy"], cfg.run.eval_problems),
+            with_interval(record["eval/consensus_accuracy"], problems),
             f"{record['eval/accuracy']:.3f}", f"{record['eval/tokens']:,.0f}",
             *(f"{record[f'eval/{action}_share']:.2f}" for action in ("persist", "refine", "concede")),
         )  # fmt: skip

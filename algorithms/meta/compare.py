@@ -56,7 +56,7 @@ from algorithms.core.run_dirs import (
     removed_if_nothing_ran,
 )
 from algorithms.meta import baselines, plots
-from algorithms.meta.config import ALGOS, CompareConfig, with_task_defaults
+from algorithms.meta.config import ALGOS, CompareConfig, with_held_out_problems, with_task_defaults
 from algorithms.meta.train import EVAL_BATCH, held_out, train
 from deliberation_env.factory import vector_env_from
 
@@ -73,7 +73,7 @@ def compare(cfg: CompareConfig, learners: Mapping[str, LearnerFactory] | None = 
             learner, or an ``out_dir`` that holds a comparison (without ``--resume``).
     """
     own = user_learners(cfg.algos, ALGOS, learners, "meta")
-    cfg = dataclasses.replace(cfg, learner=with_task_defaults(cfg.learner))
+    cfg = dataclasses.replace(cfg, learner=with_held_out_problems(with_task_defaults(cfg.learner)))
     names = [learner_label(algo) for algo in cfg.algos]
     if not cfg.out_dir:
         cfg = dataclasses.replace(cfg, out_dir=str(new_run_dir("compare", "meta", "+".join(names))))

@@ -28,8 +28,9 @@ from algorithms.core.checks import check_positive
 from algorithms.core.compare import algo_names, check_algos
 from algorithms.core.config import GroupSettings, GRPOSettings, LearnerSettings, RunConfig
 from algorithms.meta import baselines
-from deliberation_env.arguments import DEFAULT_TASK
+from deliberation_env.arguments import DEFAULT_TASK, build_task
 from deliberation_env.meta.config import EnvConfig
+from deliberation_env.tasks import problem_count
 
 Algo = Literal["softrankpo", "grpo", "magrpo", "sft"]
 ALGOS = typing.get_args(Algo)
@@ -220,6 +221,20 @@ def with_task_defaults(config: LearnerConfig) -> LearnerConfig:
     if env.task != DEFAULT_TASK or env.difficulty is not None or "difficulty" in (env.task_kwargs or {}):
         return config
     return dataclasses.replace(config, env=dataclasses.replace(env, difficulty=TRAINING_DIFFICULTY))
+
+
+def with_held_out_problems(config: LearnerConfig) -> LearnerConfig:
+    """``config`` with ``run.eval_problems`` at most its task's test split (the whole split
+    where it has fewer, with a warning: :func:`~deliberation_env.tasks.problem_count`), so
+    the recorded config, the tables and their intervals give the number evaluated. A
+    client's ``--task gsm8k --path sample`` asked for the default 200 of 4 and failed
+    after the run's folder was written.
+    """
+    if not config.run.eval_problems:
+        return config
+    split_size = len(build_task(config.env).problems("test"))
+    count = problem_count(config.run.eval_problems, split_size, "test", "--eval-problems")
+    return dataclasses.replace(config, run=dataclasses.replace(config.run, eval_problems=count))
 
 
 @dataclass

@@ -35,6 +35,7 @@ from algorithms.meta.config import (
     LearnerConfig,
     PolicyGradientConfig,
     algo_of,
+    with_held_out_problems,
     with_task_defaults,
 )
 from algorithms.meta.evaluate import evaluate
@@ -105,7 +106,7 @@ def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = No
     algo = algo_of(config)
     if learner is not None and not isinstance(config, PolicyGradientConfig):
         raise ValueError("a learner of one's own takes a policy-gradient learner's config: softrankpo, grpo or magrpo")
-    config = with_task_defaults(config)
+    config = with_held_out_problems(with_task_defaults(config))
     check_loggers(config.run.tensorboard, config.run.wandb_project)
     check_resume(config.run.resume, config.run.run_dir)
     config = dataclasses.replace(config, run=named_run(config.run, "meta", f"{algo}-seed{config.seed}"))
