@@ -112,6 +112,8 @@ class RunText(TaskSource):
     """Samples per problem (pass@k and accuracy@k for every k <= samples)."""
     seed: int = 0
     """Evaluation seed."""
+    progress: bool = True
+    """Show progress on stderr: the baselines done and the requests done of each LLM call."""
     run_dir: str = ""
     """Folder of results.json and the plot; ``""``: a new one,
     ``runs/run/text-<team>-humaneval-seed<seed>-<time>``."""
@@ -231,7 +233,7 @@ def run_text(cfg: RunText, backend: Backend | None = None) -> dict[str, Any]:
                   f"{cfg.n_problems} problems, {cfg.samples} sample(s) each)")  # fmt: skip
     summaries = text_eval.evaluate_baselines(
         CodingProtocol(task), backend, cfg.n_problems, samples=cfg.samples, seed=cfg.seed, split=cfg.split,
-        temperature=SMOLLM2_TEMPERATURE if cfg.temperature is None else cfg.temperature,
+        temperature=SMOLLM2_TEMPERATURE if cfg.temperature is None else cfg.temperature, progress=cfg.progress,
     )  # fmt: skip
     elapsed = time.perf_counter() - started
     folder = cfg.folder()

@@ -232,7 +232,9 @@ def with_held_out_problems(config: LearnerConfig) -> LearnerConfig:
     """
     if not config.run.eval_problems:
         return config
-    split_size = len(build_task(config.env).problems("test"))
+    task = build_task(config.env)
+    task.problems("train")  # what training reads: a missing train split is named first, not after a warning
+    split_size = len(task.problems("test"))
     count = problem_count(config.run.eval_problems, split_size, "test", "--eval-problems")
     return dataclasses.replace(config, run=dataclasses.replace(config.run, eval_problems=count))
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from algorithms.core.compare import CURVES_FIGURE, FINAL_FIGURE
 from algorithms.core.figures import SHARE, final_bars, fitted_range, new_figure, write_figure
@@ -121,11 +122,12 @@ def draw_curves(ax: Axes, runs: Mapping[str, Sequence[History]], held_out: str =
             ax.plot(c.eval_updates, c.eval_values, "o", color=colour, markerfacecolor="none", markersize=5)
             drawn += [c.rewards, c.eval_values]
         mean = np.mean([c.rewards[:length] for c in curves], axis=0)
-        ax.plot(curves[0].updates[:length], mean, color=colour, lw=2.5, label=f"{name}, training ({len(curves)} seeds)")
+        ax.plot(curves[0].updates[:length], mean, color=colour, lw=2.5, label=f"{name}, training ({len(curves)} seed{'s' if len(curves) > 1 else ''})")
         shared = _shared_evaluations(curves)
         if shared is not None:
             ax.plot(*shared, "o", color=colour, markersize=7, markeredgecolor="k", label=f"{name}, held-out (greedy)")
     ax.set(xlabel="update", ylabel="joint reward", ylim=fitted_range(drawn, limits=None))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # updates are whole: no tick at 1.5
     ax.grid(alpha=0.3)
 
 

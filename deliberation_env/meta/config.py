@@ -102,9 +102,9 @@ class EnvConfig(TaskFields):
     # Team
     team: Annotated[TeamSpec, TEAM_ON_THE_COMMAND_LINE] = "smollm2"
     """One spec for every agent or one per agent (heterogeneous team): ``simulated``,
-    ``smollm2``, ``llamacpp[:<gguf>]``, ``transformers:<model>``,
-    ``openai:<base_url>#<model>``, ``vllm:<model>`` (:mod:`agents.specs`); from Python
-    also a Backend or a Solver."""
+    ``smollm2``, ``ctranslate2[:<gguf or model dir>]``, ``ctranslate2-int8[:...]``,
+    ``llamacpp[:<gguf>]``, ``transformers:<model>``, ``openai:<base_url>#<model>``,
+    ``vllm:<model>`` (:mod:`agents.specs`); from Python also a Backend or a Solver."""
     temperature: float | None = None
     """Sampling temperature of the LLM members given by spec (None: the member's default)."""
     max_tokens: int | None = None
@@ -192,7 +192,11 @@ class EnvConfig(TaskFields):
         llm_specs = [m for m in self.members() if isinstance(m, str) and m != "simulated"]
         given = [name for name in ("temperature", "max_tokens", "top_k") if getattr(self, name) is not None]
         if given and not llm_specs:
-            raise ValueError(f"{' and '.join(given)} apply to LLM members given by spec, and team {self.team!r} has none")
+            unset = " ".join(f"--{name.replace('_', '-')} None" for name in given)
+            raise ValueError(
+                f"{' and '.join(given)} apply to LLM members given by spec, and team {self.team!r} has none "
+                f"(where a config file sets them, {unset} unsets them)"
+            )
 
     def members(self) -> list[TeamMember]:
         """The team as one spec, Backend or Solver per agent (not yet built)."""
