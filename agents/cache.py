@@ -800,9 +800,7 @@ class CachedBackend:
                 results = produce([request for _, request in chunk])  # advances the bar as it decodes
                 self.misses += len(chunk)
                 self._check(table, chunk, results)
-                chunk_keys = [key for key, _ in chunk]
-                self._store(table, chunk_keys, results)
-                found.update(zip(chunk_keys, results, strict=True))
+                found.update(zip((key for key, _ in chunk), self._store(table, chunk, results), strict=True))
         return [found[key] for key in keys]
 
     def _check(self, table: str, chunk: list[tuple[str, Request]], results: list[Result]) -> None:
@@ -820,14 +818,14 @@ class CachedBackend:
                     f"none of the {len(chunk)} results of its call was cached"
                 )
 
-    def _store(self, table: str, keys: list[str], results: list[Result]) -> None:
-        """Write one chunk in one transaction; on a full disk, warn and keep going."""
+    def _store(self, table: str, chunk: list[tuple[str, Request]], results: list[Result]) -> list[Result]:
+        """Write one chunk in one transaction and return what to serve for it: a servable row
+        that another process stored for a key meanwhile is kept and served (the first row of
+        a key is the one every run replays: a text may depend on the batch it was decoded
+        in, and replacing it would change what an earlier run was rewarded on), and the
+        results just made elsewhere. On a full disk, warn and keep going."""
         now = time.time()
-        rows = []
-        for key, result in zip(keys, results, strict=True):
-            values = _to_values(result)
-            tag = mac(self._secret, table, key, self.model_id, None, values)
-            rows.append((key, *values, _checksum(key, values), tag, self.model_id, now))
+        kept: dict[str, Result] = {}
         columns = ("key", *_VALUES[table], "checksum", "mac", "model_id", "created")
         insert = (
             f"INSERT OR REPLACE INTO {table} ({', '.join(columns)}) "
@@ -836,15 +834,24 @@ class CachedBackend:
         try:
             with _open(self.path, read_only=False) as db:
                 db.execute("BEGIN IMMEDIATE")
+                kept = _lookup(db, table, dict(chunk), self._secret, self.trust_foreign).found
+                rows = []
+                for (key, _), result in zip(chunk, results, strict=True):
+                    if key not in kept:  # absent, or a row that cannot be served: replaced
+                        values = _to_values(result)
+                        tag = mac(self._secret, table, key, self.model_id, None, values)
+                        rows.append((key, *values, _checksum(key, values), tag, self.model_id, now))
                 db.executemany(insert, rows)
                 db.execute("COMMIT")
         except CacheFullError as error:
+            kept = {}
             warnings.warn(
-                f"{error}. {len(rows)} results of {self.model_id} just generated are "
+                f"{error}. {len(chunk)} results of {self.model_id} just generated are "
                 "returned but not cached",
                 RuntimeWarning,
                 stacklevel=4,
             )
+        return [kept.get(key, result) for (key, _), result in zip(chunk, results, strict=True)]
 
     def _warn_unservable(self, lookup: _Lookup) -> None:
         """One warning per kind of row that was found but cannot be served."""

@@ -134,6 +134,32 @@ def _parse(body: bytes) -> _Completion:
         ) from None
 
 
+FINISHES = {"stop": "stop", "length": "length", "content_filter": "length"}
+"""The servers' finish reasons this backend reads, as a :class:`Generation`'s: a reply the
+server's filter stopped is not the whole answer, so it counts as cut."""
+
+
+def _generation_problem(completion: _Completion, max_tokens: int) -> str | None:
+    """What keeps ``completion`` from being one answer whose cost and cut are known, or None.
+    A reply without ``usage`` has no token cost, and one that ends for a reason this
+    backend does not know may be cut: either was cached as a whole answer that cost
+    nothing. A ``null`` reason is read from the tokens used (``max_tokens`` of them: cut)."""
+    if completion.usage is None:
+        return "usage: missing (a reply's tokens are its cost, and tell a cut reply)"
+    reason = completion.choices[0].finish_reason
+    if reason is not None and reason not in FINISHES:
+        return f"choices.0.finish_reason: {reason!r} is none of {', '.join(FINISHES)} (or null)"
+    return None
+
+
+def _finish(completion: _Completion, max_tokens: int) -> str:
+    """The finish reason of a checked completion (:func:`_generation_problem`)."""
+    reason = completion.choices[0].finish_reason
+    if reason is None:
+        return "length" if completion.usage.completion_tokens >= max_tokens else "stop"
+    return FINISHES[reason]
+
+
 # ------------------------------------------------------------------ the backend
 class OpenAIBackend:
     """A model behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
@@ -219,14 +245,13 @@ class OpenAIBackend:
                 extra_body={"top_k": request.top_k} if request.top_k else None,
             ),
             f"generate request {index} (seed {request.seed}, {_summary(request.messages)})",
+            check=lambda completion: _generation_problem(completion, request.max_tokens),
         )
-        choice = completion.choices[0]
-        usage = completion.usage or _Usage()
         return Generation(
-            text=choice.message.content,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            finish_reason="length" if choice.finish_reason == "length" else "stop",
+            text=completion.choices[0].message.content,
+            prompt_tokens=completion.usage.prompt_tokens,
+            completion_tokens=completion.usage.completion_tokens,
+            finish_reason=_finish(completion, request.max_tokens),
         )
 
     async def _score_one(
@@ -265,16 +290,21 @@ class OpenAIBackend:
         )
 
     # ------------------------------------------------- deadline, retries, parsing
-    async def _call(self, send: Callable[[], Awaitable], what: str) -> _Completion:
-        """``send()`` under the deadline, parsed; retried with backoff; a
-        :class:`BackendError` in the end."""
+    async def _call(
+        self, send: Callable[[], Awaitable], what: str, check: Callable[[_Completion], str | None] | None = None
+    ) -> _Completion:
+        """``send()`` under the deadline, parsed (and ``check``ed: what it names is a
+        malformed response); retried with backoff; a :class:`BackendError` in the end."""
         for attempt in range(self.max_retries + 1):
             if attempt:
                 await sleep(self.backoff_s * 2 ** (attempt - 1))
             try:
                 async with asyncio.timeout(self.timeout_s):
                     response = await send()
-                return _parse(response.content)
+                completion = _parse(response.content)
+                if check is not None and (problem := check(completion)):
+                    raise _MalformedResponse(f"malformed response ({problem}); the body starts {response.content[:100]!r}")
+                return completion
             except _RETRYABLE as error:
                 last, failure = error, f"{type(error).__name__}: {error}"
             except _MalformedResponse as error:

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import cmath
 import functools
+import itertools
 import re
 import threading
 from collections import Counter
@@ -64,6 +65,7 @@ from typing import Any
 
 import sympy
 from math_verify import LatexExtractionConfig, parse, verify
+from math_verify.errors import TimeoutException
 
 from deliberation_env.tasks.base import Problem, check_scoring, selection
 from deliberation_env.tasks.expression_values import numeric_value
@@ -343,17 +345,48 @@ def _squeeze(text: str) -> str:
     return " ".join(text.split())
 
 
-@functools.lru_cache(maxsize=8192)
 def _parsed(answer: str) -> tuple[Any, ...]:
     """math-verify's parse of an answer string, its digits grouped by LaTeX spaces joined
-    first (:func:`ungrouped`; an empty tuple if it cannot parse it)."""
-    return tuple(
-        parse(
-            f"{_BOXED}{{{ungrouped(answer)}}}",
-            extraction_config=_LATEX_EXTRACTION,
-            parsing_timeout=_timeout_s(),
+    first (:func:`ungrouped`; an empty tuple if it cannot parse it, or ran out of time:
+    :func:`timed_out`)."""
+    if _timed_out.get(("parse", answer), 0) >= TIMEOUT_ATTEMPTS:
+        return ()
+    try:
+        return _parsed_in_time(answer)
+    except TimeoutException:
+        timed_out("parse", answer)
+        return ()
+
+
+@functools.lru_cache(maxsize=8192)
+def _parsed_in_time(answer: str) -> tuple[Any, ...]:
+    """:func:`_parsed`, kept unless it ran out of time (a ``TimeoutException`` is not kept)."""
+    try:
+        return tuple(
+            parse(
+                f"{_BOXED}{{{ungrouped(answer)}}}",
+                extraction_config=_LATEX_EXTRACTION,
+                parsing_timeout=_timeout_s(),
+                raise_on_error=True,
+            )
         )
-    )
+    except Exception:  # noqa: BLE001 - math-verify cannot read it: no parse (a timeout is no Exception)
+        return ()
+
+
+TIMEOUT_ATTEMPTS = 2
+"""How often a parse or comparison may run out of time before it counts as failed for the
+rest of the process. A check cut at its limit by a loaded machine is tried again (once
+kept, a right answer stayed wrong for good); one that runs out again is slow by itself,
+and checking it at every leave-one-out team would cost :data:`CHECK_TIMEOUT_S` each time."""
+_timed_out: dict[tuple[str, ...], int] = {}
+
+
+def timed_out(*check: str) -> None:
+    """Count one more time ``check`` ran out of time (at most 8,192 checks are remembered)."""
+    if len(_timed_out) >= 8192:
+        _timed_out.clear()
+    _timed_out[check] = _timed_out.get(check, 0) + 1
 
 
 def ungrouped(answer: str) -> str:
@@ -375,20 +408,45 @@ def _timeout_s() -> int | None:
     return CHECK_TIMEOUT_S if threading.current_thread() is threading.main_thread() else None
 
 
-@functools.lru_cache(maxsize=8192)
 def equivalent(reference: str, answer: str) -> bool:
     """Whether two answer strings are the same mathematical answer (math-verify). Each
-    pair is compared once per process (a comparison cut at its time limit counts False,
-    and stays so): a team's answer is checked again for every leave-one-out team, and a
-    slow one would otherwise cost :data:`CHECK_TIMEOUT_S` each time.
+    pair is compared once per process (:func:`_equivalent_in_time`): a team's answer is
+    checked again for every leave-one-out team. A comparison cut at its time limit counts
+    False and is tried again, up to :data:`TIMEOUT_ATTEMPTS` times.
 
     >>> equivalent(r"\\frac{1}{2}", "0.5"), equivalent("[1,3)", "(1,3)")
     (True, False)
     """
+    if _timed_out.get(("compare", reference, answer), 0) >= TIMEOUT_ATTEMPTS:
+        return False
+    try:
+        return _equivalent_in_time(reference, answer)
+    except TimeoutException:
+        timed_out("compare", reference, answer)
+        return False
+
+
+@functools.lru_cache(maxsize=8192)
+def _equivalent_in_time(reference: str, answer: str) -> bool:
+    """:func:`equivalent`, kept unless a comparison ran out of time (then it raises
+    ``TimeoutException``, which is not kept): each parsed form of the reference against
+    each of the answer's, as math-verify's ``verify`` does, an error in one pair counting
+    False for it."""
     gold, target = _parsed(reference), _parsed(answer)
     if not gold or not target:
         return _squeeze(reference) == _squeeze(answer)
-    return verify(list(gold), list(target), timeout_seconds=_timeout_s())
+    ran_out = None
+    for expected, given in itertools.product(gold, target):
+        try:
+            if verify(expected, given, timeout_seconds=_timeout_s(), raise_on_error=True):
+                return True
+        except TimeoutException as error:
+            ran_out = error
+        except Exception:  # noqa: BLE001, S112 - math-verify could not compare this pair: not equal
+            continue
+    if ran_out is not None:
+        raise ran_out
+    return False
 
 
 def answer_key(answer: str) -> str:

@@ -181,7 +181,34 @@ MALFORMED = {
         completion(usage={"prompt_tokens": "many"}),
         r"usage\.prompt_tokens: Input should be a valid integer",
     ),
+    # red team: cached as a whole answer that cost nothing
+    "no usage": (
+        "application/json",
+        b'{"choices": [{"message": {"content": "The answer is 7."}, "finish_reason": "stop"}]}',
+        r"usage: missing",
+    ),
+    "an unknown finish reason": (
+        "application/json",
+        completion(choices=[{"message": {"content": "The answer is"}, "finish_reason": "abort"}]),
+        r"finish_reason: 'abort' is none of stop, length, content_filter",
+    ),
 }
+
+
+@pytest.mark.parametrize(("reason", "completion_tokens", "finish"), [
+    (None, 5, "stop"), (None, 8, "length"), ("content_filter", 3, "length"), ("length", 8, "length"),
+])  # fmt: skip
+def test_a_reply_is_cut_unless_the_server_says_it_stopped_or_its_tokens_do(reason, completion_tokens, finish):
+    """A ``null`` finish reason cut at ``max_tokens`` was cached as a complete answer."""
+    body = completion(
+        choices=[{"message": {"content": "The answer is"}, "finish_reason": reason}],
+        usage={"prompt_tokens": 11, "completion_tokens": completion_tokens},
+    )
+    with serving(replying([(200, "application/json", body)], [])) as url:
+        backend = OpenAIBackend(url, "stub", supports_logprobs=False)
+        request = GenerationRequest(({"role": "user", "content": "What is 3 + 4?"},), max_tokens=8, seed=3)
+        (generation,) = backend.generate([request])
+    assert (generation.finish_reason, generation.completion_tokens) == (finish, completion_tokens)
 
 
 @pytest.mark.parametrize("case", MALFORMED)

@@ -555,3 +555,32 @@ def test_a_batching_backend_gets_a_whole_phase_per_call(tmp_path):
     CachedBackend(sequential, tmp_path / "s.sqlite").generate(phase)
     assert [len(requests) for _, requests in batching.calls] == [72]
     assert [len(requests) for _, requests in sequential.calls] == [64, 8]
+
+
+def test_the_first_row_of_a_key_is_kept_and_a_later_writer_serves_it(tmp_path):
+    """Red team: two processes on one cache missed the same request at once; the last to
+    store replaced the first's row, so the first run's replay served another text than it
+    was rewarded on (a batched backend's text can depend on its batch)."""
+    from agents.base import Generation
+
+    class BatchDependent:
+        model_id = "ctranslate2:demo@sha256:" + "0" * 32
+        supports_logprobs = False
+
+        def __init__(self, text, meanwhile=None):
+            self.text, self.meanwhile = text, meanwhile
+
+        def generate(self, requests):
+            if self.meanwhile:
+                self.meanwhile()  # the other process generates and stores while this one decodes
+            return [Generation(self.text, 10, 4, "stop") for _ in requests]
+
+    path, asked, served = tmp_path / "shared.sqlite", request("What is 2+2?"), {}
+    first = CachedBackend(BatchDependent("The answer is 5."), path)
+    late = CachedBackend(
+        BatchDependent("The answer is 4.", meanwhile=lambda: served.setdefault("first", first.generate([asked])[0].text)),
+        path,
+    )
+    served["late"] = late.generate([asked])[0].text
+    replay = CachedBackend(BatchDependent("never called"), path, offline=True).generate([asked])[0].text
+    assert served == {"first": "The answer is 5.", "late": "The answer is 5."} and replay == "The answer is 5."

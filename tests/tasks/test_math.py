@@ -273,16 +273,44 @@ def test_hugging_face_dataset_id_with_one_split_is_hash_split(monkeypatch):
 
 def test_each_check_has_a_time_limit(monkeypatch):
     monkeypatch.setattr(math_task, "CHECK_TIMEOUT_S", 1)
-    equivalent.cache_clear()
+    math_task._equivalent_in_time.cache_clear()
     limits, verify = [], math_task.verify
     monkeypatch.setattr(
         math_task,
         "verify",
-        lambda *args, timeout_seconds: limits.append(timeout_seconds)
-        or verify(*args, timeout_seconds=timeout_seconds),
+        lambda *args, timeout_seconds, **kwargs: limits.append(timeout_seconds)
+        or verify(*args, timeout_seconds=timeout_seconds, **kwargs),
     )
     assert not equivalent("10^{10^{10^{10}}}", "1")  # sympy would work on this for ages
-    assert limits == [1]  # it returned because math-verify was given the limit
+    assert limits and set(limits) == {1}  # it returned because math-verify was given the limit
+
+
+def test_a_comparison_cut_by_a_loaded_machine_is_tried_again(monkeypatch):
+    """Red team: a check cut at its time limit (the process stalled) was kept as False, so a
+    right answer stayed wrong for the rest of the process. It is tried again, up to
+    TIMEOUT_ATTEMPTS times; one that keeps running out stays False without more tries."""
+    from math_verify.errors import TimeoutException
+
+    verify, stalls = math_task.verify, [1]
+
+    def stalling(*args, **kwargs):
+        if stalls:
+            stalls.pop()
+            raise TimeoutException("Timeout during comparison")
+        return verify(*args, **kwargs)
+
+    monkeypatch.setattr(math_task, "verify", stalling)
+    math_task._equivalent_in_time.cache_clear()
+    math_task._timed_out.clear()
+    assert not equivalent("3\\sqrt{2}", "\\sqrt{18}")  # cut: False this time
+    assert equivalent("3\\sqrt{2}", "\\sqrt{18}")  # and right the next
+
+    def always_slow(*args, **kwargs):
+        raise TimeoutException("Timeout during comparison")
+
+    monkeypatch.setattr(math_task, "verify", always_slow)
+    assert not equivalent("x", "y") and not equivalent("x", "y") and not equivalent("x", "y")
+    assert math_task._timed_out[("compare", "x", "y")] == math_task.TIMEOUT_ATTEMPTS  # no third try
 
 
 def test_checks_work_off_the_main_thread():
@@ -298,11 +326,16 @@ def test_a_slow_answer_is_compared_once_however_many_teams_hold_it(monkeypatch):
 
     calls, verify = [], math_task.verify
     monkeypatch.setattr(math_task, "verify", lambda *args, **kwargs: calls.append(args) or verify(*args, **kwargs))
-    equivalent.cache_clear()
+    math_task._equivalent_in_time.cache_clear()
     env = text_env(task="math", path="sample", n_agents=4)
-    env.reset(seed=0, options={"problem_index": 0})
+    _, infos = env.reset(seed=0, options={"problem_index": 0})
     _, rewards, *_ = env.step({agent: "So the result is \\boxed{\\frac{123}{457}}." for agent in env.agents})
-    assert len(calls) == 1 and len(set(rewards.values())) == 1
+    once = len(calls)  # one comparison: each parsed form of the reference against each of the answer's
+    task = math_task.MathTask("sample")
+    (problem,) = [p for p in task.problems("train") + task.problems("test") if p.id == infos["agent_0"]["problem_id"]]
+    math_task._equivalent_in_time.cache_clear()
+    equivalent(problem.answer, "\\frac{123}{457}")
+    assert 1 <= once == len(calls) - once and len(set(rewards.values())) == 1
 
 
 @pytest.mark.parametrize(
