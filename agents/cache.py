@@ -523,13 +523,23 @@ def row_limit(table: str, request: Request | None) -> int:
 
 def row_select(table: str, columns: set[str]) -> str:
     """A ``SELECT`` of ``table``'s rows as ``key, size, *values, checksum, mac, origin,
-    model_id, created``: ``size`` is the length of the first value (the text or the
-    log-probabilities), which is loaded only when it is at most :data:`MAX_ROW_CHARS`
-    (else NULL); columns the file lacks (an older version's) are NULL. Append a ``WHERE``."""
+    model_id, created``: ``size`` is the first value's (the text's or the
+    log-probabilities') length in bytes, and the value is loaded only when it could hold
+    at most :data:`MAX_ROW_CHARS` characters (else NULL; :func:`row_size` gives its
+    characters); columns the file lacks (an older version's) are NULL. Append a ``WHERE``.
+    (SQLite's ``length`` of a text stops at its first NUL: a NUL first let a row of any
+    size past the bounds.)"""
     first, *rest = _VALUES[table]
     added = [column if column in columns else "NULL" for column in _ADDED_COLUMNS]
-    loaded = f"CASE WHEN length({first}) <= {MAX_ROW_CHARS} THEN {first} END"
-    return f"SELECT key, length({first}), {', '.join([loaded, *rest, *added])}, model_id, created FROM {table}"
+    size = f"length(CAST({first} AS BLOB))"
+    loaded = f"CASE WHEN {size} <= {4 * MAX_ROW_CHARS} THEN {first} END"  # UTF-8: at most 4 bytes a character
+    return f"SELECT key, {size}, {', '.join([loaded, *rest, *added])}, model_id, created FROM {table}"
+
+
+def row_size(size: int | None, value: object) -> int:
+    """The characters of a row's first value: counted where :func:`row_select` loaded it,
+    else its ``size`` in bytes (over ``4 * MAX_ROW_CHARS``, so over any limit either way)."""
+    return len(value) if isinstance(value, str) else size or 0
 
 
 def _to_values(result: Generation | LogprobResult) -> tuple:
@@ -651,7 +661,7 @@ def _lookup(
         select = f"{row_select(table, columns)} WHERE key IN ({','.join('?' * len(batch))})"
         for key, size, *values, stored, tag, origin, model_id, _ in db.execute(select, batch):
             request = requests[key]
-            if problem := _size_problem(table, size or 0, request):
+            if problem := _size_problem(table, row_size(size, values[0]), request):
                 lookup.oversized[key] = problem
             elif stored is None:
                 lookup.unverified.add(key)

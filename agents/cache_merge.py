@@ -49,6 +49,7 @@ from agents.cache import (
     mac,
     row_problem,
     row_select,
+    row_size,
     signed,
     signing_key,
 )
@@ -95,7 +96,8 @@ def merge_caches(
     if not paths:
         raise ValueError("give at least one input cache to merge")
     for path in paths:
-        if path.resolve() == out.resolve():
+        same = path.resolve() == out.resolve() or (path.exists() and out.exists() and os.path.samefile(path, out))
+        if same:  # by its path, a link, or another name of the same file (a hard link)
             raise ValueError(f"input {path} is the output cache: name another output file")
     made_here = not out.exists()
     try:
@@ -142,7 +144,8 @@ class _Merge:
             return
         corrupt = foreign = 0
         for key, size, *values, stored, tag, origin, model_id, created in source.execute(row_select(table, columns)):
-            if (size or 0) > MAX_ROW_CHARS:
+            size = row_size(size, values[0])
+            if size > MAX_ROW_CHARS:
                 raise CacheRowError(
                     f"{path} holds a {table} row of {size:,} characters, over the {MAX_ROW_CHARS:,} any row may "
                     f"hold, key {key} (model {model_id!r}); nothing was merged. This package never writes such a "

@@ -16,7 +16,8 @@ Hashing runs at about 1 GB/s. A file of :data:`MEMO_MIN_BYTES` or more is hashed
 digest is kept, in this process and in a small file under
 ``$XDG_CACHE_HOME/deliberation_env/digests`` (default ``~/.cache``), under the file's
 identity (its path, device, inode, size and modification and change times; writing to the
-file changes its change time, which no program can set back). Smaller files are hashed on
+file changes its change time, which no program can set back), and served only from a file
+and folder that this user alone can write. Smaller files are hashed on
 every use, which takes less than a clock tick of the file system's timestamps could hide.
 """
 
@@ -72,20 +73,35 @@ def _remembered_sha256(identity: tuple[str, int, int, int, int, int]) -> str:
     written, e.g. a read-only home)."""
     memo = digests_dir() / hashlib.sha256(json.dumps(identity).encode()).hexdigest()
     try:
-        remembered = memo.read_text().strip()
+        remembered = memo.read_text().strip() if _own(memo) else ""
     except OSError:
         remembered = ""
     if len(remembered) == 64 and all(c in "0123456789abcdef" for c in remembered):
         return remembered
     digest = _hash_file(Path(identity[0]))
     try:
-        memo.parent.mkdir(parents=True, exist_ok=True)
+        memo.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if memo.parent.stat().st_uid == os.getuid():
+            os.chmod(memo.parent, 0o700)  # a folder an older version made under the umask
         with tempfile.NamedTemporaryFile("w", dir=memo.parent, delete=False) as staged:
             staged.write(digest)
         os.replace(staged.name, memo)  # whole or not at all, also with several processes
     except OSError:
         pass  # not remembered: hashed again next time
     return digest
+
+
+def _own(memo: Path) -> bool:
+    """Whether ``memo`` is this user's alone to write: a remembered digest names the model
+    whose responses the cache serves, and one planted by another user (a digests folder a
+    umask of 002 left group-writable) gave one model another's id and rows."""
+    try:
+        return all(
+            (status := os.stat(path)).st_uid == os.getuid() and not status.st_mode & 0o022
+            for path in (memo.parent, memo)
+        )
+    except OSError:
+        return False
 
 
 def _hash_file(path: Path) -> str:

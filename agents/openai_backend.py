@@ -203,7 +203,10 @@ class OpenAIBackend:
             )
         self.base_url = base_url
         self.model = model
-        self.model_id = f"openai:{model}@{server_name(base_url)}"
+        # the top-k of a score changes which candidates it finds (None past the k best): in the
+        # id where it is not the default, so the default's cached rows keep their key
+        scored = "" if top_logprobs == 20 else f"#top_logprobs={top_logprobs}"
+        self.model_id = f"openai:{model}@{server_name(base_url)}{scored}"
         self.api_key = api_key
         self.max_concurrency = max_concurrency
         self.max_retries = max_retries

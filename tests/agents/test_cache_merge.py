@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 import pytest
@@ -69,6 +70,10 @@ def test_bad_arguments_are_errors_that_name_them(tmp_path):
         merge_caches(tmp_path / "out.sqlite", [])
     with pytest.raises(ValueError, match="is the output cache"):
         merge_caches(tmp_path / "out.sqlite", [tmp_path / "out.sqlite"])
+    CachedBackend(FakeBackend(), tmp_path / "out.sqlite").generate([request("q1", 0)])
+    os.link(tmp_path / "out.sqlite", tmp_path / "linked.sqlite")  # red team: a bare "disk I/O error"
+    with pytest.raises(ValueError, match=r"input .*linked\.sqlite is the output cache"):
+        merge_caches(tmp_path / "out.sqlite", [tmp_path / "linked.sqlite"])
     with pytest.raises(Exception, match=r"missing\.sqlite does not exist"):
         merge_caches(tmp_path / "out.sqlite", [tmp_path / "missing.sqlite"])
 

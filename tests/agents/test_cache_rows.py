@@ -178,3 +178,15 @@ def test_numpy_parameters_reach_the_backend_as_python_numbers(tmp_path):
 def test_a_boolean_seed_is_a_type_error(tmp_path, seed):
     with pytest.raises(TypeError, match="^seed must be an integer"):
         CachedBackend(FakeBackend(), tmp_path / "c.sqlite").generate([GenerationRequest(ASK.messages, seed=seed)])
+
+
+def test_a_text_that_starts_with_a_nul_is_measured_whole(tmp_path):
+    """Red team: SQLite's ``length`` of a text stops at its first NUL, so a 2 MiB row led by
+    one was served to a one-token request and merged with ``--trust``."""
+    path, out = tmp_path / "c.sqlite", tmp_path / "out.sqlite"
+    filled(path)
+    key = forge(path, "generations", text="\x00" + "7" * 2**21)
+    with pytest.raises(CacheMissError, match=rf"key {key}: 2,097,153 characters, over the limit"):
+        CachedBackend(FakeBackend(), path, offline=True).generate([ASK])
+    with pytest.raises(CacheRowError, match=r"row of 2,097,153 characters, over the 1,048,576 any row may hold"):
+        merge_caches(out, [path], trust=True)

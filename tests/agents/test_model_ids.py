@@ -59,6 +59,24 @@ def test_a_remembered_digest_is_read_back_and_a_damaged_one_recomputed(tmp_path,
     assert file_sha256(path) == expected and memo.read_text() == expected
 
 
+def test_a_remembered_digest_that_others_could_write_is_not_served(tmp_path, digests):
+    """Red team: a digest planted in a group-writable digests folder gave one model
+    another's id, and so the other's cached responses."""
+    path = tmp_path / "weights.gguf"
+    with path.open("wb") as file:
+        file.truncate(fingerprint.MEMO_MIN_BYTES)
+    expected = file_sha256(path)
+    (memo,) = digests.iterdir()
+    assert digests.stat().st_mode & 0o777 == 0o700 and memo.stat().st_mode & 0o022 == 0
+    fingerprint._remembered_sha256.cache_clear()  # as a new process
+    memo.write_text("0" * 64)
+    os.chmod(memo, 0o664)  # another's digest, in a file the group may write
+    assert file_sha256(path) == expected
+    fingerprint._remembered_sha256.cache_clear()
+    os.chmod(digests, 0o775)  # a folder an older version made under a umask of 002
+    assert file_sha256(path) == expected and digests.stat().st_mode & 0o777 == 0o700
+
+
 def test_a_directory_digest_covers_every_top_level_file_but_other_ggufs(tmp_path):
     model = tmp_path / "agent_0"
     model.mkdir()

@@ -431,6 +431,9 @@ def test_the_model_id_names_the_server_without_credentials(base_url, server):
     backend = OpenAIBackend(base_url, "Qwen/Qwen2.5-7B-Instruct", supports_logprobs=False)
     assert backend.model_id == f"openai:Qwen/Qwen2.5-7B-Instruct@{server}"
     assert "secret" not in backend.model_id
+    # red team: a score over the top 20 was served to a backend asking for the top 1
+    narrow = OpenAIBackend(base_url, "Qwen/Qwen2.5-7B-Instruct", supports_logprobs=False, top_logprobs=1)
+    assert narrow.model_id == f"openai:Qwen/Qwen2.5-7B-Instruct@{server}#top_logprobs=1"
 
 
 @pytest.mark.parametrize("base_url", ["localhost:8000/v1", "ftp://host/v1", "http:///v1", "http://h:port/v1"])

@@ -392,3 +392,31 @@ def test_transient_outcomes_are_judged_again(problem, judged):
 def test_the_cache_size_must_be_a_positive_integer(size):
     with pytest.raises(ValueError, match="cache_size must be an integer >= 1"):
         CodingProtocol(tasks.get("humaneval"), cache_size=size)
+
+
+def test_a_timeout_of_the_calls_alone_is_not_kept_in_the_feedback(protocol, monkeypatch):
+    """Red team: the calls-alone run that timed out once on a loaded machine was kept with
+    the program's lasting verdict, so every later turn's feedback said its calls timed out."""
+    from deliberation_env.text.protocols.coding import judge
+
+    problem = next(p for p in protocol.task.problems("test") if protocol._counted[p.id].calls)
+    calls, runs = protocol._counted[problem.id].calls, []
+
+    def judged(requests, task):
+        verdicts = []
+        for request in requests:
+            alone = request.tests == judge.NO_TESTS
+            runs.append(alone)
+            if not alone:  # the judged run: a lasting verdict without the calls' results
+                verdicts.append(Verdict(False, "bad_answer", "not a plain value", None, "", "", 0.2, "rlimits"))
+            elif runs.count(True) == 1:  # the calls alone, the first time: the machine was loaded
+                verdicts.append(Verdict(False, "timeout", "no verdict within 10 s", None, "", "", 10.0, "rlimits"))
+            else:
+                verdicts.append(Verdict(True, "passed", "", tuple("1" for _ in calls), "", "", 0.2, "rlimits"))
+        return verdicts
+
+    monkeypatch.setattr(judge, "_judged", judged)
+    program = protocol.codes(problem, ["", f"```python\n{problem.meta['prompt']}    return 1\n```"])[2]
+    assert protocol.tests(problem, program).no_results.startswith("timeout")
+    again = protocol.tests(problem, program)
+    assert again.results is not None and runs.count(True) == 2  # the calls ran again: their results show

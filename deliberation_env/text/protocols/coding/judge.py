@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from deliberation_env.sandbox import JudgeRequest, Verdict, judge_many
 from deliberation_env.tasks import Problem, Task
+from deliberation_env.tasks.humaneval import UNCACHED_REASONS
 from deliberation_env.text.protocols.coding.counting import (
     CountedTests,
     TestResult,
@@ -167,6 +168,7 @@ def judge_programs(
     for (key, (problem, _)), verdict in zip(missing.items(), results, strict=True):
         found[key] = read_verdict(verdict, counted[problem.id], f"problem {problem.id!r}")
     unanswered = {key: pair for key, pair in missing.items() if found[key].results is None and found[key].reason != "load_error"}
+    transient: set[tuple[str, str]] = set()  # the calls alone ran out of time: judged again next time
     if unanswered:
         calls_alone = _judged(
             [calls_request(problem, program, counted[problem.id]) for problem, program in unanswered.values()],
@@ -174,7 +176,9 @@ def judge_programs(
         )
         for (key, (problem, _)), verdict in zip(unanswered.items(), calls_alone, strict=True):
             found[key] = with_call_results(found[key], verdict, counted[problem.id])
-    for key in missing:
+            if verdict.reason in UNCACHED_REASONS:  # a loaded machine's timeout says nothing lasting
+                transient.add(key)
+    for key in missing.keys() - transient:
         verdicts.keep(key, found[key])
     return [found[key] for key in keys]
 
