@@ -18,8 +18,10 @@ both families follow (:class:`algorithms.core.learner.GroupPolicyGradient`; its 
    **Credit in multi-turn episodes**: the completion of turn t is credited with G_t, the
    rewards of its own turn and of every later turn; the group of turn t is the G
    rollouts of the problem at turn t (their histories differ after turn 0: G parallel
-   rollouts, not a tree), and a rollout that ended early (``stop_threshold``) counts with
-   G_t = 0 in later groups.
+   rollouts, not a tree). A rollout that ended early (the team reached ``stop_threshold``)
+   is an absorbing state: its last reward counts again at every turn left, in its G_t and in
+   later groups (with those turns' rewards 0, a team that stayed just below the threshold
+   out-earned one that reached it).
 3. :meth:`~TextPolicyGradientLearner.compute_advantages`: (B, G, n) returns of one turn
    -> (B, G, n) advantages. **The one method a learner overrides.**
 4. :meth:`~TextPolicyGradientLearner.optimize`: ``update_epochs`` passes of
@@ -183,7 +185,8 @@ class Rollouts:
 
     Attributes:
         samples: The trainable agents' completions.
-        rewards: (T, B, G, n) each agent's reward per turn (0 after its episode ended).
+        rewards: (T, B, G, n) each agent's reward per turn (after an early stop, its last
+            again: the module docstring).
         metrics: Reward, part and length metrics of the batch.
     """
 
@@ -388,10 +391,12 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         counts = np.zeros((3, venv.num_envs))
         members = self._members(venv.num_envs, pairing)
         group = self.config.group_size
+        last_turn = np.zeros(venv.num_envs, dtype=int)  # each env's last turn played
         for turn in range(venv.episode_length):
             active = venv.active
             if not active.any():
                 break
+            last_turn[active] = turn
             live = [(m, e) for m, e in enumerate(members) if active[e]]
             requests = {}
             for agent in self.trainable:
@@ -433,6 +438,8 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
                     rewards[turn, e, i] = self._credit(step_rewards[agent][e], components)
                     for name, value in components.items():
                         parts.setdefault(f"contribution/{agent}" if name == "contribution" else f"{name}/mean", []).append(value)
+        for e in np.flatnonzero(last_turn < venv.episode_length - 1):
+            rewards[last_turn[e] + 1 :, e] = rewards[last_turn[e], e]  # an early stop is absorbing (module docstring)
         finals = {
             name: [infos[e][self.agents[0]]["reward_components"][name] for e in range(venv.num_envs)]
             for name in infos[0][self.agents[0]]["reward_components"]
@@ -616,6 +623,12 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             order of ``problem_indices``; and ``[completions, cut, tokens]`` of the trainable
             agents' completions (how many, how many cut at the token budget, their tokens).
         """
+        if getattr(venv, "stop_threshold", None) is not None:
+            raise ValueError(
+                f"held-out episodes play every turn, but this env stops at a joint reward of {venv.stop_threshold}: "
+                "an early stop tells the team its answer was right (a team naming a new candidate each turn scores "
+                "1.0); build the held-out env with stop_threshold=None"
+            )
         rng = np.random.default_rng(seed)
         batches = list(padded_batches(problem_indices, venv.num_envs))
         seeds = [rng.integers(2**62, size=venv.num_envs) for _ in batches]

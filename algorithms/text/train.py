@@ -56,8 +56,8 @@ from algorithms.text.config import (
 from algorithms.text.eval import evaluate
 from algorithms.text.learners import TEXT_LEARNERS
 from deliberation_env.factory import vector_env_from
-from deliberation_env.text import TextDeliberationVectorEnv
-from deliberation_env.text.config import config_record
+from deliberation_env.text import TextDeliberationVectorEnv, TextProtocol
+from deliberation_env.text.config import config_record, is_import_path
 
 TEXT_ALGOS = {kind: name for name, kind in TEXT_CONFIGS.items()}
 """Each text learner config's algorithm name (as ``deliberate train text NAME`` spells it)."""
@@ -121,6 +121,15 @@ def build_env(config: TextLearnerConfig, num_envs: int, split: str | None = None
     """The text vector env of ``config.env`` (a :class:`TextEnvConfig`), on ``split``
     (None: ``config.env.split``, the training split)."""
     return vector_env_from(config.env, num_envs, **({} if split is None else {"split": split}))
+
+
+def held_out_env(config: TextLearnerConfig, num_envs: int) -> TextDeliberationVectorEnv:
+    """The text vector env of the held-out evaluation: ``config.env`` on the test split,
+    scored strictly (a named protocol's; an instance brings its own scoring) and with every
+    turn played (no ``stop_threshold``: an early stop tells the team its answer was right,
+    so a team that named a new candidate each turn scored 1.0 on MMLU held out)."""
+    strict = {} if isinstance(config.env.protocol, TextProtocol) or is_import_path(config.env.protocol) else {"scoring": "strict"}
+    return vector_env_from(config.env, num_envs, split="test", stop_threshold=None, **strict)
 
 
 def resolved_placement(device: str, dtype: str) -> dict[str, str]:
@@ -324,7 +333,7 @@ def _train(
     learner = learner_type(config, lm, venv, frozen, sampler=sampler)
     held_out = []
     if config.run.eval_problems:
-        eval_env = build_env(config, min(config.run.eval_problems, config.eval_envs), split="test")
+        eval_env = held_out_env(config, min(config.run.eval_problems, config.eval_envs))
         held_out = list(range(min(config.run.eval_problems, len(eval_env.problems))))
     metrics_of_held_out = None
     if held_out:

@@ -205,6 +205,8 @@ def stated_answer(text: str) -> str | None:
     if len(answers) != 1 or None in answers:
         return None
     answer = answers.pop()
+    if states_nothing(answer):
+        return None
     rest = text[_CLOSING.match(text, spans[-1][1] + 1).end() :]  # the lines after the last box's
     rest = as_read(_TEXT_WRAPPER.sub(r"\1", rest))
     compared = []  # math-verify comparisons made: a few at most, each cut at CHECK_TIMEOUT_S
@@ -318,6 +320,24 @@ def _boxed_answer(text: str, start: int, end: int) -> str | None:
     return _squeeze(text[start:end]) if _CLOSING.match(text, end + 1) else None
 
 
+NON_ANSWERS = frozenset({"i don't know", "i do not know", "don't know", "idk", "unknown", "no answer", "n/a", "not sure", "?"})
+"""Box contents that state no answer (lower case, without ``\\text{}`` and punctuation
+around them): a box of them paid the asked form and voted (red team)."""
+
+
+def states_nothing(answer: str) -> bool:
+    """Whether a box's content states no answer: no letter or digit in it (``?``, ``-``),
+    or one of :data:`NON_ANSWERS`.
+
+    >>> states_nothing("?"), states_nothing(r"\\text{I don't know}"), states_nothing(r"\\text{(C)}"), states_nothing("x")
+    (True, True, False, False)
+    """
+    plain = _TEXT_WRAPPER.sub(r"\1", answer)
+    if not any(character.isalnum() for character in plain):
+        return True
+    return plain.strip(" .!$").lower().replace("\u2019", "'") in NON_ANSWERS
+
+
 def extract_answer(text: str) -> str | None:
     """The final answer in a model's text under lenient scoring, as a whitespace-normalized
     string, or ``None``.
@@ -337,7 +357,8 @@ def extract_answer(text: str) -> str | None:
             return None
         answer = matches[-1].strip().rstrip(".").strip()
         answer = answer.removeprefix("\\(").removesuffix("\\)").strip("$ ")
-    return _squeeze(answer) or None
+    answer = _squeeze(answer)
+    return None if not answer or states_nothing(answer) else answer
 
 
 def _squeeze(text: str) -> str:

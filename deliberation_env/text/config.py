@@ -172,6 +172,11 @@ def config_record(config: Any) -> dict[str, Any]:
     return record
 
 
+REWARD_SCALES = (1e-30, 1e30)
+"""The reward scales a text env takes: the vector env reports float32 rewards, which turned
+a scale of 1e39 into inf and one of 1e-46 into 0."""
+
+
 @dataclass
 class TextEnvConfig(TaskFields):
     """Every argument of the text-action env (``de.text_env``, ``de.text_vector_env``) but
@@ -213,8 +218,11 @@ class TextEnvConfig(TaskFields):
         if self.split not in SPLITS:
             raise ValueError(f"split must be 'train' or 'test', got {self.split!r}")
         check_scoring(self.scoring)
-        if not (is_number(self.reward_scale) and 0 < self.reward_scale < math.inf):
-            raise ValueError(f"reward_scale must be a finite number > 0, got {self.reward_scale!r}")
+        if not (is_number(self.reward_scale) and REWARD_SCALES[0] <= self.reward_scale <= REWARD_SCALES[1]):
+            raise ValueError(
+                f"reward_scale must be a number in [{REWARD_SCALES[0]:g}, {REWARD_SCALES[1]:g}] (rewards are float32), "
+                f"got {self.reward_scale!r}"
+            )
         if self.stop_threshold is not None and not (is_number(self.stop_threshold) and math.isfinite(self.stop_threshold)):
             raise ValueError(f"stop_threshold must be None or a finite number, got {self.stop_threshold!r}")
         self._check_protocol()

@@ -21,7 +21,11 @@ agent's first prompt. Each ``step`` takes one text per agent, scores the team's 
 with the protocol and returns the next prompts, which carry the protocol's external
 feedback (math: the peers' answers of this turn). The episode terminates after
 ``max_turns`` steps, or as soon as the joint reward reaches ``stop_threshold`` (when
-given). There is no truncation.
+given). There is no truncation. Two consequences of an early stop for a learner: it is
+an absorbing success (the package's learners credit its reward again for every turn
+left; summing the turns' rewards as they come pays a team to stay just below the
+threshold), and it tells the team its answer was right, so held-out episodes play every
+turn (:func:`algorithms.text.evaluate` refuses an env with a threshold).
 
 **Protocols** (:mod:`deliberation_env.text.protocols`): ``"math"``
 (:class:`~deliberation_env.text.protocols.math.MathProtocol`: n solvers answer in

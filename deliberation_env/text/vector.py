@@ -88,6 +88,11 @@ class TextDeliberationVectorEnv:
         return self._engine.protocol
 
     @property
+    def stop_threshold(self) -> float | None:
+        """The joint reward at which an episode ends early (None: never)."""
+        return self._engine.stop_threshold
+
+    @property
     def starts(self) -> Starts:
         """The problems of the split and how ``reset`` picks each env's problem and seed."""
         return self._engine.starts

@@ -140,3 +140,14 @@ def test_the_deliberate_command_finds_a_protocol_module_in_the_working_directory
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "0.250" in done.stdout  # the last update's joint reward, from the module's reward function
+
+
+def test_a_cut_completion_is_played_as_the_neutral_text_unless_told(questions):
+    """Red team: a completion cut after "Answer: red" earned the full reward, where the math
+    protocol counts a cut answer as none (the env's ``text_if_cut`` info was None)."""
+    env = de.text_env(protocol=colour_protocol(questions, neutral="(no answer)"))
+    _, infos = env.reset(seed=0, options={"problem_index": 0})
+    assert infos["agent_0"]["text_if_cut"] == "(no answer)"
+    env = de.text_env(protocol=colour_protocol(questions, play_cut=True))
+    _, infos = env.reset(seed=0, options={"problem_index": 0})
+    assert infos["agent_0"]["text_if_cut"] is None

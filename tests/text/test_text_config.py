@@ -104,3 +104,11 @@ def test_the_command_line_reads_the_same_fields():
     assert config.task_arguments() == {"path": "data/gsm8k"}
     with pytest.raises(SystemExit):
         tyro.cli(TextEnvConfig, args=["--protocol", "debate"])
+
+
+@pytest.mark.parametrize("scale", [1e39, 1e-46, 0.0, -1.0, float("inf")])
+def test_a_reward_scale_float32_cannot_hold_is_refused(scale):
+    """Red team: the vector env's float32 rewards turned a scale of 1e39 into inf and one
+    of 1e-46 into 0."""
+    with pytest.raises(ValueError, match=r"reward_scale must be a number in \[1e-30, 1e\+30\]"):
+        TextEnvConfig(reward_scale=scale)

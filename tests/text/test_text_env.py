@@ -85,13 +85,13 @@ def test_rewards_and_leave_one_out_by_hand():
     _, rewards, _, _, infos = env.step(
         {"agent_0": "The answer is 7.", "agent_1": "The answer is 7", "agent_2": "The answer is 5."}
     )
-    # R = 1 (vote 7 is right) + 0.1 * 3/3. Without agent_0: 7 vs 5 tie -> agent_1's 7, R = 1 + 0.1 * 2/3.
-    # Without agent_1: same by symmetry. Without agent_2: 7 wins, R = 1 + 0.1 * 2/3.
+    # R = 1 (vote 7 is right) + 0.1 * 3/3. Without agent_0: 7 vs 5 tie, settled by a fair coin,
+    # R = 1/2 + 0.1 * 2/3. Without agent_1: the same. Without agent_2: 7 wins, R = 1 + 0.1 * 2/3.
     assert rewards == {a: pytest.approx(2.2) for a in env.possible_agents}
+    contributions = [infos[a]["reward_components"]["contribution"] for a in env.possible_agents]
+    assert contributions == pytest.approx([0.5 + 0.1 / 3, 0.5 + 0.1 / 3, 0.1 / 3])
     for agent in env.possible_agents:
-        components = infos[agent]["reward_components"]
-        assert components["joint"] == pytest.approx(1.1)
-        assert components["contribution"] == pytest.approx(0.1 / 3)
+        assert infos[agent]["reward_components"]["joint"] == pytest.approx(1.1)
         assert infos[agent]["team_output"] == "7"
 
 
@@ -100,9 +100,28 @@ def test_leave_one_out_of_a_decisive_agent_by_hand():
     env.reset(seed=0)
     _, _, _, _, infos = env.step({"agent_0": "The answer is 5.", "agent_1": "The answer is 7", "agent_2": "The answer is 7"})
     # R = 1.1. Without agent_0: 7 wins, R = 1 + 0.1 * 2/3 -> contribution 0.1/3.
-    # Without agent_1: 5 vs 7 tie -> agent_0's 5 wins, R = 0 + 0.1 * 2/3 -> contribution 1 + 0.1/3.
+    # Without agent_1: 5 vs 7 tie, right with chance 1/2, R = 1/2 + 0.1 * 2/3 -> contribution 1/2 + 0.1/3.
     contributions = [infos[a]["reward_components"]["contribution"] for a in env.possible_agents]
-    assert contributions == pytest.approx([0.1 / 3, 1 + 0.1 / 3, 1 + 0.1 / 3])
+    assert contributions == pytest.approx([0.1 / 3, 0.5 + 0.1 / 3, 0.5 + 0.1 / 3])
+
+
+def test_a_tie_is_settled_by_a_fair_coin_and_right_answers_vote_together():
+    """Red team: a tie went to the lowest index, so a pair's second agent earned the same
+    right or wrong whenever the first answered; and equal right answers written apart
+    (840, 840.0) split their vote."""
+    env = text_env(task=FixedTask(ANSWER_7), n_agents=2)
+    rewards = {}
+    for second in ("7", "5", "0"):
+        env.reset(seed=0)
+        _, _, _, _, infos = env.step({"agent_0": "The answer is 5.", "agent_1": f"The answer is {second}."})
+        rewards[second] = infos["agent_1"]["reward_components"]["correct"]
+    assert rewards == {"7": 0.5, "5": 0.0, "0": 0.0}  # the second agent's right answer counts
+    env = text_env(task="math", path="sample", n_agents=3)
+    _, infos = env.reset(seed=0, options={"problem_index": 0})
+    answer = next(p for p in env.unwrapped.problems if p.id == infos["agent_0"]["problem_id"]).answer
+    texts = [f"\\boxed{{{answer}1}}", f"\\boxed{{{answer}}}", f"\\boxed{{{answer} + 0}}"]
+    _, _, _, _, infos = env.step(dict(zip(env.possible_agents, texts, strict=True)))
+    assert infos["agent_0"]["reward_components"]["correct"] == 1.0  # two right answers outvote one wrong
 
 
 def test_next_turn_prompts_carry_the_peers_real_answers():
@@ -132,7 +151,7 @@ def test_stop_threshold_ends_the_episode_once_the_joint_reward_reaches_it():
     env.reset(seed=0)
     _, _, terms, _, _ = env.step({"agent_0": "The answer is 5", "agent_1": "The answer is 5"})
     assert not any(terms.values()) and env.agents
-    _, _, terms, _, infos = env.step({"agent_0": "The answer is 7", "agent_1": "The answer is 5"})
+    _, _, terms, _, infos = env.step({"agent_0": "The answer is 7", "agent_1": "The answer is 7"})
     assert all(terms.values()) and env.agents == []
     assert infos["agent_0"]["turn"] == 2 and not infos["agent_0"]["active"]
 

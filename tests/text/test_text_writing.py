@@ -12,7 +12,13 @@ from text_fakes import DOCUMENTS, write_corpus
 
 from deliberation_env.text import WritingProtocol, text_env
 from deliberation_env.text.protocols.base import check_outcome
-from deliberation_env.text.protocols.writing import MODES, metrics, transition_categories
+from deliberation_env.text.protocols.writing import (
+    MODES,
+    STOPWORDS,
+    metrics,
+    transition_categories,
+    words,
+)
 
 
 def corpus_dir(tmp_path):
@@ -212,3 +218,16 @@ def test_every_part_and_the_reward_lie_in_zero_one(protocols, first, second, mod
     outcome = check_outcome(protocol, protocol.score(protocol.problems("train")[0], [first, second]), 2)
     assert all(0.0 <= value <= 1.0 for value in outcome.parts.values())
     assert 0.0 <= outcome.reward <= 1.0
+
+
+def test_a_part_that_repeats_its_words_is_no_part_and_the_scores_come_first(tmp_path):
+    """Red team: a TL;DR of one document word said 8 times maximised the vocabulary ratio and
+    beat an honest pair (R = 1.0 against 0.889); and a part's text came before the scores in
+    its partner's feedback, so it could pose as them."""
+    protocol = WritingProtocol(corpus_dir(tmp_path))
+    problem = protocol.problems("train")[0]
+    word = next(w for w in words(problem.question) if w not in STOPWORDS)
+    detail = "however therefore for example " + problem.question
+    outcome = protocol.score(problem, [" ".join([word] * 8), detail])
+    assert outcome.parts["structure"] == 0.0 and outcome.reward == 0.0
+    assert outcome.feedback[1].startswith("Scores of the team's text (0 to 1): structure 0.00")

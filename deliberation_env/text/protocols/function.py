@@ -62,7 +62,11 @@ class FunctionProtocol:
         n_agents: The team size it seats (>= 1).
         reward_range: ``(low, high)`` of R; a reward outside it is an error.
         name: Named in errors, infos and result files.
-        neutral: What replaces an agent's text for its leave-one-out contribution.
+        neutral: What replaces an agent's text for its leave-one-out contribution, and a
+            completion cut at the token budget (a cut answer is no answer, as strict
+            scoring holds: :meth:`text_if_cut`).
+        play_cut: Play a cut completion as it is instead (the reward function then decides
+            what a cut text earns).
     """
 
     def __init__(
@@ -76,6 +80,7 @@ class FunctionProtocol:
         reward_range: tuple[float, float] = (0.0, 1.0),
         name: str = "function",
         neutral: str = "",
+        play_cut: bool = False,
     ) -> None:
         for what, function in (("prompt", prompt), ("reward", reward), ("feedback", feedback)):
             if not (callable(function) or (what == "feedback" and function is None)):
@@ -95,6 +100,7 @@ class FunctionProtocol:
             self._task = problems
         self._prompt, self._reward, self._feedback = prompt, reward, feedback
         self.n_agents, self.reward_range, self.name, self.neutral = n_agents, (low, high), name, neutral
+        self.play_cut = bool(play_cut)
 
     def __repr__(self) -> str:
         return f"FunctionProtocol({self.name!r}, n_agents={self.n_agents})"
@@ -141,6 +147,12 @@ class FunctionProtocol:
     def neutral_text(self, problem: Problem, agent: int) -> str:
         """:attr:`neutral`, for every agent."""
         return self.neutral
+
+    def text_if_cut(self, problem: Problem, agent: int) -> str | None:
+        """What ``agent`` plays in place of a completion cut at the token budget: the neutral
+        text, or ``None`` (the cut completion as it is) with ``play_cut``. A red team's cut
+        "Answer: Paris" earned 1.0 where the math protocol counts a cut answer as none."""
+        return None if self.play_cut else self.neutral
 
 
 def _shown(value: object) -> str:

@@ -27,7 +27,10 @@ malformed line is a ``ValueError`` naming ``path:line``. Problem ids are
 **Metrics.** words(x) = the ``\\w+`` runs of ``x.lower()``; W_k = words(part k);
 U_k = set(W_k) minus :data:`STOPWORDS`; with the mode's :class:`WritingTargets`:
 
-- ``structure`` s = 1[min_words <= |W_k| <= max_words for k = 0 and 1]
+- ``structure`` s = 1[min_words <= |W_k| <= max_words and |U_k| >= DISTINCT_SHARE * C_k
+  for k = 0 and 1], C_k the number of W_k's words not in :data:`STOPWORDS` (a part that
+  repeats its content words, "budget budget budget ...", is no part: one word said 8 times
+  as a TL;DR maximised V; :data:`DISTINCT_SHARE`)
 - ``length_ratio`` L = trapezoid(rho), rho = |W_1| / |W_0| (rho = 0 if |W_0| = 0), where
   trapezoid(x) = 0 for x <= a or x >= d, (x - a)/(b - a) for a < x < b, 1 for
   b <= x <= c, (d - x)/(d - c) for c < x < d, with (a, b, c, d) = ``ratio``
@@ -57,7 +60,8 @@ transitions earns R = 1 as a summary does: the reward is lexical, as the paper's
 The neutral text of both roles is the empty string, which fails the structure gate: each
 agent's leave-one-out contribution is R itself (both parts are needed).
 
-**Feedback** for the next turn: the partner's part and the team's five scores.
+**Feedback** for the next turn: the team's five scores, then the partner's part (after
+them, so that a part cannot pose as the scores).
 
 Example:
     >>> words("Don't panic: 42 towels!")
@@ -222,16 +226,23 @@ def transition_categories(text: str) -> list[str]:
     return [category for category, pattern in _CATEGORY_PATTERNS.items() if pattern.search(text)]
 
 
+DISTINCT_SHARE = 0.3
+"""The least share of a part's content words (not :data:`STOPWORDS`) that are distinct: about
+0.6 in a 300-word text written to inform, 1/8 in a TL;DR of one word said 8 times."""
+
+
 def metrics(first: str, second: str, document: str, targets: WritingTargets) -> dict[str, float]:
     """``structure``, ``length_ratio``, ``vocabulary``, ``transitions`` and ``grounding``
     of two parts written on ``document`` (formulas in the module docstring).
 
-    >>> metrics("one two three four five six seven eight", "x " * 20, "one two x", MODES["summarize"])
-    {'structure': 1.0, 'length_ratio': 1.0, 'vocabulary': 0.0, 'transitions': 0.0, 'grounding': 0.5}
+    >>> metrics("one two three four five six seven eight", "x " * 20, "one two x", MODES["summarize"])  # x 20 times: no part
+    {'structure': 0.0, 'length_ratio': 1.0, 'vocabulary': 0.0, 'transitions': 0.0, 'grounding': 0.5}
     """
     w0, w1 = words(first), words(second)
     u0, u1 = set(w0) - STOPWORDS, set(w1) - STOPWORDS
-    in_bounds = all(targets.min_words <= len(w) <= targets.max_words for w in (w0, w1))
+    in_bounds = all(targets.min_words <= len(w) <= targets.max_words for w in (w0, w1)) and all(
+        len(u) >= DISTINCT_SHARE * sum(word not in STOPWORDS for word in w) for w, u in ((w0, u0), (w1, u1))
+    )
     rho = len(w1) / len(w0) if w0 else 0.0
     nu = len(u1) / len(u0) if u0 else 0.0
     found = transition_categories(f"{first}\n\n{second}")
@@ -333,9 +344,9 @@ class WritingProtocol:
         reward = parts["structure"] * parts["grounding"] * style
         roles = ROLES[self.mode]
         scores = ", ".join(f"{name} {value:.2f}" for name, value in parts.items())
-        feedback = tuple(
-            f"Your partner ({roles[1 - i]}) wrote:\n{quote(texts[1 - i], PEER_QUOTE_CHARS)}\n\n"
-            f"Scores of the team's text (0 to 1): {scores}."
+        feedback = tuple(  # the scores before the partner's words, which could imitate them
+            f"Scores of the team's text (0 to 1): {scores}.\n\n"
+            f"Your partner ({roles[1 - i]}) wrote:\n{quote(texts[1 - i], PEER_QUOTE_CHARS)}"
             for i in range(2)
         )
         return Outcome(reward, parts, feedback, f"{texts[0]}\n\n{texts[1]}")

@@ -230,3 +230,25 @@ def test_bad_setups_are_named(make_lm):
 def test_magrpo_config_invariants(config, match):
     with pytest.raises(ValueError, match=match):
         TextMAGRPOConfig(**config)
+
+
+def test_an_early_stop_is_absorbing_and_held_out_plays_every_turn(make_lm):
+    """Red team: turns after an early stop were credited 0, so a team that stayed just below
+    ``stop_threshold`` out-earned one that reached it; and held out, the stop told the team
+    its answer was right (a new candidate each turn scored 1.0 on MMLU)."""
+    config = TextMAGRPOConfig(**SMALL, env=TextEnvConfig(max_turns=3), baseline="raw")
+    subject = make_learner(make_lm, config=config, stop_threshold=0.0)  # every joint reward reaches it
+    rollouts = subject.collect()
+    assert {s.turn for s in rollouts.samples} == {0}  # every episode stopped after its first turn
+    assert torch.equal(rollouts.rewards[1], rollouts.rewards[0]) and torch.equal(rollouts.rewards[2], rollouts.rewards[0])
+    with pytest.raises(ValueError, match="held-out episodes play every turn, but this env stops at a joint reward of 0.0"):
+        evaluate(subject, subject.venv, [0, 1], progress=False)
+
+
+def test_the_held_out_env_is_strict_and_plays_every_turn():
+    from algorithms.text.train import held_out_env
+
+    config = TextGRPOConfig(**SMALL, env=TextEnvConfig(task="arithmetic", scoring="lenient", max_turns=2, stop_threshold=1.0))
+    venv = held_out_env(config, 2)
+    assert (venv.stop_threshold, venv.protocol.scoring) == (None, "strict")
+    assert venv.problems == text_vector_env(1, task="arithmetic", split="test").problems

@@ -178,8 +178,9 @@ def judge_programs(
             found[key] = with_call_results(found[key], verdict, counted[problem.id])
             if verdict.reason in UNCACHED_REASONS:  # a loaded machine's timeout says nothing lasting
                 transient.add(key)
-    for key in missing.keys() - transient:
-        verdicts.keep(key, found[key])
+    for key in missing:  # in order: the cache drops the least recently kept first
+        if key not in transient:
+            verdicts.keep(key, found[key])
     return [found[key] for key in keys]
 
 
