@@ -144,8 +144,8 @@ def _generation_problem(completion: _Completion, max_tokens: int) -> str | None:
     A reply without ``usage`` has no token cost, and one that ends for a reason this
     backend does not know may be cut: either was cached as a whole answer that cost
     nothing. A ``null`` reason is read from the tokens used (``max_tokens`` of them: cut)."""
-    if completion.usage is None:
-        return "usage: missing (a reply's tokens are its cost, and tell a cut reply)"
+    if completion.usage is None or not {"prompt_tokens", "completion_tokens"} <= completion.usage.model_fields_set:
+        return "usage: missing, or without prompt_tokens and completion_tokens (a reply's tokens are its cost, and tell a cut reply)"
     reason = completion.choices[0].finish_reason
     if reason is not None and reason not in FINISHES:
         return f"choices.0.finish_reason: {reason!r} is none of {', '.join(FINISHES)} (or null)"

@@ -46,7 +46,7 @@ import numpy as np
 
 from deliberation_env.ray_pool import Call, LostState, PoolWorker, WorkerError, WorkerPool
 from deliberation_env.starts import Starts
-from deliberation_env.values import check_action_keys, is_integer
+from deliberation_env.values import check_action_keys, check_agent, is_integer
 from deliberation_env.vector_protocol import Infos, Observations, StepResult, VectorEnv
 
 __all__ = ["EnvWorker", "Factory", "LostEpisode", "RayVectorEnv", "WorkerError", "check_workers"]
@@ -235,10 +235,12 @@ class RayVectorEnv:
 
     def observation_space(self, agent: str) -> Any:
         """The observation space of one agent of one env."""
+        check_agent(agent, self.possible_agents)
         return self._observation_space
 
     def action_space(self, agent: str) -> Any:
         """The action space of one agent of one env."""
+        check_agent(agent, self.possible_agents)
         return self._action_space
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Observations, Infos]:

@@ -51,6 +51,11 @@ class TaskSource:
     """Problem split, ``train`` or ``test``."""
 
 
+REWARD_SCALES = (1e-30, 1e30)
+"""The reward scales both env families take: their vector envs report float32 rewards, which
+turned a scale of 1e39 into inf and one of 1e-46 into 0 (a red team's)."""
+
+
 @dataclass
 class TaskFields(TaskSource):
     """The fields of an env config that say which problems a team of how many agents plays,
@@ -72,4 +77,4 @@ class TaskFields(TaskSource):
     """PettingZoo's name for the episode length (``max_rounds``, ``max_turns``; its
     ``max_cycles_test`` passes it); give one."""
     reward_scale: float = 1.0
-    """Multiplies every reward (> 0; the text env's reward parts in infos are unscaled)."""
+    """Multiplies every reward (in :data:`REWARD_SCALES`; the text env's reward parts in infos are unscaled)."""

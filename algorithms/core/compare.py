@@ -166,9 +166,10 @@ def check_built_as(algo: str, factory: LearnerFactory, family: str) -> None:
         ) from None
 
 
-NEEDED_METHODS = {"meta": ("policy",), "text": ()}
+NEEDED_METHODS = {"meta": ("policy",), "text": ("play_held_out",)}
 """What a comparison calls on each family's learners beyond :class:`~algorithms.core.learner.Learner`'s:
-a meta learner's held-out episodes are played by its ``policy()``."""
+a meta learner's held-out episodes are played by its ``policy()``, a text learner's by its
+``play_held_out`` (:func:`algorithms.text.evaluate`)."""
 
 
 def check_learner_class(algo: str, factory: LearnerFactory, family: str) -> None:
@@ -193,7 +194,7 @@ def check_learner_class(algo: str, factory: LearnerFactory, family: str) -> None
     if missing:
         raise TypeError(
             f"learner {algo!r} ({factory.__qualname__}) has no {', '.join(f'{name}()' for name in missing)}, "
-            f"which compare {family} calls to evaluate it (algorithms.meta.PolicyGradientLearner has one)"
+            f"which compare {family} calls to evaluate it (the family's shipped learners have it)"
         )
 
 

@@ -20,6 +20,7 @@ from agents.profile import PROFILE_SIZE
 from agents.seeding import derive_seed, turn_seeds
 from deliberation_env.meta.spaces import TEXT_CHARSET, TEXT_MAX_LENGTH, MetaAction
 from deliberation_env.starts import Starts
+from deliberation_env.task_config import REWARD_SCALES
 from deliberation_env.tasks import Problem, Task
 from deliberation_env.tasks.base import AnswerTask
 from deliberation_env.values import is_number
@@ -47,8 +48,11 @@ class RewardConfig:
             if not is_number(value) or not np.isfinite(value):
                 raise TypeError(f"{name} must be a finite number, got {value!r}")
             object.__setattr__(self, name, float(value))  # frozen: normalize NumPy scalars once, here
-        if self.reward_scale <= 0:
-            raise ValueError(f"reward_scale must be > 0, got {self.reward_scale!r}")
+        if not REWARD_SCALES[0] <= self.reward_scale <= REWARD_SCALES[1]:
+            raise ValueError(
+                f"reward_scale must lie in [{REWARD_SCALES[0]:g}, {REWARD_SCALES[1]:g}] (rewards are float32), "
+                f"got {self.reward_scale!r}"
+            )
         for name in ("w_local", "w_global", "lambda_tok"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")

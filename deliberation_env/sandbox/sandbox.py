@@ -489,12 +489,6 @@ def judge_python(
         ValueError: If a limit is not positive.
     """
     limits = _Limits(timeout_s, memory_mb, max_processes, max_file_mb)
-    candidate = {"code": request.program, "helper": request.helper}
-    size = len(json.dumps(candidate).encode("ascii"))
-    if size > MAX_MESSAGE_BYTES:  # the candidate's text is the agent's: a verdict, not an exception
-        detail = f"the program and helper are {size} bytes encoded; the sandbox takes at most {MAX_MESSAGE_BYTES}"
-        return Verdict(passed=False, reason="load_error", detail=detail, behaviour=None, stdout="",
-                       stderr="", duration=0.0, isolation="none", returned=None)  # fmt: skip
     frames = [
         {
             "code": request.program,
@@ -509,6 +503,11 @@ def judge_python(
             "probes": list(request.probes),
         },
     ]
+    size = len(json.dumps(frames[0]).encode("ascii"))
+    if size > MAX_MESSAGE_BYTES:  # the candidate's frame is the agents' text: a verdict, not an exception
+        detail = f"the program, its helper and their names are {size} bytes encoded; the sandbox takes at most {MAX_MESSAGE_BYTES}"
+        return Verdict(passed=False, reason="load_error", detail=detail, behaviour=None, stdout="",
+                       stderr="", duration=0.0, isolation="none", returned=None)  # fmt: skip
     run = _sandboxed("judge", frames, limits, hidden_paths=hidden_paths)
     verdicts = [r for r in run.records if r.get("reason") in VERDICT_REASONS]
     returned = None

@@ -182,31 +182,29 @@ def code_blocks(text: str) -> list[str]:
     return blocks
 
 
-def _future_imports(code: str) -> tuple[str, str]:
-    """``code``'s ``from __future__`` imports (the lines of those at its start) and the rest,
-    those lines left blank (so the rest's line numbers hold): the imports must open the
-    program the decision is judged in, which the prompt opens.
+def with_futures_first(program: str) -> str:
+    """``program`` with its top-level ``from __future__`` imports moved to its start, where
+    Python requires them: a judged program is the prompt (or more) and then an answer, so an
+    answer's own ``from __future__ import annotations`` was a SyntaxError for a correct
+    program. Their lines are left blank (the rest's line numbers hold); a program without
+    any, or that does not parse, is returned as it is.
 
-    >>> _future_imports('from __future__ import annotations\\ndef f(x: int):\\n    return x\\n')
-    ('from __future__ import annotations\\n', '\\ndef f(x: int):\\n    return x\\n')
+    >>> with_futures_first('def f(): pass\\n\\nfrom __future__ import annotations\\ndef g(x: int):\\n    return x\\n')
+    'from __future__ import annotations\\ndef f(): pass\\n\\n\\ndef g(x: int):\\n    return x\\n'
     """
+    if "__future__" not in program:
+        return program
     try:
-        body = ast.parse(code).body
+        body = ast.parse(program).body  # parses: only the compiler refuses a late future import
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return "", code
-    start = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else 0
-    lines = code.splitlines(keepends=True)
-    futures = []
-    for statement in body[start:]:
-        if not (isinstance(statement, ast.ImportFrom) and statement.module == "__future__"):
-            break
-        futures.append((statement.lineno - 1, statement.end_lineno))
+        return program
+    futures = [s for s in body if isinstance(s, ast.ImportFrom) and s.module == "__future__"]
     if not futures:
-        return "", code
-    taken = {line for first, end in futures for line in range(first, end)}
-    hoisted = "".join(lines[line] for line in sorted(taken))
-    rest = "".join("\n" if number in taken else line for number, line in enumerate(lines))
-    return (hoisted if hoisted.endswith("\n") else hoisted + "\n"), rest
+        return program
+    lines = program.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # Python's line breaks, as the AST counts them
+    taken = {line for statement in futures for line in range(statement.lineno - 1, statement.end_lineno)}
+    hoisted = [lines[line] for line in sorted(taken)]
+    return "\n".join(hoisted + ["" if number in taken else line for number, line in enumerate(lines)])
 
 
 def _defines(code: str, entry_point: str) -> bool:
@@ -448,9 +446,8 @@ class HumanEvalTask(SplitsFromSource):
         imports and helpers; the decision's own ``from __future__`` imports before it, where
         Python requires them), the hidden tests, the prompt as the judge's setup, and the
         prompt's example calls as probes."""
-        futures, rest = _future_imports(decision)
         return JudgeRequest(
-            program=f"{futures}{problem.meta['prompt']}\n\n{rest}",
+            program=with_futures_first(f"{problem.meta['prompt']}\n\n{decision}"),
             tests=problem.meta["test"],
             entry_point=problem.meta["entry_point"],
             setup=problem.meta["prompt"],

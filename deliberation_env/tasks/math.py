@@ -326,15 +326,17 @@ around them): a box of them paid the asked form and voted (red team)."""
 
 
 def states_nothing(answer: str) -> bool:
-    """Whether a box's content states no answer: no letter or digit in it (``?``, ``-``),
-    or one of :data:`NON_ANSWERS`.
+    """Whether a box's content states no answer: no letter, digit, infinity or empty-set sign
+    in it and no expression math-verify reads (``?``, ``-``), or one of :data:`NON_ANSWERS`.
 
     >>> states_nothing("?"), states_nothing(r"\\text{I don't know}"), states_nothing(r"\\text{(C)}"), states_nothing("x")
     (True, True, False, False)
+    >>> states_nothing("\u2205"), states_nothing("\u221e"), states_nothing(r"\\emptyset")
+    (False, False, False)
     """
     plain = _TEXT_WRAPPER.sub(r"\1", answer)
-    if not any(character.isalnum() for character in plain):
-        return True
+    if not any(character.isalnum() or character in "\u221e\u2205" for character in plain):  # but infinity, the empty set
+        return not any(isinstance(value, sympy.Basic) for value in _parsed(answer))
     return plain.strip(" .!$").lower().replace("\u2019", "'") in NON_ANSWERS
 
 
@@ -453,7 +455,7 @@ def _equivalent_in_time(reference: str, answer: str) -> bool:
     ``TimeoutException``, which is not kept): each parsed form of the reference against
     each of the answer's, as math-verify's ``verify`` does, an error in one pair counting
     False for it."""
-    gold, target = _parsed(reference), _parsed(answer)
+    gold, target = _parsed_in_time(reference), _parsed_in_time(answer)  # a parse out of time raises: not kept
     if not gold or not target:
         return _squeeze(reference) == _squeeze(answer)
     ran_out = None
@@ -473,11 +475,16 @@ def _equivalent_in_time(reference: str, answer: str) -> bool:
 def answer_key(answer: str) -> str:
     """A canonical string of an answer: equal for answers that parse to the same expression.
 
-    >>> answer_key(r"\\dfrac{1}{2}") == answer_key("0.5") == answer_key("1/2")
-    True
+    >>> answer_key(r"\\dfrac{1}{2}") == answer_key("0.5") == answer_key("1/2"), answer_key("10.0"), answer_key(r"8.4\\times10^2")
+    (True, '10', '840')
     """
     parsed = _parsed(answer)
-    return str(parsed[0]) if parsed else _squeeze(answer)
+    if not parsed:
+        return _squeeze(answer)
+    value = numeric_value(parsed[0]) if isinstance(parsed[0], sympy.Basic) else None
+    if value is not None and value.imag == 0 and value.real.is_integer() and abs(value.real) < 2**53:
+        return str(int(value.real))  # 10, 10.0 and 8.4\times10^2 = 840 are one answer (a red team's vote split)
+    return str(parsed[0])
 
 
 class _CompetitionMath(SplitsFromSource):

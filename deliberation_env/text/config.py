@@ -39,7 +39,7 @@ from types import ModuleType
 from typing import Annotated, Any
 
 from deliberation_env.arguments import DEFAULT_TASK, task_arguments, with_max_cycles
-from deliberation_env.task_config import TaskFields, name_on_the_command_line
+from deliberation_env.task_config import REWARD_SCALES, TaskFields, name_on_the_command_line
 from deliberation_env.tasks import Task
 from deliberation_env.tasks.base import SPLITS, check_scoring
 from deliberation_env.text.protocols.base import TextProtocol
@@ -170,11 +170,6 @@ def config_record(config: Any) -> dict[str, Any]:
             value = list(value)
         record[field.name] = value
     return record
-
-
-REWARD_SCALES = (1e-30, 1e30)
-"""The reward scales a text env takes: the vector env reports float32 rewards, which turned
-a scale of 1e39 into inf and one of 1e-46 into 0."""
 
 
 @dataclass

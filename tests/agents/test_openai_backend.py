@@ -187,6 +187,11 @@ MALFORMED = {
         b'{"choices": [{"message": {"content": "The answer is 7."}, "finish_reason": "stop"}]}',
         r"usage: missing",
     ),
+    "usage without its counts": (
+        "application/json",
+        completion(usage={"total_tokens": 256}),
+        r"usage: missing, or without prompt_tokens and completion_tokens",
+    ),
     "an unknown finish reason": (
         "application/json",
         completion(choices=[{"message": {"content": "The answer is"}, "finish_reason": "abort"}]),

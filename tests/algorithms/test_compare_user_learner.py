@@ -250,6 +250,13 @@ def test_a_class_that_compare_could_not_evaluate_is_refused_before_anything_is_w
         meta_compare.compare(tiny_meta(tmp_path, ("blind",)), learners={"blind": NoPolicy})
     assert not (tmp_path / "meta").exists()
 
+    class NoPlay(TextGRPO):
+        play_held_out = None
+
+    with pytest.raises(TypeError, match=r"'unplayed' \(.*NoPlay\) has no play_held_out\(\), which compare text calls"):
+        text_compare.compare(tiny_text(tmp_path, ("unplayed",)), learners={"unplayed": NoPlay})
+    assert not (tmp_path / "text").exists()
+
 
 def test_advantages_of_another_shape_than_the_returns_name_the_learner(tmp_path):
     class Pooled(GRPO):

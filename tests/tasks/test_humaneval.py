@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from deliberation_env import tasks
+from deliberation_env.sandbox import judge_python
 from deliberation_env.tasks.humaneval import HumanEvalTask, example_calls, extract_code
 
 
@@ -399,6 +401,9 @@ def test_a_program_too_large_to_send_fails_instead_of_raising(problems):
     verdict = task.verdict(problem, huge)
     assert (verdict.passed, verdict.reason) == (False, "load_error") and "bytes" in verdict.detail
     assert task.check_all([(problem, huge), (problem, task.parse(problem, "    return number % 1.0"))]) == [False, True]
+    named = dataclasses.replace(task.request(problem, task.parse(problem, "    return number % 1.0")),
+                                helper="def f0():\n    return 0\n", helper_functions=tuple(f"f{k}" for k in range(1_500_000)))  # fmt: skip
+    assert judge_python(named).reason == "load_error"  # the helper's function names count too (a reviewer's)
 
 
 @pytest.mark.parametrize(
@@ -425,3 +430,17 @@ def test_a_future_import_opens_the_judged_program(task, problems):
     assert task.is_correct(problem, decision)
     wrong = task.parse(problem, text.replace("number % 1.0", "number"))
     assert not task.is_correct(problem, wrong)
+    feed = task.parse(problem, '"""A\x0cdocstring."""\n' + text.split("\n", 1)[1])  # a line break only splitlines sees
+    assert task.is_correct(problem, feed)
+
+
+def test_the_coding_protocol_judges_a_future_import_too():
+    """A reviewer's: the text seat's coding protocol refused the same correct main."""
+    from deliberation_env.text import CodingProtocol
+
+    protocol = CodingProtocol(tasks.get("humaneval"))
+    problem = next(p for p in protocol.problems("test") + protocol.problems("train") if p.id == "HumanEval/8")
+    helper = "```python\ndef aux(numbers):\n    product = 1\n    for n in numbers:\n        product *= n\n    return product\n```"
+    main = "```python\nfrom __future__ import annotations\ndef sum_product(numbers: list) -> tuple:\n    return (sum(numbers), aux(numbers))\n```"
+    outcome = protocol.score(problem, [helper, main])
+    assert outcome.parts["syntax"] == outcome.parts["tests"] == 1.0

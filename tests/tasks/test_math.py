@@ -304,6 +304,18 @@ def test_a_comparison_cut_by_a_loaded_machine_is_tried_again(monkeypatch):
     math_task._timed_out.clear()
     assert not equivalent("3\\sqrt{2}", "\\sqrt{18}")  # cut: False this time
     assert equivalent("3\\sqrt{2}", "\\sqrt{18}")  # and right the next
+    parse, parse_stalls = math_task.parse, [1]  # the same for a parse cut at its limit (a reviewer's)
+
+    def stalling_parse(*args, **kwargs):
+        if parse_stalls:
+            parse_stalls.pop()
+            raise TimeoutException("Timeout during parsing")
+        return parse(*args, **kwargs)
+
+    monkeypatch.setattr(math_task, "parse", stalling_parse)
+    math_task._equivalent_in_time.cache_clear()
+    math_task._parsed_in_time.cache_clear()
+    assert not equivalent("2\\sqrt{2}", "\\sqrt{8}") and equivalent("2\\sqrt{2}", "\\sqrt{8}")
 
     def always_slow(*args, **kwargs):
         raise TimeoutException("Timeout during comparison")

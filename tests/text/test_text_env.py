@@ -116,12 +116,15 @@ def test_a_tie_is_settled_by_a_fair_coin_and_right_answers_vote_together():
         _, _, _, _, infos = env.step({"agent_0": "The answer is 5.", "agent_1": f"The answer is {second}."})
         rewards[second] = infos["agent_1"]["reward_components"]["correct"]
     assert rewards == {"7": 0.5, "5": 0.0, "0": 0.0}  # the second agent's right answer counts
-    env = text_env(task="math", path="sample", n_agents=3)
-    _, infos = env.reset(seed=0, options={"problem_index": 0})
-    answer = next(p for p in env.unwrapped.problems if p.id == infos["agent_0"]["problem_id"]).answer
-    texts = [f"\\boxed{{{answer}1}}", f"\\boxed{{{answer}}}", f"\\boxed{{{answer} + 0}}"]
-    _, _, _, _, infos = env.step(dict(zip(env.possible_agents, texts, strict=True)))
-    assert infos["agent_0"]["reward_components"]["correct"] == 1.0  # two right answers outvote one wrong
+    env = text_env(task="math", path="sample", split="test", n_agents=3)  # problem 2's answer is 9
+    for texts, correct in (
+        (["\\boxed{10}", "\\boxed{9}", "\\boxed{9.0}"], 1.0),  # two right answers, written apart, outvote one wrong
+        (["\\boxed{10}", "\\boxed{10.0}", "\\boxed{9}"], 0.0),  # and a wrong majority written apart is a majority
+    ):
+        _, infos = env.reset(seed=0, options={"problem_index": 2})
+        assert next(p for p in env.unwrapped.problems if p.id == infos["agent_0"]["problem_id"]).answer == "9"
+        _, _, _, _, infos = env.step(dict(zip(env.possible_agents, texts, strict=True)))
+        assert infos["agent_0"]["reward_components"]["correct"] == correct, texts
 
 
 def test_next_turn_prompts_carry_the_peers_real_answers():

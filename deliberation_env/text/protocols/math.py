@@ -11,11 +11,11 @@ coding protocol instead (:mod:`deliberation_env.text.protocols.coding`).
 **Team output.** A plurality vote over the parsed decisions (decisions agree when the
 task's ``decision_key`` is equal); a tie goes to the decision whose first holder has the
 lowest agent index (:meth:`MathProtocol.vote`); unparseable texts do not vote. The reward
-scores the vote as the task's checker sees it (every right answer is one answer, however
-written: ``840`` and ``840.0`` vote together) and settles a tie by a fair coin: ``correct``
-is the chance that the plurality is right (1/k when the right answer is one of k tied
-answers). Given to the lowest index, a tie made a pair's second agent irrelevant whenever
-the first answered: right or wrong, it earned the same. A drafter-and-verifier variant is not
+settles a tie by a fair coin: ``correct`` is the chance that the plurality is right (1/k
+when one of k tied answers is right). Given to the lowest index, a tie made a pair's
+second agent irrelevant whenever the first answered: right or wrong, it earned the same.
+(Right and wrong answers are grouped alike, by ``decision_key``: merging only the right
+ones paid a team for writing its wrong majority in several forms.) A drafter-and-verifier variant is not
 offered: the agents of a parallel env act at the same time, so a verifier could only
 check the draft of the turn before, which is what the debate's feedback already gives.
 
@@ -31,8 +31,8 @@ way (the numeric tasks: the last number anywhere) and plays cut completions as t
 its text has none), a_i its decision under strict scoring and v the voted decision
 (``None`` if no agent has one):
 
-- ``correct`` = 1/k if the right answers (one group) are among the k groups of the most
-  holders, else 0 (0 when no agent has a decision)
+- ``correct`` = r/k, k the number of decisions with the most holders and r how many of
+  them are right (0 when no agent has a decision)
 - ``format`` = (1/n) sum_i 1[a_i is not None]    (the share of answers stated in the
   asked form, under either scoring)
 - R = ``correct`` + ``format_weight`` * ``format``, so 0 <= R <= 1 + ``format_weight``.
@@ -167,31 +167,27 @@ class MathProtocol:
         >>> protocol.vote(protocol.problems("test")[0], ["5", None, "7", "7", "5"])
         '5'
         """
+        tied = self._tied(problem, decisions)
+        return decisions[min(holders[0] for holders in tied)] if tied else None
+
+    def _tied(self, problem: Problem, decisions: Sequence[str | None]) -> list[list[int]]:
+        """The holders of each decision with the most votes (decisions agree when the task's
+        ``decision_key`` is equal; ``None`` does not vote), in order of first holder."""
         votes: dict[Hashable, list[int]] = {}
         for agent, decision in enumerate(decisions):
             if decision is not None:
                 votes.setdefault(self.task.decision_key(problem, decision), []).append(agent)
-        if not votes:
-            return None
-        holders = max(votes.values(), key=lambda agents: (len(agents), -agents[0]))
-        return decisions[holders[0]]
+        most = max(map(len, votes.values()), default=0)
+        return [holders for holders in votes.values() if len(holders) == most]
 
     def _checked_vote(self, problem: Problem, decisions: Sequence[str | None]) -> tuple[float, str | None]:
-        """The chance that the plurality is right, its groups as the checker sees them (every
-        right decision one group, the others by ``decision_key``) and a tie settled by a
-        fair coin; and the team's output: the decision of the first holder of the
-        plurality (of a tie, the group whose first holder has the lowest index)."""
-        groups: dict[Hashable, list[int]] = {}
-        for agent, decision in enumerate(decisions):
-            if decision is not None:
-                right = self.task.is_correct(problem, decision)
-                groups.setdefault(RIGHT if right else self.task.decision_key(problem, decision), []).append(agent)
-        if not groups:
+        """The chance that the plurality is right with a tie settled by a fair coin (each
+        tied decision judged by its first holder's text), and :meth:`vote`'s decision."""
+        tied = self._tied(problem, decisions)
+        if not tied:
             return 0.0, None
-        most = max(map(len, groups.values()))
-        tied = [key for key, holders in groups.items() if len(holders) == most]
-        first = min(groups[key][0] for key in tied)
-        return (1.0 if RIGHT in tied else 0.0) / len(tied), decisions[first]
+        right = sum(self.task.is_correct(problem, decisions[holders[0]]) for holders in tied)
+        return right / len(tied), decisions[min(holders[0] for holders in tied)]
 
     def neutral_text(self, problem: Problem, agent: int) -> str:
         """The empty text: no answer, no vote."""
@@ -202,11 +198,6 @@ class MathProtocol:
         strict scoring the neutral text (a cut completion is no answer); under lenient
         scoring ``None`` (the cut completion is played as it is)."""
         return self.neutral_text(problem, agent) if self.scoring == "strict" else None
-
-
-RIGHT = object()
-"""The vote group of every right decision (:meth:`MathProtocol._checked_vote`): equal to
-no task's ``decision_key``."""
 
 
 def _shown(decision: str | None) -> str:

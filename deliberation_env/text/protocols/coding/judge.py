@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from deliberation_env.sandbox import JudgeRequest, Verdict, judge_many
 from deliberation_env.tasks import Problem, Task
-from deliberation_env.tasks.humaneval import UNCACHED_REASONS
+from deliberation_env.tasks.humaneval import UNCACHED_REASONS, with_futures_first
 from deliberation_env.text.protocols.coding.counting import (
     CountedTests,
     TestResult,
@@ -92,13 +92,15 @@ class TeamProgram:
 
     @property
     def helper(self) -> str:
-        """The helper's program: the prompt then the helper's code (``""`` without one)."""
-        return f"{self.prompt}\n\n{self.helper_code}\n" if self.helper_code else ""
+        """The helper's program: the prompt then the helper's code (``""`` without one),
+        its ``from __future__`` imports first (:func:`~deliberation_env.tasks.humaneval.with_futures_first`)."""
+        return with_futures_first(f"{self.prompt}\n\n{self.helper_code}\n") if self.helper_code else ""
 
     @property
     def main(self) -> str:
-        """The main agent's program: the prompt then the main agent's code."""
-        return f"{self.prompt}\n\n{self.main_code}\n"
+        """The main agent's program: the prompt then the main agent's code, its
+        ``from __future__`` imports first."""
+        return with_futures_first(f"{self.prompt}\n\n{self.main_code}\n")
 
     @property
     def text(self) -> str:
@@ -124,12 +126,12 @@ def judge_request(problem: Problem, program: TeamProgram, counted: CountedTests)
         counted: The problem's counted tests.
     """
     return JudgeRequest(
-        program=SAFE_EVAL + program.main,
+        program=with_futures_first(SAFE_EVAL + program.main),
         tests=counted.source,
         entry_point=problem.meta["entry_point"],
         setup=problem.meta["prompt"],
         probes=counted.calls,
-        helper=SAFE_EVAL + program.helper if program.helper else "",
+        helper=with_futures_first(SAFE_EVAL + program.helper) if program.helper else "",
         helper_functions=program.helper_functions,
     )
 
