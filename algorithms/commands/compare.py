@@ -13,7 +13,6 @@ table and the files. Both write the same files (:mod:`algorithms.core.compare`),
 from __future__ import annotations
 
 import json
-import operator
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -23,24 +22,8 @@ from algorithms.commands.common import console, quiet_libraries, wrote_folder
 from algorithms.core.compare import learner_label
 from algorithms.core.metrics import check_loggers
 from algorithms.core.run_dirs import CONFIG, check_resume, new_run_dir
-from algorithms.meta.config import CompareConfig, PolicyGradientConfig
+from algorithms.meta.config import CompareConfig
 from algorithms.text.compare import TextCompare
-from algorithms.text.config import TextLearnerConfig
-
-PER_RUN = {"seed": "--seeds", "run_dir": "--out-dir", "reward_scale": "--reward-scales"}
-"""Run settings a comparison sets for each run, and the option that says them instead."""
-
-
-def check_per_run_settings(template: Any, defaults: Any, names: tuple[str, ...]) -> None:
-    """Refuse a run setting of ``names`` that a comparison sets per run (``--algo``: use
-    ``--algos``), that is, one ``template`` gives another value than ``defaults``. A name
-    may be dotted (``run.run_dir``: the ``run_dir`` of the template's ``run`` part)."""
-    for name in names:
-        read = operator.attrgetter(name)
-        last = name.rpartition(".")[2]
-        if read(template) != read(defaults):
-            flag = "--" + last.replace("_", "-")
-            raise ValueError(f"compare sets {flag} for each run: use {PER_RUN[last]} (got {flag} {read(template)!r})")
 
 
 def with_folder(cfg: Any, family: str) -> Any:
@@ -57,7 +40,6 @@ def compare_meta(cfg: CompareConfig) -> dict[str, Any]:
     return the summary."""
     from algorithms.meta.compare import compare, compare_table
 
-    check_per_run_settings(cfg.learner, PolicyGradientConfig(), ("seed", "run.run_dir", "env.reward_scale"))
     check_loggers(cfg.learner.run.tensorboard, cfg.learner.run.wandb_project)
     check_resume(cfg.learner.run.resume, cfg.out_dir, flag="--out-dir")
     cfg = with_folder(cfg, "meta")
@@ -75,7 +57,6 @@ def compare_text(cfg: TextCompare) -> dict[str, Any]:
     print the table and the files written; return the summary."""
     from algorithms.text.compare import compare, compare_table
 
-    check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed", "run.run_dir"))
     quiet_libraries(cfg.learner.run.progress)
     check_loggers(cfg.learner.run.tensorboard, cfg.learner.run.wandb_project)
     check_resume(cfg.learner.run.resume, cfg.out_dir, flag="--out-dir")

@@ -42,6 +42,7 @@ from __future__ import annotations
 import csv
 import inspect
 import json
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -196,6 +197,22 @@ def check_learner_class(algo: str, factory: LearnerFactory, family: str) -> None
             f"learner {algo!r} ({factory.__qualname__}) has no {', '.join(f'{name}()' for name in missing)}, "
             f"which compare {family} calls to evaluate it (the family's shipped learners have it)"
         )
+
+
+PER_RUN = {"seed": "--seeds", "run_dir": "--out-dir", "reward_scale": "--reward-scales"}
+"""Run settings a comparison sets for each run, and the option that says them instead."""
+
+
+def check_per_run_settings(template: Any, defaults: Any, names: tuple[str, ...]) -> None:
+    """Refuse a run setting of ``names`` that a comparison sets per run (``--algo``: use
+    ``--algos``), that is, one ``template`` gives another value than ``defaults``. A name
+    may be dotted (``run.run_dir``: the ``run_dir`` of the template's ``run`` part)."""
+    for name in names:
+        read = operator.attrgetter(name)
+        last = name.rpartition(".")[2]
+        if read(template) != read(defaults):
+            flag = "--" + last.replace("_", "-")
+            raise ValueError(f"compare sets {flag} for each run: use {PER_RUN[last]} (got {flag} {read(template)!r})")
 
 
 def write_results(

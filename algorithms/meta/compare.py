@@ -38,6 +38,7 @@ from tqdm.auto import tqdm
 from algorithms.core.checkpoints import CHECKPOINT
 from algorithms.core.compare import (
     LearnerFactory,
+    check_per_run_settings,
     difference_lines,
     learner_label,
     mean_and_interval,
@@ -56,7 +57,13 @@ from algorithms.core.run_dirs import (
     removed_if_nothing_ran,
 )
 from algorithms.meta import baselines, plots
-from algorithms.meta.config import ALGOS, CompareConfig, with_held_out_problems, with_task_defaults
+from algorithms.meta.config import (
+    ALGOS,
+    CompareConfig,
+    PolicyGradientConfig,
+    with_held_out_problems,
+    with_task_defaults,
+)
 from algorithms.meta.train import EVAL_BATCH, held_out, train
 from deliberation_env.factory import vector_env_from
 
@@ -72,6 +79,7 @@ def compare(cfg: CompareConfig, learners: Mapping[str, LearnerFactory] | None = 
         ValueError: Before anything is written, on a name of ``cfg.algos`` that is no
             learner, or an ``out_dir`` that holds a comparison (without ``--resume``).
     """
+    check_per_run_settings(cfg.learner, PolicyGradientConfig(), ("seed", "run.run_dir", "env.reward_scale"))
     own = user_learners(cfg.algos, ALGOS, learners, "meta")
     cfg = dataclasses.replace(cfg, learner=with_held_out_problems(with_task_defaults(cfg.learner)))
     names = [learner_label(algo) for algo in cfg.algos]

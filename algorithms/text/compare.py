@@ -32,6 +32,7 @@ from algorithms.core.compare import (
     LearnerFactory,
     algo_names,
     check_algos,
+    check_per_run_settings,
     difference_lines,
     learner_label,
     run_grid,
@@ -133,6 +134,7 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
     from algorithms.text.plots import write_comparison
     from algorithms.text.train import resolved_placement, train
 
+    check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed", "run.run_dir"))
     own = user_learners(cfg.algos, SHIPPED, learners, "text")
     names = [learner_label(algo) for algo in cfg.algos]
     if not cfg.out_dir:

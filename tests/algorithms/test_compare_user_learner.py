@@ -266,3 +266,16 @@ def test_advantages_of_another_shape_than_the_returns_name_the_learner(tmp_path)
     with pytest.raises(ValueError, match=r"Pooled.compute_advantages gave advantages of shape \(2, 1, 3\) "
                        r"for returns of shape \(2, 2, 3\): it must give one advantage per return"):  # fmt: skip
         meta_compare.compare(tiny_meta(tmp_path, ("pooled",)), learners={"pooled": Pooled})
+
+
+def test_compare_from_python_refuses_a_setting_it_sets_per_run(tmp_path):
+    """A reviewer's: only the command line refused them, so compare() trained at scale 1
+    and recorded 10."""
+    cfg = tiny_meta(tmp_path, ("grpo",))
+    scaled = replace(cfg, learner=replace(cfg.learner, env=replace(cfg.learner.env, reward_scale=10.0)))
+    with pytest.raises(ValueError, match=r"compare sets --reward-scale for each run: use --reward-scales"):
+        meta_compare.compare(scaled)
+    seeded = tiny_text(tmp_path, ("grpo",))
+    with pytest.raises(ValueError, match=r"compare sets --seed for each run: use --seeds"):
+        text_compare.compare(replace(seeded, learner=replace(seeded.learner, seed=3)))
+    assert not (tmp_path / "meta").exists() and not (tmp_path / "text").exists()
