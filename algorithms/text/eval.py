@@ -79,7 +79,8 @@ def evaluate(learner: Any, venv: Any, problem_indices: Sequence[int], seed: int 
     Returns:
         The :class:`~algorithms.core.evaluation.Evaluation`; its ``metrics``: ``eval/{part}``,
         the mean over problems of each reward part of the last turn (``eval/correct`` is the
-        team's accuracy on the math protocol), ``eval/joint``; beside them, over the
+        team's accuracy on the math protocol, a tied vote counting as a fair coin would
+        settle it), ``eval/joint``; beside them, over the
         trainable agents' completions, ``eval/truncated_share`` (the share cut at the token
         budget) and ``eval/mean_completion_tokens``, and on the math protocol
         ``eval/asked_form_share`` (its ``format`` part: the share of the last turn's answers
