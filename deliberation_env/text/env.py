@@ -430,10 +430,10 @@ class TextDeliberationEnv(ParallelEnv):
         <BLANKLINE>
         Solve the problem step by step. End with a line of the form 'The answer is N.' where N is a number.
         >>> obs, rewards, terms, truncs, infos = env.step({"agent_0": "The answer is 18.", "agent_1": "The answer is 17."})
-        >>> rewards["agent_0"], infos["agent_0"]["reward_components"]["correct"]
-        (1.1, 1.0)
+        >>> rewards["agent_0"], infos["agent_0"]["reward_components"]["correct"]  # a tie: a fair coin's chance
+        (0.6, 0.5)
         >>> [round(infos[a]["reward_components"]["contribution"], 6) for a in env.agents]
-        [1.05, 0.05]
+        [0.55, -0.45]
         >>> "Agent 1: 17" in obs["agent_0"]
         True
     """
