@@ -106,6 +106,23 @@ def check_scoring(scoring: str) -> str:
     return scoring
 
 
+def same_answer(task: Task, problem: Problem, first: str, second: str) -> bool:
+    """Whether two decisions are one answer: the task's own ``same_answer(problem, first,
+    second)`` where it has one (MATH: equal keys or math-verify's equivalence, so ``x = 7``
+    and ``7`` agree), else equal decision keys. A team's vote groups by it.
+
+    >>> from deliberation_env.tasks import get
+    >>> task = get("math", path="sample")
+    >>> problem = task.problems("test")[0]
+    >>> same_answer(task, problem, "7", "x = 7"), same_answer(task, problem, "0.75", r"\\frac34"), same_answer(task, problem, "7", "8")
+    (True, True, False)
+    """
+    own = getattr(task, "same_answer", None)
+    if callable(own):
+        return bool(own(problem, first, second))
+    return task.decision_key(problem, first) == task.decision_key(problem, second)
+
+
 def with_scoring(task: Task, scoring: str) -> Task:
     """``task`` reading its answers under ``scoring``: the task itself if it already does,
     else a shallow copy (sharing its loaded problems) with the other ``scoring``.

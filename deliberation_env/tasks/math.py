@@ -320,24 +320,41 @@ def _boxed_answer(text: str, start: int, end: int) -> str | None:
     return _squeeze(text[start:end]) if _CLOSING.match(text, end + 1) else None
 
 
-NON_ANSWERS = frozenset({"i don't know", "i do not know", "don't know", "idk", "unknown", "no answer", "n/a", "not sure", "?"})
-"""Box contents that state no answer (lower case, without ``\\text{}`` and punctuation
+NON_ANSWERS = frozenset({
+    "i don't know", "i do not know", "i dont know", "don't know", "dont know", "idk", "unknown", "no answer",
+    "n/a", "na", "not sure", "unsure", "no idea", "cannot answer", "can't answer", "can't say", "not known",
+})  # fmt: skip
+"""Box contents that state no answer (lower case, without ``\\text{}`` and the punctuation
 around them): a box of them paid the asked form and voted (red team)."""
+_LATEX_COMMAND = re.compile(r"\\[a-zA-Z]+")
+_EMPTY_SET = re.compile(r"\\\{(?:\s|\\[,;:! ])*\\\}")
+"""``\\{ \\}`` and ``\\{\\,\\}``: the empty set, which math-verify cannot read with a space in it."""
 
 
 def states_nothing(answer: str) -> bool:
-    """Whether a box's content states no answer: no letter, digit, infinity or empty-set sign
-    in it and no expression math-verify reads (``?``, ``-``), or one of :data:`NON_ANSWERS`.
+    """Whether a box's content states no answer: one of :data:`NON_ANSWERS` (read without
+    ``\\text{}``-like wrappers, case or the punctuation around it), or no letter, digit,
+    infinity or empty-set sign outside LaTeX commands and no mathematical object that
+    math-verify reads but a bare symbol (``?``, ``-``, ``\\text{?}``, ``\\ldots``, ``\\quad``).
 
-    >>> states_nothing("?"), states_nothing(r"\\text{I don't know}"), states_nothing(r"\\text{(C)}"), states_nothing("x")
+    >>> states_nothing("?"), states_nothing(r"\\text{I don't know?}"), states_nothing(r"\\text{(C)}"), states_nothing("x")
     (True, True, False, False)
-    >>> states_nothing("\u2205"), states_nothing("\u221e"), states_nothing(r"\\emptyset")
-    (False, False, False)
+    >>> states_nothing("\u2205"), states_nothing("\u221e"), states_nothing(r"\\emptyset"), states_nothing(r"\\pi")
+    (False, False, False, False)
+    >>> states_nothing(r"\\text{?}"), states_nothing(r"\\ldots"), states_nothing(r"\\{ \\}")
+    (True, True, False)
     """
-    plain = _TEXT_WRAPPER.sub(r"\1", answer)
-    if not any(character.isalnum() or character in "\u221e\u2205" for character in plain):  # but infinity, the empty set
-        return not any(isinstance(value, sympy.Basic) for value in _parsed(answer))
-    return plain.strip(" .!$").lower().replace("\u2019", "'") in NON_ANSWERS
+    plain = answer
+    while (unwrapped := _TEXT_WRAPPER.sub(r"\1", plain)) != plain:
+        plain = unwrapped
+    if plain.strip(" .!?$\\{}").lower().replace("\u2019", "'") in NON_ANSWERS:
+        return True
+    if _EMPTY_SET.fullmatch(plain.strip()):
+        return False
+    bare = _LATEX_COMMAND.sub(" ", plain)
+    if any(character.isalnum() or character in "\u221e\u2205" for character in bare):  # but infinity, the empty set
+        return False
+    return not any(isinstance(value, sympy.Basic) and not isinstance(value, sympy.Symbol) for value in _parsed(answer))
 
 
 def extract_answer(text: str) -> str | None:
@@ -475,16 +492,11 @@ def _equivalent_in_time(reference: str, answer: str) -> bool:
 def answer_key(answer: str) -> str:
     """A canonical string of an answer: equal for answers that parse to the same expression.
 
-    >>> answer_key(r"\\dfrac{1}{2}") == answer_key("0.5") == answer_key("1/2"), answer_key("10.0"), answer_key(r"8.4\\times10^2")
-    (True, '10', '840')
+    >>> answer_key(r"\\dfrac{1}{2}") == answer_key("0.5") == answer_key("1/2")
+    True
     """
     parsed = _parsed(answer)
-    if not parsed:
-        return _squeeze(answer)
-    value = numeric_value(parsed[0]) if isinstance(parsed[0], sympy.Basic) else None
-    if value is not None and value.imag == 0 and value.real.is_integer() and abs(value.real) < 2**53:
-        return str(int(value.real))  # 10, 10.0 and 8.4\times10^2 = 840 are one answer (a red team's vote split)
-    return str(parsed[0])
+    return str(parsed[0]) if parsed else _squeeze(answer)
 
 
 class _CompetitionMath(SplitsFromSource):
@@ -532,6 +544,12 @@ class _CompetitionMath(SplitsFromSource):
     def decision_key(self, problem: Problem, decision: str) -> Hashable:
         """Answers that parse to the same expression agree (see :func:`answer_key`)."""
         return answer_key(decision)
+
+    def same_answer(self, problem: Problem, first: str, second: str) -> bool:
+        """Whether two answers are one: equal keys, or equal for math-verify (``x = 7`` and
+        ``7``, ``\\frac34`` and ``0.75``), which the keys alone split
+        (:func:`~deliberation_env.tasks.base.same_answer`)."""
+        return answer_key(first) == answer_key(second) or equivalent(first, second)
 
 
 def _problem_id(task: str, where: str, record: dict[str, Any], default: str) -> str:

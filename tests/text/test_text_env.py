@@ -120,6 +120,9 @@ def test_a_tie_is_settled_by_a_fair_coin_and_right_answers_vote_together():
     for texts, correct in (
         (["\\boxed{10}", "\\boxed{9}", "\\boxed{9.0}"], 1.0),  # two right answers, written apart, outvote one wrong
         (["\\boxed{10}", "\\boxed{10.0}", "\\boxed{9}"], 0.0),  # and a wrong majority written apart is a majority
+        (["\\boxed{9}", "\\boxed{x = 10}", "\\boxed{10}"], 0.0),  # as the checker reads it (a second red team's)
+        (["\\boxed{9 + 10^{-20}}", "\\boxed{9 + 10^{-20}}", "\\boxed{9}"], 0.0),  # a near miss is no right answer
+        (["\\boxed{\\text{?}}", "\\boxed{\\textbf{?}}", "\\boxed{9}"], 1.0),  # boxes that state nothing do not vote
     ):
         _, infos = env.reset(seed=0, options={"problem_index": 2})
         assert next(p for p in env.unwrapped.problems if p.id == infos["agent_0"]["problem_id"]).answer == "9"

@@ -9,13 +9,14 @@ works: arithmetic, gsm8k, math, aime, amc, jsonl, mmlu. HumanEval programs need 
 coding protocol instead (:mod:`deliberation_env.text.protocols.coding`).
 
 **Team output.** A plurality vote over the parsed decisions (decisions agree when the
-task's ``decision_key`` is equal); a tie goes to the decision whose first holder has the
-lowest agent index (:meth:`MathProtocol.vote`); unparseable texts do not vote. The reward
-settles a tie by a fair coin: ``correct`` is the chance that the plurality is right (1/k
-when one of k tied answers is right). Given to the lowest index, a tie made a pair's
-second agent irrelevant whenever the first answered: right or wrong, it earned the same.
-(Right and wrong answers are grouped alike, by ``decision_key``: merging only the right
-ones paid a team for writing its wrong majority in several forms.) A drafter-and-verifier variant is not
+task's checker says they are one answer, :func:`~deliberation_env.tasks.same_answer`:
+``7`` and ``x = 7`` on MATH; a group never mixes right and wrong answers); a tie goes to
+the decision whose first holder has the lowest agent index (:meth:`MathProtocol.vote`);
+unparseable texts do not vote. The reward settles a tie by a fair coin: ``correct`` is the
+chance that the plurality is right (1/k when one of k tied answers is right). Given to the
+lowest index, a tie made a pair's second agent irrelevant whenever the first answered:
+right or wrong, it earned the same. (Grouped by their text's key alone, a wrong majority
+written in several forms, ``7`` and ``x = 7``, was paid as a tie.) A drafter-and-verifier variant is not
 offered: the agents of a parallel env act at the same time, so a verifier could only
 check the draft of the turn before, which is what the debate's feedback already gives.
 
@@ -31,7 +32,7 @@ way (the numeric tasks: the last number anywhere) and plays cut completions as t
 its text has none), a_i its decision under strict scoring and v the voted decision
 (``None`` if no agent has one):
 
-- ``correct`` = r/k, k the number of decisions with the most holders and r how many of
+- ``correct`` = r/k, k the number of answers with the most holders and r how many of
   them are right (0 when no agent has a decision)
 - ``format`` = (1/n) sum_i 1[a_i is not None]    (the share of answers stated in the
   asked form, under either scoring)
@@ -57,10 +58,10 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 
 from agents.base import Message
-from deliberation_env.tasks import Problem, Task
+from deliberation_env.tasks import Problem, Task, same_answer
 from deliberation_env.tasks.base import check_scoring, with_scoring
 from deliberation_env.text.protocols.base import Outcome, chat, quote
 from deliberation_env.values import is_number
@@ -171,18 +172,27 @@ class MathProtocol:
         return decisions[min(holders[0] for holders in tied)] if tied else None
 
     def _tied(self, problem: Problem, decisions: Sequence[str | None]) -> list[list[int]]:
-        """The holders of each decision with the most votes (decisions agree when the task's
-        ``decision_key`` is equal; ``None`` does not vote), in order of first holder."""
-        votes: dict[Hashable, list[int]] = {}
+        """The holders of each answer with the most votes, in order of first holder. Answers
+        are one when the task's checker says so (:func:`~deliberation_env.tasks.same_answer`:
+        ``7`` and ``x = 7``), and a group never mixes right and wrong answers (a key that
+        rounds ``8 + 10^{-20}`` to 8 does not make it right); ``None`` does not vote."""
+        groups: list[tuple[str, bool, list[int]]] = []  # (first holder's answer, right, holders)
         for agent, decision in enumerate(decisions):
-            if decision is not None:
-                votes.setdefault(self.task.decision_key(problem, decision), []).append(agent)
-        most = max(map(len, votes.values()), default=0)
-        return [holders for holders in votes.values() if len(holders) == most]
+            if decision is None:
+                continue
+            right = self.task.is_correct(problem, decision)
+            for first, first_right, holders in groups:
+                if first_right == right and same_answer(self.task, problem, first, decision):
+                    holders.append(agent)
+                    break
+            else:
+                groups.append((decision, right, [agent]))
+        most = max((len(holders) for _, _, holders in groups), default=0)
+        return [holders for _, _, holders in groups if len(holders) == most]
 
     def _checked_vote(self, problem: Problem, decisions: Sequence[str | None]) -> tuple[float, str | None]:
-        """The chance that the plurality is right with a tie settled by a fair coin (each
-        tied decision judged by its first holder's text), and :meth:`vote`'s decision."""
+        """The chance that the plurality is right with a tie settled by a fair coin, and
+        :meth:`vote`'s decision."""
         tied = self._tied(problem, decisions)
         if not tied:
             return 0.0, None
