@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from algorithms.commands.common import console, quiet_libraries, wrote_folder
-from algorithms.core.compare import learner_label
+from algorithms.core.compare import check_per_run_settings, learner_label
 from algorithms.core.metrics import check_loggers
 from algorithms.core.run_dirs import CONFIG, check_resume, new_run_dir
-from algorithms.meta.config import CompareConfig
+from algorithms.meta.config import CompareConfig, PolicyGradientConfig
 from algorithms.text.compare import TextCompare
+from algorithms.text.config import TextLearnerConfig
 
 
 def with_folder(cfg: Any, family: str) -> Any:
@@ -40,6 +41,7 @@ def compare_meta(cfg: CompareConfig) -> dict[str, Any]:
     return the summary."""
     from algorithms.meta.compare import compare, compare_table
 
+    check_per_run_settings(cfg.learner, PolicyGradientConfig(), ("run.run_dir",))  # compare() refuses the others
     check_loggers(cfg.learner.run.tensorboard, cfg.learner.run.wandb_project)
     check_resume(cfg.learner.run.resume, cfg.out_dir, flag="--out-dir")
     cfg = with_folder(cfg, "meta")
@@ -57,6 +59,7 @@ def compare_text(cfg: TextCompare) -> dict[str, Any]:
     print the table and the files written; return the summary."""
     from algorithms.text.compare import compare, compare_table
 
+    check_per_run_settings(cfg.learner, TextLearnerConfig(), ("run.run_dir",))
     quiet_libraries(cfg.learner.run.progress)
     check_loggers(cfg.learner.run.tensorboard, cfg.learner.run.wandb_project)
     check_resume(cfg.learner.run.resume, cfg.out_dir, flag="--out-dir")

@@ -134,7 +134,7 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
     from algorithms.text.plots import write_comparison
     from algorithms.text.train import resolved_placement, train
 
-    check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed", "run.run_dir"))
+    check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed",))  # a run_dir is replaced
     own = user_learners(cfg.algos, SHIPPED, learners, "text")
     names = [learner_label(algo) for algo in cfg.algos]
     if not cfg.out_dir:
