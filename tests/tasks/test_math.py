@@ -291,31 +291,24 @@ def test_a_comparison_cut_by_a_loaded_machine_is_tried_again(monkeypatch):
     TIMEOUT_ATTEMPTS times; one that keeps running out stays False without more tries."""
     from math_verify.errors import TimeoutException
 
-    verify, stalls = math_task.verify, [1]
+    def stalled_once(function):
+        """``function``, but its first call runs out of time as on a stalled machine."""
+        stalls = [1]
 
-    def stalling(*args, **kwargs):
-        if stalls:
-            stalls.pop()
-            raise TimeoutException("Timeout during comparison")
-        return verify(*args, **kwargs)
+        def stalling(*args, **kwargs):
+            if stalls:
+                stalls.pop()
+                raise TimeoutException("Timeout")
+            return function(*args, **kwargs)
 
-    monkeypatch.setattr(math_task, "verify", stalling)
-    math_task._equivalent_in_time.cache_clear()
+        return stalling
+
     math_task._timed_out.clear()
-    assert not equivalent("3\\sqrt{2}", "\\sqrt{18}")  # cut: False this time
-    assert equivalent("3\\sqrt{2}", "\\sqrt{18}")  # and right the next
-    parse, parse_stalls = math_task.parse, [1]  # the same for a parse cut at its limit (a reviewer's)
-
-    def stalling_parse(*args, **kwargs):
-        if parse_stalls:
-            parse_stalls.pop()
-            raise TimeoutException("Timeout during parsing")
-        return parse(*args, **kwargs)
-
-    monkeypatch.setattr(math_task, "parse", stalling_parse)
-    math_task._equivalent_in_time.cache_clear()
-    math_task._parsed_in_time.cache_clear()
-    assert not equivalent("2\\sqrt{2}", "\\sqrt{8}") and equivalent("2\\sqrt{2}", "\\sqrt{8}")
+    for name, pair in (("verify", ("3\\sqrt{2}", "\\sqrt{18}")), ("parse", ("2\\sqrt{2}", "\\sqrt{8}"))):  # a reviewer's: parse too
+        monkeypatch.setattr(math_task, name, stalled_once(getattr(math_task, name)))
+        math_task._equivalent_in_time.cache_clear()
+        math_task._parsed_in_time.cache_clear()
+        assert not equivalent(*pair) and equivalent(*pair), name  # cut: False this time, and right the next
 
     def always_slow(*args, **kwargs):
         raise TimeoutException("Timeout during comparison")
