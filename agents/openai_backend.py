@@ -139,11 +139,11 @@ FINISHES = {"stop": "stop", "length": "length", "content_filter": "length"}
 server's filter stopped is not the whole answer, so it counts as cut."""
 
 
-def _generation_problem(completion: _Completion, max_tokens: int) -> str | None:
+def _generation_problem(completion: _Completion) -> str | None:
     """What keeps ``completion`` from being one answer whose cost and cut are known, or None.
     A reply without ``usage`` has no token cost, and one that ends for a reason this
     backend does not know may be cut: either was cached as a whole answer that cost
-    nothing. A ``null`` reason is read from the tokens used (``max_tokens`` of them: cut)."""
+    nothing. A ``null`` reason is read from the tokens used (:func:`_finish`)."""
     if completion.usage is None or not {"prompt_tokens", "completion_tokens"} <= completion.usage.model_fields_set:
         return "usage: missing, or without prompt_tokens and completion_tokens (a reply's tokens are its cost, and tell a cut reply)"
     reason = completion.choices[0].finish_reason
@@ -248,7 +248,7 @@ class OpenAIBackend:
                 extra_body={"top_k": request.top_k} if request.top_k else None,
             ),
             f"generate request {index} (seed {request.seed}, {_summary(request.messages)})",
-            check=lambda completion: _generation_problem(completion, request.max_tokens),
+            check=_generation_problem,
         )
         return Generation(
             text=completion.choices[0].message.content,

@@ -168,14 +168,14 @@ class MathProtocol:
         >>> protocol.vote(protocol.problems("test")[0], ["5", None, "7", "7", "5"])
         '5'
         """
-        tied = self._tied(problem, decisions)
-        return decisions[min(holders[0] for holders in tied)] if tied else None
+        return self._checked_vote(problem, decisions)[1]
 
-    def _tied(self, problem: Problem, decisions: Sequence[str | None]) -> list[list[int]]:
-        """The holders of each answer with the most votes, in order of first holder. Answers
-        are one when the task's checker says so (:func:`~deliberation_env.tasks.same_answer`:
-        ``7`` and ``x = 7``), and a group never mixes right and wrong answers (a key that
-        rounds ``8 + 10^{-20}`` to 8 does not make it right); ``None`` does not vote."""
+    def _checked_vote(self, problem: Problem, decisions: Sequence[str | None]) -> tuple[float, str | None]:
+        """The chance that the plurality is right with a tie settled by a fair coin, and
+        :meth:`vote`'s decision. Answers are one when the task's checker says so
+        (:func:`~deliberation_env.tasks.same_answer`: ``7`` and ``x = 7``), and a group never
+        mixes right and wrong answers (a key that rounds ``8 + 10^{-20}`` to 8 does not make
+        it right); ``None`` does not vote."""
         groups: list[tuple[str, bool, list[int]]] = []  # (first holder's answer, right, holders)
         for agent, decision in enumerate(decisions):
             if decision is None:
@@ -187,17 +187,11 @@ class MathProtocol:
                     break
             else:
                 groups.append((decision, right, [agent]))
-        most = max((len(holders) for _, _, holders in groups), default=0)
-        return [holders for _, _, holders in groups if len(holders) == most]
-
-    def _checked_vote(self, problem: Problem, decisions: Sequence[str | None]) -> tuple[float, str | None]:
-        """The chance that the plurality is right with a tie settled by a fair coin, and
-        :meth:`vote`'s decision."""
-        tied = self._tied(problem, decisions)
-        if not tied:
+        if not groups:
             return 0.0, None
-        right = sum(self.task.is_correct(problem, decisions[holders[0]]) for holders in tied)
-        return right / len(tied), decisions[min(holders[0] for holders in tied)]
+        most = max(len(holders) for _, _, holders in groups)
+        tied = [(first, right) for first, right, holders in groups if len(holders) == most]
+        return sum(right for _, right in tied) / len(tied), tied[0][0]  # groups are in order of first holder
 
     def neutral_text(self, problem: Problem, agent: int) -> str:
         """The empty text: no answer, no vote."""
