@@ -21,7 +21,7 @@ from agents.seeding import derive_seed, turn_seeds
 from deliberation_env.meta.spaces import TEXT_CHARSET, TEXT_MAX_LENGTH, MetaAction
 from deliberation_env.starts import Starts
 from deliberation_env.task_config import REWARD_SCALES
-from deliberation_env.tasks import Problem, Task
+from deliberation_env.tasks import Problem, Task, answer_groups
 from deliberation_env.tasks.base import AnswerTask
 from deliberation_env.values import is_number
 
@@ -424,12 +424,13 @@ class DeliberationCore:
     def _refresh_consensus(self, ep: Episode) -> None:
         """Recompute everything derived from the decisions and confidences of ``ep``."""
         E, n = self.num_envs, self.n_agents
-        codes = np.full((E, n), -1, dtype=np.int64)
-        for e in range(E):
-            table: dict[Hashable, int] = {}
-            for i, key in enumerate(ep.keys[e]):
-                if key is not None:
-                    codes[e, i] = table.setdefault(key, len(table))
+        codes = np.array(
+            [
+                answer_groups(self.task, ep.problem[e], [a.decision for a in ep.answers[e]], ep.correct[e], ep.keys[e])
+                for e in range(E)
+            ],
+            dtype=np.int64,
+        ).reshape(E, n)
         ep.codes = codes
         ep.same = (codes[:, :, None] == codes[:, None, :]) & (codes[:, :, None] >= 0)
         ep.winner = plurality_winner(codes, ep.conf, ep.same)

@@ -34,7 +34,14 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from deliberation_env.tasks.base import SPLITS, Problem, Task, problem_count, same_answer
+from deliberation_env.tasks.base import (
+    SPLITS,
+    Problem,
+    Task,
+    answer_groups,
+    problem_count,
+    same_answer,
+)
 from deliberation_env.tasks.sources import ACCEPTED, sample_path
 
 _TASKS = {
@@ -107,4 +114,4 @@ def get(name: str, **kwargs: Any) -> Task:
     return cls(**kwargs)
 
 
-__all__ = ["SPLITS", "Problem", "Task", "check_data", "check_name", "get", "names", "problem_count", "same_answer", "sample_path", "task_class"]
+__all__ = ["SPLITS", "Problem", "Task", "answer_groups", "check_data", "check_name", "get", "names", "problem_count", "same_answer", "sample_path", "task_class"]

@@ -123,6 +123,56 @@ def same_answer(task: Task, problem: Problem, first: str, second: str) -> bool:
     return task.decision_key(problem, first) == task.decision_key(problem, second)
 
 
+def answer_groups(
+    task: Task,
+    problem: Problem,
+    decisions: Sequence[str | None],
+    correct: Sequence[bool],
+    keys: Sequence[Hashable | None] | None = None,
+) -> list[int]:
+    """Each decision's group for a vote: decisions are in one group when :func:`same_answer`
+    says so of the group's first holder and both are right or both wrong (a key that
+    rounds ``8 + 10^{-20}`` to 8 does not make it right). Groups are numbered in order of
+    their first holder; ``None`` (no answer) is -1. Both seats' votes group by it.
+
+    Args:
+        task: The task whose checker says which decisions are one answer.
+        problem: The problem they answer.
+        decisions: Each agent's decision, ``None`` for no answer.
+        correct: ``task.is_correct(problem, decision)`` of each.
+        keys: ``task.decision_key(problem, decision)`` of each, where the caller has them
+            (else they are computed here, once each).
+
+    >>> from deliberation_env.tasks import get
+    >>> task = get("math", path="sample")
+    >>> problem = task.problems("test")[0]
+    >>> decisions = ["7", None, "x = 7", "8"]
+    >>> answer_groups(task, problem, decisions, [task.is_correct(problem, d) for d in decisions])
+    [0, -1, 0, 1]
+    """
+    if keys is None:
+        keys = [None if decision is None else task.decision_key(problem, decision) for decision in decisions]
+    own = getattr(task, "same_answer", None)
+    firsts: list[tuple[str, Hashable, bool]] = []
+    groups = []
+    for decision, key, right in zip(decisions, keys, correct, strict=True):
+        if decision is None:
+            groups.append(-1)
+            continue
+        group = next(
+            (
+                g
+                for g, (first, first_key, first_right) in enumerate(firsts)
+                if first_right == right and (first_key == key or callable(own) and bool(own(problem, first, decision)))
+            ),
+            len(firsts),
+        )
+        if group == len(firsts):
+            firsts.append((decision, key, right))
+        groups.append(group)
+    return groups
+
+
 def with_scoring(task: Task, scoring: str) -> Task:
     """``task`` reading its answers under ``scoring``: the task itself if it already does,
     else a shallow copy (sharing its loaded problems) with the other ``scoring``.

@@ -83,6 +83,27 @@ def test_math_episode(tmp_path):
     assert history[0]["agent_2"]["decision"] == "1000"
 
 
+def test_math_consensus_groups_answers_the_checker_calls_one(tmp_path):
+    """A wrong majority written in two forms (``x = 1000`` and ``1000``) is one vote: it
+    beats the single right answer, which a grouping by text key left to a three-way tie
+    (won by the right agent, agent 0), paying consensus for a wrong team."""
+    records = [{"problem": f"What is {i} + 1?", "solution": f"$\\boxed{{{i + 1}}}$"} for i in range(8)]
+    (tmp_path / "math.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    forms = iter(("\\boxed{x = 1000}", "\\boxed{1000}"))
+    team = [
+        ScriptedSolver(lambda turn, reference: f"\\boxed{{{reference}}}"),
+        ScriptedSolver(lambda turn, reference, form=next(forms): form),
+        ScriptedSolver(lambda turn, reference, form=next(forms): form),
+    ]
+    env = de.parallel_env(task=de.tasks.get("math", path=tmp_path / "math.jsonl"), team=team, n_agents=3, max_rounds=1)
+    _, infos = env.reset(seed=0, options={"problem_index": 0})
+    assert [infos[a]["correct"] for a in env.agents] == [True, False, False]
+    assert infos["agent_1"]["decision"] != infos["agent_2"]["decision"]  # two texts, one answer
+    assert infos["agent_0"]["consensus_correct"] is False
+    _, rewards, _, _, infos = env.step({agent: de.MetaAction.PERSIST for agent in env.agents})
+    assert infos["agent_0"]["team_reward"] == 0.0
+
+
 @pytest.mark.parametrize("name", ["aime", "amc"])
 def test_aime_and_amc_episodes(tmp_path, name):
     records = [{"problem": f"Problem {i}", "answer": str(100 + i)} for i in range(8)]

@@ -61,7 +61,7 @@ import math
 from collections.abc import Sequence
 
 from agents.base import Message
-from deliberation_env.tasks import Problem, Task, same_answer
+from deliberation_env.tasks import Problem, Task, answer_groups
 from deliberation_env.tasks.base import check_scoring, with_scoring
 from deliberation_env.text.protocols.base import Outcome, chat, quote
 from deliberation_env.values import is_number
@@ -172,26 +172,17 @@ class MathProtocol:
 
     def _checked_vote(self, problem: Problem, decisions: Sequence[str | None]) -> tuple[float, str | None]:
         """The chance that the plurality is right with a tie settled by a fair coin, and
-        :meth:`vote`'s decision. Answers are one when the task's checker says so
-        (:func:`~deliberation_env.tasks.same_answer`: ``7`` and ``x = 7``), and a group never
-        mixes right and wrong answers (a key that rounds ``8 + 10^{-20}`` to 8 does not make
-        it right); ``None`` does not vote."""
-        groups: list[tuple[str, bool, list[int]]] = []  # (first holder's answer, right, holders)
-        for agent, decision in enumerate(decisions):
-            if decision is None:
-                continue
-            right = self.task.is_correct(problem, decision)
-            for first, first_right, holders in groups:
-                if first_right == right and same_answer(self.task, problem, first, decision):
-                    holders.append(agent)
-                    break
-            else:
-                groups.append((decision, right, [agent]))
-        if not groups:
+        :meth:`vote`'s decision. Answers are one when the task's checker says so, never
+        mixing right and wrong (:func:`~deliberation_env.tasks.answer_groups`: ``7`` and
+        ``x = 7`` vote together); ``None`` does not vote."""
+        correct = [decision is not None and self.task.is_correct(problem, decision) for decision in decisions]
+        groups = answer_groups(self.task, problem, decisions, correct)
+        holders = [[agent for agent, g in enumerate(groups) if g == group] for group in range(max(groups, default=-1) + 1)]
+        if not holders:
             return 0.0, None
-        most = max(len(holders) for _, _, holders in groups)
-        tied = [(first, right) for first, right, holders in groups if len(holders) == most]
-        return sum(right for _, right in tied) / len(tied), tied[0][0]  # groups are in order of first holder
+        most = max(map(len, holders))
+        tied = [group[0] for group in holders if len(group) == most]  # groups are in order of first holder
+        return sum(correct[agent] for agent in tied) / len(tied), decisions[tied[0]]
 
     def neutral_text(self, problem: Problem, agent: int) -> str:
         """The empty text: no answer, no vote."""
