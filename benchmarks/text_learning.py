@@ -125,8 +125,10 @@ class Args:
     parts: tuple[Literal["untrained", "trained", "single", "sc"], ...] = ("untrained", "trained", "single", "sc")
     """Which runs to make: the untrained pair (a), the learners' runs, the lone agent (b),
     self-consistency (c) (two queues on two cores split them: the module docstring)."""
-    examples: int = 5
-    """Held-out answers shown before and after, per learner (seed 0)."""
+    examples: int = -1
+    """Held-out answers each run keeps: each agent's greedy answer and how it ended on the
+    first this many test problems (-1: all ``eval_problems``, so that a run can be
+    re-scored under a later rule); the table shows the first five."""
     eval_interval: int = 0
     """Evaluate the held-out problems every this many updates too, drawn as points on the
     curves (0: only after training). It adds evaluations and changes no training result."""
@@ -233,6 +235,11 @@ def greedy_answers(config, lm, count: int) -> list[dict]:
     return shown
 
 
+def kept_answers(args: Args) -> int:
+    """How many held-out problems' answers a run keeps (``--examples``)."""
+    return args.eval_problems if args.examples < 0 else min(args.examples, args.eval_problems)
+
+
 def held_out(args: Args, config, learner) -> dict[str, float]:
     """The learner's team, greedy, on the first ``eval_problems`` test problems."""
     return evaluate(learner, build_env(config, args.eval_envs, split="test"), list(range(args.eval_problems)), progress=False).metrics
@@ -256,7 +263,7 @@ def trained_run(args: Args, algo: str, seed: int, out: Path) -> dict:
         result = train(dataclasses.replace(config, run=dataclasses.replace(config.run, **evaluations)))
         seconds = time.perf_counter() - start
         curve = [m["rewards/joint/mean"] for m in result.history]
-        examples = greedy_answers(config, result.learner.lm, args.examples) if seed == args.seeds[0] else []
+        examples = greedy_answers(config, result.learner.lm, kept_answers(args))
         after = result.after or held_out(args, config, result.learner)  # the same greedy play
         return {"algo": algo, "seed": seed, "after": after, "curve": curve, "history": result.history,
                 "seconds": seconds, "examples": examples}
@@ -285,7 +292,7 @@ def untrained(args: Args, out: Path) -> dict:
     def compute() -> dict:
         config = config_of(args, args.algos[0], 0, None)
         learner = built_learner(config)
-        return {"after": held_out(args, config, learner), "examples": greedy_answers(config, learner.lm, args.examples)}
+        return {"after": held_out(args, config, learner), "examples": greedy_answers(config, learner.lm, kept_answers(args))}
 
     return cached(summary_path(args, "untrained"), compute, args.commit)
 
@@ -488,7 +495,7 @@ def tabulate(args: Args, out: Path) -> None:
     for r in runs:
         if r["examples"]:
             print(f"\nheld-out answers of agent_0, untrained -> {r['algo']} seed {r['seed']}:")
-            for old, new in zip(base["examples"], r["examples"]):
+            for old, new in list(zip(base["examples"], r["examples"]))[:5]:
                 print(f"- {old['problem']!r} (answer {old['answer']}):\n    before [{old['agent_0']['finish']}] {old['agent_0']['text']!r}\n"
                       f"    after  [{new['agent_0']['finish']}] {new['agent_0']['text']!r}")
     record = {
@@ -498,6 +505,10 @@ def tabulate(args: Args, out: Path) -> None:
         "date": time.strftime("%Y-%m-%d"),
     }
     (out / "results.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
+    tracked = Path(args.summaries) == Path(Args.summaries)
+    if not tracked:  # runs kept elsewhere do not replace the tracked table and figure
+        print(f"wrote {out / 'results.json'} (summaries in {args.summaries}: the tracked results and figure left as they are)")
+        return
     write_results("text_learning", record)
     if args.figure and runs:
         baselines = {}

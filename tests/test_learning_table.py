@@ -235,3 +235,25 @@ def test_a_rerun_of_one_seed_without_the_untrained_pair_says_what_it_finished(te
 
     with pytest.raises(SystemExit, match=r"no untrained pair \(a\).*softrankpo seed 1: held-out 0.312"):
         text_learning.tabulate(args, text_learning.settings_dir(args))
+
+
+def test_a_table_of_runs_kept_elsewhere_leaves_the_tracked_results_alone(text_learning, tmp_path, monkeypatch):
+    """``--summaries`` elsewhere (a re-run of one's own) writes its table into its own
+    folder; the tracked ``benchmarks/results/text_learning.json`` and figure stay."""
+    args = text_learning.Args(algos=("magrpo",), seeds=(0,), summaries=str(tmp_path / "summaries"), out_dir=str(tmp_path / "runs"))
+    after = {"eval/correct": 0.25, "eval/truncated_share": 0.1, "eval/mean_completion_tokens": 20.0, "eval/asked_form_share": 0.5}
+    example = {"problem": "1 + 1", "answer": "2", "agent_0": {"text": "The answer is 2.", "finish": "stop"}}
+    made = text_learning.provenance()
+    for name, record in (("untrained", {"after": after, "examples": [example]}),
+                         ("magrpo-seed0", {"algo": "magrpo", "seed": 0, "after": after, "curve": [0.1], "examples": [example]})):
+        path = text_learning.summary_path(args, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({**record, "provenance": made}))
+    monkeypatch.setattr(text_learning, "write_results", lambda *a: pytest.fail("wrote the tracked results"))
+    monkeypatch.setattr(text_learning, "plot", lambda *a: pytest.fail("drew the tracked figure"))
+    out = text_learning.settings_dir(args)
+    out.mkdir(parents=True)
+
+    text_learning.tabulate(args, out)
+
+    assert json.loads((out / "results.json").read_text())["runs"][0]["after"]["eval/correct"] == 0.25

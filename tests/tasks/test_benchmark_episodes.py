@@ -89,18 +89,17 @@ def test_math_consensus_groups_answers_the_checker_calls_one(tmp_path):
     (won by the right agent, agent 0), paying consensus for a wrong team."""
     records = [{"problem": f"What is {i} + 1?", "solution": f"$\\boxed{{{i + 1}}}$"} for i in range(8)]
     (tmp_path / "math.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    forms = iter(("\\boxed{x = 1000}", "\\boxed{1000}"))
     team = [
         ScriptedSolver(lambda turn, reference: f"\\boxed{{{reference}}}"),
-        ScriptedSolver(lambda turn, reference, form=next(forms): form),
-        ScriptedSolver(lambda turn, reference, form=next(forms): form),
+        ScriptedSolver(lambda turn, reference: "\\boxed{x = 1000}"),
+        ScriptedSolver(lambda turn, reference: "\\boxed{1000}"),
     ]
     env = de.parallel_env(task=de.tasks.get("math", path=tmp_path / "math.jsonl"), team=team, n_agents=3, max_rounds=1)
     _, infos = env.reset(seed=0, options={"problem_index": 0})
     assert [infos[a]["correct"] for a in env.agents] == [True, False, False]
     assert infos["agent_1"]["decision"] != infos["agent_2"]["decision"]  # two texts, one answer
     assert infos["agent_0"]["consensus_correct"] is False
-    _, rewards, _, _, infos = env.step({agent: de.MetaAction.PERSIST for agent in env.agents})
+    _, _, _, _, infos = env.step({agent: de.MetaAction.PERSIST for agent in env.agents})
     assert infos["agent_0"]["team_reward"] == 0.0
 
 
