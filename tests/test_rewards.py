@@ -5,7 +5,12 @@ import pytest
 from helpers import FixedTask, ScriptedSolver
 
 import deliberation_env as de
-from deliberation_env.meta.core import leave_one_out_winners, plurality_winner
+from deliberation_env.meta.core import (
+    leave_one_out_winners,
+    plurality_winner,
+    same_decision,
+    tie_draws,
+)
 
 P, R, C = de.MetaAction.PERSIST, de.MetaAction.REFINE, de.MetaAction.CONCEDE
 
@@ -48,17 +53,29 @@ def test_local_reward_and_weights():
     assert infos["agent_0"]["tokens"]["total"] == 0  # persisting costs nothing
 
 
-def test_consensus_ties_broken_by_summed_confidence_then_index():
+def test_consensus_ties_broken_by_summed_confidence_then_a_fair_draw():
     codes = np.array([[0, 0, 1, 1], [0, 1, -1, -1], [-1, -1, -1, -1]])
     conf = np.array([[0.4, 0.4, 0.9, 0.9], [0.5, 0.5, 0.9, 0.9], [0.1, 0.2, 0.3, 0.4]])
-    same = (codes[:, :, None] == codes[:, None, :]) & (codes[:, :, None] >= 0)
-    winner = plurality_winner(codes, conf, same)
-    assert winner[0] in (2, 3)  # 2-2 tie, summed confidence 1.8 > 0.8
-    assert winner[1] == 0  # full tie: lowest index
+    same = same_decision(codes)
+    draw = np.array([[9, 0, 0, 0], [0, 5, 0, 0], [0, 0, 0, 0]])
+    winner = plurality_winner(codes, conf, same, draw)
+    assert winner[0] in (2, 3)  # 2-2 tie, summed confidence 1.8 > 0.8, whatever the draws
+    assert winner[1] == 1  # full tie: the higher draw, not the lower index
+    assert plurality_winner(codes, conf, same, draw[:, ::-1].copy())[1] == 0
     assert winner[2] == -1  # nothing parseable: no consensus
-    loo = leave_one_out_winners(codes, conf, same)
+    loo = leave_one_out_winners(codes, conf, same, draw)
     assert loo[0, 2] in (0, 1) and loo[0, 0] in (2, 3)  # removing a voter breaks the tie
     assert loo[1, 0] == 1 and loo[1, 1] == 0
+
+
+def test_a_full_tie_goes_to_each_decision_about_equally_often():
+    """Each of k decisions tied in votes and confidence wins with chance 1/k, whichever
+    seat holds it: over many episodes' draws, a 1-1-1 tie's winners split about evenly."""
+    seeds = np.arange(3000, dtype=np.uint64)
+    draw = tie_draws(seeds, 3, np.zeros(3000, dtype=np.int64))
+    codes = np.tile([[0, 1, 2]], (3000, 1))
+    wins = np.bincount(plurality_winner(codes, np.full((3000, 3), 0.5), same_decision(codes), draw), minlength=3)
+    assert wins.min() > 900  # 1000 each expected; the lowest index took all 3000 before
 
 
 def test_leave_one_out_is_the_vote_of_the_team_without_the_agent_exactly():
@@ -67,24 +84,23 @@ def test_leave_one_out_is_the_vote_of_the_team_without_the_agent_exactly():
     the lowest index wins them, as in the full vote."""
     codes = np.array([[1, 1, 2], [2, 0, 2], [0, 0, 1]])
     conf = np.array([[0.2, 0.4, 0.2], [0.0, 0.0, 0.1], [0.1, 0.2, 0.3]])
-    same = (codes[:, :, None] == codes[:, None, :]) & (codes[:, :, None] >= 0)
-    loo = leave_one_out_winners(codes, conf, same)
-    assert loo[0, 1] == 0 and loo[1, 2] == 0  # 1-1 ties of equal confidence: the lowest index
-    assert plurality_winner(codes, conf, same)[2] == 0  # 0.1 + 0.2 against 0.3: a 2-1 vote, no tie
+    same = same_decision(codes)
+    low_first = np.array([[3, 2, 1]] * 3)  # the draws favour the lowest index, as a check
+    loo = leave_one_out_winners(codes, conf, same, low_first)
+    assert loo[0, 1] == 0 and loo[1, 2] == 0  # 1-1 ties of equal confidence: the draws
+    assert plurality_winner(codes, conf, same, low_first)[2] == 0  # 0.1 + 0.2 against 0.3: a 2-1 vote, no tie
     tie = np.array([[0, 0, 1, 1]]), np.array([[0.1, 0.2, 0.3, 0.0]])
-    tie_same = (tie[0][:, :, None] == tie[0][:, None, :]) & (tie[0][:, :, None] >= 0)
-    assert plurality_winner(*tie, tie_same)[0] == 0  # 2-2, confidence 0.1 + 0.2 == 0.3 + 0.0: index
+    assert plurality_winner(*tie, same_decision(tie[0]), np.array([[1, 0, 2, 0]]))[0] == 2  # 2-2, 0.1 + 0.2 == 0.3: a tie
     rng = np.random.default_rng(0)
     for _ in range(300):
         n = int(rng.integers(2, 6))
         codes, conf = rng.integers(-1, 3, size=(1, n)), rng.integers(0, 11, size=(1, n)) / 10
-        same = (codes[:, :, None] == codes[:, None, :]) & (codes[:, :, None] >= 0)
-        loo = leave_one_out_winners(codes, conf, same)
+        draw = rng.integers(0, 2**62, size=(1, n))
+        loo = leave_one_out_winners(codes, conf, same_decision(codes), draw)
         for i in range(n):
             without = codes.copy()
             without[0, i] = -1
-            alone = (without[:, :, None] == without[:, None, :]) & (without[:, :, None] >= 0)
-            assert loo[0, i] == plurality_winner(without, conf, alone)[0]
+            assert loo[0, i] == plurality_winner(without, conf, same_decision(without), draw)[0]
 
 
 def test_unparseable_answers_do_not_vote():

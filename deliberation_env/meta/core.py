@@ -62,18 +62,23 @@ CONFIDENCE_DIGITS = 9
 """Decimals of the summed confidences that break a plurality tie (:func:`plurality_winner`)."""
 
 
-def plurality_winner(codes: np.ndarray, conf: np.ndarray, same: np.ndarray) -> np.ndarray:
+def plurality_winner(codes: np.ndarray, conf: np.ndarray, same: np.ndarray, draw: np.ndarray) -> np.ndarray:
     """The agent whose decision is the consensus, per env; -1 if no valid decision.
 
     Plurality vote over valid decisions (code >= 0); ties between decisions are broken
     by the summed confidence of their voters (rounded to :data:`CONFIDENCE_DIGITS`
     decimals, so sums equal but for floating-point rounding, 0.1 + 0.2 and 0.3, tie),
-    then by the lowest agent index.
+    then by a fair draw: each decision draws its first holder's ``draw``, independent and
+    uniform, so each of k decisions tied in votes and confidence wins with chance 1/k (the
+    lowest index, or any fixed order, would make one seat's answer the team's whenever it
+    ties: a pair's second agent then earns the same, right or wrong).
 
     Args:
         codes: (E, n) decision codes, -1 for unparseable.
         conf: (E, n) confidences.
         same: (E, n, n) bool, ``same[e, i, j]``: i and j hold the same valid decision.
+        draw: (E, n) non-negative integers, each agent's independent uniform draw
+            (:func:`tie_draws`).
 
     Returns:
         (E,) agent index of a holder of the winning decision.
@@ -81,14 +86,17 @@ def plurality_winner(codes: np.ndarray, conf: np.ndarray, same: np.ndarray) -> n
     n = codes.shape[1]
     key = same.sum(-1) * (n + 1.0) + np.round((same * conf[:, None, :]).sum(-1), CONFIDENCE_DIGITS)
     key = np.where(codes >= 0, key, -1.0)
-    winner = key.argmax(-1)
-    return np.where(key.max(-1) >= 0, winner, -1)
+    best = key.max(-1, keepdims=True)
+    first_holder = same.argmax(-1)  # of each agent's decision: the lowest index holding it
+    by_decision = np.take_along_axis(draw.astype(np.int64), first_holder, axis=1)
+    winner = np.where((key == best) & (codes >= 0), by_decision, -1).argmax(-1)
+    return np.where(best[:, 0] >= 0, winner, -1)
 
 
-def leave_one_out_winners(codes: np.ndarray, conf: np.ndarray, same: np.ndarray) -> np.ndarray:
+def leave_one_out_winners(codes: np.ndarray, conf: np.ndarray, same: np.ndarray, draw: np.ndarray) -> np.ndarray:
     """``plurality_winner`` of the team without agent i, for every i: shape (E, n). Each is
     that vote itself, with agent i's decision taken out (not the full vote's sums less
-    i's share, whose rounding could break a tie another way)."""
+    i's share, whose rounding could break a tie another way), and the same draws."""
     n = codes.shape[1]
     winners = np.empty(codes.shape, dtype=np.int64)
     for i in range(n):
@@ -96,8 +104,25 @@ def leave_one_out_winners(codes: np.ndarray, conf: np.ndarray, same: np.ndarray)
         without[:, i] = -1
         alone = same.copy()
         alone[:, i, :] = alone[:, :, i] = False
-        winners[:, i] = plurality_winner(without, conf, alone)
+        winners[:, i] = plurality_winner(without, conf, alone, draw)
     return winners
+
+
+TIE_SALT = np.uint64(0x5EED_7135_D4A3_0001)
+"""Salts the tie draws' seeds, apart from the turns' (:func:`tie_draws`)."""
+
+
+def tie_draws(base_seed: np.ndarray, n_agents: int, rounds: np.ndarray) -> np.ndarray:
+    """(E, n) each agent's draw for the vote's ties at ``rounds``: a function of (episode
+    seed, problem, agent, round) alone, so a replayed episode and the G rollouts of one
+    start state draw alike, and no agent index is favoured."""
+    agents = np.arange(n_agents)[None, :]
+    return turn_seeds((base_seed ^ TIE_SALT)[:, None], agents, rounds[:, None]).astype(np.int64)
+
+
+def same_decision(codes: np.ndarray) -> np.ndarray:
+    """(E, n, n) bool: agents i and j hold the same valid decision (equal codes >= 0)."""
+    return (codes[:, :, None] == codes[:, None, :]) & (codes[:, :, None] >= 0)
 
 
 def correct_at(correct: np.ndarray, winner: np.ndarray) -> np.ndarray:
@@ -155,10 +180,10 @@ class Episode:
     episode_tokens: np.ndarray  # (E, n)
     reward_parts: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (E, n), of the last step
     # Derived from the decisions and confidences by DeliberationCore._refresh_consensus:
-    codes: np.ndarray = field(init=False)  # (E, n) decision codes, -1 unparseable
+    codes: np.ndarray = field(init=False)  # (E, n) decision codes as the team sees them, -1 unparseable
     same: np.ndarray = field(init=False)  # (E, n, n) bool: i and j hold the same valid decision
-    winner: np.ndarray = field(init=False)  # (E,) a holder of the consensus decision, -1 none
-    loo_winner: np.ndarray = field(init=False)  # (E, n) the winner without agent i
+    winner: np.ndarray = field(init=False)  # (E,) a holder of the plurality decision as seen, -1 none
+    loo_winner: np.ndarray = field(init=False)  # (E, n) the judged winner without agent i
     consensus_correct: np.ndarray = field(init=False)  # (E,) bool
     loo_correct: np.ndarray = field(init=False)  # (E, n) bool
     unanimous: np.ndarray = field(init=False)  # (E,) bool
@@ -423,22 +448,34 @@ class DeliberationCore:
 
     def _refresh_consensus(self, ep: Episode) -> None:
         """Recompute everything derived from the decisions and confidences of ``ep``."""
-        E, n = self.num_envs, self.n_agents
-        codes = np.array(
-            [
-                answer_groups(self.task, ep.problem[e], [a.decision for a in ep.answers[e]], ep.correct[e], ep.keys[e])
-                for e in range(E)
-            ],
-            dtype=np.int64,
-        ).reshape(E, n)
+        decisions = [[answer.decision for answer in row] for row in ep.answers]
+        # What the team sees (observations, unanimity, CONCEDE's target): the answers the
+        # task's checker calls one. What is paid (the consensus and each leave-one-out
+        # consensus): those groups split into right and wrong, as in the text seat's vote,
+        # so a program that passes only the prompt's examples does not share a right one's
+        # vote; that split would tell the team the truth, so it stays out of observations.
+        codes = self._groups(ep, decisions, None)
+        judged = self._groups(ep, decisions, ep.correct)
+        draw = tie_draws(ep.base_seed, self.n_agents, ep.round)
         ep.codes = codes
-        ep.same = (codes[:, :, None] == codes[:, None, :]) & (codes[:, :, None] >= 0)
-        ep.winner = plurality_winner(codes, ep.conf, ep.same)
-        ep.loo_winner = leave_one_out_winners(codes, ep.conf, ep.same)
-        ep.consensus_correct = correct_at(ep.correct, ep.winner)
+        ep.same = same_decision(codes)
+        ep.winner = plurality_winner(codes, ep.conf, ep.same, draw)
+        judged_same = same_decision(judged)
+        ep.loo_winner = leave_one_out_winners(judged, ep.conf, judged_same, draw)
+        ep.consensus_correct = correct_at(ep.correct, plurality_winner(judged, ep.conf, judged_same, draw))
         ep.loo_correct = correct_at(ep.correct, ep.loo_winner)
         ep.unanimous = (codes >= 0).all(1) & (codes == codes[:, :1]).all(1)
         ep.concede_target = self._concede_targets(ep)
+
+    def _groups(self, ep: Episode, decisions: list[list[str | None]], correct: np.ndarray | None) -> np.ndarray:
+        """(E, n) each decision's group (:func:`~deliberation_env.tasks.answer_groups`), -1
+        for none; with ``correct``, right and wrong answers never share one."""
+        E, n = self.num_envs, self.n_agents
+        rows = [
+            answer_groups(self.task, ep.problem[e], decisions[e], None if correct is None else correct[e], ep.keys[e])
+            for e in range(E)
+        ]
+        return np.array(rows, dtype=np.int64).reshape(E, n)
 
     def _concede_targets(self, ep: Episode) -> np.ndarray:
         """(E, n): the peer each agent would concede to, -1 if none (acts as PERSIST).

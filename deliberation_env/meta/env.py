@@ -35,10 +35,17 @@ The episode terminates after ``max_rounds`` steps, or earlier once all agents ag
   in the next step (``None``: it would act as PERSIST); it comes from the env's one
   implementation of the rule, which the oracle baseline reads instead of its own copy.
 
-**Consensus.** Plurality vote over valid decisions (decisions agree when the task's
-``decision_key`` is equal); ties are broken by the summed confidence of the voters, then by
-the lowest agent index. Unparseable answers do not vote; with no valid decision there is
-no consensus and it counts as wrong.
+**Consensus.** Plurality vote over valid decisions; ties are broken by the summed
+confidence of the voters, then by a fair draw (seeded by episode, problem and round, so no
+seat is favoured and a replay draws alike). Decisions agree when the task's checker says
+they are one answer (:func:`~deliberation_env.tasks.answer_groups`: equal
+``decision_key``, or on MATH math-verify's equivalence, so ``x = 7`` and ``7`` agree):
+that is what the observations, unanimity (``stop_on_consensus``) and CONCEDE see. The vote
+that is paid (``consensus_correct``, ``r_global``, ``team_reward``) also splits each such
+group into its right and wrong answers, so a program that passes only the prompt's
+examples does not share a right program's vote (that split stays out of the
+observations, which hold no ground truth). Unparseable answers do not vote; with no valid
+decision there is no consensus and it counts as wrong.
 
 **Observations** (ground truth never enters them). ``obs[agent]["self"]`` (float32, in
 [0, 1]):

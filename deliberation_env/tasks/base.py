@@ -127,19 +127,21 @@ def answer_groups(
     task: Task,
     problem: Problem,
     decisions: Sequence[str | None],
-    correct: Sequence[bool],
+    correct: Sequence[bool] | None,
     keys: Sequence[Hashable | None] | None = None,
 ) -> list[int]:
     """Each decision's group for a vote: decisions are in one group when :func:`same_answer`
-    says so of the group's first holder and both are right or both wrong (a key that
-    rounds ``8 + 10^{-20}`` to 8 does not make it right). Groups are numbered in order of
-    their first holder; ``None`` (no answer) is -1. Both seats' votes group by it.
+    says so of the group's first holder and, given ``correct``, both are right or both wrong
+    (a key that rounds ``8 + 10^{-20}`` to 8 does not make it right; a program that passes
+    only the prompt's examples is not a right one). Groups are numbered in order of their
+    first holder; ``None`` (no answer) is -1. Both seats' votes group by it.
 
     Args:
         task: The task whose checker says which decisions are one answer.
         problem: The problem they answer.
         decisions: Each agent's decision, ``None`` for no answer.
-        correct: ``task.is_correct(problem, decision)`` of each.
+        correct: ``task.is_correct(problem, decision)`` of each, or ``None``: group by
+            :func:`same_answer` alone (what the agents may see: no ground truth).
         keys: ``task.decision_key(problem, decision)`` of each, where the caller has them
             (else they are computed here, once each).
 
@@ -155,7 +157,8 @@ def answer_groups(
     own = getattr(task, "same_answer", None)
     firsts: list[tuple[str, Hashable, bool]] = []
     groups = []
-    for decision, key, right in zip(decisions, keys, correct, strict=True):
+    rights = [False] * len(decisions) if correct is None else correct
+    for decision, key, right in zip(decisions, keys, rights, strict=True):
         if decision is None:
             groups.append(-1)
             continue

@@ -155,3 +155,32 @@ def test_humaneval_conceding_agent_adopts_the_behaviourally_different_answer():
     assert infos["agent_2"]["correct"] is True
     assert infos["agent_2"]["decision"] == infos["agent_0"]["decision"]
     assert infos["agent_2"]["reward_components"]["local"] == 1.0
+
+
+def test_humaneval_a_program_right_only_on_the_examples_does_not_share_the_right_ones_vote():
+    """``return 0.5`` passes the prompt's example of ``truncate_number`` and fails its
+    tests. The team sees it agree with the right program (same behaviour on the examples:
+    the observations hold no ground truth), but the vote that is paid splits them: the
+    most confident answer, the wrong one, is the consensus. Grouped by behaviour alone, the
+    pair's vote counted as right because the right program sat at agent 0."""
+    right = lambda turn, reference: f"```python\n{reference}```"
+    example_only = lambda turn, reference: "```python\n" + turn.question + "    return 0.5\n```"
+    other = lambda turn, reference: "```python\n" + turn.question + "    return 0.0\n```"
+    team = [ConfidentSolver(right, 0.5), ConfidentSolver(example_only, 0.9), ConfidentSolver(other, 0.8)]
+    env = de.parallel_env(task=HumanEvalTask(), team=team, n_agents=3, max_rounds=1, split="test")
+    obs, infos = env.reset(seed=0, options={"problem_index": 1})
+    assert [infos[a]["correct"] for a in env.agents] == [True, False, False]
+    assert obs["agent_0"]["self"][1] == obs["agent_1"]["self"][1] == 0.5  # each agrees with one peer of two
+    assert obs["agent_0"]["self"][2] == 1.0  # and holds the plurality, as the team sees it
+    assert infos["agent_0"]["consensus_correct"] is False
+
+
+class ConfidentSolver(ScriptedSolver):
+    """:class:`ScriptedSolver` at a confidence of one's choosing."""
+
+    def __init__(self, reply: Callable[[Turn, str], str], confidence: float) -> None:
+        super().__init__(reply)
+        self.confidence = confidence
+
+    def introspect(self, turns: Sequence[Turn], references: Sequence[str]) -> list[Confidence]:
+        return [Confidence(self.confidence, "verbalized") for _ in turns]
