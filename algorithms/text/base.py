@@ -354,8 +354,8 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         turns, n = rewards.shape[0], len(self.agents)
         table = torch.as_tensor(rewards, dtype=torch.float32)
         if config.pairing == "cross":
-            joint = table[:, :, 0].reshape(turns * config.groups_per_update, -1)
-            return cross_returns(joint, n).reshape(turns, config.groups_per_update, config.group_size, n)
+            credited = table.reshape(turns * config.groups_per_update, -1, n)  # each agent's own column
+            return cross_returns(credited, n).reshape(turns, config.groups_per_update, config.group_size, n)
         return table.reshape(turns, config.groups_per_update, config.group_size, n)
 
     def _members(self, num_envs: int, pairing: str) -> list[int]:

@@ -133,7 +133,9 @@ class TextLearnerConfig(GroupSettings):
     pairing: Literal["aligned", "cross"] = "aligned"
     """``aligned``: G joint rollouts, sample g of every agent together (B * G envs);
     ``cross``: every combination of the agents' G samples is scored (B * G^n envs, one
-    turn only) and a sample's return is the mean over the combinations containing it."""
+    turn only) and a sample's return is the mean of the agent's own credited reward (the
+    joint reward, or with ``credit="contribution"`` its own contribution) over the
+    combinations containing it."""
     max_new_tokens: int = 96
     """Most tokens per completion."""
     min_new_tokens: int = 0

@@ -54,18 +54,22 @@ def discounted_returns(rewards: torch.Tensor, gamma: float) -> torch.Tensor:
     return returns
 
 
-def cross_returns(joint: torch.Tensor, n_agents: int) -> torch.Tensor:
+def cross_returns(rewards: torch.Tensor, n_agents: int) -> torch.Tensor:
     r"""The "cross" pairing: each agent's G samples, scored over all G^n joint actions.
 
     Joint action c of a group combines sample :math:`g_i(c)` of every agent i, where
     :math:`g_i(c)` is digit i of c in base G, agent 0 the most significant. The return of
-    agent i's sample g is the mean joint reward of the :math:`G^{n-1}` joint actions that
-    contain it:
+    agent i's sample g is the mean of agent i's reward over the :math:`G^{n-1}` joint
+    actions that contain it:
 
-    .. math:: R_{i,g} = G^{-(n-1)} \sum_{c:\, g_i(c) = g} R(c).
+    .. math:: R_{i,g} = G^{-(n-1)} \sum_{c:\, g_i(c) = g} R_i(c),
+
+    where :math:`R_i(c)` is the joint reward R(c) (``credit="joint"``: one column for all)
+    or agent i's own credited reward, its leave-one-out contribution (``"contribution"``:
+    agent i is never credited with another agent's contribution).
 
     Args:
-        joint: (B, G^n) joint rewards of B groups.
+        rewards: (B, G^n) joint rewards of B groups, or (B, G^n, n) each agent's reward.
         n_agents: n >= 1.
 
     Returns:
@@ -76,13 +80,15 @@ def cross_returns(joint: torch.Tensor, n_agents: int) -> torch.Tensor:
         tensor([[0.5000, 1.0000],
                 [2.5000, 2.0000]])
     """
-    num_groups, combos = joint.shape
+    if rewards.dim() == 2:
+        rewards = rewards.unsqueeze(-1).expand(*rewards.shape, n_agents)
+    num_groups, combos, _ = rewards.shape
     group_size = round(combos ** (1.0 / n_agents))
     if group_size**n_agents != combos:
         raise ValueError(f"cross pairing needs G^n joint rewards per group, got {combos} for n={n_agents}")
-    grid = joint.reshape(num_groups, *([group_size] * n_agents))
     columns = []
     for agent in range(n_agents):
+        grid = rewards[:, :, agent].reshape(num_groups, *([group_size] * n_agents))
         others = tuple(1 + k for k in range(n_agents) if k != agent)
         columns.append(grid.mean(dim=others) if others else grid)
     return torch.stack(columns, dim=2)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -124,6 +125,24 @@ def test_cross_returns_average_every_combination_containing_a_sample():
     assert returns[:, 2].tolist() == [(0 + 2 + 4 + 6) / 4, (1 + 3 + 5 + 7) / 4]
     with pytest.raises(ValueError, match="G\\^n"):
         cross_returns(torch.zeros(1, 6), n_agents=2)
+
+
+def test_cross_returns_credit_each_agent_with_its_own_reward():
+    """With ``credit="contribution"`` each agent's cross return averages its own credited
+    reward. A red team's pair (sample 0 right, sample 1 wrong; joint reward 1 for a right
+    vote, 1/2 for a tie, plus 0.1 x the asked form): agent 1 was credited with agent 0's
+    contribution, which paid its wrong sample 0.3 and its right one -0.2."""
+    from types import SimpleNamespace
+
+    from algorithms.text.base import TextPolicyGradientLearner
+
+    credited = np.array([[[0.05, 0.05], [0.55, -0.45], [-0.45, 0.55], [0.05, 0.05]]])  # (T, E = G^n, n), c = 2 g0 + g1
+    learner = SimpleNamespace(config=SimpleNamespace(pairing="cross", groups_per_update=1, group_size=2), agents=["agent_0", "agent_1"])
+    returns = TextPolicyGradientLearner._group_rewards(learner, credited)[0, 0]  # (G, n)
+    assert returns[:, 1].tolist() == pytest.approx([0.3, -0.2])  # agent 1: right 0.3 > wrong -0.2
+    assert returns[:, 0].tolist() == pytest.approx([0.3, -0.2])
+    shared = cross_returns(torch.arange(8.0)[None], n_agents=3)
+    assert torch.equal(cross_returns(torch.arange(8.0)[None, :, None].expand(1, 8, 3), n_agents=3), shared)
 
 
 @pytest.mark.parametrize(
