@@ -285,7 +285,7 @@ def offers_alternatives(answer: str, reference: str) -> bool:
         return False
     if _equates_other_numbers(parsed[0], answer):  # "{2} = 3", "1+1 = 3": read as their right side
         return True
-    read = str(parsed[1])
+    read = _written(parsed[1], answer)
     unread_digits = _digits(answer) - _digits(read)
     return bool(unread_digits) or len(_DOUBT.findall(answer)) > len(_DOUBT.findall(read))
 
@@ -496,7 +496,17 @@ def answer_key(answer: str) -> str:
     True
     """
     parsed = _parsed(answer)
-    return str(parsed[0]) if parsed else _squeeze(answer)
+    return _written(parsed[0], answer) if parsed else _squeeze(answer)
+
+
+def _written(expr: Any, answer: str) -> str:
+    """sympy's text of ``expr``, read from ``answer``; ``answer`` squeezed where Python
+    refuses to write it (an integer of more than 4,300 digits, ``\binom{16000}{8000}``:
+    the answer is then keyed by its own text, and one agent's answer cannot fail a step)."""
+    try:
+        return str(expr)
+    except ValueError:
+        return _squeeze(answer)
 
 
 class _CompetitionMath(SplitsFromSource):

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import sympy
 
+import deliberation_env as de
 from deliberation_env import tasks
 from deliberation_env.tasks import Problem
 from deliberation_env.tasks import math as math_task
@@ -139,6 +140,17 @@ def test_decision_key_groups_equal_values():
     )
     assert answer_key("\\frac{1}{2}") != answer_key("\\frac{1}{3}")
     assert answer_key("[1,3)") != answer_key("(1,3)")
+
+
+def test_an_integer_too_long_to_write_is_keyed_by_its_text_and_fails_no_step():
+    """``\\binom{16000}{8000}`` parses to an integer of 4,815 digits, which Python refuses
+    to write as text: its key is its own text, and the vote of a team holding it scores."""
+    huge = r"\binom{16000}{8000}"
+    assert answer_key(huge) == answer_key(huge) != answer_key(r"\binom{16000}{7999}")
+    env = de.text_env(task="math", path="sample", n_agents=2)
+    env.reset(seed=0, options={"problem_index": 0})
+    _, rewards, *_ = env.step({"agent_0": f"$\\boxed{{{huge}}}$", "agent_1": "$\\boxed{7}$"})
+    assert set(rewards.values()) == {0.1}  # both in the asked form, neither right
 
 
 # ------------------------------------------------------------------------------ tasks
