@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 from helpers import FixedTask, ScriptedSolver
 
 import deliberation_env as de
@@ -173,3 +174,34 @@ def test_heterogeneous_team_gets_one_call_per_member():
     env = de.parallel_env(task=FixedTask(), team=[a, b, a], n_agents=3)
     env.reset(seed=0)
     assert a.calls[0] == ("solve", 2) and b.calls[0] == ("solve", 1)
+
+
+def test_magrpo_pays_a_team_for_agreeing_not_for_a_dissenter_kept_wrong():
+    """Each r_global is a leave-one-out difference paid at every step, so summed over the
+    agents it pays a right 2-1 split every round (6 over three rounds) and an agreeing team
+    once (the dissenter's own +1 on conceding). MAGRPO's default joint return, the team
+    reward, pays both the same; the sum (``joint_return="sum"``) prefers the split."""
+    from types import SimpleNamespace
+
+    from algorithms.meta import MAGRPO, MAGRPOConfig
+
+    def episode(*rounds):
+        env, _, _ = make(ScriptedSolver(["7", "7", "5"], confidence={"7": 0.6, "5": 0.9}), max_rounds=3)
+        returns = np.zeros(3)
+        for actions in rounds:
+            _, rewards, _, _, infos = step(env, *actions)
+            returns += [rewards[agent] for agent in ("agent_0", "agent_1", "agent_2")]
+        return returns, infos["agent_0"]["team_reward"]
+
+    kept_wrong, kept_team = episode((P, P, P), (P, P, P), (P, P, P))
+    agreed, agreed_team = episode((P, P, C), (P, P, P), (P, P, P))
+    assert (kept_wrong.sum(), agreed.sum()) == (6.0, 1.0)
+    batch = SimpleNamespace(
+        returns=torch.tensor([[kept_wrong, agreed]], dtype=torch.float32),
+        team_rewards=torch.tensor([[kept_team, agreed_team]], dtype=torch.float32),
+    )
+    config = {"groups_per_update": 1, "group_size": 2, "hidden_size": 16, "num_heads": 2}
+    default = MAGRPO(MAGRPOConfig(**config), de.vector_env(2, task="arithmetic", team="simulated"))
+    assert default.returns(batch)[0, 0].tolist() == default.returns(batch)[0, 1].tolist() == [1.0, 1.0, 1.0]
+    summed = MAGRPO(MAGRPOConfig(joint_return="sum", **config), de.vector_env(2, task="arithmetic", team="simulated"))
+    assert summed.returns(batch)[0, 0, 0] > summed.returns(batch)[0, 1, 0]

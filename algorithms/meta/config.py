@@ -143,9 +143,15 @@ class GRPOConfig(PolicyGradientConfig, GRPOSettings):
 class MAGRPOConfig(PolicyGradientConfig):
     """MAGRPO: the shared policy-gradient settings plus the choice of joint return."""
 
-    joint_return: Literal["sum", "team"] = "sum"
-    """``sum``: the sum of the agents' returns; ``team``: the team reward (1 if the final
-    consensus is correct), which ignores ``reward_scale`` and the reward weights."""
+    joint_return: Literal["sum", "team"] = "team"
+    """``team`` (MAGRPO's joint reward): the team reward, 1 if the final consensus is
+    correct (it ignores ``reward_scale``, the reward weights and the token cost);
+    ``sum``: the sum of the agents' returns. The sum is no team objective: each r_global
+    is a leave-one-out difference, paid at every step, so a right consensus with one
+    wrong dissenter pays its two pivotal agents +1 each per round, and a team whose
+    dissenter stays wrong out-earns one that agrees (6 against 1 over three rounds of three
+    agents). The default was ``sum`` until 2026-11-30; a learner trained on it is paid
+    for keeping a dissenter wrong."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -2,7 +2,8 @@
 
 The changes w.r.t. :class:`~algorithms.meta.base.PolicyGradientLearner`:
 :meth:`MAGRPO.returns` credits every agent of a trajectory with the team's joint return
-(the sum of the agents' returns, or the team reward with ``joint_return="team"``), and
+(the team reward, or with ``joint_return="sum"`` the sum of the agents' returns, which
+pays a team for a dissenter kept wrong: :class:`~algorithms.meta.config.MAGRPOConfig`), and
 :meth:`MAGRPO.compute_advantages` takes each return minus its group mean
 (:func:`~algorithms.core.advantages.magrpo_advantages`), so every agent of the trajectory
 gets the same advantage (centralized training, decentralized execution).
@@ -26,7 +27,7 @@ class MAGRPO(PolicyGradientLearner):
 
     def returns(self, batch: Rollout) -> torch.Tensor:
         """The joint return of each trajectory, credited to every agent of it:
-        R_{g,i} = sum_j R_{g,j} (``joint_return="sum"``) or the team reward T_g (``"team"``).
+        R_{g,i} = T_g, the team reward (``joint_return="team"``), or sum_j R_{g,j} (``"sum"``).
 
         Args:
             batch: The rollout, with each agent's return (B, G, n_agents) and the team

@@ -98,11 +98,11 @@ def test_each_learner_forms_its_own_advantages():
     assert soft[0, 1, 0] == soft[0, 2, 0] and soft[0, 0, 0] < 0  # agent 0: ties, lowest
     grpo = advantages(learners["grpo"])
     assert torch.allclose(grpo.mean(dim=1), torch.zeros(1, 2), atol=1e-6)
-    magrpo = advantages(learners["magrpo"])  # joint sums 2, 3, 1
-    assert torch.allclose(magrpo[0], torch.tensor([[0.0, 0.0], [1.0, 1.0], [-1.0, -1.0]]))
-    team_config = MAGRPOConfig(joint_return="team", **config)
-    team_magrpo = advantages(MAGRPO(team_config, venv_for(team_config)))
-    assert torch.allclose(team_magrpo[0, :, 1], torch.tensor([2 / 3, -1 / 3, -1 / 3]))
+    magrpo = advantages(learners["magrpo"])  # the team reward, MAGRPO's joint reward by default
+    assert torch.allclose(magrpo[0, :, 1], torch.tensor([2 / 3, -1 / 3, -1 / 3]))
+    sum_config = MAGRPOConfig(joint_return="sum", **config)
+    sum_magrpo = advantages(MAGRPO(sum_config, venv_for(sum_config)))  # joint sums 2, 3, 1
+    assert torch.allclose(sum_magrpo[0], torch.tensor([[0.0, 0.0], [1.0, 1.0], [-1.0, -1.0]]))
 
 
 # ----------------------------------------------------------------- tiny end-to-end runs
