@@ -119,6 +119,7 @@ class Oracle:
     """
 
     name = "oracle"
+    privileged = True
 
     def act(self, obs: Observations, infos: Infos) -> Actions:
         agents = list(obs)  # in agent-index order, which concede_target indexes

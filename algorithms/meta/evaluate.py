@@ -27,7 +27,7 @@ from agents.seeding import derive_seed
 from algorithms.core.evaluation import Evaluation
 from algorithms.core.learner import Learner
 from algorithms.core.run import padded_batches
-from algorithms.meta.policy import Policy
+from algorithms.meta.policy import Policy, is_privileged, without_ground_truth
 from deliberation_env.meta.spaces import ACTION_NAMES
 
 
@@ -161,6 +161,7 @@ def evaluate_rounds(
             f"(0 .. {len(venv.problems) - 1}, of the split the env was made with)"
         )
     policy = policy_of(policy)
+    privileged = is_privileged(policy)
     E, agents, rounds = venv.num_envs, venv.agents, venv.episode_length
     correct = np.zeros((len(problem_indices), rounds + 1, len(agents)), dtype=bool)
     consensus = np.zeros((len(problem_indices), rounds + 1), dtype=bool)
@@ -189,7 +190,7 @@ def evaluate_rounds(
                 bar.update(n_real)
                 if r == rounds or not venv.active.any():
                     break
-                actions = policy.act(obs, infos)
+                actions = policy.act(obs, infos if privileged else without_ground_truth(infos))
                 live = venv.active[:n_real]
                 obs, _, _, _, infos = venv.step(actions)  # checks the actions' shape and values first
                 for a in agents:

@@ -3,8 +3,10 @@
 A policy acts on the vector env's layout (see :mod:`deliberation_env.meta.vector`): ``obs``
 maps each agent to a dict of arrays with leading size ``num_envs``, and ``infos`` is the
 list of per-env info dicts. It returns one integer :class:`deliberation_env.MetaAction`
-array of shape ``(num_envs,)`` per agent. Only privileged policies (the oracle) read
-``infos``; everything else acts on observations alone, as a Dec-POMDP requires.
+array of shape ``(num_envs,)`` per agent. Only privileged policies (the oracle, ``privileged = True``)
+read the ground truth in ``infos``; the held-out evaluation gives every other policy its
+infos without it (:func:`without_ground_truth`), so a user's policy that read
+``correct`` cannot score as the oracle does.
 """
 
 from __future__ import annotations
@@ -28,3 +30,20 @@ class Policy(Protocol):
     def act(self, obs: Observations, infos: Infos) -> Actions:
         """Meta-actions for every agent of every env."""
         ...
+
+
+GROUND_TRUTH_INFOS = frozenset({"correct", "consensus_correct", "reward_components", "team_reward"})
+"""The info keys that tell the truth: correctness and what is paid for it."""
+
+
+def is_privileged(policy: Any) -> bool:
+    """Whether ``policy`` may read the ground truth (its ``privileged`` attribute, the oracle's)."""
+    return getattr(policy, "privileged", False) is True
+
+
+def without_ground_truth(infos: Infos) -> list[dict[str, dict[str, Any]]]:
+    """``infos`` without :data:`GROUND_TRUTH_INFOS`, what a Dec-POMDP policy may read."""
+    return [
+        {agent: {k: v for k, v in info.items() if k not in GROUND_TRUTH_INFOS} for agent, info in env_infos.items()}
+        for env_infos in infos
+    ]

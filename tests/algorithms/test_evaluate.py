@@ -88,6 +88,29 @@ def test_final_consensus_lists_each_problem_in_order():
     assert "final_consensus" not in result.summary()
 
 
+def test_only_a_privileged_policy_reads_the_ground_truth_in_the_evaluation():
+    """A user's policy that copies the oracle but is not marked privileged sees no
+    correctness in its infos (it would score as the oracle does); the oracle still does."""
+
+    class Copycat(baselines.Oracle):
+        name, privileged = "copycat", False
+
+        def __init__(self):
+            self.seen = set()
+
+        def act(self, obs, infos):
+            self.seen |= {key for env_infos in infos for info in env_infos.values() for key in info}
+            return {agent: np.zeros(len(o["self"]), dtype=np.int64) for agent, o in obs.items()}
+
+    copycat = Copycat()
+    evaluate_rounds(copycat, venv(4), range(4), progress=False)
+    assert copycat.seen and not copycat.seen & {"correct", "consensus_correct", "reward_components", "team_reward"}
+    assert "decision" in copycat.seen and "concede_target" in copycat.seen
+    oracle = evaluate_rounds(baselines.get("oracle"), venv(4), range(16), progress=False)
+    independent = evaluate_rounds(baselines.get("independent"), venv(4), range(16), progress=False)
+    assert oracle.consensus_accuracy[-1] > independent.consensus_accuracy[-1]
+
+
 def test_results_do_not_depend_on_the_batch_size():
     """Padding the last batch and splitting problems across batches change nothing."""
     small = evaluate_rounds(baselines.get("minority-concedes"), venv(3), range(10), progress=False)
