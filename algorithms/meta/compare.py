@@ -64,8 +64,7 @@ from algorithms.meta.config import (
     with_held_out_problems,
     with_task_defaults,
 )
-from algorithms.meta.train import EVAL_BATCH, held_out, train
-from deliberation_env.factory import vector_env_from
+from algorithms.meta.train import held_out, held_out_env, train
 
 
 def compare(cfg: CompareConfig, learners: Mapping[str, LearnerFactory] | None = None) -> dict[str, Any]:
@@ -196,7 +195,7 @@ def _evaluate_baselines(cfg: CompareConfig) -> list[dict[str, Any]]:
     """Every baseline on the held-out episodes, once per seed (only ``random`` uses the seed)."""
     rows = []
     template = cfg.learner
-    test_venv = vector_env_from(template.env, min(template.run.eval_problems, EVAL_BATCH), split="test")
+    test_venv = held_out_env(template)
     for seed in range(cfg.seeds):
         for name in cfg.baselines:
             policy = baselines.get(name, seed=seed) if name == "random" else baselines.get(name)

@@ -62,12 +62,20 @@ SUMMARY = "summary.json"
 """A run's held-out evaluations before and after training (both families write it)."""
 
 
+def held_out_env(config: LearnerConfig) -> Any:
+    """The vector env of the held-out evaluation: ``config.env`` on the test split, scored
+    strictly whatever the training scoring (held-out scores are strict: a run trained with
+    ``scoring="lenient"`` reported lenient held-out accuracy), at most :data:`EVAL_BATCH`
+    envs stepped together."""
+    return vector_env_from(config.env, min(config.run.eval_problems, EVAL_BATCH), split="test", scoring="strict")
+
+
 def held_out(policy: Policy, venv: Any, config: LearnerConfig) -> dict[str, float]:
     """Greedy held-out metrics (``eval/...``) of ``policy`` on the run's fixed test problems.
 
     Args:
         policy: The policy to evaluate.
-        venv: A test-split vector env (``vector_env_from(config.env, n, split="test")``).
+        venv: The held-out vector env (:func:`held_out_env`).
         config: The run's learner config (how many problems, which episode seed).
     """
     return evaluate(policy, venv, range(config.run.eval_problems), seed=config.eval_seed, progress=False).metrics
@@ -78,7 +86,7 @@ def _run_learner(learner: MetaLearner, config: LearnerConfig, label: str) -> Run
     the held-out problems when ``run.eval_problems`` is given."""
     evaluation = None
     if config.run.eval_problems:
-        test_venv = vector_env_from(config.env, min(config.run.eval_problems, EVAL_BATCH), split="test")
+        test_venv = held_out_env(config)
         evaluation = lambda: held_out(learner.policy(), test_venv, config)
     return run(learner, config.run, evaluation, dataclasses.asdict(config), learner.headline, label=label)
 

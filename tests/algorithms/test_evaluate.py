@@ -166,3 +166,17 @@ def test_the_llm_calls_of_an_evaluation_draw_their_own_bars(monkeypatch, capsys)
     evaluate_rounds(baselines.get("debate"), team, range(4), progress=True)
     err = capsys.readouterr().err
     assert all(f"{phase}:" in err for phase in ("solve", "confidence", "refine"))  # one bar per LLM call
+
+
+def test_the_meta_held_out_env_reads_strictly_whatever_the_training_scoring():
+    """Held-out scores are strict: a run trained with ``scoring="lenient"`` is evaluated
+    on the test split under strict scoring (it reported lenient accuracy before)."""
+    from algorithms.meta.config import GRPOConfig
+    from algorithms.meta.train import held_out_env
+
+    config = GRPOConfig()
+    config = dataclasses.replace(config, env=dataclasses.replace(config.env, scoring="lenient", team="simulated"))
+    held_out = held_out_env(config)
+    assert held_out.task.scoring == "strict"
+    assert held_out.problems == held_out.task.problems("test")
+    assert config.env.scoring == "lenient"  # training reads as it was asked to
