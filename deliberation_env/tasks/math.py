@@ -400,9 +400,10 @@ def _parsed(answer: str) -> tuple[Any, ...]:
 
 @functools.lru_cache(maxsize=8192)
 def _parsed_in_time(answer: str) -> tuple[Any, ...]:
-    """:func:`_parsed`, kept unless it ran out of time (a ``TimeoutException`` is not kept)."""
+    """:func:`_parsed`, kept unless it ran out of time (a ``TimeoutException`` is not kept).
+    A number too large to compute (:func:`too_large`) is no parse: compared as text."""
     try:
-        return tuple(
+        parsed = tuple(
             parse(
                 f"{_BOXED}{{{ungrouped(answer)}}}",
                 extraction_config=_LATEX_EXTRACTION,
@@ -412,6 +413,52 @@ def _parsed_in_time(answer: str) -> tuple[Any, ...]:
         )
     except Exception:  # noqa: BLE001 - math-verify cannot read it: no parse (a timeout is no Exception)
         return ()
+    return () if any(isinstance(expr, sympy.Basic) and too_large(expr) for expr in parsed) else parsed
+
+
+MAX_DIGITS = 100_000
+"""Digits of the largest number math-verify is asked to compute (:func:`too_large`)."""
+
+
+def too_large(expr: sympy.Basic) -> bool:
+    """Whether ``expr`` holds a number of more than :data:`MAX_DIGITS` digits (by an upper
+    bound of its size, never by computing it): ``9^{9^{9}}`` parses in a moment, but each
+    comparison with it computes 9^387420489 until its time limit, 5 s for every answer and
+    pair of agents, so a team writing power towers stalled every step for 20 to 100 s.
+
+    >>> too_large(sympy.sympify("9**(9**9)", evaluate=False)), too_large(sympy.sympify("10**5000", evaluate=False))
+    (True, False)
+    """
+    return _log10_bound(expr) > MAX_DIGITS
+
+
+def _log10_bound(expr: sympy.Basic) -> float:
+    """An upper bound of log10 |x| over the numbers ``expr`` computes (0 for a symbol)."""
+    if isinstance(expr, sympy.Integer):
+        return int(expr).bit_length() * 0.30103
+    if isinstance(expr, sympy.Rational):
+        return max(int(expr.p).bit_length(), int(expr.q).bit_length()) * 0.30103
+    if isinstance(expr, sympy.Float):
+        return abs(_log10(abs(float(expr)))) if expr else 0.0
+    if isinstance(expr, (sympy.Pow, sympy.factorial)):
+        argument = expr.exp if isinstance(expr, sympy.Pow) else expr.args[0]
+        size = _log10_bound(argument)
+        if size > 7:  # an exponent or factorial of more than 10^7: more than MAX_DIGITS digits
+            return float("inf")
+        try:
+            value = abs(complex(argument)) if argument.is_number else 0.0
+        except (TypeError, ValueError, OverflowError):  # no value here (a symbol's function): no bound from it
+            value = 0.0
+        if isinstance(expr, sympy.factorial):
+            return value * max(_log10(value), 1.0)
+        return value * max(_log10_bound(expr.base), 1.0)
+    sizes = [_log10_bound(arg) for arg in expr.args]
+    return sum(sizes) + len(sizes) if sizes else 0.0  # a product's size at most; a sum's below it
+
+
+def _log10(value: float) -> float:
+    """log10 of ``value`` > 0 (0 for 0 and infinities, which bound nothing here)."""
+    return cmath.log10(value).real if 0 < value < float("inf") else 0.0
 
 
 TIMEOUT_ATTEMPTS = 2
