@@ -327,6 +327,8 @@ NON_ANSWERS = frozenset({
 """Box contents that state no answer (lower case, without ``\\text{}`` and the punctuation
 around them): a box of them paid the asked form and voted (red team)."""
 _LATEX_COMMAND = re.compile(r"\\[a-zA-Z]+")
+_EMPTY_SET_NAMES = re.compile(r"\\(?:varnothing|O|empty)(?![a-zA-Z])")
+"""LaTeX's other names of the empty set, read as ``\\emptyset`` (:func:`ungrouped`)."""
 _EMPTY_SET = re.compile(r"\\\{(?:\s|\\[,;:! ])*\\\}")
 """``\\{ \\}`` and ``\\{\\,\\}``: the empty set, which math-verify cannot read with a space in it."""
 
@@ -486,7 +488,7 @@ def ungrouped(answer: str) -> str:
     >>> ungrouped(r"x^{2}\\,000"), ungrouped("0{,}125"), ungrouped("3{,}14"), ungrouped("1{,}250")
     ('x^{2}\\\\,000', '0.125', '3.14', '1250')
     """
-    answer = _DECIMAL_COMMA.sub(".", answer)
+    answer = _EMPTY_SET_NAMES.sub(r"\\emptyset", _DECIMAL_COMMA.sub(".", answer))  # math-verify reads \emptyset alone
     return _GROUPED.sub(lambda number: _GROUP_SPACE.sub("", number.group()), answer)
 
 

@@ -24,6 +24,8 @@ from deliberation_env.tasks.math import (
     equivalent,
     extract_answer,
     last_boxed,
+    states_nothing,
+    ungrouped,
 )
 
 MATH_RECORDS = [
@@ -168,6 +170,15 @@ def test_numbers_of_a_size_math_verify_computes_are_still_read():
     for small, value in ((r"2^{2^{2}}", "16"), (r"10^{3}", "1000"), ("3!", "6"), (r"1.5\\times10^{3}", "1500")):
         assert _parsed(small) and equivalent(value, small), small
     assert _parsed(r"10^{5000}") and _parsed(r"x^{2}+1") and _parsed(r"e^{\\pi i}")
+
+
+def test_every_name_of_the_empty_set_is_an_answer_and_the_same_one():
+    """``\\varnothing`` was read as no answer (math-verify reads ``\\emptyset`` alone), so
+    against a reference written ``\\varnothing`` no answer could be right."""
+    for name in (r"\varnothing", r"\O", r"\empty"):
+        assert not states_nothing(name)
+        assert equivalent(name, r"\emptyset") and equivalent(r"\emptyset", name)
+    assert not equivalent(r"\varnothing", "0") and ungrouped(r"\Omega + \Omicron") == r"\Omega + \Omicron"
 
 
 # ------------------------------------------------------------------------------ tasks
