@@ -71,6 +71,8 @@ def test_step_after_the_episode_ended():
         ({"reward_scale": 0.0}, ValueError, r"reward_scale must lie in \[1e-30, 1e\+30\]"),
         ({"reward_scale": 1e39}, ValueError, r"reward_scale must lie in .* \(rewards are float32\)"),
         ({"w_global": -1.0}, ValueError, "w_global must be >= 0"),
+        ({"reward_scale": 1e30, "w_local": 1e9}, ValueError, r"reward_scale x \(w_local \+ w_global \+ lambda_tok\) must be at most 1e\+30"),
+        ({"reward_scale": 1e30, "lambda_tok": 1e9}, ValueError, r"\(rewards are float32\), got 1e\+39"),
         ({"lambda_tok": float("nan")}, TypeError, "lambda_tok must be a finite number"),
         ({"concede_rule": "random"}, ValueError, "concede_rule must be one of"),
         ({"observation": "image"}, ValueError, "observation must be one of"),

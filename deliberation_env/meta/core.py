@@ -56,6 +56,12 @@ class RewardConfig:
         for name in ("w_local", "w_global", "lambda_tok"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        largest = self.reward_scale * (self.w_local + self.w_global + self.lambda_tok)
+        if largest > REWARD_SCALES[1]:  # a reward of some 1000 x this still fits float32 (3.4e38)
+            raise ValueError(
+                f"reward_scale x (w_local + w_global + lambda_tok) must be at most {REWARD_SCALES[1]:g} "
+                f"(rewards are float32), got {largest:g}"
+            )
 
 
 CONFIDENCE_DIGITS = 9
