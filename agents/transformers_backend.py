@@ -37,6 +37,18 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
     ) from error
 
 
+def model_name(name: str, dtype: torch.dtype, device: torch.device) -> str:
+    """The backend's model id before its fingerprint: the model, the dtype and, off the CPU,
+    the device type (another device's kernels write other floats, so its texts are its own
+    cache rows; the CPU's keep the id they had before devices were an option).
+
+    >>> model_name("Qwen2.5-0.5B", torch.bfloat16, torch.device("cuda", 1)), model_name("m", torch.float32, torch.device("cpu"))
+    ('transformers:Qwen2.5-0.5B-bfloat16-cuda', 'transformers:m-float32')
+    """
+    on = "" if device.type == "cpu" else f"-{device.type}"
+    return f"transformers:{name}-{dtype_name(dtype)}{on}"
+
+
 class TransformersBackend:
     """A local causal LM run by ``transformers``.
 
@@ -94,9 +106,7 @@ class TransformersBackend:
             _eos_ids(self.model.generation_config.eos_token_id, self.tokenizer.eos_token_id)
         )
         name = Path(gguf_file).stem if gguf_file else path.name
-        self.model_id = fingerprinted(
-            f"transformers:{name}-{dtype_name(self.dtype)}", directory_sha256(path, gguf_file)
-        )
+        self.model_id = fingerprinted(model_name(name, self.dtype, self.device), directory_sha256(path, gguf_file))
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
