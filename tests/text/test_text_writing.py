@@ -97,7 +97,7 @@ def test_a_team_is_paid_for_how_many_of_the_documents_words_it_uses():
     """A few common words of the document, padded with stopwords, are all the document's
     (gamma = 1) but cover little of it: kappa = 3/40 against the TL;DR target 0.15."""
     document = numbered("topic", 37) + " how many each"
-    summary = "it is how and it is so; it was many to me"
+    summary = "how many each: it is so, how many each, to me"  # content words a quarter of the words at least
     detail = "then it is how and many; also it was each, such as this, and it is how and many as it was each"
     parts = metrics(summary, detail, document, MODES["summarize"])
     assert parts["structure"] == 1.0 and parts["grounding"] == pytest.approx((3 / 40) / 0.15)
@@ -231,3 +231,19 @@ def test_a_part_that_repeats_its_words_is_no_part_and_the_scores_come_first(tmp_
     outcome = protocol.score(problem, [" ".join([word] * 8), detail])
     assert outcome.parts["structure"] == 0.0 and outcome.reward == 0.0
     assert outcome.feedback[1].startswith("Scores of the team's text (0 to 1): structure 0.00")
+
+
+def test_a_part_padded_with_stopwords_is_no_part(tmp_path):
+    """Red team, round sixteen: one document word padded with stopwords ("budget of the to
+    the of ...") passed the distinct-word gate, and with it a TL;DR whose length made the
+    ratio ideal earned R = 1 against an honest pair's 0.852."""
+    protocol = WritingProtocol(corpus_dir(tmp_path))
+    problem = protocol.problems("train")[0]
+    content = [w for w in dict.fromkeys(words(problem.question)) if w not in STOPWORDS]
+    detail = "however therefore for example " + problem.question
+    padded = " ".join(f"{content[0]} of the to the of the to the of the to".split())
+    assert protocol.score(problem, [padded, detail]).parts["structure"] == 0.0
+    two_words = f"{content[0]} {content[1]} of the to the of the to the"  # fewer than three distinct
+    assert protocol.score(problem, [two_words, detail]).parts["structure"] == 0.0
+    honest = " ".join(content[:6]) + " of the " + " ".join(content[6:9])
+    assert protocol.score(problem, [honest, detail]).parts["structure"] == 1.0
