@@ -117,7 +117,7 @@ _SPACED_NUMBERS = re.compile(r"\d\s*(?:\\(?:q?quad|[,;: ])\s*|~\s*)+[-+]?\d(?!\d
 """Two numbers with only space between them (``2 \\quad 3``, ``2\\,3``): math-verify reads
 them as one expression (a product or a sum), so a box of them offers two values."""
 _PLAIN_NUMBER = re.compile(r"\s*-?(?:\d+(?:\.\d*)?|\.\d+)\s*")
-_TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|mathrm|mbox)\s*+\{([^{}]*)\}")
+_TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|textrm|textsf|texttt|textup|textsc|textnormal|emph|mathrm|mbox)\s*+\{([^{}]*)\}")
 _MATH_DELIMITERS = re.compile(r"\$|\\[()\[\]]")
 _STATES = re.compile(r"[=<>&]|\\(?:implies|Rightarrow|rightarrow|to|iff|le|ge|leq|geq|neq|approx)(?![a-zA-Z])")
 """What makes LaTeX a statement rather than a value offered (``x = 3``, ``a < b``)."""
@@ -323,6 +323,8 @@ def _boxed_answer(text: str, start: int, end: int) -> str | None:
 NON_ANSWERS = frozenset({
     "i don't know", "i do not know", "i dont know", "don't know", "dont know", "idk", "unknown", "no answer",
     "n/a", "na", "not sure", "unsure", "no idea", "cannot answer", "can't answer", "can't say", "not known",
+    "i'm not sure", "i am not sure", "im not sure", "no clue", "n.a", "tbd", "pass", "skip",
+    "i don't know the answer", "i do not know the answer", "answer unknown",
 })  # fmt: skip
 """Box contents that state no answer (lower case, without ``\\text{}`` and the punctuation
 around them): a box of them paid the asked form and voted (red team)."""
@@ -349,10 +351,11 @@ def states_nothing(answer: str) -> bool:
     plain = answer
     while (unwrapped := _TEXT_WRAPPER.sub(r"\1", plain)) != plain:
         plain = unwrapped
-    if plain.strip(" .!?$\\{}").lower().replace("\u2019", "'") in NON_ANSWERS:
-        return True
     if _EMPTY_SET.fullmatch(plain.strip()):
         return False
+    stated = plain.strip(" .!?$\\{}()").lower().replace("\u2019", "'")
+    if not stated or stated in NON_ANSWERS:
+        return True
     bare = _LATEX_COMMAND.sub(" ", plain)
     if any(character.isalnum() or character in "\u221e\u2205" for character in bare):  # but infinity, the empty set
         return False

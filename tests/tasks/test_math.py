@@ -181,6 +181,22 @@ def test_every_name_of_the_empty_set_is_an_answer_and_the_same_one():
     assert not equivalent(r"\varnothing", "0") and ungrouped(r"\Omega + \Omicron") == r"\Omega + \Omicron"
 
 
+@pytest.mark.parametrize(
+    "box",
+    [r"\text{I'm not sure}", r"\text{(no answer)}", r"\text{I do not know the answer}", r"\text{no clue}",
+     r"\text{n.a.}", r"\texttt{idk}", r"\textsf{TBD}", r"\text{?}\text{?}", r"\text{pass}", r"\emph{skip}"],
+)  # fmt: skip
+def test_a_box_of_a_non_answer_states_nothing(box):
+    """Red team, round sixteen: these paid the asked form and voted."""
+    assert states_nothing(box)
+    assert MathTask(path="sample").parse(MathTask(path="sample").problems("test")[0], f"So: $\\boxed{{{box}}}$") is None
+
+
+@pytest.mark.parametrize("box", [r"\text{(C)}", r"\text{Monday}", r"\text{no solution}", r"\text{none}", r"\textbf{5}"])
+def test_a_box_of_words_that_answer_is_an_answer(box):
+    assert not states_nothing(box)
+
+
 # ------------------------------------------------------------------------------ tasks
 def test_math_task_parses_checks_and_keys(math_file):
     task = MathTask(math_file)
