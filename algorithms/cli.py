@@ -494,6 +494,27 @@ def parse(args: list[str]) -> Deliberate:
     return parsed
 
 
+DATA_PARALLEL = ("train text", "compare text")
+"""The commands that ``torchrun`` runs data-parallel (:mod:`algorithms.core.data_parallel`)."""
+
+
+def check_processes(command: str) -> None:
+    """Refuse ``command`` under ``torchrun`` with more than one process unless it is one of
+    :data:`DATA_PARALLEL`: every process would run it alone, writing the same folder.
+
+    Raises:
+        ValueError: Naming the commands that run data-parallel.
+    """
+    from algorithms.core import data_parallel
+
+    world_size = data_parallel.from_environment().world_size
+    if world_size > 1 and command not in DATA_PARALLEL:
+        raise ValueError(
+            f"{command} runs in one process, not under torchrun ({world_size} processes here, each would run it "
+            f"alone): {' and '.join(DATA_PARALLEL)} train data-parallel; the meta seat scales over Ray workers (--workers)"
+        )
+
+
 # ---------------------------------------------------------------------------- the entry
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``deliberate`` console script (``argv``: the arguments, default
@@ -510,6 +531,7 @@ def main(argv: list[str] | None = None) -> None:
             warnings.showwarning = show_warning(prog)
             check_lists(args)
             chosen = parse(args).command.command
+            check_processes(COMMANDS[type(chosen)][0])
             COMMANDS[type(chosen)][1](chosen)
     except USER_ERRORS as error:
         if "--debug" in args:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from algorithms.commands.common import console, quiet_libraries, wrote_folder
+from algorithms.core import data_parallel
 from algorithms.core.compare import check_per_run_settings, learner_label
 from algorithms.core.metrics import check_loggers
 from algorithms.core.run_dirs import CONFIG, check_resume, new_run_dir
@@ -63,9 +64,10 @@ def compare_text(cfg: TextCompare) -> dict[str, Any]:
     quiet_libraries(cfg.learner.run.progress)
     check_loggers(cfg.learner.run.tensorboard, cfg.learner.run.wandb_project)
     check_resume(cfg.learner.run.resume, cfg.out_dir, flag="--out-dir")
-    cfg = with_folder(cfg, "text")
+    cfg = with_folder(cfg, "text")  # under torchrun, rank 0's is the one used
     started = time.perf_counter()
     summary = compare(cfg)
-    console.print(compare_table(summary, cfg))
-    wrote_folder(Path(cfg.out_dir), time.perf_counter() - started)
+    if data_parallel.from_environment().writes:  # rank 0 alone prints, as it alone writes
+        console.print(compare_table(summary, cfg))
+        wrote_folder(Path(cfg.out_dir), time.perf_counter() - started)
     return summary

@@ -20,6 +20,7 @@ of the shared settings, so a subclass of a shipped learner or of
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import tyro
 
+from algorithms.core import data_parallel
 from algorithms.core.compare import (
     LearnerFactory,
     algo_names,
@@ -131,15 +133,24 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
         ValueError: Before anything is written, on a name of ``cfg.algos`` that is no
             learner, a device this machine lacks, or an ``out_dir`` that holds a comparison.
     """
-    from algorithms.text.plots import write_comparison
-    from algorithms.text.train import resolved_placement, train
+    from algorithms.text.train import resolved_placement
 
     check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed",))  # a run_dir is replaced
     own = user_learners(cfg.algos, SHIPPED, learners, "text")
-    names = [learner_label(algo) for algo in cfg.algos]
-    if not cfg.out_dir:
-        cfg = replace(cfg, out_dir=str(new_run_dir("compare", "text", "+".join(names))))
     resolved_placement(cfg.learner.device, cfg.learner.dtype)  # a device this machine lacks: before any file
+    with data_parallel.process_group(cfg.learner.device) as ranks:  # under torchrun: one group for every run
+        names = [learner_label(algo) for algo in cfg.algos]
+        if not cfg.out_dir:
+            cfg = replace(cfg, out_dir=str(new_run_dir("compare", "text", "+".join(names))))
+        cfg = replace(cfg, out_dir=data_parallel.broadcast_object(cfg.out_dir))  # one folder: rank 0's
+        return _compare(cfg, own, names, ranks)
+
+
+def _compare(cfg: TextCompare, own: dict[str, Any], names: list[str], ranks: data_parallel.Ranks) -> dict[str, Any]:
+    """:func:`compare`'s runs, in this process's group; rank 0 alone writes the folder."""
+    from algorithms.text.plots import write_comparison
+    from algorithms.text.train import train
+
     settings = json.loads(json.dumps(asdict(cfg), default=str))
     histories: dict[str, list[list[dict[str, float]]]] = {name: [] for name in names}
 
@@ -151,10 +162,13 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
 
     if cfg.learner.run.resume:  # before its config is rewritten: no run may end before where it is
         check_resumed_runs(cfg.out_dir, cfg.learner.run.updates)
-    with removed_if_nothing_ran(cfg.out_dir):  # a comparison that cannot start leaves no folder
-        out_dir = open_run_dir(
-            cfg.out_dir, settings, cfg.learner.run.resume, ("out_dir", *run_settings("learner.run.")), flag="--out-dir"
-        )
+    out_dir = Path(cfg.out_dir)
+    with removed_if_nothing_ran(cfg.out_dir) if ranks.writes else contextlib.nullcontext():  # none if it cannot start
+        if ranks.writes:
+            out_dir = open_run_dir(
+                cfg.out_dir, settings, cfg.learner.run.resume, ("out_dir", *run_settings("learner.run.")), flag="--out-dir"
+            )
+        data_parallel.barrier()  # the others start once rank 0 has checked and recorded the folder
         rows = run_grid(train_one, names, cfg.seeds)
     summary = {name: summarize_runs([row for row in rows if row["algo"] == name], METRICS) for name in names}
     curves = [
@@ -163,10 +177,11 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
         for seed, history in enumerate(seeds)
         for record in history
     ]
-    record = {"config": asdict(cfg), "env": "text-deliberation-v1", "summary": summary, "incidental_spread": INCIDENTAL_SPREAD}
-    write_results(out_dir, record, rows, curves)
-    title = f"{cfg.learner.env.played()}, {cfg.seeds} seed(s): joint reward per update"
-    write_comparison(out_dir, histories, rows, title)
+    if ranks.writes:
+        record = {"config": asdict(cfg), "env": "text-deliberation-v1", "summary": summary, "incidental_spread": INCIDENTAL_SPREAD}
+        write_results(out_dir, record, rows, curves)
+        title = f"{cfg.learner.env.played()}, {cfg.seeds} seed(s): joint reward per update"
+        write_comparison(out_dir, histories, rows, title)
     return summary
 
 

@@ -158,3 +158,27 @@ def test_restarts_need_a_run_folder_to_continue(folder, capsys):
         with pytest.raises(SystemExit):
             train_here(folder, ["train", "text", "grpo", *SETTINGS, "--updates", "1"])
     assert "torchrun --max-restarts continues a failed run from its folder: give --run-dir" in capsys.readouterr().err
+
+
+def test_compare_text_under_torchrun_writes_one_folder_from_rank_0(folder):
+    """Each rank named its own folder (by the second it started), rank 1 wrote the
+    comparison's files too, and both printed the table. Now the ranks share rank 0's
+    folder, train each run data-parallel, and rank 0 alone writes and prints."""
+    work = folder / "compare-work"
+    work.mkdir()
+    (work / "hash_task.py").write_text(PROTOCOL)
+    compare = ["compare", "text", "--algos", "grpo", "--seeds", "1", *SETTINGS[:-3], "--eval-problems", "2",
+               "--checkpoint-interval", "1", "--no-progress", "--updates", "1"]  # fmt: skip
+    done = torchrun(work, ["-m", "algorithms.cli", *compare])
+    (made,) = (work / "runs" / "compare").iterdir()
+    assert (made / "compare.json").is_file() and (made / "grpo" / "seed0" / "checkpoint.safetensors").is_file()
+    assert json.loads((made / "grpo" / "seed0" / "config.json").read_text())["world_size"] == 2
+    assert done.stdout.count("wrote") == 1 and "rank 1" not in done.stderr
+
+
+@pytest.mark.parametrize("command", [["train", "meta", "grpo", "--updates", "1"], ["run", "--team", "simulated"]])
+def test_a_command_that_runs_in_one_process_refuses_torchrun(command, capsys, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(SystemExit):
+        cli.main(command)
+    assert "runs in one process, not under torchrun (2 processes here" in capsys.readouterr().err
