@@ -124,7 +124,8 @@ class TextLearnerConfig(GroupSettings):
     run may move, e.g. from a CPU to a GPU."""
     dtype: Dtype = "auto"
     """The weights' dtype: ``auto`` (bfloat16 on CUDA, float32 on the CPU), ``float32``,
-    ``bfloat16``, ``float16`` (LoRA adapters stay float32). A resumed run keeps the dtype its
+    ``bfloat16``, ``float16`` (LoRA adapters stay float32; ``finetune="full"`` in 16 bits
+    steps the 16-bit weights and loses small steps, a warning says so). A resumed run keeps the dtype its
     checkpoint was trained in: ``auto`` then means that dtype on any device (a run trained
     in float32 on a CPU resumes in float32 on a GPU), and another is refused before
     anything is written."""
