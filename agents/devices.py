@@ -22,7 +22,7 @@ decoding    how a decoding batch steps from token to token
 >>> check_names("gpu", "auto")
 Traceback (most recent call last):
 ...
-ValueError: device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'
+ValueError: device (--device) must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'
 
 The spelling is checked without torch (:func:`check_names`: configs check it when they are
 built, and ``--help`` stays fast); whether the machine has the device is checked by
@@ -75,9 +75,9 @@ def check_names(device: str, dtype: str) -> None:
         ValueError: Naming the accepted spellings.
     """
     if not DEVICE_PATTERN.fullmatch(device):
-        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+        raise ValueError(f"device (--device) must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
     if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+        raise ValueError(f"dtype (--dtype) must be one of {', '.join(DTYPES)}, got {dtype!r}")
 
 
 def check_routing(routing: str) -> None:

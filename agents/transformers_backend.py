@@ -1,7 +1,9 @@
 """Hugging Face ``transformers`` backend: true batched generation, CUDA when available.
 
-Loads any local model directory, or a GGUF file (transformers dequantizes it; needs the
-``gguf`` package), never from the network (``local_files_only=True``), on the ``device`` and
+Loads a local model directory, a GGUF file (transformers dequantizes it; needs the ``gguf``
+package) or a Hugging Face model id (``ORG/NAME``: downloaded into the hub's cache once,
+:func:`agents.hub.hub_folder`; ``HF_HUB_OFFLINE=1`` reads the cache only; a path is never
+looked up on the hub), then reads the folder with ``local_files_only=True``, on the ``device`` and
 in the ``dtype`` it is given (:func:`agents.devices.resolve`: ``auto`` is CUDA with bfloat16
 where present, else the CPU with float32; the team spec
 ``transformers:<model>#device=cuda:1#dtype=float16`` names them), attention through

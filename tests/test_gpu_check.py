@@ -50,7 +50,7 @@ def test_a_device_the_check_cannot_use_is_one_line_and_runs_nothing(monkeypatch)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     for args, said in [
         (gpu_check.Args(smoke=True, device="cuda"), "--smoke runs a tiny model on the CPU"),
-        (gpu_check.Args(dtype="fp16"), "dtype must be one of"),
+        (gpu_check.Args(dtype="fp16"), r"dtype \(--dtype\) must be one of"),
         (gpu_check.Args(), "this machine has no CUDA device"),
     ]:
         with pytest.raises(SystemExit, match=said):

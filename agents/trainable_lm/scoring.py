@@ -10,7 +10,10 @@ sums over its completions, as separate passes would), or under the reference pol
 ``reference=True`` (no gradient). With ``gradient_checkpointing`` each layer's activations
 are recomputed in the backward pass (``use_reentrant=False``) and a differentiable pass
 runs each completion with its prompt in one pass without a cache (a cache written in a
-checkpointed layer would be written again by its recomputation).
+checkpointed layer would be written again by its recomputation); the passes without a
+gradient (the reference policy, the old policy) run so too, so that equal weights score
+equal log-probabilities (by :meth:`Scoring._score` they differed in rounding, and the KL
+term moved an agent with no reward signal).
 """
 
 from __future__ import annotations
@@ -90,6 +93,8 @@ class Scoring:
                 if recompute:
                     with _recomputing(model):
                         block = self._score_whole(model, prompts, completions, temperature)
+                elif self.gradient_checkpointing:  # the reference and old policy as the policy is scored:
+                    block = self._score_whole(model, prompts, completions, temperature)  # a KL of equal weights is 0
                 else:
                     block = self._score(model, prompts, completions, temperature)
                 for offset, row in enumerate(block):

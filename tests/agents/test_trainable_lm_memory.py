@@ -295,3 +295,16 @@ def test_full_fine_tuning_in_16_bits_warns_that_small_steps_are_lost():
         warnings.simplefilter("error")
         make_lm(finetune="full", dtype="float32")
         make_lm(finetune="lora", dtype="bfloat16")
+
+
+def test_with_checkpointing_the_reference_scores_as_the_policy_does():
+    """Untrained (LoRA's B is 0), the policy is the reference: with gradient checkpointing
+    both must score equal log-probabilities, or the KL term's gradient is rounding noise
+    that Adam scales up (a real client: an agent without reward signal moved by 2 x lr)."""
+    lm = make_lm(gradient_checkpointing=True)
+    prompt = lm.encode(CHAT)
+    prompts = [prompt, prompt[:-5], prompt[:-1], prompt]  # other lengths, and a long completion beside short ones
+    completions = [list(range(3, 40)), [5, 9], [1, 2, 3, 4, 8, 9, 10], list(range(10, 20))]
+    policy, mask = lm.logprobs("agent_0", prompts, completions)
+    reference, _ = lm.logprobs("agent_0", prompts, completions, reference=True)
+    assert torch.equal(policy.detach() * mask, reference * mask)

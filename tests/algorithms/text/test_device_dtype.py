@@ -33,9 +33,9 @@ def test_the_resolver_reads_the_names_and_auto_follows_the_machine(no_cuda):
     assert resolve("auto", "float16")[1] is torch.float16
     with pytest.raises(ValueError, match=r"device 'cuda:1': .*no CUDA.*use 'cpu' or 'auto'"):
         resolve("cuda:1")
-    with pytest.raises(ValueError, match="device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'"):
+    with pytest.raises(ValueError, match="device \\(--device\\) must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'"):
         check_names("gpu", "auto")
-    with pytest.raises(ValueError, match="dtype must be one of auto, float32, bfloat16, float16"):
+    with pytest.raises(ValueError, match=r"dtype \(--dtype\) must be one of auto, float32, bfloat16, float16"):
         check_names("cpu", "fp8")
 
 
@@ -62,7 +62,7 @@ def test_the_config_checks_the_spelling_and_the_flags_reach_it():
     config = cli.parse(["train", "text", "magrpo", "--device", "cuda:3", "--dtype", "bfloat16"]).command.command.learner
     assert (config.device, config.dtype) == ("cuda:3", "bfloat16")  # parsing needs no CUDA: the run checks it
     assert (TextMAGRPOConfig().device, TextMAGRPOConfig().dtype) == ("auto", "auto")
-    with pytest.raises(ValueError, match="device must be"):
+    with pytest.raises(ValueError, match=r"device \(--device\) must be"):
         TextGRPOConfig(device="gpu")
 
 
@@ -97,7 +97,7 @@ def test_cuda_where_there_is_none_is_one_line_naming_the_flag(tmp_path, capsys, 
     assert not (tmp_path / "c").exists()  # a comparison too: refused before its folder is made
     with pytest.raises(SystemExit):
         cli.main(["train", "text", "magrpo", *TINY, "--device", "gpu"])
-    assert "device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'" in capsys.readouterr().err
+    assert "device (--device) must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'" in capsys.readouterr().err
 
 
 def test_a_resumed_run_may_move_but_keeps_its_dtype(tmp_path, capsys):
