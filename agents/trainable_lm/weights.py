@@ -170,6 +170,10 @@ class Weights:
             for seat in adapted:
                 _record_base(directory / seat.adapter / "adapter_config.json", self.base)
                 (directory / seat.adapter / "README.md").write_text(_model_card(seat.adapter, self.base), encoding="utf-8")
+            index = "".join(f"- [`{seat.adapter}`]({seat.adapter}/README.md)\n" for seat in adapted)
+            (directory / "README.md").write_text(  # in place of peft's empty template, which it writes here too
+                f"# LoRA adapters trained by deliberation-env, one folder per agent\n\n{index}", encoding="utf-8"
+            )
         return folders
 
     def load_adapters(self, directory: str | Path) -> None:

@@ -214,6 +214,8 @@ def test_a_saved_adapter_names_its_base_folder_and_loads_with_plain_peft(tmp_pat
     assert settings["base_model_name_or_path"] == str(base.resolve())
     card = (tmp_path / "run" / "agent_1" / "README.md").read_text()  # not peft's empty template
     assert f"Base model: `{base.resolve()}`" in card and "AutoPeftModelForCausalLM" in card
+    index = (tmp_path / "run" / "README.md").read_text()  # peft's template was written here too
+    assert "More Information Needed" not in index and "[`agent_1`](agent_1/README.md)" in index
     ids = torch.tensor([lm.encode(CHAT)])
     with lm._acting("agent_1") as model, torch.no_grad():
         ours = model(input_ids=ids).logits
