@@ -6,6 +6,7 @@ Everything runs on the CPU; CUDA's absence is made certain where a test asks for
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 import torch
@@ -169,3 +170,16 @@ def test_float16_warns_that_it_trains_without_loss_scaling_and_the_world_size_is
               "--run-dir", str(run_dir)])  # fmt: skip
     assert "float16 trains without loss scaling" in capsys.readouterr().err
     assert json.loads((run_dir / "config.json").read_text())["world_size"] == 1
+
+
+def test_the_ctranslate2_sampler_warns_that_it_samples_on_the_cpu_off_the_cpu():
+    """It always decodes on the CPU in float32: a user training on a GPU is told so."""
+    from algorithms.text.config import TextGRPOConfig
+    from algorithms.text.train import warn_about_numerics
+
+    config = TextGRPOConfig(sampler="ctranslate2")
+    with pytest.warns(UserWarning, match=r"samples the rollouts on the CPU in float32, whatever --device says \(cuda:0"):
+        warn_about_numerics(config, {"resolved_device": "cuda:0", "resolved_dtype": "bfloat16"}, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_about_numerics(config, {"resolved_device": "cpu", "resolved_dtype": "float32"}, 1)
