@@ -48,7 +48,7 @@ WORD_VALUES = {word: str(value) for value, word in enumerate(NUMBER_WORDS[:21])}
 _DOUBTS = re.compile(
     rf"\b(?:alternatively|alternately|otherwise|equivalently|may|{'|'.join(DOUBT_WORDS)}"
     r"|yet|hmm|wait|wrong|mistake|oops|incorrect|correction|actually|scratch|meant|make that|no"
-    r"|second thought|never\s?mind|reconsider(?:ing)?)\b",
+    r"|second thought|never\s?mind|reconsider(?:ing)?|if not|fall\s?back|backup|plan b)\b",
     re.IGNORECASE,
 )
 """A part of a line that doubts or takes back: words of doubt, "wait", "wrong", "I meant",
@@ -131,7 +131,8 @@ _MARKUP = " $*_`\"'"
 _OFFERING_LABEL = re.compile(
     r"[^\w\n]*+(?:my\s++)?(?:(?:final\s++)?answers?|final|ans|solution|(?:possible|alternative|alternate|another)"
     r"(?:\s++possible)?\s++(?:answers?|solutions?|choices?)|alternatives?|alt(?:\s++answer)?|(?:second|other|next)\s++"
-    r"(?:guess|choice|pick)|guess|options?|choices?|candidates?|also\s++possible|edit(?:ed)?|update[d]?|correction"
+    r"(?:guess|choice|pick)|2nd\s++(?:guess|choice|pick)|runner[- ]up|p\.?\s?s\.?|plan\s++b|fall\s?back|backup"
+    r"|guess|options?|choices?|candidates?|also\s++possible|edit(?:ed)?|update[d]?|correction"
     r"|corrected(?:\s++answer)?|revised(?:\s++answer)?|new\s++answer)[^\w\n:]*+:",
     re.IGNORECASE,
 )

@@ -40,6 +40,7 @@ def gsm8k():
         "\nOr perhaps 19 if leftovers are counted.", "\n19 would be my other guess.", "\nAnother possible answer is 19.",
         "\nOr maybe \uff11\uff19.",  # full-width digits
         "\nNot 18, but 19.", "\nNot sure, but maybe 19.", "\n18 (or 19)", "\nMaybe 19 if we recheck",  # the final read
+        "\nIf not, 19.", "\nPlan B: 19", "\nFallback: 19", "\n2nd choice: 19",  # round sixteen: fallbacks offered
     ],
 )  # fmt: skip
 def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
@@ -162,7 +163,8 @@ def mmlu():
      "\n{o}?", "\n{l} or {o}.", "\nActually, no: {o}.", "\nor\n{o}", "\nOr maybe {lower}", "\nThough {o} is possible.",
      "\nHmm, {o}.", "\n{o} might also be the best answer.", "\nOption {o} also fits.",
      "\n{l}, {o}", "\n{l}/{o}", "\n({l}/{o})", "\nboth {l} and {o}", "\nFinal: {o}", "\nNot {l} but {o}",
-     "\n{o} would be my second choice.", "\nOn second thought, {o}.", "\nSorry, {o}."],
+     "\n{o} would be my second choice.", "\nOn second thought, {o}.", "\nSorry, {o}.",
+     "\nRunner-up: {o}", "\nIf not, {o}.", "\nPlan B: {o}"],
 )  # fmt: skip
 def test_a_later_line_offering_another_letter_is_no_answer(mmlu, after):
     task, problem, other = mmlu
