@@ -21,7 +21,7 @@ from agents.seeding import derive_seed, turn_seeds
 from deliberation_env.meta.spaces import TEXT_CHARSET, TEXT_MAX_LENGTH, MetaAction
 from deliberation_env.starts import Starts
 from deliberation_env.task_config import REWARD_SCALES
-from deliberation_env.tasks import Problem, Task, answer_groups
+from deliberation_env.tasks import Problem, Task, answer_groups, same_answer
 from deliberation_env.tasks.base import AnswerTask
 from deliberation_env.values import is_number
 
@@ -323,7 +323,7 @@ class DeliberationCore:
 
         ep.changed = np.where(live[:, None], False, before.changed)
         for e, i in new_answers:
-            ep.changed[e, i] = ep.keys[e][i] != before.keys[e][i]
+            ep.changed[e, i] = not self._same_decision(ep.problem[e], before, ep, e, i)
         self._refresh_consensus(ep)
         ep.last_action = np.where(live[:, None], actions, before.last_action)
         ep.step_tokens = tokens
@@ -472,6 +472,14 @@ class DeliberationCore:
         ep.loo_correct = correct_at(ep.correct, ep.loo_winner)
         ep.unanimous = (codes >= 0).all(1) & (codes == codes[:, :1]).all(1)
         ep.concede_target = self._concede_targets(ep)
+
+    def _same_decision(self, problem: Problem, before: Episode, after: Episode, e: int, i: int) -> bool:
+        """Whether agent i of env e holds the same decision after the step as before, as the
+        team sees decisions (equal keys, or the task's checker: ``1000`` and ``x = 1000``)."""
+        old, new = before.answers[e][i].decision, after.answers[e][i].decision
+        if old is None or new is None:
+            return old is new
+        return before.keys[e][i] == after.keys[e][i] or same_answer(self.task, problem, old, new)
 
     def _groups(self, ep: Episode, decisions: list[list[str | None]], correct: np.ndarray | None) -> np.ndarray:
         """(E, n) each decision's group (:func:`~deliberation_env.tasks.answer_groups`), -1

@@ -184,3 +184,19 @@ class ConfidentSolver(ScriptedSolver):
 
     def introspect(self, turns: Sequence[Turn], references: Sequence[str]) -> list[Confidence]:
         return [Confidence(self.confidence, "verbalized") for _ in turns]
+
+
+def test_math_an_answer_rewritten_in_another_form_has_not_changed(tmp_path):
+    """``changed_last_round`` reads decisions as the vote does: refining ``1000`` into
+    ``x = 1000`` changes nothing, refining it into ``999`` does."""
+    records = [{"problem": f"What is {i} + 1?", "solution": f"$\\boxed{{{i + 1}}}$"} for i in range(8)]
+    (tmp_path / "math.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    def rewrites(into):
+        return lambda turn, reference: "\\boxed{1000}" if turn.previous is None else f"\\boxed{{{into}}}"
+
+    team = [ScriptedSolver(rewrites("x = 1000")), ScriptedSolver(rewrites("999")), ScriptedSolver(rewrites("1000"))]
+    env = de.parallel_env(task=de.tasks.get("math", path=tmp_path / "math.jsonl"), team=team, n_agents=3, max_rounds=1)
+    env.reset(seed=0, options={"problem_index": 0})
+    obs, *_ = env.step({agent: de.MetaAction.REFINE for agent in env.agents})
+    assert [float(obs[agent]["self"][4]) for agent in env.possible_agents] == [0.0, 1.0, 0.0]
