@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
@@ -157,6 +158,14 @@ class MAGRPOConfig(PolicyGradientConfig):
         super().__post_init__()
         if self.joint_return not in ("sum", "team"):
             raise ValueError(f"joint_return must be 'sum' or 'team', got {self.joint_return!r}")
+        env = self.env
+        if self.joint_return == "team" and (env.lambda_tok > 0 or (env.w_local, env.w_global) != (1.0, 1.0)):
+            warnings.warn(
+                f"MAGRPO trains on the team reward (joint_return='team'), which lambda_tok={env.lambda_tok:g}, "
+                f"w_local={env.w_local:g} and w_global={env.w_global:g} do not enter: give joint_return='sum' "
+                "to train on them",
+                stacklevel=3,
+            )
 
 
 @dataclass

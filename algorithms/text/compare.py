@@ -164,11 +164,17 @@ def _compare(cfg: TextCompare, own: dict[str, Any], names: list[str], ranks: dat
         check_resumed_runs(cfg.out_dir, cfg.learner.run.updates)
     out_dir = Path(cfg.out_dir)
     with removed_if_nothing_ran(cfg.out_dir) if ranks.writes else contextlib.nullcontext():  # none if it cannot start
+        refused = None
         if ranks.writes:
-            out_dir = open_run_dir(
-                cfg.out_dir, settings, cfg.learner.run.resume, ("out_dir", *run_settings("learner.run.")), flag="--out-dir"
-            )
-        data_parallel.barrier()  # the others start once rank 0 has checked and recorded the folder
+            try:
+                out_dir = open_run_dir(
+                    cfg.out_dir, settings, cfg.learner.run.resume, ("out_dir", *run_settings("learner.run.")), flag="--out-dir"
+                )
+            except ValueError as error:
+                refused = str(error)
+        refused = data_parallel.broadcast_object(refused)  # the others start once rank 0 has checked the folder
+        if refused is not None:  # every rank says why, none waits for the others
+            raise ValueError(refused)
         rows = run_grid(train_one, names, cfg.seeds)
     summary = {name: summarize_runs([row for row in rows if row["algo"] == name], METRICS) for name in names}
     curves = [

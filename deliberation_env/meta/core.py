@@ -460,8 +460,8 @@ class DeliberationCore:
         # consensus): those groups split into right and wrong, as in the text seat's vote,
         # so a program that passes only the prompt's examples does not share a right one's
         # vote; that split would tell the team the truth, so it stays out of observations.
-        codes = self._groups(ep, decisions, None)
-        judged = self._groups(ep, decisions, ep.correct)
+        codes = self._groups(ep, decisions)
+        judged = np.where(codes >= 0, 2 * codes + ep.correct, -1)  # each seen group split into right and wrong
         draw = tie_draws(ep.base_seed, self.n_agents, ep.round)
         ep.codes = codes
         ep.same = same_decision(codes)
@@ -481,15 +481,11 @@ class DeliberationCore:
             return old is new
         return before.keys[e][i] == after.keys[e][i] or same_answer(self.task, problem, old, new)
 
-    def _groups(self, ep: Episode, decisions: list[list[str | None]], correct: np.ndarray | None) -> np.ndarray:
-        """(E, n) each decision's group (:func:`~deliberation_env.tasks.answer_groups`), -1
-        for none; with ``correct``, right and wrong answers never share one."""
-        E, n = self.num_envs, self.n_agents
-        rows = [
-            answer_groups(self.task, ep.problem[e], decisions[e], None if correct is None else correct[e], ep.keys[e])
-            for e in range(E)
-        ]
-        return np.array(rows, dtype=np.int64).reshape(E, n)
+    def _groups(self, ep: Episode, decisions: list[list[str | None]]) -> np.ndarray:
+        """(E, n) each decision's group as the team sees it
+        (:func:`~deliberation_env.tasks.answer_groups`, no ground truth), -1 for none."""
+        rows = [answer_groups(self.task, ep.problem[e], decisions[e], keys=ep.keys[e]) for e in range(self.num_envs)]
+        return np.array(rows, dtype=np.int64).reshape(self.num_envs, self.n_agents)
 
     def _concede_targets(self, ep: Episode) -> np.ndarray:
         """(E, n): the peer each agent would concede to, -1 if none (acts as PERSIST).

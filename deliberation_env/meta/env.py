@@ -55,7 +55,7 @@ index  feature               meaning
 =====  ====================  ===================================================
 0      confidence            introspective confidence z_conf of the own answer
 1      peer_agree_share      share of peers holding the same decision
-2      is_plurality          the own decision is the current consensus decision
+2      is_plurality          the own decision is the plurality decision, as the team sees it
 3      parse_ok              the own answer has a parseable decision
 4      changed_last_round    the own decision changed in the last step
 5      round_frac            round / max_rounds
@@ -189,6 +189,11 @@ integer in [0, 2**64); ``options["problem_index"]`` an integer in [0, len(env.pr
 
 **Version history.**
 
+- v1, unreleased changes (CHANGELOG.md; the rewards of some valid actions change, those
+  of split votes, so the next release names a new version): the consensus groups the
+  answers the task's checker calls one (MATH: ``x = 7`` and ``7``) and pays a vote only of
+  right or only of wrong answers; a full tie is a seeded fair draw, not the lowest agent
+  index; ``changed_last_round`` reads decisions as the vote does.
 - v1 (release 0.2.0): answers of LLM teams are read strictly by default: a decision
   counts only in the form the prompt asks for, and an answer cut at the token budget is
   none (v0 read the last number anywhere and counted a cut answer), so the same actions

@@ -75,8 +75,9 @@ class Task(Protocol):
         ...
 
     def decision_key(self, problem: Problem, decision: str) -> Hashable:
-        """Decisions with equal keys agree (for consensus). Most tasks return the
-        decision itself; code tasks group programs by behaviour."""
+        """Decisions with equal keys agree (for consensus: :func:`answer_groups`, which
+        also joins those a task's optional ``same_answer(problem, first, second)`` calls
+        one). Most tasks return the decision itself; code tasks group programs by behaviour."""
         ...
 
 
@@ -127,53 +128,60 @@ def answer_groups(
     task: Task,
     problem: Problem,
     decisions: Sequence[str | None],
-    correct: Sequence[bool] | None,
+    correct: Sequence[bool] | None = None,
     keys: Sequence[Hashable | None] | None = None,
 ) -> list[int]:
-    """Each decision's group for a vote: decisions are in one group when :func:`same_answer`
-    says so of the group's first holder and, given ``correct``, both are right or both wrong
+    """Each decision's group for a vote: decisions with equal keys are one answer, and so
+    are those the task's own ``same_answer`` calls one (MATH: math-verify's equivalence),
+    taken transitively (``x = 7``, ``7`` and ``y = 7`` are one group in any seat order).
+    Given ``correct``, each group is then split into its right and its wrong answers: the
+    vote that is paid never lets a wrong answer share a right one's
     (a key that rounds ``8 + 10^{-20}`` to 8 does not make it right; a program that passes
-    only the prompt's examples is not a right one). Groups are numbered in order of their
-    first holder; ``None`` (no answer) is -1. Both seats' votes group by it.
+    only the prompt's examples is not a right one). Both seats' votes group by it.
 
     Args:
-        task: The task whose checker says which decisions are one answer.
+        task: The task whose keys and checker say which decisions are one answer.
         problem: The problem they answer.
         decisions: Each agent's decision, ``None`` for no answer.
-        correct: ``task.is_correct(problem, decision)`` of each, or ``None``: group by
-            :func:`same_answer` alone (what the agents may see: no ground truth).
+        correct: ``task.is_correct(problem, decision)`` of each, or ``None``: the groups
+            the agents may see (no ground truth).
         keys: ``task.decision_key(problem, decision)`` of each, where the caller has them
             (else they are computed here, once each).
+
+    Returns:
+        Each decision's group, numbered in order of its first holder; -1 for ``None``.
 
     >>> from deliberation_env.tasks import get
     >>> task = get("math", path="sample")
     >>> problem = task.problems("test")[0]
     >>> decisions = ["7", None, "x = 7", "8"]
-    >>> answer_groups(task, problem, decisions, [task.is_correct(problem, d) for d in decisions])
-    [0, -1, 0, 1]
+    >>> answer_groups(task, problem, decisions), answer_groups(task, problem, decisions, [True, False, False, False])
+    ([0, -1, 0, 1], [0, -1, 1, 2])
     """
     if keys is None:
         keys = [None if decision is None else task.decision_key(problem, decision) for decision in decisions]
+    by_key: dict[Hashable, int] = {}  # each distinct key: its first holder's index
+    labels = [-1 if decision is None else by_key.setdefault(key, agent) for agent, (decision, key) in enumerate(zip(decisions, keys, strict=True))]
     own = getattr(task, "same_answer", None)
-    firsts: list[tuple[str, Hashable, bool]] = []
-    groups = []
-    rights = [False] * len(decisions) if correct is None else correct
-    for decision, key, right in zip(decisions, keys, rights, strict=True):
-        if decision is None:
-            groups.append(-1)
-            continue
-        group = next(
-            (
-                g
-                for g, (first, first_key, first_right) in enumerate(firsts)
-                if first_right == right and (first_key == key or callable(own) and bool(own(problem, first, decision)))
-            ),
-            len(firsts),
-        )
-        if group == len(firsts):
-            firsts.append((decision, key, right))
-        groups.append(group)
-    return groups
+    if callable(own) and len(by_key) > 1:  # join the keys' groups the checker calls one (union-find)
+        root = {first: first for first in by_key.values()}
+
+        def find(agent: int) -> int:
+            while root[agent] != agent:
+                agent = root[agent]
+            return agent
+
+        firsts = list(root)
+        for a, first in enumerate(firsts):
+            for second in firsts[a + 1 :]:
+                one, other = find(first), find(second)
+                if one != other and own(problem, decisions[first], decisions[second]):
+                    root[max(one, other)] = min(one, other)
+        labels = [-1 if label < 0 else find(label) for label in labels]
+    if correct is not None:  # the group's lowest holder and whether the answer is right
+        labels = [-1 if label < 0 else 2 * label + bool(right) for label, right in zip(labels, correct, strict=True)]
+    numbers: dict[int, int] = {}
+    return [-1 if label < 0 else numbers.setdefault(label, len(numbers)) for label in labels]
 
 
 def with_scoring(task: Task, scoring: str) -> Task:

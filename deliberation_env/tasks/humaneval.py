@@ -33,7 +33,9 @@ task's own code failed (:func:`judge_fault`: its prompt or tests do not load, or
 tests' own code raised ``NameError`` or ``ImportError``) is a ``RuntimeError`` naming the
 problem and its record, never a wrong answer.
 
-**Consensus** groups programs by behaviour: :meth:`HumanEvalTask.decision_key` is the
+**Consensus**, as the team sees it, groups programs by behaviour (the vote that is paid
+also splits a group into programs that pass the tests and programs that do not:
+:func:`~deliberation_env.tasks.answer_groups`): :meth:`HumanEvalTask.decision_key` is the
 ``repr`` of what the program returns (or the exception's type) on the example calls
 written in the prompt (``>>> f(1, 2)``, ``f(1, 2) == 3``, ...), evaluated by the judge in
 the same run as the tests. Programs that cannot run, and problems whose prompt has no

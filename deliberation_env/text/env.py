@@ -113,6 +113,11 @@ argument is an error naming it before any task is loaded).
   document's that it mentions (``WritingTargets(..., grounding=0, coverage=0)``: as in
   0.2.0). Numbers: an enormous or
   exponent-written number is no answer instead of an error, and decimals compare exactly.
+  Later changes alter the rewards of some valid actions too, those of split votes, so the
+  next release names a new version (CHANGELOG.md): the math protocol's tied vote is a fair
+  coin (``correct`` = r/k) and right answers vote together however written; writing
+  parts must be written text (:func:`~deliberation_env.text.protocols.writing.is_written`);
+  MATH reads more non-answers as none and numbers too large to compute as text.
 - v1 (release 0.2.0): what an episode rewards changed in two protocols. Math: answers
   are read strictly by default, ``format`` pays the asked form, and the ``text_if_cut``
   info makes a completion cut at the token budget no answer; ``scoring="lenient"`` reads

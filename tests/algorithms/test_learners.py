@@ -1,6 +1,7 @@
 """Learners on the simulated team: configs, advantages per learner, tiny runs, checkpoints."""
 
 import dataclasses
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -251,3 +252,47 @@ def test_learners_train_teams_of_any_size(n_agents):
     assert learner.collect().returns.shape == (3, 4, n_agents)
     obs, infos = venv.reset(seed=0)
     assert set(learner.policy().act(obs, infos)) == set(venv.agents)
+
+
+def test_magrpo_pays_a_team_for_agreeing_not_for_a_dissenter_kept_wrong():
+    """Each r_global is a leave-one-out difference paid at every step, so summed over the
+    agents it pays a right 2-1 split every round (6 over three rounds) and an agreeing team
+    once (the dissenter's own +1 on conceding). MAGRPO's default joint return, the team
+    reward, pays both the same; the sum (``joint_return="sum"``) prefers the split."""
+    from helpers import FixedTask, ScriptedSolver
+
+    P, C = de.MetaAction.PERSIST, de.MetaAction.CONCEDE
+
+    def episode(*rounds):
+        solver = ScriptedSolver(["7", "7", "5"], confidence={"7": 0.6, "5": 0.9})
+        env = de.parallel_env(task=FixedTask(), team=solver, n_agents=3, max_rounds=3)
+        env.reset(seed=0, options={"problem_index": 0})  # "What is 3 + 4?" -> 7
+        returns = np.zeros(3)
+        for actions in rounds:
+            _, rewards, _, _, infos = env.step(dict(zip(env.agents, actions, strict=True)))
+            returns += [rewards[agent] for agent in ("agent_0", "agent_1", "agent_2")]
+        return returns, infos["agent_0"]["team_reward"]
+
+    kept_wrong, kept_team = episode((P, P, P), (P, P, P), (P, P, P))
+    agreed, agreed_team = episode((P, P, C), (P, P, P), (P, P, P))
+    assert (kept_wrong.sum(), agreed.sum()) == (6.0, 1.0)
+    batch = SimpleNamespace(
+        returns=torch.tensor([[kept_wrong, agreed]], dtype=torch.float32),
+        team_rewards=torch.tensor([[kept_team, agreed_team]], dtype=torch.float32),
+    )
+    config = {"groups_per_update": 1, "group_size": 2, "hidden_size": 16, "num_heads": 2}
+    default = MAGRPO(MAGRPOConfig(**config), de.vector_env(2, task="arithmetic", team="simulated"))
+    assert default.returns(batch)[0, 0].tolist() == default.returns(batch)[0, 1].tolist() == [1.0, 1.0, 1.0]
+    summed = MAGRPO(MAGRPOConfig(joint_return="sum", **config), de.vector_env(2, task="arithmetic", team="simulated"))
+    assert summed.returns(batch)[0, 0, 0] > summed.returns(batch)[0, 1, 0]
+
+
+def test_magrpo_on_the_team_reward_warns_that_the_reward_weights_do_not_enter():
+    from deliberation_env.meta.config import EnvConfig
+
+    with pytest.warns(UserWarning, match=r"team reward \(joint_return='team'\), which lambda_tok=0.5"):
+        MAGRPOConfig(env=EnvConfig(team="simulated", lambda_tok=0.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MAGRPOConfig(env=EnvConfig(team="simulated", lambda_tok=0.5), joint_return="sum")
+        MAGRPOConfig()
