@@ -12,7 +12,7 @@ import sympy
 
 import deliberation_env as de
 from deliberation_env import tasks
-from deliberation_env.tasks import Problem
+from deliberation_env.tasks import Problem, answer_groups
 from deliberation_env.tasks import math as math_task
 from deliberation_env.tasks.expression_values import numeric_value
 from deliberation_env.tasks.math import (
@@ -481,3 +481,18 @@ def test_an_equation_that_holds_keeps_its_value(box, gold):
     task = tasks.get("math", path="sample")
     problem = Problem("math:p", "Compute.", gold)
     assert task.is_correct(problem, task.parse(problem, f"So $\\boxed{{{box}}}$."))
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (0, 2, 1), (2, 0, 1), (1, 2, 0)])
+def test_a_vote_groups_answers_the_checker_joins_in_any_seat_order(order):
+    """``x = 7`` and ``7`` are one answer, ``7`` and ``y = 7`` are one, ``x = 7`` and ``y = 7``
+    are not: taken one holder at a time, seat order decided whether the three were one
+    group. Joined transitively they are, in every order; the paid vote then splits them by
+    correctness alone."""
+    task = MathTask(path="sample")
+    problem = task.problems("test")[0]
+    answers, right = ["x = 7", "7", "y = 7"], [False, True, True]
+    decisions, correct = [answers[k] for k in order], [right[k] for k in order]
+    assert answer_groups(task, problem, decisions) == [0, 0, 0]
+    paid = answer_groups(task, problem, decisions, correct)
+    assert all((paid[a] == paid[b]) == (correct[a] == correct[b]) for a in range(3) for b in range(3))
