@@ -454,21 +454,23 @@ class DeliberationCore:
 
     def _refresh_consensus(self, ep: Episode) -> None:
         """Recompute everything derived from the decisions and confidences of ``ep``."""
-        decisions = [[answer.decision for answer in row] for row in ep.answers]
         # What the team sees (observations, unanimity, CONCEDE's target): the answers the
         # task's checker calls one. What is paid (the consensus and each leave-one-out
         # consensus): those groups split into right and wrong, as in the text seat's vote,
         # so a program that passes only the prompt's examples does not share a right one's
         # vote; that split would tell the team the truth, so it stays out of observations.
-        codes = self._groups(ep, decisions)
-        judged = np.where(codes >= 0, 2 * codes + ep.correct, -1)  # each seen group split into right and wrong
+        codes = self._groups(ep)
         draw = tie_draws(ep.base_seed, self.n_agents, ep.round)
         ep.codes = codes
         ep.same = same_decision(codes)
         ep.winner = plurality_winner(codes, ep.conf, ep.same, draw)
-        judged_same = same_decision(judged)
+        judged, judged_same, winner = codes, ep.same, ep.winner
+        if (ep.same & (ep.correct[:, :, None] != ep.correct[:, None, :])).any():  # a group of right and wrong
+            judged = np.where(codes >= 0, 2 * codes + ep.correct, -1)  # each seen group split into right and wrong
+            judged_same = same_decision(judged)
+            winner = plurality_winner(judged, ep.conf, judged_same, draw)
         ep.loo_winner = leave_one_out_winners(judged, ep.conf, judged_same, draw)
-        ep.consensus_correct = correct_at(ep.correct, plurality_winner(judged, ep.conf, judged_same, draw))
+        ep.consensus_correct = correct_at(ep.correct, winner)
         ep.loo_correct = correct_at(ep.correct, ep.loo_winner)
         ep.unanimous = (codes >= 0).all(1) & (codes == codes[:, :1]).all(1)
         ep.concede_target = self._concede_targets(ep)
@@ -481,11 +483,22 @@ class DeliberationCore:
             return old is new
         return before.keys[e][i] == after.keys[e][i] or same_answer(self.task, problem, old, new)
 
-    def _groups(self, ep: Episode, decisions: list[list[str | None]]) -> np.ndarray:
+    def _groups(self, ep: Episode) -> np.ndarray:
         """(E, n) each decision's group as the team sees it
-        (:func:`~deliberation_env.tasks.answer_groups`, no ground truth), -1 for none."""
-        rows = [answer_groups(self.task, ep.problem[e], decisions[e], keys=ep.keys[e]) for e in range(self.num_envs)]
-        return np.array(rows, dtype=np.int64).reshape(self.num_envs, self.n_agents)
+        (:func:`~deliberation_env.tasks.answer_groups`, no ground truth), -1 for none; by
+        key alone, inline, for a task without its own ``same_answer`` (the simulated
+        team's hot path)."""
+        codes = np.full((self.num_envs, self.n_agents), -1, dtype=np.int64)
+        if callable(getattr(self.task, "same_answer", None)):
+            for e, row in enumerate(ep.answers):
+                codes[e] = answer_groups(self.task, ep.problem[e], [answer.decision for answer in row], keys=ep.keys[e])
+            return codes
+        for e, keys in enumerate(ep.keys):
+            table: dict[Hashable, int] = {}
+            for i, key in enumerate(keys):
+                if key is not None:
+                    codes[e, i] = table.setdefault(key, len(table))
+        return codes
 
     def _concede_targets(self, ep: Episode) -> np.ndarray:
         """(E, n): the peer each agent would concede to, -1 if none (acts as PERSIST).
