@@ -42,8 +42,12 @@ def is_privileged(policy: Any) -> bool:
 
 
 def without_ground_truth(infos: Infos) -> list[dict[str, dict[str, Any]]]:
-    """``infos`` without :data:`GROUND_TRUTH_INFOS`, what a Dec-POMDP policy may read."""
+    """``infos`` without :data:`GROUND_TRUTH_INFOS` (nor their flattened parts,
+    ``reward_components/local`` of ``infos="numeric"``), what a Dec-POMDP policy may read."""
     return [
-        {agent: {k: v for k, v in info.items() if k not in GROUND_TRUTH_INFOS} for agent, info in env_infos.items()}
+        {
+            agent: {k: v for k, v in info.items() if k.split("/")[0] not in GROUND_TRUTH_INFOS}
+            for agent, info in env_infos.items()
+        }
         for env_infos in infos
     ]

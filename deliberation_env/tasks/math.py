@@ -329,6 +329,8 @@ NON_ANSWERS = frozenset({
 """Box contents that state no answer (lower case, without ``\\text{}`` and the punctuation
 around them): a box of them paid the asked form and voted (red team)."""
 _LATEX_COMMAND = re.compile(r"\\[a-zA-Z]+")
+_TEXT_ALIASES = re.compile(r"\\(?:textrm|textsf|texttt|textup|textsc|textnormal|emph)(?=\s*+\{)")
+"""Text wrappers math-verify does not read as ``\\text`` (:func:`ungrouped` rewrites them)."""
 _EMPTY_SET_NAMES = re.compile(r"\\(?:varnothing|O|empty)(?![a-zA-Z])")
 """LaTeX's other names of the empty set, read as ``\\emptyset`` (:func:`ungrouped`)."""
 _EMPTY_SET = re.compile(r"\\\{(?:\s|\\[,;:! ])*\\\}")
@@ -429,12 +431,22 @@ def too_large(expr: sympy.Basic) -> bool:
     """Whether ``expr`` holds a number of more than :data:`MAX_DIGITS` digits (by an upper
     bound of its size, never by computing it): ``9^{9^{9}}`` parses in a moment, but each
     comparison with it computes 9^387420489 until its time limit, 5 s for every answer and
-    pair of agents, so a team writing power towers stalled every step for 20 to 100 s.
+    pair of agents, so a team writing power towers stalled every step for 20 to 100 s. So
+    do functions of huge arguments (``\\Gamma(10^{6})``, ``\\sinh(10^{7})``); a number
+    whose value cannot be had here counts as too large.
 
     >>> too_large(sympy.sympify("9**(9**9)", evaluate=False)), too_large(sympy.sympify("10**5000", evaluate=False))
     (True, False)
+    >>> too_large(sympy.sympify("2**(2**16)", evaluate=False)), too_large(sympy.sympify("gamma(10**6)", evaluate=False))
+    (False, True)
     """
-    return _log10_bound(expr) > MAX_DIGITS
+    try:
+        return _log10_bound(expr) > MAX_DIGITS
+    except Exception:  # noqa: BLE001 - sympy could not bound it (PrecisionExhausted, ...): not computed either
+        return True
+
+
+_INFINITE = float("inf")
 
 
 def _log10_bound(expr: sympy.Basic) -> float:
@@ -445,25 +457,38 @@ def _log10_bound(expr: sympy.Basic) -> float:
         return max(int(expr.p).bit_length(), int(expr.q).bit_length()) * 0.30103
     if isinstance(expr, sympy.Float):
         return abs(_log10(abs(float(expr)))) if expr else 0.0
-    if isinstance(expr, (sympy.Pow, sympy.factorial)):
-        argument = expr.exp if isinstance(expr, sympy.Pow) else expr.args[0]
-        size = _log10_bound(argument)
-        if size > 7:  # an exponent or factorial of more than 10^7: more than MAX_DIGITS digits
-            return float("inf")
-        try:
-            value = abs(complex(argument)) if argument.is_number else 0.0
-        except (TypeError, ValueError, OverflowError):  # no value here (a symbol's function): no bound from it
-            value = 0.0
-        if isinstance(expr, sympy.factorial):
-            return value * max(_log10(value), 1.0)
-        return value * max(_log10_bound(expr.base), 1.0)
+    if isinstance(expr, sympy.Pow):
+        if not expr.base.is_number:  # x^2: the size is the exponent's own
+            return _log10_bound(expr.exp)
+        base = _value(expr.base)  # |b^e| = 10^(e log10 |b|), either sign of e
+        scale = abs(_log10(base)) if base != _INFINITE else _INFINITE
+        if scale == 0.0:  # 1^e, (-1)^e, 0^e: no size
+            return 0.0
+        if _log10_bound(expr.exp) > 7:  # an exponent past 10^7 of a base other than +-1, 0
+            return _INFINITE
+        return _value(expr.exp) * scale if expr.exp.is_number else _log10_bound(expr.base)
+    if isinstance(expr, sympy.Function) and expr.args:  # exp, Gamma, a factorial, a binomial: x log10 x at most
+        if max(_log10_bound(arg) for arg in expr.args) > 7:
+            return _INFINITE
+        value = max(_value(arg) if arg.is_number else 0.0 for arg in expr.args)
+        return value * max(_log10(value), 1.0)
     sizes = [_log10_bound(arg) for arg in expr.args]
     return sum(sizes) + len(sizes) if sizes else 0.0  # a product's size at most; a sum's below it
 
 
+def _value(expr: sympy.Basic) -> float:
+    """|expr| of a number of at most some 10^7 (its arguments' bound said so), or
+    infinity where it cannot be had."""
+    try:
+        value = abs(complex(expr))
+    except (TypeError, ValueError, OverflowError, ArithmeticError):
+        return _INFINITE
+    return _INFINITE if cmath.isnan(value) else value  # NaN: no value
+
+
 def _log10(value: float) -> float:
     """log10 of ``value`` > 0 (0 for 0 and infinities, which bound nothing here)."""
-    return cmath.log10(value).real if 0 < value < float("inf") else 0.0
+    return cmath.log10(value).real if 0 < value < _INFINITE else 0.0
 
 
 TIMEOUT_ATTEMPTS = 2
@@ -492,6 +517,7 @@ def ungrouped(answer: str) -> str:
     ('x^{2}\\\\,000', '0.125', '3.14', '1250')
     """
     answer = _EMPTY_SET_NAMES.sub(r"\\emptyset", _DECIMAL_COMMA.sub(".", answer))  # math-verify reads \emptyset alone
+    answer = _TEXT_ALIASES.sub(r"\\text", answer)  # and \text{}: \texttt{7} is 7
     return _GROUPED.sub(lambda number: _GROUP_SPACE.sub("", number.group()), answer)
 
 
@@ -547,8 +573,15 @@ def answer_key(answer: str) -> str:
     >>> answer_key(r"\\dfrac{1}{2}") == answer_key("0.5") == answer_key("1/2")
     True
     """
-    parsed = _parsed(answer)
-    return _written(parsed[0], answer) if parsed else _squeeze(answer)
+    return _parsed_key(answer) if _parsed(answer) else _squeeze(answer)
+
+
+@functools.lru_cache(maxsize=8192)
+def _parsed_key(answer: str) -> str:
+    """:func:`answer_key` of an answer that parsed, kept: sympy writes a deep expression
+    slowly (a continued fraction 16 deep takes seconds), and a vote asks again at every
+    step (a parse cut by its time limit is not kept: :func:`_parsed`)."""
+    return _written(_parsed_in_time(answer)[0], answer)
 
 
 def _written(expr: Any, answer: str) -> str:

@@ -180,3 +180,10 @@ def test_the_meta_held_out_env_reads_strictly_whatever_the_training_scoring():
     assert held_out.task.scoring == "strict"
     assert held_out.problems == held_out.task.problems("test")
     assert config.env.scoring == "lenient"  # training reads as it was asked to
+
+
+def test_the_flattened_parts_of_the_ground_truth_are_stripped_too():
+    from algorithms.meta.policy import without_ground_truth
+
+    infos = [{"agent_0": {"reward_components/local": 1.0, "correct": True, "decision": "7", "confidence": 0.5}}]
+    assert without_ground_truth(infos) == [{"agent_0": {"decision": "7", "confidence": 0.5}}]

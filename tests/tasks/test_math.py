@@ -166,10 +166,26 @@ def test_a_number_too_large_to_compute_is_compared_as_text(tower):
     assert not equivalent("5", tower) and equivalent(tower, tower)
 
 
+@pytest.mark.parametrize(
+    "huge",
+    [r"2^{\lfloor e^{1000} \rfloor}", r"(\lceil e^{800} \rceil)!", r"\Gamma(10^{6})", r"\sinh(10^{7})",
+     r"\binom{10^{6}}{5 \cdot 10^{5}}", r"\lfloor e^{10^{6}} \rfloor", r"(0.5)^{-10^{8}}"],
+)  # fmt: skip
+def test_functions_of_huge_arguments_are_compared_as_text_and_fail_no_step(huge):
+    """Red team, round seventeen: ``2^{\\lfloor e^{1000} \\rfloor}`` raised sympy's
+    PrecisionExhausted out of the bound (a step failed), and ``\\Gamma(10^{6})`` was
+    computed to the 5 s limit at every comparison."""
+    assert not _parsed(huge)
+    assert not equivalent("5", huge) and MathTask(path="sample").is_correct(MathTask(path="sample").problems("test")[0], huge) is False
+
+
 def test_numbers_of_a_size_math_verify_computes_are_still_read():
     for small, value in ((r"2^{2^{2}}", "16"), (r"10^{3}", "1000"), ("3!", "6"), (r"1.5\\times10^{3}", "1500")):
         assert _parsed(small) and equivalent(value, small), small
     assert _parsed(r"10^{5000}") and _parsed(r"x^{2}+1") and _parsed(r"e^{\\pi i}")
+    for sized in (r"2^{2^{16}}", r"1^{1000000}", r"(-1)^{100001}", r"2^{100001}", r"\\binom{10}{3}", r"x^{2}"):
+        assert _parsed(sized), sized  # the bound is the base's own size, not at least 10's
+    assert equivalent("-1", r"(-1)^{100001}") and equivalent("7", r"\\texttt{7}") and equivalent(r"\\text{odd}", r"\\emph{odd}")
 
 
 def test_every_name_of_the_empty_set_is_an_answer_and_the_same_one():
