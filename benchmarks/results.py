@@ -97,6 +97,10 @@ def git_commit() -> dict[str, Any]:
     return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
+AT_START = git_commit()
+"""The checkout's commit when this process imported the module, before its runs."""
+
+
 def threads() -> dict[str, Any]:
     """The thread settings of this process: they set a run's speed, and its float-level results.
 
@@ -117,13 +121,18 @@ def provenance() -> dict[str, Any]:
 
     Returns:
         ``command`` (this process's command line), ``date`` (now, with the UTC offset),
-        ``commit`` and ``dirty`` (:func:`git_commit`), ``machine`` (:func:`machine`) and
-        ``threads`` (:func:`threads`).
+        ``commit`` and ``dirty`` (:func:`git_commit` when this module was imported: the code
+        the process loaded; ``commit_at_write`` beside them where the checkout has moved
+        since, as under a run of an hour while commits land), ``machine``
+        (:func:`machine`) and ``threads`` (:func:`threads`).
     """
+    now = git_commit()
+    moved = {} if now == AT_START else {"commit_at_write": now}  # the tree moved under a long run
     return {
         "command": shlex.join(["python", *sys.argv]),
         "date": datetime.now().astimezone().isoformat(timespec="seconds"),
-        **git_commit(),
+        **AT_START,
+        **moved,
         "machine": machine(),
         "threads": threads(),
     }

@@ -55,6 +55,7 @@ def test_a_rerun_replaces_the_file(results):
 
 def test_outside_a_git_checkout_the_commit_is_none(results, tmp_path, monkeypatch):
     monkeypatch.setattr(results, "REPO", tmp_path)
+    monkeypatch.setattr(results, "AT_START", results.git_commit())  # a process started there
 
     document = json.loads(results.write_results("copy", {}).read_text())
 

@@ -22,3 +22,14 @@ def test_inside_the_checkout_git_names_the_commit_and_the_variable_is_ignored(mo
     record = results.git_commit()
     assert record["commit"] != "not-this" and len(record["commit"]) == 40
     assert "commit_from" not in record
+
+
+def test_a_result_names_the_commit_its_process_started_at_and_the_one_it_was_written_at(monkeypatch):
+    """A run of an hour loads its code at the start; commits landing meanwhile moved the
+    recorded commit to one whose code the run never ran."""
+    monkeypatch.setattr(results, "AT_START", {"commit": "a" * 40, "dirty": False})
+    monkeypatch.setattr(results, "git_commit", lambda: {"commit": "b" * 40, "dirty": False})
+    record = results.provenance()
+    assert record["commit"] == "a" * 40 and record["commit_at_write"] == {"commit": "b" * 40, "dirty": False}
+    monkeypatch.setattr(results, "git_commit", lambda: {"commit": "a" * 40, "dirty": False})
+    assert "commit_at_write" not in results.provenance()
