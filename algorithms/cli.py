@@ -505,9 +505,7 @@ def check_processes(command: str) -> None:
     Raises:
         ValueError: Naming the commands that run data-parallel.
     """
-    from algorithms.core import data_parallel
-
-    world_size = data_parallel.from_environment().world_size
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))  # torchrun's (data_parallel.from_environment: no torch here)
     if world_size > 1 and command not in DATA_PARALLEL:
         raise ValueError(
             f"{command} runs in one process, not under torchrun ({world_size} processes here, each would run it "

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from algorithms.commands.common import console, quiet_libraries, wrote_folder
-from algorithms.core import data_parallel
 from algorithms.core.compare import check_per_run_settings, learner_label
 from algorithms.core.metrics import check_loggers
 from algorithms.core.run_dirs import CONFIG, check_resume, new_run_dir
@@ -58,6 +57,7 @@ def compare_meta(cfg: CompareConfig) -> dict[str, Any]:
 def compare_text(cfg: TextCompare) -> dict[str, Any]:
     """``deliberate compare text``: every learner x seed (:func:`algorithms.text.compare.compare`);
     print the table and the files written; return the summary."""
+    from algorithms.core import data_parallel
     from algorithms.text.compare import compare, compare_table
 
     check_per_run_settings(cfg.learner, TextLearnerConfig(), ("run.run_dir",))

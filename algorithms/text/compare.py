@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 import tyro
 
-from algorithms.core import data_parallel
 from algorithms.core.compare import (
     LearnerFactory,
     algo_names,
@@ -55,6 +54,8 @@ from algorithms.text.config import TEXT_CONFIGS, TextGRPOConfig, TextLearnerConf
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from algorithms.core.data_parallel import Ranks
 
 SHIPPED = tuple(TEXT_CONFIGS)
 """The text learners by name (``magrpo``, ``grpo``, ``softrankpo``)."""
@@ -133,6 +134,7 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
         ValueError: Before anything is written, on a name of ``cfg.algos`` that is no
             learner, a device this machine lacks, or an ``out_dir`` that holds a comparison.
     """
+    from algorithms.core import data_parallel  # torch: not at import (``--help``)
     from algorithms.text.train import resolved_placement
 
     check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed",))  # a run_dir is replaced
@@ -146,8 +148,9 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
         return _compare(cfg, own, names, ranks)
 
 
-def _compare(cfg: TextCompare, own: dict[str, Any], names: list[str], ranks: data_parallel.Ranks) -> dict[str, Any]:
+def _compare(cfg: TextCompare, own: dict[str, Any], names: list[str], ranks: Ranks) -> dict[str, Any]:
     """:func:`compare`'s runs, in this process's group; rank 0 alone writes the folder."""
+    from algorithms.core import data_parallel
     from algorithms.text.plots import write_comparison
     from algorithms.text.train import train
 
