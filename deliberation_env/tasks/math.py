@@ -117,7 +117,9 @@ _SPACED_NUMBERS = re.compile(r"\d\s*(?:\\(?:q?quad|[,;: ])\s*|~\s*)+[-+]?\d(?!\d
 """Two numbers with only space between them (``2 \\quad 3``, ``2\\,3``): math-verify reads
 them as one expression (a product or a sum), so a box of them offers two values."""
 _PLAIN_NUMBER = re.compile(r"\s*-?(?:\d+(?:\.\d*)?|\.\d+)\s*")
-_TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|textrm|textsf|texttt|textup|textsc|textnormal|emph|mathrm|mbox)\s*+\{([^{}]*)\}")
+_TEXT_ALIAS_NAMES = ("textrm", "textsf", "texttt", "textup", "textsc", "textnormal", "emph")
+"""Text wrappers math-verify does not read as ``\\text`` (:func:`ungrouped` rewrites them)."""
+_TEXT_WRAPPER = re.compile(rf"\\(?:text|textbf|textit|mathrm|mbox|{'|'.join(_TEXT_ALIAS_NAMES)})\s*+\{{([^{{}}]*)\}}")
 _MATH_DELIMITERS = re.compile(r"\$|\\[()\[\]]")
 _STATES = re.compile(r"[=<>&]|\\(?:implies|Rightarrow|rightarrow|to|iff|le|ge|leq|geq|neq|approx)(?![a-zA-Z])")
 """What makes LaTeX a statement rather than a value offered (``x = 3``, ``a < b``)."""
@@ -329,8 +331,7 @@ NON_ANSWERS = frozenset({
 """Box contents that state no answer (lower case, without ``\\text{}`` and the punctuation
 around them): a box of them paid the asked form and voted (red team)."""
 _LATEX_COMMAND = re.compile(r"\\[a-zA-Z]+")
-_TEXT_ALIASES = re.compile(r"\\(?:textrm|textsf|texttt|textup|textsc|textnormal|emph)(?=\s*+\{)")
-"""Text wrappers math-verify does not read as ``\\text`` (:func:`ungrouped` rewrites them)."""
+_TEXT_ALIASES = re.compile(rf"\\(?:{'|'.join(_TEXT_ALIAS_NAMES)})(?=\s*+\{{)")
 _EMPTY_SET_NAMES = re.compile(r"\\(?:varnothing|O|empty)(?![a-zA-Z])")
 """LaTeX's other names of the empty set, read as ``\\emptyset`` (:func:`ungrouped`)."""
 _EMPTY_SET = re.compile(r"\\\{(?:\s|\\[,;:! ])*\\\}")
