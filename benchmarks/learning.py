@@ -17,6 +17,7 @@ policy. Usage::
     python benchmarks/learning.py --what recipe       # about 4 minutes
     python benchmarks/learning.py --what scratch --quick   # a smoke run in seconds
     python benchmarks/learning.py --what report       # the markdown tables of BENCHMARKS.md
+    python benchmarks/learning.py --what scratch --algos magrpo --out-dir runs/benchmarks/learning-magrpo
 
 Finished runs are reused and a killed comparison resumes where it stopped, so delete
 ``--out-dir`` (default ``runs/benchmarks/learning``) to measure changed code afresh. Every
@@ -71,6 +72,9 @@ class Args:
     """Policy-gradient updates per run (128 episodes each)."""
     quick: bool = False
     """A smoke run with a tiny budget (checks that the benchmark runs, measures nothing)."""
+    algos: tuple[str, ...] = ()
+    """Run only these learners (``magrpo``; ``sft`` is the recipe's warm start), with a new
+    ``--out-dir``; results go to ``learning-<what>-<algos>.json``. ``()``: every learner."""
 
 
 def batch_settings(kl_coef: float) -> dict[str, object]:
@@ -96,9 +100,7 @@ def run_compare(args: Args) -> dict:
         **batch_settings(kl_coef=0.02 if recipe else 0.05),
     )
     cfg = CompareConfig(
-        algos=("sft", "softrankpo", "grpo", "magrpo")
-        if recipe
-        else ("softrankpo", "grpo", "magrpo"),
+        algos=args.algos or (("sft", "softrankpo", "grpo", "magrpo") if recipe else ("softrankpo", "grpo", "magrpo")),
         seeds=1 if args.quick else args.seeds,
         reward_scales=(1.0,) if recipe or args.quick else (0.1, 1.0, 10.0),
         learner=learner,
@@ -216,7 +218,8 @@ def main(args: Args) -> None:
         report(Path(args.out_dir))
         return
     results = update_time(repeats=3 if args.quick else 30) if args.what == "update-time" else run_compare(args)
-    write_results(f"learning-{args.what}", {"args": dataclasses.asdict(args), **results})
+    name = "-".join(("learning", args.what, *(["+".join(args.algos)] if args.algos else [])))
+    write_results(name, {"args": dataclasses.asdict(args), **results})
 
 
 if __name__ == "__main__":

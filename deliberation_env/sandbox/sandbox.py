@@ -19,8 +19,10 @@ Two APIs:
   both as plain built-in values (``None``, ``bool``, ``int``, ``float``, ``complex``,
   ``str``, ``bytes``, ``list``, ``tuple``, ``dict``, ``set``, ``frozenset``; exact types, no
   pickle, depth and size limits: ``deliberation_env/sandbox/_sandbox_codec.py``). The *judge*
-  runs the task's setup (the prompt's helpers), binds the entry point to a proxy whose
-  calls the candidate answers, evaluates the probe expressions, calls ``check(proxy)`` and
+  runs the task's setup (the prompt's helpers and the reference solution), evaluates the
+  probe expressions with the entry point's name bound to a proxy whose calls the candidate
+  answers, calls ``check(proxy)`` (the name bound as the setup binds it: a test comparing
+  with ``f(x)`` compares with the reference, not with the candidate itself) and
   alone writes the verdict to a socket the candidate never holds. Anything that is not a
   decodable answer (an object of the candidate's own class, an exit, a crash, silence
   until the timeout) fails; exit codes, output and files are never evidence of passing.
@@ -294,8 +296,9 @@ class JudgeRequest:
         tests: Trusted source defining ``check(candidate)``, which raises if the candidate
             is wrong (HumanEval's ``test`` field).
         entry_point: The name of the candidate's function.
-        setup: Trusted source run in the judge before ``tests`` (e.g. a HumanEval prompt,
-            whose helper functions the tests use).
+        setup: Trusted source run in the judge before ``tests`` (e.g. a HumanEval prompt
+            and its canonical solution: the helper functions the tests use, and the
+            reference that tests reading ``entry_point`` by name compare with).
         probes: Trusted expressions evaluated in the judge with ``entry_point`` bound to
             the candidate (e.g. ``"add(1, 2)"``); their results make ``Verdict.behaviour``.
         helper: A second, untrusted program (the coding protocol's helper agent), run in

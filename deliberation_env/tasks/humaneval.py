@@ -25,8 +25,10 @@ prompt's imports and helper functions are available to it.
 **Correctness** is the trusted verdict of the sandbox
 (:func:`deliberation_env.sandbox.judge_python`): the program runs in its own sandboxed
 process and only answers calls of the entry point with plain built-in values; a separate
-judge process runs the prompt (its helper functions), the hidden tests and
-``check(entry_point)`` on those values. Nothing the program prints, exits with or writes
+judge process runs the reference (the prompt, its helper functions and the canonical
+solution), the hidden tests and ``check(candidate)`` on those values. In the tests the entry
+point's name is the reference's: HumanEval/33's tests compare ``candidate(x)`` with
+``sort_third(x)``, which named the candidate itself, so any program passed 3 of its 7. Nothing the program prints, exits with or writes
 counts, and the problems' data is hidden from it: the source the task reads and every
 copy of HumanEval on the machine that a program could find (:func:`every_copy`). A verdict that says the
 task's own code failed (:func:`judge_fault`: its prompt or tests do not load, or the
@@ -62,8 +64,9 @@ and canonical solution) that does not compile; tests that do not compile, bind t
 point's name, do not bind ``check`` exactly once as a plain function of one argument (no
 ``async``, decorator or ``yield``), use ``check`` themselves as they load, or read a
 global name that neither the prompt, the tests nor the builtins bind. (The judge binds
-the entry point's name to the candidate, so a builtin, a test helper or a prompt helper
-of that name would let the candidate answer for the expected values.) Then every
+the entry point's name to the candidate in the example calls and to the reference in the
+tests, so a builtin, a test helper or a prompt helper of that name would stand for one of
+them.) Then every
 canonical solution is judged in the sandbox, and a record whose own solution does not
 pass is refused too: that catches what no static check can (tests that do not load in
 the judge or raise on every program, a wrong expected value). It costs one sandboxed run
@@ -446,13 +449,13 @@ class HumanEvalTask(SplitsFromSource):
     def request(self, problem: Problem, decision: str) -> JudgeRequest:
         """What the sandbox judges for a decision: the decision after the prompt (its
         imports and helpers; the decision's own ``from __future__`` imports before it, where
-        Python requires them), the hidden tests, the prompt as the judge's setup, and the
-        prompt's example calls as probes."""
+        Python requires them), the hidden tests, the reference (prompt and canonical
+        solution) as the judge's setup, and the prompt's example calls as probes."""
         return JudgeRequest(
             program=with_futures_first(f"{problem.meta['prompt']}\n\n{decision}"),
             tests=problem.meta["test"],
             entry_point=problem.meta["entry_point"],
-            setup=problem.meta["prompt"],
+            setup=problem.answer,
             probes=problem.meta["examples"],
         )
 
@@ -629,8 +632,8 @@ def _entry_point(where: str, record: dict[str, Any]) -> str:
     if name in dir(builtins):
         raise ValueError(
             f"{where}: field 'entry_point' {name!r} is the name of a builtin, which the judge "
-            "would replace by the candidate wherever the prompt or tests use it; rename the "
-            "function"
+            "would replace by the candidate or the reference solution wherever the prompt or "
+            "tests use it; rename the function"
         )
     return name
 
@@ -664,8 +667,8 @@ def _check_prompt(where: str, prompt: str, entry_point: str) -> None:
     if any(_binds(node, entry_point) or _reads(node, entry_point) for node in helpers):
         raise ValueError(
             f"{where}: field 'prompt' uses the entry point's name {entry_point!r} before its "
-            "final def; the judge binds that name to the candidate, so the prompt's helpers "
-            "(which the tests may use) would call the candidate"
+            "final def; the judge binds that name to the candidate in the example calls, so the "
+            "prompt's helpers (which the tests may use) would call the candidate"
         )
 
 
@@ -676,7 +679,8 @@ def _check_tests(where: str, tests: str, prompt: str, entry_point: str) -> None:
     if entry_point in _global_bindings(tests):
         raise ValueError(
             f"{where}: field 'test' binds the entry point's name {entry_point!r}; the judge "
-            "binds that name to the candidate, so rename what the tests define"
+            "binds that name to the reference solution (and to the candidate in the example "
+            "calls), so rename what the tests define"
         )
     check = _the_check(where, tree)
     if check.decorator_list or any(

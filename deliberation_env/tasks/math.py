@@ -42,12 +42,14 @@ For consensus, :meth:`MathTask.decision_key` groups answers by math-verify's par
 expression (cheap and exact for equal forms; ``0.5`` and ``1/2`` agree, algebraically
 equal but differently written expressions may not).
 
-Time limits: every parse and comparison is limited to :data:`CHECK_TIMEOUT_S` seconds.
-math-verify implements the limit with ``SIGALRM``, which only works in the main thread;
-called from another thread the checks run without a limit. The package's own evaluation of
-an answer (a rounding, the sides of an equation) never calls sympy's ``evalf``, which no alarm
-stops: :func:`~deliberation_env.tasks.expression_values.numeric_value` computes in double
-precision over a few hundred nodes at most.
+Time limits: every parse, the reading of what it parsed (its depth, size and key) and every
+comparison is limited to :data:`CHECK_TIMEOUT_S` seconds. math-verify implements the limit
+with ``SIGALRM``, which only works in the main thread; called from another thread the checks
+run without a limit. So an answer deeper than :data:`MAX_DEPTH` levels is compared as text, and
+the package's own evaluation of an answer (its size, a rounding, the sides of an equation)
+computes in double precision over a few hundred nodes at most
+(:func:`~deliberation_env.tasks.expression_values.numeric_value`), calling sympy's ``evalf``
+only where that has no value (``\\Gamma(5)``, within the depth).
 """
 
 from __future__ import annotations
@@ -61,11 +63,12 @@ from collections import Counter
 from collections.abc import Hashable, Iterable
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import sympy
 from math_verify import LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException
+from math_verify.utils import timeout as math_verify_timeout
 
 from deliberation_env.tasks.base import Problem, check_scoring, selection
 from deliberation_env.tasks.expression_values import numeric_value
@@ -393,23 +396,40 @@ def _squeeze(text: str) -> str:
     return " ".join(text.split())
 
 
+class _Reading(NamedTuple):
+    """What math-verify read in an answer string, and the answer's key."""
+
+    forms: tuple[Any, ...]
+    """math-verify's parse: the expression, then the string it read; empty for no parse."""
+    key: str
+    """:func:`answer_key`: sympy's text of the expression, else the squeezed answer."""
+
+
 def _parsed(answer: str) -> tuple[Any, ...]:
     """math-verify's parse of an answer string, its digits grouped by LaTeX spaces joined
     first (:func:`ungrouped`; an empty tuple if it cannot parse it, or ran out of time:
     :func:`timed_out`)."""
-    if _timed_out.get(("parse", answer), 0) >= TIMEOUT_ATTEMPTS:
-        return ()
-    try:
-        return _parsed_in_time(answer)
-    except TimeoutException:
-        timed_out("parse", answer)
-        return ()
+    return _reading(answer).forms
+
+
+def _reading(answer: str) -> _Reading:
+    """:func:`_parsed_in_time`, or no parse where it ran out of time (:func:`timed_out`)."""
+    if _timed_out.get(("parse", answer), 0) < TIMEOUT_ATTEMPTS:
+        try:
+            return _parsed_in_time(answer)
+        except TimeoutException:
+            timed_out("parse", answer)
+    return _Reading((), _squeeze(answer))
 
 
 @functools.lru_cache(maxsize=8192)
-def _parsed_in_time(answer: str) -> tuple[Any, ...]:
-    """:func:`_parsed`, kept unless it ran out of time (a ``TimeoutException`` is not kept).
-    A number too large to compute (:func:`too_large`) is no parse: compared as text."""
+def _parsed_in_time(answer: str) -> _Reading:
+    """The reading of ``answer``, kept unless it ran out of time (a ``TimeoutException``
+    is not kept). The parse has :data:`CHECK_TIMEOUT_S`, and so has what follows it: an
+    expression too deep or a number too large to compute (:func:`too_deep`,
+    :func:`too_large`) is no parse, compared as text; else its key is sympy's text of it,
+    which is slow for deep expressions (a continued fraction 16 deep took seconds) and
+    asked at every vote."""
     try:
         parsed = tuple(
             parse(
@@ -420,8 +440,37 @@ def _parsed_in_time(answer: str) -> tuple[Any, ...]:
             )
         )
     except Exception:  # noqa: BLE001 - math-verify cannot read it: no parse (a timeout is no Exception)
-        return ()
-    return () if any(isinstance(expr, sympy.Basic) and too_large(expr) for expr in parsed) else parsed
+        parsed = ()
+    return math_verify_timeout(_timeout_s())(_checked_reading)(parsed, answer)  # after parse's alarm, not inside it
+
+
+def _checked_reading(parsed: tuple[Any, ...], answer: str) -> _Reading:
+    """The reading of a parse of ``answer`` (see :func:`_parsed_in_time`)."""
+    expressions = [expr for expr in parsed if isinstance(expr, sympy.Basic)]
+    if not parsed or any(too_deep(expr) or too_large(expr) for expr in expressions):
+        return _Reading((), _squeeze(answer))
+    return _Reading(parsed, _written(parsed[0], answer))
+
+
+MAX_DEPTH = 30
+"""Levels of the deepest expression math-verify's answers are compared as: a continued
+fraction of 10 levels is 31 deep (sympy writes and computes it in about 0.05 s, and the
+time doubles at about every level past it); an answer of a competition writes a few."""
+
+
+def too_deep(expr: sympy.Basic) -> bool:
+    """Whether ``expr`` is more than :data:`MAX_DEPTH` levels deep.
+
+    >>> too_deep(sympy.sympify("1/(1+1/(1+1/(1+x)))", evaluate=False)), too_deep(sympy.Integer(3))
+    (False, False)
+    """
+    level = [(expr, 1)]
+    while level:
+        node, depth = level.pop()
+        if depth > MAX_DEPTH:
+            return True
+        level.extend((arg, depth + 1) for arg in node.args)
+    return False
 
 
 MAX_DIGITS = 100_000
@@ -479,9 +528,12 @@ def _log10_bound(expr: sympy.Basic) -> float:
 
 def _value(expr: sympy.Basic) -> float:
     """|expr| of a number of at most some 10^7 (its arguments' bound said so), or
-    infinity where it cannot be had."""
+    infinity where it cannot be had: computed in double precision
+    (:func:`~deliberation_env.tasks.expression_values.numeric_value`), else by sympy
+    (``\\Gamma(5)``; at most :data:`MAX_DEPTH` levels, within the reading's time limit)."""
     try:
-        value = abs(complex(expr))
+        number = numeric_value(expr)
+        value = abs(complex(expr) if number is None else number)
     except (TypeError, ValueError, OverflowError, ArithmeticError):
         return _INFINITE
     return _INFINITE if cmath.isnan(value) else value  # NaN: no value
@@ -551,7 +603,7 @@ def _equivalent_in_time(reference: str, answer: str) -> bool:
     ``TimeoutException``, which is not kept): each parsed form of the reference against
     each of the answer's, as math-verify's ``verify`` does, an error in one pair counting
     False for it."""
-    gold, target = _parsed_in_time(reference), _parsed_in_time(answer)  # a parse out of time raises: not kept
+    gold, target = _parsed_in_time(reference).forms, _parsed_in_time(answer).forms  # out of time raises: not kept
     if not gold or not target:
         return _squeeze(reference) == _squeeze(answer)
     ran_out = None
@@ -574,15 +626,7 @@ def answer_key(answer: str) -> str:
     >>> answer_key(r"\\dfrac{1}{2}") == answer_key("0.5") == answer_key("1/2")
     True
     """
-    return _parsed_key(answer) if _parsed(answer) else _squeeze(answer)
-
-
-@functools.lru_cache(maxsize=8192)
-def _parsed_key(answer: str) -> str:
-    """:func:`answer_key` of an answer that parsed, kept: sympy writes a deep expression
-    slowly (a continued fraction 16 deep takes seconds), and a vote asks again at every
-    step (a parse cut by its time limit is not kept: :func:`_parsed`)."""
-    return _written(_parsed_in_time(answer)[0], answer)
+    return _reading(answer).key
 
 
 def _written(expr: Any, answer: str) -> str:

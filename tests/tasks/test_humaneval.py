@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from deliberation_env import tasks
-from deliberation_env.sandbox import judge_python
+from deliberation_env.sandbox import JudgeRequest, judge_python
 from deliberation_env.tasks.humaneval import HumanEvalTask, example_calls, extract_code
 
 
@@ -444,3 +444,40 @@ def test_the_coding_protocol_judges_a_future_import_too():
     main = "```python\nfrom __future__ import annotations\ndef sum_product(numbers: list) -> tuple:\n    return (sum(numbers), aux(numbers))\n```"
     outcome = protocol.score(problem, [helper, main])
     assert outcome.parts["syntax"] == outcome.parts["tests"] == 1.0
+
+
+def test_tests_that_name_the_entry_point_compare_with_the_reference_not_the_candidate(task, problems):
+    """Red team, round eighteen: HumanEval/33's tests compare ``candidate(x)`` with
+    ``sort_third(x)``, and the judge had bound that name to the candidate, so those asserts
+    compared the candidate with itself: any program earned 3 of the 7 counted tests (the
+    coding protocol's ``tests`` part, held-out scores too). The name is the reference's in
+    the tests now; the example calls still probe the candidate."""
+    from deliberation_env.text import CodingProtocol
+
+    problem = problems["HumanEval/33"]
+    assert "sort_third([" in problem.meta["test"]  # the record as shipped
+    empty = "def sort_third(l: list):\n    return []\n"
+    assert task.is_correct(problem, task.parse(problem, empty)) is False
+    assert task.is_correct(problem, problem.answer) is True
+    protocol = CodingProtocol(tasks.get("humaneval"))
+    helper = "```python\ndef aux(l):\n    return sorted(l)[::-1]\n```"
+    outcome = protocol.score(problem, [helper, f"```python\n{empty}```"])
+    assert outcome.parts["tests"] == 0.0
+    right = protocol.score(problem, [helper, f"```python\n{problem.answer}```"])
+    assert right.parts["tests"] == 1.0
+    assert task.decision_key(problem, task.parse(problem, empty)) != task.decision_key(problem, problem.answer)
+
+
+def test_the_judge_binds_the_entry_point_to_the_candidate_in_probes_and_to_the_setup_in_tests():
+    def verdict(program: str):
+        return judge_python(JudgeRequest(
+            program=program,
+            tests="def check(candidate):\n    assert candidate(2) == double(2)\n",
+            entry_point="double",
+            setup="def double(x):\n    return 2 * x\n",
+            probes=("double(5)",),
+        ))  # fmt: skip
+
+    wrong, right = verdict("def double(x):\n    return 0\n"), verdict("def double(x):\n    return x + x\n")
+    assert (wrong.passed, right.passed) == (False, True)
+    assert (wrong.behaviour, right.behaviour) == (("0",), ("10",))  # the probes call the candidate

@@ -179,6 +179,51 @@ def test_functions_of_huge_arguments_are_compared_as_text_and_fail_no_step(huge)
     assert not equivalent("5", huge) and MathTask(path="sample").is_correct(MathTask(path="sample").problems("test")[0], huge) is False
 
 
+def continued_fraction(levels: int) -> str:
+    """``\\frac{1}{1+\\frac{1}{1+...1}}``, ``levels`` deep."""
+    text = "1"
+    for _ in range(levels):
+        text = rf"\frac{{1}}{{1+{text}}}"
+    return text
+
+
+def test_an_expression_too_deep_to_write_is_compared_as_text_and_fails_no_step():
+    """Red team, round eighteen: a continued fraction 20 deep (286 characters) stalled a
+    step for 136 s, in the size bound's ``evalf`` and its key's ``str``, where no time
+    limit ran; each level doubled the time. Past MAX_DEPTH levels an answer is compared
+    as text; below it, it is read as mathematics."""
+    deep = continued_fraction(20)
+    assert not _parsed(deep) and answer_key(deep) == answer_key(deep + " ")
+    assert equivalent(deep, deep) and not equivalent(deep, "0.618")
+    assert equivalent(continued_fraction(3), r"\frac{3}{5}") and _parsed(continued_fraction(9))
+    env = de.text_env(task="math", path="sample", n_agents=2, max_turns=1)
+    env.reset(seed=0, options={"problem_index": 0})
+    _, rewards, *_ = env.step({"agent_0": f"$\\boxed{{{deep}}}$", "agent_1": "I don't know."})
+    assert rewards["agent_0"] == rewards["agent_1"]  # the asked form's bonus is the agent's; neither is right
+
+
+def test_a_reading_cut_by_its_time_limit_is_tried_again_then_compared_as_text(monkeypatch):
+    """What follows the parse (depth, size, key) has the time limit too: cut, the answer
+    is no parse this time and is read again the next, up to TIMEOUT_ATTEMPTS times."""
+    from math_verify.errors import TimeoutException
+
+    read = math_task._checked_reading
+    stalls = {r"\sqrt{8}": 1, r"\sqrt{18}": 3}  # answer -> readings cut
+
+    def stalled(parsed, answer):
+        if stalls[answer]:
+            stalls[answer] -= 1
+            raise TimeoutException("Operation timed out!")
+        return read(parsed, answer)
+
+    monkeypatch.setattr(math_task, "_checked_reading", stalled)
+    math_task._timed_out.clear()
+    math_task._parsed_in_time.cache_clear()
+    assert not _parsed(r"\sqrt{8}") and _parsed(r"\sqrt{8}")  # cut once: read the next time
+    assert not _parsed(r"\sqrt{18}") and not _parsed(r"\sqrt{18}") and not _parsed(r"\sqrt{18}")
+    assert answer_key(r"\sqrt{18}") == r"\sqrt{18}"  # cut twice: text from then on, no third try
+
+
 def test_numbers_of_a_size_math_verify_computes_are_still_read():
     for small, value in ((r"2^{2^{2}}", "16"), (r"10^{3}", "1000"), ("3!", "6"), (r"1.5\\times10^{3}", "1500")):
         assert _parsed(small) and equivalent(value, small), small

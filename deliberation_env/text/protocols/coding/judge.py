@@ -117,7 +117,8 @@ def judge_request(problem: Problem, program: TeamProgram, counted: CountedTests)
     """What the sandbox judges for a team's programs: the trusted ``eval``
     (:data:`SAFE_EVAL`) then the main agent's program, the same start for the helper's
     program in its own process with the functions it defines, the counting tests, the
-    entry point, the prompt as the judge's setup (its helper functions) and the tests'
+    entry point, the reference as the judge's setup (the prompt's helper functions, and the
+    canonical solution that tests reading the entry point compare with) and the tests'
     constant calls as probes (the feedback's results).
 
     Args:
@@ -129,7 +130,7 @@ def judge_request(problem: Problem, program: TeamProgram, counted: CountedTests)
         program=with_futures_first(SAFE_EVAL + program.main),
         tests=counted.source,
         entry_point=problem.meta["entry_point"],
-        setup=problem.meta["prompt"],
+        setup=problem.answer,
         probes=counted.calls,
         helper=with_futures_first(SAFE_EVAL + program.helper) if program.helper else "",
         helper_functions=program.helper_functions,
