@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from gymnasium import spaces as gym_spaces
 
 from algorithms.core.checkpoints import check_torch_rng_state
 from algorithms.core.learner import GroupPolicyGradient
@@ -106,6 +107,11 @@ class MetaLearner(CoreLearner):
         self.venv = venv
         self.agents = list(venv.agents)
         space = venv.observation_space(self.agents[0])
+        if not (isinstance(space, gym_spaces.Dict) and {"self", "peers"} <= set(space.spaces)):
+            raise ValueError(
+                "the meta learners read the vector observations (self and peers): make the env with "
+                f"observation='vector' or 'both' (its observation space is a {type(space).__name__} without them)"
+            )
         with torch.random.fork_rng():  # seeded initialization without touching the global RNG
             torch.manual_seed(config.seed)
             self.network = MetaPolicyNetwork(

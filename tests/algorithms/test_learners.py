@@ -296,3 +296,13 @@ def test_magrpo_on_the_team_reward_warns_that_the_reward_weights_do_not_enter():
         warnings.simplefilter("error")
         MAGRPOConfig(env=EnvConfig(team="simulated", lambda_tok=0.5), joint_return="sum")
         MAGRPOConfig()
+
+
+@pytest.mark.parametrize("observation", ["flat", "text"])
+def test_a_learner_on_observations_it_cannot_read_is_one_error_naming_the_option(observation):
+    """A meta client's: ``observation="flat"`` raised ``'Box' object is not subscriptable``
+    and ``"text"`` a ``KeyError: 'self'``."""
+    config = SoftRankPOConfig(groups_per_update=2, group_size=2)
+    with pytest.raises(ValueError, match="observation='vector' or 'both'"):
+        SoftRankPO(config, venv_for(config, observation=observation))
+    SoftRankPO(config, venv_for(config, observation="both"))  # the vector parts are there
