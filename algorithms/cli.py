@@ -225,8 +225,10 @@ OPTION = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9.-]*[a-z0-9])")
 """An option as tyro's message lists them."""
 MISSING = re.compile(r"Missing subcommand\W*Expected one of \{([^}]*)\}")
 """tyro's line on a command line that stops before its subcommand (``train meta``)."""
-REFUSED = re.compile(r"Error parsing [\w.]+: (.*?)(?: -{3,}| For full helptext|$)")
-"""tyro's line naming a value that a config's own check refused, and the check's message."""
+REFUSED = re.compile(r"Error parsing ([\w.-]+): (.*?)(?: -{3,}| Argument helptext| For full helptext|$)")
+"""tyro's line naming a value that a config's own check or the option's type refused, and why."""
+CHOICE = re.compile(r"invalid choice '([^']*)' for argument '(--[\w.-]+)'\. Expected one of \(([^)]*)\)")
+"""tyro's line naming a value that is none of an option's choices."""
 
 
 def unboxed(printed: str) -> str:
@@ -278,8 +280,18 @@ def short_error(printed: str, command: str = "") -> str | None:
     missing = MISSING.search(text)
     if missing is not None:
         return f"name one of {missing.group(1)} after the command"
+    choice = CHOICE.search(text)
+    if choice is not None:
+        value, flag = choice.group(1), choice.group(2)
+        choices = [option.strip(" '") for option in choice.group(3).split(",")]
+        close = difflib.get_close_matches(value, choices, n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        return f"{flag} takes one of {', '.join(choices)}, not {value!r}{hint}"
     refused = REFUSED.search(text)
-    return None if refused is None else refused.group(1).strip()
+    if refused is None:
+        return None
+    where, why = refused.group(1), refused.group(2).strip()
+    return f"{where}: {why}" if where.startswith("--") else why
 
 
 OWN_PACKAGES = ("deliberation_env", "agents", "algorithms")

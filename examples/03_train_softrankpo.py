@@ -7,7 +7,7 @@ evaluated greedily on held-out problems next to three heuristic baselines. Run
 ``python examples/03_train_softrankpo.py --updates 2 --sft-updates 1`` for a quick check.
 
 Why SoftRankPO ends where SFT does here (both 0.975 held-out): the SFT policy agrees with
-the oracle on 99.8% of its actions, so in batches it plays 97.5% of the (group, agent)
+the oracle on 99.8% of its actions, so in the batches it plays 97.5% of the (group, agent)
 pairs have equal returns in all G = 8 rollouts of their problem (measured on five batches),
 and equal returns get zero advantage (rank quantiles of ties); the KL penalty to the SFT policy
 keeps the rest close to it (KL to SFT below 0.01 in the printed lines). The greedy actions,

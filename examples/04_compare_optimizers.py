@@ -1,6 +1,6 @@
 """04: compare SoftRankPO, GRPO and MAGRPO on the same env, problems and budget.
 
-``algorithms.meta.compare.compare`` trains every algorithm for every seed (and reward scale)
+``algorithms.meta.compare.compare`` trains every algorithm for every seed and reward scale
 from the same SFT warm start, evaluates them and the baselines on the same held-out
 problems, and writes CSV/JSON and plots (learning curves with 95% bands, final accuracy
 with CIs, action shares, the reward-scale ablation) to ``--out-dir``. The same runs are

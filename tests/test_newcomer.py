@@ -105,6 +105,16 @@ def test_a_mistyped_flag_is_one_line_with_the_nearest_flag(capsys):
     )
 
 
+def test_a_value_the_option_refuses_is_one_line_naming_the_option(capsys):
+    """A newcomer's: ``--dtype float8`` and ``--updates abc`` printed tyro's boxes."""
+    assert refused(capsys, "train", "text", "grpo", "--finetune", "lor") == (
+        "deliberate train text grpo: error: --finetune takes one of lora, full, not 'lor'; did you mean lora?"
+    )
+    assert refused(capsys, "train", "text", "grpo", "--updates", "abc").startswith(
+        "deliberate train text grpo: error: --updates: invalid literal for int()"
+    )
+
+
 # ---------------------------------------------------------------------------- 5 and 6. text runs
 @pytest.fixture
 def bars_restored():
@@ -121,3 +131,14 @@ def test_run_dir_none_writes_nothing_and_no_progress_is_quiet(tmp_path, monkeypa
     assert "deprecated" not in err and "Writing model shards" not in err
     assert not transformers.utils.logging.is_progress_bar_enabled()
     assert "give its folder" in refused(capsys, "train", "text", "magrpo", *TINY_TEXT, "--run-dir", "", "--resume")
+
+
+def test_train_meta_with_run_dir_none_writes_nothing_and_prints_its_table(tmp_path, monkeypatch, capsys):
+    """A newcomer's: ``train meta grpo --run-dir None`` trained, then failed reading the
+    folder it had not written (``expected str ... not NoneType``)."""
+    monkeypatch.chdir(tmp_path)
+    cli.main(["train", "meta", "grpo", "--updates", "2", "--run-dir", "None", "--sft-updates", "1", "--eval-problems", "8",
+              "--groups-per-update", "2", "--group-size", "2", "--no-progress"])  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
+    out = capsys.readouterr().out
+    assert "held-out, 8 test problems" in out and "SFT warm start" in out

@@ -4,7 +4,7 @@ Every ```python block of the tutorial runs, top to bottom, in one namespace, in 
 directory. The ```text block that follows a python block is what it printed, and must be
 printed again exactly, unless the prose between the two says the output "may differ" (it
 depends on torch's floating-point arithmetic, which varies a little between CPUs): then
-the block only has to run. README.md's quick start is the python block after the comment
+it must print the same lines but for their numbers. README.md's quick start is the python block after the comment
 ``<!-- quick start -->``; it runs on its own.
 """
 
@@ -31,7 +31,8 @@ class Block:
 
     line: int
     code: str
-    expected: str | None  # None: not checked (no text block, or its output may differ)
+    expected: str | None  # None: not checked (no text block)
+    varies: bool = False  # the page says its numbers may differ: compared without them
 
 
 def python_blocks(text: str) -> list[Block]:
@@ -41,14 +42,21 @@ def python_blocks(text: str) -> list[Block]:
     for k, (language, code, start, end) in enumerate(fences):
         if language != "python":
             continue
-        expected = None
+        expected, varies = None, False
         following = fences[k + 1] if k + 1 < len(fences) else None
         if following is not None and following[0] == "text":
-            between = text[end:following[2]]
-            if VARIES not in between:
-                expected = following[1]
-        blocks.append(Block(text.count("\n", 0, start) + 1, code, expected))
+            expected, varies = following[1], VARIES in text[end:following[2]]
+        blocks.append(Block(text.count("\n", 0, start) + 1, code, expected, varies))
     return blocks
+
+
+NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d*)?%?")
+
+
+def lines(text: str, varies: bool) -> list[str]:
+    """The lines of ``text``; with ``varies``, each number a ``#`` and spaces collapsed."""
+    rows = [line.rstrip() for line in text.rstrip("\n").split("\n")]
+    return [" ".join(NUMBER.sub("#", row).split()) for row in rows] if varies else rows
 
 
 def run_blocks(blocks: list[Block], name: str) -> None:
@@ -59,8 +67,7 @@ def run_blocks(blocks: list[Block], name: str) -> None:
         with contextlib.redirect_stdout(out):
             exec(compile(block.code, f"{name}:{block.line}", "exec"), namespace)  # noqa: S102
         if block.expected is not None:
-            printed = [line.rstrip() for line in out.getvalue().rstrip("\n").split("\n")]
-            expected = [line.rstrip() for line in block.expected.rstrip("\n").split("\n")]
+            printed, expected = (lines(text, block.varies) for text in (out.getvalue(), block.expected))
             assert printed == expected, f"{name}, block at line {block.line} printed:\n" + "\n".join(printed)
 
 
@@ -71,13 +78,17 @@ def test_the_page_parser_pairs_code_with_its_output():
         "```python\nx = 3\n```\n```bash\nls\n```\n"
     )
     blocks = python_blocks(page)
-    assert [(b.code, b.expected) for b in blocks] == [("print(1)\n", "1\n"), ("print(2)\n", None), ("x = 3\n", None)]
-    run_blocks(blocks, "page")  # block 2's "3" is not checked
+    assert [(b.code, b.expected, b.varies) for b in blocks] == [
+        ("print(1)\n", "1\n", False), ("print(2)\n", "3\n", True), ("x = 3\n", None, False)
+    ]
+    run_blocks(blocks, "page")  # block 2's 2 is not 3, and may differ: its numbers are not compared
 
 
 def test_a_wrong_output_fails():
     with pytest.raises(AssertionError, match="printed"):
         run_blocks(python_blocks("```python\nprint(1)\n```\n```text\n2\n```\n"), "page")
+    with pytest.raises(AssertionError, match="printed"):  # numbers may differ, the words may not
+        run_blocks(python_blocks("```python\nprint('loss 1')\n```\nmay differ\n```text\nreward 2\n```\n"), "page")
 
 
 @pytest.mark.slow

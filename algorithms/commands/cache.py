@@ -60,6 +60,9 @@ def cache_clear(cfg: CacheClear) -> None:
     from agents.cache import DEFAULT_CACHE_PATH, cache_clear, cache_stats
 
     path = cfg.path or DEFAULT_CACHE_PATH
+    if not Path(path).exists():
+        console.print(f"{path} does not exist: nothing to delete")
+        return
     stats = cache_stats(path)
     rows = stats["generations"] + stats["logprobs"]
     if not cfg.yes:

@@ -178,7 +178,7 @@ def run_meta(cfg: RunMeta) -> dict[str, Any]:
     model_id = team_title(team)
     kind = "SIMULATED team, no LLM" if all(s.model_id.startswith("simulated") for s in team) else "LLM team"
     console.print(f"[bold]{model_id}[/bold] ({kind}) on {task.name} ({args.split}, "
-                  f"{n_problems} problems, {args.max_rounds} rounds)")  # fmt: skip
+                  f"{n_problems} problems, {args.max_rounds} round{'s' * (args.max_rounds != 1)})")  # fmt: skip
     results = [
         evaluate_rounds(baselines.get(name), venv, range(n_problems), seed=cfg.seed, progress=cfg.progress)
         for name in cfg.policies

@@ -83,31 +83,39 @@ def train_meta(cfg: TrainMeta) -> dict[str, float]:
     """``deliberate train meta ALGO``: train the learner (:func:`algorithms.meta.train.train`),
     print the held-out evaluation before and after training and the files written; return
     the final held-out metrics."""
+    from algorithms.core.metrics import METRICS, read_metrics
+    from algorithms.core.run_dirs import CONFIG
+    from algorithms.meta.config import build_task
     from algorithms.meta.train import train
 
     config = cfg.learner
     check_resume(config.run.resume, config.run.run_dir)  # before a new folder is named for ""
     config = dataclasses.replace(config, run=named_run(config.run, "meta", f"{algo_of(config)}-seed{config.seed}"))
     started = time.perf_counter()
-    final = train(config).after
-    folder = Path(config.run.run_dir)
-    console.print(meta_train_table(config, folder))
-    wrote_folder(folder, time.perf_counter() - started)
-    return final
+    result = train(config)
+    folder = None if config.run.run_dir is None else Path(config.run.run_dir)
+    if folder is not None:
+        evaluations = [record for record in read_metrics(folder / METRICS) if "eval/accuracy" in record]
+        problems = json.loads((folder / CONFIG).read_text())["run"]["eval_problems"]  # at most the test split's
+    else:  # no folder: this call's own evaluations
+        updates = len(result.history)
+        evaluations = [{"step": 0, "episodes": 0, **result.before},
+                       {"step": updates, "episodes": updates * config.num_envs, **result.after}] if result.before else []  # fmt: skip
+        problems = min(config.run.eval_problems, len(build_task(config.env).problems("test")))
+    if evaluations:
+        console.print(meta_train_table(config, evaluations, problems))
+    if folder is not None:
+        wrote_folder(folder, time.perf_counter() - started)
+    return result.after
 
 
-def meta_train_table(cfg: LearnerConfig, folder: Path) -> Table:
-    """The held-out evaluations of a run in ``folder``: its first (the policy it started
-    from: untrained, or the SFT warm start) and its last, consensus accuracy with a 95% confidence interval over
-    the held-out problems."""
+def meta_train_table(cfg: LearnerConfig, evaluations: list[dict[str, float]], problems: int) -> Table:
+    """The first of a run's held-out ``evaluations`` (the policy it started from:
+    untrained, or the SFT warm start) and its last, consensus accuracy with a 95%
+    confidence interval over the ``problems`` held-out problems."""
     from rich.table import Table
 
-    from algorithms.core.metrics import METRICS, read_metrics
-    from algorithms.core.run_dirs import CONFIG
-
-    evaluations = [record for record in read_metrics(folder / METRICS) if "eval/accuracy" in record]
     algo = algo_of(cfg)
-    problems = json.loads((folder / CONFIG).read_text())["run"]["eval_problems"]  # at most the test split's
     table = Table(title=f"{algo}, seed {cfg.seed}: held-out, {problems} test problems")
     for column in ("policy", "updates", "episodes", "consensus acc (95% CI)", "acc", "tok/problem",
                    "PERSIST", "REFINE", "CONCEDE"):  # fmt: skip
