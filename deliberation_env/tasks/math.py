@@ -285,7 +285,10 @@ def offers_alternatives(answer: str, reference: str) -> bool:
         return True
     if _SPACED_NUMBERS.search(ungrouped(answer)):  # "2 \quad 3": read as one expression of both
         return True
-    parsed = _parsed(answer)
+    reading = _reading(answer)
+    if reading.cut:  # not read in time: not known to hide nothing (is_correct may read it the next time)
+        return True
+    parsed = reading.forms
     if len(parsed) < 2:  # not read as mathematics: compared as text, whole
         return False
     if _equates_other_numbers(parsed[0], answer):  # "{2} = 3", "1+1 = 3": read as their right side
@@ -403,6 +406,8 @@ class _Reading(NamedTuple):
     """math-verify's parse: the expression, then the string it read; empty for no parse."""
     key: str
     """:func:`answer_key`: sympy's text of the expression, else the squeezed answer."""
+    cut: bool = False
+    """The reading ran out of time (this time, or :data:`TIMEOUT_ATTEMPTS` times)."""
 
 
 def _parsed(answer: str) -> tuple[Any, ...]:
@@ -414,12 +419,24 @@ def _parsed(answer: str) -> tuple[Any, ...]:
 
 def _reading(answer: str) -> _Reading:
     """:func:`_parsed_in_time`, or no parse where it ran out of time (:func:`timed_out`)."""
-    if _timed_out.get(("parse", answer), 0) < TIMEOUT_ATTEMPTS:
-        try:
-            return _parsed_in_time(answer)
-        except TimeoutException:
-            timed_out("parse", answer)
-    return _Reading((), _squeeze(answer))
+    try:
+        return _read_in_time(answer)
+    except TimeoutException:
+        return _Reading((), _squeeze(answer), cut=True)
+
+
+def _read_in_time(answer: str) -> _Reading:
+    """:func:`_parsed_in_time`, counting a reading that runs out of time (it raises
+    ``TimeoutException``); one that ran out :data:`TIMEOUT_ATTEMPTS` times is no parse from
+    then on, for every check of the process (each reads the answer again otherwise: a step
+    read one answer nine times)."""
+    if _timed_out.get(("parse", answer), 0) >= TIMEOUT_ATTEMPTS:
+        return _Reading((), _squeeze(answer), cut=True)
+    try:
+        return _parsed_in_time(answer)
+    except TimeoutException:
+        timed_out("parse", answer)
+        raise
 
 
 @functools.lru_cache(maxsize=8192)
@@ -445,8 +462,14 @@ def _parsed_in_time(answer: str) -> _Reading:
 
 
 def _checked_reading(parsed: tuple[Any, ...], answer: str) -> _Reading:
-    """The reading of a parse of ``answer`` (see :func:`_parsed_in_time`)."""
-    expressions = [expr for expr in parsed if isinstance(expr, sympy.Basic)]
+    """The reading of a parse of ``answer`` (see :func:`_parsed_in_time`); a matrix is
+    checked entry by entry."""
+    expressions = [
+        entry
+        for expr in parsed
+        for entry in (expr if isinstance(expr, sympy.MatrixBase) else [expr])
+        if isinstance(entry, sympy.Basic)
+    ]
     if not parsed or any(too_deep(expr) or too_large(expr) for expr in expressions):
         return _Reading((), _squeeze(answer))
     return _Reading(parsed, _written(parsed[0], answer))
@@ -529,10 +552,13 @@ def _log10_bound(expr: sympy.Basic) -> float:
 def _value(expr: sympy.Basic) -> float:
     """|expr| of a number of at most some 10^7 (its arguments' bound said so), or
     infinity where it cannot be had: computed in double precision
-    (:func:`~deliberation_env.tasks.expression_values.numeric_value`), else by sympy
-    (``\\Gamma(5)``; at most :data:`MAX_DEPTH` levels, within the reading's time limit)."""
+    (:func:`~deliberation_env.tasks.expression_values.numeric_value`), else by sympy where
+    its size is bounded by :data:`MAX_DIGITS` digits (``\\Gamma(5)``; sympy's ``evalf`` of
+    ``\\sin(10^{10^{10}})`` runs for minutes in C, where no alarm stops it)."""
     try:
         number = numeric_value(expr)
+        if number is None and _log10_bound(expr) > MAX_DIGITS:  # evalf of sin(10^{10^{10}}): minutes in C
+            return _INFINITE
         value = abs(complex(expr) if number is None else number)
     except (TypeError, ValueError, OverflowError, ArithmeticError):
         return _INFINITE
@@ -603,7 +629,7 @@ def _equivalent_in_time(reference: str, answer: str) -> bool:
     ``TimeoutException``, which is not kept): each parsed form of the reference against
     each of the answer's, as math-verify's ``verify`` does, an error in one pair counting
     False for it."""
-    gold, target = _parsed_in_time(reference).forms, _parsed_in_time(answer).forms  # out of time raises: not kept
+    gold, target = _read_in_time(reference).forms, _read_in_time(answer).forms  # out of time raises: not kept
     if not gold or not target:
         return _squeeze(reference) == _squeeze(answer)
     ran_out = None
