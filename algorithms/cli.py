@@ -227,7 +227,9 @@ MISSING = re.compile(r"Missing subcommand\W*Expected one of \{([^}]*)\}")
 """tyro's line on a command line that stops before its subcommand (``train meta``)."""
 REFUSED = re.compile(r"Error parsing ([\w.-]+): (.*?)(?: -{3,}| Argument helptext| For full helptext|$)")
 """tyro's line naming a value that a config's own check or the option's type refused, and why."""
-CHOICE = re.compile(r"invalid choice '([^']*)' for argument '(--[\w.-]+)'\. Expected one of \(([^)]*)\)")
+NOT_A_NUMBER = re.compile(r"(invalid literal for int\(\) with base 10|could not convert string to float): ('.*')")
+"""Python's message on a value that is no number."""
+CHOICE = re.compile(r"invalid choice '(.*?)' for argument '(--[\w.-]+)'\. Expected one of \(([^)]*)\)")
 """tyro's line naming a value that is none of an option's choices."""
 
 
@@ -251,9 +253,10 @@ def options_of(listed: str, command: str) -> list[str]:
 def short_error(printed: str, command: str = "") -> str | None:
     """One line for tyro's error message ``printed``: on an option the command does not have,
     ``unrecognized option --kl-coeff; did you mean --kl-coef?`` (the nearest of the options
-    tyro lists as similar); on a missing subcommand, the ones to choose from; on a value a
-    config's check refused, the check's message; None for another message (shown as tyro
-    printed it)."""
+    tyro lists as similar); on a missing subcommand, the ones to choose from; on a value that
+    is none of an option's choices, the choices (``--dtype takes one of auto, ...``); on a
+    value the option's type or a config's check refused, the option and why; None for another
+    message (shown as tyro printed it)."""
     text = unboxed(printed)
     found = UNRECOGNIZED.search(text)
     if found is not None:
@@ -291,7 +294,12 @@ def short_error(printed: str, command: str = "") -> str | None:
     if refused is None:
         return None
     where, why = refused.group(1), refused.group(2).strip()
-    return f"{where}: {why}" if where.startswith("--") else why
+    if not where.startswith("--"):
+        return why
+    kind = NOT_A_NUMBER.search(why)
+    if kind is None:
+        return f"{where}: {why}"
+    return f"{where} takes {'an integer' if 'int()' in kind.group(1) else 'a number'}, not {kind.group(2)}"
 
 
 OWN_PACKAGES = ("deliberation_env", "agents", "algorithms")

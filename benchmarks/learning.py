@@ -110,6 +110,8 @@ def run_compare(args: Args) -> dict:
     summary = compare(cfg)
     summary["elapsed_s"] = round(time.perf_counter() - start, 1)
     print(json.dumps(summary, indent=2))
+    with (Path(cfg.out_dir) / "compare.csv").open() as file:  # each run's held-out row: seeds, tokens, shares
+        summary["runs"] = list(csv.DictReader(file))
     return summary
 
 

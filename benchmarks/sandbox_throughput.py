@@ -71,7 +71,7 @@ def split_requests(problems: Sequence[Problem], one_process: bool) -> list[Judge
         helper = re.sub(rf"\b{entry}\b", "aux", problem.answer)
         main = f"{prompt}\n\ndef {entry}(*args):\n    return aux(*args)\n"
         tests = problem.meta["test"]
-        requests.append(two_agent_request(main, helper, tests, entry, one_process, prompt))
+        requests.append(two_agent_request(main, helper, tests, entry, one_process, problem.answer))  # the judge's setup: the reference
     return requests
 
 

@@ -106,13 +106,20 @@ def test_a_mistyped_flag_is_one_line_with_the_nearest_flag(capsys):
 
 
 def test_a_value_the_option_refuses_is_one_line_naming_the_option(capsys):
-    """A newcomer's: ``--dtype float8`` and ``--updates abc`` printed tyro's boxes."""
+    """A newcomer's: a refused choice (``--dtype float8``) and ``--updates abc`` printed tyro's boxes."""
     assert refused(capsys, "train", "text", "grpo", "--finetune", "lor") == (
         "deliberate train text grpo: error: --finetune takes one of lora, full, not 'lor'; did you mean lora?"
     )
-    assert refused(capsys, "train", "text", "grpo", "--updates", "abc").startswith(
-        "deliberate train text grpo: error: --updates: invalid literal for int()"
+    assert refused(capsys, "train", "text", "grpo", "--updates", "abc") == (
+        "deliberate train text grpo: error: --updates takes an integer, not 'abc'"
     )
+    assert refused(capsys, "train", "text", "grpo", "--learning-rate", "fast") == (
+        "deliberate train text grpo: error: --learning-rate takes a number, not 'fast'"
+    )
+    assert refused(capsys, "train", "meta", "grpo", "--observation", "flat") == (
+        "deliberate train meta grpo: error: --observation flat: the meta learners read the vector observations, "
+        "so give --observation vector (the default) or both"
+    )  # a meta client's: it was 'Box' object is not subscriptable
 
 
 # ---------------------------------------------------------------------------- 5 and 6. text runs

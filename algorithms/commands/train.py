@@ -83,7 +83,6 @@ def train_meta(cfg: TrainMeta) -> dict[str, float]:
     """``deliberate train meta ALGO``: train the learner (:func:`algorithms.meta.train.train`),
     print the held-out evaluation before and after training and the files written; return
     the final held-out metrics."""
-    from algorithms.core.metrics import METRICS, read_metrics
     from algorithms.core.run_dirs import CONFIG
     from algorithms.meta.config import build_task
     from algorithms.meta.train import train
@@ -94,25 +93,26 @@ def train_meta(cfg: TrainMeta) -> dict[str, float]:
     started = time.perf_counter()
     result = train(config)
     folder = None if config.run.run_dir is None else Path(config.run.run_dir)
-    if folder is not None:
-        evaluations = [record for record in read_metrics(folder / METRICS) if "eval/accuracy" in record]
-        problems = json.loads((folder / CONFIG).read_text())["run"]["eval_problems"]  # at most the test split's
-    else:  # no folder: this call's own evaluations
-        updates = len(result.history)
-        evaluations = [{"step": 0, "episodes": 0, **result.before},
-                       {"step": updates, "episodes": updates * config.num_envs, **result.after}] if result.before else []  # fmt: skip
-        problems = min(config.run.eval_problems, len(build_task(config.env).problems("test")))
-    if evaluations:
-        console.print(meta_train_table(config, evaluations, problems))
+    if not result.before:
+        console.print(f"trained {result.learner.update} updates; no held-out evaluation (--eval-problems 0)")
+    else:  # the run's first and last evaluations (a resumed run's first from its log)
+        problems = (
+            json.loads((folder / CONFIG).read_text())["run"]["eval_problems"]  # at most the test split's
+            if folder is not None
+            else min(config.run.eval_problems, len(build_task(config.env).problems("test")))
+        )
+        first = {"step": 0, "episodes": 0, **result.before}
+        last = {"step": result.learner.update, "episodes": result.learner.episodes, **result.after}
+        console.print(meta_train_table(config, first, last, problems))
     if folder is not None:
         wrote_folder(folder, time.perf_counter() - started)
     return result.after
 
 
-def meta_train_table(cfg: LearnerConfig, evaluations: list[dict[str, float]], problems: int) -> Table:
-    """The first of a run's held-out ``evaluations`` (the policy it started from:
-    untrained, or the SFT warm start) and its last, consensus accuracy with a 95%
-    confidence interval over the ``problems`` held-out problems."""
+def meta_train_table(cfg: LearnerConfig, first: dict[str, float], last: dict[str, float], problems: int) -> Table:
+    """A run's ``first`` held-out evaluation (the policy it started from: untrained, or the
+    SFT warm start) and its ``last``, consensus accuracy with a 95% confidence interval
+    over the ``problems`` held-out problems."""
     from rich.table import Table
 
     algo = algo_of(cfg)
@@ -121,7 +121,7 @@ def meta_train_table(cfg: LearnerConfig, evaluations: list[dict[str, float]], pr
                    "PERSIST", "REFINE", "CONCEDE"):  # fmt: skip
         table.add_column(column, justify="left" if column == "policy" else "right")
     warm = bool(getattr(cfg, "warm_start", "") or getattr(cfg, "sft_updates", 0))
-    for label, record in (("SFT warm start" if warm else "untrained", evaluations[0]), (algo, evaluations[-1])):
+    for label, record in (("SFT warm start" if warm else "untrained", first), (algo, last)):
         table.add_row(
             label, str(record["step"]), f"{record['episodes']:,}",
             with_interval(record["eval/consensus_accuracy"], problems),

@@ -84,6 +84,11 @@ class LearnerConfig(LearnerSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.env.observation not in ("vector", "both"):
+            raise ValueError(
+                f"--observation {self.env.observation}: the meta learners read the vector observations, "
+                "so give --observation vector (the default) or both"
+            )
         if self.seed_pool < 0:
             raise ValueError(f"{type(self).__name__}.seed_pool must be >= 0 (0: no pool), got {self.seed_pool}")
         check_positive(self, "hidden_size", "num_heads")

@@ -155,10 +155,12 @@ def evaluate_rounds(
     """
     if len(problem_indices) == 0:
         raise ValueError("problem_indices is empty: nothing to evaluate")
-    outside = [k for k in problem_indices if not (isinstance(k, Integral) and 0 <= k < len(venv.problems))]
+    outside = [
+        k for k in problem_indices if isinstance(k, bool) or not (isinstance(k, Integral) and 0 <= k < len(venv.problems))
+    ]
     if outside:
         raise ValueError(
-            f"problem_indices {outside[:5]} are no indices of the env's {len(venv.problems)} problems "
+            f"problem_indices {outside[:5]} are not indices of the env's {len(venv.problems)} problems "
             f"(0 .. {len(venv.problems) - 1}, of the split the env was made with)"
         )
     policy = policy_of(policy)

@@ -1341,7 +1341,7 @@ def _verdict(material: dict, proxy: _Proxy) -> dict:
     except _CandidateFailure as failure:
         return {"reason": failure.reason, "detail": failure.detail}
     entry_point = material["entry_point"]
-    own = namespace.pop(entry_point, _UNBOUND)  # what the setup binds: the reference, where it holds one
+    own = namespace.get(entry_point, _UNBOUND)  # what the setup binds: the reference, where it holds one
     namespace[entry_point] = proxy
     behaviour = _probe(material["probes"], namespace)
     del namespace[entry_point]  # the tests' own reads of the name (HumanEval/33's `== sort_third(...)`): the setup's

@@ -298,7 +298,9 @@ class JudgeRequest:
         entry_point: The name of the candidate's function.
         setup: Trusted source run in the judge before ``tests`` (e.g. a HumanEval prompt
             and its canonical solution: the helper functions the tests use, and the
-            reference that tests reading ``entry_point`` by name compare with).
+            reference that tests reading ``entry_point`` by name compare with). In
+            ``check`` the name is what the setup binds (a ``NameError`` where it binds
+            none): the candidate is only ``check``'s argument.
         probes: Trusted expressions evaluated in the judge with ``entry_point`` bound to
             the candidate (e.g. ``"add(1, 2)"``); their results make ``Verdict.behaviour``.
         helper: A second, untrusted program (the coding protocol's helper agent), run in

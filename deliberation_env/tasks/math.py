@@ -36,6 +36,8 @@ Decisions are the model's final answer as a LaTeX string, read under the task's
 - ``"lenient"``: the content of the last ``\\boxed{...}``, else what follows the last
   "The answer is" (:func:`extract_answer`).
 
+Under either, an answer whose reading ran out of time (see "Time limits") is none.
+
 Two decisions are the same answer when ``math-verify`` says so (``\\frac{1}{2}``, ``0.5`` and
 ``\\dfrac12``; ``[1,3)`` and ``\\left[1,3\\right)``; ``3\\sqrt{2}`` and ``\\sqrt{18}``).
 For consensus, :meth:`MathTask.decision_key` groups answers by math-verify's parsed
@@ -46,11 +48,11 @@ Time limits: every parse, the reading of what it parsed (its depth, size and key
 comparison is limited to :data:`CHECK_TIMEOUT_S` seconds. math-verify implements the limit
 with ``SIGALRM``, which only works in the main thread; called from another thread the checks
 run without a limit, and an alarm does not stop sympy's work in C. So an answer deeper than
-:data:`MAX_DEPTH` levels is compared as text, a reading that ran out of time twice is no
-parse for the rest of the process, and the package's own evaluation of an answer (its size,
+:data:`MAX_DEPTH` is compared as text, a reading that ran out of time twice is no
+parse for the rest of the process (the last 8,192 such answers are remembered), and the package's own evaluation of an answer (its size,
 a rounding, the sides of an equation) computes in double precision over a few hundred nodes
 at most (:func:`~deliberation_env.tasks.expression_values.numeric_value`), calling sympy's
-``evalf`` only where that has no value and the number is bounded (``\\Gamma(5)``; never
+``evalf`` only where that has no value and the number is bounded (``\\Gamma(\\frac{1}{3})``; never
 ``\\sin(10^{10^{10}})``: :func:`too_large`).
 """
 
@@ -88,7 +90,8 @@ from deliberation_env.tasks.sources import (
 )
 
 CHECK_TIMEOUT_S = 5
-"""Seconds allowed to each math-verify parse or comparison (main thread only)."""
+"""Seconds allowed to each math-verify parse, to the reading of what it parsed, and to each
+comparison (main thread only)."""
 
 MATH_INSTRUCTIONS = (
     "Solve the problem step by step. Put your final answer, in simplest form, "
@@ -287,10 +290,7 @@ def offers_alternatives(answer: str, reference: str) -> bool:
         return True
     if _SPACED_NUMBERS.search(ungrouped(answer)):  # "2 \quad 3": read as one expression of both
         return True
-    reading = _reading(answer)
-    if reading.cut:  # not read in time: not known to hide nothing (is_correct may read it the next time)
-        return True
-    parsed = reading.forms
+    parsed = _parsed(answer)
     if len(parsed) < 2:  # not read as mathematics: compared as text, whole
         return False
     if _equates_other_numbers(parsed[0], answer):  # "{2} = 3", "1+1 = 3": read as their right side
@@ -420,29 +420,29 @@ def _parsed(answer: str) -> tuple[Any, ...]:
 
 
 def _reading(answer: str) -> _Reading:
-    """:func:`_parsed_in_time`, or no parse where it ran out of time (:func:`timed_out`)."""
+    """:func:`_cached_reading`, or no parse where it ran out of time (:func:`timed_out`)."""
     try:
-        return _read_in_time(answer)
+        return _reading_or_raise(answer)
     except TimeoutException:
         return _Reading((), _squeeze(answer), cut=True)
 
 
-def _read_in_time(answer: str) -> _Reading:
-    """:func:`_parsed_in_time`, counting a reading that runs out of time (it raises
+def _reading_or_raise(answer: str) -> _Reading:
+    """:func:`_cached_reading`, counting a reading that runs out of time (it raises
     ``TimeoutException``); one that ran out :data:`TIMEOUT_ATTEMPTS` times is no parse from
     then on, for every check of the process (each reads the answer again otherwise: a step
     read one answer nine times)."""
     if _timed_out.get(("parse", answer), 0) >= TIMEOUT_ATTEMPTS:
         return _Reading((), _squeeze(answer), cut=True)
     try:
-        return _parsed_in_time(answer)
+        return _cached_reading(answer)
     except TimeoutException:
         timed_out("parse", answer)
         raise
 
 
 @functools.lru_cache(maxsize=8192)
-def _parsed_in_time(answer: str) -> _Reading:
+def _cached_reading(answer: str) -> _Reading:
     """The reading of ``answer``, kept unless it ran out of time (a ``TimeoutException``
     is not kept). The parse has :data:`CHECK_TIMEOUT_S`, and so has what follows it: an
     expression too deep or a number too large to compute (:func:`too_deep`,
@@ -460,11 +460,11 @@ def _parsed_in_time(answer: str) -> _Reading:
         )
     except Exception:  # noqa: BLE001 - math-verify cannot read it: no parse (a timeout is no Exception)
         parsed = ()
-    return math_verify_timeout(_timeout_s())(_checked_reading)(parsed, answer)  # after parse's alarm, not inside it
+    return math_verify_timeout(_timeout_s())(_bounded_reading)(parsed, answer)  # after parse's alarm, not inside it
 
 
-def _checked_reading(parsed: tuple[Any, ...], answer: str) -> _Reading:
-    """The reading of a parse of ``answer`` (see :func:`_parsed_in_time`); a matrix is
+def _bounded_reading(parsed: tuple[Any, ...], answer: str) -> _Reading:
+    """The reading of a parse of ``answer`` (see :func:`_cached_reading`); a matrix is
     checked entry by entry."""
     expressions = [
         entry
@@ -478,9 +478,10 @@ def _checked_reading(parsed: tuple[Any, ...], answer: str) -> _Reading:
 
 
 MAX_DEPTH = 30
-"""Levels of the deepest expression math-verify's answers are compared as: a continued
-fraction of 10 levels is 31 deep (sympy writes and computes it in about 0.05 s, and the
-time doubles at about every level past it); an answer of a competition writes a few."""
+"""The depth of the deepest sympy tree an answer is read as mathematics in; a deeper one
+is compared as text. A continued fraction of 9 levels is 28 deep, of 10 levels 31 (sympy
+writes and computes one of 10 levels in about 0.05 s, and the time doubles at about every
+level past it); a competition's answer is a few deep."""
 
 
 def too_deep(expr: sympy.Basic) -> bool:
@@ -489,12 +490,12 @@ def too_deep(expr: sympy.Basic) -> bool:
     >>> too_deep(sympy.sympify("1/(1+1/(1+1/(1+x)))", evaluate=False)), too_deep(sympy.Integer(3))
     (False, False)
     """
-    level = [(expr, 1)]
-    while level:
-        node, depth = level.pop()
+    pending = [(expr, 1)]
+    while pending:
+        node, depth = pending.pop()
         if depth > MAX_DEPTH:
             return True
-        level.extend((arg, depth + 1) for arg in node.args)
+        pending.extend((arg, depth + 1) for arg in node.args)
     return False
 
 
@@ -535,7 +536,10 @@ def _log10_bound(expr: sympy.Basic) -> float:
     if isinstance(expr, sympy.Pow):
         if not expr.base.is_number:  # x^2: the size is the exponent's own
             return _log10_bound(expr.exp)
-        base = _value(expr.base)  # |b^e| = 10^(e log10 |b|), either sign of e
+        number = numeric_value(expr.base)  # in double precision first: never sympy's evalf
+        if number is None and _log10_bound(expr.base) > MAX_DIGITS:  # (\sin(10^{10^{10}}))^2: not computed
+            return _INFINITE
+        base = abs(number) if number is not None else _value(expr.base)  # |b^e| = 10^(e log10 |b|), either sign of e
         scale = abs(_log10(base)) if base != _INFINITE else _INFINITE
         if scale == 0.0:  # 1^e, (-1)^e, 0^e: no size
             return 0.0
@@ -552,15 +556,13 @@ def _log10_bound(expr: sympy.Basic) -> float:
 
 
 def _value(expr: sympy.Basic) -> float:
-    """|expr| of a number of at most some 10^7 (its arguments' bound said so), or
-    infinity where it cannot be had: computed in double precision
-    (:func:`~deliberation_env.tasks.expression_values.numeric_value`), else by sympy where
-    its size is bounded by :data:`MAX_DIGITS` digits (``\\Gamma(5)``; sympy's ``evalf`` of
-    ``\\sin(10^{10^{10}})`` runs for minutes in C, where no alarm stops it)."""
+    """|expr| of a number whose size the caller bounded (:func:`_log10_bound`: sympy's
+    ``evalf`` of ``\\sin(10^{10^{10}})`` runs for minutes in C, where no alarm stops it),
+    or infinity where it cannot be had: computed in double precision
+    (:func:`~deliberation_env.tasks.expression_values.numeric_value`), else by sympy
+    (``\\Gamma(\\frac{1}{3})``)."""
     try:
         number = numeric_value(expr)
-        if number is None and _log10_bound(expr) > MAX_DIGITS:  # evalf of sin(10^{10^{10}}): minutes in C
-            return _INFINITE
         value = abs(complex(expr) if number is None else number)
     except (TypeError, ValueError, OverflowError, ArithmeticError):
         return _INFINITE
@@ -631,7 +633,8 @@ def _equivalent_in_time(reference: str, answer: str) -> bool:
     ``TimeoutException``, which is not kept): each parsed form of the reference against
     each of the answer's, as math-verify's ``verify`` does, an error in one pair counting
     False for it."""
-    gold, target = _read_in_time(reference).forms, _read_in_time(answer).forms  # out of time raises: not kept
+    gold = _cached_reading(reference).forms  # out of time raises (not kept), counted for the pair only:
+    target = _reading_or_raise(answer).forms  # a reference cut twice on a loaded machine stays a reference
     if not gold or not target:
         return _squeeze(reference) == _squeeze(answer)
     ran_out = None
@@ -699,11 +702,16 @@ class _CompetitionMath(SplitsFromSource):
     def parse(self, problem: Problem, text: str) -> str | None:
         """The final answer in ``text`` under the task's ``scoring`` (:func:`stated_answer`
         when strict, but none where the box :func:`offers_alternatives`;
-        :func:`extract_answer` when lenient)."""
+        :func:`extract_answer` when lenient); none where the answer's reading ran out of
+        time (the reader could not see what it hides, and the next reading may key it
+        otherwise)."""
         if self.scoring != "strict":
-            return extract_answer(text)
+            answer = extract_answer(text)
+            return None if answer is None or _reading(answer).cut else answer
         answer = stated_answer(text)
-        return None if answer is None or offers_alternatives(answer, problem.answer) else answer
+        if answer is None or _reading(answer).cut:
+            return None
+        return None if offers_alternatives(answer, problem.answer) else answer
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:
         """Whether math-verify finds ``decision`` equal to the reference."""

@@ -59,9 +59,9 @@ def test_meta_evaluate_takes_a_learner_as_the_text_one_does_and_names_bad_argume
     assert meta.evaluate(learner, venv(4), range(6), progress=False) == meta.evaluate(
         learner.policy(), venv(4), range(6), progress=False
     )
-    with pytest.raises(ValueError, match=r"problem_indices \[200\] are no indices of the env's 200 problems"):
+    with pytest.raises(ValueError, match=r"problem_indices \[200\] are not indices of the env's 200 problems"):
         meta.evaluate(learner, venv(4), [0, 200], progress=False)
-    with pytest.raises(ValueError, match=r"problem_indices \[0.5\] are no indices"):  # was a TypeError of tuples
+    with pytest.raises(ValueError, match=r"problem_indices \[0.5\] are not indices"):  # was a TypeError of tuples
         meta.evaluate(learner, venv(4), [0.5], progress=False)
 
     class Scalars:

