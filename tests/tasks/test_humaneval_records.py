@@ -175,7 +175,7 @@ def test_a_prompt_reading_an_undefined_name_is_refused(tmp_path):
     [
         # names bound by the prompt, an import, a global statement, a class, the entry point
         "import math\nTHREE = 3\ndef check(candidate):\n    assert candidate(1, 2) == THREE == math.floor(3.5)\n",
-        "def check(candidate):\n    global seen\n    seen = candidate(1, 2)\n    assert seen == add(1, 2) - 0 or True\n",
+        "def check(candidate):\n    global seen\n    seen = candidate(1, 2)\n    assert seen == 3 and candidate(2, 2) == add(2, 2)\n",
         "class Case:\n    args = (1, 2)\ndef check(candidate):\n    assert candidate(*Case.args) == 3\n",
         "from math import *\ndef check(candidate):\n    assert candidate(1, 2) == floor(pi)\n",
         "def check(candidate, strict=True):\n" + CHECK_BODY,
@@ -196,7 +196,7 @@ def test_a_canonical_solution_that_fails_its_tests_is_refused(tmp_path):
 
 
 def test_tests_that_break_while_running_are_refused(tmp_path):
-    test = "def check(candidate):\n    assert candidate(1, 2) == globals()['expected']\n"
+    test = "def check(candidate):\n    assert candidate(1, 2) == {}['expected']\n"
     with pytest.raises(ValueError, match=r"data\.jsonl:2: problem 'Local/1': its canonical solution .*KeyError"):
         HumanEvalTask(_with_bad_second_line(tmp_path, test=test))
 
