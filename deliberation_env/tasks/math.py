@@ -48,11 +48,12 @@ Time limits: every parse, the reading of what it parsed (its depth, size and key
 comparison is limited to :data:`CHECK_TIMEOUT_S` seconds. math-verify implements the limit
 with ``SIGALRM``, which only works in the main thread; called from another thread the checks
 run without a limit, and an alarm does not stop sympy's work in C. So an answer deeper than
-:data:`MAX_DEPTH` is compared as text, a reading that ran out of time twice is no
-parse for the rest of the process (the last 8,192 such answers are remembered), and the package's own evaluation of an answer (its size,
-a rounding, the sides of an equation) computes in double precision over a few hundred nodes
-at most (:func:`~deliberation_env.tasks.expression_values.numeric_value`), calling sympy's
-``evalf`` only where that has no value and the number is bounded (``\\Gamma(\\frac{1}{3})``; never
+:data:`MAX_DEPTH` is compared as text; a reading that ran out of time twice is no parse for
+the rest of the process (the last 8,192 such answers are remembered); and the package's own
+evaluation of an answer (its size, a rounding, the sides of an equation) computes in double
+precision over a few hundred nodes at most
+(:func:`~deliberation_env.tasks.expression_values.numeric_value`), calling sympy's ``evalf``
+only where that has no value and the number is bounded (``\\Gamma(\\frac{1}{3})``; never
 ``\\sin(10^{10^{10}})``: :func:`too_large`).
 """
 
