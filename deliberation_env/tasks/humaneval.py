@@ -794,15 +794,34 @@ def _entry_point_use(tree: ast.Module, check: ast.FunctionDef, entry_point: str)
     parameters = [*check.args.posonlyargs, *check.args.args, *filter(None, [check.args.vararg])]
     candidate = parameters[0].arg
 
-    def reads(name: str, where: ast.AST) -> bool:
-        return any(_reads(node, name) for node in ast.walk(where))
+    def reads(name: str, where: list[ast.AST]) -> bool:
+        return any(_reads(node, name) for part in where for node in ast.walk(part))
 
     outside = [statement for statement in tree.body if statement is not check]
-    if any(reads(entry_point, statement) for statement in outside) or any(
-        reads(entry_point, statement) and not reads(candidate, statement) for statement in check.body
+    if reads(entry_point, outside) or any(
+        reads(entry_point, unit) and not reads(candidate, unit) for unit in _statement_units(check)
     ):
         return f"calls {entry_point!r} by name in a statement that does not use check's argument"
     return None
+
+
+def _statement_units(function: ast.FunctionDef) -> Iterator[list[ast.AST]]:
+    """Each simple statement in ``function``'s body, at any depth, and each compound
+    statement's own header (a loop's target and iterable, a condition), without the bodies:
+    an ``assert`` inside a loop is judged alone, not with the loop's other asserts."""
+    for statement in ast.walk(function):
+        if statement is function or not isinstance(statement, ast.stmt):
+            continue
+        compound = any(isinstance(getattr(statement, name, None), list) for name in _BODIES)
+        parts: list[ast.AST] = []
+        for name, value in ast.iter_fields(statement):
+            if not (compound and name in _BODIES):
+                parts.extend(item for item in (value if isinstance(value, list) else [value]) if isinstance(item, ast.AST))
+        yield parts
+
+
+_BODIES = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+"""The fields of a compound statement that hold statements."""
 
 
 def _takes_one_argument(args: ast.arguments) -> bool:

