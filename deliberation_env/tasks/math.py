@@ -460,7 +460,7 @@ def _cached_reading(answer: str) -> _Reading:
             )
         )
     except Exception:  # noqa: BLE001 - math-verify cannot read it: no parse (a timeout is no Exception)
-        parsed = ()
+        return _Reading((), _squeeze(answer))
     return math_verify_timeout(_timeout_s())(_bounded_reading)(parsed, answer)  # after parse's alarm, not inside it
 
 
@@ -544,7 +544,7 @@ def _log10_bound(expr: sympy.Basic) -> float:
         number = numeric_value(expr.base)  # in double precision first: never sympy's evalf
         if number is None and _log10_bound(expr.base) > MAX_DIGITS:  # (\sin(10^{10^{10}}))^2: not computed
             return _INFINITE
-        base = abs(number) if number is not None else _value(expr.base)  # |b^e| = 10^(e log10 |b|), either sign of e
+        base = abs(number) if number is not None else _sympy_value(expr.base)  # |b^e| = 10^(e log10 |b|), either sign of e
         scale = abs(_log10(base)) if base != _INFINITE else _INFINITE
         return _value(expr.exp) * scale if expr.exp.is_number else _log10_bound(expr.base)
     if isinstance(expr, sympy.Function) and expr.args:  # exp, Gamma, a factorial, a binomial: x log10 x at most
@@ -562,9 +562,14 @@ def _value(expr: sympy.Basic) -> float:
     or infinity where it cannot be had: computed in double precision
     (:func:`~deliberation_env.tasks.expression_values.numeric_value`), else by sympy
     (``\\Gamma(\\frac{1}{3})``)."""
+    number = numeric_value(expr)
+    return _sympy_value(expr) if number is None else abs(number)
+
+
+def _sympy_value(expr: sympy.Basic) -> float:
+    """|expr| computed by sympy (:func:`_value`'s fallback), or infinity where it has none."""
     try:
-        number = numeric_value(expr)
-        value = abs(complex(expr) if number is None else number)
+        value = abs(complex(expr))
     except (TypeError, ValueError, OverflowError, ArithmeticError):
         return _INFINITE
     return _INFINITE if cmath.isnan(value) else value  # NaN: no value
