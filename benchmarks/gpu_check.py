@@ -3,12 +3,13 @@ H200 (2026-11-28) were cut at 65 to 270 s before the first phase ended (BENCHMAR
 it now runs its phases in the order of what matters most, prints each phase's figures as
 it ends and writes its JSON after each (an update's figures after every repeat), so a call
 cut short keeps what it measured: greedy parity (cheap), the fixed cost of a decoded token
-by the default route, the update (1-3 below), TRL's update (6), then the other routes and
-the compiled step (5) and its parity. ``--budget-s`` starts no phase past the update's
+by the default route, the update (1-3 below), TRL's update (6), then the compiled step and
+the other routes (5) and the compiled step's parity. ``--budget-s`` starts no phase past the update's
 once that many seconds have gone, so the check ends by itself inside a caller's limit.
 
 Two agents on a randomly initialised model of Qwen2.5-1.5B-Instruct's shape (its config is
-written below, so nothing is downloaded; random weights measure speed, never learning), in
+written below, so nothing is downloaded; random weights measure speed, never learning;
+their logits are spread as a trained model's are, :data:`PEAKED_LOGIT_STD`), in
 bfloat16, one LoRA adapter of rank 16 on every linear layer per agent, both adapters on one
 base. Per agent ``prompts`` prompts x G samples of ``prompt_tokens`` tokens, ``new_tokens``
 new tokens each (every completion exactly that long: ``min_new_tokens = max_new_tokens``).
@@ -34,11 +35,13 @@ It reports:
    may swap).
 5. **The fixed cost of a decoded token**: one row per agent, through each route of
    :mod:`agents.trainable_lm.mixed` (stacked, the default on CUDA; slices; peft's own),
-   and (``--compiled``, the default) stacked through the compiled static step
-   (:mod:`agents.trainable_lm.steps`, CUDA graphs on a GPU), with its compile time; the
-   greedy parity of item 4 then also decodes the compiled way on the device (not with
-   ``--smoke``, whose test covers the compiled way elsewhere). ``--decoding`` chooses
-   the way of items 1 and 2 (``dynamic`` by default).
+   and (``--compiled``, the default, timed first) stacked through the compiled static
+   step (:mod:`agents.trainable_lm.steps`, CUDA graphs on a GPU), with its compile time,
+   and the update's generation of item 1 through that step (compiled again for the
+   batch's shape); the greedy parity of item 4 then also decodes the compiled way on the
+   device (not with ``--smoke``, whose test covers the compiled way elsewhere). A phase
+   that fails is reported and the next one runs. ``--decoding`` chooses the way of items
+   1 and 2 (``dynamic`` by default).
 6. **TRL's GRPOTrainer** (``--trl``, the ``bench`` extra; on a GPU machine without a package
    registry, bring TRL's wheel along and install it with ``pip install --no-deps``): the
    same model shape, dtype, LoRA, prompts, G and tokens on the same device, one agent per
@@ -176,16 +179,28 @@ def word_tokenizer(vocab_size: int):
     return tokenizer
 
 
+PEAKED_LOGIT_STD = 8.0
+"""The spread of the timed models' logits: random weights give a spread of about 0.8 over
+Qwen2.5's 151,936 tokens, a nearly flat distribution from which the sampler draws every
+token by sorting the whole vocabulary; at 8 a token's distribution has about 1.5 nats of
+entropy and its 64 likeliest tokens hold 99% of it, as a trained model's mostly do, so the
+sampler takes the path it takes for real models (:func:`agents.trainable_lm.sampling.draw_tokens`)."""
+
+
 def random_model(
     shape: dict[str, Any],
     seed: int = 0,
     device: torch.device | str = "cpu",
     dtype: torch.dtype = torch.float32,
+    logit_std: float | None = None,
 ):
     """A Qwen2 causal LM of ``shape`` with random weights, SDPA attention, made on ``device``
     in ``dtype`` (a 3B model initialised on the CPU in float32 takes a minute; on the GPU, a
     second). The same seed gives other weights on another device: the parity check makes
-    its model on the CPU."""
+    its model on the CPU. ``logit_std``: the final norm's weight scaled so that the logits
+    spread that much (:data:`PEAKED_LOGIT_STD`; the embedding is tied to the output
+    layer, with entries of spread ``initializer_range``, and the normed hidden state has
+    unit scale); None: as initialised."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     config = Qwen2Config(
@@ -196,9 +211,13 @@ def random_model(
         torch.manual_seed(seed)
         torch.set_default_dtype(dtype)
         try:
-            return Qwen2ForCausalLM(config).eval()
+            model = Qwen2ForCausalLM(config).eval()
         finally:
             torch.set_default_dtype(default)
+    if logit_std is not None:
+        with torch.no_grad():
+            model.model.norm.weight.mul_(logit_std / (config.initializer_range * config.hidden_size**0.5))
+    return model
 
 
 def lora_config(rank: int):
@@ -212,7 +231,8 @@ def build_team(args: Args, shape: dict[str, Any]) -> TrainableLM:
     """Both agents' adapters on one random base of ``shape``, on ``args.device``."""
     device, dtype = resolve(args.device, args.dtype)
     return TrainableLM(
-        random_model(shape, device=device, dtype=dtype), word_tokenizer(shape["vocab_size"]), AGENTS, lora=lora_config(args.lora_rank),
+        random_model(shape, device=device, dtype=dtype, logit_std=PEAKED_LOGIT_STD), word_tokenizer(shape["vocab_size"]),
+        AGENTS, lora=lora_config(args.lora_rank),
         micro_batch_size=args.micro_batch_size, sample_batch_size=len(AGENTS) * args.prompts * args.group_size,
         device=args.device, dtype=args.dtype, gradient_checkpointing=args.gradient_checkpointing,
     )  # fmt: skip
@@ -293,11 +313,11 @@ def decode_step_ms(lm: TrainableLM, latency: dict, args: Args) -> float:
 
 def measure_ours(
     args: Args, shape: dict[str, Any], ours: dict[str, Any], keep: Callable[[str], None]
-) -> tuple[TrainableLM, dict]:
+) -> tuple[TrainableLM, dict, dict]:
     """Our learners' update (module docstring, 1-3) into ``ours``: the fixed cost of a
     decoded token by the default route, then generation, loss pass, MFU and memory, calling
-    ``keep(phase)`` after each phase. Returns the team and its one-row-per-agent requests
-    for :func:`measure_ways`."""
+    ``keep(phase)`` after each phase. Returns the team, the update's requests and its
+    one-row-per-agent requests for :func:`measure_ways`."""
     lm = build_team(args, shape)
     device_name = torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else "cpu"
     ours.update(device=str(lm.device), device_name=device_name, dtype=dtype_name(lm.dtype))
@@ -310,31 +330,56 @@ def measure_ours(
     keep(f"one decoded token, two rows: {ours['decode_step_ms_two_rows']['stacked']:.1f} ms stacked")
     lm.routing, lm.decoding = "auto", args.decoding
     measure_update(lm, args, batch, ours, keep)
-    return lm, latency
+    return lm, batch, latency
 
 
 def measure_ways(
     lm: TrainableLM,
+    batch: dict,
     latency: dict,
     args: Args,
     ours: dict[str, Any],
     keep: Callable[[str], None],
     within_budget: Callable[[str], bool],
 ) -> None:
-    """The fixed cost of a decoded token by the other routes and, with ``args.compiled``,
-    the compiled static step and its compile time (module docstring, 5), each phase only
-    while ``within_budget(phase)``."""
+    """With ``args.compiled``, the compiled static step first (module docstring, 5): its
+    compile time, its fixed cost of a decoded token and the update's generation through
+    it; then the fixed cost by the other routes. Each phase only while
+    ``within_budget(phase)``; a phase that fails is recorded under ``errors`` and the
+    next one runs."""
     steps = ours["decode_step_ms_two_rows"]
-    for routing in ("slices", "peft"):
-        if within_budget(f"one decoded token, {routing}"):
-            lm.routing = routing
-            steps[routing] = decode_step_ms(lm, latency, args)
-            keep(f"one decoded token, two rows: {steps[routing]:.1f} ms {routing}")
-    if args.compiled and within_budget("the compiled step"):
-        lm.routing, lm.decoding = "stacked", "compiled"
+
+    def compiled_step() -> None:
         ours["compile_s"] = generate(lm, latency, args.latency_tokens)[1]  # compiles this shape
         steps["stacked, compiled"] = decode_step_ms(lm, latency, args)
         keep(f"compiled: {ours['compile_s']:.0f} s to compile, then {steps['stacked, compiled']:.1f} ms per decoded token")
+
+    def compiled_generation() -> None:
+        ours["compile_s_update_batch"] = generate(lm, batch, args.new_tokens)[1]  # compiles the batch's shape
+        seconds = min(generate(lm, batch, args.new_tokens)[1] for _ in range(args.repeats))
+        ours["generated_tokens_per_s_compiled"] = ours["generated_tokens"] / seconds
+        keep(f"the update's generation, compiled: {ours['generated_tokens_per_s_compiled']:,.0f} tokens/s "
+             f"(first call {ours['compile_s_update_batch']:.0f} s, compiling)")  # fmt: skip
+
+    phases: list[tuple[str, str, str, Callable[[], None]]] = []
+    if args.compiled:
+        phases += [("the compiled step", "stacked", "compiled", compiled_step),
+                   ("the update's generation, compiled", "stacked", "compiled", compiled_generation)]  # fmt: skip
+    for routing in ("slices", "peft"):
+
+        def other_route(routing: str = routing) -> None:
+            steps[routing] = decode_step_ms(lm, latency, args)
+            keep(f"one decoded token, two rows: {steps[routing]:.1f} ms {routing}")
+
+        phases.append((f"one decoded token, {routing}", routing, "dynamic", other_route))
+    for phase, routing, decoding, measure in phases:
+        if within_budget(phase):
+            lm.routing, lm.decoding = routing, decoding
+            try:
+                measure()
+            except Exception as error:  # noqa: BLE001 (the other phases' figures are still worth having)
+                ours.setdefault("errors", {})[phase] = f"{type(error).__name__}: {error}"[:500]
+                keep(f"{phase}: failed ({type(error).__name__})")
     lm.routing, lm.decoding = "auto", args.decoding
 
 
@@ -431,7 +476,7 @@ def measure_trl(args: Args, shape: dict[str, Any]) -> dict[str, Any]:
     from transformers import TrainerCallback
 
     device, dtype = resolve(args.device, args.dtype)
-    model = random_model(shape, device=device, dtype=dtype)
+    model = random_model(shape, device=device, dtype=dtype, logit_std=PEAKED_LOGIT_STD)
     completions = args.prompts * args.group_size
     times: list[float] = []
 
@@ -494,6 +539,11 @@ def table(record: dict[str, Any]) -> str:
         ("peak memory, GB", f"{ours['peak_memory_gb']:.1f}"),
         *((("compiling the decoding step (first call), s", f"{ours['compile_s']:.1f}"),) if "compile_s" in ours else ()),
         *(
+            (("generation, both agents, compiled step, output tokens/s", f"{ours['generated_tokens_per_s_compiled']:,.0f}"),)
+            if "generated_tokens_per_s_compiled" in ours
+            else ()
+        ),
+        *(
             (f"one decoded token, one row per agent (fixed cost per step), {route}, ms", f"{ms:.1f}")
             for route, ms in ours["decode_step_ms_two_rows"].items()
         ),
@@ -506,6 +556,8 @@ def table(record: dict[str, Any]) -> str:
                 f"({parity['routing']} on the device, peft's route on the CPU)"),
             )
         )
+    for phase, error in record["ours"].get("errors", {}).items():
+        rows.append((phase, f"failed: {error}"))
     if record.get("skipped"):
         rows.append(("skipped (past --budget-s)", "; ".join(record["skipped"])))
     if "trl_error" in record:
@@ -572,14 +624,14 @@ def main(args: Args) -> None:
     record["parity"] = greedy_parity(args)  # cheap: a 2-layer model
     done("greedy parity measured")
     record["ours"] = {}
-    lm, latency = measure_ours(args, shape, record["ours"], done)
+    lm, batch, latency = measure_ours(args, shape, record["ours"], done)
     if args.trl and within_budget("TRL's update"):
         try:
             record["trl"] = measure_trl(args, shape)
         except Exception as error:  # noqa: BLE001 (a figure of ours is still worth keeping)
             record["trl_error"] = f"{type(error).__name__}: {error}"[:500]
         done("TRL's update measured")
-    measure_ways(lm, latency, args, record["ours"], done, within_budget)
+    measure_ways(lm, batch, latency, args, record["ours"], done, within_budget)
     if args.compiled and not args.smoke and within_budget("greedy parity, compiled"):
         record["parity"].update(greedy_parity(args, "compiled"))  # the smoke test's is elsewhere
         done("greedy parity of the compiled way measured")

@@ -43,6 +43,17 @@ for module in ("transformers", "peft", "tyro", "datasets", "trl"):
         missing.append(f"{module} ({type(error).__name__}: {str(error)[:120]})")
 gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA device"
 print(f"torch {torch.__version__}, {gpu}; not importable: {', '.join(missing) or 'none'}", flush=True)
+# what torch.compile's Triton kernels need (the compiled step): triton, a C compiler, Python's headers
+import shutil, sysconfig
+from pathlib import Path
+try:
+    import triton
+    triton_version = triton.__version__
+except Exception as error:  # noqa: BLE001
+    triton_version = f"missing ({type(error).__name__})"
+compiler = next(filter(None, map(shutil.which, ("cc", "gcc", "clang"))), "none")
+headers = Path(sysconfig.get_paths()["include"], "Python.h").exists()
+print(f"triton {triton_version}; C compiler: {compiler}; Python.h: {headers}", flush=True)
 EOF
 
 started=$SECONDS

@@ -19,6 +19,7 @@ def test_the_gpu_check_smoke_run_reports_every_figure_and_cpu_parity():
         *(f"one decoded token, one row per agent (fixed cost per step), {route}, ms"
           for route in ("stacked", "slices", "peft", "stacked, compiled")),
         "compiling the decoding step (first call), s",
+        "generation, both agents, compiled step, output tokens/s",
     ):
         assert figure in lines, done.stdout
     # on the CPU the "device" is the CPU itself: float32 greedy decoding equals itself token for token
@@ -30,9 +31,16 @@ def test_past_its_budget_the_check_skips_the_later_phases_and_still_reports_the_
 
     assert "MAGRPO update (sampling + loss pass + Adam), s" in done.stdout
     skipped = next(line for line in done.stdout.splitlines() if line.startswith("| skipped"))
-    for phase in ("TRL's update", "one decoded token, slices", "one decoded token, peft", "the compiled step"):
+    for phase in (
+        "TRL's update",
+        "one decoded token, slices",
+        "one decoded token, peft",
+        "the compiled step",
+        "the update's generation, compiled",
+    ):
         assert phase in skipped
-    assert "TRL GRPOTrainer" not in done.stdout and "compiled, ms" not in done.stdout
+    for figure in ("TRL GRPOTrainer", "compiled, ms", "compiled step, output tokens/s"):
+        assert figure not in done.stdout
 
 
 def test_a_device_the_check_cannot_use_is_one_line_and_runs_nothing(monkeypatch):

@@ -11,7 +11,9 @@
   different lengths does not run its finished rows to the longest one's end;
 - ``compiled``: the static step through ``torch.compile(fullgraph=True, dynamic=False)``,
   with CUDA graphs on a GPU (``mode="reduce-overhead"``, as transformers' own ``generate``
-  compiles a static cache). It compiles once per shape (rows bucket x length bucket) and
+  compiles a static cache), attending on the key/value heads of a grouped-query model
+  without copying the cache to the query heads (:mod:`agents.trainable_lm.attention`).
+  It compiles once per shape (rows bucket x length bucket) and
   model (about two minutes on two CPU cores for a 28-block model, cold: BENCHMARKS.md,
   "Decoding ways"), then serves every later call of that shape, whatever its prompts,
   adapters' weights or rows' adapters. A mixed-adapter batch reaches its adapters through stacked hooks
@@ -31,6 +33,7 @@ from typing import Any
 
 import torch
 
+from agents.trainable_lm.attention import use_packed_attention
 from agents.trainable_lm.batches import prefill
 from agents.trainable_lm.mixed import Route, peft_route
 
@@ -234,6 +237,8 @@ class StaticSteps:
         self.per_row = {} if names is None else route(names)
         if compiled and self.per_row:
             raise ValueError("compiled decoding routes mixed-adapter rows by stacked hooks only")
+        if compiled:
+            use_packed_attention(_config(model))  # no copy of the cache per head group and step
         self.forward = compiled_forward(device) if compiled else _forward
         self.live = torch.arange(len(prompts), device=device)
         self.logits = output.logits[owner, -1, :].float()[self.live]

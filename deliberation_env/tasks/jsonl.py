@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from deliberation_env.tasks.base import Problem, check_scoring
+from deliberation_env.tasks.lookalikes import as_read
 from deliberation_env.tasks.numeric import NUMERIC_INSTRUCTIONS, canonical_number, read_number
 from deliberation_env.tasks.sources import (
     TEST_FRACTION,
@@ -40,6 +41,21 @@ def _answer_after(text: str, start: int) -> str:
     return canonical_text(rest) or next((line for line in map(canonical_text, after.split("\n")) if line), "")
 
 
+def _head_ends(text: str, head: re.Pattern[str]) -> list[int]:
+    """Where each match of ``head`` ends in ``text``, matched in the text as a person reads
+    it (:func:`~deliberation_env.tasks.lookalikes.as_read`: "Аnswer:" in Cyrillic letters,
+    "ans\u200bwer:"), so that the answer after it is read from ``text`` as written (an
+    answer in Cyrillic stays Cyrillic)."""
+    if text.isascii():
+        return [match.end() for match in head.finditer(text)]
+    read, where = [], []  # the read text's characters, and the position in ``text`` of each
+    for position, char in enumerate(text):
+        shown = as_read(char)
+        read.append(shown)
+        where += [position] * len(shown)
+    return [where[match.end() - 1] + 1 for match in head.finditer("".join(read))]
+
+
 class JSONLTask(SplitsFromSource):
     """Any JSONL file of questions and answers.
 
@@ -65,7 +81,11 @@ class JSONLTask(SplitsFromSource):
     or, where nothing follows it there, on the next line that is not empty: under strict
     scoring the answer of a line is what follows its first "Answer:", and every line with
     one must give the same answer (a text that answers twice, differently, has none);
-    under lenient scoring the last "Answer:" that has an answer counts.
+    under lenient scoring the last "Answer:" that has an answer counts. Both find the heads
+    as a person reads them (:func:`~deliberation_env.tasks.lookalikes.as_read`): an
+    "Аnswer:" in Cyrillic letters, or with a zero-width space inside, is a head; the answer
+    after it is read as written. A line after the answer that doubts it ("Or maybe
+    London.") is not read: the answer stated stays the one read, so it gains nothing.
 
     Ids are ``<file stem>-<split>-<index in split>``.
 
@@ -146,9 +166,9 @@ class JSONLTask(SplitsFromSource):
         if self.numeric:
             return read_number(text, self.scoring)
         if self.scoring == "strict":
-            answers = {_answer_after(text, marker.end()) for marker in _FIRST_MARKER.finditer(text)} - {""}
+            answers = {_answer_after(text, end) for end in _head_ends(text, _FIRST_MARKER)} - {""}
             return answers.pop() if len(answers) == 1 else None
-        answers = [_answer_after(text, marker.end()) for marker in _ANSWER_MARKER.finditer(text)]
+        answers = [_answer_after(text, end) for end in _head_ends(text, _ANSWER_MARKER)]
         return next((answer for answer in reversed(answers) if answer), None)  # the last one not empty
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:

@@ -195,3 +195,23 @@ def test_stacked_factors_and_masks_keep_their_tensors_from_call_to_call_and_foll
     torch.testing.assert_close(moved, expected, rtol=1e-4, atol=1e-4)  # rounding: larger adapters now
     assert not torch.allclose(moved[1], first[1])  # agent_1's row follows its new weights
     torch.testing.assert_close(moved[0], first[0], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_stacked_updates_add_three_operators_per_layer_on_a_base_of_either_dtype(operators_per_step, dtype):
+    # a bfloat16 base keeps its adapters in float32: the stacked factors take the base's
+    # dtype, so no cast of the layer's input or update is added per layer and step
+    from mixed_batch import OperatorCount
+
+    model, tokenizer = tiny_model(seed=0)
+    lm = TrainableLM(model, tokenizer, list(AGENTS[:2]), lora=default_lora(rank=4, alpha=8.0), dtype=dtype)
+    peft_model = lm.seats["agent_0"].model
+    assert {p.dtype for p in lm.parameters("agent_0")} == {torch.float32}
+    prompt = lm.encode(CHAT)[:4]
+    stacked = operators_per_step(lm, "stacked", AGENTS[:2], prompt)
+    ids = torch.tensor([prompt] * 2)
+    with torch.no_grad(), peft_model.disable_adapter(), OperatorCount() as base:
+        peft_model(input_ids=ids)
+    layers = len(mixed._sliceable_layers(peft_model))
+    assert stacked - sum(base.counts.values()) == 3 * layers
+    assert mixed._STACKED_A[mixed._sliceable_layers(peft_model)[0]].dtype == getattr(torch, dtype)

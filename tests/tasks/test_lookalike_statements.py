@@ -57,3 +57,24 @@ def test_reading_as_read_changes_only_lookalike_letters_and_invisible_characters
     # Cyrillic letters with a Latin look-alike become it, the others stay; the soft hyphen goes
     assert as_read(text) == "x\u00b2 = \uff14, \u0663 Moc\u043a\u0432a \u65e5\u672c"
     assert as_read("plain ASCII 12") == "plain ASCII 12"
+
+
+@pytest.mark.parametrize("head", ["\u0410nswer:", "Answ\u0435r:", "Ans\u200bwer:", "\uff21nswer:", "Final \uff41nswer:"])
+def test_a_second_text_answer_under_a_lookalike_head_is_a_second_answer(tmp_path, head):
+    path = tmp_path / "capitals.jsonl"
+    path.write_text('{"question": "Capital of France?", "answer": "Paris"}\n', encoding="utf-8")
+    problem = Problem("p", "Capital of France?", "paris")
+    strict, lenient = tasks.get("jsonl", path=str(path)), tasks.get("jsonl", path=str(path), scoring="lenient")
+    assert strict.parse(problem, "Answer: Paris") == "paris"
+    assert strict.parse(problem, f"Answer: Paris\n{head} London") is None  # two answers, as a person reads it
+    assert lenient.parse(problem, f"Answer: Paris\n{head} London") == "london"  # the last one
+    assert strict.parse(problem, f"{head} Paris") == "paris"
+
+
+def test_a_text_answer_in_another_script_is_read_as_written(tmp_path):
+    path = tmp_path / "capitals.jsonl"
+    path.write_text('{"question": "Столица России?", "answer": "Москва"}\n', encoding="utf-8")
+    task = tasks.get("jsonl", path=str(path))
+    problem = next(p for split in ("train", "test") for p in task.problems(split))
+    assert task.parse(problem, "Ответ. \u0410nswer: Москва") == "москва"  # a look-alike head, a Cyrillic answer
+    assert task.is_correct(problem, task.parse(problem, "Answer:\nМосква"))
