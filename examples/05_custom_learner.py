@@ -12,7 +12,6 @@ the command line: ``deliberate compare meta --algos softrankpo grpo examples/05_
 Run ``python examples/05_custom_learner.py --updates 3 --seeds 1`` for a quick check.
 """
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,8 +36,10 @@ class Reinforce(Learner):
 
     def __init__(self, config: GRPOConfig, venv, warm_start=None):
         self.config, self.venv, self.update = config, venv, 0
+        # its own random states, saved in its checkpoints (torch's global one is not): a resumed run draws the same
         self.rng = np.random.default_rng(config.seed)
-        torch.manual_seed(config.seed)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        torch.manual_seed(config.seed)  # the initial weights
         size = len(de.SELF_FEATURES) + 2 * len(de.PEER_FEATURES)
         self.linear = torch.nn.Linear(size, 3)  # one policy for all agents: PERSIST, REFINE, CONCEDE
         self.optimizer = torch.optim.Adam(self.linear.parameters(), lr=0.05)
@@ -66,9 +67,9 @@ class Reinforce(Learner):
                                      "episode_seed": self.rng.integers(2**31, size=venv.num_envs).tolist()})
         logp, returns, done = torch.zeros(len(agents), venv.num_envs), np.zeros((len(agents), venv.num_envs)), False
         while not done:
-            dists = {agent: torch.distributions.Categorical(logits=self.logits(obs, agent)) for agent in agents}
-            actions = {agent: dist.sample() for agent, dist in dists.items()}
-            logp = logp + torch.stack([dists[a].log_prob(actions[a]) for a in agents])
+            logps = {agent: torch.log_softmax(self.logits(obs, agent), -1) for agent in agents}
+            actions = {a: torch.multinomial(logps[a].exp(), 1, generator=self.generator)[:, 0] for a in agents}
+            logp = logp + torch.stack([logps[a].gather(1, actions[a][:, None])[:, 0] for a in agents])
             obs, rewards, terminations, _, infos = venv.step({a: actions[a].numpy() for a in agents})
             returns += np.stack([rewards[agent] for agent in agents])
             done = all(terminations[agent].all() for agent in agents)
@@ -81,16 +82,17 @@ class Reinforce(Learner):
         return {"rewards/team/mean": float(np.mean([info[agents[0]]["team_reward"] for info in infos]))}
 
     def state_dict(self):
+        """Everything a resumed run needs to continue exactly; ``config``: what it must share
+        (``Learner.settings``: all but the run part, which may ask for more updates)."""
         return {"algo": self.name, "config": self.settings(self.config), "linear": self.linear.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "rng": self.rng.bit_generator.state, "update": self.update}  # fmt: skip
-
-    def settings(self, config):
-        return dataclasses.asdict(config)
+                "optimizer": self.optimizer.state_dict(), "rng": self.rng.bit_generator.state,
+                "generator": self.generator.get_state(), "update": self.update}  # fmt: skip
 
     def restore(self, state):
         self.linear.load_state_dict(state["linear"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.rng.bit_generator.state, self.update = state["rng"], state["update"]
+        self.generator.set_state(state["generator"])
 
 
 @dataclass

@@ -97,12 +97,14 @@ class Meter:
 def default_lora(
     rank: int = 8, alpha: float = 16.0, targets: Sequence[str] = DEFAULT_LORA_TARGETS
 ) -> LoraConfig:
-    """A LoRA config for causal LMs: ``rank``, ``alpha``, no dropout (deterministic passes)."""
+    """A LoRA config for causal LMs: ``rank``, ``alpha``, no dropout (deterministic passes);
+    ``targets``: module names, or ``("all-linear",)``, peft's every linear layer but the
+    output layer."""
     require_train_extra()
     return LoraConfig(
         r=rank,
         lora_alpha=alpha,
-        target_modules=list(targets),
+        target_modules=ALL_LINEAR if tuple(targets) == (ALL_LINEAR,) else list(targets),
         lora_dropout=0.0,
         task_type="CAUSAL_LM",
     )
@@ -347,10 +349,7 @@ class TrainableLM(Sampling, Scoring, Weights):
         seat = self._seat(agent)
         if seat.adapter is None:
             return list(seat.model.parameters())
-        marker = f".{seat.adapter}."
-        return [
-            p for name, p in seat.model.named_parameters() if "lora_" in name and marker in name
-        ]
+        return [p for name, p in seat.model.named_parameters() if _adapters_weight(name, seat.adapter)]
 
     def _seat(self, agent: str) -> _Seat:
         if agent not in self.seats:
@@ -402,8 +401,44 @@ def _plain_copy(model: PreTrainedModel, dtype: torch.dtype) -> PreTrainedModel:
     return plain.eval()
 
 
+def _adapters_weight(name: str, adapter: str) -> bool:
+    """Whether the parameter ``name`` is a weight of LoRA adapter ``adapter`` (``...q_proj.lora_A.agent_0.weight``;
+    an embedding's ``...embed_tokens.lora_embedding_A.agent_0``)."""
+    parts = name.split(".")
+    return adapter in parts and any(part.startswith("lora_") for part in parts)
+
+
+ALL_LINEAR = "all-linear"
+"""peft's name for every linear layer of a model but its output layer (``--lora-targets all-linear``)."""
+
+
+def check_lora_targets(model: torch.nn.Module, targets: Any) -> None:
+    """Refuse a LoRA target name (a list's; a string is peft's pattern, as ``all-linear``)
+    that names no module of ``model`` (peft drops it in silence where another name matches).
+
+    Raises:
+        ValueError: Naming the targets that match nothing and the model's linear layers.
+    """
+    if isinstance(targets, str) or not targets:
+        return
+    names = {name.rpartition(".")[2] for name, _ in model.named_modules()}
+    missing = [target for target in targets if target not in names]
+    if missing:
+        linear = sorted({name.rpartition(".")[2] for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)})
+        raise ValueError(
+            f"LoRA target {', '.join(map(repr, missing))} names no module of the model (--lora-targets): "
+            f"its linear layers are {', '.join(linear)}, or give all-linear"
+        )
+
+
 def _with_adapters(model: PreTrainedModel, adapters: list[str], lora: LoraConfig) -> PeftModel:
-    """``model`` wrapped by peft with one (freshly initialized) LoRA adapter per name."""
+    """``model`` wrapped by peft with one (freshly initialized) LoRA adapter per name.
+
+    Raises:
+        ValueError: On a target that names no module (:func:`check_lora_targets`), or
+            targets that give an adapter no trainable weight.
+    """
+    check_lora_targets(model, lora.target_modules)
     with (
         warnings.catch_warnings()
     ):  # peft reads transformers 5's deprecated name; its replacement is no option here
@@ -413,4 +448,9 @@ def _with_adapters(model: PreTrainedModel, adapters: list[str], lora: LoraConfig
         wrapped = get_peft_model(model, copy.deepcopy(lora), adapter_name=adapters[0])
         for name in adapters[1:]:
             wrapped.add_adapter(name, copy.deepcopy(lora))
+    if not any(_adapters_weight(name, adapters[0]) for name, _ in wrapped.named_parameters()):
+        raise ValueError(
+            f"LoRA on {lora.target_modules} gives the adapters no trainable weight (--lora-targets): "
+            "target the model's linear layers (q_proj, v_proj, ..., or all-linear)"
+        )
     return wrapped.eval()

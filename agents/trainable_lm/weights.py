@@ -172,7 +172,7 @@ class Weights:
                 (directory / seat.adapter / "README.md").write_text(_model_card(seat.adapter, self.base), encoding="utf-8")
             index = "".join(f"- [`{seat.adapter}`]({seat.adapter}/README.md)\n" for seat in adapted)
             (directory / "README.md").write_text(  # in place of peft's empty template, which it writes here too
-                f"# LoRA adapters trained by deliberation-env, one folder per agent\n\n{index}", encoding="utf-8"
+                f"{_CARD_DATA}# LoRA adapters trained by deliberation-env, one folder per agent\n\n{index}", encoding="utf-8"
             )
         return folders
 
@@ -255,11 +255,16 @@ def _base_weights(wrapped: PeftModel) -> dict[str, torch.Tensor]:
     }
 
 
+_CARD_DATA = "---\nlibrary_name: peft\ntags:\n- lora\n- deliberation-env\n---\n\n"
+"""A model card's metadata block (the Hugging Face Hub's; peft reads it when it saves into the
+folder again, and said "Repo card metadata block was not found" on every resumed run)."""
+
+
 def _model_card(agent: str, base: str) -> str:
     """The ``README.md`` of a saved adapter (in place of peft's empty model-card template):
     what it is and how plain peft loads it."""
     return (
-        f"# {agent}: a LoRA adapter trained by deliberation-env\n\n"
+        f"{_CARD_DATA}# {agent}: a LoRA adapter trained by deliberation-env\n\n"
         f"Base model: `{base}`\n\n"
         "```python\n"
         "from peft import AutoPeftModelForCausalLM\n"

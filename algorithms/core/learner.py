@@ -22,6 +22,7 @@ meta-actions, or the LLM's weights).
 from __future__ import annotations
 
 import abc
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -38,8 +39,17 @@ class Learner(abc.ABC):
     """A trainable policy with an optimizer, an update counter and checkpoints.
 
     Subclasses set ``config``, ``venv``, ``optimizer`` and ``update`` and implement
-    :meth:`train_step`, :meth:`state_dict`, :meth:`settings` and :meth:`restore`.
+    :meth:`train_step`, :meth:`state_dict` and :meth:`restore` (and :meth:`settings` where
+    the default does not fit their config). A resumed run continues exactly only when
+    :meth:`state_dict` holds every random state the updates draw from: draw from
+    generators of the learner's own (``torch.Generator``, ``numpy.random.Generator``) and
+    save them, not from torch's global one (``examples/05_custom_learner.py`` does).
     """
+
+    RESUMABLE_FIELDS: ClassVar[tuple[str, ...]] = ("run", "env", "warm_start")
+    """Config fields a resumed run may give otherwise (:meth:`settings`): the ``run`` part
+    (more updates, other evaluations), the ``env`` (the run folder's ``config.json``
+    records and checks it), and the ``warm_start`` path (the checkpoint holds what it gave)."""
 
     name: ClassVar[str] = "learner"
     headline: ClassVar[str] = "rewards/total/mean"
@@ -81,9 +91,14 @@ class Learner(abc.ABC):
     def state_dict(self) -> dict[str, Any]:
         """Everything a resumed run needs to continue exactly where this one stands."""
 
-    @abc.abstractmethod
     def settings(self, config: Any) -> dict[str, Any]:
-        """The entries of ``config`` that a resumed run must share with its checkpoint."""
+        """The entries of ``config`` that a resumed run must share with its checkpoint: every
+        field of a dataclass config but :attr:`RESUMABLE_FIELDS`."""
+        return {
+            name: value
+            for name, value in dataclasses.asdict(config).items()
+            if name not in self.RESUMABLE_FIELDS
+        }
 
     @abc.abstractmethod
     def restore(self, state: Mapping[str, Any]) -> None:

@@ -32,8 +32,9 @@ Held-out evaluations of both families play their problems a vector env at a time
 from __future__ import annotations
 
 import json
+import numbers
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -144,7 +145,7 @@ def run(
         leave=False,
     )
     while learner.update < config.updates:
-        metrics = learner.train_step()
+        metrics = _checked_metrics(learner.train_step(), learner)
         last = learner.update == config.updates
         if evaluate is not None and (last or _every(learner.update, config.eval_interval)):
             evaluation = evaluate()
@@ -205,6 +206,22 @@ def _open(
         )
     _keep_metrics_until(folder / METRICS, learner.update if checkpoint is not None else -1)
     return MetricLogger(folder, config.tensorboard, config.wandb_project, config=settings)
+
+
+def _checked_metrics(metrics: Any, learner: Any) -> dict[str, float]:
+    """``metrics`` of ``learner``'s update, refused unless a mapping of names to numbers
+    (the logs, tables and bars format them as numbers).
+
+    Raises:
+        TypeError: Naming the learner and the metric.
+    """
+    name = type(learner).__name__
+    if not isinstance(metrics, Mapping):
+        raise TypeError(f"{name}.train_step must return its metrics as a dict of names to numbers, got {type(metrics).__name__}")
+    for key, value in metrics.items():
+        if not isinstance(value, numbers.Real):
+            raise TypeError(f"{name}.train_step's metric {key!r} is {value!r} ({type(value).__name__}): metrics are numbers")
+    return metrics if isinstance(metrics, dict) else dict(metrics)
 
 
 def _every(update: int, interval: int) -> bool:

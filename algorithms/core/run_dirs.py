@@ -124,10 +124,26 @@ def open_run_dir(
         warnings.warn(f"{folder} holds only the {CONFIG} of a start that failed: reusing it", stacklevel=2)
     check_run_dir(folder, settings, resume, may_change, updates, flag)
     recorded = folder / CONFIG
+    if resume:
+        _say_what_changed(folder, recorded_settings(folder), settings)
     folder.mkdir(parents=True, exist_ok=True)
     recorded.write_text(json.dumps(settings, indent=2, default=str), encoding="utf-8")
     OPENED.append((folder, flag))
     return folder
+
+
+def _say_what_changed(folder: Path, before: Mapping[str, Any], now: Mapping[str, Any]) -> None:
+    """Warn which settings a resumed run gives otherwise than its folder recorded (those it may
+    change: the others were refused), as ``config.json`` records only the new ones."""
+    old, new = flat(before), flat(json.loads(json.dumps(now, default=str)))  # as recorded: tuples as lists
+    unremarkable = ("recorded_by", "resume")  # the version that wrote it; a resume's own flag
+    changed = [
+        f"{name} {new[name]!r} (was {old[name]!r})"
+        for name in new
+        if name in old and old[name] != new[name] and name.rpartition(".")[2] not in unremarkable
+    ]
+    if changed:
+        warnings.warn(f"resuming the run in {folder} with {', '.join(changed)}", stacklevel=3)
 
 
 def check_run_dir(

@@ -24,7 +24,6 @@ fills the steps of the skeleton both families follow
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -191,17 +190,6 @@ class MetaLearner(CoreLearner):
             "generator": self.generator.get_state(),
             "update": self.update,
             "episodes": self.episodes,
-        }
-
-    def settings(self, config: LearnerConfig) -> dict[str, Any]:
-        """The learner's own settings: a resumed run shares every one with its checkpoint
-        (not the ``run`` part, which it may change, nor the ``env``, which the run folder's
-        ``config.json`` records and checks, nor the ``warm_start`` path: the checkpoint holds
-        the network it gave, and ``config.json`` its digest)."""
-        return {
-            name: value
-            for name, value in dataclasses.asdict(config).items()
-            if name not in ("env", "run", "warm_start")
         }
 
     def restore(self, state: Mapping[str, Any]) -> None:

@@ -198,10 +198,12 @@ def compare_table(summary: dict[str, Any], cfg: TextCompare) -> Table:
     """The summary as a table: mean +- 95% CI over seeds of each of :data:`METRICS` that the
     runs have, per learner; under it, whether the seeds show each pair of learners'
     difference in held-out accuracy (:func:`~algorithms.core.compare.difference_lines`; the
-    last update's joint reward without a held-out evaluation), and how far one seed moves
+    held-out joint reward where the task scores no accuracy, as a protocol of one's own may;
+    the last update's joint reward without a held-out evaluation), and how far one seed moves
     under incidental changes (:data:`INCIDENTAL_SPREAD`)."""
     table = summary_table(summary, METRICS, f"LLM-weight learners, {cfg.seeds} seed(s), {cfg.learner.run.updates} updates")
-    metric = next((m for m in ("eval/correct", "rewards/joint/mean") if any(m in row for row in summary.values())), "")
+    compared = ("eval/correct", "eval/joint", "rewards/joint/mean")  # held-out first; a task of one's own may score no "correct"
+    metric = next((m for m in compared if any(m in row for row in summary.values())), "")
     learners = {name: row[metric] for name, row in summary.items() if metric in row}
     table.caption = "\n".join([
         "last update's rewards and held-out greedy evaluation after training; mean +- 95% CI over seeds",

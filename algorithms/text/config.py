@@ -117,7 +117,8 @@ class TextLearnerConfig(GroupSettings):
     lora_alpha: float = 16.0
     """LoRA scaling alpha (the update is scaled by alpha / r)."""
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
-    """Module names that get adapters."""
+    """Module names that get adapters (each must name a module of the model), or
+    ``all-linear``: every linear layer but the output layer (peft's name)."""
     device: str = "auto"
     """Where the trainable models run (:mod:`agents.devices`): ``auto`` (CUDA when this
     machine has it, else the CPU), ``cpu``, ``cuda``, ``cuda:N``. A run setting: a resumed

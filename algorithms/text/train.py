@@ -303,7 +303,7 @@ def _train(
     recorded = recorded_settings(config.run.run_dir) if config.run.resume and config.run.run_dir else {}
     if BASE_DIGEST in recorded:  # the base is named by its weights: it may lie elsewhere now
         may_change += MODEL_FIELDS
-    algo = TEXT_ALGOS.get(type(config))
+    algo = getattr(learner_type, "name", None) or TEXT_ALGOS.get(type(config))  # one's own: by its name
     if config.run.run_dir:  # before the models load (minutes for a large one): the settings and the folder
         early = {"algo": algo, **config_record(config)}
         check_run_dir(config.run.run_dir, early, config.run.resume, [*may_change, BASE_DIGEST, *(("algo",) if algo is None else ())])

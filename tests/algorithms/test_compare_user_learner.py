@@ -113,6 +113,8 @@ def test_a_meta_learner_of_ones_own_joins_compare_from_python(tmp_path):
     out = tmp_path / "meta"
     summary_file = json.loads((out / "scale1" / "centred" / "seed1" / "summary.json").read_text())
     assert summary_file["algo"] == "centred" and summary_file["after"]["eval/consensus_accuracy"] >= 0
+    # its folder records it by its name, as its checkpoint does (not as the GRPO its config is)
+    assert json.loads((out / "scale1" / "centred" / "seed1" / "config.json").read_text())["algo"] == "centred"
     with (out / RESULTS_CSV).open() as file:
         assert [row["seed"] for row in csv.DictReader(file) if row["algo"] == "centred"] == ["0", "1"]
     with (out / CURVES_CSV).open() as file:
@@ -164,7 +166,8 @@ def test_a_text_learner_of_ones_own_joins_compare_and_both_families_write_the_sa
     text_summary = text_compare.compare(tiny_text(tmp_path, ("grpo", "centred")), learners={"centred": CentredText})
 
     assert set(text_summary) == {"grpo", "centred"} and text_summary["centred"]["rewards/joint/mean"]["n"] == 1
-    assert json.loads((tmp_path / "text" / "centred" / "seed0" / "summary.json").read_text())["algo"] == "centred"
+    for recorded in ("summary.json", "config.json"):
+        assert json.loads((tmp_path / "text" / "centred" / "seed0" / recorded).read_text())["algo"] == "centred"
     assert top_files(tmp_path / "text") == COMMON_FILES
     assert top_files(tmp_path / "meta") == COMMON_FILES | {"action_shares.png", "reward_scale.png"}
     for family, summary in (("meta", meta_summary), ("text", text_summary)):
@@ -279,3 +282,51 @@ def test_compare_from_python_refuses_a_setting_it_sets_per_run(tmp_path):
     with pytest.raises(ValueError, match=r"compare sets --seed for each run: use --seeds"):
         text_compare.compare(replace(seeded, learner=replace(seeded.learner, seed=3)))
     assert not (tmp_path / "meta").exists() and not (tmp_path / "text").exists()
+
+
+def test_example_05s_learner_resumed_to_train_longer_ends_where_an_uninterrupted_run_does(tmp_path):
+    """A real client's: example 05's learner recorded its ``run`` part among the settings a
+    resume must share, so ``--updates 4 --resume`` after 2 was refused; and it drew actions
+    from torch's global generator, which no checkpoint holds, so a resume drew otherwise."""
+    reinforce = example_reinforce()
+
+    def compared(folder, updates, resume=False):
+        cfg = replace(tiny_meta(tmp_path / folder, ("reinforce",)), baselines=("independent",))
+        run = replace(cfg.learner.run, updates=updates, eval_interval=updates, resume=resume)
+        cfg = replace(cfg, learner=replace(cfg.learner, run=run))
+        meta_compare.compare(cfg, learners={"reinforce": reinforce})
+        return tmp_path / folder / "meta" / "scale1" / "reinforce" / "seed0"
+
+    straight = compared("straight", 4)
+    compared("resumed", 2)
+    torch.manual_seed(123)  # whatever torch's global generator holds when the run resumes
+    resumed = compared("resumed", 4, resume=True)
+    from algorithms.core.checkpoints import load_checkpoint
+
+    ends = [load_checkpoint(folder / "checkpoint.safetensors") for folder in (straight, resumed)]
+    assert ends[0]["update"] == ends[1]["update"] == 4
+    for name, tensor in ends[0]["linear"].items():
+        torch.testing.assert_close(ends[1]["linear"][name], tensor, rtol=0, atol=0)
+
+
+def test_a_metric_that_is_no_number_is_refused_naming_the_learner_and_the_metric(tmp_path):
+    class Noted(Centred):
+        name = "noted"
+
+        def train_step(self):
+            return {**super().train_step(), "note": "converging"}
+
+    with pytest.raises(TypeError, match=r"Noted.train_step's metric 'note' is 'converging' \(str\): metrics are numbers"):
+        meta_compare.compare(tiny_meta(tmp_path, ("noted",)), learners={"noted": Noted})
+
+
+def test_a_text_comparison_without_accuracy_compares_the_held_out_joint_reward(tmp_path):
+    """A real client's: with a protocol of one's own (no "correct"), the learners were told
+    apart on the last update's training batch, though a held-out joint reward was there."""
+    from algorithms.core.compare import summarize_runs
+
+    runs = {"grpo": [{"rewards/joint/mean": 0.9, "eval/joint": 0.2}, {"rewards/joint/mean": 0.8, "eval/joint": 0.3}],
+            "mine": [{"rewards/joint/mean": 0.1, "eval/joint": 0.6}, {"rewards/joint/mean": 0.2, "eval/joint": 0.7}]}  # fmt: skip
+    summary = {name: summarize_runs(seeds, text_compare.METRICS) for name, seeds in runs.items()}
+    caption = text_compare.compare_table(summary, tiny_text(tmp_path, ("grpo", "mine"))).caption
+    assert "grpo - mine in eval/joint: -0.400" in caption and "rewards/joint/mean:" not in caption

@@ -3,6 +3,7 @@
 import csv
 import dataclasses
 import json
+import warnings
 
 import pytest
 import tyro
@@ -210,3 +211,14 @@ def test_a_meta_comparison_resumed_with_fewer_updates_is_refused_before_anything
         compare(dataclasses.replace(cfg, learner=fewer))
     assert (tmp_path / "cmp" / "config.json").read_text() == recorded
     compare(dataclasses.replace(cfg, learner=dataclasses.replace(template, run=tiny_run(tmp_path, run_dir="", resume=True))))
+
+
+def test_a_resumed_run_says_which_settings_it_gives_otherwise(tmp_path):
+    """A GPU client's: a resume that changed a run setting was accepted in silence, and
+    ``config.json`` then records only the new values."""
+    train(tiny(tmp_path))
+    with pytest.warns(UserWarning, match=r"resuming the run in .* with run\.updates 4 \(was 2\), run\.eval_interval 4 \(was 2\)"):
+        train(tiny(tmp_path, run=tiny_run(tmp_path, updates=4, eval_interval=4, resume=True)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same settings again: nothing to say
+        train(tiny(tmp_path, run=tiny_run(tmp_path, updates=4, eval_interval=4, resume=True)))

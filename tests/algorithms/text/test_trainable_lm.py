@@ -163,6 +163,18 @@ def test_bad_input_is_named(make_lm):
         TrainableLM.from_pretrained("/nonexistent/model", ["agent_0"])
 
 
+def test_adapters_saved_again_into_their_folder_are_saved_without_a_complaint(make_lm, tmp_path, caplog):
+    """A GPU client's: every resumed run logged peft's "Repo card metadata block was not
+    found", as the adapters' model cards had no metadata block."""
+    lm = make_lm()
+    lm.save_adapters(tmp_path)
+    with caplog.at_level("WARNING"):
+        lm.save_adapters(tmp_path)  # as every later checkpoint of a run does
+    assert "metadata block" not in caplog.text
+    card = (tmp_path / "agent_0" / "README.md").read_text()
+    assert card.startswith("---\nlibrary_name: peft\n") and "# agent_0: a LoRA adapter" in card
+
+
 def test_a_gguf_model_fully_fine_tuned_saves_and_serves(tmp_path):
     """Regression: transformers marks a GGUF-loaded model quantized, so ``save_pretrained``
     refused it and ``finetune="full"`` on the bundled SmolLM2 could not save."""
