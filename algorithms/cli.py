@@ -484,6 +484,8 @@ def file_defaults(path: Path, args: list[str]) -> Deliberate:
         loaded: Any = FAMILIES[first][family](learner=config_files.build(configs[algo], data, str(path)))
     else:
         kind = next(kind for kind, (command, _) in COMMANDS.items() if command == named)
+        if "algos" in data and any(arg == "--algos" or arg.startswith("--algos=") for arg in args):
+            del data["algos"]  # the command line names them (a file may not name an import path: it runs code)
         loaded = config_files.build(kind, data, str(path))
     return Deliberate(command=CONTAINERS[first](command=loaded, config=path))
 

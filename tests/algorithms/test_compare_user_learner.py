@@ -228,6 +228,16 @@ def test_an_import_path_in_a_config_files_algos_is_refused_without_importing(bes
     assert not beside.exists() and "evil" not in sys.modules and not (tmp_path / "c").exists()
 
 
+def test_a_config_files_import_path_is_left_out_where_the_command_line_gives_algos(beside, tmp_path):
+    """A real client's: a comparison's own ``config.json`` naming a learner of one's own was
+    refused even with ``--algos`` on the command line, which replaces the file's."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"command": "compare meta", "algos": ["softrankpo", "./evil.py:Mine"], "seeds": 3}))
+    parsed = cli.parse(["compare", "meta", "--config", str(path), "--algos", "grpo", "./mine.py:Mine"]).command.command
+    assert parsed.algos == ("grpo", "./mine.py:Mine") and parsed.seeds == 3  # the rest of the file still counts
+    assert not beside.exists() and "evil" not in sys.modules
+
+
 def test_a_learner_of_the_other_family_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match=r"cannot be built as compare text builds one, Mine\(config, lm, venv, frozen, "
                        r"sampler=sampler\).*a meta learner\? compare meta trains those"):
