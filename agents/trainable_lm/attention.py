@@ -40,7 +40,7 @@ def packed_sdpa(
 
     (the query's ``H = H_{kv} g`` heads regrouped, ``K``, ``V`` the cache's ``H_{kv}``
     heads, ``M`` the mask shared by the heads), which is what the eager call computes."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward, use_gqa_in_sdpa
+    from transformers.integrations import sdpa_attention  # a lookup once imported
 
     groups = getattr(module, "num_key_value_groups", 1)
     rows, heads, length, dim = query.shape
@@ -51,10 +51,10 @@ def packed_sdpa(
         and kwargs.get("position_bias") is None
         and kwargs.get("softcap") is None
         and (attention_mask is None or attention_mask.shape[1] == 1)
-        and not use_gqa_in_sdpa(attention_mask, key, value)
+        and not sdpa_attention.use_gqa_in_sdpa(attention_mask, key, value)
     )
     if not packable:
-        return sdpa_attention_forward(
+        return sdpa_attention.sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
         )
     output = torch.nn.functional.scaled_dot_product_attention(
