@@ -26,6 +26,7 @@ import torch
 from agents.sampling import POLICY_TEMPERATURE
 from agents.trainable_lm.batches import left_pad, prefill, right_pad
 from agents.trainable_lm.extra import MISSING_EXTRA
+from agents.trainable_lm.token_logprobs import token_logprobs
 
 if MISSING_EXTRA is None:
     from transformers.modeling_layers import GradientCheckpointingLayer
@@ -193,9 +194,7 @@ class Scoring:
         """Each completion's tokens' log-probabilities from ``logits`` (N, T_max, V), whose
         position k predicts token k."""
         targets, _ = right_pad([list(c) for c in completions], logits.shape[1], 0, self.device)
-        # x / 1 is x: no copy
-        logits = logits.float() if temperature == 1 else logits.float() / temperature
-        logp = torch.log_softmax(logits, dim=-1).gather(2, targets[:, :, None])[:, :, 0]
+        logp = token_logprobs(logits, targets, temperature)  # in float32, without a float32 copy of the logits
         return [logp[row, : len(completion)] for row, completion in enumerate(completions)]
 
 

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from algorithms.core.checks import check_positive
+
+LR_SCHEDULES = ("constant", "linear", "cosine")
+"""The learning-rate schedules (:func:`algorithms.core.optimizers.learning_rate_factor`)."""
 
 
 @dataclass
@@ -68,6 +72,11 @@ class RunConfig:
             raise ValueError("wandb_project logs the metrics of the run folder: give run_dir (or \"\" for a new one)")
 
 
+ADDED_SETTINGS: dict[str, Any] = {"weight_decay": 0.0, "lr_schedule": "constant", "warmup_updates": 0}
+"""Learner settings added since release 0.2, with the value every run it recorded trained
+with: a run folder recorded without one resumes where it has this value
+(:func:`algorithms.core.run_dirs.changed_settings`)."""
+
 KEPT_ON_RESUME = ("eval_problems",)
 """The :class:`RunConfig` settings a resumed run keeps: every evaluation of a run plays the
 same held-out problems, so its "before -> after" compares like with like."""
@@ -89,7 +98,18 @@ class LearnerSettings:
     """The optimizer and the training problems: what every learner shares."""
 
     learning_rate: float = 3e-4
-    """Adam learning rate."""
+    """Adam's learning rate (the peak of ``lr_schedule``)."""
+    weight_decay: float = 0.0
+    """AdamW's decoupled weight decay on the weight matrices (none on biases, norms or other
+    vectors, as in transformers' ``Trainer``); 0: plain Adam
+    (:func:`algorithms.core.optimizers.adam`)."""
+    lr_schedule: Literal["constant", "linear", "cosine"] = "constant"
+    """How the learning rate moves over the run's ``updates`` after the warm-up: held, or
+    decayed towards 0 at the end along a line (TRL's default) or a half cosine; set per update
+    (:mod:`algorithms.core.optimizers`), logged as ``charts/learning_rate``."""
+    warmup_updates: int = 0
+    """Updates over which the learning rate rises linearly to ``learning_rate`` (update u
+    of them at (u + 1) / (warmup_updates + 1) of it)."""
     update_epochs: int = 4
     """Passes over each collected batch."""
     num_minibatches: int = 4
@@ -107,6 +127,12 @@ class LearnerSettings:
         if self.seed < 0:
             raise ValueError(f"seed must be >= 0 (numpy's generators take no negative seed), got {self.seed}")
         check_positive(self, "learning_rate", "update_epochs", "num_minibatches", "max_grad_norm")
+        if self.weight_decay < 0 or self.warmup_updates < 0:
+            raise ValueError(
+                f"weight_decay and warmup_updates must be >= 0, got {self.weight_decay} and {self.warmup_updates}"
+            )
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}, got {self.lr_schedule!r}")
 
 
 @dataclass

@@ -32,6 +32,7 @@ import torch
 
 from algorithms.core.checkpoints import check_learner_state, load_checkpoint, save_checkpoint
 from algorithms.core.config import RunConfig
+from algorithms.core.optimizers import schedule_learning_rate
 from algorithms.core.run import run
 
 
@@ -90,6 +91,16 @@ class Learner(abc.ABC):
     @abc.abstractmethod
     def state_dict(self) -> dict[str, Any]:
         """Everything a resumed run needs to continue exactly where this one stands."""
+
+    def schedule_learning_rate(self) -> dict[str, float]:
+        """Set the optimizer to this update's learning rate where the config schedules one
+        (``lr_schedule`` or ``warmup_updates`` over ``run.updates``:
+        :func:`~algorithms.core.optimizers.schedule_learning_rate`; a constant rate is left
+        as the optimizer has it); the metric ``charts/learning_rate``, the rate it steps at."""
+        config = self.config
+        if getattr(config, "lr_schedule", "constant") != "constant" or getattr(config, "warmup_updates", 0):
+            schedule_learning_rate(self.optimizer, config, self.update, config.run.updates)
+        return {"charts/learning_rate": float(self.optimizer.param_groups[0]["lr"])}
 
     def settings(self, config: Any) -> dict[str, Any]:
         """The entries of ``config`` that a resumed run must share with its checkpoint: every
@@ -215,10 +226,12 @@ class GroupPolicyGradient(Learner):
                 f"for returns of shape {tuple(returns.shape)}: it must give one advantage per return"
             )
         samples = self.sample_advantages(batch, advantages)
+        learning_rate = self.schedule_learning_rate()
         losses = self.optimize(batch, samples)
         self.update += 1
         return {
             **batch.metrics,
             **losses,
+            **learning_rate,
             **self.update_metrics(returns, advantages, samples, time.perf_counter() - start),
         }

@@ -34,6 +34,7 @@ name                            meaning
 ``eval/tokens``                 held-out: mean tokens per problem
 ``eval/persist_share``          held-out: share of PERSIST (likewise refine, concede)
 ``charts/sps``                  environment steps per second
+``charts/learning_rate``        the learning rate the update stepped at (``lr_schedule``)
 ==============================  ==========================================================
 """
 

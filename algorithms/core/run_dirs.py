@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from algorithms.core.config import RunConfig
+from algorithms.core.config import ADDED_SETTINGS, RunConfig
 
 CONFIG = "config.json"
 """The file that records a run's settings in its folder."""
@@ -241,7 +241,9 @@ def changed_settings(
     before: Mapping[str, Any], after: Mapping[str, Any], may_change: Collection[str] = ()
 ) -> list[str]:
     """``"name is X there and Y here"`` for every setting of ``before`` or ``after`` that
-    differs, but those in ``may_change``; values compared as JSON data.
+    differs, but those in ``may_change``; values compared as JSON data. A setting added
+    since ``before`` was recorded (:data:`~algorithms.core.config.ADDED_SETTINGS`) is no
+    difference where ``after`` gives the value every run then trained with.
 
     >>> changed_settings({"env": {"team": "simulated"}, "updates": 2}, {"env": {"team": "smollm2"}, "updates": 4}, ["updates"])
     ["env.team is 'simulated' there and 'smollm2' here"]
@@ -250,8 +252,14 @@ def changed_settings(
     return [
         f"{name} is {old.get(name)!r} there and {new.get(name)!r} here"
         for name in sorted(old.keys() | new.keys())
-        if name not in may_change and old.get(name) != new.get(name)
+        if name not in may_change and old.get(name) != new.get(name) and not _added_as_then(name, old, new)
     ]
+
+
+def _added_as_then(name: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether ``name`` is a setting added since ``old`` was recorded, at its value of then."""
+    leaf = name.rpartition(".")[2]
+    return name not in old and leaf in ADDED_SETTINGS and new.get(name) == ADDED_SETTINGS[leaf]
 
 
 def flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -35,6 +35,7 @@ from gymnasium import spaces as gym_spaces
 from algorithms.core.checkpoints import check_torch_rng_state
 from algorithms.core.learner import GroupPolicyGradient
 from algorithms.core.learner import Learner as CoreLearner
+from algorithms.core.optimizers import adam
 from algorithms.meta.config import LearnerConfig, PolicyGradientConfig
 from algorithms.meta.losses import kl_regularized_policy_loss
 from algorithms.meta.network import (
@@ -121,9 +122,7 @@ class MetaLearner(CoreLearner):
             )
         if warm_start is not None:
             self.network.load_state_dict(warm_start.state_dict())
-        self.optimizer = torch.optim.Adam(
-            self.network.parameters(), lr=config.learning_rate, eps=1e-5
-        )
+        self.optimizer = adam(self.network.parameters(), config, eps=1e-5)
         self.rng = np.random.default_rng(config.seed)
         self.generator = torch.Generator().manual_seed(config.seed)
         self.update = 0

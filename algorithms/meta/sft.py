@@ -60,6 +60,7 @@ class SFT(MetaLearner):
         """One update: collect labelled states, minimize the cross-entropy."""
         start = time.perf_counter()
         self_features, peer_features, labels, metrics = self.collect()
+        metrics = {**metrics, **self.schedule_learning_rate()}
         losses = []
         num_samples = len(labels)
         minibatch_size = -(-num_samples // self.config.num_minibatches)

@@ -44,8 +44,9 @@ cross pairing          (aligned samples)           ``joint_mode="cross"``: a    
                                                    of the joint returns it is      returns (G^(n-1) times smaller;
                                                    part of                         equal after standardization)
 clipping               none                        none                            ``clip_eps`` (inactive in one pass)
-optimizer              (not fixed)                 AdamW per agent (weight decay   Adam per agent (no weight decay),
-                                                   0.01, torch's default)          ``learning_rate``
+optimizer              (not fixed)                 AdamW per agent (weight decay   Adam per agent (``weight_decay``
+                                                   0.01, torch's default)          > 0: AdamW on the matrices),
+                                                                                   ``learning_rate``, ``lr_schedule``
 gradient clipping      (not fixed)                 none                            global norm ``max_grad_norm`` = 1.0
 KL to the base         none                        off (``reference_kl_enabled``)  off (``kl_coef`` = 0)
 =====================  ==========================  ==============================  ==================================

@@ -94,6 +94,7 @@ from agents.text_policy import TextPolicy, played_text
 from agents.trainable_lm import Completion, TrainableLM
 from algorithms.core import data_parallel
 from algorithms.core.learner import GroupPolicyGradient
+from algorithms.core.optimizers import adam
 from algorithms.core.run import padded_batches
 from algorithms.text.config import TextLearnerConfig
 from algorithms.text.losses import (
@@ -256,7 +257,7 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             )
         self.config, self.lm, self.venv, self.frozen = config, lm, venv, frozen
         self.trainable = [a for a in self.agents if a in lm.agents]
-        self.optimizer = torch.optim.Adam(self._parameters(self.trainable), lr=config.learning_rate)
+        self.optimizer = adam(self._parameters(self.trainable), config)
         self.rng = np.random.default_rng(config.seed)
         self.update = 0
         self.sampler = lm if sampler is None else sampler

@@ -12,7 +12,7 @@ import pytest
 
 import deliberation_env as de
 from algorithms import cli
-from algorithms.core.config import GRPOSettings, RunConfig
+from algorithms.core.config import ADDED_SETTINGS, GRPOSettings, RunConfig
 from algorithms.core.run_dirs import CONFIG, open_run_dir
 from algorithms.meta.config import GRPOConfig
 from algorithms.text import TEXT_CONFIGS, TextGRPOConfig, TextLearnerConfig, TextSoftRankPOConfig
@@ -89,7 +89,8 @@ def test_records_stay_flat_and_a_run_folder_of_release_0_1_is_refused_naming_bat
                    "segmented_scoring"}  # run fields added since 0.1  # fmt: skip
     run_fields = {f.name for f in dataclasses.fields(RunConfig)} | {"checkpoint_every"}  # renamed checkpoint_interval in 0.2
     then = {k: v for k, v in FLAT_LAYOUT_RECORD.items() if k not in run_fields | {"batch_size"}}
-    assert {k: v for k, v in record.items() if k not in added_since | run_fields | {"micro_batch_size"}} == then
+    assert {k: v for k, v in record.items() if k not in added_since | run_fields | {"micro_batch_size"} | set(ADDED_SETTINGS)} == then
+    assert {k: record[k] for k in ADDED_SETTINGS} == ADDED_SETTINGS  # learner settings since 0.2, at the values of then
     assert added_since <= set(TextLearnerConfig.RUN_FIELDS)
     kept = {k: v for k, v in FLAT_LAYOUT_RECORD.items() if k not in ("batch_size", "checkpoint_every")}
     (tmp_path / CONFIG).write_text(json.dumps(kept))

@@ -116,10 +116,11 @@ def run(make_lm, tmp_path, name, updates, learner=TextGRPO, **overrides):
     return subject
 
 
-def test_resume_equals_an_uninterrupted_run(make_lm, tmp_path):
-    straight = run(make_lm, tmp_path, "straight", 2)
-    run(make_lm, tmp_path, "resumed", 1)
-    resumed = run(make_lm, tmp_path, "resumed", 2)  # a new process would do the same: load, continue
+@pytest.mark.parametrize("schedule", [{}, {"lr_schedule": "cosine", "warmup_updates": 1, "weight_decay": 0.1}])
+def test_resume_equals_an_uninterrupted_run(make_lm, tmp_path, schedule):
+    straight = run(make_lm, tmp_path, "straight", 2, **schedule)
+    run(make_lm, tmp_path, "resumed", 1, **schedule)
+    resumed = run(make_lm, tmp_path, "resumed", 2, **schedule)  # a new process would do the same: load, continue
     assert resumed.update == 2
     for agent, weights in straight.lm.state_dict().items():
         for name, tensor in weights.items():
