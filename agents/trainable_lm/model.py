@@ -71,7 +71,12 @@ class Meter:
 
     Attributes:
         generated_tokens: Tokens sampled, every request's up to its stop.
-        generation_seconds: Seconds spent decoding them, prefill included.
+        generation_seconds: Seconds spent decoding them, prefill included, but for
+            ``compile_seconds``.
+        compile_seconds: Seconds of compiled decoding steps that built their shape (its
+            first :data:`~agents.trainable_lm.steps.WARMUP_CALLS` calls in this process:
+            compilation and CUDA-graph capture), timed apart so that a first update's
+            decoding speed is the speed of decoding.
         trained_tokens: Tokens run through differentiable passes of :meth:`TrainableLM.logprobs`:
             completions and their prompts (a prompt shared by a group's completions once,
             or once per completion with gradient checkpointing).
@@ -83,6 +88,7 @@ class Meter:
     generation_seconds: float = 0.0
     trained_tokens: int = 0
     trained_flops: float = 0.0
+    compile_seconds: float = 0.0
 
     def __add__(self, other: Meter) -> Meter:
         """Both meters' counts together."""
@@ -91,6 +97,7 @@ class Meter:
             self.generation_seconds + other.generation_seconds,
             self.trained_tokens + other.trained_tokens,
             self.trained_flops + other.trained_flops,
+            self.compile_seconds + other.compile_seconds,
         )
 
 

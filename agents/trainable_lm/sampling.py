@@ -448,8 +448,10 @@ class Sampling:
                 steps.drop(keep, live)
             logits = steps.step(chosen, live)
         self._meter.generated_tokens += sum(len(row_tokens) for row_tokens in tokens)
-        # .tolist() waited for the device
-        self._meter.generation_seconds += time.perf_counter() - started
+        # .tolist() waited for the device; a compiled shape's building is timed apart
+        warmup = getattr(steps, "warmup_seconds", 0.0)
+        self._meter.generation_seconds += time.perf_counter() - started - warmup
+        self._meter.compile_seconds += warmup
         return [
             Completion(
                 text=self.tokenizer.decode(row_tokens, skip_special_tokens=True),

@@ -28,11 +28,13 @@ noise (attention over more, masked, positions), which the tests bound.
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
+from agents.devices import synchronize
 from agents.trainable_lm.attention import use_packed_attention
 from agents.trainable_lm.batches import prefill
 from agents.trainable_lm.mixed import Route, peft_route
@@ -48,6 +50,12 @@ the smaller caches together hold about as much as the first."""
 MIN_COMPACT_ROWS = 8
 """A static batch moves its live rows into a smaller bucket only down to this many rows
 (below it the saved arithmetic is small beside another compiled shape)."""
+WARMUP_CALLS = {"cuda": 2}
+"""The calls of a compiled shape that build it rather than run it, by device type (1
+elsewhere): the first compiles, the second records the CUDA graph on CUDA;
+:attr:`StaticSteps.warmup_seconds` times them."""
+_CALLS: dict[tuple[str, int, int, int], int] = {}
+"""Calls so far of each compiled shape (device type, model, rows, length), in this process."""
 RECOMPILE_LIMIT = 64
 """Compiled shapes kept per step function during a decode (torch's default, 8, would fall
 back to eager after a few row and length buckets of several models)."""
@@ -240,6 +248,7 @@ class StaticSteps:
         if compiled:
             use_packed_attention(_config(model))  # no copy of the cache per head group and step
         self.forward = compiled_forward(device) if compiled else _forward
+        self.compiled, self.warmup_seconds = compiled, 0.0
         self.live = torch.arange(len(prompts), device=device)
         self.logits = output.logits[owner, -1, :].float()[self.live]
 
@@ -275,7 +284,16 @@ class StaticSteps:
         self.ids[self.live, 0] = chosen
         self.positions = self.positions + 1
         self.cache_position = self.cache_position + 1
+        shape = (self.ids.device.type, id(self.model), self.ids.shape[0], self.length)
+        warming = self.compiled and _CALLS.get(shape, 0) < WARMUP_CALLS.get(shape[0], 1)
+        if warming:
+            synchronize(self.ids.device)
+            started = time.perf_counter()
         logits = self.forward(
             self.model, self.cache, self.ids, self.positions, self.cache_position, self.mask, **self.per_row
         )
+        if warming:  # a shape's compilation, timed apart from decoding
+            synchronize(self.ids.device)
+            self.warmup_seconds += time.perf_counter() - started
+            _CALLS[shape] = _CALLS.get(shape, 0) + 1
         return logits[self.live]

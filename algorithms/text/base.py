@@ -49,7 +49,9 @@ and ``rewards/{part}/mean`` for each part of the protocol (e.g. ``correct``,
 
 - ``perf/generated_tokens_per_s``: tokens the policy decoded per second of decoding,
   over the decoding since the last update's metrics (a held-out evaluation's included;
-  absent when rollout workers or CTranslate2 sample, which this process does not time);
+  absent when rollout workers or CTranslate2 sample, which this process does not time;
+  ``--decoding compiled`` builds each shape in its first calls, timed apart as
+  ``perf/compile_s``, logged by the updates that built one);
 - ``perf/trained_tokens_per_s``: tokens (prompts and completions) through the loss's
   forward and backward passes per second of them;
 - ``perf/mfu``: model FLOPs utilization of those passes, an estimate: k N tokens / seconds
@@ -312,6 +314,8 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         self._loss_seconds = 0.0
         if meter.generation_seconds > 0:
             metrics["perf/generated_tokens_per_s"] = meter.generated_tokens / meter.generation_seconds
+        if meter.compile_seconds > 0:
+            metrics["perf/compile_s"] = meter.compile_seconds
         if seconds > 0:
             metrics["perf/trained_tokens_per_s"] = meter.trained_tokens / seconds
             peak = peak_flops(device, self.lm.dtype)

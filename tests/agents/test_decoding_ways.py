@@ -119,20 +119,43 @@ def test_the_command_line_decoding_reaches_the_policy():
         dataclasses.replace(learner, mixed_routing="peft")
 
 
+def test_a_compiled_shapes_first_calls_are_timed_apart_from_decoding(monkeypatch):
+    """The first calls of a compiled shape build it (compile, capture the CUDA graph): they
+    are the meter's compile_seconds, not decoding seconds, so an update's tokens/s is the
+    speed of decoding. Here an eager step stands in for the compiled one (the bookkeeping
+    is under test, not the compiler; the slow test below compiles)."""
+    monkeypatch.setattr(steps, "compiled_forward", lambda device: steps._forward)
+    monkeypatch.setattr(steps, "_CALLS", {})
+    lm = distinct_team(routing="stacked")
+    lm.read_meter()
+    sampled(lm, "compiled")
+    first = lm.read_meter()
+    assert first.compile_seconds > 0 and first.generation_seconds > 0 and first.generated_tokens > 0
+    assert list(steps._CALLS.values()) == [1]  # the 8-row shape, built once (its first call on a CPU)
+    sampled(lm, "compiled")
+    assert lm.read_meter().compile_seconds == 0  # the same shape again: nothing built
+    sampled(lm, "static")
+    assert lm.read_meter().compile_seconds == 0  # eager static steps build nothing
+
+
 @pytest.mark.slow  # compiles the tiny model's step for 16 and 8 rows: about 40 s on two cores
 @pytest.mark.skipif(not any(map(shutil.which, steps.COMPILERS)), reason="inductor needs a C++ compiler")
 def test_a_compiled_step_serves_later_calls_with_their_own_prompts_rows_and_weights(recursion_limit_kept):
     from torch._dynamo.utils import counters
 
     lm = distinct_team(stop_ids=range(0, 256, 3))
+    lm.read_meter()
     assert_same_completions(sampled(lm, "compiled", TWELVE), sampled(lm, "dynamic", TWELVE))  # 16 rows, then 8
     graphs = counters["stats"]["unique_graphs"]
+    assert lm.read_meter().compile_seconds > 0
 
     # other prompts and rows' adapters in the 8-row shape, then the adapters' weights move
     # (as an optimizer step moves them): the graph reads the new values, compiles nothing
     others = {"agent_2": ([OTHER, CHAT, CHAT], [11, 12, 13]), "agent_0": ([OTHER, OTHER], [14, 15])}
     before = sampled(lm, "dynamic", others)
+    lm.read_meter()
     assert_same_completions(sampled(lm, "compiled", others), before)
+    assert lm.read_meter().compile_seconds == 0  # the 8-row shape was built by the first call
     with torch.no_grad():
         for parameter in lm.parameters("agent_2"):
             parameter.mul_(-1.5)
