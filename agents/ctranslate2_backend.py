@@ -83,7 +83,7 @@ from agents.ctranslate2_convert import (
     require_extra,
     weight_format,
 )
-from agents.fingerprint import directory_sha256, file_sha256, fingerprinted
+from agents.fingerprint import directory_sha256, fingerprinted
 from agents.local import default_model_path, usable_cpus
 from agents.seeding import derive_seed
 
@@ -361,7 +361,7 @@ class CTranslate2Backend:
         if path.is_file() and path.suffix == ".gguf":
             model_dir = converted_model_dir(path, Path(cache_dir) if cache_dir else None, quantization)
             name = f'{path.stem.replace(".", "-")}-{weight_format(quantization)}'
-            digest = file_sha256(path)  # the converted model's identity: its GGUF and format
+            digest = directory_sha256(model_dir)  # what is loaded: the conversion's own files, not the GGUF they came from
         elif path.is_dir() and ctranslate2.contains_model(str(path)):
             model_dir, name, digest = path, f"{path.name}-{quantization}", directory_sha256(path)
         else:

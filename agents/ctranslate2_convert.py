@@ -74,7 +74,9 @@ def converted_model_dir(gguf: Path, cache_dir: Path | None = None, quantization:
 
     The model's directory is named by the SHA-256 of the GGUF's bytes and the quantization,
     so a changed file is converted anew. A conversion is written to a temporary directory and renamed into
-    place only when complete: a killed conversion leaves nothing that would be reused.
+    place only when complete: a killed conversion leaves nothing that would be reused. The
+    backend identifies the model by the directory's own files, not by this name (a folder
+    changed after its conversion is another model to the response cache).
 
     Args:
         gguf: The GGUF file.
@@ -91,7 +93,7 @@ def converted_model_dir(gguf: Path, cache_dir: Path | None = None, quantization:
     target = (cache_dir or default_cache_dir()) / f"{digest[:32]}-{weight_format(quantization)}"
     if ctranslate2.contains_model(str(target)):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # this user's conversions alone
     print(
         f"ctranslate2 backend: converting {gguf.name} into a CTranslate2 model "
         f"({weight_format(quantization)}) in {target} (once; about half a minute)",

@@ -74,6 +74,7 @@ import sympy
 from math_verify import LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException
 from math_verify.utils import timeout as math_verify_timeout
+from sympy.concrete.expr_with_limits import ExprWithLimits
 
 from deliberation_env.tasks.base import Problem, check_scoring, selection
 from deliberation_env.tasks.expression_values import numeric_value
@@ -510,12 +511,17 @@ def too_large(expr: sympy.Basic) -> bool:
     comparison with it computes 9^387420489 until its time limit, 5 s for every answer and
     pair of agents, so a team writing power towers stalled every step for 20 to 100 s. So
     do functions of huge arguments (``\\Gamma(10^{6})``, ``\\sinh(10^{7})``); a number
-    whose value cannot be had here counts as too large.
+    whose value cannot be had here counts as too large, and so does an unevaluated sum,
+    product, integral or limit (``\\prod_{n=1}^{10^7} n`` costs the whole time limit too,
+    with a bound changed each turn to miss the memo: no answer the dataset asks for).
 
     >>> too_large(sympy.sympify("9**(9**9)", evaluate=False)), too_large(sympy.sympify("10**5000", evaluate=False))
     (True, False)
     >>> too_large(sympy.sympify("2**(2**16)", evaluate=False)), too_large(sympy.sympify("gamma(10**6)", evaluate=False))
     (False, True)
+    >>> n = sympy.Symbol("n")
+    >>> too_large(sympy.Product(n, (n, 1, 10**7))), too_large(1 + sympy.Sum(1 / n, (n, 1, 3)))
+    (True, True)
     """
     try:
         return _log10_bound(expr) > MAX_DIGITS
@@ -547,6 +553,8 @@ def _log10_bound(expr: sympy.Basic) -> float:
         base = abs(number) if number is not None else _sympy_value(expr.base)  # |b^e| = 10^(e log10 |b|), either sign of e
         scale = abs(_log10(base)) if base != _INFINITE else _INFINITE
         return _value(expr.exp) * scale if expr.exp.is_number else _log10_bound(expr.base)
+    if isinstance(expr, (ExprWithLimits, sympy.Limit)):  # a sum, product, integral or limit: evaluated, not bounded
+        return _INFINITE
     if isinstance(expr, sympy.Function) and expr.args:  # exp, Gamma, a factorial, a binomial: x log10 x at most
         if max(_log10_bound(arg) for arg in expr.args) > 7:
             return _INFINITE

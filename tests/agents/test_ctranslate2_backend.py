@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib.util
+import json
+import shutil
 
 import pytest
 
@@ -17,6 +18,7 @@ from agents import CachedBackend, LLMAgent, make_backend, prompts
 from agents import ctranslate2_backend as ct2
 from agents import ctranslate2_convert as convert
 from agents.base import GenerationRequest, LogprobRequest
+from agents.fingerprint import directory_sha256
 from agents.llamacpp_backend import default_model_path
 from agents.specs import member_from_spec, parse_spec
 
@@ -45,7 +47,7 @@ REQUESTS = [
 
 
 def test_generate_returns_text_with_token_counts_and_finish_reasons(backend):
-    digest = hashlib.sha256(default_model_path().read_bytes()).hexdigest()  # the converted GGUF's
+    digest = directory_sha256(backend.model_dir)  # the converted model's own files
     assert backend.model_id == f"ctranslate2:SmolLM2-135M-Instruct-Q4_1-float32@sha256:{digest[:32]}"
     out = backend.generate(REQUESTS)
     assert all(g.text.strip() for g in out)
@@ -54,6 +56,20 @@ def test_generate_returns_text_with_token_counts_and_finish_reasons(backend):
     assert out[1].completion_tokens == 5 and out[1].finish_reason == "length"  # its own budget
     assert out[2].finish_reason == "stop" and out[2].completion_tokens < 16  # greedy reply ends
     assert "," not in out[3].text
+
+
+def test_a_changed_conversion_is_another_model_whose_rows_are_not_served(backend, tmp_path):
+    """Red team, round twenty-two: the converted folder was named, and the model identified,
+    by its GGUF alone, so weights changed in the folder (planted, edited, converted by
+    another version) kept the id, and a response cache served their rows to honest runs."""
+    copied = tmp_path / "ct2" / backend.model_dir.name
+    shutil.copytree(backend.model_dir, copied)
+    same = make_backend("ctranslate2", cache_dir=str(copied.parent), n_threads=2)
+    assert same.model_dir == copied and same.model_id == backend.model_id  # the same bytes: the same model
+    config = json.loads((copied / "config.json").read_text())
+    (copied / "config.json").write_text(json.dumps({**config, "layer_norm_epsilon": 0.5}))
+    changed = make_backend("ctranslate2", cache_dir=str(copied.parent), n_threads=2)
+    assert changed.model_dir == copied and changed.model_id != backend.model_id
 
 
 def test_a_batch_without_stops_or_own_budgets_decodes_the_same_without_the_callback(backend):

@@ -172,14 +172,17 @@ def test_a_number_too_large_to_compute_is_compared_as_text(tower):
      r"\binom{10^{6}}{5 \cdot 10^{5}}", r"\lfloor e^{10^{6}} \rfloor", r"(0.5)^{-10^{8}}",
      r"(\sin(10^{10^{10}}))^{2}", r"\lfloor 10^{10^{7}} \rfloor^{2}", r"(\Gamma(10^{10^{10}}))^{2}",
      r"\begin{pmatrix} 9^{9^{9}} \\ 2 \end{pmatrix}", r"(x+9^{9^{9}})^{2}", r"\sqrt{x+9^{9^{9}}}",
-     r"(1+10^{-20})^{10^{10}}", r"\left(\frac{10^{20}+1}{10^{20}}\right)^{10^{10^{10}}}"],
+     r"(1+10^{-20})^{10^{10}}", r"\left(\frac{10^{20}+1}{10^{20}}\right)^{10^{10^{10}}}",
+     r"\prod_{n=1}^{10^7+2} n", r"\sum_{n=1}^{10^{8}} \frac1n", r"\sum_{n=1}^{3} n^n", r"\int_0^1 x \, dx",
+     r"1 + \lim_{n \to \infty} (1+1/n)^{n}"],
 )  # fmt: skip
 def test_functions_of_huge_arguments_are_compared_as_text_and_fail_no_step(huge):
     """Red team, round seventeen: ``2^{\\lfloor e^{1000} \\rfloor}`` raised sympy's
     PrecisionExhausted out of the bound (a step failed), and ``\\Gamma(10^{6})`` was
     computed to the 5 s limit at every comparison; rounds nineteen and twenty: a huge base
     (``\\sin(10^{10^{10}})``, ``x + 9^{9^{9}}``) or a base that is 1 in double precision
-    escaped the bound, and each reading ran to its limit."""
+    escaped the bound, and each reading ran to its limit; round twenty-two: an unevaluated
+    product or sum (``\\prod_{n=1}^{10^7} n``, its bound changed each turn) did too."""
     assert not _parsed(huge)
     assert not equivalent("5", huge) and MathTask(path="sample").is_correct(MathTask(path="sample").problems("test")[0], huge) is False
 
