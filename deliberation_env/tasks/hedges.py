@@ -117,6 +117,10 @@ _RESTATED = re.compile(
 )
 """A line that restates the answer in another form or unit ("Or, in cents, 1800.", "Or, as a
 mixed number, $4\\frac{2}{3}$."), doubting nothing: no hedge."""
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]%][.!])\s++(?=\S)|(?<=[.!]['\"”’)])\s++(?=\S)", re.IGNORECASE)
+"""Where a sentence of a line ends: after a word, number or bracket and ``.`` or ``!``
+(not "e.g. 9" nor "Mr. Smith", whose ``.`` follows a letter of an abbreviation too, but
+alike: a sentence ends there, and a bare value after it is read as a line of its own)."""
 _DISPLAYED = re.compile(r"\$\$.*\$\$|\\\[.*\\\]")
 """A line that is one display ("$$9$$"): a step's value shown, not an answer offered."""
 _OR = re.compile(r"(?<!\s)\s++or\s++", re.IGNORECASE)
@@ -133,10 +137,12 @@ _OFFERING_LABEL = re.compile(
     r"(?:\s++possible)?\s++(?:answers?|solutions?|choices?)|alternatives?|alt(?:\s++answer)?|(?:second|other|next)\s++"
     r"(?:guess|choice|pick)|2nd\s++(?:guess|choice|pick)|runner[- ]up|p\.?\s?s\.?|plan\s++b|fall\s?back|backup"
     r"|guess|options?|choices?|candidates?|also\s++possible|edit(?:ed)?|update[d]?|correction"
-    r"|corrected(?:\s++answer)?|revised(?:\s++answer)?|new\s++answer)[^\w\n:]*+:",
+    r"|corrected(?:\s++answer)?|revised(?:\s++answer)?|new\s++answer|tl\s?;?\s?dr|(?:in\s++)?(?:conclusion|summary|short)"
+    r"|bottom\s++line|verdict|(?:final\s++|my\s++)?(?:pick|choice))[^\w\n:]*+:",
     re.IGNORECASE,
 )
-"""A label that offers what follows it ("Possible answers:", "Second guess:", "Edit:"); an
+"""A label that offers what follows it ("Possible answers:", "Second guess:", "Edit:",
+"TL;DR:", "Conclusion:", "Final pick:"); an
 answer is stated once, so values after such a label are offered (not "Second day: 36",
 "Prime options: 2, 3, 7", "Options eliminated: A, C")."""
 _COUNTERFACTUAL = re.compile(r"\b(?:would|could|might)\b", re.IGNORECASE)
@@ -186,17 +192,20 @@ def hedges_after(
         if stripped in ("\\[", "\\]", "$$"):  # a display's own lines: what it shows is a step's value
             displayed = stripped != "\\]" and not (stripped == "$$" and displayed)
             continue
-        if displayed or not stripped or _DISPLAYED.fullmatch(stripped) or _LISTING_WRONG.match(line):
+        if displayed or not stripped or _DISPLAYED.fullmatch(stripped):
             continue
-        (wholes, lists), offered = _offered(line)
-        read = []
-        if not any((whole := value_of(text)) is not None and not differs(answer, whole) for text in wholes):
-            read = _listed(lists, answer, value_of, differs)
-        read += filter(None, map(value_of, offered))  # beyond a list of values, only its parts may offer one
-        for value in read:
-            values += 1
-            if values > MAX_VALUES or differs(answer, value):
-                return True
+        for sentence in _SENTENCE_END.split(line):  # "18 is wrong. 19.": each sentence read as a line
+            if not sentence.strip() or _LISTING_WRONG.match(sentence):
+                continue
+            (wholes, lists), offered = _offered(sentence)
+            read = []
+            if not any((whole := value_of(text)) is not None and not differs(answer, whole) for text in wholes):
+                read = _listed(lists, answer, value_of, differs)
+            read += filter(None, map(value_of, offered))  # beyond a list of values, only its parts may offer one
+            for value in read:
+                values += 1
+                if values > MAX_VALUES or differs(answer, value):
+                    return True
     return False
 
 
@@ -265,6 +274,9 @@ def _offered(line: str) -> tuple[tuple[list[str], list[tuple[list[str], bool]]],
         )
         if (doubting or (doubted and after_doubt)) and not dismissed:
             offered.append(_core(part, conditional=not _COUNTERFACTUAL.search(part)))
+            doubts = list(_DOUBTS.finditer(part)) if doubting else []
+            if doubts:  # whatever comes before the doubt ("tbh maybe 19", "idk, probably 19")
+                offered.append(_core(part[doubts[-1].end() :], conditional=not _COUNTERFACTUAL.search(part)))
         after_doubt = doubting or (after_doubt and not core)
     return listed, [fragment for fragment in offered if fragment]
 

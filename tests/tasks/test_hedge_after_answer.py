@@ -41,6 +41,10 @@ def gsm8k():
         "\nOr maybe \uff11\uff19.",  # full-width digits
         "\nNot 18, but 19.", "\nNot sure, but maybe 19.", "\n18 (or 19)", "\nMaybe 19 if we recheck",  # the final read
         "\nIf not, 19.", "\nPlan B: 19", "\nFallback: 19", "\n2nd choice: 19",  # round sixteen: fallbacks offered
+        # round twenty-two: a sentence that retracts before the other value, doubts after a word
+        # of its own, summary labels
+        "\n18 is wrong. 19.", "\nNot 18. 19.", "\nOkay. Maybe 19.", "\ntbh maybe 19", "\nidk, probably 19",
+        "\nTL;DR: 19", "\nConclusion: 19", "\nIn short: 19", "\nBottom line: 19", "\nMy pick: 19",
     ],
 )  # fmt: skip
 def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
@@ -82,6 +86,10 @@ def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
         "\n(16, 3, 4)", "\nThat is 9 and 9, so 18.", "\nNot 19, but 18.",  # lists that do not name the answer
         "\n(it could be 32 if she sold all 16)",  # a counterfactual in a parenthesis
         "\n\nWhy:\n" + "\n".join(f"Point {k}: she sells what she does not eat or bake." for k in range(70)),
+        # round twenty-two: sentences read one by one keep what explains
+        "\nShe sells 9 eggs. At $2 each, that's $18.", "\nCheck: 16 - 3 - 4 = 9. 9 * 2 = 18.",
+        "\nEggs sold: 9. Revenue: 18.", "\nSo 18. Done!", "\nThat's it. 18 dollars.", "\nMr. Smith would say 18.",
+        "\nIt might be worth noting that 16 - 7 = 9.", "\nConclusion: 18", "\nTL;DR: she makes $18 from 9 eggs.",
     ],
 )
 def test_an_explanation_after_the_statement_keeps_the_answer(gsm8k, after):
@@ -164,7 +172,8 @@ def mmlu():
      "\nHmm, {o}.", "\n{o} might also be the best answer.", "\nOption {o} also fits.",
      "\n{l}, {o}", "\n{l}/{o}", "\n({l}/{o})", "\nboth {l} and {o}", "\nFinal: {o}", "\nNot {l} but {o}",
      "\n{o} would be my second choice.", "\nOn second thought, {o}.", "\nSorry, {o}.",
-     "\nRunner-up: {o}", "\nIf not, {o}.", "\nPlan B: {o}"],
+     "\nRunner-up: {o}", "\nIf not, {o}.", "\nPlan B: {o}",
+     "\n{l} is wrong. {o}.", "\nFinal pick: {o}", "\nTL;DR: {o}"],  # round twenty-two
 )  # fmt: skip
 def test_a_later_line_offering_another_letter_is_no_answer(mmlu, after):
     task, problem, other = mmlu
