@@ -9,7 +9,12 @@ from typing import Any
 
 from deliberation_env.tasks.base import Problem, check_scoring
 from deliberation_env.tasks.lookalikes import as_read
-from deliberation_env.tasks.numeric import NUMERIC_INSTRUCTIONS, canonical_number, read_number
+from deliberation_env.tasks.numeric import (
+    NUMERIC_INSTRUCTIONS,
+    canonical_number,
+    exact_value,
+    read_number,
+)
 from deliberation_env.tasks.sources import (
     TEST_FRACTION,
     Record,
@@ -172,9 +177,9 @@ class JSONLTask(SplitsFromSource):
         return next((answer for answer in reversed(answers) if answer), None)  # the last one not empty
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:
-        """Exact match of canonical answers."""
-        return decision is not None and decision == problem.answer
+        """Exact match of canonical answers (of their values, for numbers: "1/2" is "0.5")."""
+        return decision is not None and self.decision_key(problem, decision) == self.decision_key(problem, problem.answer)
 
     def decision_key(self, problem: Problem, decision: str) -> Hashable:
-        """Canonical answers agree when they are equal strings."""
-        return decision
+        """Canonical answers agree when they are equal strings (numbers: equal values)."""
+        return exact_value(decision) if self.numeric else decision

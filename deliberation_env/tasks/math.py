@@ -106,9 +106,15 @@ _CLOSING = re.compile(r"(?:[^\S\n]|[$*.!]|\\[)\]])*(?:I hope it is correct\.?[^\
 _RELATIONS = re.compile(r"\\(?:approx|approxeq|thickapprox|simeq|sim|lor|vee)(?![a-zA-Z])|[≈≃∼≅∨]")
 _ROUNDING = re.compile(r"\s*(.+?)\s*(?:\\(?:approx|approxeq|thickapprox|simeq)|[≈≃≅])\s*(-?\d+\.\d+)\s*")
 _DIGITS = re.compile(r"(?<![\^\d])\d+")  # digit runs but exponents (``cm^2``)
-_DOUBT = re.compile(rf"\?|\b(?:{'|'.join(DOUBT_WORDS + NUMBER_WORDS)}|[ivx]{{2,}})\b", re.IGNORECASE)
-"""Words of doubt, and numbers in words or Roman numerals: in a part of a box math-verify
-does not read, a second value."""
+_QUALIFIERS = (
+    "wrong", "incorrect", "mistaken?", "not", "approx(?:imately)?", "roughly", "about", "around", "nearly", "almost",
+    "guess(?:ed)?", "estimated?", "or (?:more|less|so|fewer|greater|higher|lower)", "at (?:least|most)", "unless", "if",
+)  # fmt: skip
+"""Words that take back or loosen a boxed value (round twenty-two: ``18 \\text{ is wrong}``,
+``18 \\text{ or more}``, ``18 \\text{ (lucky guess)}`` read as 18)."""
+_DOUBT = re.compile(rf"\?|\b(?:{'|'.join(DOUBT_WORDS + NUMBER_WORDS + _QUALIFIERS)}|[ivx]{{2,}})\b", re.IGNORECASE)
+"""Words of doubt or qualifiers, and numbers in words or Roman numerals: in a part of a box
+math-verify does not read, a second value or no firm one."""
 _NUMBER_EQUALS = re.compile(r"^\s*-?\d+(?:\.\d+)?\s*=|=\s*-?\d+(?:\.\d+)?\s*=")
 """A number equated to something ("3 = 2", "x = 3 = 2"): math-verify reads the last side."""
 _DEGREES = re.compile(r"\\circ|°")
@@ -283,6 +289,8 @@ def offers_alternatives(answer: str, reference: str) -> bool:
     (False, False)
     >>> offers_alternatives(r"2\\sqrt{3} \\approx 3.46", r"2\\sqrt3"), offers_alternatives(r"2\\sqrt{3} \\approx 3.6", r"2\\sqrt3")
     (False, True)
+    >>> offers_alternatives(r"18 \\text{ is wrong}", "18"), offers_alternatives(r"18 \\text{ or more}", "18")
+    (True, True)
     """
     if _RELATIONS.search(answer) and not _RELATIONS.search(reference):
         return not _rounded(answer)
@@ -634,11 +642,29 @@ def equivalent(reference: str, answer: str) -> bool:
     """
     if _timed_out.get(("compare", reference, answer), 0) >= TIMEOUT_ATTEMPTS:
         return False
+    if other_base(reference, answer):
+        return False
     try:
         return _equivalent_in_time(reference, answer)
     except TimeoutException:
         timed_out("compare", reference, answer)
         return False
+
+
+_BASE = re.compile(r"(?<![\\\w])[0-9A-Z]*\d[0-9A-Z]*_\{?(\d{1,2})\}?")
+"""A numeral with its base as a subscript (``1011_2``, ``4A_{11}``; not ``x_1``)."""
+
+
+def other_base(reference: str, answer: str) -> bool:
+    """Whether ``answer`` writes its numerals in another base than ``reference`` does
+    (math-verify drops subscripts: ``10001_3`` was right for ``10001_2``, and ``18_{17}``
+    for 18). An answer without a base is read in the reference's (``1011`` for ``1011_2``).
+
+    >>> other_base("10001_2", "10001_3"), other_base("18", "18_{17}"), other_base("1011_2", "1011"), other_base("x_1", "x_1")
+    (True, True, False, False)
+    """
+    given = set(_BASE.findall(answer))
+    return bool(given) and given != set(_BASE.findall(reference))
 
 
 @functools.lru_cache(maxsize=8192)
@@ -739,6 +765,8 @@ class _CompetitionMath(SplitsFromSource):
         """Whether two answers are one: equal keys, or equal for math-verify (``x = 7`` and
         ``7``, ``\\frac34`` and ``0.75``), which the keys alone split
         (:func:`~deliberation_env.tasks.base.same_answer`)."""
+        if other_base(first, second) or other_base(second, first):  # keys drop subscripts: 1011_2 is no 1011_3
+            return False
         return answer_key(first) == answer_key(second) or equivalent(first, second)
 
 

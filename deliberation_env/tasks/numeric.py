@@ -229,6 +229,19 @@ def _other_number(answer: str, number: str) -> bool:
     return Fraction(answer) != Fraction(number)
 
 
+def exact_value(number: str) -> str:
+    """A canonical number's exact value as text (``"0.5"`` and ``"1/2"``: ``"1/2"``); other
+    text as it is.
+
+    >>> exact_value("0.5"), exact_value("1/2"), exact_value("18"), exact_value("x")
+    ('1/2', '1/2', '18', 'x')
+    """
+    try:
+        return str(Fraction(number))
+    except (ValueError, ZeroDivisionError):
+        return number
+
+
 def _line_number(line: str) -> str | None:
     """The canonical number a statement's ``line`` holds, when it holds exactly one and
     nothing after it but closing punctuation (markup taken out), else ``None``."""
@@ -258,9 +271,10 @@ class NumericTask:
         return read_number(text, self.scoring)
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:
-        """Exact match of canonical numbers."""
-        return decision is not None and decision == problem.answer
+        """Exact match of the canonical numbers' values ("1/2" is "0.5": red team,
+        round twenty-two, found a JSONL reference 0.5 that refused 1/2)."""
+        return decision is not None and exact_value(decision) == exact_value(problem.answer)
 
     def decision_key(self, problem: Problem, decision: str) -> Hashable:
-        """Canonical numbers agree when they are equal strings."""
-        return decision
+        """Canonical numbers agree when their values are equal ("1/2" and "0.5" vote together)."""
+        return exact_value(decision)

@@ -261,6 +261,19 @@ def test_jsonl_is_numeric_when_every_answer_is_a_number(tmp_path):
     assert [p.answer for p in task.problems("train") + task.problems("test")] == ["1.5", "4", "1000"]
 
 
+def test_a_numeric_answer_is_right_in_any_exact_form_and_votes_with_its_other_forms(tmp_path):
+    """Red team, round twenty-two: a reference of 0.5 refused "1/2", and the two forms voted apart."""
+    from deliberation_env.tasks import same_answer
+
+    task = JSONLTask(_directory(tmp_path, [("Half?", 0.5)], [("Half of 3?", "3/2")]))
+    half, three_halves = task.problems("train")[0], task.problems("test")[0]
+    for text in ("The answer is 1/2.", "The answer is 0.50.", "The answer is 2/4."):
+        assert task.is_correct(half, task.parse(half, text)), text
+    assert task.is_correct(three_halves, task.parse(three_halves, "The answer is 1.5."))
+    assert not task.is_correct(half, task.parse(half, "The answer is 0.51."))
+    assert same_answer(task, half, "1/2", "0.5") and not same_answer(task, half, "1/2", "0.51")
+
+
 def test_jsonl_numeric_answers_refuse_text_naming_the_line(tmp_path):
     path = _directory(tmp_path, [("2 + 2?", "4"), ("Capital of France?", "Paris")], [("1 + 1?", "2")])
     with pytest.raises(ValueError, match=r"train\.jsonl:2: answer 'Paris' is not a number"):

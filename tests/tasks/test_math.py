@@ -594,3 +594,14 @@ def test_a_vote_groups_answers_the_checker_joins_in_any_seat_order(order):
     assert answer_groups(task, problem, decisions) == [0, 0, 0]
     paid = answer_groups(task, problem, decisions, correct)
     assert all((paid[a] == paid[b]) == (correct[a] == correct[b]) for a in range(3) for b in range(3))
+
+
+def test_numerals_in_other_bases_are_other_answers_and_vote_apart():
+    """Red team, round twenty-two: math-verify drops a numeral's base, so 10001_3 was right
+    for 10001_2 and the two voted together."""
+    from deliberation_env.tasks import same_answer
+
+    task = MathTask(path="sample")
+    problem = Problem("math:p", "Write 17 in base 2.", "10001_2")
+    assert not task.is_correct(problem, "10001_3") and task.is_correct(problem, "10001_{2}")
+    assert not same_answer(task, problem, "10001_2", "10001_3") and same_answer(task, problem, "10001_2", "10001_{2}")

@@ -225,6 +225,19 @@ def test_a_second_letter_in_other_markup_is_a_hedge(second):
         ("2", "3 = 2", False),
         ("12", "12 \\text{ (or 21)}", False),
         ("2", "x = 2", True),
+        # round twenty-two: words in the box that take the value back or loosen it; units stay
+        ("18", "18 \\text{ is wrong}", False),
+        ("18", "18 \\text{ (wrong)}", False),
+        ("18", "18 \\text{ or more}", False),
+        ("18", "18 \\text{ (approximately)}", False),
+        ("18", "18 \\text{ (lucky guess)}", False),
+        ("18", "18 \\text{ dollars}", True),
+        ("3", "3 \\text{ cups of flour}", True),
+        # round twenty-two: math-verify drops a numeral's base
+        ("10001_2", "10001_3", False),
+        ("18", "18_{17}", False),
+        ("10001_2", "10001_{2}", True),
+        ("1011_2", "1011", True),
     ],
 )
 def test_math_boxes_of_round_six(reference, box, right):
