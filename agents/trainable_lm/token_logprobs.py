@@ -16,7 +16,8 @@ the logits (which the model's output already holds):
 
 the backward pass recomputing :math:`\pi_t = \mathrm{softmax}(z_t / T)` a chunk at a
 time (TRL's ``selective_log_softmax`` loops over sequences to the same end). On two CPU
-cores it takes 6% longer than the float32 copy for SmolLM2's vocabulary.
+cores it takes 1% (float32) to 6% (bfloat16) longer than the float32 copy for SmolLM2's
+vocabulary (BENCHMARKS.md, "The loss's logits").
 """
 
 from __future__ import annotations
