@@ -91,8 +91,10 @@ class Sampler(Protocol):
         temperature: float,
         top_p: float,
         min_new_tokens: int,
+        top_k: int = 0,
     ) -> list[Completion]:
-        """One completion per chat, as ``agent``, each from its own seed's random stream."""
+        """One completion per chat, as ``agent``, each from its own seed's random stream
+        (``top_k`` is passed only where it is > 0: a sampler without it samples all else)."""
         ...
 
 
@@ -103,6 +105,7 @@ def check_sample_arguments(
     temperature: float,
     top_p: float,
     min_new_tokens: int,
+    top_k: int = 0,
 ) -> None:
     """Refuse what :meth:`TrainableLM.sample` (and any sampler standing in for it) cannot sample.
 
@@ -118,10 +121,11 @@ def check_sample_arguments(
         or temperature < 0
         or not 0 < top_p <= 1
         or not 0 <= min_new_tokens <= max_new_tokens
+        or top_k < 0
     ):
         raise ValueError(
-            f"need max_new_tokens >= 1, temperature >= 0, top_p in (0, 1] and 0 <= min_new_tokens <= "
-            f"max_new_tokens, got {max_new_tokens}, {temperature}, {top_p}, {min_new_tokens}"
+            f"need max_new_tokens >= 1, temperature >= 0, top_p in (0, 1], 0 <= min_new_tokens <= "
+            f"max_new_tokens and top_k >= 0, got {max_new_tokens}, {temperature}, {top_p}, {min_new_tokens}, {top_k}"
         )
 
 
@@ -130,7 +134,7 @@ CANDIDATES = 64
 
 
 def draw_tokens(
-    logits: torch.Tensor, temperature: float, top_p: float, uniforms: torch.Tensor
+    logits: torch.Tensor, temperature: float, top_p: float, uniforms: torch.Tensor, top_k: int = 0
 ) -> torch.Tensor:
     """One token per row of ``logits`` (N, V), drawn at ``uniforms`` (N,) in [0, 1).
 
@@ -146,6 +150,11 @@ def draw_tokens(
     tail after the sum has reached 1 - 2^-23) puts ``u * total`` before the same candidate;
     any other row is drawn by the full sort. So the token is the sort's, except between
     equally likely tokens, whose order neither sort specifies.
+
+    With ``top_k`` > 0 the support is first the ``top_k`` likeliest tokens and the nucleus
+    is taken within their mass (the transformers backend's order: top-k, then top-p of what
+    is left); up to :data:`CANDIDATES` every row is decided among the candidates, beyond
+    it by the full sort.
     """
     if temperature == 0:
         return logits.argmax(dim=-1)
@@ -153,13 +162,20 @@ def draw_tokens(
     temperatures = torch.full((rows,), float(temperature), device=logits.device)
     top_ps = torch.full((rows,), float(top_p), device=logits.device)
     probs = torch.softmax(logits / temperatures.clamp(min=1e-6).unsqueeze(1), dim=-1)
+    if CANDIDATES < top_k < size:  # beyond the candidates: the full sort, every row
+        return _sample(logits, temperatures, top_ps, uniforms, torch.full((rows,), top_k, device=logits.device))
     top, order = probs.topk(min(CANDIDATES, size), dim=-1)
+    if 0 < top_k < size:  # the top-k's own distribution, as the full sort renormalizes it
+        top = top.masked_fill(torch.arange(top.shape[1], device=top.device) >= top_k, 0.0)
+        top = top / top.sum(dim=-1, keepdim=True)
     # once true, true for every later token
     outside = (top.cumsum(dim=-1) - top) >= top_ps.unsqueeze(1)
+    if 0 < top_k < size:
+        outside |= torch.arange(top.shape[1], device=top.device) >= top_k
     cdf = top.masked_fill(outside, 0.0).cumsum(dim=-1)
-    ends = outside[:, -1]
+    ends = outside[:, -1] | (0 < top_k < size)
     low = high = cdf[:, -1]
-    if top_p == 1:
+    if top_p == 1 and not 0 < top_k < size:
         mass = probs.sum(dim=-1, dtype=torch.float64)
         slack = mass * (2 * size * 2.0**-52)
         mass_high, mass_low = (mass + slack).float(), (mass - slack).float()
@@ -172,9 +188,7 @@ def draw_tokens(
     tokens = order.gather(1, picks[:, :1]).squeeze(1)
     undecided = (picks[:, 0] != picks[:, 1]) | (bounds[:, 1] > cdf[:, -1])
     if undecided.any():
-        tokens[undecided] = _sample(
-            logits[undecided], temperatures[undecided], top_ps[undecided], uniforms[undecided]
-        )
+        tokens[undecided] = _sample(logits[undecided], temperatures[undecided], top_ps[undecided], uniforms[undecided])
     return tokens
 
 
@@ -200,6 +214,7 @@ class Sampling:
         temperature: float = POLICY_TEMPERATURE,
         top_p: float = 1.0,
         min_new_tokens: int = 0,
+        top_k: int = 0,
     ) -> list[Completion]:
         """One completion per chat, as ``agent`` (see the module docstring on seeds).
 
@@ -214,11 +229,14 @@ class Sampling:
                 completions, e.g. to compare speed with other trainers). The recorded
                 log-probabilities stay those of the unconstrained policy, the ones
                 :meth:`logprobs` gives for the loss.
+            top_k: Sample among the ``top_k`` likeliest tokens only (then ``top_p`` within
+                them); 0: all. Like ``top_p``, it shapes the draw, not the recorded
+                log-probabilities.
 
         Raises:
             ValueError: On mismatched lengths or a bad sampling setting.
         """
-        check_sample_arguments(chats, seeds, max_new_tokens, temperature, top_p, min_new_tokens)
+        check_sample_arguments(chats, seeds, max_new_tokens, temperature, top_p, min_new_tokens, top_k)
         prompts = [self.encode(chat) for chat in chats]
         completions: list[Completion] = []
         with (
@@ -237,6 +255,7 @@ class Sampling:
                         top_p,
                         min_new_tokens,
                         advance,
+                        top_k=top_k,
                     )
                 )
         return completions
@@ -250,6 +269,7 @@ class Sampling:
         temperature: float = POLICY_TEMPERATURE,
         top_p: float = 1.0,
         min_new_tokens: int = 0,
+        top_k: int = 0,
     ) -> dict[str, list[Completion]]:
         """Several agents' requests of one turn, ``{agent: (chats, seeds)}``: each completion
         is what :meth:`sample` gives for it (the same seed, the same stream), but agents that
@@ -265,6 +285,7 @@ class Sampling:
             temperature: Sampling temperature, >= 0 (0: greedy).
             top_p: Nucleus mass in (0, 1].
             min_new_tokens: No stop token before this many tokens (see :meth:`sample`).
+            top_k: The likeliest tokens sampled among, 0: all (see :meth:`sample`).
 
         Returns:
             ``{agent: completions}``, in the order of each agent's chats.
@@ -277,6 +298,7 @@ class Sampling:
             "temperature": temperature,
             "top_p": top_p,
             "min_new_tokens": min_new_tokens,
+            "top_k": top_k,
         }
         seats = [self._seat(agent) for agent in requests]
         shared = (
@@ -318,6 +340,7 @@ class Sampling:
                         advance,
                         adapters=[self.seats[agent].adapter for agent in agents],
                         route=route,
+                        top_k=top_k,
                     )
                 )
         joint: dict[str, list[Completion]] = {agent: [] for agent in requests}
@@ -337,6 +360,7 @@ class Sampling:
         advance: progress.Advance,
         adapters: Sequence[str] | None = None,
         route: Route = peft_route,
+        top_k: int = 0,
     ) -> list[Completion]:
         """Decode ``prompts`` together; ``adapters``: each row's adapter (a mixed-adapter
         batch of one peft model, reaching them by ``route``: :mod:`agents.trainable_lm.mixed`),
@@ -355,6 +379,7 @@ class Sampling:
                 advance,
                 adapters,
                 route,
+                top_k,
             )
         names = [None] * len(prompts) if adapters is None else list(adapters)
         requests = [(name, tuple(prompt)) for name, prompt in zip(names, prompts, strict=True)]
@@ -373,6 +398,7 @@ class Sampling:
             advance,
             None if adapters is None else [adapters[row] for row in rows],
             route,
+            top_k,
         )
         by_request = dict(zip(first, decoded, strict=True))
         for row, request in enumerate(requests):
@@ -392,6 +418,7 @@ class Sampling:
         advance: progress.Advance,
         adapters: Sequence[str] | None,
         route: Route = peft_route,
+        top_k: int = 0,
     ) -> list[Completion]:
         """Decode every row of ``prompts`` (see :meth:`_sample_batch`), stepping the way
         ``self.decoding`` names (:mod:`agents.trainable_lm.steps`; a model whose attention
@@ -425,7 +452,7 @@ class Sampling:
             allowed = (
                 logits.index_fill(1, stop_ids, float("-inf")) if step < min_new_tokens else logits
             )
-            chosen = draw_tokens(allowed, temperature, top_p, uniforms)
+            chosen = draw_tokens(allowed, temperature, top_p, uniforms, top_k)
             scores = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(
                 1, chosen[:, None]
             )[:, 0]

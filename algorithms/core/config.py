@@ -72,9 +72,10 @@ class RunConfig:
             raise ValueError("wandb_project logs the metrics of the run folder: give run_dir (or \"\" for a new one)")
 
 
-ADDED_SETTINGS: dict[str, Any] = {"weight_decay": 0.0, "lr_schedule": "constant", "warmup_updates": 0}
-"""Learner settings added since release 0.2, with the value every run it recorded trained
-with: a run folder recorded without one resumes where it has this value
+ADDED_SETTINGS: dict[str, Any] = {"weight_decay": 0.0, "lr_schedule": "constant", "warmup_updates": 0, "top_k": 0}
+"""Settings added since release 0.2 (the learners' optimizer, the text learners'
+``top_k``), with the value every run it recorded trained with: a run folder recorded
+without one resumes where it has this value
 (:func:`algorithms.core.run_dirs.changed_settings`)."""
 
 KEPT_ON_RESUME = ("eval_problems",)

@@ -417,6 +417,7 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
                 temperature=temperature,
                 top_p=config.top_p,
                 min_new_tokens=config.min_new_tokens if temperature else 0,
+                **({"top_k": config.top_k} if config.top_k else {}),  # a sampler of one's own may not take it
             )
             texts = {}
             for i, agent in enumerate(self.agents):

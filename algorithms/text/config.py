@@ -147,6 +147,10 @@ class TextLearnerConfig(GroupSettings):
     """Sampling temperature, > 0; the policy pi is softmax(logits / temperature)."""
     top_p: float = 1.0
     """Nucleus mass of sampling, in (0, 1]."""
+    top_k: int = 0
+    """Sample among this many likeliest tokens only (then ``top_p`` within them, as TRL's
+    ``top_k``); 0: all. Like ``top_p`` it shapes the rollouts' draw; the loss scores the
+    policy softmax(logits / temperature) whole."""
     gamma: float = 1.0
     """Discount across turns: the return of turn t is r_t + gamma * return of turn t+1."""
     credit: Literal["joint", "contribution"] = "joint"
@@ -255,6 +259,8 @@ class TextLearnerConfig(GroupSettings):
             )
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must lie in (0, 1], got {self.top_p}")
+        if self.top_k < 0:
+            raise ValueError(f"top_k must be >= 0 (0: all tokens), got {self.top_k}")
         if not 0 <= self.min_new_tokens <= self.max_new_tokens:
             raise ValueError(f"min_new_tokens must lie in [0, max_new_tokens], got {self.min_new_tokens}")
         if not 0 <= self.gamma <= 1:

@@ -205,6 +205,7 @@ class CTranslate2Sampler:
         temperature: float = POLICY_TEMPERATURE,
         top_p: float = 1.0,
         min_new_tokens: int = 0,
+        top_k: int = 0,
     ) -> list[Completion]:
         """One completion per chat, as ``agent``: :meth:`TrainableLM.sample`'s arguments and
         checks, seeded per call (module docstring).
@@ -220,7 +221,7 @@ class CTranslate2Sampler:
             raise KeyError(f"the sampler's TrainableLM plays {self.lm.agents}, not {agent!r}")
         if self.version is None:
             raise RuntimeError("CTranslate2Sampler.sync(weights, version) must come before sample")
-        check_sample_arguments(chats, seeds, max_new_tokens, temperature, top_p, min_new_tokens)
+        check_sample_arguments(chats, seeds, max_new_tokens, temperature, top_p, min_new_tokens, top_k)
         if not chats:
             return []
         model_dir = self._model_dir(agent)
@@ -229,7 +230,7 @@ class CTranslate2Sampler:
         if temperature == 0:
             sampling: dict[str, Any] = {"sampling_topk": 1}
         else:
-            sampling = {"sampling_topk": 0, "sampling_topp": top_p, "sampling_temperature": temperature}
+            sampling = {"sampling_topk": top_k, "sampling_topp": top_p, "sampling_temperature": temperature}
         logprobs: list[list[float]] = [[] for _ in prompts]
         # CTranslate2's step log-probabilities are those of temperature 1, after min_length's ban
         rescore = temperature not in (0, 1) or min_new_tokens > 0

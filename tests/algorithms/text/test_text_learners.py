@@ -253,3 +253,20 @@ def test_the_held_out_env_is_strict_and_plays_every_turn():
     venv = held_out_env(config, 2)
     assert (venv.stop_threshold, venv.protocol.scoring) == (None, "strict")
     assert venv.problems == text_vector_env(1, task="arithmetic", split="test").problems
+
+
+@pytest.mark.parametrize("top_k", [0, 3])
+def test_top_k_reaches_the_rollouts_sampler_only_where_set(make_lm, top_k):
+    subject = make_learner(make_lm, config=TextMAGRPOConfig(**SMALL, top_k=top_k))
+    seen = []
+    sample_joint = subject.lm.sample_joint
+
+    def recording(requests, **settings):
+        seen.append(settings)
+        return sample_joint(requests, **settings)
+
+    subject.lm.sample_joint = recording
+    subject.train_step()
+    assert seen and all(s.get("top_k", 0) == top_k and ("top_k" in s) == bool(top_k) for s in seen)
+    with pytest.raises(ValueError, match="top_k must be >= 0"):
+        TextMAGRPOConfig(top_k=-1)

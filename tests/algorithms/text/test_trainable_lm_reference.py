@@ -164,3 +164,38 @@ def test_scoring_with_shared_prompts_keeps_the_loss_and_its_gradient(make_lm, te
     assert fast[1] == pytest.approx(plain[1], rel=1e-5)
     for ours, theirs in zip(fast[2], plain[2], strict=True):
         assert torch.allclose(ours, theirs, rtol=1e-4, atol=1e-8)
+
+
+@pytest.mark.parametrize("top_k", [1, 5, 64, 100])
+@pytest.mark.parametrize(("temperature", "top_p"), [(1.0, 1.0), (0.7, 0.9)])
+def test_top_k_draws_the_sorts_token_among_the_top_k(top_k, temperature, top_p):
+    """top_k (TRL's): the transformers backend's order, top-k then top-p within it; drawn
+    among the candidates up to CANDIDATES tokens, by the full sort beyond."""
+    from agents.trainable_lm import draw_tokens
+
+    rows = 120
+    logits = distributions(300, rows, seed=top_k)
+    uniforms = torch.rand(rows, generator=torch.Generator().manual_seed(2))
+    uniforms[:4] = torch.tensor([0.0, 0.5, 0.999999, 1 - 2**-24])
+    ours = draw_tokens(logits, temperature, top_p, uniforms, top_k)
+    full = torch.full((rows,), float(temperature)), torch.full((rows,), float(top_p))
+    sorts = _sample(logits, *full, uniforms, torch.full((rows,), top_k))
+    probs = torch.softmax(logits / temperature, dim=-1)
+    index = torch.arange(rows)
+    assert torch.equal(probs[index, ours], probs[index, sorts])  # the sort's token, or one as likely
+    kth = probs.topk(top_k, dim=-1).values[:, -1]
+    assert bool((probs[index, ours] >= kth).all())  # always among the top k
+    if top_k == 1:
+        assert torch.equal(ours, logits.argmax(dim=-1)) or bool((probs[index, ours] == probs.max(dim=-1).values).all())
+
+
+def test_top_k_reaches_the_sampler_only_where_it_is_set(make_lm):
+    """A sampler of one's own without top_k keeps working where top_k is 0 (the default)."""
+    from agents.trainable_lm.sampling import check_sample_arguments
+
+    with pytest.raises(ValueError, match="top_k >= 0"):
+        check_sample_arguments([CHAT], [1], 4, 1.0, 1.0, 0, -1)
+    lm = make_lm()
+    one = lm.sample("agent_0", [CHAT] * 3, [1, 2, 3], max_new_tokens=6, temperature=1.0, top_k=1)
+    greedy = lm.sample("agent_0", [CHAT], [9], max_new_tokens=6, temperature=0.0)
+    assert all(c.token_ids == greedy[0].token_ids for c in one)  # top-1 is the greedy token at every step
