@@ -311,11 +311,13 @@ def mean_and_interval(stat: Mapping[str, float]) -> str:
     return f"{stat['mean']:.3f} +- {stat['ci95']:.3f}"
 
 
-def difference(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
+def difference(a: Mapping[str, float], b: Mapping[str, float], pairs: int = 1) -> dict[str, float]:
     """The difference of two learners' means over their seeds, ``a - b``, with the half-width
-    of its 95% Welch t-interval (two :func:`mean_ci`; their seeds need not pair):
+    of its 95% Welch t-interval (two :func:`mean_ci`; their seeds need not pair), widened
+    by Bonferroni where it is one of ``pairs`` compared at once (each at 1 - 0.05 / pairs,
+    so that all of them hold together at 95%):
 
-        (m_a - m_b) +- t_{0.975, nu} * sqrt(s_a^2 / n_a + s_b^2 / n_b),
+        (m_a - m_b) +- t_{1 - 0.025/pairs, nu} * sqrt(s_a^2 / n_a + s_b^2 / n_b),
         nu = (s_a^2/n_a + s_b^2/n_b)^2 / ((s_a^2/n_a)^2/(n_a-1) + (s_b^2/n_b)^2/(n_b-1)),
 
     each standard deviation recovered from its interval, s = ci95 * sqrt(n) / t_{0.975, n-1}.
@@ -337,13 +339,17 @@ def difference(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, floa
     if spread == 0:
         return {"mean": a["mean"] - b["mean"], "ci95": 0.0, "n": n}
     dof = spread**2 / sum(v**2 / (side["n"] - 1) for v, side in zip(variances, (a, b)))
-    return {"mean": a["mean"] - b["mean"], "ci95": float(stats.t.ppf(0.975, dof) * np.sqrt(spread)), "n": n}
+    quantile = 1 - 0.025 / pairs
+    return {"mean": a["mean"] - b["mean"], "ci95": float(stats.t.ppf(quantile, dof) * np.sqrt(spread)), "n": n}
 
 
 def difference_lines(learners: Mapping[str, Mapping[str, float]], metric: str) -> list[str]:
     """Each pair of learners' :func:`difference` in ``metric`` (``learners``: name -> its
     :func:`mean_ci` of the metric) as a line that says whether the seeds show it: what a
-    difference between two learners must exceed to mean something.
+    difference between two learners must exceed to mean something. With more than one pair
+    the intervals are Bonferroni's, so that every line holds at once at 95% (three learners
+    compared pairwise at 95% each would show a difference that is not there one time in
+    seven).
 
     >>> difference_lines({"a": mean_ci([0.5, 0.6]), "b": mean_ci([0.1, 0.2])}, "x")
     ['a - b in x: +0.400 +- 0.304 over 2 seeds: shown (the 95% interval excludes 0)']
@@ -351,19 +357,21 @@ def difference_lines(learners: Mapping[str, Mapping[str, float]], metric: str) -
     ['a - b in x: +0.400 over 2 seeds, each side the same on every seed: no spread, so not tested']
     """
     names = list(learners)
+    pairs = len(names) * (len(names) - 1) // 2
+    interval = "95% interval" if pairs == 1 else f"95% interval, Bonferroni over {pairs} pairs,"
     lines = []
     for k, first in enumerate(names):
         for second in names[k + 1 :]:
-            d = difference(learners[first], learners[second])
+            d = difference(learners[first], learners[second], pairs)
             head = f"{first} - {second} in {metric}: {d['mean']:+.3f}"
             if not np.isfinite(d["ci95"]):
                 lines.append(f"{head} (1 seed on a side: no interval, so not shown)")
             elif d["ci95"] == 0:  # the seeds do not vary: an interval of 0 would claim certainty
                 lines.append(f"{head} over {d['n']} seeds, each side the same on every seed: no spread, so not tested")
             elif abs(d["mean"]) > d["ci95"]:
-                lines.append(f"{head} +- {d['ci95']:.3f} over {d['n']} seeds: shown (the 95% interval excludes 0)")
+                lines.append(f"{head} +- {d['ci95']:.3f} over {d['n']} seeds: shown (the {interval} excludes 0)")
             else:
-                lines.append(f"{head} +- {d['ci95']:.3f} over {d['n']} seeds: not shown (the 95% interval covers 0)")
+                lines.append(f"{head} +- {d['ci95']:.3f} over {d['n']} seeds: not shown (the {interval} covers 0)")
     return lines
 
 

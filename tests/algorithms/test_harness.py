@@ -144,14 +144,26 @@ def test_a_difference_of_learners_is_welchs_interval_over_their_seeds(a, b):
     assert d["mean"] + d["ci95"] == pytest.approx(expected.high)
 
 
+@pytest.mark.parametrize("pairs", [3, 6])
+def test_several_pairs_get_bonferronis_intervals(pairs):
+    """Three learners compared pairwise at 95% each would show a difference that is not
+    there one time in seven: each of m pairs is tested at 1 - 0.05 / m."""
+    a, b = [0.5, 0.7, 0.9], [0.1, 0.3, 0.2]
+    expected = stats.ttest_ind(a, b, equal_var=False).confidence_interval(1 - 0.05 / pairs)
+    d = difference(mean_ci(a), mean_ci(b), pairs)
+    assert d["mean"] - d["ci95"] == pytest.approx(expected.low)
+    assert d["ci95"] > difference(mean_ci(a), mean_ci(b))["ci95"]
+
+
 def test_the_summary_says_which_differences_the_seeds_show():
     learners = {"a": mean_ci([0.5, 0.6, 0.55]), "b": mean_ci([0.1, 0.2, 0.15]), "c": mean_ci([0.0, 0.9, 0.3])}
 
     lines = difference_lines(learners, "eval/correct")
 
     assert len(lines) == 3  # every pair once
-    assert lines[0].startswith("a - b in eval/correct: +0.400") and "shown (the 95% interval excludes 0)" in lines[0]
-    assert "not shown (the 95% interval covers 0)" in lines[1]  # a - c: seeds too spread to tell
+    family = "95% interval, Bonferroni over 3 pairs,"
+    assert lines[0].startswith("a - b in eval/correct: +0.400") and f"shown (the {family} excludes 0)" in lines[0]
+    assert f"not shown (the {family} covers 0)" in lines[1]  # a - c: seeds too spread to tell
     assert "no interval" in difference_lines({"a": mean_ci([0.5]), "b": mean_ci([0.1, 0.2])}, "x")[0]
     same_every_seed = difference_lines({"a": mean_ci([0.5, 0.5]), "b": mean_ci([0.1, 0.1])}, "x")[0]
     assert "no spread, so not tested" in same_every_seed and "shown" not in same_every_seed
