@@ -53,6 +53,7 @@ _DOUBTS = re.compile(
 )
 """A part of a line that doubts or takes back: words of doubt, "wait", "wrong", "I meant",
 ... ("or" and ``?`` count where they offer a value: :data:`_OPENS_WITH_OR`, :data:`_ASKED`)."""
+_HEDGING = re.compile(r"\b(?:maybe|perhaps|possibly|probably)\b", re.IGNORECASE)
 _OPENS_WITH_OR = re.compile(r"[^\w\n]*+or\b", re.IGNORECASE)
 _ASKED = re.compile(r"\s*+(?:could|might|may|can|would|is|was|maybe|perhaps|or)\b", re.IGNORECASE)
 """A question that offers (not a question the text asks itself and answers: "How many
@@ -67,6 +68,7 @@ _LISTING_WRONG = re.compile(
 )
 """A line that lists what is wrong ("Incorrect: A, C, D.", "Common mistake: 32"): no hedge
 (but "Not 12 but 11" offers 11)."""
+_TAKES_BACK = re.compile(r"\b(?:not|no|nope|wrong|incorrect)\b", re.IGNORECASE)
 _DISMISSED = re.compile(r"[^\w\n]*+(?:no|not|wrong|incorrect|never)\b", re.IGNORECASE)
 """A part that answers the one before with no ("Could it be C? No, ...")."""
 _CONFIRMED = re.compile(r"[^\w\n]*+(?:yes|indeed|right|correct)\b", re.IGNORECASE)
@@ -137,14 +139,17 @@ _OFFERING_LABEL = re.compile(
     r"(?:\s++possible)?\s++(?:answers?|solutions?|choices?)|alternatives?|alt(?:\s++answer)?|(?:second|other|next)\s++"
     r"(?:guess|choice|pick)|2nd\s++(?:guess|choice|pick)|runner[- ]up|p\.?\s?s\.?|plan\s++b|fall\s?back|backup"
     r"|guess|options?|choices?|candidates?|also\s++possible|edit(?:ed)?|update[d]?|correction"
-    r"|corrected(?:\s++answer)?|revised(?:\s++answer)?|new\s++answer|tl\s?;?\s?dr|(?:in\s++)?(?:conclusion|summary|short)"
-    r"|bottom\s++line|verdict|(?:final\s++|my\s++)?(?:pick|choice))[^\w\n:]*+:",
+    r"|corrected(?:\s++answer)?|revised(?:\s++answer)?|new\s++answer|verdict|(?:final\s++|my\s++)?(?:pick|choice))[^\w\n:]*+:",
     re.IGNORECASE,
 )
 """A label that offers what follows it ("Possible answers:", "Second guess:", "Edit:",
-"TL;DR:", "Conclusion:", "Final pick:"); an
+"Final pick:"); an
 answer is stated once, so values after such a label are offered (not "Second day: 36",
 "Prime options: 2, 3, 7", "Options eliminated: A, C")."""
+_RECAP_LABEL = re.compile(
+    r"[^\w\n]*+(?:tl\s?;?\s?dr|(?:in\s++)?(?:conclusion|summary|short)|bottom\s++line)[^\w\n:]*+:", re.IGNORECASE
+)
+"""A recap's label: it offers a bare value ("TL;DR: 19"), not a step's quantity ("Summary: 9 eggs.")."""
 _COUNTERFACTUAL = re.compile(r"\b(?:would|could|might)\b", re.IGNORECASE)
 """A part that says what would or could be ("(it could be 32 if she sold all 16)"): its
 condition stays."""
@@ -194,10 +199,16 @@ def hedges_after(
             continue
         if displayed or not stripped or _DISPLAYED.fullmatch(stripped):
             continue
-        for sentence in _SENTENCE_END.split(line):  # "18 is wrong. 19.": each sentence read as a line
+        (line_wholes, line_lists), _ = _offered(line)
+        taken_back = False
+        for index, sentence in enumerate(_SENTENCE_END.split(line)):  # "18 is wrong. 19.": each sentence read
+            after_retraction = taken_back
+            taken_back = taken_back or bool(_DOUBTS.search(sentence) or _TAKES_BACK.search(sentence))
             if not sentence.strip() or _LISTING_WRONG.match(sentence):
                 continue
             (wholes, lists), offered = _offered(sentence)
+            if not after_retraction:  # a bare value is offered by a sentence only after one that doubts or takes back
+                (wholes, lists) = (line_wholes, line_lists) if index == 0 and not _LISTING_WRONG.match(line) else ([], [])
             read = []
             if not any((whole := value_of(text)) is not None and not differs(answer, whole) for text in wholes):
                 read = _listed(lists, answer, value_of, differs)
@@ -274,7 +285,7 @@ def _offered(line: str) -> tuple[tuple[list[str], list[tuple[list[str], bool]]],
         )
         if (doubting or (doubted and after_doubt)) and not dismissed:
             offered.append(_core(part, conditional=not _COUNTERFACTUAL.search(part)))
-            doubts = list(_DOUBTS.finditer(part)) if doubting else []
+            doubts = list(_HEDGING.finditer(part)) if doubting else []
             if doubts:  # whatever comes before the doubt ("tbh maybe 19", "idk, probably 19")
                 offered.append(_core(part[doubts[-1].end() :], conditional=not _COUNTERFACTUAL.search(part)))
         after_doubt = doubting or (after_doubt and not core)
@@ -291,6 +302,9 @@ def _lists(line: str) -> tuple[list[str], list[tuple[list[str], bool]]]:
     every piece is a bare number or letter ("12, 11", "B/C", "both B and C"; not "15 girls
     and 10 boys", "V = 8, F = 6", nor a table's rows)."""
     label = _OFFERING_LABEL.match(line)
+    recap = None if label else _RECAP_LABEL.match(line)
+    if recap and _BARE.fullmatch(_core(line[recap.end() :]).strip(_MARKUP)):
+        label = recap
     wholes, ways = [], []
     for body in (line, line[label.end() :]) if label else (line,):
         whole = _strip_end(body)

@@ -107,7 +107,8 @@ _RELATIONS = re.compile(r"\\(?:approx|approxeq|thickapprox|simeq|sim|lor|vee)(?!
 _ROUNDING = re.compile(r"\s*(.+?)\s*(?:\\(?:approx|approxeq|thickapprox|simeq)|[≈≃≅])\s*(-?\d+\.\d+)\s*")
 _DIGITS = re.compile(r"(?<![\^\d])\d+")  # digit runs but exponents (``cm^2``)
 _QUALIFIERS = (
-    "wrong", "incorrect", "mistaken?", "not", "approx(?:imately)?", "roughly", "about", "around", "nearly", "almost",
+    "wrong", "incorrect", "mistaken?", r"not(?!\s+(?:count|includ)\w*)", "approx(?:imately)?", "roughly",
+    r"(?:about|around)(?!\s+(?:the|a|an)\b)", "nearly", "almost",
     "guess(?:ed)?", "estimated?", "or (?:more|less|so|fewer|greater|higher|lower)", "at (?:least|most)", "unless", "if",
 )  # fmt: skip
 """Words that take back or loosen a boxed value (round twenty-two: ``18 \\text{ is wrong}``,
@@ -658,13 +659,14 @@ _BASE = re.compile(r"(?<![\\\w])[0-9A-Z]*\d[0-9A-Z]*_\{?(\d{1,2})\}?")
 def other_base(reference: str, answer: str) -> bool:
     """Whether ``answer`` writes its numerals in another base than ``reference`` does
     (math-verify drops subscripts: ``10001_3`` was right for ``10001_2``, and ``18_{17}``
-    for 18). An answer without a base is read in the reference's (``1011`` for ``1011_2``).
+    for 18). An answer without a base is read in the reference's (``1011`` for ``1011_2``),
+    and base 10 is no base (``18_{10}`` is 18).
 
-    >>> other_base("10001_2", "10001_3"), other_base("18", "18_{17}"), other_base("1011_2", "1011"), other_base("x_1", "x_1")
+    >>> other_base("10001_2", "10001_3"), other_base("18", "18_{17}"), other_base("1011_2", "1011"), other_base("18", "18_{10}")
     (True, True, False, False)
     """
-    given = set(_BASE.findall(answer))
-    return bool(given) and given != set(_BASE.findall(reference))
+    given = set(_BASE.findall(answer)) - {"10"}
+    return bool(given) and given != set(_BASE.findall(reference)) - {"10"}
 
 
 @functools.lru_cache(maxsize=8192)
@@ -765,8 +767,8 @@ class _CompetitionMath(SplitsFromSource):
         """Whether two answers are one: equal keys, or equal for math-verify (``x = 7`` and
         ``7``, ``\\frac34`` and ``0.75``), which the keys alone split
         (:func:`~deliberation_env.tasks.base.same_answer`)."""
-        if other_base(first, second) or other_base(second, first):  # keys drop subscripts: 1011_2 is no 1011_3
-            return False
+        if _BASE.search(first) and _BASE.search(second) and other_base(first, second):  # keys drop subscripts
+            return False  # 1011_2 is no 1011_3 (but 1011 may be 1011_2, as is_correct reads it)
         return answer_key(first) == answer_key(second) or equivalent(first, second)
 
 

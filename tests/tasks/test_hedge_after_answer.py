@@ -90,6 +90,11 @@ def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
         "\nShe sells 9 eggs. At $2 each, that's $18.", "\nCheck: 16 - 3 - 4 = 9. 9 * 2 = 18.",
         "\nEggs sold: 9. Revenue: 18.", "\nSo 18. Done!", "\nThat's it. 18 dollars.", "\nMr. Smith would say 18.",
         "\nIt might be worth noting that 16 - 7 = 9.", "\nConclusion: 18", "\nTL;DR: she makes $18 from 9 eggs.",
+        # what the first cut of round twenty-two refused (an audit of honest follow-ups)
+        "\nShe sells the rest, i.e. 9 eggs.", "\nShe sells approx. 9 eggs.", "\nCompare: $18 vs. $32.",
+        "\nThat's 9 eggs. 9 eggs x $2 = $18.", "\nNote: 16 eggs - 7 eggs = 9 eggs. 9 eggs.",
+        "\nThe number of eggs she sells is actually 9.", "\nThe wrong answer would be $32.",
+        "\nNote that the number left may be 9 eggs.", "\nSummary: 9 eggs.", "\nBottom line: $2 each.",
     ],
 )
 def test_an_explanation_after_the_statement_keeps_the_answer(gsm8k, after):
@@ -191,6 +196,8 @@ def test_a_later_line_offering_another_letter_is_no_answer(mmlu, after):
         "\n\nMight be tempting to choose {o}, but it is not.", "\n\nOr, in words: {l}.",
         "\n{o} is true.", "\n{o} is true, but it is not the best answer.", "\nAt first glance, {o} might be right, but no.",
         "\nIncorrect: {o}.", "\nCould it be {o}? No, it fails the second condition.",
+        "\n{o}. something else - incorrect.", "\nOption {o}. is incorrect because it fails.",  # round twenty-two's audit
+        "\nThe most common wrong choice is {o}.", "\nWhy the others are wrong:\n{o}. fails the second condition.",
     ],
 )  # fmt: skip
 def test_a_later_line_discussing_the_options_keeps_the_letter(mmlu, after):

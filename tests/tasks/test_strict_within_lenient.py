@@ -233,6 +233,9 @@ def test_a_second_letter_in_other_markup_is_a_hedge(second):
         ("18", "18 \\text{ (lucky guess)}", False),
         ("18", "18 \\text{ dollars}", True),
         ("3", "3 \\text{ cups of flour}", True),
+        ("12", "12 \\text{ (not counting rotations)}", True),
+        ("8", "8 \\text{ (about the } y\\text{-axis)}", True),
+        ("18", "18_{10}", True),
         # round twenty-two: math-verify drops a numeral's base
         ("10001_2", "10001_3", False),
         ("18", "18_{17}", False),
