@@ -300,6 +300,9 @@ def routed_adapters(
         return {}
 
     trains = [(p, p.requires_grad) for p in model.parameters()]
+    active = getattr(model, "active_adapter", None)
+    if decoding == "compiled" and isinstance(active, str):  # the compiled graph guards on it: one for any agent
+        model.set_adapter(min(model.peft_config))  # (a loss pass between decodes sets another: a recompile)
     disabled = [layer.disable_adapters for layer in layers]
     handles = [
         layer.register_forward_hook(hook, with_kwargs=True)
@@ -314,5 +317,7 @@ def routed_adapters(
             handle.remove()
         for layer, was_disabled in zip(layers, disabled, strict=True):
             layer.enable_adapters(not was_disabled)
+        if decoding == "compiled" and isinstance(active, str):
+            model.set_adapter(active)
         for parameter, flag in trains:
             parameter.requires_grad_(flag)

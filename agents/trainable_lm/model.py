@@ -154,6 +154,10 @@ class TrainableLM(Sampling, Scoring, Weights):
             ``torch.compile``, CUDA graphs on a GPU: each shape compiles once, up to
             minutes, then a decoded token costs the least Python). Each gives the same
             completions up to floating-point noise.
+        keep_reference: Under ``finetune="full"``, keep a frozen copy of the base as the
+            reference policy (``logprobs(reference=True)``: a KL term's); False keeps none,
+            a whole model less (the text learners keep one only where ``kl_coef`` > 0).
+            With LoRA the reference is the base without adapters, kept anyway.
 
     Attributes:
         device: The torch device the model runs on.
@@ -196,6 +200,7 @@ class TrainableLM(Sampling, Scoring, Weights):
         base: str | None = None,
         routing: Routing = "auto",
         decoding: Decoding = "dynamic",
+        keep_reference: bool = True,
     ) -> None:
         require_train_extra()
         agents = list(agents)
@@ -222,6 +227,7 @@ class TrainableLM(Sampling, Scoring, Weights):
             )
         self.tokenizer, self.base = tokenizer, base
         self.finetune, self.separate, self.micro_batch_size = finetune, separate, micro_batch_size
+        self.keep_reference = keep_reference
         self.sample_batch_size = sample_batch_size or micro_batch_size
         self.gradient_checkpointing, self.segmented_scoring = gradient_checkpointing, segmented_scoring
         check_decoding(decoding, routing)
@@ -247,7 +253,7 @@ class TrainableLM(Sampling, Scoring, Weights):
         self, model: PreTrainedModel, agents: list[str], lora: LoraConfig
     ) -> dict[str, _Seat]:
         if self.finetune == "full":
-            reference = copy.deepcopy(model)
+            reference = copy.deepcopy(model) if self.keep_reference else None  # a whole model more: only for a KL
             if self.separate:
                 return {
                     agent: _Seat(copy.deepcopy(model).requires_grad_(True), None, reference)
@@ -368,6 +374,11 @@ class TrainableLM(Sampling, Scoring, Weights):
         """The module to run as ``agent`` (its adapter active), or as the reference policy."""
         seat = self._seat(agent)
         if seat.adapter is None:
+            if reference and seat.reference is None:
+                raise ValueError(
+                    "this TrainableLM keeps no reference model (finetune='full' with keep_reference=False, as a "
+                    "learner without a KL term builds it): build it with keep_reference=True to score the reference"
+                )
             yield seat.reference if reference else seat.model
             return
         seat.model.set_adapter(seat.adapter)

@@ -54,8 +54,9 @@ WARMUP_CALLS = {"cuda": 2}
 """The calls of a compiled shape that build it rather than run it, by device type (1
 elsewhere): the first compiles, the second records the CUDA graph on CUDA;
 :attr:`StaticSteps.warmup_seconds` times them."""
-_CALLS: dict[tuple[str, int, int, int], int] = {}
-"""Calls so far of each compiled shape (device type, model, rows, length), in this process."""
+_CALLS: dict[tuple[str, int, str, int, int], int] = {}
+"""Calls so far of each compiled shape (device type, model, active adapter, rows, length),
+in this process."""
 RECOMPILE_LIMIT = 64
 """Compiled shapes kept per step function during a decode (torch's default, 8, would fall
 back to eager after a few row and length buckets of several models)."""
@@ -284,7 +285,8 @@ class StaticSteps:
         self.ids[self.live, 0] = chosen
         self.positions = self.positions + 1
         self.cache_position = self.cache_position + 1
-        shape = (self.ids.device.type, id(self.model), self.ids.shape[0], self.length)
+        adapter = getattr(self.model, "active_adapter", None)  # a graph per active adapter (peft's single-agent path)
+        shape = (self.ids.device.type, id(self.model), str(adapter), self.ids.shape[0], self.length)
         warming = self.compiled and _CALLS.get(shape, 0) < WARMUP_CALLS.get(shape[0], 1)
         if warming:
             synchronize(self.ids.device)

@@ -33,12 +33,15 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: flo
 
     Args:
         logits: (..., V) in any floating dtype; position k scores the token ``targets[k]``.
-        targets: (...) token ids, the shape of ``logits`` without its last axis.
+        targets: (...) token ids in [0, V), the shape of ``logits`` without its last axis.
         temperature: T > 0.
 
     Returns:
         (...) float32 log-probabilities (float64 for float64 logits), differentiable with
         respect to ``logits``.
+
+    Raises:
+        ValueError: On targets of another shape, or outside the vocabulary.
 
     >>> logits = torch.tensor([[2.0, 0.0, -1.0]])
     >>> torch.allclose(token_logprobs(logits, torch.tensor([0])), torch.log_softmax(logits, -1)[:, 0])
@@ -46,6 +49,11 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: flo
     """
     if logits.shape[:-1] != targets.shape:
         raise ValueError(f"targets {tuple(targets.shape)} must be logits {tuple(logits.shape)} without the vocabulary axis")
+    if targets.numel() and bool(((targets < 0) | (targets >= logits.shape[-1])).any()):  # not a device assert
+        raise ValueError(
+            f"targets must be token ids in [0, {logits.shape[-1]}) (no ignore index such as -100: pad with any id "
+            "and leave the padding out of the loss)"
+        )
     return _TokenLogprobs.apply(logits, targets, float(temperature))
 
 

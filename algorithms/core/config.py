@@ -13,6 +13,8 @@ some (LLM weights: a smaller batch, one pass, no KL), in one block of its config
 from __future__ import annotations
 
 import dataclasses
+import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -128,9 +130,16 @@ class LearnerSettings:
         if self.seed < 0:
             raise ValueError(f"seed must be >= 0 (numpy's generators take no negative seed), got {self.seed}")
         check_positive(self, "learning_rate", "update_epochs", "num_minibatches", "max_grad_norm")
-        if self.weight_decay < 0 or self.warmup_updates < 0:
-            raise ValueError(
-                f"weight_decay and warmup_updates must be >= 0, got {self.weight_decay} and {self.warmup_updates}"
+        if not 0 <= self.weight_decay < math.inf:  # NaN too: it would turn every adapter into NaN
+            raise ValueError(f"weight_decay must be a number >= 0 (0: plain Adam), got {self.weight_decay}")
+        if self.warmup_updates < 0:
+            raise ValueError(f"warmup_updates must be >= 0 (0: no warm-up), got {self.warmup_updates}")
+        updates = getattr(getattr(self, "run", None), "updates", None)  # a learner config's run
+        if updates and self.warmup_updates >= updates:
+            warnings.warn(
+                f"warmup_updates={self.warmup_updates} outlasts the run's {updates} updates: the learning rate "
+                f"never reaches learning_rate={self.learning_rate}",
+                stacklevel=3,
             )
         if self.lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}, got {self.lr_schedule!r}")

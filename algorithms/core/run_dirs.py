@@ -250,16 +250,17 @@ def changed_settings(
     """
     old, new = flat(json.loads(json.dumps(before, default=str))), flat(json.loads(json.dumps(after, default=str)))
     return [
-        f"{name} is {old.get(name)!r} there and {new.get(name)!r} here"
+        f"{name} is {_as_then(name, old)!r} there and {new.get(name)!r} here"
         for name in sorted(old.keys() | new.keys())
-        if name not in may_change and old.get(name) != new.get(name) and not _added_as_then(name, old, new)
+        if name not in may_change and _as_then(name, old) != new.get(name)
     ]
 
 
-def _added_as_then(name: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Whether ``name`` is a setting added since ``old`` was recorded, at its value of then."""
+def _as_then(name: str, old: Mapping[str, Any]) -> Any:
+    """The value of ``name`` in the record ``old``; for a setting added since it was
+    recorded, the value every run then trained with (None for any other it lacks)."""
     leaf = name.rpartition(".")[2]
-    return name not in old and leaf in ADDED_SETTINGS and new.get(name) == ADDED_SETTINGS[leaf]
+    return old[name] if name in old else ADDED_SETTINGS.get(leaf) if leaf in ADDED_SETTINGS else None
 
 
 def flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

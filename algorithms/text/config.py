@@ -109,7 +109,8 @@ class TextLearnerConfig(GroupSettings):
     ``model`` reads it), each with its own base, tokenizer and adapter
     (:class:`agents.trainable_team.TrainableTeam`); ``()``: ``model`` for every agent."""
     finetune: Literal["lora", "full"] = "lora"
-    """``lora``: one LoRA adapter per agent; ``full``: all weights."""
+    """``lora``: one LoRA adapter per agent; ``full``: all weights (with a frozen copy of
+    the model as the reference only where ``kl_coef`` > 0)."""
     separate_models: bool = False
     """One model per agent instead of one shared base."""
     lora_rank: int = 8

@@ -106,6 +106,7 @@ def load_lm(config: TextLearnerConfig, model: str, agents: list[str]) -> Trainab
         "segmented_scoring": config.segmented_scoring,
         "routing": config.mixed_routing,
         "decoding": config.decoding,
+        "keep_reference": config.kl_coef > 0,  # full fine-tuning: a whole model more, for the KL alone
     }
     if model == "tiny":
         weights, tokenizer = tiny_model(seed=config.seed)

@@ -138,6 +138,25 @@ def test_a_compiled_shapes_first_calls_are_timed_apart_from_decoding(monkeypatch
     assert lm.read_meter().compile_seconds == 0  # eager static steps build nothing
 
 
+def test_compiled_decoding_decodes_with_one_active_adapter_whatever_acted_last():
+    """The compiled graph guards on peft's active adapter: a loss pass between two updates'
+    decodes made another one active, and every update recompiled (the GPU client of round
+    twenty-two). Under compiled decoding the mixed batch runs with one fixed active adapter,
+    and the one before is back afterwards."""
+    from agents.trainable_lm.mixed import routed_adapters
+
+    lm = distinct_team(routing="stacked")
+    model = lm.seats["agent_0"].model
+    for acted in ("agent_2", "agent_1"):
+        lm.logprobs(acted, [[1, 2, 3]], [[4, 5]])
+        assert model.active_adapter == acted
+        with routed_adapters(model, "stacked", "compiled"):
+            assert model.active_adapter == "agent_0"
+        assert model.active_adapter == acted
+        with routed_adapters(model, "stacked", "static"):
+            assert model.active_adapter == acted  # eager decoding guards nothing
+
+
 @pytest.mark.slow  # compiles the tiny model's step for 16 and 8 rows: about 40 s on two cores
 @pytest.mark.skipif(not any(map(shutil.which, steps.COMPILERS)), reason="inductor needs a C++ compiler")
 def test_a_compiled_step_serves_later_calls_with_their_own_prompts_rows_and_weights(recursion_limit_kept):
@@ -153,6 +172,7 @@ def test_a_compiled_step_serves_later_calls_with_their_own_prompts_rows_and_weig
     # (as an optimizer step moves them): the graph reads the new values, compiles nothing
     others = {"agent_2": ([OTHER, CHAT, CHAT], [11, 12, 13]), "agent_0": ([OTHER, OTHER], [14, 15])}
     before = sampled(lm, "dynamic", others)
+    lm.logprobs("agent_2", [[1, 2, 3]], [[4, 5]])  # a loss pass makes agent_2's adapter the active one
     lm.read_meter()
     assert_same_completions(sampled(lm, "compiled", others), before)
     assert lm.read_meter().compile_seconds == 0  # the 8-row shape was built by the first call

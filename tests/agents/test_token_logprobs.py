@@ -55,6 +55,9 @@ def test_bfloat16_logits_score_in_float32_and_get_a_bfloat16_gradient():
 def test_mismatched_targets_are_refused():
     with pytest.raises(ValueError, match="without the vocabulary axis"):
         token_logprobs(torch.zeros(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
+    for outside in (-100, 5):  # TRL's ignore index; past the vocabulary
+        with pytest.raises(ValueError, match=r"token ids in \[0, 5\)"):
+            token_logprobs(torch.zeros(2, 3, 5), torch.full((2, 3), outside))
 
 
 def saved_bytes(function, logits, targets):

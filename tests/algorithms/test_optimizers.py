@@ -42,8 +42,16 @@ def test_updates_past_the_planned_run_keep_its_last_rate():
 def test_an_unknown_schedule_is_refused():
     with pytest.raises(ValueError, match="lr_schedule must be one of constant, linear, cosine"):
         LearnerSettings(lr_schedule="step")
-    with pytest.raises(ValueError, match="weight_decay and warmup_updates must be >= 0"):
-        LearnerSettings(weight_decay=-0.1)
+    for bad in (-0.1, float("nan"), float("inf")):  # a NaN decay turned every adapter into NaN
+        with pytest.raises(ValueError, match="weight_decay must be a number >= 0"):
+            LearnerSettings(weight_decay=bad)
+    with pytest.raises(ValueError, match="warmup_updates must be >= 0"):
+        LearnerSettings(warmup_updates=-1)
+
+
+def test_a_warm_up_that_outlasts_the_run_is_said():
+    with pytest.warns(UserWarning, match="warmup_updates=5 outlasts the run's 2 updates"):
+        GRPOConfig(warmup_updates=5, run=de_run(2))
 
 
 def test_weight_decay_shrinks_the_matrices_only():
@@ -118,4 +126,4 @@ def test_a_run_recorded_before_the_new_settings_resumes_only_with_their_old_valu
     before = {"algo": "grpo", "learning_rate": 0.001}
     assert changed_settings(before, {**before, "weight_decay": 0.0, "lr_schedule": "constant", "warmup_updates": 0}) == []
     assert changed_settings({"learner": before}, {"learner": {**before, "weight_decay": 0.0}}) == []
-    assert changed_settings(before, {**before, "lr_schedule": "cosine"}) == ["lr_schedule is None there and 'cosine' here"]
+    assert changed_settings(before, {**before, "lr_schedule": "cosine"}) == ["lr_schedule is 'constant' there and 'cosine' here"]

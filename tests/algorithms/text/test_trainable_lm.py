@@ -242,3 +242,19 @@ def test_merged_weights_refuse_dora_adapters(make_lm):
     lora.use_dora = True
     with pytest.raises(NotImplementedError, match="DoRA"):
         make_lm(lora=lora).merged_state_dict("agent_0")
+
+
+def test_full_fine_tuning_keeps_a_reference_copy_only_for_a_kl(make_lm):
+    """A frozen copy of the whole model is the reference of full fine-tuning: kept only
+    where a KL term reads it (the GPU client: 16 GB more for an 8B model, for nothing)."""
+    from algorithms.text import TextMAGRPOConfig
+    from algorithms.text.train import build_lm
+
+    lm = make_lm(finetune="full", keep_reference=False)
+    assert lm.seats["agent_0"].reference is None
+    with pytest.raises(ValueError, match="keeps no reference model"):
+        lm.logprobs("agent_0", [[1, 2]], [[3]], reference=True)
+    assert make_lm(finetune="full").seats["agent_0"].reference is not None
+    for kl_coef, kept in ((0.0, False), (0.1, True)):
+        built = build_lm(TextMAGRPOConfig(model="tiny", finetune="full", kl_coef=kl_coef), ["agent_0", "agent_1"])
+        assert (built.seats["agent_0"].reference is not None) is kept
