@@ -23,6 +23,7 @@ name                            meaning
 ``losses/kl``                   mean KL(pi || pi_ref) to the reference policy
 ``losses/approx_kl``            mean KL(pi_old || pi), the step size of the update
 ``losses/clip_frac``            share of clipped importance ratios
+``losses/grad_norm``            the gradient's global norm before clipping (mean over steps)
 ``losses/bc``                   SFT: cross-entropy to the teacher's actions (last epoch)
 ``losses/bc_agreement``         SFT: share of visited states where the greedy policy picks
                                 the teacher's action (before the update)

@@ -336,6 +336,7 @@ class PolicyGradientLearner(MetaLearner, GroupPolicyGradient):
         num_samples = len(rollout.actions)
         minibatch_size = -(-num_samples // config.num_minibatches)
         totals: dict[str, float] = {}
+        norms: list[float] = []  # before clipping
         for _ in range(config.update_epochs):
             totals = {}
             order = torch.randperm(num_samples, generator=self.generator)
@@ -353,11 +354,11 @@ class PolicyGradientLearner(MetaLearner, GroupPolicyGradient):
                 )
                 self.optimizer.zero_grad()
                 loss.backward()
-                torch.nn.utils.clip_grad_norm_(self.network.parameters(), config.max_grad_norm)
+                norms.append(float(torch.nn.utils.clip_grad_norm_(self.network.parameters(), config.max_grad_norm)))
                 self.optimizer.step()
                 for name, value in stats.items():
                     totals[name] = totals.get(name, 0.0) + value.item() * len(mb) / num_samples
-        return {f"losses/{name}": value for name, value in totals.items()}
+        return {**{f"losses/{name}": value for name, value in totals.items()}, "losses/grad_norm": float(np.mean(norms))}
 
     def state_dict(self) -> dict[str, Any]:
         """The base checkpoint plus the frozen reference network."""

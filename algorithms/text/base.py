@@ -43,7 +43,8 @@ noise).
 and ``time`` as :mod:`algorithms.core.metrics` writes them): ``rewards/joint/mean``
 and ``rewards/{part}/mean`` for each part of the protocol (e.g. ``correct``,
 ``format``), ``rewards/contribution/{agent}``, ``returns/mean``, ``adv/abs_mean``,
-``losses/{policy,kl,clip_frac}``, ``tokens/{agent}`` (mean completion length),
+``losses/{policy,kl,clip_frac}``, ``losses/grad_norm`` (each agent's gradient norm
+before clipping, mean over agents and optimizer steps), ``tokens/{agent}`` (mean completion length),
 ``truncated/{agent}`` (the share of its completions cut at the token budget),
 ``charts/{update,seconds}`` and, measured in this process:
 
@@ -484,6 +485,7 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         reference = self._score_shared(samples, reference=True) if config.kl_coef > 0 else None
         lengths = torch.tensor([len(s.completion.token_ids) for s in samples])
         totals: dict[str, float] = {}
+        norms: list[float] = []
         for _ in range(config.update_epochs):
             order = self.rng.permutation(len(samples))
             totals = {}
@@ -496,11 +498,13 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
                     for name, value in stats.items():
                         totals[name] = totals.get(name, 0.0) + value / config.num_minibatches
                 data_parallel.all_reduce_gradients(self._parameters(self.trainable))
-                for agent in self.trainable:
-                    torch.nn.utils.clip_grad_norm_(self.lm.parameters(agent), config.max_grad_norm)
+                for agent in self.trainable:  # the norm before clipping, the same on every rank
+                    norm = torch.nn.utils.clip_grad_norm_(self.lm.parameters(agent), config.max_grad_norm)
+                    norms.append(float(norm))
                 self.optimizer.step()
                 self._weights_version += 1
-        return {f"losses/{name}": value for name, value in data_parallel.sum_over_ranks(totals).items()}
+        losses = {f"losses/{name}": value for name, value in data_parallel.sum_over_ranks(totals).items()}
+        return {**losses, "losses/grad_norm": float(np.mean(norms))}
 
     def _chunks(self, samples: Sequence[Sample], minibatch: np.ndarray, weights: torch.Tensor):
         """The minibatch's rows per agent, ``micro_batch_size`` at a time, with their weights
