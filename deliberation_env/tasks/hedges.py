@@ -139,7 +139,8 @@ _OFFERING_LABEL = re.compile(
     r"(?:\s++possible)?\s++(?:answers?|solutions?|choices?)|alternatives?|alt(?:\s++answer)?|(?:second|other|next)\s++"
     r"(?:guess|choice|pick)|2nd\s++(?:guess|choice|pick)|runner[- ]up|p\.?\s?s\.?|plan\s++b|fall\s?back|backup"
     r"|guess|options?|choices?|candidates?|also\s++possible|edit(?:ed)?|update[d]?|correction"
-    r"|corrected(?:\s++answer)?|revised(?:\s++answer)?|new\s++answer|verdict|(?:final\s++|my\s++)?(?:pick|choice))[^\w\n:]*+:",
+    r"|correct(?:ed)?(?:\s++answer)?|revised(?:\s++answer)?|new\s++answer|(?:final\s++)?verdict|(?:final\s++|my\s++)?(?:pick|choice))"
+    r"[^\w\n:]*+:",
     re.IGNORECASE,
 )
 """A label that offers what follows it ("Possible answers:", "Second guess:", "Edit:",
@@ -199,16 +200,17 @@ def hedges_after(
             continue
         if displayed or not stripped or _DISPLAYED.fullmatch(stripped):
             continue
-        (line_wholes, line_lists), _ = _offered(line)
+        readings = [] if _LISTING_WRONG.match(line) else [_offered(line)]  # the line read whole
+        sentences = _SENTENCE_END.split(line)
         taken_back = False
-        for index, sentence in enumerate(_SENTENCE_END.split(line)):  # "18 is wrong. 19.": each sentence read
+        for sentence in sentences if len(sentences) > 1 else ():  # and sentence by sentence: "18 is wrong. 19."
             after_retraction = taken_back
             taken_back = taken_back or bool(_DOUBTS.search(sentence) or _TAKES_BACK.search(sentence))
-            if not sentence.strip() or _LISTING_WRONG.match(sentence):
-                continue
-            (wholes, lists), offered = _offered(sentence)
-            if not after_retraction:  # a bare value is offered by a sentence only after one that doubts or takes back
-                (wholes, lists) = (line_wholes, line_lists) if index == 0 and not _LISTING_WRONG.match(line) else ([], [])
+            if sentence.strip() and not _LISTING_WRONG.match(sentence):
+                (wholes, lists), offered = _offered(sentence)
+                # a sentence that is a bare value offers it only after one that doubts or takes back
+                readings.append(((wholes, lists), offered) if after_retraction else (([], []), offered))
+        for (wholes, lists), offered in readings:
             read = []
             if not any((whole := value_of(text)) is not None and not differs(answer, whole) for text in wholes):
                 read = _listed(lists, answer, value_of, differs)

@@ -107,9 +107,12 @@ _RELATIONS = re.compile(r"\\(?:approx|approxeq|thickapprox|simeq|sim|lor|vee)(?!
 _ROUNDING = re.compile(r"\s*(.+?)\s*(?:\\(?:approx|approxeq|thickapprox|simeq)|[≈≃≅])\s*(-?\d+\.\d+)\s*")
 _DIGITS = re.compile(r"(?<![\^\d])\d+")  # digit runs but exponents (``cm^2``)
 _QUALIFIERS = (
-    "wrong", "incorrect", "mistaken?", r"not(?!\s+(?:count|includ)\w*)", "approx(?:imately)?", "roughly",
-    r"(?:about|around)(?!\s+(?:the|a|an)\b)", "nearly", "almost",
-    "guess(?:ed)?", "estimated?", "or (?:more|less|so|fewer|greater|higher|lower)", "at (?:least|most)", "unless", "if",
+    "wrong", "incorrect", "mistaken?", "false", "nope", r"retract\w*", "presumably", "likely", "ish", "give or take",
+    r"(?<!does )(?<!do )not(?!\s+(?:count(?:ing)?|includ(?:ing|e)|matter)\s+(?:the|a|an|any|rotations?|reflections?|order)\b)",
+    "approx(?:imately)?", "roughly", r"(?:about|around)(?!\s+(?:the|a|an)\b)",
+    "nearly", "almost", "guess(?:ed)?", "estimated?", r"(?:lower|upper) bound",
+    r"or (?:more|less|so|fewer|greater|higher|lower|above|below|over|under|the next|its successor)", "and up",
+    "at (?:least|most)", "unless", "if",
 )  # fmt: skip
 """Words that take back or loosen a boxed value (round twenty-two: ``18 \\text{ is wrong}``,
 ``18 \\text{ or more}``, ``18 \\text{ (lucky guess)}`` read as 18)."""
@@ -652,21 +655,37 @@ def equivalent(reference: str, answer: str) -> bool:
         return False
 
 
-_BASE = re.compile(r"(?<![\\\w])[0-9A-Z]*\d[0-9A-Z]*_\{?(\d{1,2})\}?")
-"""A numeral with its base as a subscript (``1011_2``, ``4A_{11}``; not ``x_1``)."""
+_BASE = re.compile(r"(?<![\\\w])[0-9A-Z]*\d[0-9A-Z]*_(\{(?:[^{}]|\{[^{}]*\})*\}|\d+|\w)")
+"""A numeral with a subscript, its base (``1011_2``, ``4A_{11}``, ``18_{ 17}``; not ``x_1``)."""
+_SUBSCRIPT_MARKUP = re.compile(r"\\[,;:! ]|[\s{}()]")
+"""Spaces, braces and parentheses around a base (``_{\\,17}``, ``_{{17}}``, ``_{(17)}``)."""
+
+
+def bases(text: str) -> frozenset[str]:
+    """The bases ``text`` writes its numerals in, as written (markup aside).
+
+    >>> sorted(bases(r"1011_2 + 4A_{ 11} + x_1")), sorted(bases("18_{100}")), sorted(bases("18"))
+    (['11', '2'], ['100'], [])
+    """
+    return frozenset(_SUBSCRIPT_MARKUP.sub("", base) for base in _BASE.findall(text))
 
 
 def other_base(reference: str, answer: str) -> bool:
     """Whether ``answer`` writes its numerals in another base than ``reference`` does
     (math-verify drops subscripts: ``10001_3`` was right for ``10001_2``, and ``18_{17}``
-    for 18). An answer without a base is read in the reference's (``1011`` for ``1011_2``),
-    and base 10 is no base (``18_{10}`` is 18).
+    for 18). An answer without a base is read in the reference's (``1011`` for ``1011_2``);
+    against a reference without one, only base 10 is none (``18_{10}`` is 18, ``1011_{10}``
+    is no ``1011_2``).
 
     >>> other_base("10001_2", "10001_3"), other_base("18", "18_{17}"), other_base("1011_2", "1011"), other_base("18", "18_{10}")
     (True, True, False, False)
+    >>> other_base("1011_2", "1011_{10}"), other_base("18", "18_{100}"), other_base("18", "18_{\\,17}")
+    (True, True, True)
     """
-    given = set(_BASE.findall(answer)) - {"10"}
-    return bool(given) and given != set(_BASE.findall(reference)) - {"10"}
+    given, wanted = bases(answer), bases(reference)
+    if not given:
+        return False
+    return given != (wanted or frozenset({"10"}))
 
 
 @functools.lru_cache(maxsize=8192)
@@ -760,15 +779,17 @@ class _CompetitionMath(SplitsFromSource):
         return decision is not None and equivalent(problem.answer, decision)
 
     def decision_key(self, problem: Problem, decision: str) -> Hashable:
-        """Answers that parse to the same expression agree (see :func:`answer_key`)."""
-        return answer_key(decision)
+        """Answers that parse to the same expression, in the same base, agree (see
+        :func:`answer_key`, which drops a numeral's base, and :func:`bases`)."""
+        written = bases(decision) - {"10"}
+        return answer_key(decision) + "".join(f"_{{{base}}}" for base in sorted(written))
 
     def same_answer(self, problem: Problem, first: str, second: str) -> bool:
         """Whether two answers are one: equal keys, or equal for math-verify (``x = 7`` and
         ``7``, ``\\frac34`` and ``0.75``), which the keys alone split
         (:func:`~deliberation_env.tasks.base.same_answer`)."""
-        if _BASE.search(first) and _BASE.search(second) and other_base(first, second):  # keys drop subscripts
-            return False  # 1011_2 is no 1011_3 (but 1011 may be 1011_2, as is_correct reads it)
+        if (bases(first) - {"10"}) != (bases(second) - {"10"}):  # 1011_2 is no 1011_3, nor 1011 (read as the reference)
+            return False
         return answer_key(first) == answer_key(second) or equivalent(first, second)
 
 

@@ -45,6 +45,9 @@ def gsm8k():
         # of its own, summary labels
         "\n18 is wrong. 19.", "\nNot 18. 19.", "\nOkay. Maybe 19.", "\ntbh maybe 19", "\nidk, probably 19",
         "\nTL;DR: 19", "\nConclusion: 19", "\nIn short: 19", "\nBottom line: 19", "\nMy pick: 19",
+        # round twenty-three: what reading sentence by sentence alone let through (the line is read whole too)
+        "\n19 dollars. Also works.", "\nSorry, 19. Also works.", "\nVerdict: 19. Also works.", "\nOr! 19.",
+        "\nHmm. **19**! Good luck.", "\n18 is wrong! **19**! Good luck.", "\nFinal verdict: 19", "\nIncorrect: 18. Correct: 19.",
     ],
 )  # fmt: skip
 def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
@@ -178,7 +181,8 @@ def mmlu():
      "\n{l}, {o}", "\n{l}/{o}", "\n({l}/{o})", "\nboth {l} and {o}", "\nFinal: {o}", "\nNot {l} but {o}",
      "\n{o} would be my second choice.", "\nOn second thought, {o}.", "\nSorry, {o}.",
      "\nRunner-up: {o}", "\nIf not, {o}.", "\nPlan B: {o}",
-     "\n{l} is wrong. {o}.", "\nFinal pick: {o}", "\nTL;DR: {o}"],  # round twenty-two
+     "\n{l} is wrong. {o}.", "\nFinal pick: {o}", "\nTL;DR: {o}",  # round twenty-two
+     "\n{o}. Also works.", "\noption {o}. Also works.", "\nOr! {o}"],  # round twenty-three
 )  # fmt: skip
 def test_a_later_line_offering_another_letter_is_no_answer(mmlu, after):
     task, problem, other = mmlu

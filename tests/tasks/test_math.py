@@ -605,3 +605,8 @@ def test_numerals_in_other_bases_are_other_answers_and_vote_apart():
     problem = Problem("math:p", "Write 17 in base 2.", "10001_2")
     assert not task.is_correct(problem, "10001_3") and task.is_correct(problem, "10001_{2}")
     assert not same_answer(task, problem, "10001_2", "10001_3") and same_answer(task, problem, "10001_2", "10001_{2}")
+    # round twenty-three: the vote groups by key first, and the key dropped the base; an answer
+    # without a base joined both
+    assert answer_groups(task, problem, ["10001_2", "10001_3"]) == [0, 1]
+    assert answer_groups(task, problem, ["10001_2", "10001", "10001_3"]) == [0, 1, 2]
+    assert answer_groups(task, problem, ["10001_2", "10001_{2}", "10001_{ 2}"]) == [0, 0, 0]

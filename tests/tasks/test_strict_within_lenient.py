@@ -236,6 +236,16 @@ def test_a_second_letter_in_other_markup_is_a_hedge(second):
         ("12", "12 \\text{ (not counting rotations)}", True),
         ("8", "8 \\text{ (about the } y\\text{-axis)}", True),
         ("18", "18_{10}", True),
+        # round twenty-three: bases hidden behind "10", markup or an explicit decimal; more qualifiers
+        ("18", "18_{100}", False),
+        ("18", "18_{\\,17}", False),
+        ("18", "18_{(17)}", False),
+        ("1011_2", "1011_{10}", False),
+        ("4A_{11}", "4A_11", True),
+        ("18", "18 \\text{ not counting on it}", False),
+        ("18", "18 \\text{ give or take}", False),
+        ("18", "18 \\text{ (or above)}", False),
+        ("6", "6 \\text{ (order does not matter)}", True),
         # round twenty-two: math-verify drops a numeral's base
         ("10001_2", "10001_3", False),
         ("18", "18_{17}", False),
