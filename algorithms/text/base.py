@@ -74,9 +74,11 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -91,6 +93,7 @@ from agents.devices import (
     resolve,
     synchronize,
 )
+from agents.file_modes import with_umask_modes_below
 from agents.progress import reporting
 from agents.seeding import derive_seed
 from agents.text_policy import TextPolicy, played_text
@@ -119,6 +122,20 @@ def sample_turn(
     if hasattr(sampler, "sample_joint"):
         return sampler.sample_joint(requests, **settings)
     return {agent: sampler.sample(agent, chats, seeds, **settings) for agent, (chats, seeds) in requests.items()}
+
+
+def write_adapters(lm: TrainableLM | Any, folder: Path) -> None:
+    """``lm.save_adapters`` into ``folder``, whole or not at all: written beside it, then
+    put in its place (a run killed while writing keeps the adapters of the checkpoint before)."""
+    staged, old = folder.with_name(f".{folder.name}-writing"), folder.with_name(f".{folder.name}-old")
+    for leftover in (staged, old):
+        shutil.rmtree(leftover, ignore_errors=True)
+    lm.save_adapters(staged)
+    with_umask_modes_below(staged)
+    if folder.exists():
+        folder.rename(old)
+    staged.rename(folder)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def rank_num_envs(config: TextLearnerConfig, ranks: data_parallel.Ranks) -> int:
@@ -581,6 +598,18 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         return scored
 
     # ------------------------------------------------------------------ checkpoints
+    adapters_dir: Path | None = None
+    """Where :meth:`save` also writes the LoRA adapters (peft format) beside each checkpoint,
+    so a run's latest adapters load with plain peft while it runs or after it stopped
+    (:func:`algorithms.text.train` sets it to the run folder's ``adapters/``); None: not."""
+
+    def save(self, path: str | Path) -> None:
+        """Write the checkpoint (:meth:`Learner.save <algorithms.core.learner.Learner.save>`),
+        then, with LoRA and :attr:`adapters_dir`, the adapters (:func:`write_adapters`)."""
+        super().save(path)
+        if self.adapters_dir is not None and self.config.finetune == "lora":
+            write_adapters(self.lm, self.adapters_dir)
+
     def state_dict(self) -> dict[str, Any]:
         """Everything a resumed run needs to continue exactly: weights, Adam state, RNG, counter."""
         return {

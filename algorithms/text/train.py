@@ -25,7 +25,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.file_modes import with_umask_modes_below
 from agents.text_policy import TextPolicy
 from agents.trainable_lm import TrainableLM, default_lora, tiny_model
 from agents.trainable_lm.weights import base_digest
@@ -44,7 +43,7 @@ from algorithms.core.run_dirs import (
     open_run_dir,
     recorded_settings,
 )
-from algorithms.text.base import TextPolicyGradientLearner, rank_num_envs
+from algorithms.text.base import TextPolicyGradientLearner, rank_num_envs, write_adapters
 from algorithms.text.config import (
     BASE_DIGEST,
     MODEL_FIELDS,
@@ -350,6 +349,8 @@ def _train(
         record = {"algo": algo or learner.name, **config_record(config), **placement, **where_base_lies}
         open_run_dir(config.run.run_dir, record, config.run.resume, may_change, updates=config.run.updates)
     data_parallel.barrier()  # the others start once rank 0 has checked and recorded the folder
+    if config.run.run_dir and ranks.writes:
+        learner.adapters_dir = Path(config.run.run_dir) / ADAPTERS  # the latest adapters beside each checkpoint
     try:
         result = run(learner, config.run, metrics_of_held_out, learner.settings(config), learner.headline)
     finally:
@@ -359,8 +360,7 @@ def _train(
     after = (result.evaluation or metrics_of_held_out()) if metrics_of_held_out else {}  # a finished run resumed may have none logged
     if config.run.run_dir and ranks.writes:
         folder = Path(config.run.run_dir)
-        lm.save_adapters(folder / ADAPTERS)
-        with_umask_modes_below(folder / ADAPTERS)
+        write_adapters(lm, folder / ADAPTERS)
         summary = {"algo": learner.name, "config": config_record(config), "before": before, "after": after}
         (folder / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
         if result.history:

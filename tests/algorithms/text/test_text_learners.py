@@ -270,3 +270,38 @@ def test_top_k_reaches_the_rollouts_sampler_only_where_set(make_lm, top_k):
     assert seen and all(s.get("top_k", 0) == top_k and ("top_k" in s) == bool(top_k) for s in seen)
     with pytest.raises(ValueError, match="top_k must be >= 0"):
         TextMAGRPOConfig(top_k=-1)
+
+
+def test_each_checkpoint_leaves_the_adapters_of_its_update_for_plain_peft(make_lm, tmp_path):
+    """A run killed mid-way kept only its checkpoint; the peft adapters were written at the
+    end alone (the GPU client: no adapter of a run that did not finish). They are written
+    with each checkpoint now, whole or not at all."""
+    from peft import PeftModel
+
+    from agents.trainable_lm import tiny_model
+
+    subject = make_learner(make_lm)
+    run_dir = tmp_path / "run"
+    subject.adapters_dir = run_dir / "adapters"
+    train_step, calls = subject.train_step, []
+
+    def dies_in_the_second_update():
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the machine went away
+        return train_step()
+
+    subject.train_step = dies_in_the_second_update
+    with pytest.raises(KeyboardInterrupt):
+        subject.learn(text_run(updates=3, run_dir=str(run_dir), checkpoint_interval=1, progress=False))
+    saved = load_checkpoint(run_dir / "checkpoint.safetensors")
+    assert saved["update"] == 1 and not [p.name for p in run_dir.iterdir() if p.name.startswith(".")]
+    at_checkpoint, from_adapters = make_lm(), make_lm()
+    at_checkpoint.load_state_dict(saved["weights"])
+    from_adapters.load_adapters(run_dir / "adapters")
+    for agent, weights in at_checkpoint.state_dict().items():
+        for name, tensor in weights.items():
+            assert torch.equal(tensor, from_adapters.state_dict()[agent][name]), name
+    assert not all(torch.equal(t, make_lm().state_dict()["agent_0"][n]) for n, t in weights.items())  # trained
+    base, _ = tiny_model(seed=0)
+    assert PeftModel.from_pretrained(base, run_dir / "adapters" / "agent_0")  # plain peft reads it
