@@ -121,8 +121,8 @@ _RESTATED = re.compile(
 mixed number, $4\\frac{2}{3}$."), doubting nothing: no hedge."""
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]%][.!])\s++(?=\S)|(?<=[.!]['\"”’)])\s++(?=\S)", re.IGNORECASE)
 """Where a sentence of a line ends: after a word, number or bracket and ``.`` or ``!``
-(not "e.g. 9" nor "Mr. Smith", whose ``.`` follows a letter of an abbreviation too, but
-alike: a sentence ends there, and a bare value after it is read as a line of its own)."""
+(an abbreviation's too: "e.g. 9 eggs." is two sentences, and "9 eggs." offers nothing
+unless a sentence before it doubts or takes back: :func:`hedges_after`)."""
 _DISPLAYED = re.compile(r"\$\$.*\$\$|\\\[.*\\\]")
 """A line that is one display ("$$9$$"): a step's value shown, not an answer offered."""
 _OR = re.compile(r"(?<!\s)\s++or\s++", re.IGNORECASE)
