@@ -17,6 +17,7 @@ import pytest
 import deliberation_env as de
 from algorithms import cli
 from algorithms.core import metrics
+from algorithms.core.compare import mean_and_interval
 
 TINY_TRAIN = [
     "--team", "simulated", "--difficulty", "3", "--max-rounds", "2", "--updates", "2", "--sft-updates", "1",
@@ -230,7 +231,7 @@ def test_compare_prints_its_table_and_files(capsys, tmp_path):
     summary = json.loads((out_dir / "compare.json").read_text())["summary"]
     learner = summary["learners"]["softrankpo@1"]
     assert "held-out eval/consensus_accuracy, 2 seed(s), 8 test problems" in out
-    assert f"softrankpo@1 │ {learner['mean']:.3f} +- {learner['ci95']:.3f} │ 2" in out
+    assert f"softrankpo@1 │ {mean_and_interval(learner)} │ 2" in out  # "(each of 2 seeds)" where they agree
     assert "oracle" in out and "gap closed" in out
     assert f"wrote {out_dir}/: action_shares.png, compare.csv, compare.json, config.json, curves.csv, final_accuracy.png" in out
     assert "deliberate compare meta: error: compare sets --seed for each run: use --seeds" in refused(

@@ -301,13 +301,17 @@ def summarize_runs(runs: Sequence[Mapping[str, float]], metrics: Sequence[str]) 
 
 def mean_and_interval(stat: Mapping[str, float]) -> str:
     """A :func:`mean_ci` as text: ``mean +- half-width``; one seed has no interval (its
-    ``ci95`` of 0 is a placeholder), so its mean stands alone, marked.
+    ``ci95`` of 0 is a placeholder), so its mean stands alone, marked, and seeds that all
+    gave the same value (a deterministic baseline) say so rather than claim an interval
+    of 0.
 
-    >>> mean_and_interval(mean_ci([0.4, 0.6])), mean_and_interval(mean_ci([0.415]))
-    ('0.500 +- 1.271', '0.415 (1 seed)')
+    >>> mean_and_interval(mean_ci([0.4, 0.6])), mean_and_interval(mean_ci([0.415])), mean_and_interval(mean_ci([0.9, 0.9]))
+    ('0.500 +- 1.271', '0.415 (1 seed)', '0.900 (each of 2 seeds)')
     """
     if stat["n"] < 2:
         return f"{stat['mean']:.3f} (1 seed)"
+    if stat["ci95"] == 0:
+        return f"{stat['mean']:.3f} (each of {stat['n']} seeds)"
     return f"{stat['mean']:.3f} +- {stat['ci95']:.3f}"
 
 
