@@ -76,7 +76,8 @@ class Meter:
         compile_seconds: Seconds of compiled decoding steps that built their shape (its
             first :data:`~agents.trainable_lm.steps.WARMUP_CALLS` calls in this process:
             compilation and CUDA-graph capture), timed apart so that a first update's
-            decoding speed is the speed of decoding.
+            decoding speed is the speed of decoding (their one or two tokens per row stay
+            in ``generated_tokens``: a slight overstatement on a short first decode).
         trained_tokens: Tokens run through differentiable passes of :meth:`TrainableLM.logprobs`:
             completions and their prompts (a prompt shared by a group's completions once,
             or once per completion with gradient checkpointing).
@@ -154,10 +155,11 @@ class TrainableLM(Sampling, Scoring, Weights):
             ``torch.compile``, CUDA graphs on a GPU: each shape compiles once, up to
             minutes, then a decoded token costs the least Python). Each gives the same
             completions up to floating-point noise.
-        keep_reference: Under ``finetune="full"``, keep a frozen copy of the base as the
-            reference policy (``logprobs(reference=True)``: a KL term's); False keeps none,
-            a whole model less (the text learners keep one only where ``kl_coef`` > 0).
-            With LoRA the reference is the base without adapters, kept anyway.
+        keep_reference: Under ``finetune="full"``, keep a frozen copy of the base on the
+            device as the reference policy (``logprobs(reference=True)``: a KL term's);
+            False keeps it on the CPU instead, for the base's digest alone (a whole model
+            less on the device; the text learners keep it on the device only where
+            ``kl_coef`` > 0). With LoRA the reference is the base without adapters.
 
     Attributes:
         device: The torch device the model runs on.
@@ -240,6 +242,9 @@ class TrainableLM(Sampling, Scoring, Weights):
         )
         self._stop_ids = set(_eos_ids(model.generation_config.eos_token_id, tokenizer.eos_token_id))
         self._meter = Meter()
+        self._offloaded = None  # full fine-tuning without a KL: the frozen base, on the CPU (its digest names it)
+        if finetune == "full" and not keep_reference:
+            self._offloaded = copy.deepcopy(model).to(device="cpu", dtype=self.dtype).eval().requires_grad_(False)
         model.to(device=self.device, dtype=self.dtype).eval().requires_grad_(False)
         if gradient_checkpointing:
             model.activation_checkpointing_enable({"use_reentrant": False})
@@ -253,7 +258,7 @@ class TrainableLM(Sampling, Scoring, Weights):
         self, model: PreTrainedModel, agents: list[str], lora: LoraConfig
     ) -> dict[str, _Seat]:
         if self.finetune == "full":
-            reference = copy.deepcopy(model) if self.keep_reference else None  # a whole model more: only for a KL
+            reference = copy.deepcopy(model) if self._offloaded is None else self._offloaded  # on the CPU without a KL
             if self.separate:
                 return {
                     agent: _Seat(copy.deepcopy(model).requires_grad_(True), None, reference)
@@ -374,7 +379,7 @@ class TrainableLM(Sampling, Scoring, Weights):
         """The module to run as ``agent`` (its adapter active), or as the reference policy."""
         seat = self._seat(agent)
         if seat.adapter is None:
-            if reference and seat.reference is None:
+            if reference and seat.reference is self._offloaded:
                 raise ValueError(
                     "this TrainableLM keeps no reference model (finetune='full' with keep_reference=False, as a "
                     "learner without a KL term builds it): build it with keep_reference=True to score the reference"

@@ -188,7 +188,8 @@ def draw_tokens(
     tokens = order.gather(1, picks[:, :1]).squeeze(1)
     undecided = (picks[:, 0] != picks[:, 1]) | (bounds[:, 1] > cdf[:, -1])
     if undecided.any():
-        tokens[undecided] = _sample(logits[undecided], temperatures[undecided], top_ps[undecided], uniforms[undecided])
+        top_ks = torch.full((int(undecided.sum()),), top_k, device=logits.device) if top_k else None  # (none today)
+        tokens[undecided] = _sample(logits[undecided], temperatures[undecided], top_ps[undecided], uniforms[undecided], top_ks)
     return tokens
 
 

@@ -335,6 +335,8 @@ def difference(a: Mapping[str, float], b: Mapping[str, float], pairs: int = 1) -
     >>> round(d["mean"], 3), round(d["ci95"], 3)
     (0.2, 0.227)
     """
+    if pairs < 1:
+        raise ValueError(f"pairs must be >= 1 (the differences compared at once), got {pairs}")
     n = min(a["n"], b["n"])
     if n < 2:
         return {"mean": a["mean"] - b["mean"], "ci95": float("nan"), "n": n}

@@ -44,7 +44,8 @@ and ``time`` as :mod:`algorithms.core.metrics` writes them): ``rewards/joint/mea
 and ``rewards/{part}/mean`` for each part of the protocol (e.g. ``correct``,
 ``format``), ``rewards/contribution/{agent}``, ``returns/mean``, ``adv/abs_mean``,
 ``losses/{policy,kl,clip_frac}``, ``losses/grad_norm`` (each agent's gradient norm
-before clipping, mean over agents and optimizer steps), ``tokens/{agent}`` (mean completion length),
+before clipping, one per set of weights, mean over those with a gradient and the
+optimizer steps), ``tokens/{agent}`` (mean completion length),
 ``truncated/{agent}`` (the share of its completions cut at the token budget),
 ``charts/{update,seconds}`` and, measured in this process:
 
@@ -126,8 +127,12 @@ def sample_turn(
 
 def write_adapters(lm: TrainableLM | Any, folder: Path) -> None:
     """``lm.save_adapters`` into ``folder``, whole or not at all: written beside it, then
-    put in its place (a run killed while writing keeps the adapters of the checkpoint before)."""
+    put in its place (a run killed while writing keeps the adapters of the checkpoint
+    before: in ``folder``, or, killed between the two renames, beside it, where the next
+    write puts them back first)."""
     staged, old = folder.with_name(f".{folder.name}-writing"), folder.with_name(f".{folder.name}-old")
+    if old.exists() and not folder.exists():  # killed between the two renames: the last whole copy is back
+        old.rename(folder)
     for leftover in (staged, old):
         shutil.rmtree(leftover, ignore_errors=True)
     lm.save_adapters(staged)
@@ -274,6 +279,12 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             raise ValueError(
                 f"the env has n_agents={venv.n_agents}, max_turns={venv.episode_length}; the config says "
                 f"{config.env.n_agents}, {config.env.max_turns}"
+            )
+        policies = getattr(lm, "members", {None: lm}).values()  # a TrainableTeam's, or the one
+        if config.kl_coef > 0 and any(getattr(p, "finetune", "lora") == "full" and not getattr(p, "keep_reference", True) for p in policies):
+            raise ValueError(
+                f"kl_coef={config.kl_coef} scores the reference policy, which this TrainableLM keeps on the CPU "
+                "(finetune='full', keep_reference=False): build it with keep_reference=True, or set kl_coef=0"
             )
         self.config, self.lm, self.venv, self.frozen = config, lm, venv, frozen
         self.trainable = [a for a in self.agents if a in lm.agents]
@@ -515,13 +526,17 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
                     for name, value in stats.items():
                         totals[name] = totals.get(name, 0.0) + value / config.num_minibatches
                 data_parallel.all_reduce_gradients(self._parameters(self.trainable))
-                for agent in self.trainable:  # the norm before clipping, the same on every rank
-                    norm = torch.nn.utils.clip_grad_norm_(self.lm.parameters(agent), config.max_grad_norm)
-                    norms.append(float(norm))
+                clipped: set[int] = set()  # full fine-tuning of a shared model: every agent's weights are one set
+                for agent in self.trainable:
+                    parameters = [p for p in self.lm.parameters(agent) if id(p) not in clipped]
+                    clipped.update(map(id, parameters))
+                    norm = torch.nn.utils.clip_grad_norm_(parameters, config.max_grad_norm)
+                    if any(p.grad is not None for p in parameters):  # an agent with no rows here has none
+                        norms.append(float(norm))  # before clipping; the same on every rank
                 self.optimizer.step()
                 self._weights_version += 1
         losses = {f"losses/{name}": value for name, value in data_parallel.sum_over_ranks(totals).items()}
-        return {**losses, "losses/grad_norm": float(np.mean(norms))}
+        return {**losses, **({"losses/grad_norm": float(np.mean(norms))} if norms else {})}
 
     def _chunks(self, samples: Sequence[Sample], minibatch: np.ndarray, weights: torch.Tensor):
         """The minibatch's rows per agent, ``micro_batch_size`` at a time, with their weights

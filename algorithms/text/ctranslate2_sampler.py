@@ -25,7 +25,8 @@ completion always comes from the weights of its update; :attr:`CTranslate2Sample
 sums the time spent handing weights over.
 
 **The same policy as** :meth:`TrainableLM.sample`: the chat template of the policy's
-tokenizer, the whole vocabulary (no top-k), then the temperature, then top-p, the policy's
+tokenizer, the ``top_k`` likeliest tokens (0: the whole vocabulary), then the temperature,
+then top-p, the policy's
 stop tokens (kept at the end of the completion), ``min_new_tokens`` before a stop token
 may come. Merged float32 weights compute the adapted model's logits up to about 1e-4.
 

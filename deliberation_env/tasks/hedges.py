@@ -68,7 +68,21 @@ _LISTING_WRONG = re.compile(
 )
 """A line that lists what is wrong ("Incorrect: A, C, D.", "Common mistake: 32"): no hedge
 (but "Not 12 but 11" offers 11)."""
-_TAKES_BACK = re.compile(r"\b(?:not|no|nope|wrong|incorrect)\b", re.IGNORECASE)
+_TAKES_BACK = re.compile(
+    r"^[^\w\n]*+(?:not|(?:no|nope)(?!\s++\w)|wrong|incorrect)\b|\b(?:is|was|'s)\s++(?:wrong|incorrect|not\s++(?:it|right|correct))\b",
+    re.IGNORECASE,
+)
+"""A sentence that takes a value back: opening with a no ("Not 18.", "No.", "Nope, ...") or
+calling one wrong ("18 is wrong."), not a negation in passing ("She eats 3 eggs, not 4.",
+"No tricks here.")."""
+_RETRACTING = re.compile(
+    r"^[^\w\n]*+or\b|\b(?:maybe|perhaps|possibly|probably|wait|oops|hmm|actually|scratch|correction|meant|mistake"
+    r"|second thought|never\s?mind|make that)\b",
+    re.IGNORECASE,
+)
+"""A sentence that doubts or retracts, after which a sentence of a bare value offers it
+("Hmm. 19.", "I said 18. I meant 19."; :data:`_DOUBTS` less its words in passing: "no",
+"may", "yet", "could", ...)."""
 _DISMISSED = re.compile(r"[^\w\n]*+(?:no|not|wrong|incorrect|never)\b", re.IGNORECASE)
 """A part that answers the one before with no ("Could it be C? No, ...")."""
 _CONFIRMED = re.compile(r"[^\w\n]*+(?:yes|indeed|right|correct)\b", re.IGNORECASE)
@@ -205,7 +219,7 @@ def hedges_after(
         taken_back = False
         for sentence in sentences if len(sentences) > 1 else ():  # and sentence by sentence: "18 is wrong. 19."
             after_retraction = taken_back
-            taken_back = taken_back or bool(_DOUBTS.search(sentence) or _TAKES_BACK.search(sentence))
+            taken_back = taken_back or bool(_TAKES_BACK.search(sentence) or _RETRACTING.search(sentence))
             if sentence.strip() and not _LISTING_WRONG.match(sentence):
                 (wholes, lists), offered = _offered(sentence)
                 # a sentence that is a bare value offers it only after one that doubts or takes back

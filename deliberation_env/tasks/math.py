@@ -655,8 +655,9 @@ def equivalent(reference: str, answer: str) -> bool:
         return False
 
 
-_BASE = re.compile(r"(?<![\\\w])[0-9A-Z]*\d[0-9A-Z]*_(\{(?:[^{}]|\{[^{}]*\})*\}|\d+|\w)")
-"""A numeral with a subscript, its base (``1011_2``, ``4A_{11}``, ``18_{ 17}``; not ``x_1``)."""
+_BASE = re.compile(r"(?<![\\\w^])[0-9A-Z]*\d[0-9A-Z]*_(\{(?:[^{}]|\{[^{}]*\})*\}|\d+|\w)")
+"""A numeral with a subscript, its base (``1011_2``, ``4A_{11}``, ``18_{ 17}``; not ``x_1``,
+nor an exponent's, ``x^2_1``)."""
 _SUBSCRIPT_MARKUP = re.compile(r"\\[,;:! ]|[\s{}()]")
 """Spaces, braces and parentheses around a base (``_{\\,17}``, ``_{{17}}``, ``_{(17)}``)."""
 

@@ -233,13 +233,12 @@ def exact_value(number: str) -> str:
     """A canonical number's exact value as text (``"0.5"`` and ``"1/2"``: ``"1/2"``); other
     text as it is.
 
-    >>> exact_value("0.5"), exact_value("1/2"), exact_value("18"), exact_value("x")
-    ('1/2', '1/2', '18', 'x')
+    >>> exact_value("0.5"), exact_value("1/2"), exact_value("18"), exact_value("x"), exact_value("1_000")
+    ('1/2', '1/2', '18', 'x', '1_000')
     """
-    try:
-        return str(Fraction(number))
-    except (ValueError, ZeroDivisionError):
+    if canonical_number(number) != number:  # only canonical numbers ("1e5", "1_000", " 1/2" stay text)
         return number
+    return str(Fraction(number))
 
 
 def _line_number(line: str) -> str | None:

@@ -48,6 +48,7 @@ def gsm8k():
         # round twenty-three: what reading sentence by sentence alone let through (the line is read whole too)
         "\n19 dollars. Also works.", "\nSorry, 19. Also works.", "\nVerdict: 19. Also works.", "\nOr! 19.",
         "\nHmm. **19**! Good luck.", "\n18 is wrong! **19**! Good luck.", "\nFinal verdict: 19", "\nIncorrect: 18. Correct: 19.",
+        "\nNo. 19.", "\nNope, 19.", "\nWrong. 19.",
     ],
 )  # fmt: skip
 def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
@@ -98,6 +99,7 @@ def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
         "\nThat's 9 eggs. 9 eggs x $2 = $18.", "\nNote: 16 eggs - 7 eggs = 9 eggs. 9 eggs.",
         "\nThe number of eggs she sells is actually 9.", "\nThe wrong answer would be $32.",
         "\nNote that the number left may be 9 eggs.", "\nSummary: 9 eggs.", "\nBottom line: $2 each.",
+        "\nShe eats 3 eggs, not 4. 9 eggs.", "\nNo tricks here. 9 eggs.",  # a reviewer's: negations in passing
     ],
 )
 def test_an_explanation_after_the_statement_keeps_the_answer(gsm8k, after):

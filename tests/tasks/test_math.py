@@ -610,3 +610,4 @@ def test_numerals_in_other_bases_are_other_answers_and_vote_apart():
     assert answer_groups(task, problem, ["10001_2", "10001_3"]) == [0, 1]
     assert answer_groups(task, problem, ["10001_2", "10001", "10001_3"]) == [0, 1, 2]
     assert answer_groups(task, problem, ["10001_2", "10001_{2}", "10001_{ 2}"]) == [0, 0, 0]
+    assert equivalent("x_1^2+x_2^2", "x^2_1+x^2_2")  # a reviewer's: an exponent's digit is no numeral with a base

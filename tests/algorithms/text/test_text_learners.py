@@ -305,3 +305,14 @@ def test_each_checkpoint_leaves_the_adapters_of_its_update_for_plain_peft(make_l
     assert not all(torch.equal(t, make_lm().state_dict()["agent_0"][n]) for n, t in weights.items())  # trained
     base, _ = tiny_model(seed=0)
     assert PeftModel.from_pretrained(base, run_dir / "adapters" / "agent_0")  # plain peft reads it
+
+
+def test_the_logged_gradient_norm_is_before_clipping_once_per_set_of_weights(make_lm):
+    """Full fine-tuning of a shared model: every agent's weights are one set; clipped per
+    agent, the second agent logged the norm the first had clipped (a reviewer: about half
+    the true norm). The norm before clipping is the same whatever max_grad_norm is."""
+    logged = []
+    for max_grad_norm in (1e9, 1e-9):
+        config = TextMAGRPOConfig(**SMALL, max_grad_norm=max_grad_norm)
+        logged.append(make_learner(make_lm, config=config, lm={"finetune": "full"}).train_step()["losses/grad_norm"])
+    assert logged[0] > 1e-3 and logged[1] == pytest.approx(logged[0], rel=1e-5)

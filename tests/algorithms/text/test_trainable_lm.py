@@ -244,17 +244,36 @@ def test_merged_weights_refuse_dora_adapters(make_lm):
         make_lm(lora=lora).merged_state_dict("agent_0")
 
 
-def test_full_fine_tuning_keeps_a_reference_copy_only_for_a_kl(make_lm):
-    """A frozen copy of the whole model is the reference of full fine-tuning: kept only
-    where a KL term reads it (the GPU client: 16 GB more for an 8B model, for nothing)."""
+def test_full_fine_tuning_keeps_a_reference_copy_on_the_device_only_for_a_kl(make_lm):
+    """A frozen copy of the whole model is the reference of full fine-tuning: on the device
+    only where a KL term reads it (the GPU client: 16 GB more for an 8B model, for
+    nothing); else on the CPU, where it still names the base (a reviewer: with none, the
+    base's digest was of nothing, and a resume on other weights passed)."""
+    from agents.trainable_lm.weights import base_digest
     from algorithms.text import TextMAGRPOConfig
     from algorithms.text.train import build_lm
 
     lm = make_lm(finetune="full", keep_reference=False)
-    assert lm.seats["agent_0"].reference is None
+    offloaded = lm.seats["agent_0"].reference
+    assert offloaded is not None and next(offloaded.parameters()).device.type == "cpu"
     with pytest.raises(ValueError, match="keeps no reference model"):
         lm.logprobs("agent_0", [[1, 2]], [[3]], reference=True)
-    assert make_lm(finetune="full").seats["agent_0"].reference is not None
-    for kl_coef, kept in ((0.0, False), (0.1, True)):
+    kept = make_lm(finetune="full")
+    assert base_digest(lm) == base_digest(kept) != base_digest(make_lm(finetune="full", keep_reference=False, seed=1))
+    with torch.no_grad():
+        for parameter in lm.parameters("agent_0"):
+            parameter.add_(0.5)  # training moves the weights, not the base they name
+    assert base_digest(lm) == base_digest(kept)
+    for kl_coef, on_device in ((0.0, False), (0.1, True)):
         built = build_lm(TextMAGRPOConfig(model="tiny", finetune="full", kl_coef=kl_coef), ["agent_0", "agent_1"])
-        assert (built.seats["agent_0"].reference is not None) is kept
+        assert (built.seats["agent_0"].reference is not built._offloaded) is on_device
+
+
+def test_a_kl_on_a_policy_that_keeps_its_reference_on_the_cpu_is_refused_when_built(make_lm):
+    from algorithms.text import TextMAGRPO, TextMAGRPOConfig
+    from deliberation_env.text import text_vector_env
+
+    config = TextMAGRPOConfig(groups_per_update=1, group_size=2, kl_coef=0.1)
+    venv = text_vector_env(config.num_envs, task="arithmetic")
+    with pytest.raises(ValueError, match="kl_coef=0.1 scores the reference policy"):
+        TextMAGRPO(config, make_lm(finetune="full", keep_reference=False), venv, {})
