@@ -250,6 +250,7 @@ class StaticSteps:
             use_packed_attention(_config(model))  # no copy of the cache per head group and step
         self.forward = compiled_forward(device) if compiled else _forward
         self.compiled, self.warmup_seconds = compiled, 0.0
+        self.adapter = str(getattr(model, "active_adapter", None))  # a graph per active adapter (peft's single-agent path)
         self.live = torch.arange(len(prompts), device=device)
         self.logits = output.logits[owner, -1, :].float()[self.live]
 
@@ -285,9 +286,10 @@ class StaticSteps:
         self.ids[self.live, 0] = chosen
         self.positions = self.positions + 1
         self.cache_position = self.cache_position + 1
-        adapter = getattr(self.model, "active_adapter", None)  # a graph per active adapter (peft's single-agent path)
-        shape = (self.ids.device.type, id(self.model), str(adapter), self.ids.shape[0], self.length)
-        warming = self.compiled and _CALLS.get(shape, 0) < WARMUP_CALLS.get(shape[0], 1)
+        warming = False
+        if self.compiled:  # eager steps build nothing: no key to make per token
+            shape = (self.ids.device.type, id(self.model), self.adapter, self.ids.shape[0], self.length)
+            warming = _CALLS.get(shape, 0) < WARMUP_CALLS.get(shape[0], 1)
         if warming:
             synchronize(self.ids.device)
             started = time.perf_counter()

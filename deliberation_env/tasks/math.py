@@ -671,6 +671,12 @@ def bases(text: str) -> frozenset[str]:
     return frozenset(_SUBSCRIPT_MARKUP.sub("", base) for base in _BASE.findall(text))
 
 
+def _voted_bases(text: str) -> frozenset[str]:
+    """:func:`bases` but base 10, which writes the numeral as it is read: what sets two
+    answers' votes apart."""
+    return bases(text) - {"10"}
+
+
 def other_base(reference: str, answer: str) -> bool:
     """Whether ``answer`` writes its numerals in another base than ``reference`` does
     (math-verify drops subscripts: ``10001_3`` was right for ``10001_2``, and ``18_{17}``
@@ -782,14 +788,13 @@ class _CompetitionMath(SplitsFromSource):
     def decision_key(self, problem: Problem, decision: str) -> Hashable:
         """Answers that parse to the same expression, in the same base, agree (see
         :func:`answer_key`, which drops a numeral's base, and :func:`bases`)."""
-        written = bases(decision) - {"10"}
-        return answer_key(decision) + "".join(f"_{{{base}}}" for base in sorted(written))
+        return answer_key(decision) + "".join(f"_{{{base}}}" for base in sorted(_voted_bases(decision)))
 
     def same_answer(self, problem: Problem, first: str, second: str) -> bool:
         """Whether two answers are one: equal keys, or equal for math-verify (``x = 7`` and
         ``7``, ``\\frac34`` and ``0.75``), which the keys alone split
         (:func:`~deliberation_env.tasks.base.same_answer`)."""
-        if (bases(first) - {"10"}) != (bases(second) - {"10"}):  # 1011_2 is no 1011_3, nor 1011 (read as the reference)
+        if _voted_bases(first) != _voted_bases(second):  # 1011_2 is no 1011_3, nor 1011 (read as the reference)
             return False
         return answer_key(first) == answer_key(second) or equivalent(first, second)
 

@@ -226,7 +226,7 @@ def _offered_number(fragment: str) -> str | None:
 
 def _other_number(answer: str, number: str) -> bool:
     """Whether canonical ``number`` is another value than ``answer`` ("1/2" is "0.5")."""
-    return Fraction(answer) != Fraction(number)
+    return exact_value(answer) != exact_value(number)
 
 
 def exact_value(number: str) -> str:
