@@ -66,7 +66,7 @@ class _Seat:
 
 @dataclass
 class Meter:
-    """What a policy decoded and trained on since its meter was last read
+    r"""What a policy decoded and trained on since its meter was last read
     (:meth:`TrainableLM.read_meter`): what the learners' ``perf/*`` metrics are made of.
 
     Attributes:
@@ -83,6 +83,10 @@ class Meter:
             or once per completion with gradient checkpointing).
         trained_flops: Model FLOPs of the forward and backward passes over them:
             ``trained_tokens`` x :attr:`TrainableLM.train_flops_per_token`.
+        entropy_sum: The policy's entropy :math:`H_t = -\sum_v \pi_t(v) \log \pi_t(v)`
+            summed over the completion tokens of those passes (a float, or a tensor on the
+            policy's device: no host sync per pass).
+        entropy_tokens: The completion tokens summed in ``entropy_sum``.
     """
 
     generated_tokens: int = 0
@@ -90,6 +94,13 @@ class Meter:
     trained_tokens: int = 0
     trained_flops: float = 0.0
     compile_seconds: float = 0.0
+    entropy_sum: float | torch.Tensor = 0.0
+    entropy_tokens: int = 0
+
+    @property
+    def mean_entropy(self) -> float | None:
+        """``entropy_sum / entropy_tokens`` in nats, None without trained tokens."""
+        return float(self.entropy_sum) / self.entropy_tokens if self.entropy_tokens else None
 
     def __add__(self, other: Meter) -> Meter:
         """Both meters' counts together."""
@@ -99,6 +110,8 @@ class Meter:
             self.trained_tokens + other.trained_tokens,
             self.trained_flops + other.trained_flops,
             self.compile_seconds + other.compile_seconds,
+            float(self.entropy_sum) + float(other.entropy_sum),
+            self.entropy_tokens + other.entropy_tokens,
         )
 
 

@@ -192,9 +192,15 @@ class Scoring:
         self, logits: torch.Tensor, completions: Sequence[Sequence[int]], temperature: float
     ) -> list[torch.Tensor]:
         """Each completion's tokens' log-probabilities from ``logits`` (N, T_max, V), whose
-        position k predicts token k."""
-        targets, _ = right_pad([list(c) for c in completions], logits.shape[1], 0, self.device)
-        logp = token_logprobs(logits, targets, temperature)  # in float32, without a float32 copy of the logits
+        position k predicts token k; in a differentiable pass the policy's entropy at those
+        positions is added to the meter (:attr:`~agents.trainable_lm.model.Meter.entropy_sum`)."""
+        targets, present = right_pad([list(c) for c in completions], logits.shape[1], 0, self.device)
+        if not torch.is_grad_enabled():  # in float32, without a float32 copy of the logits
+            logp = token_logprobs(logits, targets, temperature)
+        else:
+            logp, entropies = token_logprobs(logits, targets, temperature, entropy=True)
+            self._meter.entropy_sum = self._meter.entropy_sum + (entropies * present).sum()
+            self._meter.entropy_tokens += sum(map(len, completions))
         return [logp[row, : len(completion)] for row, completion in enumerate(completions)]
 
 

@@ -28,17 +28,21 @@ CHUNK_ELEMENTS = 1 << 25
 """Logits per chunk in float32 (128 MiB): the most the computation adds at once."""
 
 
-def token_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+def token_logprobs(
+    logits: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0, entropy: bool = False
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     r"""``log softmax(logits / temperature)`` at ``targets``, in float32 (module docstring).
 
     Args:
         logits: (..., V) in any floating dtype; position k scores the token ``targets[k]``.
         targets: (...) token ids in [0, V), the shape of ``logits`` without its last axis.
         temperature: T > 0.
+        entropy: Also return each position's entropy
+            :math:`H_t = -\sum_v \pi_t(v) \log \pi_t(v)` (from the same chunks, without gradient).
 
     Returns:
         (...) float32 log-probabilities (float64 for float64 logits), differentiable with
-        respect to ``logits``.
+        respect to ``logits``; with ``entropy``, ``(logp, entropies)`` of one shape.
 
     Raises:
         ValueError: On targets of another shape, or outside the vocabulary.
@@ -54,7 +58,8 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: flo
             f"targets must be token ids in [0, {logits.shape[-1]}) (no ignore index such as -100: pad with any id "
             "and leave the padding out of the loss)"
         )
-    return _TokenLogprobs.apply(logits, targets, float(temperature))
+    logp, entropies = _TokenLogprobs.apply(logits, targets, float(temperature), entropy)
+    return (logp, entropies) if entropy else logp
 
 
 def _positions_per_chunk(vocabulary: int) -> int:
@@ -67,21 +72,29 @@ class _TokenLogprobs(torch.autograd.Function):
     pass recomputes a chunk's softmax rather than keeping it)."""
 
     @staticmethod
-    def forward(ctx, logits: torch.Tensor, targets: torch.Tensor, temperature: float) -> torch.Tensor:
+    def forward(
+        ctx, logits: torch.Tensor, targets: torch.Tensor, temperature: float, entropy: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         flat, chosen = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1, 1)
         exact = torch.promote_types(logits.dtype, torch.float32)  # float32, float64 for float64
         logp = torch.empty(flat.shape[0], dtype=exact, device=logits.device)
+        entropies = torch.empty(flat.shape[0] if entropy else 0, dtype=exact, device=logits.device)
         step = _positions_per_chunk(flat.shape[1])
         for start in range(0, flat.shape[0], step):
             rows = slice(start, start + step)
-            logp[rows] = torch.log_softmax(_scaled(flat[rows], exact, temperature), dim=-1).gather(1, chosen[rows])[:, 0]
+            logp_all = torch.log_softmax(_scaled(flat[rows], exact, temperature), dim=-1)
+            logp[rows] = logp_all.gather(1, chosen[rows])[:, 0]
+            if entropy:
+                entropies[rows] = -(logp_all.exp() * logp_all).sum(dim=-1)
         ctx.save_for_backward(logits, targets)
         ctx.temperature, ctx.exact = temperature, exact
-        return logp.reshape(targets.shape)
+        entropies = entropies.reshape(targets.shape if entropy else (0,))
+        ctx.mark_non_differentiable(entropies)
+        return logp.reshape(targets.shape), entropies
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_logp: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+    def backward(ctx, grad_logp: torch.Tensor, _grad_entropies: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
         logits, targets = ctx.saved_tensors
         flat, chosen = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1, 1)
         weight = grad_logp.reshape(-1, 1).to(ctx.exact) / ctx.temperature
@@ -91,7 +104,7 @@ class _TokenLogprobs(torch.autograd.Function):
             rows = slice(start, start + step)
             probabilities = torch.softmax(_scaled(flat[rows], ctx.exact, ctx.temperature), dim=-1)
             grad[rows] = probabilities.mul_(-weight[rows]).scatter_add_(1, chosen[rows], weight[rows])
-        return grad.reshape(logits.shape), None, None
+        return grad.reshape(logits.shape), None, None, None
 
 
 def _scaled(logits: torch.Tensor, dtype: torch.dtype, temperature: float) -> torch.Tensor:

@@ -8,14 +8,19 @@ advantages of the same shape. The group is the baseline; no critic is learned.
 function                  advantage of rollout g in its group                  paper
 ========================  ===================================================  ==========
 ``softrank_advantages``   Phi^{-1} of the smooth rank of R_g, in (0, 1)        MPDF
-``grpo_advantages``       (R_g - mean) / (std + eps)                           DeepSeekMath
+``grpo_advantages``       (R_g - mean) / (std + eps), std: group or batch      DeepSeekMath
 ``magrpo_advantages``     R_g - mean                                           MAGRPO
 ========================  ===================================================  ==========
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
+
+if TYPE_CHECKING:
+    from algorithms.core.config import RewardScale
 
 
 def _check_rewards(rewards: torch.Tensor) -> None:
@@ -96,41 +101,60 @@ def softrank_advantages(rewards: torch.Tensor, tau: float = 0.5) -> torch.Tensor
     return torch.special.ndtri(soft_rank / group_size)
 
 
-def grpo_advantages(rewards: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    r"""GRPO advantages: rewards standardized within their group.
+def grpo_advantages(rewards: torch.Tensor, eps: float = 1e-6, scale: RewardScale = "group") -> torch.Tensor:
+    r"""GRPO advantages: rewards centred within their group, scaled by a standard deviation.
 
     From "DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open Language
-    Models" (Shao et al. 2024, https://arxiv.org/abs/2402.03300), outcome supervision:
+    Models" (Shao et al. 2024, https://arxiv.org/abs/2402.03300), outcome supervision, with
+    TRL's ``scale_rewards``:
 
     .. math::
 
-        A_g = \frac{R_g - \bar R}{\sigma_R + \epsilon},
+        A_g = \frac{R_g - \bar R}{\sigma + \epsilon}, \qquad \sigma = \begin{cases}
+            \sigma_R \text{ of the group} & \text{group (GRPO)} \\
+            \sigma \text{ of all } B \times G \text{ rewards} & \text{batch} \\
+            1,\ \epsilon = 0 & \text{none (Dr. GRPO: } A_g = R_g - \bar R)
+        \end{cases}
 
-    with :math:`\sigma_R` the population standard deviation of the group. A group whose
-    rewards differ has zero mean and (up to eps) unit population variance; an all-equal
-    group gives A = 0. Unlike SoftRankPO, A scales with outliers: one large reward
-    dominates its group.
+    with population standard deviations. With ``group`` a group whose rewards differ has
+    zero mean and (up to eps) unit population variance; an all-equal group gives A = 0
+    (with any scale). Unlike SoftRankPO, A scales with outliers: one large reward
+    dominates its group. ``group`` also weighs a nearly-solved group (one success in G) as
+    much as a split one, which Dr. GRPO (Liu et al. 2025, https://arxiv.org/abs/2503.20783)
+    calls a difficulty bias; ``batch`` and ``none`` do not.
 
     Args:
         rewards: Float tensor (B, G) of returns, B groups of G rollouts.
         eps: Added to the standard deviation, >= 0.
+        scale: ``"group"``, ``"batch"`` or ``"none"``.
 
     Returns:
         Advantages (B, G).
 
     Raises:
-        ValueError: If ``rewards`` is not a finite float (B, G >= 2) tensor or eps < 0.
+        ValueError: If ``rewards`` is not a finite float (B, G >= 2) tensor, eps < 0 or
+            ``scale`` is another name.
 
     Example:
         >>> grpo_advantages(torch.tensor([[0.0, 1.0, 1.0, 0.0]]), eps=0.0)
         tensor([[-1.,  1.,  1., -1.]])
+        >>> grpo_advantages(torch.tensor([[0.0, 2.0], [1.0, 1.0]]), eps=0.0, scale="batch")  # sigma = 0.7071
+        tensor([[-1.4142,  1.4142],
+                [ 0.0000,  0.0000]])
     """
     _check_rewards(rewards)
     if not eps >= 0:
         raise ValueError(f"eps must be >= 0, got {eps}; the usual value is 1e-6")
     centred = rewards - rewards.mean(dim=1, keepdim=True)
-    std = centred.pow(2).mean(dim=1, keepdim=True).sqrt()
-    return torch.where(std > 0, centred / (std + eps), 0.0)
+    if scale == "none":
+        return centred
+    if scale == "group":
+        std = centred.pow(2).mean(dim=1, keepdim=True).sqrt()
+        return torch.where(std > 0, centred / (std + eps), 0.0)
+    if scale == "batch":
+        std = rewards.std(unbiased=False)
+        return centred / (std + eps) if std > 0 else torch.zeros_like(centred)
+    raise ValueError(f"scale must be 'group', 'batch' or 'none', got {scale!r}")
 
 
 def magrpo_advantages(rewards: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,8 @@ def per_agent_groups(
     advantages: Callable[[torch.Tensor], torch.Tensor], returns: torch.Tensor
 ) -> torch.Tensor:
     """Apply a group advantage function (groups, G) -> (groups, G) to every agent's returns
-    separately: each agent's G returns of a problem form one group.
+    separately: each agent's G returns of a problem form one group, and what a function
+    takes from the whole batch (GRPO's ``scale_rewards="batch"``) is that agent's batch.
 
     Args:
         advantages: E.g. :func:`~algorithms.core.advantages.grpo_advantages`.
@@ -22,9 +23,9 @@ def per_agent_groups(
     Returns:
         Advantages of shape (B, G, n_agents).
     """
-    num_groups, group_size, n_agents = returns.shape
-    groups = returns.permute(0, 2, 1).reshape(num_groups * n_agents, group_size)
-    return advantages(groups).reshape(num_groups, n_agents, group_size).permute(0, 2, 1)
+    import torch  # here: the configs import this module without torch
+
+    return torch.stack([advantages(returns[:, :, agent]) for agent in range(returns.shape[2])], dim=2)
 
 
 def check_positive(config: Any, *names: str) -> None:

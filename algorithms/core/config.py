@@ -16,12 +16,15 @@ import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from algorithms.core.checks import check_positive
 
 LR_SCHEDULES = ("constant", "linear", "cosine")
 """The learning-rate schedules (:func:`algorithms.core.optimizers.learning_rate_factor`)."""
+RewardScale = Literal["group", "batch", "none"]
+REWARD_SCALES = get_args(RewardScale)
+"""GRPO's reward scales (:func:`algorithms.core.advantages.grpo_advantages`)."""
 
 
 @dataclass
@@ -74,8 +77,16 @@ class RunConfig:
             raise ValueError("wandb_project logs the metrics of the run folder: give run_dir (or \"\" for a new one)")
 
 
-ADDED_SETTINGS: dict[str, Any] = {"weight_decay": 0.0, "lr_schedule": "constant", "warmup_updates": 0, "top_k": 0}
-"""Settings added since release 0.2 (the learners' optimizer, the text learners'
+ADDED_SETTINGS: dict[str, Any] = {
+    "weight_decay": 0.0,
+    "lr_schedule": "constant",
+    "warmup_updates": 0,
+    "top_k": 0,
+    "clip_eps_high": None,
+    "scale_rewards": "group",
+    "importance_sampling": "token",
+}
+"""Settings added since release 0.2 (the learners' optimizer and loss, the text learners'
 ``top_k``), with the value every run it recorded trained with: a run folder recorded
 without one resumes where it has this value
 (:func:`algorithms.core.run_dirs.changed_settings`)."""
@@ -155,7 +166,12 @@ class GroupSettings(LearnerSettings):
     """G: rollouts per problem, all from the same start state, >= 2 (the group whose returns
     the advantages compare)."""
     clip_eps: float = 0.2
-    """Clipping range epsilon of the importance ratio."""
+    """Clipping range epsilon of the importance ratio: it is clipped to
+    [1 - clip_eps, 1 + clip_eps_high]."""
+    clip_eps_high: float | None = None
+    """The upper clipping range (DAPO's clip-higher, TRL's ``epsilon_high``; DAPO takes
+    0.28 beside ``clip_eps`` 0.2, so unlikely tokens of a good completion can gain more in
+    one update); None: ``clip_eps``, symmetric clipping."""
     kl_coef: float = 0.02
     """beta: weight of the KL to the frozen reference policy (the warm start, or the base
     model without adapters); 0 switches it off."""
@@ -163,6 +179,8 @@ class GroupSettings(LearnerSettings):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive(self, "groups_per_update", "clip_eps")
+        if self.clip_eps_high is not None and not 0 < self.clip_eps_high < math.inf:
+            raise ValueError(f"clip_eps_high must be > 0 (None: clip_eps), got {self.clip_eps_high}")
         if self.group_size < 2:
             raise ValueError(
                 f"group_size must be >= 2 (advantages compare rollouts within a group), "
@@ -178,9 +196,15 @@ class GRPOSettings(GroupSettings):
     (:class:`algorithms.meta.config.GRPOConfig`, :class:`algorithms.text.TextGRPOConfig`)."""
 
     eps: float = 1e-6
-    """Added to the group standard deviation (>= 0)."""
+    """Added to the standard deviation (>= 0)."""
+    scale_rewards: RewardScale = "group"
+    """What the centred rewards are divided by (TRL's ``scale_rewards``;
+    :func:`~algorithms.core.advantages.grpo_advantages`): the group's standard deviation
+    (GRPO), the whole batch's (``batch``, per agent), or nothing (``none``: Dr. GRPO)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.eps < 0:
             raise ValueError(f"eps must be >= 0, got {self.eps}; the usual value is 1e-6")
+        if self.scale_rewards not in REWARD_SCALES:
+            raise ValueError(f"scale_rewards must be one of {', '.join(REWARD_SCALES)}, got {self.scale_rewards!r}")

@@ -351,6 +351,7 @@ class PolicyGradientLearner(MetaLearner, GroupPolicyGradient):
                     advantages[mb],
                     config.clip_eps,
                     config.kl_coef,
+                    config.clip_eps_high,
                 )
                 self.optimizer.zero_grad()
                 loss.backward()

@@ -142,7 +142,7 @@ class PolicyGradientConfig(LearnerConfig, GroupSettings):
 @dataclass
 class GRPOConfig(PolicyGradientConfig, GRPOSettings):
     """GRPO: the shared policy-gradient settings plus the standardization epsilon ``eps``
-    (declared once for both families, in ``GRPOSettings``)."""
+    and ``scale_rewards`` (declared once for both families, in ``GRPOSettings``)."""
 
 
 @dataclass

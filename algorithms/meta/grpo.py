@@ -25,7 +25,8 @@ class GRPO(PolicyGradientLearner):
 
     def compute_advantages(self, returns: torch.Tensor) -> torch.Tensor:
         """Group-standardized advantages of each agent's return:
-        A_{g,i} = (R_{g,i} - mean_h R_{h,i}) / (std_h R_{h,i} + eps).
+        A_{g,i} = (R_{g,i} - mean_h R_{h,i}) / (std_h R_{h,i} + eps) (the std of the agent's
+        whole batch with ``scale_rewards="batch"``, none with ``"none"``).
 
         Args:
             returns: (B, G, n_agents) each agent's episode return.
@@ -33,4 +34,4 @@ class GRPO(PolicyGradientLearner):
         Returns:
             Advantages (B, G, n_agents).
         """
-        return per_agent_groups(partial(grpo_advantages, eps=self.config.eps), returns)
+        return per_agent_groups(partial(grpo_advantages, eps=self.config.eps, scale=self.config.scale_rewards), returns)

@@ -13,9 +13,15 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from algorithms.core.clipping import clip_ratio, clipped_share
+
 
 def clipped_policy_loss(
-    logp: torch.Tensor, logp_old: torch.Tensor, advantages: torch.Tensor, clip_eps: float
+    logp: torch.Tensor,
+    logp_old: torch.Tensor,
+    advantages: torch.Tensor,
+    clip_eps: float,
+    clip_eps_high: float | None = None,
 ) -> torch.Tensor:
     r"""The clipped importance-ratio policy-gradient loss (PPO's surrogate, negated).
 
@@ -26,13 +32,16 @@ def clipped_policy_loss(
 
         \rho = \exp(\log\pi(a|o) - \log\pi_{old}(a|o)), \qquad
         L = -\operatorname{mean}\big[\min(\rho A,\
-                \operatorname{clip}(\rho, 1-\epsilon, 1+\epsilon) A)\big].
+                \operatorname{clip}(\rho, 1-\epsilon, 1+\epsilon_{high}) A)\big],
+
+    :math:`\epsilon_{high} = \epsilon` unless given (DAPO's clip-higher).
 
     Args:
         logp: Log-probabilities of the taken actions under the current policy, (N,).
         logp_old: The same under the policy that collected the data, (N,), no gradient.
         advantages: One advantage per sample, (N,).
         clip_eps: Clipping range epsilon, > 0.
+        clip_eps_high: The upper range, > 0; None: ``clip_eps``.
 
     Returns:
         The scalar loss.
@@ -52,7 +61,7 @@ def clipped_policy_loss(
         )
     ratio = torch.exp(logp - logp_old)
     unclipped = ratio * advantages
-    clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * advantages
+    clipped = clip_ratio(ratio, clip_eps, clip_eps_high) * advantages
     return -torch.min(unclipped, clipped).mean()
 
 
@@ -97,6 +106,7 @@ def kl_regularized_policy_loss(
     advantages: torch.Tensor,
     clip_eps: float,
     kl_coef: float,
+    clip_eps_high: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     r"""Clipped policy gradient plus beta times the exact KL to the reference policy.
 
@@ -115,6 +125,7 @@ def kl_regularized_policy_loss(
         advantages: Advantages, (N,).
         clip_eps: Clipping range epsilon.
         kl_coef: beta >= 0; 0 switches the KL term off.
+        clip_eps_high: The upper clipping range; None: ``clip_eps``.
 
     Returns:
         The scalar loss and detached statistics: ``policy`` (the clipped surrogate),
@@ -123,7 +134,7 @@ def kl_regularized_policy_loss(
     """
     logp_all = F.log_softmax(logits, dim=-1)
     logp = logp_all.gather(1, actions.unsqueeze(1)).squeeze(1)
-    policy_loss = clipped_policy_loss(logp, logp_old, advantages, clip_eps)
+    policy_loss = clipped_policy_loss(logp, logp_old, advantages, clip_eps, clip_eps_high)
     kl = categorical_kl(logits, ref_logits).mean()
     with torch.no_grad():
         log_ratio = logp - logp_old
@@ -131,6 +142,6 @@ def kl_regularized_policy_loss(
             "policy": policy_loss.detach(),
             "kl": kl.detach(),
             "approx_kl": ((log_ratio.exp() - 1) - log_ratio).mean(),
-            "clip_frac": ((log_ratio.exp() - 1).abs() > clip_eps).float().mean(),
+            "clip_frac": clipped_share(log_ratio.exp(), clip_eps, clip_eps_high).mean(),
         }
     return policy_loss + kl_coef * kl, stats

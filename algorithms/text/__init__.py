@@ -26,9 +26,10 @@ what                   paper (arXiv 2508.04652)    CoMLRL default               
 loss                   REINFORCE,                  REINFORCE: -A times the sum     the clipped surrogate with one pass
                        -A grad log pi(o)           of the completion's token       (ratio 1: exactly REINFORCE's
                                                    log-probs, mean over samples    gradient); ``aggregation="token"``
-                                                                                   (mean over all tokens) or
+                                                                                   (mean over all tokens),
                                                                                    ``"sequence"`` (mean of sequence
-                                                                                   means); no sum over tokens
+                                                                                   means) or ``"constant"`` (sum over
+                                                                                   N x ``max_new_tokens``)
 advantage              A = R - mean of the group   R - baseline (``advantage_      R - baseline (``baseline``: mean,
                                                    mode``: mean), then             rloo, max, raw); standardized only
                                                    standardized: (A - mean) /      with ``normalize_advantages=True``
@@ -50,6 +51,31 @@ optimizer              (not fixed)                 AdamW per agent (weight decay
 gradient clipping      (not fixed)                 none                            global norm ``max_grad_norm`` = 1.0
 KL to the base         none                        off (``reference_kl_enabled``)  off (``kl_coef`` = 0)
 =====================  ==========================  ==============================  ==================================
+
+**TRL's GRPOTrainer settings and their names here** (``GRPOConfig``; CLI flags spell ``_``
+as ``-``):
+
+==================================  ===========================================================
+TRL                                 here
+==================================  ===========================================================
+``num_generations``                 ``group_size`` (G)
+``num_iterations``                  ``update_epochs``; ``steps_per_generation``: ``num_minibatches``
+``per_device_train_batch_size``     ``micro_batch_size`` (exact gradient accumulation)
+``loss_type``                       ``aggregation``: ``grpo`` = ``"sequence"``, ``dapo`` =
+                                    ``"token"`` (``bnpo`` is ``"token"`` per micro-batch),
+                                    ``dr_grpo`` = ``"constant"``; not here: ``cispo``, ``sapo``,
+                                    ``luspo``, ``vespo``
+``epsilon``, ``epsilon_high``       ``clip_eps``, ``clip_eps_high``
+``importance_sampling_level``       ``importance_sampling`` (``"sequence"``: GSPO)
+``scale_rewards``                   ``scale_rewards`` (TextGRPO; ``"none"``: Dr. GRPO)
+``beta``                            ``kl_coef`` (the k3 estimator, as TRL)
+``max_completion_length``           ``max_new_tokens``; ``temperature``, ``top_p``, ``top_k``
+``lr_scheduler_type``,              ``lr_schedule``, ``warmup_updates`` (set per update, not per
+``warmup_steps``                    optimizer step); ``learning_rate``, ``weight_decay``,
+                                    ``max_grad_norm``, ``gradient_checkpointing`` alike
+``use_vllm``                        not here: ``sampler="ctranslate2"`` on a CPU, the torch
+                                    sampler (one mixed-adapter batch for the team) elsewhere
+==================================  ===========================================================
 """
 
 from algorithms.core.lazy import lazy_package

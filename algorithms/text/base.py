@@ -45,7 +45,9 @@ and ``rewards/{part}/mean`` for each part of the protocol (e.g. ``correct``,
 ``format``), ``rewards/contribution/{agent}``, ``returns/mean``, ``adv/abs_mean``,
 ``losses/{policy,kl,clip_frac}``, ``losses/grad_norm`` (each agent's gradient norm
 before clipping, one per set of weights, mean over those with a gradient and the
-optimizer steps), ``tokens/{agent}`` (mean completion length),
+optimizer steps), ``losses/entropy`` (the policy's mean entropy in nats at the completion
+tokens of the loss's passes: every pass of the update, every trainable agent; a collapse
+towards 0 is the usual sign of a policy that stopped exploring), ``tokens/{agent}`` (mean completion length),
 ``truncated/{agent}`` (the share of its completions cut at the token budget),
 ``charts/{update,seconds}`` and, measured in this process:
 
@@ -98,7 +100,7 @@ from agents.file_modes import with_umask_modes_below
 from agents.progress import reporting
 from agents.seeding import derive_seed
 from agents.text_policy import TextPolicy, played_text
-from agents.trainable_lm import Completion, TrainableLM
+from agents.trainable_lm import Completion, Meter, TrainableLM
 from algorithms.core import data_parallel
 from algorithms.core.learner import GroupPolicyGradient
 from algorithms.core.optimizers import adam
@@ -324,19 +326,23 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         self, returns: torch.Tensor, advantages: torch.Tensor, samples: torch.Tensor, seconds: float
     ) -> dict[str, float]:
         """``returns/mean`` (first turn), ``adv/abs_mean`` over the completions,
-        ``charts/{update,seconds}`` and the ``perf/*`` metrics (the module docstring)."""
+        ``charts/{update,seconds}``, ``losses/entropy`` and the ``perf/*`` metrics (the
+        module docstring)."""
+        meter = self.lm.read_meter()
+        entropy = data_parallel.sum_over_ranks({"sum": float(meter.entropy_sum), "tokens": float(meter.entropy_tokens)})
         return {
             "returns/mean": returns[0].mean().item(),
             "adv/abs_mean": samples.abs().mean().item(),
             "charts/update": float(self.update),
             "charts/seconds": seconds,
-            **self._perf_metrics(),
+            **({"losses/entropy": entropy["sum"] / entropy["tokens"]} if entropy["tokens"] else {}),
+            **self._perf_metrics(meter),
         }
 
-    def _perf_metrics(self) -> dict[str, float]:
-        """The ``perf/*`` metrics since the last update's (the module docstring); starts the
-        next window."""
-        meter, seconds = self.lm.read_meter(), self._loss_seconds
+    def _perf_metrics(self, meter: Meter) -> dict[str, float]:
+        """The ``perf/*`` metrics of ``meter`` (read since the last update's; the module
+        docstring); starts the next window."""
+        seconds = self._loss_seconds
         device = self.lm.device
         metrics = {"perf/peak_memory_gb": peak_memory_gb(device)}
         reset_peak_memory(device)
@@ -518,7 +524,7 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             order = self.rng.permutation(len(samples))
             totals = {}
             for minibatch in np.array_split(order, config.num_minibatches):
-                weights = token_weights(lengths[minibatch], config.aggregation)
+                weights = token_weights(lengths[minibatch], config.aggregation, config.max_new_tokens)
                 self.optimizer.zero_grad()
                 mine = self.ranks.share(len(minibatch))  # the whole minibatch in one process
                 for rows, chunk_weights in self._chunks(samples, minibatch[mine], weights[mine]):
@@ -574,6 +580,8 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             weights.to(logp.device),
             self.config.clip_eps,
             self.config.kl_coef,
+            self.config.clip_eps_high,
+            self.config.importance_sampling,
         )
         loss.backward()
         synchronize(self.lm.device)

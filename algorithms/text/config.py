@@ -172,9 +172,17 @@ class TextLearnerConfig(GroupSettings):
     completion has ended (:func:`agents.trainable_lm.scoring.segments`): the same loss up
     to rounding, fewer positions run where lengths differ (a completion cut at the budget
     beside short ones). False: one pass padded to the longest, the scoring of 0.2.0."""
-    aggregation: Literal["token", "sequence"] = "token"
-    """``token``: mean over all tokens of the batch; ``sequence``: mean over sequences of
-    their token means (see :func:`algorithms.text.losses.token_weights`)."""
+    aggregation: Literal["token", "sequence", "constant"] = "token"
+    """``token``: mean over all tokens of the batch (TRL's ``dapo``); ``sequence``: mean over
+    sequences of their token means (``grpo``); ``constant``: the sum over all tokens divided
+    by (sequences x ``max_new_tokens``) (``dr_grpo``); see
+    :func:`algorithms.text.losses.token_weights`."""
+    importance_sampling: Literal["token", "sequence"] = "token"
+    """The importance ratio pi / pi_old that is clipped: each token's own, or its sequence's
+    geometric mean (GSPO; TRL's ``importance_sampling_level``;
+    :func:`algorithms.text.losses.importance_log_ratio`). It matters only with more than one
+    optimizer step per batch (``update_epochs`` or ``num_minibatches`` > 1): in one step the
+    two give the same gradient."""
 
     # ------------------------------------------------------------------ where it samples
     sample_batch_size: int = 32
@@ -234,7 +242,8 @@ class TextLearnerConfig(GroupSettings):
             "finetune": ("lora", "full"),
             "pairing": ("aligned", "cross"),
             "credit": ("joint", "contribution"),
-            "aggregation": ("token", "sequence"),
+            "aggregation": ("token", "sequence", "constant"),
+            "importance_sampling": ("token", "sequence"),
             "sampler": ("torch", "ctranslate2"),
             "mixed_routing": ROUTINGS,
         }

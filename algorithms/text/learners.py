@@ -50,7 +50,7 @@ class TextGRPO(TextPolicyGradientLearner):
 
     def compute_advantages(self, returns: torch.Tensor) -> torch.Tensor:
         """Group-standardized advantages of each agent's return."""
-        return per_agent_groups(partial(grpo_advantages, eps=self.config.eps), returns)
+        return per_agent_groups(partial(grpo_advantages, eps=self.config.eps, scale=self.config.scale_rewards), returns)
 
 
 class TextSoftRankPO(TextPolicyGradientLearner):

@@ -10,8 +10,9 @@ function                       what
 ``cross_returns``              "cross" pairing: each agent's sample scored by the mean joint
                                reward of every joint action that contains it
 ``baseline_advantages``        CoMLRL's MAGRPO baselines: mean, rloo, max, raw; its normalization
-``token_weights``              sequence-mean vs token-mean aggregation, as per-token weights
+``token_weights``              sequence-mean, token-mean or constant aggregation, as weights
 ``aggregate``                  the weighted sum of per-token values
+``importance_log_ratio``       log pi / pi_old per token, or per sequence (GSPO)
 ``clipped_token_loss``         the clipped-ratio policy gradient per token
 ``k3_kl``                      the k3 estimator of KL(pi || pi_ref) per token
 ``text_policy_loss``           clipped policy gradient + beta * KL, aggregated
@@ -25,8 +26,10 @@ from typing import Literal
 import torch
 
 from algorithms.core.advantages import magrpo_advantages
+from algorithms.core.clipping import clip_ratio, clipped_share
 
-Aggregation = Literal["token", "sequence"]
+Aggregation = Literal["token", "sequence", "constant"]
+ImportanceSampling = Literal["token", "sequence"]
 Baseline = Literal["mean", "rloo", "max", "raw"]
 
 
@@ -151,31 +154,41 @@ def _unnormalized_baseline_advantages(rewards: torch.Tensor, baseline: Baseline)
     raise ValueError(f"baseline must be 'mean', 'rloo', 'max' or 'raw', got {baseline!r}")
 
 
-def token_weights(lengths: torch.Tensor, aggregation: Aggregation) -> torch.Tensor:
+def token_weights(lengths: torch.Tensor, aggregation: Aggregation, max_length: int | None = None) -> torch.Tensor:
     r"""The weight of each token of sequence i in the batch loss, one value per sequence.
 
-    For N sequences of lengths :math:`|o_i|` and per-token values :math:`\ell_{i,t}`:
+    For N sequences of lengths :math:`|o_i|`, per-token values :math:`\ell_{i,t}` and the
+    completion budget :math:`L_{max}` (``max_new_tokens``):
 
     .. math::
 
         \text{sequence mean (GRPO)}:\ L = \frac1N \sum_i \frac{1}{|o_i|} \sum_t \ell_{i,t}
             \ \Rightarrow\ w_i = \frac{1}{N |o_i|}; \qquad
         \text{token mean (DAPO)}:\ L = \frac{\sum_i \sum_t \ell_{i,t}}{\sum_i |o_i|}
-            \ \Rightarrow\ w_i = \frac{1}{\sum_j |o_j|}.
+            \ \Rightarrow\ w_i = \frac{1}{\sum_j |o_j|};
 
+        \text{constant (Dr. GRPO)}:\ L = \frac{1}{N L_{max}} \sum_i \sum_t \ell_{i,t}
+            \ \Rightarrow\ w_i = \frac{1}{N L_{max}}.
+
+    The sequence mean weighs a token of a short completion more than one of a long one
+    (a wrong answer's length is penalized less per token, Dr. GRPO's length bias); the two
+    others weigh every token alike, the constant one also across batches. TRL's
+    ``loss_type`` names them ``grpo``, ``dapo`` (``bnpo`` per micro-batch) and ``dr_grpo``.
     Weights of the whole minibatch make a loss summed over micro-batches equal the
     minibatch's loss (gradient accumulation is exact).
 
     Args:
         lengths: (N,) token counts, each >= 1.
-        aggregation: ``"sequence"`` or ``"token"``.
+        aggregation: ``"sequence"``, ``"token"`` or ``"constant"``.
+        max_length: :math:`L_{max}` >= every length; needed by ``"constant"`` only.
 
     Returns:
         (N,) float weights.
 
     Example:
-        >>> token_weights(torch.tensor([1, 3]), "sequence"), token_weights(torch.tensor([1, 3]), "token")
-        (tensor([0.5000, 0.1667]), tensor([0.2500, 0.2500]))
+        >>> lengths = torch.tensor([1, 3])
+        >>> token_weights(lengths, "sequence"), token_weights(lengths, "token"), token_weights(lengths, "constant", 4)
+        (tensor([0.5000, 0.1667]), tensor([0.2500, 0.2500]), tensor([0.1250, 0.1250]))
     """
     lengths = lengths.to(torch.float32)
     if lengths.ndim != 1 or not (lengths >= 1).all():
@@ -184,7 +197,11 @@ def token_weights(lengths: torch.Tensor, aggregation: Aggregation) -> torch.Tens
         return 1.0 / (len(lengths) * lengths)
     if aggregation == "token":
         return torch.full_like(lengths, 1.0 / lengths.sum().item())
-    raise ValueError(f"aggregation must be 'token' or 'sequence', got {aggregation!r}")
+    if aggregation == "constant":
+        if max_length is None or max_length < lengths.max().item():
+            raise ValueError(f"constant aggregation needs max_length >= every length, got {max_length}")
+        return torch.full_like(lengths, 1.0 / (len(lengths) * max_length))
+    raise ValueError(f"aggregation must be 'token', 'sequence' or 'constant', got {aggregation!r}")
 
 
 def aggregate(values: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
@@ -198,17 +215,62 @@ def aggregate(values: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor) -
     return (values * mask * weights[:, None]).sum()
 
 
+def importance_log_ratio(
+    logp: torch.Tensor, logp_old: torch.Tensor, mask: torch.Tensor, level: ImportanceSampling = "token"
+) -> torch.Tensor:
+    r"""The log importance ratio of each token, (N, T): its own (PPO, GRPO), or its
+    sequence's (GSPO, Zheng et al. 2025, https://arxiv.org/abs/2507.18071; TRL's
+    ``importance_sampling_level="sequence"``), the geometric mean over the sequence's tokens:
+
+    .. math::
+
+        \log \rho_{i,t} = \log\pi_\theta(o_{i,t}) - \log\pi_{old}(o_{i,t})
+        \quad\text{or}\quad
+        \log s_i = \frac{1}{|o_i|} \sum_t m_{i,t} \big(\log\pi_\theta(o_{i,t}) - \log\pi_{old}(o_{i,t})\big).
+
+    With a sequence's ratio, the sequence is clipped as a whole, and a token's gradient
+    weighs its sequence's ratio rather than its own. At :math:`\pi_{old} = \pi_\theta`
+    both levels give the same gradient.
+
+    Args:
+        logp, logp_old: (N, T) log-probabilities (current, sampling policy).
+        mask: (N, T), 1 where a token is.
+        level: ``"token"`` or ``"sequence"``.
+
+    Returns:
+        (N, T) log ratios (a sequence's value in every column, padding included).
+
+    Example:
+        >>> logp, old = torch.log(torch.tensor([[0.8, 0.4]])), torch.log(torch.tensor([[0.4, 0.4]]))
+        >>> importance_log_ratio(logp, old, torch.ones(1, 2), "sequence").exp()  # sqrt(2 x 1)
+        tensor([[1.4142, 1.4142]])
+    """
+    log_ratio = logp - logp_old
+    if level == "token":
+        return log_ratio
+    if level == "sequence":
+        sequence = (log_ratio * mask).sum(dim=1, keepdim=True) / mask.sum(dim=1, keepdim=True).clamp(min=1.0)
+        return sequence.expand_as(log_ratio)
+    raise ValueError(f"importance sampling level must be 'token' or 'sequence', got {level!r}")
+
+
 def clipped_token_loss(
-    logp: torch.Tensor, logp_old: torch.Tensor, advantages: torch.Tensor, clip_eps: float
+    logp: torch.Tensor,
+    logp_old: torch.Tensor,
+    advantages: torch.Tensor,
+    clip_eps: float,
+    clip_eps_high: float | None = None,
+    log_ratio: torch.Tensor | None = None,
 ) -> torch.Tensor:
     r"""The clipped surrogate per token, negated (PPO, as GRPO applies it to tokens):
 
     .. math::
 
         \rho_{i,t} = \exp(\log\pi_\theta(o_{i,t}) - \log\pi_{old}(o_{i,t})), \qquad
-        \ell_{i,t} = -\min\big(\rho_{i,t} A_i,\ \operatorname{clip}(\rho_{i,t}, 1-\epsilon, 1+\epsilon) A_i\big).
+        \ell_{i,t} = -\min\big(\rho_{i,t} A_i,\ \operatorname{clip}(\rho_{i,t}, 1-\epsilon, 1+\epsilon_{high}) A_i\big),
 
-    At :math:`\log\pi_{old} = \operatorname{sg}(\log\pi_\theta)` (one pass over fresh
+    :math:`\epsilon_{high} = \epsilon` unless given (DAPO's clip-higher). At
+    :math:`\log\pi_{old} = \operatorname{sg}(\log\pi_\theta)` (one pass over fresh
     samples) :math:`\rho = 1` and :math:`\nabla \ell_{i,t} = -A_i \nabla\log\pi_\theta(o_{i,t})`:
     exactly REINFORCE, MAGRPO's update.
 
@@ -217,6 +279,9 @@ def clipped_token_loss(
         logp_old: (N, T) under the sampling policy (no gradient).
         advantages: (N,) one advantage per sequence, shared by its tokens.
         clip_eps: epsilon > 0.
+        clip_eps_high: The upper range > 0; None: ``clip_eps``.
+        log_ratio: (N, T) :math:`\log\rho` where it is not the tokens' own
+            (:func:`importance_log_ratio` of a sequence); None: ``logp - logp_old``.
 
     Returns:
         (N, T) per-token losses (padding is masked by :func:`aggregate`).
@@ -231,9 +296,9 @@ def clipped_token_loss(
             f"need logp and logp_old of one (N, T) shape and advantages (N,), got {tuple(logp.shape)}, "
             f"{tuple(logp_old.shape)}, {tuple(advantages.shape)}"
         )
-    ratio = torch.exp(logp - logp_old)
+    ratio = torch.exp(logp - logp_old if log_ratio is None else log_ratio)
     gains = advantages[:, None]
-    return -torch.min(ratio * gains, torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * gains)
+    return -torch.min(ratio * gains, clip_ratio(ratio, clip_eps, clip_eps_high) * gains)
 
 
 def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
@@ -260,10 +325,13 @@ def text_policy_loss(
     weights: torch.Tensor,
     clip_eps: float,
     kl_coef: float,
+    clip_eps_high: float | None = None,
+    importance_sampling: ImportanceSampling = "token",
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     r"""The aggregated token loss: :math:`L = \sum_i w_i \sum_t m_{i,t} (\ell_{i,t} + \beta k_{3,i,t})`.
 
-    (:func:`clipped_token_loss`, :func:`k3_kl`, weights from :func:`token_weights`.)
+    (:func:`clipped_token_loss` of :func:`importance_log_ratio`, :func:`k3_kl`, weights from
+    :func:`token_weights`.)
 
     Args:
         logp, logp_old: (N, T) log-probabilities (current, sampling policy).
@@ -273,20 +341,24 @@ def text_policy_loss(
         weights: (N,) token weights of these sequences.
         clip_eps: epsilon > 0.
         kl_coef: beta >= 0.
+        clip_eps_high: The upper clipping range; None: ``clip_eps``.
+        importance_sampling: ``"token"`` or ``"sequence"`` (GSPO) ratios.
 
     Returns:
         The scalar loss and detached statistics aggregated with the same weights:
         ``policy`` (the surrogate part), ``kl`` (k3, 0 without a reference),
-        ``clip_frac`` (share of clipped ratios).
+        ``clip_frac`` (share of ratios outside the clipping range).
 
     Raises:
         ValueError: If ``kl_coef`` > 0 and ``ref_logp`` is ``None``.
     """
     if kl_coef > 0 and ref_logp is None:
         raise ValueError("kl_coef > 0 needs the reference log-probabilities ref_logp")
-    policy = aggregate(clipped_token_loss(logp, logp_old, advantages, clip_eps), mask, weights)
+    log_ratio = importance_log_ratio(logp, logp_old, mask, importance_sampling)
+    per_token = clipped_token_loss(logp, logp_old, advantages, clip_eps, clip_eps_high, log_ratio=log_ratio)
+    policy = aggregate(per_token, mask, weights)
     kl = aggregate(k3_kl(logp, ref_logp), mask, weights) if ref_logp is not None else torch.zeros(())
     with torch.no_grad():
-        clipped = ((torch.exp(logp - logp_old) - 1.0).abs() > clip_eps).float()
+        clipped = clipped_share(log_ratio.exp(), clip_eps, clip_eps_high)
         stats = {"policy": policy.detach(), "kl": kl.detach(), "clip_frac": aggregate(clipped, mask, weights)}
     return policy + kl_coef * kl, stats

@@ -158,6 +158,8 @@ def test_every_update_logs_the_perf_metrics():
         assert metrics["perf/peak_memory_gb"] > 0
         assert metrics["perf/generated_tokens_per_s"] > 0 and metrics["perf/trained_tokens_per_s"] > 0
         assert "perf/mfu" not in metrics  # a CPU has no peak FLOPS in the table
+        vocabulary = subject.lm.seats["agent_0"].model.config.vocab_size
+        assert 0 < metrics["losses/entropy"] <= torch.log(torch.tensor(float(vocabulary))).item()
     assert subject.lm.read_meter() == Meter()  # the metrics read the meter: the next update starts from zero
 
 
@@ -182,6 +184,25 @@ def test_the_meter_counts_decoded_and_trained_tokens_and_model_flops():
     recomputing = make_lm(gradient_checkpointing=True)
     recomputing.logprobs("agent_0", [prompt, prompt], [[5, 6], [7]])
     assert recomputing.read_meter().trained_tokens == 2 * len(prompt) + 3  # each row with its prompt
+
+
+@pytest.mark.parametrize("settings", [{}, {"segmented_scoring": False}, {"gradient_checkpointing": True}])
+def test_the_meter_sums_the_policys_entropy_at_the_trained_tokens(settings):
+    lm = make_lm(**settings)
+    prompt = lm.encode(CHAT)
+    completions = [[5, 6, 7, 8, 9], [5, 9], [11]]
+    lm.logprobs("agent_0", [prompt, prompt, prompt[:-2]], completions, temperature=0.7, reference=True)
+    lm.logprobs("agent_0", [prompt, prompt, prompt[:-2]], completions, temperature=0.7, reference=False)
+    meter = lm.read_meter()  # the reference pass adds nothing
+    expected = []
+    with torch.no_grad():
+        for prefix, completion in zip([prompt, prompt, prompt[:-2]], completions, strict=True):
+            ids = torch.tensor([list(prefix) + completion[:-1]])
+            logits = lm.seats["agent_0"].model(input_ids=ids).logits[0, len(prefix) - 1 :] / 0.7
+            logp = torch.log_softmax(logits.float(), dim=-1)
+            expected.extend((-(logp.exp() * logp).sum(dim=-1)).tolist())
+    assert meter.entropy_tokens == len(expected) == 8
+    assert meter.mean_entropy == pytest.approx(sum(expected) / len(expected), rel=1e-4)
 
 
 def folders(directory) -> list[str]:

@@ -127,3 +127,6 @@ def test_a_run_recorded_before_the_new_settings_resumes_only_with_their_old_valu
     assert changed_settings(before, {**before, "weight_decay": 0.0, "lr_schedule": "constant", "warmup_updates": 0}) == []
     assert changed_settings({"learner": before}, {"learner": {**before, "weight_decay": 0.0}}) == []
     assert changed_settings(before, {**before, "lr_schedule": "cosine"}) == ["lr_schedule is 'constant' there and 'cosine' here"]
+    loss = {"clip_eps_high": None, "scale_rewards": "group", "importance_sampling": "token"}
+    assert changed_settings(before, {**before, **loss}) == []
+    assert changed_settings(before, {**before, "clip_eps_high": 0.28}) == ["clip_eps_high is None there and 0.28 here"]

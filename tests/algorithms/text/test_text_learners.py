@@ -116,7 +116,14 @@ def run(make_lm, tmp_path, name, updates, learner=TextGRPO, **overrides):
     return subject
 
 
-@pytest.mark.parametrize("schedule", [{}, {"lr_schedule": "cosine", "warmup_updates": 1, "weight_decay": 0.1}])
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        {},
+        {"lr_schedule": "cosine", "warmup_updates": 1, "weight_decay": 0.1},
+        {"clip_eps_high": 0.28, "importance_sampling": "sequence", "aggregation": "constant", "scale_rewards": "batch"},
+    ],
+)
 def test_resume_equals_an_uninterrupted_run(make_lm, tmp_path, schedule):
     straight = run(make_lm, tmp_path, "straight", 2, **schedule)
     run(make_lm, tmp_path, "resumed", 1, **schedule)
