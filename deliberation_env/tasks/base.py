@@ -132,12 +132,15 @@ def answer_groups(
     keys: Sequence[Hashable | None] | None = None,
 ) -> list[int]:
     """Each decision's group for a vote: decisions with equal keys are one answer, and so
-    are those the task's own ``same_answer`` calls one (MATH: math-verify's equivalence),
-    taken transitively (``x = 7``, ``7`` and ``y = 7`` are one group in any seat order).
-    Given ``correct``, each group is then split into its right and its wrong answers: the
-    vote that is paid never lets a wrong answer share a right one's
-    (a key that rounds ``8 + 10^{-20}`` to 8 does not make it right; a program that passes
-    only the prompt's examples is not a right one). Both seats' votes group by it.
+    are those the task's own ``same_answer`` calls one in either order (MATH: math-verify's
+    equivalence, which is not symmetric), taken transitively (``x = 7``, ``7`` and ``y = 7``
+    are one group in any seat order). Given ``correct``, a right answer is never one with a
+    wrong one, and every right answer is one with every other: the vote that is paid never
+    lets a wrong answer share a right one's (a key that rounds ``8 + 10^{-20}`` to 8 does
+    not make it right; a program that passes only the prompt's examples is not a right
+    one), nor lets a wrong answer join two right forms that the checker keeps apart
+    (``x=3 \\text{ or } x=4`` and ``x_1 = 3, x_2 = 4``) into a group it then holds, and two
+    right forms are not outvoted by two agreeing wrong answers. Both seats' votes group by it.
 
     Args:
         task: The task whose keys and checker say which decisions are one answer.
@@ -160,26 +163,37 @@ def answer_groups(
     """
     if keys is None:
         keys = [None if decision is None else task.decision_key(problem, decision) for decision in decisions]
-    by_key: dict[Hashable, int] = {}  # each distinct key: its first holder's index
-    labels = [-1 if decision is None else by_key.setdefault(key, agent) for agent, (decision, key) in enumerate(zip(decisions, keys, strict=True))]
+    rights = [None] * len(decisions) if correct is None else [bool(right) for right in correct]
+    by_node: dict[Hashable, int] = {}  # each distinct (key, right): its first holder's index
+    labels = [
+        -1 if decision is None else by_node.setdefault((key, right), agent)
+        for agent, (decision, key, right) in enumerate(zip(decisions, keys, rights, strict=True))
+    ]
     own = getattr(task, "same_answer", None)
-    if callable(own) and len(by_key) > 1:  # join the keys' groups the checker calls one (union-find)
-        root = {first: first for first in by_key.values()}
+    if len(by_node) > 1:  # join the nodes that are one answer (union-find)
+        root = {first: first for first in by_node.values()}
 
         def find(agent: int) -> int:
             while root[agent] != agent:
                 agent = root[agent]
             return agent
 
+        def one_answer(first: int, second: int) -> bool:
+            if rights[first] != rights[second]:
+                return False
+            if rights[first]:  # both equal the reference
+                return True
+            return callable(own) and (
+                own(problem, decisions[first], decisions[second]) or own(problem, decisions[second], decisions[first])
+            )
+
         firsts = list(root)
         for a, first in enumerate(firsts):
             for second in firsts[a + 1 :]:
                 one, other = find(first), find(second)
-                if one != other and own(problem, decisions[first], decisions[second]):
+                if one != other and one_answer(first, second):
                     root[max(one, other)] = min(one, other)
         labels = [-1 if label < 0 else find(label) for label in labels]
-    if correct is not None:  # the group's lowest holder and whether the answer is right
-        labels = [-1 if label < 0 else 2 * label + bool(right) for label, right in zip(labels, correct, strict=True)]
     numbers: dict[int, int] = {}
     return [-1 if label < 0 else numbers.setdefault(label, len(numbers)) for label in labels]
 

@@ -47,14 +47,16 @@ WORD_VALUES = {word: str(value) for value, word in enumerate(NUMBER_WORDS[:21])}
 
 _DOUBTS = re.compile(
     rf"\b(?:alternatively|alternately|otherwise|equivalently|may|{'|'.join(DOUBT_WORDS)}"
-    r"|yet|hmm|wait|wrong|mistake|oops|incorrect|correction|actually|scratch|meant|make that|no"
-    r"|second thought|never\s?mind|reconsider(?:ing)?|if not|fall\s?back|backup|plan b)\b",
+    r"|yet|hmm|wait|wrong|mistake|oops|incorrect|correction|actually|scratch|meant|make that|no|then again"
+    r"|second thought|never\s?mind|reconsider(?:ing)?|if not|fall\s?back|backup|plan b|toss-?up|50\s?/\s?50)\b",
     re.IGNORECASE,
 )
 """A part of a line that doubts or takes back: words of doubt, "wait", "wrong", "I meant",
 ... ("or" and ``?`` count where they offer a value: :data:`_OPENS_WITH_OR`, :data:`_ASKED`)."""
-_HEDGING = re.compile(r"\b(?:maybe|perhaps|possibly|probably)\b", re.IGNORECASE)
-_OPENS_WITH_OR = re.compile(r"[^\w\n]*+or\b", re.IGNORECASE)
+_HEDGING = re.compile(r"\b(?:maybe|perhaps|possibly|probably|(?:toss-?up|50\s?/\s?50)\s++(?:with|between))\b", re.IGNORECASE)
+"""Doubts after which the rest of a part is offered ("tbh maybe 19", "50/50 with C")."""
+_OPENS_WITH_OR = re.compile(r"[^\w\n]*+(?:or|oder|ou|oppure|o)\b", re.IGNORECASE)
+"""A part that opens with "or" (also in German, French, Italian, Spanish: "Oder 19.")."""
 _ASKED = re.compile(r"\s*+(?:could|might|may|can|would|is|was|maybe|perhaps|or)\b", re.IGNORECASE)
 """A question that offers (not a question the text asks itself and answers: "How many
 eggs does she sell? 9.")."""
@@ -89,24 +91,27 @@ _CONFIRMED = re.compile(r"[^\w\n]*+(?:yes|indeed|right|correct)\b", re.IGNORECAS
 """A part that answers a question the text asked itself ("9 eggs? Yes, 9.")."""
 _DISMISSING = re.compile(r"\b(?:but|however|though|although|not|no|excluded?|rejected?|wrong|incorrect)\b", re.IGNORECASE)
 _FILLER = re.compile(
-    r"(?:[\s*_`\"'“”‘’.,(\[{}$∴→⇒~≈∼]++|\\(?:text|textbf|mathrm|mbox|mathbf|boldsymbol)\{|\\[(\[]"
+    r"(?:[\s*_`\"'“”‘’.,:(\[{}$∴→⇒~≈∼]++|\b(?:i'd|i'll|in\s++other\s++words)\b|\\(?:text|textbf|mathrm|mbox|mathbf|boldsymbol)\{|\\[(\[]"
     r"|\\(?:therefore|implies|Rightarrow|approx|sim)\b|\b(?:i\.e|e\.g)\b\.?"
-    r"|\b(?:or|maybe|perhaps|possibly|probably|alternatively|alternately|equivalently|otherwise|else|rather|either"
+    r"|\b(?:or|oder|ou|oppure|o|maybe|perhaps|possibly|probably|alternatively|alternately|equivalently|otherwise|else|rather|either"
     r"|even|but|yet|though|although|if|unless|hmm|well|so|then|actually|no|wait|oops|correction|scratch|make|meant"
-    r"|i|it's|it|is|that's|that|this|could|might|may|should|would|be|also|the|final|answer|ans|total|result|value"
+    r"|i|it's|it|is|was|were|that's|that|this|could|might|may|should|would|be|also|the|final|answer|ans|total|result|value"
     r"|option|choice|instead|think|guess|likely|about|around|approximately|roughly|just|therefore|thus|hence"
-    r"|sorry|nope|nah|mean|edit)\b)*+",
+    r"|sorry|nope|nah|mean|edit|yes|really|honestly|meh|eh|say|says|gut|going|with|leaning|towards?|same|as)\b)*+",
     re.IGNORECASE,
 )
 """Words and markup before a value offered ("but it might be", "or maybe about", "**", "∴")."""
-_CLOSING_MARKS = " \t*_`\"'“”‘’.,!?)]}$\\✓✔∎\ufe0f"
-_TRAILING_WORDS = ("too", "as well", "instead", "then", "though", "maybe", "perhaps")
+_CLOSING_MARKS = " \t*_`\"'“”‘’.,:;!?)]}$\\✓✔∎\ufe0f"
+_TRAILING_WORDS = (
+    "too", "as well", "instead", "then", "though", "maybe", "perhaps", "to be safe", "to be sure", "to be exact",
+    "just in case",
+)  # fmt: skip
 """Words after a value offered ("19 too", "C instead")."""
 _ASIDE = re.compile(r"(?<=\S)\s*+\([^()\n]*\)?$")
 """A parenthesis after a value offered ("10 (if x < 0)")."""
 _CALLED_RIGHT = re.compile(
     r"(.*?\S)\s++(?:(?:is|are|could|might|may|would|seems)(?:\s++(?:also|equally|be|too|likely|perhaps|maybe|possibly))*"
-    r"\s++(?:correct|right|possible|plausible|likely|probable|an? (?:correct )?answer|the (?:correct |best )?answer"
+    r"\s++(?:correct|right|possible|plausible|likely|probable|accepted|acceptable|an? (?:correct )?answer|the (?:correct |best )?answer"
     r"|the best (?:choice|option)|an option|a solution|a root)|(?:is|are)\s++(?:also|equally)\s++(?:valid|true|acceptable|fine)"
     r"|(?:(?:is|are)\s++)?(?:valid|true|acceptable|fine)\s++(?:too|as well)|(?:also\s++)?(?:works|fits)(?:\s++too)?"
     r"|(?:is|would\s++be|could\s++be|might\s++be)\s++(?:my|the|an?)\s++(?:other|second|next|alternative|backup)"
@@ -116,7 +121,7 @@ _CALLED_RIGHT = re.compile(
 """A part that calls a value right ("19 is also correct", "C could also be the answer", "19
 also works", "11 would be my other guess")."""
 _NAMES_ANOTHER = re.compile(
-    r"[^\w\n]*+(?:(?:an)?other|second|alternative|alternate|possible|next)\b(?:\s++[\w'-]++){0,2}?\s++"
+    r"[^\w\n]*+(?:my\s++)?(?:(?:an)?other|second|alternative|alternate|possible|next)\b(?:\s++[\w'-]++){0,2}?\s++"
     r"(?:answer|solution|choice|guess|option|pick)\s++(?:is|would\s++be|could\s++be|might\s++be|may\s++be)\s++(.+)",
     re.IGNORECASE,
 )
@@ -153,7 +158,8 @@ _OFFERING_LABEL = re.compile(
     r"(?:\s++possible)?\s++(?:answers?|solutions?|choices?)|alternatives?|alt(?:\s++answer)?|(?:second|other|next)\s++"
     r"(?:guess|choice|pick)|2nd\s++(?:guess|choice|pick)|runner[- ]up|p\.?\s?s\.?|plan\s++b|fall\s?back|backup"
     r"|guess|options?|choices?|candidates?|also\s++possible|edit(?:ed)?|update[d]?|correction"
-    r"|correct(?:ed)?(?:\s++answer)?|revised(?:\s++answer)?|new\s++answer|(?:final\s++)?verdict|(?:final\s++|my\s++)?(?:pick|choice))"
+    r"|correct(?:ed)?(?:\s++answer)?|revised(?:\s++answer)?|new\s++answer|(?:final\s++)?verdict|(?:final\s++|my\s++)?(?:pick|choice)"
+    r"|(?:final\s++)?result|(?:double|re)[- ]?check(?:ed)?|also|hunch|gut(?:\s++feeling)?|instinct)"
     r"[^\w\n:]*+:",
     re.IGNORECASE,
 )
@@ -162,9 +168,12 @@ _OFFERING_LABEL = re.compile(
 answer is stated once, so values after such a label are offered (not "Second day: 36",
 "Prime options: 2, 3, 7", "Options eliminated: A, C")."""
 _RECAP_LABEL = re.compile(
-    r"[^\w\n]*+(?:tl\s?;?\s?dr|(?:in\s++)?(?:conclusion|summary|short)|bottom\s++line)[^\w\n:]*+:", re.IGNORECASE
+    r"[^\w\n]*+(?:tl\s?;?\s?dr|(?:in\s++)?(?:conclusion|summary|short)|bottom\s++line|total|sum|count|value|number"
+    r"|output|res|sol|selected|coin\s?flip)[^\w\n:]*+:",
+    re.IGNORECASE,
 )
-"""A recap's label: it offers a bare value ("TL;DR: 19"), not a step's quantity ("Summary: 9 eggs.")."""
+"""A recap's or a result's label: it offers a bare value ("TL;DR: 19", "Total: 19"), not a
+step's quantity ("Summary: 9 eggs.", "Total: 16 - 7 = 9")."""
 _COUNTERFACTUAL = re.compile(r"\b(?:would|could|might)\b", re.IGNORECASE)
 """A part that says what would or could be ("(it could be 32 if she sold all 16)"): its
 condition stays."""

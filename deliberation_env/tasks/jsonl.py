@@ -34,9 +34,27 @@ _ANSWER_MARKER = re.compile("answer:", re.IGNORECASE)
 _FIRST_MARKER = re.compile("^.*?answer:", re.IGNORECASE | re.MULTILINE)  # the first of its line
 
 
+_MARKUP = "*_`"
+"""Markdown's emphasis and code marks, never a short answer's own ends."""
+_QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’"}
+
+
 def canonical_text(text: str) -> str:
-    """Case- and space-insensitive form of a short text answer."""
-    return " ".join(text.strip().rstrip(".").split()).casefold()
+    """Case- and space-insensitive form of a short text answer, without the markup and
+    punctuation around it: a final ``.`` or ``!``, emphasis or code marks at its ends
+    (``**Paris**``, and ``** Paris`` after a bold label's ``**Answer:** Paris``) and a pair
+    of quotes around it. The reference answer is read the same way.
+
+    >>> [canonical_text(text) for text in ("**Paris**", "** Paris", '"Paris"!', "`New  York`.", "Paris (France)")]
+    ['paris', 'paris', 'paris', 'new york', 'paris (france)']
+    """
+    previous = None
+    while text != previous:
+        previous = text
+        text = text.strip().rstrip(".!").strip(_MARKUP).strip()
+        if len(text) > 1 and _QUOTES.get(text[0]) == text[-1]:
+            text = text[1:-1]
+    return " ".join(text.split()).casefold()
 
 
 def _answer_after(text: str, start: int) -> str:

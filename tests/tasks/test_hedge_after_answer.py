@@ -49,6 +49,10 @@ def gsm8k():
         "\n19 dollars. Also works.", "\nSorry, 19. Also works.", "\nVerdict: 19. Also works.", "\nOr! 19.",
         "\nHmm. **19**! Good luck.", "\n18 is wrong! **19**! Good luck.", "\nFinal verdict: 19", "\nIncorrect: 18. Correct: 19.",
         "\nNo. 19.", "\nNope, 19.", "\nWrong. 19.",
+        # round twenty-four: doubts, labels and "or" in other languages
+        "\nOr was it 19?", "\nMy other guess is 19.", "\n19 would also be accepted.", "\nResult: 19", "\nDouble-check: 19",
+        "\nAlso: 19.", "\nHunch: 19", "\nOder 19.", "\nOu 19.", "\nO 19.", "\nThen again, 19.", "\nTotal: 19", "\nYes, 19.",
+        "\nI'd say 19.", "\n19 to be safe.", "\nTherefore: 19", "\n19 :)",
     ],
 )  # fmt: skip
 def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
@@ -134,6 +138,8 @@ NINE = "Solving $x^2 = 81$ with $x > 0$ gives $x = 9$.\n\nThe final answer is $\
         ("\n$9$, i.e. $3^2$", True), ("\n9, that is $3^2$", True),
         ("\n\nFinal Answer: $9$", True), ("\n$13$ when $x = 5$, as required.", True),  # round twelve
         ("\nPossible answers: 9, 10", False),
+        ("\nOr was it $10$?", False), ("\nMy other guess is $10$.", False), ("\nThen again, $10$.", False),  # round 24
+        ("\n50/50 with $10$.", False), ("\nResult: $10$", False),
     ],
 )  # fmt: skip
 def test_math_a_later_line_offering_another_value_is_no_answer(after, kept):
@@ -184,7 +190,9 @@ def mmlu():
      "\n{o} would be my second choice.", "\nOn second thought, {o}.", "\nSorry, {o}.",
      "\nRunner-up: {o}", "\nIf not, {o}.", "\nPlan B: {o}",
      "\n{l} is wrong. {o}.", "\nFinal pick: {o}", "\nTL;DR: {o}",  # round twenty-two
-     "\n{o}. Also works.", "\noption {o}. Also works.", "\nOr! {o}"],  # round twenty-three
+     "\n{o}. Also works.", "\noption {o}. Also works.", "\nOr! {o}",  # round twenty-three
+     "\nOr was it {o}?", "\nThen again, {o}.", "\n50/50 with {o}.", "\nHunch: {o}", "\nI'd say {o}.", "\nGoing with {o}.",
+     "\nLeaning {o}.", "\nGut says {o}.", "\nCoin flip: {o}", "\n{o} to be safe."],  # round twenty-four
 )  # fmt: skip
 def test_a_later_line_offering_another_letter_is_no_answer(mmlu, after):
     task, problem, other = mmlu

@@ -16,6 +16,7 @@ import pytest
 from deliberation_env import tasks
 from deliberation_env.tasks import Problem
 from deliberation_env.tasks.base import AnswerTask, with_scoring
+from deliberation_env.tasks.jsonl import canonical_text
 from deliberation_env.tasks.math import stated_answer
 
 
@@ -220,3 +221,20 @@ def test_reading_a_huge_completion_stays_linear():
     nested = "\\boxed{" * 100_000 + "1" + "}" * 100_000
     assert stated_answer(nested) == nested[len("\\boxed{") : -1]  # one outer box
     assert stated_answer("\\boxed{1}" * 20_000 + "\\boxed{2}") is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Answer: **Paris**", "**Answer:** Paris", "Answer: *Paris*", "Answer: Paris!", 'Answer: "Paris"', "Answer: `Paris`",
+     "**Answer:** **Paris**.", "Answer:\n\n**Paris**"],
+)  # fmt: skip
+def test_a_text_answer_in_markdown_is_read_without_its_markup(tmp_path, text):
+    """Red team twenty-four: the markup stayed in the answer, so "**Answer:** Paris", the form small
+    instruct models write most, was wrong (read as "** paris")."""
+    path = tmp_path / "capitals.jsonl"
+    path.write_text('{"question": "Capital of France?", "answer": "Paris"}\n')
+    task = tasks.get("jsonl", path=str(path))
+    paris, quote = Problem("p", "Capital of France?", canonical_text("Paris")), Problem("q", "Quote?", canonical_text('"Hi"'))
+    assert task.is_correct(paris, task.parse(paris, text))
+    assert not task.is_correct(paris, task.parse(paris, text.replace("Paris", "Paris or London")))
+    assert task.is_correct(quote, task.parse(quote, "Answer: Hi"))  # the reference is read the same way
