@@ -59,6 +59,11 @@ class RunConfig:
     evaluation."""
     checkpoint_interval: int = 1
     """Write the checkpoint every this many updates, and after the last; 0: after the last only."""
+    keep_checkpoints: int = 0
+    """Also keep each checkpoint written as ``checkpoints/update-NNNNNN/`` in the run folder
+    (with the LoRA adapters written with it), this many of the newest at most, the oldest
+    removed first (TRL's ``save_total_limit``; hard links where the file system has them, so a
+    kept copy of the newest costs no space); 0: only the newest, ``checkpoint.safetensors``."""
     progress: bool = True
     """Show a progress bar."""
     tensorboard: bool = False
@@ -68,7 +73,7 @@ class RunConfig:
     extra and a run folder; ``WANDB_MODE=offline`` keeps it in ``run_dir/wandb``); ``""``: off."""
 
     def __post_init__(self) -> None:
-        for name in ("updates", "eval_interval", "eval_problems", "checkpoint_interval"):
+        for name in ("updates", "eval_interval", "eval_problems", "checkpoint_interval", "keep_checkpoints"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.eval_interval and not self.eval_problems:

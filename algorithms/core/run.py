@@ -15,7 +15,9 @@ checkpoints and resume.
   as step 0), every ``eval_interval`` updates and after the last one, its metrics joining
   that update's.
 - **Checkpoints.** Every ``checkpoint_interval`` updates and after the last one (0: after the
-  last one only), written atomically.
+  last one only), written atomically; with ``keep_checkpoints``, each is also kept as
+  ``checkpoints/update-NNNNNN/`` (:func:`keep_checkpoint`), the newest ``keep_checkpoints``
+  of them.
 
 The settings are a :class:`~algorithms.core.config.RunConfig`, the ``run`` part of every
 learner config; here a ``run_dir`` of ``""`` or ``None`` writes nothing (each family's
@@ -33,6 +35,8 @@ from __future__ import annotations
 
 import json
 import numbers
+import os
+import shutil
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -65,6 +69,9 @@ class Runnable(Protocol):
 
     def load(self, path: str | Path) -> None:
         """Continue from a checkpoint."""
+
+    # optional: ``adapters_dir``, a folder that ``save`` writes beside the checkpoint (the
+    # LLM-weight learners' LoRA adapters), kept with it by :func:`keep_checkpoint`
 
 
 @dataclass
@@ -157,6 +164,8 @@ def run(
             logger.log(learner.update, learner.episodes, metrics)
             if last or _every(learner.update, config.checkpoint_interval):
                 learner.save(logger.run_dir / CHECKPOINT)
+                if config.keep_checkpoints:
+                    keep_checkpoint(logger.run_dir, learner.update, config.keep_checkpoints, getattr(learner, "adapters_dir", None))
     bar.close()
     if logger is not None:
         logger.close()
@@ -206,6 +215,46 @@ def _open(
         )
     _keep_metrics_until(folder / METRICS, learner.update if checkpoint is not None else -1)
     return MetricLogger(folder, config.tensorboard, config.wandb_project, config=settings)
+
+
+KEPT = "checkpoints"
+"""The run folder's folder of kept checkpoints (:func:`keep_checkpoint`)."""
+
+
+def keep_checkpoint(run_dir: Path, update: int, keep: int, adapters_dir: Path | None = None) -> Path:
+    """Keep the checkpoint just written in ``run_dir`` (and ``adapters_dir``, where it was
+    written with it) as ``run_dir/checkpoints/update-NNNNNN/``, then remove the oldest kept
+    beyond the newest ``keep``. Files are hard-linked where the file system allows (the
+    checkpoint and adapters are replaced by renames, so a link keeps this update's bytes),
+    else copied; the copy is made beside its place and renamed into it, whole or not at all.
+
+    Returns:
+        The kept folder: ``checkpoint.safetensors`` (it loads with ``learner.load``) and,
+        with adapters, ``adapters/`` (it loads with plain peft, as the run's own).
+    """
+    kept = run_dir / KEPT
+    target, staged = kept / f"update-{update:06d}", kept / f".update-{update:06d}-writing"
+    shutil.rmtree(staged, ignore_errors=True)
+    staged.mkdir(parents=True)
+    _link_or_copy(run_dir / CHECKPOINT, staged / CHECKPOINT)
+    if adapters_dir is not None and Path(adapters_dir).is_dir():
+        for source in Path(adapters_dir).rglob("*"):
+            if source.is_file():
+                _link_or_copy(source, staged / "adapters" / source.relative_to(adapters_dir))
+    shutil.rmtree(target, ignore_errors=True)  # a resumed run that writes this update again
+    staged.rename(target)
+    for old in sorted(kept.glob("update-*"))[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return target
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """``target`` as a hard link to ``source``, or a copy where links are refused."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def _checked_metrics(metrics: Any, learner: Any) -> dict[str, float]:

@@ -9,6 +9,7 @@ import json
 import os
 
 import pytest
+import torch
 
 from algorithms.core.config import RunConfig
 from algorithms.meta import GRPO, GRPOConfig
@@ -164,3 +165,36 @@ def test_a_warm_started_run_of_0_2_0_resumes(tmp_path):
     meta_train(dataclasses.replace(meta_config(str(run_dir), updates=2, resume=True), warm_start=warm))
     steps = [json.loads(line)["step"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert steps[-1] == 2
+
+
+@pytest.mark.parametrize("family", ["meta", "text"])
+def test_kept_checkpoints_are_each_updates_own_and_the_oldest_go(tmp_path, family):
+    """TRL's save_total_limit: with keep_checkpoints the run keeps the newest N checkpoints, each
+    that update's (hard links: the next write replaces the file, so a link keeps its bytes),
+    with the LoRA adapters written with it; the run's own checkpoint is the newest, as before."""
+    from algorithms.core.checkpoints import load_checkpoint
+
+    config = (meta_config if family == "meta" else text_config)(str(tmp_path / "run"), updates=4, eval_interval=0,
+                                                                 eval_problems=0, checkpoint_interval=1, keep_checkpoints=2)  # fmt: skip
+    (meta_train if family == "meta" else text_train)(config)
+    kept = tmp_path / "run" / "checkpoints"
+    assert sorted(path.name for path in kept.iterdir()) == ["update-000003", "update-000004"]
+    for update in (3, 4):
+        assert load_checkpoint(kept / f"update-{update:06d}" / "checkpoint.safetensors")["update"] == update
+    newest = (kept / "update-000004" / "checkpoint.safetensors").read_bytes()
+    assert newest == (tmp_path / "run" / "checkpoint.safetensors").read_bytes()
+    assert (kept / "update-000003" / "checkpoint.safetensors").read_bytes() != newest
+    if family == "text":  # the kept adapters load with plain peft; update 4's are the run's own
+        from peft import PeftModel
+
+        from agents.trainable_lm import tiny_model
+
+        def lora(folder):
+            model = PeftModel.from_pretrained(tiny_model(seed=0)[0], folder / "agent_0")
+            return {name: tensor for name, tensor in model.state_dict().items() if "lora_" in name}
+
+        third, fourth, own = (lora(folder) for folder in (kept / "update-000003" / "adapters",
+                                                          kept / "update-000004" / "adapters", tmp_path / "run" / "adapters"))  # fmt: skip
+        assert third.keys() == own.keys() and all(torch.equal(fourth[name], own[name]) for name in own)
+    with pytest.raises(ValueError, match="keep_checkpoints"):
+        RunConfig(keep_checkpoints=-1)
