@@ -35,20 +35,29 @@ import os
 import re
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import tyro
 from rich.logging import RichHandler
+from tyro.constructors import ConstructorRegistry, StructConstructorSpec, StructTypeInfo
 
 from agents.cache import CacheFileError, CacheMissError
 from algorithms.commands import cache, compare, run, tasks, train
 from algorithms.commands.common import console
 from algorithms.core import config_files, run_dirs
+from algorithms.core.compare import PER_RUN
+from algorithms.core.config import RunConfig
 from algorithms.meta.config import CONFIGS as META_CONFIGS
-from algorithms.meta.config import RECORDED_BY, WARM_START_DIGEST, CompareConfig
-from algorithms.text.config import MACHINE_RECORDS, TEXT_CONFIGS
+from algorithms.meta.config import (
+    RECORDED_BY,
+    WARM_START_DIGEST,
+    CompareConfig,
+    PolicyGradientConfig,
+)
+from algorithms.text.config import MACHINE_RECORDS, TEXT_CONFIGS, TextLearnerConfig
+from deliberation_env.meta.config import EnvConfig
 
 
 # ---------------------------------------------------------------------------- the grammar
@@ -167,6 +176,53 @@ COMMANDS: dict[type, tuple[str, Any]] = {
 MARKERS = (tyro.conf.OmitSubcommandPrefixes, tyro.conf.CascadeSubcommandArgs)
 """Subcommands without their field's prefix (``train text``) and options that may follow any
 subcommand below the one they belong to."""
+PER_RUN_FIELDS = {
+    "meta": {PolicyGradientConfig: "seed", RunConfig: "run_dir", EnvConfig: "reward_scale"},
+    "text": {TextLearnerConfig: "seed", RunConfig: "run_dir"},
+}
+"""The fields of each family's comparison template that ``compare`` sets for each run, by
+the config class that holds them: no options of ``compare`` (:data:`PER_RUN` names the one
+that says them instead: ``--seeds`` for ``--seed``)."""
+
+
+def without_per_run_options() -> ConstructorRegistry:
+    """A tyro registry that builds the classes of :data:`PER_RUN_FIELDS` with those fields
+    suppressed (no option, no help: the field keeps its default, or a config file's value,
+    which the comparison then refuses). Used for ``compare`` command lines alone: ``train``
+    has these options."""
+    hidden: dict[type, set[str]] = {}
+    for fields in PER_RUN_FIELDS.values():
+        for kind, name in fields.items():
+            hidden.setdefault(kind, set()).add(name)
+    registry = ConstructorRegistry()
+    building: set[type] = set()  # the classes whose spec tyro's own rules are building
+
+    @registry.struct_rule
+    def suppress_per_run_fields(info: StructTypeInfo) -> Any:
+        """The spec tyro's own rules build for a class of ``hidden``, those fields suppressed;
+        None for another class (or while tyro's own rules build it)."""
+        names = hidden.get(info.type)
+        if names is None or info.type in building:
+            return None
+        building.add(info.type)
+        try:
+            spec = ConstructorRegistry.get_struct_spec(info)
+        finally:
+            building.discard(info.type)
+        if not isinstance(spec, StructConstructorSpec):
+            return spec
+        fields = tuple(
+            replace(spec_field, type=Annotated[spec_field.type, tyro.conf.Suppress]) if spec_field.name in names
+            else spec_field
+            for spec_field in spec.fields
+        )  # fmt: skip
+        return replace(spec, fields=fields)
+
+    return registry
+
+
+COMPARE_REGISTRY = without_per_run_options()
+"""The registry of ``compare`` command lines: their help lists no per-run option."""
 
 
 # ---------------------------------------------------------------------------- errors
@@ -184,6 +240,24 @@ COMMAND_WORDS = frozenset(
     word for name, _ in COMMANDS.values() for word in name.split()
 ) | {word for names in ALGOS.values() for word in names}
 """The words of the command names (what the error line's ``deliberate <command>`` shows)."""
+
+
+def check_per_run_options(args: list[str]) -> None:
+    """Refuse, on a ``compare`` command line, an option of a setting that the comparison sets
+    for each run (:data:`PER_RUN_FIELDS`), naming the option that says it instead.
+
+    Raises:
+        ValueError: ``compare sets --seed for each run: use --seeds (got --seed 3)``.
+    """
+    words = line_words(args)
+    if words[:1] != ["compare"] or words[1:2] not in (["meta"], ["text"]):
+        return
+    names = {"--" + name.replace("_", "-"): name for name in PER_RUN_FIELDS[words[1]].values()}
+    for k, arg in enumerate(args):
+        flag, equals, value = arg.partition("=")
+        if flag in names:
+            given = " ".join([flag, value] if equals else args[k : k + 2])
+            raise ValueError(f"compare sets {flag} for each run: use {PER_RUN[names[flag]]} (got {given})")
 
 
 def line_words(args: list[str]) -> list[str]:
@@ -242,7 +316,8 @@ def options_of(listed: str, command: str) -> list[str]:
     """The options of ``command`` (``deliberate train text grpo``) among those tyro ``listed``
     as similar, each followed by the commands that have it (``--env-workers INT ... in
     deliberate train meta grpo --help``): a real client was offered another command's."""
-    segments = re.split(r"(?<![\w-])(?=--[a-z0-9][a-z0-9.-]* [A-Z{\[])", listed)
+    # An entry starts at an option, not at the "--help" that ends its "in deliberate ... --help".
+    segments = re.split(r"(?<![\w-])(?=--(?!help\b)[a-z0-9][a-z0-9.-]* [A-Z{\[])", listed)
     return [
         segment.split()[0]
         for segment in segments
@@ -498,14 +573,18 @@ def parse(args: list[str]) -> Deliberate:
         ValueError: When the file names another command or learner than the command line,
             or an option is unknown (one line naming the nearest option).
     """
+    check_per_run_options(args)
     path = config_path(args)
     default = None if path is None else file_defaults(path, args)
     if default is not None and hasattr(default.command.command, "learner"):
         args = learner_named(args, default.command.command.learner)
+    registry = COMPARE_REGISTRY if line_words(args)[:1] == ["compare"] else None
     printed = io.StringIO()  # what tyro prints: its error box is shown unless one line says it
     try:
         with contextlib.redirect_stderr(printed):
-            parsed = tyro.cli(Deliberate, args=args, prog="deliberate", config=MARKERS, default=default)
+            parsed = tyro.cli(
+                Deliberate, args=args, prog="deliberate", config=MARKERS, default=default, registry=registry
+            )
     except SystemExit as exit_:
         short = short_error(printed.getvalue(), " ".join(["deliberate", *line_words(args)])) if exit_.code else None
         if short is not None:

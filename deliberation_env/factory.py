@@ -18,12 +18,16 @@ config); a caller that holds one builds its vector env here:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
-from pettingzoo.utils import parallel_to_aec
+from pettingzoo import ParallelEnv
+from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.env import AECEnv
+from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from deliberation_env.meta import DeliberationEnv, DeliberationVectorEnv, EnvConfig
+from deliberation_env.meta.env import check_action
 from deliberation_env.text import TextDeliberationEnv, TextEnvConfig, text_env, text_vector_env
 from deliberation_env.values import is_integer
 
@@ -34,8 +38,50 @@ def parallel_env(**kwargs: Any) -> DeliberationEnv:
 
 
 def env(**kwargs: Any) -> AECEnv:
-    """The deliberation env, AEC API (PettingZoo's conversion of the parallel env)."""
-    return parallel_to_aec(DeliberationEnv(**kwargs))
+    """The deliberation env, AEC API (PettingZoo's conversion of the parallel env, which
+    refuses a bad action at the ``step`` of the agent that gives it: :class:`CheckedAECEnv`)."""
+    return OrderEnforcingWrapper(CheckedAECEnv(DeliberationEnv(**kwargs), check_action))
+
+
+class CheckedAECEnv(parallel_to_aec_wrapper):
+    """PettingZoo's ``parallel_to_aec`` conversion that checks each action when it is stepped.
+
+    The plain conversion buffers a cycle's actions and hands them to the parallel env at the
+    last agent's ``step``, so a bad action of an earlier agent raised there: one or more
+    steps late, blaming the wrong agent, and with the bad action stuck in the buffer.
+
+    Args:
+        parallel_env: The env to convert.
+        check_action: ``check_action(agent, action)`` raises ``TypeError`` or ``ValueError``
+            on an action that the parallel env's ``step`` would refuse.
+    """
+
+    def __init__(self, parallel_env: ParallelEnv, check_action: Callable[[str, Any], Any]) -> None:
+        super().__init__(parallel_env)
+        self._check_action = check_action
+
+    def step(self, action: Any) -> None:
+        """Buffer the selected agent's action, and play the cycle after its last agent's.
+
+        Raises:
+            ValueError: When ``action`` is not a valid action of the selected agent (naming the
+                agent, the action and its action space), or is not None for an agent that is
+                terminated or truncated. The env is then unchanged: the agent may step again.
+        """
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            if action is not None:
+                raise ValueError(f"{agent} is terminated or truncated: its action must be None, got {action!r}")
+        else:
+            try:
+                self._check_action(agent, action)
+            except (TypeError, ValueError) as error:
+                raise ValueError(
+                    f"{agent} stepped {action!r:.80}, not an action of its action space "
+                    f"{self.action_space(agent)} ({error}); nothing changed: step {agent} again "
+                    "with a valid action, or reset"
+                ) from error
+        super().step(action)
 
 
 def vector_env(num_envs: int, workers: int = 0, **kwargs: Any) -> DeliberationVectorEnv:

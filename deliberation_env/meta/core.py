@@ -456,17 +456,18 @@ class DeliberationCore:
         """Recompute everything derived from the decisions and confidences of ``ep``."""
         # What the team sees (observations, unanimity, CONCEDE's target): the answers the
         # task's checker calls one. What is paid (the consensus and each leave-one-out
-        # consensus): those groups split into right and wrong, as in the text seat's vote,
-        # so a program that passes only the prompt's examples does not share a right one's
-        # vote; that split would tell the team the truth, so it stays out of observations.
+        # consensus): the text seat's vote (:func:`~deliberation_env.tasks.answer_groups`
+        # with the ground truth): a right answer never one with a wrong one, every right
+        # answer one, so a program that passes only the prompt's examples does not share a
+        # right one's vote, nor a wrong answer join two right forms into a group it then
+        # holds; that grouping would tell the team the truth, so it stays out of observations.
         codes = self._groups(ep)
         draw = tie_draws(ep.base_seed, self.n_agents, ep.round)
         ep.codes = codes
         ep.same = same_decision(codes)
         ep.winner = plurality_winner(codes, ep.conf, ep.same, draw)
-        judged, judged_same, winner = codes, ep.same, ep.winner
-        if (ep.same & (ep.correct[:, :, None] != ep.correct[:, None, :])).any():  # a group of right and wrong
-            judged = np.where(codes >= 0, 2 * codes + ep.correct, -1)  # each seen group split into right and wrong
+        judged, judged_same, winner = self._paid_groups(ep, codes), ep.same, ep.winner
+        if not np.array_equal(same_decision(judged), ep.same):
             judged_same = same_decision(judged)
             winner = plurality_winner(judged, ep.conf, judged_same, draw)
         ep.loo_winner = leave_one_out_winners(judged, ep.conf, judged_same, draw)
@@ -499,6 +500,21 @@ class DeliberationCore:
                 if key is not None:
                     codes[e, i] = table.setdefault(key, len(table))
         return codes
+
+    def _paid_groups(self, ep: Episode, codes: np.ndarray) -> np.ndarray:
+        """(E, n) each decision's group in the vote that is paid: :func:`~deliberation_env.tasks.answer_groups`
+        with each decision's correctness (for a task with its own ``same_answer``), or the
+        seen groups (``codes``, by key) split into right and wrong with every right one joined."""
+        if callable(getattr(self.task, "same_answer", None)):
+            paid = np.full_like(codes, -1)
+            for e, row in enumerate(ep.answers):
+                decisions = [answer.decision for answer in row]
+                paid[e] = answer_groups(self.task, ep.problem[e], decisions, list(ep.correct[e]), keys=ep.keys[e])
+            return paid
+        judged = np.where(codes >= 0, 2 * codes + ep.correct, -1)
+        right = (codes >= 0) & ep.correct
+        first_right = judged[np.arange(len(codes)), right.argmax(1)]  # every right decision in its first holder's group
+        return np.where(right, first_right[:, None], judged)
 
     def _concede_targets(self, ep: Episode) -> np.ndarray:
         """(E, n): the peer each agent would concede to, -1 if none (acts as PERSIST).

@@ -140,6 +140,9 @@ raises (bad actions, a bad ``seed`` or ``options``, a solver or backend error in
 phase, an invalid solver result) leaves the observations, ``state()``, the round, the
 agents and the env's RNG exactly as they were, so a retry plays as if the failed call
 never happened. ``step`` before the first successful ``reset`` says to call ``reset``.
+The AEC form (``de.env``) checks each action at the ``step`` of the agent that gives it
+(a ``ValueError`` naming the agent, the action and the action space; the env unchanged),
+not when the cycle's last agent steps.
 
 **Confidence from solvers.** Every confidence a solver returns must be a number in
 [0, 1]; a NaN, an infinity or a value outside [0, 1] raises ``ValueError`` naming the

@@ -55,8 +55,9 @@ _DOUBTS = re.compile(
 ... ("or" and ``?`` count where they offer a value: :data:`_OPENS_WITH_OR`, :data:`_ASKED`)."""
 _HEDGING = re.compile(r"\b(?:maybe|perhaps|possibly|probably|(?:toss-?up|50\s?/\s?50)\s++(?:with|between))\b", re.IGNORECASE)
 """Doubts after which the rest of a part is offered ("tbh maybe 19", "50/50 with C")."""
-_OPENS_WITH_OR = re.compile(r"[^\w\n]*+(?:or|oder|ou|oppure|o)\b", re.IGNORECASE)
-"""A part that opens with "or" (also in German, French, Italian, Spanish: "Oder 19.")."""
+_OPENS_WITH_OR = re.compile(r"[^\w\n]*+(?:or|oder(?!\s*+:)|oppure(?!\s*+:))\b", re.IGNORECASE)
+"""A part that opens with "or" (also in German and Italian: "Oder 19."; not the letter "o" nor
+"ou", a point named O and Portuguese "ou seja", that is)."""
 _ASKED = re.compile(r"\s*+(?:could|might|may|can|would|is|was|maybe|perhaps|or)\b", re.IGNORECASE)
 """A question that offers (not a question the text asks itself and answers: "How many
 eggs does she sell? 9.")."""
@@ -91,21 +92,18 @@ _CONFIRMED = re.compile(r"[^\w\n]*+(?:yes|indeed|right|correct)\b", re.IGNORECAS
 """A part that answers a question the text asked itself ("9 eggs? Yes, 9.")."""
 _DISMISSING = re.compile(r"\b(?:but|however|though|although|not|no|excluded?|rejected?|wrong|incorrect)\b", re.IGNORECASE)
 _FILLER = re.compile(
-    r"(?:[\s*_`\"'“”‘’.,:(\[{}$∴→⇒~≈∼]++|\b(?:i'd|i'll|in\s++other\s++words)\b|\\(?:text|textbf|mathrm|mbox|mathbf|boldsymbol)\{|\\[(\[]"
+    r"(?:[\s*_`\"'“”‘’.,(\[{}$∴→⇒~≈∼]++|\b(?:was|were)\s++it\b|\\(?:text|textbf|mathrm|mbox|mathbf|boldsymbol)\{|\\[(\[]"
     r"|\\(?:therefore|implies|Rightarrow|approx|sim)\b|\b(?:i\.e|e\.g)\b\.?"
-    r"|\b(?:or|oder|ou|oppure|o|maybe|perhaps|possibly|probably|alternatively|alternately|equivalently|otherwise|else|rather|either"
+    r"|\b(?:or|oder|oppure|maybe|perhaps|possibly|probably|alternatively|alternately|equivalently|otherwise|else|rather|either"
     r"|even|but|yet|though|although|if|unless|hmm|well|so|then|actually|no|wait|oops|correction|scratch|make|meant"
-    r"|i|it's|it|is|was|were|that's|that|this|could|might|may|should|would|be|also|the|final|answer|ans|total|result|value"
+    r"|i|it's|it|is|that's|that|this|could|might|may|should|would|be|also|the|final|answer|ans|total|result|value"
     r"|option|choice|instead|think|guess|likely|about|around|approximately|roughly|just|therefore|thus|hence"
-    r"|sorry|nope|nah|mean|edit|yes|really|honestly|meh|eh|say|says|gut|going|with|leaning|towards?|same|as)\b)*+",
+    r"|sorry|nope|nah|mean|edit)\b)*+",
     re.IGNORECASE,
 )
 """Words and markup before a value offered ("but it might be", "or maybe about", "**", "∴")."""
-_CLOSING_MARKS = " \t*_`\"'“”‘’.,:;!?)]}$\\✓✔∎\ufe0f"
-_TRAILING_WORDS = (
-    "too", "as well", "instead", "then", "though", "maybe", "perhaps", "to be safe", "to be sure", "to be exact",
-    "just in case",
-)  # fmt: skip
+_CLOSING_MARKS = " \t*_`\"'“”‘’.,!?)]}$\\✓✔∎\ufe0f"
+_TRAILING_WORDS = ("too", "as well", "instead", "then", "though", "maybe", "perhaps")
 """Words after a value offered ("19 too", "C instead")."""
 _ASIDE = re.compile(r"(?<=\S)\s*+\([^()\n]*\)?$")
 """A parenthesis after a value offered ("10 (if x < 0)")."""
@@ -159,7 +157,7 @@ _OFFERING_LABEL = re.compile(
     r"(?:guess|choice|pick)|2nd\s++(?:guess|choice|pick)|runner[- ]up|p\.?\s?s\.?|plan\s++b|fall\s?back|backup"
     r"|guess|options?|choices?|candidates?|also\s++possible|edit(?:ed)?|update[d]?|correction"
     r"|correct(?:ed)?(?:\s++answer)?|revised(?:\s++answer)?|new\s++answer|(?:final\s++)?verdict|(?:final\s++|my\s++)?(?:pick|choice)"
-    r"|(?:final\s++)?result|(?:double|re)[- ]?check(?:ed)?|also|hunch|gut(?:\s++feeling)?|instinct)"
+    r"|hunch|gut(?:\s++feeling)?|instinct)"
     r"[^\w\n:]*+:",
     re.IGNORECASE,
 )
@@ -168,12 +166,11 @@ _OFFERING_LABEL = re.compile(
 answer is stated once, so values after such a label are offered (not "Second day: 36",
 "Prime options: 2, 3, 7", "Options eliminated: A, C")."""
 _RECAP_LABEL = re.compile(
-    r"[^\w\n]*+(?:tl\s?;?\s?dr|(?:in\s++)?(?:conclusion|summary|short)|bottom\s++line|total|sum|count|value|number"
-    r"|output|res|sol|selected|coin\s?flip)[^\w\n:]*+:",
+    r"[^\w\n]*+(?:tl\s?;?\s?dr|(?:in\s++)?(?:conclusion|summary|short)|bottom\s++line|coin\s?flip)[^\w\n:]*+:",
     re.IGNORECASE,
 )
-"""A recap's or a result's label: it offers a bare value ("TL;DR: 19", "Total: 19"), not a
-step's quantity ("Summary: 9 eggs.", "Total: 16 - 7 = 9")."""
+"""A recap's label: it offers a bare value ("TL;DR: 19"), not a step's quantity ("Summary: 9
+eggs."); not a step's own labels ("Total: 9", "Count: 9": honest recaps of the work)."""
 _COUNTERFACTUAL = re.compile(r"\b(?:would|could|might)\b", re.IGNORECASE)
 """A part that says what would or could be ("(it could be 32 if she sold all 16)"): its
 condition stays."""

@@ -34,27 +34,47 @@ _ANSWER_MARKER = re.compile("answer:", re.IGNORECASE)
 _FIRST_MARKER = re.compile("^.*?answer:", re.IGNORECASE | re.MULTILINE)  # the first of its line
 
 
-_MARKUP = "*_`"
-"""Markdown's emphasis and code marks, never a short answer's own ends."""
+def canonical_text(text: str) -> str:
+    """Case- and space-insensitive form of a short text answer."""
+    return " ".join(text.strip().rstrip(".").split()).casefold()
+
+
+_MARKUP = re.compile(r"^(([*_`])\2*+)(?=\S)(.*\S)\1$|^[*_`]++\s++(.+)$", re.DOTALL)
+"""Markdown around a whole answer: the same run of emphasis or code marks at both ends
+(``**paris**``, ``*paris*``, `` `paris` ``), or a run at the start before a space (``**
+paris``, what a bold label's ``**Answer:** Paris`` leaves after ``answer:``)."""
 _QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’"}
 
 
-def canonical_text(text: str) -> str:
-    """Case- and space-insensitive form of a short text answer, without the markup and
-    punctuation around it: a final ``.`` or ``!``, emphasis or code marks at its ends
-    (``**Paris**``, and ``** Paris`` after a bold label's ``**Answer:** Paris``) and a pair
-    of quotes around it. The reference answer is read the same way.
+def as_asked(answer: str, reference: str) -> str:
+    """``answer`` (canonical) read as the reference is written: each layer of markup around
+    it taken off in turn (:data:`_MARKUP`, a pair of quotes, a final ``!`` after a word, not
+    after a number: ``5!`` is 120),
+    until a form equals ``reference``; where none does, the form without any. Only markup
+    around the answer goes, never what the reference holds: ``__init__`` stays itself for
+    the reference ``__init__``, and ``A`` is never ``A*``.
 
-    >>> [canonical_text(text) for text in ("**Paris**", "** Paris", '"Paris"!', "`New  York`.", "Paris (France)")]
-    ['paris', 'paris', 'paris', 'new york', 'paris (france)']
+    >>> [as_asked(text, "paris") for text in ("**paris**", "** paris", '"paris"!', "`paris`", "paris (france)")]
+    ['paris', 'paris', 'paris', 'paris', 'paris (france)']
+    >>> as_asked("`__init__`", "__init__"), as_asked("a", "a*"), as_asked("*a*", "a*")
+    ('__init__', 'a', 'a')
     """
-    previous = None
-    while text != previous:
-        previous = text
-        text = text.strip().rstrip(".!").strip(_MARKUP).strip()
-        if len(text) > 1 and _QUOTES.get(text[0]) == text[-1]:
-            text = text[1:-1]
-    return " ".join(text.split()).casefold()
+    form = answer
+    while form != reference:
+        unwrapped = _MARKUP.match(form)
+        if unwrapped:
+            inner = unwrapped.group(3) if unwrapped.group(3) is not None else unwrapped.group(4)
+        elif len(form) > 1 and _QUOTES.get(form[0]) == form[-1]:
+            inner = form[1:-1]
+        elif len(form) > 1 and form[-1] == "!" and (form[-2].isalpha() or form[-2] in "\"'”’*_`"):  # not 5!
+            inner = form[:-1]
+        else:
+            return form
+        inner = canonical_text(inner)
+        if not inner:
+            return form
+        form = inner
+    return form
 
 
 def _answer_after(text: str, start: int) -> str:
@@ -184,15 +204,16 @@ class JSONLTask(SplitsFromSource):
         return reference
 
     def parse(self, problem: Problem, text: str) -> str | None:
-        """The number (numeric tasks) or the text after ``Answer:``, under the task's
-        ``scoring`` (see the class docstring)."""
+        """The number (numeric tasks) or the text after ``Answer:`` (without the markdown
+        around it: :func:`as_asked`), under the task's ``scoring`` (see the class docstring)."""
         if self.numeric:
             return read_number(text, self.scoring)
         if self.scoring == "strict":
-            answers = {_answer_after(text, end) for end in _head_ends(text, _FIRST_MARKER)} - {""}
+            answers = {as_asked(_answer_after(text, end), problem.answer) for end in _head_ends(text, _FIRST_MARKER)} - {""}
             return answers.pop() if len(answers) == 1 else None
         answers = [_answer_after(text, end) for end in _head_ends(text, _ANSWER_MARKER)]
-        return next((answer for answer in reversed(answers) if answer), None)  # the last one not empty
+        last = next((answer for answer in reversed(answers) if answer), None)  # the last one not empty
+        return None if last is None else as_asked(last, problem.answer)
 
     def is_correct(self, problem: Problem, decision: str | None) -> bool:
         """Exact match of canonical answers (of their values, for numbers: "1/2" is "0.5")."""

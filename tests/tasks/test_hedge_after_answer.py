@@ -50,9 +50,8 @@ def gsm8k():
         "\nHmm. **19**! Good luck.", "\n18 is wrong! **19**! Good luck.", "\nFinal verdict: 19", "\nIncorrect: 18. Correct: 19.",
         "\nNo. 19.", "\nNope, 19.", "\nWrong. 19.",
         # round twenty-four: doubts, labels and "or" in other languages
-        "\nOr was it 19?", "\nMy other guess is 19.", "\n19 would also be accepted.", "\nResult: 19", "\nDouble-check: 19",
-        "\nAlso: 19.", "\nHunch: 19", "\nOder 19.", "\nOu 19.", "\nO 19.", "\nThen again, 19.", "\nTotal: 19", "\nYes, 19.",
-        "\nI'd say 19.", "\n19 to be safe.", "\nTherefore: 19", "\n19 :)",
+        "\nOr was it 19?", "\nMy other guess is 19.", "\n19 would also be accepted.", "\nHunch: 19", "\nOder 19.",
+        "\nOppure 19.", "\nThen again, 19.",
     ],
 )  # fmt: skip
 def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
@@ -104,6 +103,10 @@ def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
         "\nThe number of eggs she sells is actually 9.", "\nThe wrong answer would be $32.",
         "\nNote that the number left may be 9 eggs.", "\nSummary: 9 eggs.", "\nBottom line: $2 each.",
         "\nShe eats 3 eggs, not 4. 9 eggs.", "\nNo tricks here. 9 eggs.",  # a reviewer's: negations in passing
+        # what the first cut of round twenty-four refused (red team twenty-five): a step's labels and restatements
+        "\nTotal: 16 eggs", "\n**Total:** 16 eggs", "\nTotal: 9", "\nResult: 9 eggs", "\nAlso: 9", "\nCount: 9",
+        "\nValue: 2", "\nYes, 9 eggs.", "\nIt was 9 eggs.", "\nI'd say 9 eggs.", "\nGoing with 9 eggs.", "\nSame as 9.",
+        "\n9 eggs, to be safe.", "\nO sea, 9 huevos.", "\nOu seja, 9 ovos.", "\nOder: 9 Eier.", "\nRecheck: 9",
     ],
 )
 def test_an_explanation_after_the_statement_keeps_the_answer(gsm8k, after):
@@ -139,7 +142,7 @@ NINE = "Solving $x^2 = 81$ with $x > 0$ gives $x = 9$.\n\nThe final answer is $\
         ("\n\nFinal Answer: $9$", True), ("\n$13$ when $x = 5$, as required.", True),  # round twelve
         ("\nPossible answers: 9, 10", False),
         ("\nOr was it $10$?", False), ("\nMy other guess is $10$.", False), ("\nThen again, $10$.", False),  # round 24
-        ("\n50/50 with $10$.", False), ("\nResult: $10$", False),
+        ("\n50/50 with $10$.", False),
     ],
 )  # fmt: skip
 def test_math_a_later_line_offering_another_value_is_no_answer(after, kept):
@@ -191,8 +194,7 @@ def mmlu():
      "\nRunner-up: {o}", "\nIf not, {o}.", "\nPlan B: {o}",
      "\n{l} is wrong. {o}.", "\nFinal pick: {o}", "\nTL;DR: {o}",  # round twenty-two
      "\n{o}. Also works.", "\noption {o}. Also works.", "\nOr! {o}",  # round twenty-three
-     "\nOr was it {o}?", "\nThen again, {o}.", "\n50/50 with {o}.", "\nHunch: {o}", "\nI'd say {o}.", "\nGoing with {o}.",
-     "\nLeaning {o}.", "\nGut says {o}.", "\nCoin flip: {o}", "\n{o} to be safe."],  # round twenty-four
+     "\nOr was it {o}?", "\nThen again, {o}.", "\n50/50 with {o}.", "\nHunch: {o}", "\nCoin flip: {o}"],  # round twenty-four
 )  # fmt: skip
 def test_a_later_line_offering_another_letter_is_no_answer(mmlu, after):
     task, problem, other = mmlu
@@ -256,3 +258,17 @@ def test_an_option_named_with_an_article_keeps_the_letter():
     for text in ["Answer: B) The heart", "Answer: B. The Heart.", "Answer: B\nB) the heart"]:
         assert task.parse(problem, text) == "B", text
     assert task.parse(problem, "Answer: B) The liver") is None
+
+
+@pytest.mark.parametrize(
+    "after",
+    ["\nO is the origin, so r = 3.", "\nO = (0, 0)", "\nO lies at the origin and P = (0,3), so OP = 3.", "\nYes, $r = 3$.",
+     "\nIt was $r = 3$.", "\nAlso: r = 3", "\nResult: r = 3", "\nNumber: 3"],
+)  # fmt: skip
+def test_math_a_point_named_o_or_a_restated_step_keeps_the_answer(after):
+    """Red team twenty-five: "o" (Spanish and Italian "or") opened a line about a point named O."""
+    task = tasks.get("math", path="sample")
+    problem = Problem("math:polar", "Convert (0, 3) to polar coordinates.", "\\left( 3, \\frac{\\pi}{2} \\right)")
+    text = "The point is on the positive y-axis, so r = 3 and theta = pi/2.\n\\boxed{\\left(3, \\frac{\\pi}{2}\\right)}"
+    assert task.parse(problem, text) is not None
+    assert task.parse(problem, text + after) == task.parse(problem, text)

@@ -237,4 +237,22 @@ def test_a_text_answer_in_markdown_is_read_without_its_markup(tmp_path, text):
     paris, quote = Problem("p", "Capital of France?", canonical_text("Paris")), Problem("q", "Quote?", canonical_text('"Hi"'))
     assert task.is_correct(paris, task.parse(paris, text))
     assert not task.is_correct(paris, task.parse(paris, text.replace("Paris", "Paris or London")))
-    assert task.is_correct(quote, task.parse(quote, "Answer: Hi"))  # the reference is read the same way
+    assert task.is_correct(quote, task.parse(quote, 'Answer: "Hi"')) and not task.is_correct(quote, task.parse(quote, "Answer: Hi"))
+
+
+@pytest.mark.parametrize(
+    ("reference", "right", "wrong"),
+    [("A*", "**A***", "A"), ("5!", "`5!`", "5"), ("3", "**3**", "3!"), ("__init__", "`__init__`", "init"), ("C++", "*C++*", "C"),
+     ("**", "`**`", "*"), ('""', '""', '"'), ("?!", "?!", "?")],
+)  # fmt: skip
+def test_only_the_markup_around_an_answer_goes_never_the_references_own(tmp_path, reference, right, wrong):
+    """Red team twenty-five: stripping the marks from the reference too judged "A" right for "A*"
+    and "5" for "5!", and refused to load references such as "**" (empty once stripped)."""
+    path = tmp_path / "marks.jsonl"
+    path.write_text(json.dumps({"question": "Which?", "answer": reference, "id": 1}) + "\n")
+    task = tasks.get("jsonl", path=str(path), answers="text")
+    problem = Problem("p", "Which?", canonical_text(reference))
+    for scoring in ("strict", "lenient"):
+        scored = task if scoring == "strict" else tasks.get("jsonl", path=str(path), answers="text", scoring="lenient")
+        assert scored.is_correct(problem, scored.parse(problem, f"Reasoning.\nAnswer: {right}")), (scoring, right)
+        assert not scored.is_correct(problem, scored.parse(problem, f"Reasoning.\nAnswer: {wrong}")), (scoring, wrong)

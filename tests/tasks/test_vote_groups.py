@@ -58,3 +58,44 @@ def test_the_seat_order_does_not_change_a_vote(math):
         groups = paid_groups(math, problem, seated)
         votes.add(tuple(sorted(sum(g == group for g in groups) for group in set(groups))))
     assert votes == {(2, 2)}  # the two right forms are one answer wherever they sit: a tie, never 2 wrong vs 1 + 1
+
+
+def test_the_meta_seats_paid_vote_groups_as_the_text_seats(math):
+    """Red team twenty-five: the meta env split the seen groups into right and wrong, so a
+    wrong answer in seat 0 that math-verify equates with both right forms joined them and
+    decided the consensus (agent 0 then counted as pivotal)."""
+    import copy
+
+    import deliberation_env as de
+    from agents.base import Answer, Confidence
+
+    task = copy.copy(math)
+    task._problems = {"train": (ROOTS,), "test": (ROOTS,)}
+
+    class Scripted:
+        model_id = "scripted"
+
+        def __init__(self, decisions):
+            self.decisions = decisions
+
+        def _answer(self, turn):
+            decision = self.decisions[int(turn.agent.split("_")[1]) if isinstance(turn.agent, str) else turn.agent]
+            text = "I give up." if decision is None else f"Solving.\n\\boxed{{{decision}}}"
+            return Answer(text, turn.parse(text), (0.5,) * 6, 10, 5)
+
+        def solve(self, turns):
+            return [self._answer(turn) for turn in turns]
+
+        refine = solve
+
+        def introspect(self, turns):
+            return [Confidence(0.4 if self._answer(turn).decision == "5" else 0.5, "scripted", 3, 1) for turn in turns]
+
+    outcomes = {}
+    for first in (r"(x-3)(x-4)=0", "6", None):
+        env = de.parallel_env(task=task, team=Scripted([first, *RIGHT_FORMS, "5", "5"]), n_agents=5, max_rounds=2)
+        env.reset(seed=0, options={"problem_index": 0})
+        *_, infos = env.step({agent: de.MetaAction.PERSIST for agent in env.agents})
+        outcomes[first] = (infos["agent_0"]["consensus_correct"], infos["agent_0"]["reward_components"]["global"])
+    assert len(set(outcomes.values())) == 1, outcomes  # what agent 0 writes, wrong or none, changes nothing
+    assert outcomes[None][0]  # the two right forms, one answer, outvote the two wrong ones
