@@ -30,10 +30,12 @@ from __future__ import annotations
 import contextlib
 import difflib
 import io
+import json
 import logging
 import os
 import re
 import sys
+import time
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -615,6 +617,18 @@ def check_processes(command: str) -> None:
 
 
 # ---------------------------------------------------------------------------- the entry
+def tell_torchrun(line: str) -> None:
+    """Under ``torchrun``, write ``line`` to the error file torchrun reads
+    (``TORCHELASTIC_ERROR_FILE``, the format of torch's own ``ErrorHandler``), so its failure
+    report shows this process's one-line error as the root cause, not a pointer to how to
+    enable tracebacks; elsewhere nothing."""
+    path = os.environ.get("TORCHELASTIC_ERROR_FILE")
+    if path:
+        record = {"message": {"message": line, "extraInfo": {"py_callstack": line, "timestamp": str(int(time.time()))}}}
+        with contextlib.suppress(OSError):  # the one-line error is printed already
+            Path(path).write_text(json.dumps(record))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``deliberate`` console script (``argv``: the arguments, default
     ``sys.argv[1:]``)."""
@@ -637,6 +651,7 @@ def main(argv: list[str] | None = None) -> None:
             raise
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"{prog}: error: {message}", file=sys.stderr)
+        tell_torchrun(f"{prog}: error: {message}")
         raise SystemExit(2) from None
     except BrokenPipeError:  # `deliberate ... --help | head` closed the pipe: nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit stays quiet

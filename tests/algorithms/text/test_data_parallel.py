@@ -182,3 +182,20 @@ def test_a_command_that_runs_in_one_process_refuses_torchrun(command, capsys, mo
     with pytest.raises(SystemExit):
         cli.main(command)
     assert "runs in one process, not under torchrun (2 processes here" in capsys.readouterr().err
+
+
+def test_torchruns_failure_report_gets_the_one_line_error(capsys, monkeypatch, tmp_path):
+    """torchrun's report of a failed process pointed to how to enable tracebacks; the process
+    now writes its one-line error where torchrun reads a root cause (its error file)."""
+    error_file = tmp_path / "error.json"
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("TORCHELASTIC_ERROR_FILE", str(error_file))
+    with pytest.raises(SystemExit):
+        cli.main(["train", "meta", "grpo", "--updates", "1"])
+    printed = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "not under torchrun" in printed
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
+
+    failure = ProcessFailure(local_rank=0, pid=1, exitcode=2, error_file=str(error_file))  # as torchrun reads it
+    report = ChildFailedError("deliberate", {0: failure}).format_msg()
+    assert f"traceback : {printed}" in report and "To enable traceback" not in report
