@@ -327,6 +327,30 @@ def options_of(listed: str, command: str) -> list[str]:
     ]
 
 
+TRL_OPTIONS = {
+    "--num-generations": "--group-size",
+    "--num-iterations": "--update-epochs",
+    "--steps-per-generation": "--num-minibatches (optimizer steps per batch)",
+    "--per-device-train-batch-size": "--micro-batch-size",
+    "--gradient-accumulation-steps": "--micro-batch-size (a minibatch accumulates over its micro-batches, exactly)",
+    "--loss-type": "--aggregation (grpo: sequence, dapo and bnpo: token, dr_grpo: constant)",
+    "--epsilon": "--clip-eps",
+    "--epsilon-high": "--clip-eps-high",
+    "--importance-sampling-level": "--importance-sampling",
+    "--beta": "--kl-coef",
+    "--max-completion-length": "--max-new-tokens",
+    "--lr-scheduler-type": "--lr-schedule",
+    "--warmup-steps": "--warmup-updates",
+    "--max-steps": "--updates",
+    "--save-steps": "--checkpoint-interval",
+    "--save-total-limit": "--keep-checkpoints",
+    "--output-dir": "--run-dir",
+    "--model-name-or-path": "--model",
+}
+"""TRL's ``GRPOConfig`` options that have another name here (the table of
+:mod:`algorithms.text`): an unknown option that is one of them names ours."""
+
+
 def short_error(printed: str, command: str = "") -> str | None:
     """One line for tyro's error message ``printed``: on an option the command does not have,
     ``unrecognized option --kl-coeff; did you mean --kl-coef?`` (the nearest of the options
@@ -339,6 +363,8 @@ def short_error(printed: str, command: str = "") -> str | None:
     if found is not None:
         flag = found.group(1)
         rest = text[found.end() :]
+        if flag in TRL_OPTIONS:
+            return f"unrecognized option {flag}: that is TRL's name; here it is {TRL_OPTIONS[flag]}"
         own = re.search(rf"{re.escape(flag)} [A-Z{{]", rest)  # the flag itself, listed as another command's
         if own is not None:
             entry = re.split(r"(?<![\w-])--(?!help\b)[a-z0-9]", rest[own.end() :], maxsplit=1)[0]
@@ -386,12 +412,17 @@ OWN_PACKAGES = ("deliberation_env", "agents", "algorithms")
 def show_warning(prog: str) -> Any:
     """A ``warnings.showwarning`` that prints ``<prog>: warning: <message>`` on one line, or
     ``<prog>: warning from <library>: <message>`` for another library's (a real client took
-    transformers' "Unable to fetch remote file" for the package's)."""
+    transformers' "Unable to fetch remote file" for the package's), each line once (a config
+    checked again where a command copies it warned twice)."""
+    shown: set[str] = set()
 
     def show(message: Warning | str, *_: Any, **__: Any) -> None:
         library = library_of(issuer_file())
         source = "" if library is None else f" from {library}"
-        print(f"{prog}: warning{source}: {message}", file=sys.stderr)  # not the file and line: the package's own
+        line = f"{prog}: warning{source}: {message}"  # not the file and line: the package's own
+        if line not in shown:
+            shown.add(line)
+            print(line, file=sys.stderr)
 
     return show
 

@@ -98,6 +98,10 @@ def test_each_option_has_one_name_in_train_and_compare():
         (["train", "meta", "magrpo", "--eps", "0.1"], "deliberate train meta magrpo: error: --eps is not an option of this command but of deliberate train meta grpo"),
         (["train", "--updates", "2", "meta", "grpo"], "deliberate train: error: --updates is not an option of this command but of deliberate train meta grpo"),
         (["trian"], "deliberate: error: unrecognized command trian; did you mean train?"),
+        # TRL's names (the TRL client): ours named
+        (["train", "text", "grpo", "--epsilon-high", "0.28"], "deliberate train text grpo: error: unrecognized option --epsilon-high: that is TRL's name; here it is --clip-eps-high"),
+        (["train", "text", "magrpo", "--num-generations", "8"], "deliberate train text magrpo: error: unrecognized option --num-generations: that is TRL's name; here it is --group-size"),
+        (["train", "meta", "grpo", "--beta", "0.1"], "deliberate train meta grpo: error: unrecognized option --beta: that is TRL's name; here it is --kl-coef"),
     ],
 )  # fmt: skip
 def test_a_mistyped_flag_is_one_short_line_naming_the_nearest_flag(capsys, args, message):
@@ -325,6 +329,7 @@ def test_another_librarys_warning_is_named_as_its(capsys, tmp_path, monkeypatch)
         warnings.showwarning = cli.show_warning("deliberate train text grpo")
         fakelib.fetch()  # its stacklevel names this file
         warnings.warn("float16 trains without loss scaling", stacklevel=1)
+        warnings.warn("float16 trains without loss scaling", stacklevel=1)  # a config checked twice: once (the TRL client)
     assert capsys.readouterr().err.splitlines() == [
         "deliberate train text grpo: warning from fakelib: Unable to fetch remote file",
         "deliberate train text grpo: warning: float16 trains without loss scaling",

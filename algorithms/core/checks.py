@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +29,12 @@ def per_agent_groups(
     return torch.stack([advantages(returns[:, :, agent]) for agent in range(returns.shape[2])], dim=2)
 
 
-def check_positive(config: Any, *names: str) -> None:
-    """Raise a ``ValueError`` naming the first of ``names`` whose config value is not > 0."""
+def check_positive(config: Any, *names: str, infinite: tuple[str, ...] = ()) -> None:
+    """Raise a ``ValueError`` naming the first of ``names`` whose config value is not a
+    finite number > 0 (NaN too: every comparison with it is false, so a NaN setting would
+    silently switch off what it weighs); those in ``infinite`` may be infinite (a gradient
+    norm that never clips)."""
     for name in names:
         value = getattr(config, name)
-        if not value > 0:
-            raise ValueError(f"{type(config).__name__}.{name} must be > 0, got {value!r}")
+        if not (value > 0 and (name in infinite or value < math.inf)):
+            raise ValueError(f"{type(config).__name__}.{name} must be > 0 and finite, got {value!r}")

@@ -17,10 +17,19 @@ def clip_ratio(ratio: torch.Tensor, clip_eps: float, clip_eps_high: float | None
     return torch.clamp(ratio, 1.0 - clip_eps, 1.0 + (clip_eps if clip_eps_high is None else clip_eps_high))
 
 
-def clipped_share(ratio: torch.Tensor, clip_eps: float, clip_eps_high: float | None = None) -> torch.Tensor:
-    """1.0 where ``ratio`` lies outside [1 - clip_eps, 1 + clip_eps_high], else 0.0.
+def clipped_regions(
+    ratio: torch.Tensor, advantages: torch.Tensor, clip_eps: float, clip_eps_high: float | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Where the clipped surrogate :math:`\min(\rho A, \operatorname{clip}(\rho) A)` takes the
+    clipped value, so the sample's gradient is 0 (TRL's ``clip_ratio/low_mean`` and
+    ``high_mean``): below the range with :math:`A < 0`, above it with :math:`A > 0`; as 0/1
+    floats of ``ratio``'s shape (``advantages`` broadcast against it).
 
-    >>> clipped_share(torch.tensor([0.7, 1.0, 1.25, 1.3]), 0.2, 0.28)
-    tensor([1., 0., 0., 1.])
+    >>> low, high = clipped_regions(torch.tensor([0.7, 0.7, 1.3, 1.3]), torch.tensor([-1.0, 1.0, 1.0, -1.0]), 0.2, 0.28)
+    >>> low.tolist(), high.tolist()
+    ([1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0])
     """
-    return (clip_ratio(ratio, clip_eps, clip_eps_high) != ratio).float()
+    upper = clip_eps if clip_eps_high is None else clip_eps_high
+    low = (ratio < 1.0 - clip_eps) & (advantages < 0)
+    high = (ratio > 1.0 + upper) & (advantages > 0)
+    return low.float(), high.float()

@@ -145,7 +145,7 @@ class LearnerSettings:
             raise ValueError(f"{type(self).__name__}.problem_pool must be >= 0 (0: no pool), got {self.problem_pool}")
         if self.seed < 0:
             raise ValueError(f"seed must be >= 0 (numpy's generators take no negative seed), got {self.seed}")
-        check_positive(self, "learning_rate", "update_epochs", "num_minibatches", "max_grad_norm")
+        check_positive(self, "learning_rate", "update_epochs", "num_minibatches", "max_grad_norm", infinite=("max_grad_norm",))
         if not 0 <= self.weight_decay < math.inf:  # NaN too: it would turn every adapter into NaN
             raise ValueError(f"weight_decay must be a number >= 0 (0: plain Adam), got {self.weight_decay}")
         if self.warmup_updates < 0:
@@ -176,7 +176,9 @@ class GroupSettings(LearnerSettings):
     clip_eps_high: float | None = None
     """The upper clipping range (DAPO's clip-higher, TRL's ``epsilon_high``; DAPO takes
     0.28 beside ``clip_eps`` 0.2, so unlikely tokens of a good completion can gain more in
-    one update); None: ``clip_eps``, symmetric clipping."""
+    one update); None: ``clip_eps``, symmetric clipping. Like ``clip_eps`` it acts only from the
+    second optimizer step on a batch (``update_epochs`` or ``num_minibatches`` > 1): the first
+    step's ratio is 1."""
     kl_coef: float = 0.02
     """beta: weight of the KL to the frozen reference policy (the warm start, or the base
     model without adapters); 0 switches it off."""
@@ -191,8 +193,8 @@ class GroupSettings(LearnerSettings):
                 f"group_size must be >= 2 (advantages compare rollouts within a group), "
                 f"got {self.group_size}; the usual values are 4 to 16"
             )
-        if self.kl_coef < 0:
-            raise ValueError(f"kl_coef must be >= 0 (0 switches the KL term off), got {self.kl_coef}")
+        if not 0 <= self.kl_coef < math.inf:
+            raise ValueError(f"kl_coef must be >= 0 and finite (0 switches the KL term off), got {self.kl_coef}")
 
 
 @dataclass
@@ -209,7 +211,7 @@ class GRPOSettings(GroupSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.eps < 0:
-            raise ValueError(f"eps must be >= 0, got {self.eps}; the usual value is 1e-6")
+        if not 0 <= self.eps < math.inf:
+            raise ValueError(f"eps must be >= 0 and finite, got {self.eps}; the usual value is 1e-6")
         if self.scale_rewards not in REWARD_SCALES:
             raise ValueError(f"scale_rewards must be one of {', '.join(REWARD_SCALES)}, got {self.scale_rewards!r}")

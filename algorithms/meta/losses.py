@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from algorithms.core.clipping import clip_ratio, clipped_share
+from algorithms.core.clipping import clip_ratio, clipped_regions
 
 
 def clipped_policy_loss(
@@ -130,7 +130,9 @@ def kl_regularized_policy_loss(
     Returns:
         The scalar loss and detached statistics: ``policy`` (the clipped surrogate),
         ``kl`` (mean KL to the reference), ``approx_kl`` (mean KL(old || new), the k3
-        estimator, to monitor the step size) and ``clip_frac`` (share of clipped ratios).
+        estimator, to monitor the step size) and ``clip_frac`` (the share of samples whose
+        ratio is clipped where it bites, :func:`~algorithms.core.clipping.clipped_regions`;
+        ``clip_frac_low`` and ``clip_frac_high`` below and above the range).
     """
     logp_all = F.log_softmax(logits, dim=-1)
     logp = logp_all.gather(1, actions.unsqueeze(1)).squeeze(1)
@@ -138,10 +140,13 @@ def kl_regularized_policy_loss(
     kl = categorical_kl(logits, ref_logits).mean()
     with torch.no_grad():
         log_ratio = logp - logp_old
+        low, high = clipped_regions(log_ratio.exp(), advantages, clip_eps, clip_eps_high)
         stats = {
             "policy": policy_loss.detach(),
             "kl": kl.detach(),
             "approx_kl": ((log_ratio.exp() - 1) - log_ratio).mean(),
-            "clip_frac": clipped_share(log_ratio.exp(), clip_eps, clip_eps_high).mean(),
+            "clip_frac": (low + high).mean(),
+            "clip_frac_low": low.mean(),
+            "clip_frac_high": high.mean(),
         }
     return policy_loss + kl_coef * kl, stats

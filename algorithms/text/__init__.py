@@ -59,20 +59,36 @@ as ``-``):
 TRL                                 here
 ==================================  ===========================================================
 ``num_generations``                 ``group_size`` (G)
-``num_iterations``                  ``update_epochs``; ``steps_per_generation``: ``num_minibatches``
-``per_device_train_batch_size``     ``micro_batch_size`` (exact gradient accumulation)
+``num_iterations``                  ``update_epochs``
+``steps_per_generation``            ``num_minibatches`` = TRL's optimizer steps per batch,
+                                    ``steps_per_generation / gradient_accumulation_steps`` (1 by
+                                    default in both)
+``per_device_train_batch_size``     ``micro_batch_size`` (a minibatch accumulates over its
+                                    micro-batches exactly: no ``gradient_accumulation_steps``)
 ``loss_type``                       ``aggregation``: ``grpo`` = ``"sequence"``, ``dapo`` =
                                     ``"token"`` (``bnpo`` is ``"token"`` per micro-batch),
                                     ``dr_grpo`` = ``"constant"``; not here: ``cispo``, ``sapo``,
                                     ``luspo``, ``vespo``
 ``epsilon``, ``epsilon_high``       ``clip_eps``, ``clip_eps_high``
 ``importance_sampling_level``       ``importance_sampling`` (``"sequence"``: GSPO)
-``scale_rewards``                   ``scale_rewards`` (TextGRPO; ``"none"``: Dr. GRPO)
+``scale_rewards``                   ``scale_rewards`` (TextGRPO; ``"none"``: Dr. GRPO). TRL divides
+                                    by the sample standard deviation + 1e-4, this package by the
+                                    population one + ``eps`` (1e-6), as the meta learners and
+                                    DeepSeekMath's equation: advantages sqrt(G / (G - 1)) larger
+                                    (1.15 at G = 4); ``--eps 1e-4`` matches TRL's epsilon
 ``beta``                            ``kl_coef`` (the k3 estimator, as TRL)
 ``max_completion_length``           ``max_new_tokens``; ``temperature``, ``top_p``, ``top_k``
 ``lr_scheduler_type``,              ``lr_schedule``, ``warmup_updates`` (set per update, not per
 ``warmup_steps``                    optimizer step); ``learning_rate``, ``weight_decay``,
                                     ``max_grad_norm``, ``gradient_checkpointing`` alike
+(several agents)                    TRL trains each agent as a run of its own; here a minibatch's
+                                    token weights count every trainable agent's completions (with
+                                    ``aggregation="token"`` an agent's loss is divided by the
+                                    team's tokens), and each agent's gradient is clipped apart
+``logging_steps``                   every update logs its optimizer steps' mean ``losses/*``:
+                                    ``kl``, ``clip_frac`` (where clipping bites, as TRL's
+                                    ``clip_ratio/region_mean``), ``clip_frac_low``,
+                                    ``clip_frac_high`` and ``entropy`` as token means
 ``use_vllm``                        not here: ``sampler="ctranslate2"`` on a CPU, the torch
                                     sampler (one mixed-adapter batch for the team) elsewhere
 ==================================  ===========================================================

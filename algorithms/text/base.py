@@ -43,7 +43,10 @@ noise).
 and ``time`` as :mod:`algorithms.core.metrics` writes them): ``rewards/joint/mean``
 and ``rewards/{part}/mean`` for each part of the protocol (e.g. ``correct``,
 ``format``), ``rewards/contribution/{agent}``, ``returns/mean``, ``adv/abs_mean``,
-``losses/{policy,kl,clip_frac}``, ``losses/grad_norm`` (each agent's gradient norm
+``losses/{policy,kl,clip_frac,clip_frac_low,clip_frac_high}`` (each the mean over the
+update's optimizer steps; ``policy`` aggregated as the loss, the others means over tokens
+whatever the aggregation, as TRL logs them: :func:`~algorithms.text.losses.text_policy_loss`),
+``losses/grad_norm`` (each agent's gradient norm
 before clipping, one per set of weights, mean over those with a gradient and the
 optimizer steps), ``losses/entropy`` (the policy's mean entropy in nats at the completion
 tokens of the loss's passes: every pass of the update, every trainable agent; a collapse
@@ -518,19 +521,22 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         old = self._score_shared(samples, reference=False) if reuse else None
         reference = self._score_shared(samples, reference=True) if config.kl_coef > 0 else None
         lengths = torch.tensor([len(s.completion.token_ids) for s in samples])
-        totals: dict[str, float] = {}
+        totals: dict[str, float] = {}  # each statistic's mean over the update's optimizer steps
+        steps = config.update_epochs * config.num_minibatches
         norms: list[float] = []
         for _ in range(config.update_epochs):
             order = self.rng.permutation(len(samples))
-            totals = {}
             for minibatch in np.array_split(order, config.num_minibatches):
-                weights = token_weights(lengths[minibatch], config.aggregation, config.max_new_tokens)
+                weights = torch.stack(  # the loss's, and the token mean's for the statistics
+                    [token_weights(lengths[minibatch], config.aggregation, config.max_new_tokens),
+                     token_weights(lengths[minibatch], "token")], dim=1,
+                )  # fmt: skip
                 self.optimizer.zero_grad()
                 mine = self.ranks.share(len(minibatch))  # the whole minibatch in one process
                 for rows, chunk_weights in self._chunks(samples, minibatch[mine], weights[mine]):
                     stats = self._backward(samples, rows, chunk_weights, advantages, old, reference)
                     for name, value in stats.items():
-                        totals[name] = totals.get(name, 0.0) + value / config.num_minibatches
+                        totals[name] = totals.get(name, 0.0) + value / steps
                 data_parallel.all_reduce_gradients(self._parameters(self.trainable))
                 clipped: set[int] = set()  # full fine-tuning of a shared model: every agent's weights are one set
                 for agent in self.trainable:
@@ -546,7 +552,8 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
 
     def _chunks(self, samples: Sequence[Sample], minibatch: np.ndarray, weights: torch.Tensor):
         """The minibatch's rows per agent, ``micro_batch_size`` at a time, with their weights
-        (the minibatch's: the micro-batches' gradients add up to the minibatch's)."""
+        (the minibatch's, (rows, 2): the loss's and the statistics'; the micro-batches'
+        gradients add up to the minibatch's)."""
         for agent in self.trainable:
             picked = [k for k, row in enumerate(minibatch) if samples[row].agent == agent]
             for start in range(0, len(picked), self.config.micro_batch_size):
@@ -577,11 +584,12 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             _padded([reference[r] for r in rows], logp) if reference is not None else None,
             advantages[rows].to(logp.device),  # the batch's tensors live on the CPU, the policy's on its device
             mask,
-            weights.to(logp.device),
+            weights[:, 0].to(logp.device),
             self.config.clip_eps,
             self.config.kl_coef,
             self.config.clip_eps_high,
             self.config.importance_sampling,
+            stat_weights=weights[:, 1].to(logp.device),
         )
         loss.backward()
         synchronize(self.lm.device)

@@ -182,7 +182,7 @@ class TextLearnerConfig(GroupSettings):
     geometric mean (GSPO; TRL's ``importance_sampling_level``;
     :func:`algorithms.text.losses.importance_log_ratio`). It matters only with more than one
     optimizer step per batch (``update_epochs`` or ``num_minibatches`` > 1): in one step the
-    two give the same gradient."""
+    two give the same gradient (MAGRPO refuses ``sequence``)."""
 
     # ------------------------------------------------------------------ where it samples
     sample_batch_size: int = 32
@@ -312,6 +312,12 @@ class TextMAGRPOConfig(TextLearnerConfig):
             raise ValueError(
                 "MAGRPO is one REINFORCE step per batch: use update_epochs=1 and num_minibatches=1 "
                 "(--update-epochs 1 --num-minibatches 1; grpo and softrankpo take several clipped passes)"
+            )
+        if self.clip_eps_high is not None or self.importance_sampling != "token":
+            raise ValueError(
+                "MAGRPO is one REINFORCE step on fresh samples (ratio 1), where clip_eps_high and a sequence's "
+                "ratio change nothing: leave out --clip-eps-high and --importance-sampling (grpo and softrankpo "
+                "take them with --update-epochs or --num-minibatches > 1)"
             )
 
 

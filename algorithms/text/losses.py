@@ -26,7 +26,7 @@ from typing import Literal
 import torch
 
 from algorithms.core.advantages import magrpo_advantages
-from algorithms.core.clipping import clip_ratio, clipped_share
+from algorithms.core.clipping import clip_ratio, clipped_regions
 
 Aggregation = Literal["token", "sequence", "constant"]
 ImportanceSampling = Literal["token", "sequence"]
@@ -327,6 +327,7 @@ def text_policy_loss(
     kl_coef: float,
     clip_eps_high: float | None = None,
     importance_sampling: ImportanceSampling = "token",
+    stat_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     r"""The aggregated token loss: :math:`L = \sum_i w_i \sum_t m_{i,t} (\ell_{i,t} + \beta k_{3,i,t})`.
 
@@ -343,11 +344,16 @@ def text_policy_loss(
         kl_coef: beta >= 0.
         clip_eps_high: The upper clipping range; None: ``clip_eps``.
         importance_sampling: ``"token"`` or ``"sequence"`` (GSPO) ratios.
+        stat_weights: (N,) the weights of the statistics but ``policy``; None: ``weights``.
+            The learners give the token mean's (:func:`token_weights` ``"token"``), so the KL
+            and the clipped share are means over tokens under any aggregation, as TRL logs them.
 
     Returns:
-        The scalar loss and detached statistics aggregated with the same weights:
-        ``policy`` (the surrogate part), ``kl`` (k3, 0 without a reference),
-        ``clip_frac`` (share of ratios outside the clipping range).
+        The scalar loss and detached statistics: ``policy`` (the surrogate part, aggregated
+        as the loss), ``kl`` (k3, 0 without a reference), ``clip_frac`` (the share of tokens
+        whose ratio is clipped where it bites: :func:`~algorithms.core.clipping.clipped_regions`),
+        ``clip_frac_low`` and ``clip_frac_high`` (below and above the range), aggregated with
+        ``stat_weights``.
 
     Raises:
         ValueError: If ``kl_coef`` > 0 and ``ref_logp`` is ``None``.
@@ -357,8 +363,16 @@ def text_policy_loss(
     log_ratio = importance_log_ratio(logp, logp_old, mask, importance_sampling)
     per_token = clipped_token_loss(logp, logp_old, advantages, clip_eps, clip_eps_high, log_ratio=log_ratio)
     policy = aggregate(per_token, mask, weights)
-    kl = aggregate(k3_kl(logp, ref_logp), mask, weights) if ref_logp is not None else torch.zeros(())
+    kl_per_token = k3_kl(logp, ref_logp) if ref_logp is not None else None
+    loss = policy if kl_per_token is None else policy + kl_coef * aggregate(kl_per_token, mask, weights)
     with torch.no_grad():
-        clipped = clipped_share(log_ratio.exp(), clip_eps, clip_eps_high)
-        stats = {"policy": policy.detach(), "kl": kl.detach(), "clip_frac": aggregate(clipped, mask, weights)}
-    return policy + kl_coef * kl, stats
+        counted = weights if stat_weights is None else stat_weights
+        low, high = clipped_regions(log_ratio.exp(), advantages[:, None], clip_eps, clip_eps_high)
+        stats = {
+            "policy": policy.detach(),
+            "kl": aggregate(kl_per_token, mask, counted) if kl_per_token is not None else torch.zeros(()),
+            "clip_frac": aggregate(low + high, mask, counted),
+            "clip_frac_low": aggregate(low, mask, counted),
+            "clip_frac_high": aggregate(high, mask, counted),
+        }
+    return loss, stats

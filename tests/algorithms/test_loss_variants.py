@@ -9,7 +9,7 @@ import torch
 from algorithms import cli
 from algorithms.core.advantages import grpo_advantages, magrpo_advantages
 from algorithms.core.checks import per_agent_groups
-from algorithms.core.clipping import clipped_share
+from algorithms.core.clipping import clipped_regions
 from algorithms.core.config import GRPOSettings
 from algorithms.meta.config import GRPOConfig
 from algorithms.meta.losses import clipped_policy_loss, kl_regularized_policy_loss
@@ -18,6 +18,7 @@ from algorithms.text.losses import (
     aggregate,
     clipped_token_loss,
     importance_log_ratio,
+    k3_kl,
     text_policy_loss,
     token_weights,
 )
@@ -61,7 +62,8 @@ def test_clip_higher_lets_a_good_tokens_ratio_rise_further():
     assert clipped_token_loss(low, old, -gain, clip_eps=0.2, clip_eps_high=0.28).item() == pytest.approx(0.8)
     meta = clipped_policy_loss(logp[0], old[0], gain, clip_eps=0.2, clip_eps_high=0.28)
     assert meta.item() == pytest.approx(-1.25)
-    assert clipped_share(torch.tensor([0.7, 1.25, 1.3]), 0.2, 0.28).tolist() == [1.0, 0.0, 1.0]
+    low, high = clipped_regions(torch.tensor([0.7, 0.7, 1.25, 1.3, 1.3]), torch.tensor([-1.0, 1.0, 1.0, 1.0, -1.0]), 0.2, 0.28)
+    assert (low.tolist(), high.tolist()) == ([1.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0, 0.0])  # where it bites
 
 
 def test_a_clipped_token_has_no_gradient_and_clip_higher_gives_it_one():
@@ -140,6 +142,22 @@ def test_configs_check_the_new_settings():
             GRPOSettings(**bad)
     with pytest.raises(ValueError, match="importance_sampling"):
         TextMAGRPOConfig(model="tiny", importance_sampling="step")
+    for inert in ({"clip_eps_high": 0.28}, {"importance_sampling": "sequence"}):  # one step at ratio 1: no-ops
+        with pytest.raises(ValueError, match="MAGRPO is one REINFORCE step on fresh samples"):
+            TextMAGRPOConfig(model="tiny", **inert)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("kl_coef", float("nan")), ("kl_coef", float("inf")), ("learning_rate", float("inf")), ("eps", float("nan")),
+     ("eps", float("inf")), ("temperature", float("inf")), ("clip_eps", float("inf")), ("learning_rate", float("nan"))],
+)  # fmt: skip
+def test_a_setting_that_is_not_a_finite_number_is_refused_before_anything_runs(setting, value):
+    """The TRL client: --kl-coef nan switched the KL off silently (and wrote NaN into
+    config.json), --kl-coef inf and --learning-rate inf ran to exit 0 with NaN weights."""
+    with pytest.raises(ValueError, match=setting):
+        TextGRPOConfig(model="tiny", **{setting: value})
+    assert TextGRPOConfig(model="tiny", max_grad_norm=float("inf")).max_grad_norm == float("inf")  # never clips
     with pytest.raises(ValueError, match="aggregation"):
         TextMAGRPOConfig(model="tiny", aggregation="bnpo")
 
@@ -152,3 +170,20 @@ def test_the_command_line_takes_the_new_settings():
     )
     meta = cli.parse(["train", "meta", "grpo", "--clip-eps-high", "0.3", "--scale-rewards", "batch"]).command.command.learner
     assert (meta.clip_eps_high, meta.scale_rewards) == (0.3, "batch")
+
+
+def test_the_kl_and_the_clipped_share_are_token_means_under_every_aggregation():
+    """The TRL client: under the constant aggregation they were scaled by length / max_new_tokens
+    (all ratios clipped read 0.03), and clip_frac counted ratios whose clipping does not bite."""
+    logp = torch.log(torch.tensor([[0.9, 0.9, 0.9], [0.9, 0.5, 0.5]]))
+    old, ref = torch.log(torch.full((2, 3), 0.5)), torch.log(torch.full((2, 3), 0.25))
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
+    advantages = torch.tensor([1.0, -1.0])  # row 0: ratio 1.8 > 1.2 with A > 0 bites; row 1's 1.8 with A < 0 does not
+    stat_weights = token_weights(mask.sum(1), "token")
+    for aggregation in ("token", "sequence", "constant"):
+        weights = token_weights(mask.sum(1), aggregation, 256)
+        _, stats = text_policy_loss(logp, old, ref, advantages, mask, weights, 0.2, 0.1, stat_weights=stat_weights)
+        expected_kl = sum(k3_kl(logp, ref)[i, t].item() for i in range(2) for t in range(3) if mask[i, t]) / 5
+        assert stats["kl"].item() == pytest.approx(expected_kl)
+        assert (stats["clip_frac"].item(), stats["clip_frac_high"].item(), stats["clip_frac_low"].item()) == pytest.approx((0.4, 0.4, 0.0))
+

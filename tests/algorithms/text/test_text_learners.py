@@ -323,3 +323,18 @@ def test_the_logged_gradient_norm_is_before_clipping_once_per_set_of_weights(mak
         config = TextMAGRPOConfig(**SMALL, max_grad_norm=max_grad_norm)
         logged.append(make_learner(make_lm, config=config, lm={"finetune": "full"}).train_step()["losses/grad_norm"])
     assert logged[0] > 1e-3 and logged[1] == pytest.approx(logged[0], rel=1e-5)
+
+
+def test_the_losses_are_the_mean_over_every_optimizer_step_of_the_update(make_lm):
+    """They were the last epoch's alone (the TRL client); TRL averages over all steps."""
+    subject = make_learner(make_lm, TextGRPO, TextGRPOConfig(**{**SMALL, "update_epochs": 2, "num_minibatches": 2}))
+    backward, seen = subject._backward, []
+
+    def counted(*args):
+        stats = backward(*args)
+        seen.append(len(seen) + 1.0)
+        return {**stats, "policy": seen[-1]}
+
+    subject._backward = counted
+    metrics = subject.train_step()
+    assert len(seen) >= 4 and metrics["losses/policy"] == pytest.approx(sum(seen) / 4)  # 2 epochs x 2 minibatches
