@@ -44,7 +44,17 @@ def release_0_2(logits: torch.Tensor, targets: torch.Tensor, temperature: float)
     return torch.log_softmax(logits.float() / temperature, dim=-1).gather(-1, targets[..., None])[..., 0]
 
 
-WAYS = {"log_softmax of a float32 copy (0.2)": release_0_2, "token_logprobs": token_logprobs}
+def with_entropy(logits: torch.Tensor, targets: torch.Tensor, temperature: float) -> torch.Tensor:
+    """:func:`token_logprobs` as a trained pass calls it: its backward pass also computes each
+    position's entropy (``losses/entropy``)."""
+    return token_logprobs(logits, targets, temperature, torch.empty(targets.shape))
+
+
+WAYS = {
+    "log_softmax of a float32 copy (0.2)": release_0_2,
+    "token_logprobs": token_logprobs,
+    "token_logprobs with the entropy": with_entropy,
+}
 
 
 def kept_bytes(way, logits: torch.Tensor, targets: torch.Tensor, temperature: float) -> int:

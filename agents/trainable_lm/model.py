@@ -22,7 +22,7 @@ import contextlib
 import copy
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -83,10 +83,10 @@ class Meter:
             or once per completion with gradient checkpointing).
         trained_flops: Model FLOPs of the forward and backward passes over them:
             ``trained_tokens`` x :attr:`TrainableLM.train_flops_per_token`.
-        entropy_sum: The policy's entropy :math:`H_t = -\sum_v \pi_t(v) \log \pi_t(v)`
-            summed over the completion tokens of those passes (a float, or a tensor on the
-            policy's device: no host sync per pass).
-        entropy_tokens: The completion tokens summed in ``entropy_sum``.
+        entropies: Per differentiable pass, the policy's entropy at each position
+            :math:`H_t = -\sum_v \pi_t(v) \log \pi_t(v)` (filled by its backward pass, NaN
+            until then) and where a completion token is, both on the policy's device (summed
+            when read: no host sync per pass).
     """
 
     generated_tokens: int = 0
@@ -94,13 +94,23 @@ class Meter:
     trained_tokens: int = 0
     trained_flops: float = 0.0
     compile_seconds: float = 0.0
-    entropy_sum: float | torch.Tensor = 0.0
-    entropy_tokens: int = 0
+    entropies: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
+
+    def entropy_total(self) -> tuple[float, int]:
+        """The entropies' sum (nats) over the completion tokens of the passes whose backward
+        pass ran, and the number of those tokens."""
+        total, tokens = 0.0, 0
+        for entropies, present in self.entropies:
+            counted = present.bool() & ~entropies.isnan()
+            total += float(entropies[counted].sum())
+            tokens += int(counted.sum())
+        return total, tokens
 
     @property
     def mean_entropy(self) -> float | None:
-        """``entropy_sum / entropy_tokens`` in nats, None without trained tokens."""
-        return float(self.entropy_sum) / self.entropy_tokens if self.entropy_tokens else None
+        """The mean of :meth:`entropy_total`'s tokens, None without any."""
+        total, tokens = self.entropy_total()
+        return total / tokens if tokens else None
 
     def __add__(self, other: Meter) -> Meter:
         """Both meters' counts together."""
@@ -110,8 +120,7 @@ class Meter:
             self.trained_tokens + other.trained_tokens,
             self.trained_flops + other.trained_flops,
             self.compile_seconds + other.compile_seconds,
-            float(self.entropy_sum) + float(other.entropy_sum),
-            self.entropy_tokens + other.entropy_tokens,
+            self.entropies + other.entropies,
         )
 
 

@@ -193,14 +193,14 @@ class Scoring:
     ) -> list[torch.Tensor]:
         """Each completion's tokens' log-probabilities from ``logits`` (N, T_max, V), whose
         position k predicts token k; in a differentiable pass the policy's entropy at those
-        positions is added to the meter (:attr:`~agents.trainable_lm.model.Meter.entropy_sum`)."""
+        positions goes to the meter once the backward pass has computed it
+        (:attr:`~agents.trainable_lm.model.Meter.entropies`)."""
         targets, present = right_pad([list(c) for c in completions], logits.shape[1], 0, self.device)
-        if not torch.is_grad_enabled():  # in float32, without a float32 copy of the logits
-            logp = token_logprobs(logits, targets, temperature)
-        else:
-            logp, entropies = token_logprobs(logits, targets, temperature, entropy=True)
-            self._meter.entropy_sum = self._meter.entropy_sum + (entropies * present).sum()
-            self._meter.entropy_tokens += sum(map(len, completions))
+        entropies = None
+        if torch.is_grad_enabled():  # the backward pass fills them (NaN: a pass without one, left out)
+            entropies = torch.full(targets.shape, float("nan"), device=self.device)
+            self._meter.entropies.append((entropies, present))
+        logp = token_logprobs(logits, targets, temperature, entropies)  # in float32, without a float32 copy of the logits
         return [logp[row, : len(completion)] for row, completion in enumerate(completions)]
 
 

@@ -29,26 +29,35 @@ CHUNK_ELEMENTS = 1 << 25
 
 
 def token_logprobs(
-    logits: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0, entropy: bool = False
-) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    logits: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0, entropies: torch.Tensor | None = None
+) -> torch.Tensor:
     r"""``log softmax(logits / temperature)`` at ``targets``, in float32 (module docstring).
 
     Args:
         logits: (..., V) in any floating dtype; position k scores the token ``targets[k]``.
         targets: (...) token ids in [0, V), the shape of ``logits`` without its last axis.
         temperature: T > 0.
-        entropy: Also return each position's entropy
-            :math:`H_t = -\sum_v \pi_t(v) \log \pi_t(v)` (from the same chunks, without gradient).
+        entropies: A float tensor of ``targets``' shape that the backward pass fills with each
+            position's entropy, :math:`H_t = \operatorname{logsumexp}_v z_{t,v} - \sum_v
+            \pi_t(v)\, z_{t,v}` with :math:`z = \mathrm{logits} / T` (from the softmax the
+            backward pass computes anyway: a product and a sum per logit, no second
+            exponential); left as it is without a backward pass.
 
     Returns:
         (...) float32 log-probabilities (float64 for float64 logits), differentiable with
-        respect to ``logits``; with ``entropy``, ``(logp, entropies)`` of one shape.
+        respect to ``logits``.
 
     Raises:
         ValueError: On targets of another shape, or outside the vocabulary.
 
-    >>> logits = torch.tensor([[2.0, 0.0, -1.0]])
-    >>> torch.allclose(token_logprobs(logits, torch.tensor([0])), torch.log_softmax(logits, -1)[:, 0])
+    >>> logits = torch.tensor([[2.0, 0.0, -1.0]], requires_grad=True)
+    >>> entropies = torch.empty(1)
+    >>> logp = token_logprobs(logits, torch.tensor([0]), entropies=entropies)
+    >>> torch.allclose(logp, torch.log_softmax(logits, -1)[:, 0])
+    True
+    >>> logp.sum().backward()
+    >>> p = torch.softmax(logits.detach(), -1)
+    >>> torch.allclose(entropies, -(p * p.log()).sum(-1))
     True
     """
     if logits.shape[:-1] != targets.shape:
@@ -58,8 +67,9 @@ def token_logprobs(
             f"targets must be token ids in [0, {logits.shape[-1]}) (no ignore index such as -100: pad with any id "
             "and leave the padding out of the loss)"
         )
-    logp, entropies = _TokenLogprobs.apply(logits, targets, float(temperature), entropy)
-    return (logp, entropies) if entropy else logp
+    if entropies is not None and entropies.shape != targets.shape:
+        raise ValueError(f"entropies {tuple(entropies.shape)} must have the targets' shape {tuple(targets.shape)}")
+    return _TokenLogprobs.apply(logits, targets, float(temperature), entropies)
 
 
 def _positions_per_chunk(vocabulary: int) -> int:
@@ -69,40 +79,39 @@ def _positions_per_chunk(vocabulary: int) -> int:
 
 class _TokenLogprobs(torch.autograd.Function):
     """:func:`token_logprobs`'s forward and backward passes, chunk by chunk (the backward
-    pass recomputes a chunk's softmax rather than keeping it)."""
+    pass recomputes a chunk's softmax rather than keeping it, and from it the entropies)."""
 
     @staticmethod
     def forward(
-        ctx, logits: torch.Tensor, targets: torch.Tensor, temperature: float, entropy: bool
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        ctx, logits: torch.Tensor, targets: torch.Tensor, temperature: float, entropies: torch.Tensor | None
+    ) -> torch.Tensor:
         flat, chosen = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1, 1)
         exact = torch.promote_types(logits.dtype, torch.float32)  # float32, float64 for float64
         logp = torch.empty(flat.shape[0], dtype=exact, device=logits.device)
-        entropies = torch.empty(flat.shape[0] if entropy else 0, dtype=exact, device=logits.device)
         step = _positions_per_chunk(flat.shape[1])
         for start in range(0, flat.shape[0], step):
             rows = slice(start, start + step)
-            logp_all = torch.log_softmax(_scaled(flat[rows], exact, temperature), dim=-1)
-            logp[rows] = logp_all.gather(1, chosen[rows])[:, 0]
-            if entropy:
-                entropies[rows] = -(logp_all.exp() * logp_all).sum(dim=-1)
-        ctx.save_for_backward(logits, targets)
-        ctx.temperature, ctx.exact = temperature, exact
-        entropies = entropies.reshape(targets.shape if entropy else (0,))
-        ctx.mark_non_differentiable(entropies)
-        return logp.reshape(targets.shape), entropies
+            logp[rows] = torch.log_softmax(_scaled(flat[rows], exact, temperature), dim=-1).gather(1, chosen[rows])[:, 0]
+        ctx.save_for_backward(logits, targets, logp if entropies is not None else None)
+        ctx.temperature, ctx.exact, ctx.entropies = temperature, exact, entropies
+        return logp.reshape(targets.shape)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_logp: torch.Tensor, _grad_entropies: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
-        logits, targets = ctx.saved_tensors
+    def backward(ctx, grad_logp: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
+        logits, targets, logp = ctx.saved_tensors
         flat, chosen = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1, 1)
         weight = grad_logp.reshape(-1, 1).to(ctx.exact) / ctx.temperature
         grad = torch.empty_like(flat)
+        entropies = None if ctx.entropies is None else ctx.entropies.view(-1)
         step = _positions_per_chunk(flat.shape[1])
         for start in range(0, flat.shape[0], step):
             rows = slice(start, start + step)
-            probabilities = torch.softmax(_scaled(flat[rows], ctx.exact, ctx.temperature), dim=-1)
+            scaled = _scaled(flat[rows], ctx.exact, ctx.temperature)
+            probabilities = torch.softmax(scaled, dim=-1)
+            if entropies is not None:  # logsumexp z = z_y - log pi(y), then minus the expected z
+                logsumexp = scaled.gather(1, chosen[rows])[:, 0] - logp[rows]
+                entropies[rows] = (logsumexp - (probabilities * scaled).sum(dim=-1)).to(entropies.dtype)
             grad[rows] = probabilities.mul_(-weight[rows]).scatter_add_(1, chosen[rows], weight[rows])
         return grad.reshape(logits.shape), None, None, None
 

@@ -332,7 +332,8 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         ``charts/{update,seconds}``, ``losses/entropy`` and the ``perf/*`` metrics (the
         module docstring)."""
         meter = self.lm.read_meter()
-        entropy = data_parallel.sum_over_ranks({"sum": float(meter.entropy_sum), "tokens": float(meter.entropy_tokens)})
+        total, tokens = meter.entropy_total()
+        entropy = data_parallel.sum_over_ranks({"sum": total, "tokens": float(tokens)})
         return {
             "returns/mean": returns[0].mean().item(),
             "adv/abs_mean": samples.abs().mean().item(),

@@ -75,3 +75,22 @@ def test_the_backward_pass_keeps_the_logits_and_no_float32_copy():
     float32_copy = saved_bytes(old, logits, targets)
     assert ours == logits.numel() * 2 + targets.numel() * 8
     assert float32_copy > 2 * ours  # what the loss kept before
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_the_backward_pass_fills_the_entropies_without_changing_the_gradient(dtype):
+    """``losses/entropy``: from the softmax the backward pass computes anyway, so the forward
+    pass makes no second exponential of the logits."""
+    torch.manual_seed(0)
+    logits = (3 * torch.randn(2, 5, 33)).to(dtype).requires_grad_()
+    targets = torch.randint(0, 33, (2, 5))
+    weights = torch.rand(2, 5)
+    entropies = torch.full((2, 5), float("nan"), dtype=torch.float64)
+    (token_logprobs(logits, targets, 0.7, entropies) * weights).sum().backward()
+    with_entropies, logits.grad = logits.grad, None
+    (token_logprobs(logits, targets, 0.7) * weights).sum().backward()
+    torch.testing.assert_close(with_entropies, logits.grad)
+    reference = torch.log_softmax(logits.detach().double() / 0.7, dim=-1)
+    torch.testing.assert_close(entropies, -(reference.exp() * reference).sum(-1), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="entropies"):
+        token_logprobs(logits, targets, entropies=torch.empty(3))

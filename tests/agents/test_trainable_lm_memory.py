@@ -192,7 +192,9 @@ def test_the_meter_sums_the_policys_entropy_at_the_trained_tokens(settings):
     prompt = lm.encode(CHAT)
     completions = [[5, 6, 7, 8, 9], [5, 9], [11]]
     lm.logprobs("agent_0", [prompt, prompt, prompt[:-2]], completions, temperature=0.7, reference=True)
-    lm.logprobs("agent_0", [prompt, prompt, prompt[:-2]], completions, temperature=0.7, reference=False)
+    logp, mask = lm.logprobs("agent_0", [prompt, prompt, prompt[:-2]], completions, temperature=0.7)
+    assert lm._meter.entropy_total() == (0.0, 0)  # its backward pass computes them
+    (logp * mask).sum().backward()
     meter = lm.read_meter()  # the reference pass adds nothing
     expected = []
     with torch.no_grad():
@@ -201,7 +203,7 @@ def test_the_meter_sums_the_policys_entropy_at_the_trained_tokens(settings):
             logits = lm.seats["agent_0"].model(input_ids=ids).logits[0, len(prefix) - 1 :] / 0.7
             logp = torch.log_softmax(logits.float(), dim=-1)
             expected.extend((-(logp.exp() * logp).sum(dim=-1)).tolist())
-    assert meter.entropy_tokens == len(expected) == 8
+    assert meter.entropy_total()[1] == len(expected) == 8
     assert meter.mean_entropy == pytest.approx(sum(expected) / len(expected), rel=1e-4)
 
 
