@@ -40,7 +40,7 @@ def token_logprobs(
         entropies: A float tensor of ``targets``' shape that the backward pass fills with each
             position's entropy, :math:`H_t = \operatorname{logsumexp}_v z_{t,v} - \sum_v
             \pi_t(v)\, z_{t,v}` with :math:`z = \mathrm{logits} / T` (from the softmax the
-            backward pass computes anyway: a product and a sum per logit, no second
+            backward pass computes anyway: one dot product per position, no second
             exponential); left as it is without a backward pass.
 
     Returns:

@@ -171,7 +171,7 @@ def token_weights(lengths: torch.Tensor, aggregation: Aggregation, max_length: i
             \ \Rightarrow\ w_i = \frac{1}{N L_{max}}.
 
     The sequence mean weighs a token of a short completion more than one of a long one
-    (a wrong answer's length is penalized less per token, Dr. GRPO's length bias); the two
+    (a long wrong completion is pushed down less per token: Dr. GRPO's length bias); the two
     others weigh every token alike, the constant one also across batches. TRL's
     ``loss_type`` names them ``grpo``, ``dapo`` (``bnpo`` per micro-batch) and ``dr_grpo``.
     Weights of the whole minibatch make a loss summed over micro-batches equal the
