@@ -236,9 +236,15 @@ def exact_value(number: str) -> str:
     >>> exact_value("0.5"), exact_value("1/2"), exact_value("18"), exact_value("x"), exact_value("1_000")
     ('1/2', '1/2', '18', 'x', '1_000')
     """
+    if _CANONICAL_INTEGER.fullmatch(number):  # the common case, its own value: no Fraction (the env's hot path)
+        return number
     if canonical_number(number) != number:  # only canonical numbers ("1e5", "1_000", " 1/2" stay text)
         return number
     return str(Fraction(number))
+
+
+_CANONICAL_INTEGER = re.compile(r"0|-?[1-9][0-9]*")
+"""An integer as :func:`canonical_number` writes it (not "-0", "007" nor other digits)."""
 
 
 def _line_number(line: str) -> str | None:

@@ -2,11 +2,19 @@
 
 import json
 import math
+from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import deliberation_env as de
-from deliberation_env.tasks.numeric import canonical_number, extract_number, stated_number
+from deliberation_env.tasks.numeric import (
+    canonical_number,
+    exact_value,
+    extract_number,
+    stated_number,
+)
 
 
 @pytest.mark.parametrize("level", [1, 2, 3, 4, 5])
@@ -130,3 +138,10 @@ def test_unknown_task_and_split():
         de.tasks.get("chess")
     with pytest.raises(ValueError, match="unknown split 'dev'"):
         de.tasks.get("arithmetic").problems("dev")
+
+
+@given(st.one_of(st.integers(-10**30, 10**30).map(str), st.text("0123456789-/.,$ e_١", max_size=12)))
+def test_exact_value_is_the_fraction_of_a_canonical_number_and_any_other_text_itself(text):
+    """Its integer fast path (the simulated team's hot path) gives what the Fraction gives."""
+    expected = str(Fraction(text)) if canonical_number(text) == text else text
+    assert exact_value(text) == expected
