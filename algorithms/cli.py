@@ -349,6 +349,8 @@ TRL_OPTIONS = {
 }
 """TRL's ``GRPOConfig`` options that have another name here (the table of
 :mod:`algorithms.text`): an unknown option that is one of them names ours."""
+TEXT_ONLY_OPTIONS = ("--aggregation", "--importance-sampling", "--max-new-tokens", "--micro-batch-size", "--model")
+"""The options of :data:`TRL_OPTIONS` that the meta learners do not have (no LLM weights)."""
 
 
 def short_error(printed: str, command: str = "") -> str | None:
@@ -363,8 +365,9 @@ def short_error(printed: str, command: str = "") -> str | None:
     if found is not None:
         flag = found.group(1)
         rest = text[found.end() :]
-        if flag in TRL_OPTIONS:
-            return f"unrecognized option {flag}: that is TRL's name; here it is {TRL_OPTIONS[flag]}"
+        ours = TRL_OPTIONS.get(flag, "")
+        if ours and not (" meta" in command and ours.split()[0] in TEXT_ONLY_OPTIONS):
+            return f"unrecognized option {flag}: that is TRL's name; here it is {ours}"
         own = re.search(rf"{re.escape(flag)} [A-Z{{]", rest)  # the flag itself, listed as another command's
         if own is not None:
             entry = re.split(r"(?<![\w-])--(?!help\b)[a-z0-9]", rest[own.end() :], maxsplit=1)[0]

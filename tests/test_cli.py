@@ -102,6 +102,7 @@ def test_each_option_has_one_name_in_train_and_compare():
         (["train", "text", "grpo", "--epsilon-high", "0.28"], "deliberate train text grpo: error: unrecognized option --epsilon-high: that is TRL's name; here it is --clip-eps-high"),
         (["train", "text", "magrpo", "--num-generations", "8"], "deliberate train text magrpo: error: unrecognized option --num-generations: that is TRL's name; here it is --group-size"),
         (["train", "meta", "grpo", "--beta", "0.1"], "deliberate train meta grpo: error: unrecognized option --beta: that is TRL's name; here it is --kl-coef"),
+        (["train", "meta", "grpo", "--loss-type", "dapo"], "deliberate train meta grpo: error: unrecognized option --loss-type"),  # a text learners' option
     ],
 )  # fmt: skip
 def test_a_mistyped_flag_is_one_short_line_naming_the_nearest_flag(capsys, args, message):

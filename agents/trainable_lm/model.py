@@ -85,8 +85,9 @@ class Meter:
             ``trained_tokens`` x :attr:`TrainableLM.train_flops_per_token`.
         entropies: Per differentiable pass, the policy's entropy at each position
             :math:`H_t = -\sum_v \pi_t(v) \log \pi_t(v)` (filled by its backward pass, NaN
-            until then) and where a completion token is, both on the policy's device (summed
-            when read: no host sync per pass).
+            until then; also at a position whose logits hold -inf, left out) and where a
+            completion token is, both on the policy's device (summed when read: no host
+            sync per pass).
     """
 
     generated_tokens: int = 0
@@ -94,7 +95,7 @@ class Meter:
     trained_tokens: int = 0
     trained_flops: float = 0.0
     compile_seconds: float = 0.0
-    entropies: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
+    entropies: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list, compare=False)
 
     def entropy_total(self) -> tuple[float, int]:
         """The entropies' sum (nats) over the completion tokens of the passes whose backward

@@ -67,8 +67,11 @@ def token_logprobs(
             f"targets must be token ids in [0, {logits.shape[-1]}) (no ignore index such as -100: pad with any id "
             "and leave the padding out of the loss)"
         )
-    if entropies is not None and entropies.shape != targets.shape:
-        raise ValueError(f"entropies {tuple(entropies.shape)} must have the targets' shape {tuple(targets.shape)}")
+    if entropies is not None and (entropies.shape != targets.shape or not entropies.is_contiguous()):
+        raise ValueError(
+            f"entropies must be a contiguous tensor of the targets' shape {tuple(targets.shape)}, got "
+            f"{tuple(entropies.shape)}{'' if entropies.is_contiguous() else ', not contiguous'}"
+        )
     return _TokenLogprobs.apply(logits, targets, float(temperature), entropies)
 
 

@@ -19,10 +19,12 @@ name                            meaning
 ``actions/persist_share``       share of PERSIST among training actions (likewise refine,
                                 concede: ``actions/refine_share``, ``actions/concede_share``)
 ``tokens/episode``              mean tokens per training episode (all agents)
-``losses/policy``               clipped policy-gradient loss (last epoch's mean)
+``losses/policy``               clipped policy-gradient loss (mean over the update's steps,
+                                as the next four)
 ``losses/kl``                   mean KL(pi || pi_ref) to the reference policy
 ``losses/approx_kl``            mean KL(pi_old || pi), the step size of the update
-``losses/clip_frac``            share of clipped importance ratios
+``losses/clip_frac``            share of samples whose ratio is clipped where clipping bites
+                                (``clip_frac_low``, ``clip_frac_high``: below, above the range)
 ``losses/grad_norm``            the gradient's global norm before clipping (mean over steps)
 ``losses/bc``                   SFT: cross-entropy to the teacher's actions (last epoch)
 ``losses/bc_agreement``         SFT: share of visited states where the greedy policy picks

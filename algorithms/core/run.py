@@ -227,6 +227,8 @@ def keep_checkpoint(run_dir: Path, update: int, keep: int, adapters_dir: Path | 
     beyond the newest ``keep``. Files are hard-linked where the file system allows (the
     checkpoint and adapters are replaced by renames, so a link keeps this update's bytes),
     else copied; the copy is made beside its place and renamed into it, whole or not at all.
+    Kept checkpoints of this update or later ones are of a future the run abandoned (it was
+    resumed from an older checkpoint) and go first.
 
     Returns:
         The kept folder: ``checkpoint.safetensors`` (it loads with ``learner.load``) and,
@@ -234,18 +236,26 @@ def keep_checkpoint(run_dir: Path, update: int, keep: int, adapters_dir: Path | 
     """
     kept = run_dir / KEPT
     target, staged = kept / f"update-{update:06d}", kept / f".update-{update:06d}-writing"
-    shutil.rmtree(staged, ignore_errors=True)
+    for leftover in kept.glob(".update-*-writing"):  # a copy a killed run left half made
+        shutil.rmtree(leftover, ignore_errors=True)
+    for later in _kept_updates(kept):  # a run resumed from an older checkpoint: its abandoned future goes
+        if later[0] >= update:
+            shutil.rmtree(later[1], ignore_errors=True)
     staged.mkdir(parents=True)
     _link_or_copy(run_dir / CHECKPOINT, staged / CHECKPOINT)
     if adapters_dir is not None and Path(adapters_dir).is_dir():
         for source in Path(adapters_dir).rglob("*"):
             if source.is_file():
                 _link_or_copy(source, staged / "adapters" / source.relative_to(adapters_dir))
-    shutil.rmtree(target, ignore_errors=True)  # a resumed run that writes this update again
     staged.rename(target)
-    for old in sorted(kept.glob("update-*"))[:-keep]:
+    for _, old in _kept_updates(kept)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return target
+
+
+def _kept_updates(kept: Path) -> list[tuple[int, Path]]:
+    """The kept checkpoints' folders in ``kept`` with their updates, oldest first."""
+    return sorted((int(path.name.removeprefix("update-")), path) for path in kept.glob("update-*") if path.name[7:].isdigit())
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

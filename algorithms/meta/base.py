@@ -335,10 +335,9 @@ class PolicyGradientLearner(MetaLearner, GroupPolicyGradient):
             ref_logits = self.reference(rollout.self_features, rollout.peer_features)
         num_samples = len(rollout.actions)
         minibatch_size = -(-num_samples // config.num_minibatches)
-        totals: dict[str, float] = {}
+        totals: dict[str, float] = {}  # each statistic's mean over the update's epochs (and samples)
         norms: list[float] = []  # before clipping
         for _ in range(config.update_epochs):
-            totals = {}
             order = torch.randperm(num_samples, generator=self.generator)
             for start in range(0, num_samples, minibatch_size):
                 mb = order[start : start + minibatch_size]
@@ -358,7 +357,7 @@ class PolicyGradientLearner(MetaLearner, GroupPolicyGradient):
                 norms.append(float(torch.nn.utils.clip_grad_norm_(self.network.parameters(), config.max_grad_norm)))
                 self.optimizer.step()
                 for name, value in stats.items():
-                    totals[name] = totals.get(name, 0.0) + value.item() * len(mb) / num_samples
+                    totals[name] = totals.get(name, 0.0) + value.item() * len(mb) / (num_samples * config.update_epochs)
         return {**{f"losses/{name}": value for name, value in totals.items()}, "losses/grad_norm": float(np.mean(norms))}
 
     def state_dict(self) -> dict[str, Any]:

@@ -523,11 +523,12 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         reference = self._score_shared(samples, reference=True) if config.kl_coef > 0 else None
         lengths = torch.tensor([len(s.completion.token_ids) for s in samples])
         totals: dict[str, float] = {}  # each statistic's mean over the update's optimizer steps
-        steps = config.update_epochs * config.num_minibatches
+        minibatches = min(config.num_minibatches, len(samples))  # none empty: fewer samples than minibatches
+        steps = config.update_epochs * minibatches
         norms: list[float] = []
         for _ in range(config.update_epochs):
             order = self.rng.permutation(len(samples))
-            for minibatch in np.array_split(order, config.num_minibatches):
+            for minibatch in np.array_split(order, minibatches):
                 weights = torch.stack(  # the loss's, and the token mean's for the statistics
                     [token_weights(lengths[minibatch], config.aggregation, config.max_new_tokens),
                      token_weights(lengths[minibatch], "token")], dim=1,

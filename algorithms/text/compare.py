@@ -132,13 +132,16 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
 
     Raises:
         ValueError: Before anything is written, on a name of ``cfg.algos`` that is no
-            learner, a device this machine lacks, or an ``out_dir`` that holds a comparison.
+            learner, a setting one of them refuses, a device this machine lacks, or an
+            ``out_dir`` that holds a comparison.
     """
     from algorithms.core import data_parallel  # torch: not at import (``--help``)
     from algorithms.text.train import resolved_placement
 
     check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed",))  # a run_dir is replaced
     own = user_learners(cfg.algos, SHIPPED, learners, "text")
+    for algo in cfg.algos:  # a setting a learner refuses (MAGRPO's --update-epochs 2): before the first run, not after
+        cfg.run_config(algo, 0)
     resolved_placement(cfg.learner.device, cfg.learner.dtype)  # a device this machine lacks: before any file
     with data_parallel.process_group(cfg.learner.device) as ranks:  # under torchrun: one group for every run
         names = [learner_label(algo) for algo in cfg.algos]

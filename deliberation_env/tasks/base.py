@@ -109,8 +109,9 @@ def check_scoring(scoring: str) -> str:
 
 def same_answer(task: Task, problem: Problem, first: str, second: str) -> bool:
     """Whether two decisions are one answer: the task's own ``same_answer(problem, first,
-    second)`` where it has one (MATH: equal keys or math-verify's equivalence, so ``x = 7``
-    and ``7`` agree), else equal decision keys. A team's vote groups by it.
+    second)`` in either order where it has one (MATH: equal keys or math-verify's
+    equivalence, which is not symmetric, so ``x = 7`` and ``7`` agree), else equal decision
+    keys. A team's vote groups by it.
 
     >>> from deliberation_env.tasks import get
     >>> task = get("math", path="sample")
@@ -120,7 +121,7 @@ def same_answer(task: Task, problem: Problem, first: str, second: str) -> bool:
     """
     own = getattr(task, "same_answer", None)
     if callable(own):
-        return bool(own(problem, first, second))
+        return bool(own(problem, first, second) or own(problem, second, first))
     return task.decision_key(problem, first) == task.decision_key(problem, second)
 
 
@@ -183,9 +184,7 @@ def answer_groups(
                 return False
             if rights[first]:  # both equal the reference
                 return True
-            return callable(own) and (
-                own(problem, decisions[first], decisions[second]) or own(problem, decisions[second], decisions[first])
-            )
+            return callable(own) and same_answer(task, problem, decisions[first], decisions[second])
 
         firsts = list(root)
         for a, first in enumerate(firsts):

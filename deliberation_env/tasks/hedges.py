@@ -48,13 +48,13 @@ WORD_VALUES = {word: str(value) for value, word in enumerate(NUMBER_WORDS[:21])}
 _DOUBTS = re.compile(
     rf"\b(?:alternatively|alternately|otherwise|equivalently|may|{'|'.join(DOUBT_WORDS)}"
     r"|yet|hmm|wait|wrong|mistake|oops|incorrect|correction|actually|scratch|meant|make that|no|then again"
-    r"|second thought|never\s?mind|reconsider(?:ing)?|if not|fall\s?back|backup|plan b|toss-?up|50\s?/\s?50)\b",
+    r"|second thought|never\s?mind|reconsider(?:ing)?|if not|fall\s?back|backup|plan b)\b",
     re.IGNORECASE,
 )
 """A part of a line that doubts or takes back: words of doubt, "wait", "wrong", "I meant",
 ... ("or" and ``?`` count where they offer a value: :data:`_OPENS_WITH_OR`, :data:`_ASKED`)."""
-_HEDGING = re.compile(r"\b(?:maybe|perhaps|possibly|probably|(?:toss-?up|50\s?/\s?50)\s++(?:with|between))\b", re.IGNORECASE)
-"""Doubts after which the rest of a part is offered ("tbh maybe 19", "50/50 with C")."""
+_HEDGING = re.compile(r"\b(?:maybe|perhaps|possibly|probably)\b", re.IGNORECASE)
+"""Doubts after which the rest of a part is offered ("tbh maybe 19")."""
 _OPENS_WITH_OR = re.compile(r"[^\w\n]*+(?:or|oder(?!\s*+:)|oppure(?!\s*+:))\b", re.IGNORECASE)
 """A part that opens with "or" (also in German and Italian: "Oder 19."; not the letter "o" nor
 "ou", a point named O and Portuguese "ou seja", that is)."""

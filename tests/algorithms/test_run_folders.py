@@ -198,3 +198,21 @@ def test_kept_checkpoints_are_each_updates_own_and_the_oldest_go(tmp_path, famil
         assert third.keys() == own.keys() and all(torch.equal(fourth[name], own[name]) for name in own)
     with pytest.raises(ValueError, match="keep_checkpoints"):
         RunConfig(keep_checkpoints=-1)
+
+
+def test_a_run_resumed_from_an_older_checkpoint_keeps_its_new_updates_not_the_abandoned_ones(tmp_path):
+    """A reviewer: pruning by name kept a stale update-8 and deleted the new update-7 of a run
+    rolled back to update 6; a copy a killed run left half made stayed forever."""
+    from algorithms.core.checkpoints import CHECKPOINT
+    from algorithms.core.run import keep_checkpoint
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for update in (6, 7, 8):
+        (run / CHECKPOINT).write_bytes(f"update {update}".encode())
+        keep_checkpoint(run, update, keep=3)
+    (run / "checkpoints" / ".update-000009-writing").mkdir()  # killed while copying
+    (run / CHECKPOINT).write_bytes(b"update 7, again")  # resumed from update 6, then its update 7
+    kept = keep_checkpoint(run, 7, keep=1)
+    assert sorted(path.name for path in (run / "checkpoints").iterdir()) == ["update-000007"]
+    assert (kept / CHECKPOINT).read_bytes() == b"update 7, again"

@@ -107,6 +107,7 @@ def test_a_later_line_offering_another_number_is_no_answer(gsm8k, after):
         "\nTotal: 16 eggs", "\n**Total:** 16 eggs", "\nTotal: 9", "\nResult: 9 eggs", "\nAlso: 9", "\nCount: 9",
         "\nValue: 2", "\nYes, 9 eggs.", "\nIt was 9 eggs.", "\nI'd say 9 eggs.", "\nGoing with 9 eggs.", "\nSame as 9.",
         "\n9 eggs, to be safe.", "\nO sea, 9 huevos.", "\nOu seja, 9 ovos.", "\nOder: 9 Eier.", "\nRecheck: 9",
+        "\nThey split it 50/50: 9 each.", "\nThe split is 50/50, so 9 each.",  # a reviewer's: "50/50" is a split
     ],
 )
 def test_an_explanation_after_the_statement_keeps_the_answer(gsm8k, after):
@@ -142,7 +143,6 @@ NINE = "Solving $x^2 = 81$ with $x > 0$ gives $x = 9$.\n\nThe final answer is $\
         ("\n\nFinal Answer: $9$", True), ("\n$13$ when $x = 5$, as required.", True),  # round twelve
         ("\nPossible answers: 9, 10", False),
         ("\nOr was it $10$?", False), ("\nMy other guess is $10$.", False), ("\nThen again, $10$.", False),  # round 24
-        ("\n50/50 with $10$.", False),
     ],
 )  # fmt: skip
 def test_math_a_later_line_offering_another_value_is_no_answer(after, kept):
@@ -194,7 +194,7 @@ def mmlu():
      "\nRunner-up: {o}", "\nIf not, {o}.", "\nPlan B: {o}",
      "\n{l} is wrong. {o}.", "\nFinal pick: {o}", "\nTL;DR: {o}",  # round twenty-two
      "\n{o}. Also works.", "\noption {o}. Also works.", "\nOr! {o}",  # round twenty-three
-     "\nOr was it {o}?", "\nThen again, {o}.", "\n50/50 with {o}.", "\nHunch: {o}", "\nCoin flip: {o}"],  # round twenty-four
+     "\nOr was it {o}?", "\nThen again, {o}.", "\nHunch: {o}", "\nCoin flip: {o}"],  # round twenty-four
 )  # fmt: skip
 def test_a_later_line_offering_another_letter_is_no_answer(mmlu, after):
     task, problem, other = mmlu

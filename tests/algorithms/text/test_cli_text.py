@@ -130,3 +130,13 @@ def test_compare_text_refuses_the_settings_it_sets_per_run(tmp_path, capsys):
         cli.main(["compare", "text", "--model", "tiny", "--seed", "3", "--out-dir", str(tmp_path / "c")])
     assert "compare sets --seed for each run: use --seeds" in capsys.readouterr().err
     assert not (tmp_path / "c").exists()
+
+
+def test_compare_text_refuses_a_setting_one_learner_refuses_before_any_run(tmp_path, capsys):
+    """A reviewer: GRPO's seeds all trained, then MAGRPO refused --clip-eps-high."""
+    folder = tmp_path / "cmp"
+    with pytest.raises(SystemExit):
+        cli.main(["compare", "text", "--algos", "grpo", "magrpo", "--seeds", "1", *TINY, "--updates", "1",
+                  "--clip-eps-high", "0.28", "--out-dir", str(folder)])  # fmt: skip
+    assert "MAGRPO is one REINFORCE step" in capsys.readouterr().err
+    assert not folder.exists()

@@ -338,3 +338,39 @@ def test_the_losses_are_the_mean_over_every_optimizer_step_of_the_update(make_lm
     subject._backward = counted
     metrics = subject.train_step()
     assert len(seen) >= 4 and metrics["losses/policy"] == pytest.approx(sum(seen) / 4)  # 2 epochs x 2 minibatches
+
+
+@pytest.mark.parametrize("setting", [{"clip_eps_high": 0.6}, {"importance_sampling": "sequence"}, {"scale_rewards": "none"}])
+def test_the_text_update_takes_each_loss_variant(make_lm, setting):
+    """A reviewer: the learners' tests passed with the new settings cut out of the update."""
+
+    def update(**changes):
+        config = TextGRPOConfig(**{**SMALL, "update_epochs": 3, "num_minibatches": 1, "learning_rate": 0.05, **changes})
+        subject = make_learner(make_lm, TextGRPO, config)
+        subject.train_step()
+        return snapshot(subject.lm.seats["agent_0"].model)
+
+    plain, again, varied = update(), update(), update(**setting)
+    moved = [name for name in plain if not torch.equal(plain[name], varied[name])]
+    assert all(torch.equal(plain[name], again[name]) for name in plain)  # the same seed, the same update
+    assert moved and all("lora_" in name for name in moved)
+
+
+def test_the_constant_aggregation_reaches_the_loss(make_lm):
+    """Adam takes the same step for the token mean and the constant (a common factor), so the
+    loss it logs tells them apart: the constant divides by N x max_new_tokens."""
+    losses = {}
+    for aggregation in ("token", "constant"):
+        subject = make_learner(make_lm, TextGRPO, TextGRPOConfig(**SMALL, aggregation=aggregation))
+        lengths: list[int] = []
+
+        def collected(collect=subject.collect, lengths=lengths):
+            batch = collect()
+            lengths.extend(len(s.completion.token_ids) for s in batch.samples)
+            return batch
+
+        subject.collect = collected
+        losses[aggregation] = subject.train_step()["losses/policy"]
+    assert losses["token"] != 0
+    factor = sum(lengths) / (len(lengths) * SMALL["max_new_tokens"])
+    assert losses["constant"] == pytest.approx(losses["token"] * factor, rel=1e-4)
