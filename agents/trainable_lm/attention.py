@@ -14,12 +14,17 @@ function unchanged. It is registered with transformers' ``AttentionInterface`` u
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import torch
 
 NAME = "sdpa_packed_decoding"
 """The attention implementation's name in transformers' registries."""
+_SDPA: list[Any] = []
+"""transformers' ``sdpa_attention`` module, imported by :func:`use_packed_attention`: inside
+a compiled step, ``torch.compile`` (2.11 on an H200) refused the import from
+``transformers.integrations``, a lazy module ("Bad import result")."""
 
 
 def packed_sdpa(
@@ -40,8 +45,7 @@ def packed_sdpa(
 
     (the query's ``H = H_{kv} g`` heads regrouped, ``K``, ``V`` the cache's ``H_{kv}``
     heads, ``M`` the mask shared by the heads), which is what the eager call computes."""
-    from transformers.integrations import sdpa_attention  # a lookup once imported
-
+    sdpa_attention = _sdpa_attention()  # imported before tracing: dynamo refuses transformers' lazy import
     groups = getattr(module, "num_key_value_groups", 1)
     rows, heads, length, dim = query.shape
     packable = (
@@ -68,6 +72,13 @@ def packed_sdpa(
     return output.reshape(rows, heads, 1, value.shape[-1]).transpose(1, 2).contiguous(), None
 
 
+def _sdpa_attention() -> Any:
+    """transformers' ``sdpa_attention`` module (:data:`_SDPA`), imported on the first call."""
+    if not _SDPA:
+        _SDPA.append(importlib.import_module("transformers.integrations.sdpa_attention"))
+    return _SDPA[0]
+
+
 def use_packed_attention(config: Any) -> None:
     """Make a model of ``config`` whose attention is ``sdpa`` attend through
     :func:`packed_sdpa` (registered once per process); any other attention is left as it is.
@@ -75,6 +86,7 @@ def use_packed_attention(config: Any) -> None:
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+    _sdpa_attention()
     if NAME not in AttentionInterface._global_mapping:
         AttentionInterface.register(NAME, packed_sdpa)
         AttentionMaskInterface.register(NAME, sdpa_mask)
