@@ -80,21 +80,27 @@ def _git(*arguments: str) -> subprocess.CompletedProcess:
 def git_commit() -> dict[str, Any]:
     """The checkout's commit, and whether tracked files differ from it.
 
-    Outside a git checkout (a tree copied to another machine, as the GPU check's is), the
-    commit named by ``DELIBERATION_ENV_SOURCE_COMMIT`` is recorded with ``commit_from:
-    "environment"``, so a reader sees that the copy, not git, named it.
+    Where ``DELIBERATION_ENV_SOURCE_COMMIT`` names a commit (a tree copied to another
+    machine, as the GPU check's is: outside a git checkout, or inside one the copy's base
+    whose files are this tree's, which git then calls the base commit, dirty), that commit
+    is recorded with ``commit_from: "environment"``, so a reader sees that the copy, not
+    git, named it.
 
     Returns:
         ``commit`` (the full hash, or None outside a git checkout without the variable) and
-        ``dirty`` (tracked files modified since that commit; None without a checkout).
+        ``dirty`` (tracked files modified since that commit; None without a checkout or
+        where the variable named it, then with what git says under ``git``).
     """
 
+    named = os.environ.get("DELIBERATION_ENV_SOURCE_COMMIT")
     head = _git("rev-parse", "HEAD")
-    if head.returncode != 0:
-        named = os.environ.get("DELIBERATION_ENV_SOURCE_COMMIT")
-        return {"commit": named, "dirty": None, **({"commit_from": "environment"} if named else {})}
-    status = _git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
+    checkout = None
+    if head.returncode == 0:
+        status = _git("status", "--porcelain", "--untracked-files=no")
+        checkout = {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
+    if named:  # on the 2026-11-30 H200 the copy sat in a checkout of an older commit: git named that one
+        return {"commit": named, "dirty": None, "commit_from": "environment", **({"git": checkout} if checkout else {})}
+    return checkout or {"commit": None, "dirty": None}
 
 
 AT_START = git_commit()

@@ -17,11 +17,16 @@ def test_a_copied_tree_records_the_commit_its_copier_named_and_says_so(tmp_path,
     assert results.git_commit() == {"commit": "7ab7ebd", "dirty": None, "commit_from": "environment"}
 
 
-def test_inside_the_checkout_git_names_the_commit_and_the_variable_is_ignored(monkeypatch):
-    monkeypatch.setenv("DELIBERATION_ENV_SOURCE_COMMIT", "not-this")
+def test_inside_a_checkout_the_variable_names_the_commit_and_git_says_what_it_sees(monkeypatch):
+    """On the 2026-11-30 H200 the copied tree sat in a checkout of an older commit, so git named
+    that one, dirty: the variable the copier set names the code, and git's view is kept."""
+    monkeypatch.setenv("DELIBERATION_ENV_SOURCE_COMMIT", "84e8e90")
     record = results.git_commit()
-    assert record["commit"] != "not-this" and len(record["commit"]) == 40
-    assert "commit_from" not in record
+    assert (record["commit"], record["commit_from"]) == ("84e8e90", "environment")
+    assert len(record["git"]["commit"]) == 40
+    monkeypatch.delenv("DELIBERATION_ENV_SOURCE_COMMIT")
+    record = results.git_commit()
+    assert len(record["commit"]) == 40 and "commit_from" not in record
 
 
 def test_a_result_names_the_commit_its_process_started_at_and_the_one_it_was_written_at(monkeypatch):
