@@ -195,7 +195,8 @@ def with_futures_first(program: str) -> str:
     Python requires them: a judged program is the prompt (or more) and then an answer, so an
     answer's own ``from __future__ import annotations`` was a SyntaxError for a correct
     program. Their lines are left blank (the rest's line numbers hold); a program without
-    any, or that does not parse, is returned as it is.
+    any, that does not parse, or whose future import shares a line with other code (which
+    would move with it), is returned as it is.
 
     >>> with_futures_first('def f(): pass\\n\\nfrom __future__ import annotations\\ndef g(x: int):\\n    return x\\n')
     'from __future__ import annotations\\ndef f(): pass\\n\\n\\ndef g(x: int):\\n    return x\\n'
@@ -209,10 +210,23 @@ def with_futures_first(program: str) -> str:
     futures = [s for s in body if isinstance(s, ast.ImportFrom) and s.module == "__future__"]
     if not futures:
         return program
-    lines = program.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # Python's line breaks, as the AST counts them
+    program = program.replace("\r\n", "\n").replace("\r", "\n")  # Python's line breaks, as the AST counts them
+    lines = program.split("\n")
+    if not all(_alone_on_its_lines(program, lines, statement) for statement in futures):
+        return program  # a late future import stays: the program does not compile (no reward)
     taken = {line for statement in futures for line in range(statement.lineno - 1, statement.end_lineno)}
     hoisted = [lines[line] for line in sorted(taken)]
     return "\n".join(hoisted + ["" if number in taken else line for number, line in enumerate(lines)])
+
+
+def _alone_on_its_lines(program: str, lines: list[str], statement: ast.stmt) -> bool:
+    """Whether ``statement`` is all its lines hold (but a comment after it): moving its lines
+    moves nothing else. Red team twenty-six: ``from __future__ import annotations; '''``
+    opened a string at the top of the judged program that swallowed the trusted ``eval``
+    and the prompt, where the admission rules had read a harmless docstring."""
+    segment = ast.get_source_segment(program, statement) or ""
+    own = "\n".join(lines[statement.lineno - 1 : statement.end_lineno]).strip()
+    return own == segment or (own.startswith(segment) and own[len(segment) :].lstrip().startswith("#") and "\n" not in own[len(segment) :])
 
 
 def _defines(code: str, entry_point: str) -> bool:

@@ -307,3 +307,26 @@ def test_the_rules_hold_when_the_other_code_does_not_compile(protocol, problem):
     outcome = protocol.score(problem, [fenced("def aux(numbers):\n    return sum(numbers\n"), fenced(MAIN_ATTACKS["assignment"])])
     assert outcome.parts["main_defined"] == 0.0 and outcome.parts["helper_defined"] == 1.0  # CoMLRL's format level
     assert outcome.reward == pytest.approx(0.4)
+
+
+def test_a_main_agent_binding_aux_by_a_match_takes_no_helper_place(protocol, problem):
+    """Red team twenty-six: ``case aux:`` bound the main agent's own aux unseen, and the
+    cooperation bonuses were paid for a helper never called (``except E as aux`` too)."""
+    main = (
+        "def sum_product(numbers):\n    own = lambda values: sum(values)\n    match own:\n        case aux:\n"
+        "            total = aux(numbers)\n    product = 1\n    for n in numbers:\n        product *= n\n    return (total, product)\n"
+    )
+    outcome = protocol.score(problem, [fenced(AUX), fenced(main)])
+    assert outcome.parts["tests"] == 1.0 and outcome.parts["cooperation"] == 0.0
+
+
+def test_a_future_import_sharing_its_line_moves_nothing_else(protocol, problem, honest):
+    """Red team twenty-six: ``from __future__ import annotations; '''`` moved its whole line
+    to the top of the judged program, where the string swallowed the trusted eval and the
+    prompt; the admission rules had read a harmless docstring. The import stays, and the
+    program does not compile."""
+    opened = "from __future__ import annotations; '''\n'''\n"
+    escaping = "def sum_product(numbers):\n    return (sum(numbers) + 0 * len(eval(\"__import__('os').getcwd()\")), 0)\n"
+    assert_no_gain(protocol.score(problem, [fenced(AUX), fenced(opened + escaping)]), honest)
+    alone = "from __future__ import annotations\n\n" + SOLVED.replace("def solved", "def sum_product")
+    assert protocol.score(problem, [fenced(AUX), fenced(alone)]).parts["tests"] == 1.0  # an honest one still runs

@@ -159,6 +159,10 @@ def _binds_helper(module: ast.Module) -> bool:
             return True
         if isinstance(node, ast.arg) and node.arg == HELPER:
             return True
+        if isinstance(node, ast.MatchAs | ast.MatchStar | ast.ExceptHandler) and node.name == HELPER:
+            return True  # ``case aux:``, ``case [*aux]``, ``except E as aux`` (red team twenty-six)
+        if isinstance(node, ast.MatchMapping) and node.rest == HELPER:
+            return True  # ``case {**aux}``
     return False
 
 
