@@ -255,7 +255,8 @@ def keep_checkpoint(run_dir: Path, update: int, keep: int, adapters_dir: Path | 
 
 def _kept_updates(kept: Path) -> list[tuple[int, Path]]:
     """The kept checkpoints' folders in ``kept`` with their updates, oldest first."""
-    return sorted((int(path.name.removeprefix("update-")), path) for path in kept.glob("update-*") if path.name[7:].isdigit())
+    numbered = ((path.name.removeprefix("update-"), path) for path in kept.glob("update-*"))
+    return sorted((int(number), path) for number, path in numbered if number.isdigit())
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

@@ -466,9 +466,9 @@ class DeliberationCore:
         ep.codes = codes
         ep.same = same_decision(codes)
         ep.winner = plurality_winner(codes, ep.conf, ep.same, draw)
-        judged, judged_same, winner = self._paid_groups(ep, codes), ep.same, ep.winner
-        if not np.array_equal(same_decision(judged), ep.same):
-            judged_same = same_decision(judged)
+        judged = self._paid_groups(ep, codes)
+        judged_same, winner = same_decision(judged), ep.winner
+        if not np.array_equal(judged_same, ep.same):  # the paid groups differ from the seen ones
             winner = plurality_winner(judged, ep.conf, judged_same, draw)
         ep.loo_winner = leave_one_out_winners(judged, ep.conf, judged_same, draw)
         ep.consensus_correct = correct_at(ep.correct, winner)
