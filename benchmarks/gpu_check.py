@@ -41,7 +41,8 @@ It reports:
    batch's shape); the greedy parity of item 4 then also decodes the compiled way on the
    device (not with ``--smoke``, whose test covers the compiled way elsewhere). A phase
    that fails is reported and the next one runs. ``--decoding`` chooses the way of items
-   1 and 2 (``dynamic`` by default).
+   1 and 2 (``dynamic`` by default; ``compiled`` also checks that way's greedy parity,
+   and the first update's seconds, ``warmup_generation_s``, hold its compilation).
 6. **TRL's GRPOTrainer** (``--trl``, the ``bench`` extra; on a GPU machine without a package
    registry, bring TRL's wheel along and install it with ``pip install --no-deps``): the
    same model shape, dtype, LoRA, prompts, G and tokens on the same device, one agent per
@@ -389,7 +390,8 @@ def measure_update(
     """The update's figures (module docstring, 1-3): one warm-up, then ``args.repeats``
     samplings and loss passes, each kept as it ends."""
     optimizers = {agent: torch.optim.Adam(lm.parameters(agent), lr=1e-5) for agent in AGENTS}
-    completions, seconds = generate(lm, batch, args.new_tokens)  # warm-up: kernels, allocator
+    completions, seconds = generate(lm, batch, args.new_tokens)  # warm-up: kernels, allocator (compiling)
+    ours["warmup_generation_s"] = seconds
     keep(f"warm-up generation: {seconds:.1f} s")
     keep(f"warm-up loss pass: {train_pass(lm, optimizers, completions, args.group_size)[0]:.1f} s")
     reset_peak_memory(lm.device)
@@ -600,13 +602,28 @@ def checked(args: Args) -> Args:
     return args
 
 
+def results_name(args: Args) -> str:
+    """The JSON's name: ``gpu_check``, with what differs from the issue's setting after it
+    (another shape, decoding way or micro-batch; the CPU), so one setting's run does not
+    overwrite another's.
+
+    >>> results_name(Args(shape="qwen2.5-3b", decoding="compiled"))
+    'gpu_check_qwen2.5-3b_compiled'
+    """
+    parts = ["gpu_check"]
+    parts += [args.shape] if args.shape != Args.shape else []
+    parts += [args.decoding] if args.decoding != Args.decoding else []
+    parts += [f"micro{args.micro_batch_size}"] if args.micro_batch_size != Args.micro_batch_size else []
+    parts += ["cpu"] if args.device == "cpu" and not args.smoke else []
+    return "_".join(parts)
+
+
 def main(args: Args) -> None:
     shape = SMOKE_SHAPE if args.smoke else SHAPES[args.shape]
     args = checked(args)
     started = time.perf_counter()
     record: dict[str, Any] = {"args": dataclasses.asdict(args), "shape": shape}
-    name = "gpu_check" if args.shape == "qwen2.5-1.5b" else f"gpu_check_{args.shape}"
-    name += "_cpu" if args.device == "cpu" and not args.smoke else ""
+    name = results_name(args)
 
     def done(phase: str) -> None:  # each phase's figures are kept even if a later one is cut short
         record["seconds"] = time.perf_counter() - started
@@ -632,7 +649,7 @@ def main(args: Args) -> None:
             record["trl_error"] = f"{type(error).__name__}: {error}"[:500]
         done("TRL's update measured")
     measure_ways(lm, batch, latency, args, record["ours"], done, within_budget)
-    if args.compiled and not args.smoke and within_budget("greedy parity, compiled"):
+    if (args.compiled or args.decoding == "compiled") and not args.smoke and within_budget("greedy parity, compiled"):
         try:
             record["parity"].update(greedy_parity(args, "compiled"))  # the smoke test's is elsewhere
         except Exception as error:  # noqa: BLE001 (the figures before it are kept and printed)

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The GPU checks of issue 32 as one call of a lent GPU machine that has no package registry
 # (BENCHMARKS.md, "On a GPU"): installs the wheels carried beside the tree, runs
-# benchmarks/gpu_check.py (ending by itself inside the call's limit), then, if time is
-# left, benchmarks/gpu_train_check.py, and copies their JSON into $OUT, which the call
+# benchmarks/gpu_check.py (ending by itself inside the call's limit), then, while time is
+# left, the checks named in AFTER (default: benchmarks/gpu_train_check.py), and copies their JSON into $OUT, which the call
 # brings back even when it is cut short.
 #
 #   bash benchmarks/on_device.sh SECONDS [gpu_check.py flags...]   # e.g. 540 --trl
 #   bash benchmarks/on_device.sh install                           # the wheels only
+#   AFTER="memory train" bash benchmarks/on_device.sh 540 --decoding compiled   # then these checks
 #   OUT=/tmp/out PYTHON=.venv/bin/python bash benchmarks/on_device.sh 300 --smoke   # on the CPU
 #
 # Wheels: every *.whl in the folders .whl*/ at the tree's root, installed without their
@@ -62,15 +63,28 @@ stamp=$(mktemp)
 # before its end at the latest: the JSON it wrote after each phase stays
 timeout -k 10 -s INT $((seconds - 45)) "$python" benchmarks/gpu_check.py --budget-s $((seconds * 6 / 10)) "$@"
 echo "gpu_check.py: exit $? after $((SECONDS - started)) s"
-left=$((seconds - (SECONDS - started)))
 smoke=()
 [[ " $* " == *" --smoke "* ]] && smoke=(--smoke)
-if ((left > 150)); then
-    timeout -k 10 -s INT $((left - 30)) "$python" benchmarks/gpu_train_check.py "${smoke[@]}"
-    echo "gpu_train_check.py: exit $?"
-else
-    echo "gpu_train_check.py: skipped ($left s left)"
-fi
+# then the checks named in AFTER, in its order, each while enough of the call is left:
+# train (the learner under torchrun and resumed), memory (the MAGRPO paper's scale: two
+# agents of Qwen2.5-3B's shape, 4 prompts x G = 8), micro64 (the update's loss pass in
+# micro-batches of 64 sequences, not 32)
+for check in ${AFTER-train}; do
+    left=$((seconds - (SECONDS - started)))
+    if ((left <= 150)); then
+        echo "$check: skipped ($left s left)"
+        continue
+    fi
+    case $check in
+    train) timeout -k 10 -s INT $((left - 30)) "$python" benchmarks/gpu_train_check.py "${smoke[@]}" ;;
+    memory) timeout -k 10 -s INT $((left - 30)) "$python" benchmarks/gpu_check.py "${smoke[@]}" \
+        --shape qwen2.5-3b --prompts 4 --repeats 1 --no-compiled --budget-s 1 ;;
+    micro64) timeout -k 10 -s INT $((left - 30)) "$python" benchmarks/gpu_check.py "${smoke[@]}" \
+        --micro-batch-size 64 --repeats 1 --no-compiled --budget-s 1 ;;
+    *) echo "AFTER: unknown check $check (train, memory, micro64)" ;;
+    esac
+    echo "$check: exit $?"
+done
 mkdir -p "$out"
 if [[ $out != benchmarks/results ]]; then  # what this call wrote, not the files of the commit
     find benchmarks/results -maxdepth 1 -name 'gpu_*check*.json' -newer "$stamp" -exec cp {} "$out/" \;
