@@ -372,6 +372,12 @@ def short_error(printed: str, command: str = "") -> str | None:
         if own is not None:
             entry = re.split(r"(?<![\w-])--(?!help\b)[a-z0-9]", rest[own.end() :], maxsplit=1)[0]
             commands = list(dict.fromkeys(ELSEWHERE.findall(entry)))
+            words = command.split()
+            if words[1:2] == ["compare"] and len(words) > 2:  # a learner's own setting: its compare option
+                owners = [c.split()[-1] for c in commands if c.split()[1:3] == ["train", words[2]]]
+                if owners:
+                    options = " or ".join(f"--{owner}.{flag[2:]}" for owner in owners)
+                    return f"{flag} is {' and '.join(owners)}'s own setting: in a comparison, give {options}"
             if commands:
                 more = f" and {len(commands) - 3} more" if len(commands) > 3 else ""
                 return f"{flag} is not an option of this command but of {', '.join(commands[:3])}{more}"

@@ -39,16 +39,22 @@ returns a learner that :func:`algorithms.core.run.run` drives (``name``, ``updat
 
 from __future__ import annotations
 
+import ast
 import csv
+import dataclasses
 import inspect
+import itertools
 import json
 import operator
+import textwrap
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
+import tyro
 from rich.table import Table
 from scipy import stats
 
@@ -197,6 +203,86 @@ def check_learner_class(algo: str, factory: LearnerFactory, family: str) -> None
             f"learner {algo!r} ({factory.__qualname__}) has no {', '.join(f'{name}()' for name in missing)}, "
             f"which compare {family} calls to evaluate it (the family's shipped learners have it)"
         )
+
+
+def field_docs(config: type) -> dict[str, str]:
+    """The docstrings of ``config``'s fields (a string right below a field, as tyro and
+    Sphinx read them), from the class and its bases; the nearest class's wins."""
+    docs: dict[str, str] = {}
+    for cls in reversed(config.__mro__):
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+        except (OSError, TypeError, SyntaxError):  # no source: a builtin, a class made at run time
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for node, after in itertools.pairwise(body):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                docs[node.target.id] = inspect.cleandoc(after.value.value)
+    return docs
+
+
+def own_settings(config: type, shared: type, name: str, module: str) -> type:
+    """A dataclass named ``name`` of the settings the learner config ``config`` has beyond
+    the comparison template's class ``shared`` (GRPO's ``eps``, SoftRankPO's ``tau``), with
+    their types, defaults and help: a comparison's ``--grpo.eps``. A setting of ``shared``
+    that ``config`` gives another default stays the template's (one value for every learner).
+    ``module``: the module that holds the class under ``name``.
+
+    >>> from algorithms.core.config import GroupSettings, GRPOSettings
+    >>> [f.name for f in dataclasses.fields(own_settings(GRPOSettings, GroupSettings, "GRPOOwn", __name__))]
+    ['eps', 'scale_rewards']
+    """
+    hints = typing.get_type_hints(config, include_extras=True)
+    docs = field_docs(config)
+    common = {f.name for f in dataclasses.fields(shared)}
+    own = []
+    for item in dataclasses.fields(config):
+        if item.name in common or not item.init:
+            continue
+        default = (
+            dataclasses.field(default_factory=item.default_factory)
+            if item.default_factory is not dataclasses.MISSING
+            else dataclasses.field(default=item.default)
+        )
+        kind = Annotated[hints[item.name], tyro.conf.arg(help=docs.get(item.name))] if item.name in docs else hints[item.name]
+        own.append((item.name, kind, default))
+    made = dataclasses.make_dataclass(name, own)
+    made.__doc__ = f"{config.__name__}'s own settings in a comparison (beside the template's shared ones)."
+    made.__module__ = module
+    return made
+
+
+def learner_config(config: type, shared: Mapping[str, Any], own: Any) -> Any:
+    """A learner's config of class ``config`` from a comparison's ``shared`` settings (field
+    name -> value) and ``own``: the learner's :func:`own_settings` instance (None: its
+    defaults)."""
+    extra = {} if own is None else {f.name: getattr(own, f.name) for f in dataclasses.fields(own)}
+    return config(**shared, **extra)
+
+
+def check_own_settings(compare: Any, algos: Sequence[str], learners: Sequence[str]) -> None:
+    """Refuse a learner's own setting (``--grpo.eps``) given to a comparison whose ``algos``
+    do not train that learner: ``compare`` holds each learner of ``learners``' own settings
+    (:func:`own_settings`) in the field named after it; a setting left at its default is
+    none given.
+
+    Raises:
+        ValueError: Naming the option and what to add to ``--algos``.
+    """
+    for algo in learners:
+        own = getattr(compare, algo)
+        if algo in algos:
+            continue
+        given = [f.name for f in dataclasses.fields(own) if getattr(own, f.name) != getattr(type(own)(), f.name)]
+        if given:
+            flag = f"--{algo}.{given[0].replace('_', '-')}"
+            raise ValueError(f"{flag} sets {algo}'s own setting, but --algos has no {algo}: add it, or leave {flag} out")
 
 
 PER_RUN = {"seed": "--seeds", "run_dir": "--out-dir", "reward_scale": "--reward-scales"}

@@ -90,11 +90,18 @@ ADDED_SETTINGS: dict[str, Any] = {
     "clip_eps_high": None,
     "scale_rewards": "group",
     "importance_sampling": "token",
+    # a comparison's learners' own settings (compare's --grpo.eps ...): their defaults then
+    "eps": 1e-6,
+    "tau": 0.5,
+    "baseline": "mean",
+    "normalize_advantages": False,
+    "joint_return": "team",
 }
 """Settings added since release 0.2 (the learners' optimizer and loss, the text learners'
-``top_k``), with the value every run it recorded trained with: a run folder recorded
-without one resumes where it has this value
-(:func:`algorithms.core.run_dirs.changed_settings`)."""
+``top_k``, a comparison's learners' own settings), with the value every run it recorded
+trained with: a run folder recorded without one resumes where it has this value
+(:func:`algorithms.core.run_dirs.changed_settings`; a comparison's runs then check their
+own folders, which record every setting)."""
 
 KEPT_ON_RESUME = ("eval_problems",)
 """The :class:`RunConfig` settings a resumed run keeps: every evaluation of a run plays the

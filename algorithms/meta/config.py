@@ -26,7 +26,13 @@ from typing import Annotated, Literal
 import tyro
 
 from algorithms.core.checks import check_positive
-from algorithms.core.compare import algo_names, check_algos
+from algorithms.core.compare import (
+    algo_names,
+    check_algos,
+    check_own_settings,
+    learner_config,
+    own_settings,
+)
 from algorithms.core.config import GroupSettings, GRPOSettings, LearnerSettings, RunConfig
 from algorithms.meta import baselines
 from deliberation_env.arguments import DEFAULT_TASK, build_task
@@ -258,6 +264,10 @@ def with_held_out_problems(config: LearnerConfig) -> LearnerConfig:
     count = problem_count(config.run.eval_problems, split_size, "test", "--eval-problems")
     return dataclasses.replace(config, run=dataclasses.replace(config.run, eval_problems=count))
 
+MAGRPOOwn = own_settings(MAGRPOConfig, PolicyGradientConfig, "MAGRPOOwn", __name__)
+GRPOOwn = own_settings(GRPOConfig, PolicyGradientConfig, "GRPOOwn", __name__)
+SoftRankPOOwn = own_settings(SoftRankPOConfig, PolicyGradientConfig, "SoftRankPOOwn", __name__)
+
 
 @dataclass
 class CompareConfig:
@@ -267,7 +277,8 @@ class CompareConfig:
     learner: Annotated[PolicyGradientConfig, tyro.conf.arg(name="")] = field(default_factory=PolicyGradientConfig)
     """The template of every run: the env, the run (updates, evaluation, logging), the
     settings every learner shares and the warm start; each learner's own settings (``tau``,
-    ``eps``, ``joint_return``, SFT's batch) keep their defaults. Its ``seed`` and
+    ``eps``, ``joint_return``) are the fields named after it (``--softrankpo.tau``), SFT's
+    batch keeps its default. Its ``seed`` and
     ``run.run_dir`` are set per run and ``env.reward_scale`` per reward scale; its
     ``run.progress`` shows a bar over the runs, and ``run.resume`` continues a comparison in
     ``out_dir``."""
@@ -293,9 +304,17 @@ class CompareConfig:
     """Folder of every run's files and the comparison's CSV, JSON and plots; ``""``: a new
     one, ``runs/compare/meta-<algos>-<YYYYmmdd-HHMMSS>``. A folder that holds a comparison
     is refused unless ``--resume``."""
+    softrankpo: SoftRankPOOwn = field(default_factory=SoftRankPOOwn)
+    """SoftRankPO's own settings (``--softrankpo.tau 0.3``)."""
+    grpo: GRPOOwn = field(default_factory=GRPOOwn)
+    """GRPO's own settings (``--grpo.scale-rewards none``), also those of a learner of your own."""
+    magrpo: MAGRPOOwn = field(default_factory=MAGRPOOwn)
+    """MAGRPO's own settings (``--magrpo.joint-return sum``)."""
 
     def __post_init__(self) -> None:
         check_algos(self.algos)
+        with_grpo_config = any(algo not in ALGOS for algo in self.algos)  # a learner of one's own
+        check_own_settings(self, [*self.algos, *(["grpo"] if with_grpo_config else [])], ("softrankpo", "grpo", "magrpo"))
         unknown = [b for b in self.baselines if b not in baselines.BASELINES]
         if unknown:
             raise ValueError(f"unknown baselines {unknown}; known: {sorted(baselines.BASELINES)}")
@@ -309,7 +328,8 @@ class CompareConfig:
     def run_config(self, algo: str, seed: int, run_dir: Path, reward_scale: float) -> LearnerConfig:
         """The config of the learner named ``algo`` (a :class:`GRPOConfig` for a learner of
         one's own) at ``seed`` and ``reward_scale`` in ``run_dir``: the template's shared
-        settings, the learner's own defaults; ``sft`` is the template's warm start."""
+        settings and the learner's own (GRPO's for a learner of one's own); ``sft`` is the
+        template's warm start."""
         template = dataclasses.replace(
             self.learner,
             seed=seed,
@@ -319,4 +339,5 @@ class CompareConfig:
         if algo == "sft":
             return template.warm_start_config(str(run_dir))
         shared = {f.name: getattr(template, f.name) for f in dataclasses.fields(PolicyGradientConfig)}
-        return CONFIGS.get(algo, GRPOConfig)(**shared)
+        shipped = algo if algo in CONFIGS else "grpo"
+        return learner_config(CONFIGS[shipped], shared, getattr(self, shipped))

@@ -33,9 +33,12 @@ from algorithms.core.compare import (
     LearnerFactory,
     algo_names,
     check_algos,
+    check_own_settings,
     check_per_run_settings,
     difference_lines,
+    learner_config,
     learner_label,
+    own_settings,
     run_grid,
     summarize_runs,
     summary_table,
@@ -50,7 +53,13 @@ from algorithms.core.run_dirs import (
     open_run_dir,
     removed_if_nothing_ran,
 )
-from algorithms.text.config import TEXT_CONFIGS, TextGRPOConfig, TextLearnerConfig
+from algorithms.text.config import (
+    TEXT_CONFIGS,
+    TextGRPOConfig,
+    TextLearnerConfig,
+    TextMAGRPOConfig,
+    TextSoftRankPOConfig,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -86,6 +95,10 @@ def incidental_line() -> str:
         "table (BENCHMARKS.md): a difference between learners must exceed that too"
     )
 
+TextMAGRPOOwn = own_settings(TextMAGRPOConfig, TextLearnerConfig, "TextMAGRPOOwn", __name__)
+TextGRPOOwn = own_settings(TextGRPOConfig, TextLearnerConfig, "TextGRPOOwn", __name__)
+TextSoftRankPOOwn = own_settings(TextSoftRankPOConfig, TextLearnerConfig, "TextSoftRankPOOwn", __name__)
+
 
 @dataclass
 class TextCompare:
@@ -95,8 +108,8 @@ class TextCompare:
 
     learner: tyro.conf.OmitArgPrefixes[TextLearnerConfig] = field(default_factory=TextLearnerConfig)
     """The template of every run: the settings every learner shares (``--model``, ``--task``,
-    ``--updates``, ``--kl-coef``, ...; no prefix); each learner's own settings keep their
-    defaults; ``seed`` and ``run_dir`` are set per run."""
+    ``--updates``, ``--kl-coef``, ...; no prefix); each learner's own settings are the
+    fields named after it (``--grpo.scale-rewards``); ``seed`` and ``run_dir`` are set per run."""
     algos: algo_names(SHIPPED) = SHIPPED
     """Learners to compare, separated by spaces (magrpo, grpo, softrankpo); a learner of your
     own by import path, ``./mine.py:Mine`` (on the command line; from Python, a name given in
@@ -106,20 +119,30 @@ class TextCompare:
     out_dir: str = ""
     """Folder of the comparison's files and every run's; ``""``: a new one,
     ``runs/compare/text-<algos>-<YYYYmmdd-HHMMSS>``."""
+    magrpo: TextMAGRPOOwn = field(default_factory=TextMAGRPOOwn)
+    """MAGRPO's own settings (``--magrpo.baseline rloo``)."""
+    grpo: TextGRPOOwn = field(default_factory=TextGRPOOwn)
+    """GRPO's own settings (``--grpo.scale-rewards none``), also those of a learner of your own."""
+    softrankpo: TextSoftRankPOOwn = field(default_factory=TextSoftRankPOOwn)
+    """SoftRankPO's own settings (``--softrankpo.tau 0.3``)."""
 
     def __post_init__(self) -> None:
         check_algos(self.algos)
         if self.seeds < 1:
             raise ValueError(f"--seeds must be >= 1, got {self.seeds}")
+        with_grpo_config = any(algo not in SHIPPED for algo in self.algos)  # a learner of one's own
+        check_own_settings(self, [*self.algos, *(["grpo"] if with_grpo_config else [])], SHIPPED)
 
     def run_config(self, algo: str, seed: int) -> TextLearnerConfig:
         """The config of the learner named ``algo`` at ``seed``: built from the template's
-        shared settings (GRPO's config for a learner of one's own), with its run folder."""
+        shared settings and the learner's own (GRPO's config and own settings for a learner
+        of one's own), with its run folder."""
         shared = {f.name: getattr(self.learner, f.name) for f in fields(TextLearnerConfig)}
         run_dir = str(Path(self.out_dir) / algo / f"seed{seed}")
-        config_class = TEXT_CONFIGS.get(algo, TextGRPOConfig)
+        shipped = algo if algo in TEXT_CONFIGS else "grpo"
         resume = shared["run"].resume and holds_run(Path(run_dir))  # a resumed comparison: the runs it has started
-        return config_class(**{**shared, "seed": seed, "run": replace(shared["run"], run_dir=run_dir, resume=resume)})
+        shared = {**shared, "seed": seed, "run": replace(shared["run"], run_dir=run_dir, resume=resume)}
+        return learner_config(TEXT_CONFIGS[shipped], shared, getattr(self, shipped))
 
 
 def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = None) -> dict[str, Any]:

@@ -1,0 +1,109 @@
+"""A comparison's learners' own settings (``--grpo.scale-rewards``, ``--softrankpo.tau``,
+``--magrpo.baseline``): each reaches its learner's runs alone, in both families, from the
+command line, a config file or Python; one given for a learner the comparison does not
+train is refused, and a run-only option names the comparison's spelling."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from algorithms import cli
+from algorithms.core.compare import field_docs, own_settings
+from algorithms.core.config import GroupSettings, GRPOSettings
+from algorithms.meta.config import CompareConfig, GRPOConfig, PolicyGradientConfig, SoftRankPOOwn
+from algorithms.text.compare import TextCompare, TextGRPOOwn
+from algorithms.text.config import (
+    TextGRPOConfig,
+    TextLearnerConfig,
+    TextMAGRPOConfig,
+    TextSoftRankPOConfig,
+)
+
+
+def parsed(*args: str):
+    return cli.parse(list(args)).command.command
+
+
+def test_text_own_settings_reach_their_learner_only(tmp_path):
+    compare = parsed(
+        "compare", "text", "--out-dir", str(tmp_path), "--grpo.scale-rewards", "none", "--softrankpo.tau", "0.3",
+        "--magrpo.baseline", "rloo", "--kl-coef", "0.05",
+    )  # fmt: skip
+    grpo, softrankpo, magrpo = (compare.run_config(algo, 1) for algo in ("grpo", "softrankpo", "magrpo"))
+    assert type(grpo) is TextGRPOConfig and (grpo.scale_rewards, grpo.eps) == ("none", TextGRPOConfig.eps)
+    assert type(softrankpo) is TextSoftRankPOConfig and softrankpo.tau == 0.3
+    assert type(magrpo) is TextMAGRPOConfig and magrpo.baseline == "rloo"
+    assert {grpo.kl_coef, softrankpo.kl_coef, magrpo.kl_coef} == {0.05}  # the shared option, every learner
+    assert grpo.seed == 1 and grpo.run.run_dir == str(tmp_path / "grpo" / "seed1")
+    plain = parsed("compare", "text", "--out-dir", str(tmp_path), "--kl-coef", "0.05").run_config("grpo", 1)
+    assert dataclasses.replace(grpo, scale_rewards="group") == plain  # nothing else moved
+
+
+def test_meta_own_settings_reach_their_learner_only(tmp_path):
+    compare = parsed("compare", "meta", "--softrankpo.tau", "0.2", "--grpo.eps", "0.001", "--magrpo.joint-return", "sum")
+    configs = {algo: compare.run_config(algo, 0, tmp_path / algo, 1.0) for algo in ("softrankpo", "grpo", "magrpo")}
+    assert configs["softrankpo"].tau == 0.2 and configs["grpo"].eps == 0.001
+    assert configs["magrpo"].joint_return == "sum"
+    assert configs["grpo"].scale_rewards == "group"
+
+
+def test_a_learner_of_ones_own_takes_grpos_own_settings(tmp_path):
+    compare = TextCompare(algos=("magrpo", "mine"), grpo=TextGRPOOwn(scale_rewards="batch"), out_dir=str(tmp_path))
+    mine = compare.run_config("mine", 0)
+    assert type(mine) is TextGRPOConfig and mine.scale_rewards == "batch"
+    meta = CompareConfig(algos=("softrankpo", "./mine.py:Mine"), softrankpo=SoftRankPOOwn(tau=0.1))
+    assert type(meta.run_config("./mine.py:Mine", 0, tmp_path, 1.0)) is GRPOConfig
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["compare", "text", "--algos", "magrpo", "--grpo.scale-rewards", "none"],
+         r"^--grpo\.scale-rewards sets grpo's own setting, but --algos has no grpo: add it, or leave --grpo\.scale-rewards out$"),
+        (["compare", "meta", "--algos", "grpo", "--softrankpo.tau", "0.3"], r"--softrankpo\.tau sets softrankpo's own setting"),
+    ],
+)  # fmt: skip
+def test_an_own_setting_for_a_learner_not_compared_is_refused(args, message):
+    with pytest.raises(ValueError, match=message):
+        parsed(*args)
+    assert parsed(*args[:2], "--algos", "magrpo", "--grpo.eps", str(GRPOSettings.eps)).algos == ("magrpo",)  # the default: none given
+
+
+@pytest.mark.parametrize(
+    ("family", "flag", "instead"),
+    [("text", "--scale-rewards", "--grpo.scale-rewards"), ("meta", "--tau", "--softrankpo.tau"), ("text", "--baseline", "--magrpo.baseline")],
+)
+def test_a_runs_own_option_on_a_comparison_names_the_comparisons(capsys, family, flag, instead):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["compare", family, flag, "1"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().endswith(f"in a comparison, give {instead}")
+
+
+def test_own_settings_from_a_config_file(tmp_path):
+    path = tmp_path / "compare.yaml"
+    path.write_text("algos: [grpo, softrankpo]\ngrpo:\n  scale_rewards: none\nsoftrankpo:\n  tau: 0.25\n", encoding="utf-8")
+    compare = parsed("compare", "text", "--config", str(path), "--grpo.eps", "0.01", "--out-dir", str(tmp_path))
+    grpo = compare.run_config("grpo", 0)
+    assert (grpo.scale_rewards, grpo.eps, compare.run_config("softrankpo", 0).tau) == ("none", 0.01, 0.25)
+    path.write_text("grpo:\n  scale_rewardz: none\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"unknown TextGRPOOwn fields \['scale_rewardz'\]"):
+        parsed("compare", "text", "--config", str(path))
+
+
+def test_a_bad_own_value_is_refused_before_anything_runs(tmp_path):
+    from algorithms.text.compare import compare
+
+    with pytest.raises(ValueError, match="tau must be > 0"):
+        compare(parsed("compare", "text", "--softrankpo.tau", "-1", "--model", "tiny", "--out-dir", str(tmp_path / "c")))
+    assert not (tmp_path / "c").exists()
+
+
+def test_own_settings_are_the_fields_beyond_the_template_with_their_defaults_and_help():
+    made = own_settings(TextSoftRankPOConfig, TextLearnerConfig, "Own", __name__)
+    assert [(f.name, f.default) for f in dataclasses.fields(made)] == [("tau", 0.5)]  # kl_coef is the template's
+    assert [f.name for f in dataclasses.fields(own_settings(GRPOConfig, PolicyGradientConfig, "Own", __name__))] == ["eps", "scale_rewards"]
+    assert field_docs(GRPOSettings)["eps"] == "Added to the standard deviation (>= 0)."
+    assert "scale_rewards" not in field_docs(GroupSettings)
