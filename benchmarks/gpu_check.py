@@ -641,7 +641,12 @@ def main(args: Args) -> None:
     record["parity"] = greedy_parity(args)  # cheap: a 2-layer model
     done("greedy parity measured")
     record["ours"] = {}
-    lm, batch, latency = measure_ours(args, shape, record["ours"], done)
+    try:
+        lm, batch, latency = measure_ours(args, shape, record["ours"], done)
+    except Exception as error:  # the JSON says why, then the traceback ends the check
+        record["ours"].setdefault("errors", {})["update"] = f"{type(error).__name__}: {error}"[:500]
+        done(f"the update failed ({type(error).__name__})")
+        raise
     if args.trl and within_budget("TRL's update"):
         try:
             record["trl"] = measure_trl(args, shape)
