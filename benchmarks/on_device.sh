@@ -68,7 +68,8 @@ smoke=()
 # then the checks named in AFTER, in its order, each while enough of the call is left:
 # train (the learner under torchrun and resumed), memory (the MAGRPO paper's scale: two
 # agents of Qwen2.5-3B's shape, 4 prompts x G = 8), micro64 (the update's loss pass in
-# micro-batches of 64 sequences, not 32)
+# micro-batches of 64 sequences, not 32), profile (benchmarks/gpu_profile.py: where a
+# decoding step and a loss micro-batch spend their time)
 for check in ${AFTER-train}; do
     left=$((seconds - (SECONDS - started)))
     if ((left <= 150)); then
@@ -81,7 +82,8 @@ for check in ${AFTER-train}; do
         --shape qwen2.5-3b --prompts 4 --repeats 1 --no-compiled --budget-s 1 ;;
     micro64) timeout -k 10 -s INT $((left - 30)) "$python" benchmarks/gpu_check.py "${smoke[@]}" \
         --micro-batch-size 64 --repeats 1 --no-compiled --budget-s 1 ;;
-    *) echo "AFTER: unknown check $check (train, memory, micro64)" ;;
+    profile) timeout -k 10 -s INT $((left - 30)) "$python" benchmarks/gpu_profile.py "${smoke[@]}" ;;
+    *) echo "AFTER: unknown check $check (train, memory, micro64, profile)" ;;
     esac
     echo "$check: exit $?"
 done

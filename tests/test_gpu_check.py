@@ -64,3 +64,11 @@ def test_a_device_the_check_cannot_use_is_one_line_and_runs_nothing(monkeypatch)
         with pytest.raises(SystemExit, match=said):
             gpu_check.checked(args)
     assert gpu_check.checked(gpu_check.Args(device="cpu")).device == "cpu"  # asked for: measured, slowly
+
+
+def test_the_gpu_profile_smoke_run_profiles_a_decoding_step_and_a_loss_micro_batch():
+    done = run_benchmark("gpu_profile.py", "--smoke")
+    assert "decode step, 8 rows:" in done.stdout and "loss micro-batch of 4:" in done.stdout
+    for part in ("decode_step", "loss_micro_batch"):  # the costliest operators by host time on the CPU
+        listed = done.stdout.split(f"{part}: top operators")[1].split("top operators")[0]
+        assert "aten::mm" in listed, done.stdout
