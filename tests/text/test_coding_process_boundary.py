@@ -140,9 +140,10 @@ def test_a_helper_that_sorts_its_argument_in_place_behaves_as_in_one_process(pro
         for p in [*protocol.problems("train"), *protocol.problems("test")]
         if p.id == "HumanEval/34"
     )
-    helper = "def aux(values):\n    values.sort()\n    return len(values)\n"
-    main = "def unique(l):\n    values = list(set(l))\n    count = aux(values)\n    return values[:count]\n"
+    helper = "def aux(values):\n    values[:] = sorted(set(values))\n    return len(values)\n"
+    main = "def unique(l):\n    values = list(l)\n    count = aux(values)\n    return values[:count]\n"
     outcome = protocol.score(problem, [fenced(helper), fenced(main)])
+    # 4.0: the tests passed, and with the helper's answers withheld (no change in place) they do not
     assert outcome.parts["tests"] == 1.0 and outcome.reward == pytest.approx(4.0)
 
 

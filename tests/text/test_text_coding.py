@@ -160,10 +160,40 @@ def test_a_trivial_helper_or_a_main_defining_aux_earns_no_cooperation(protocol, 
 
 
 def test_an_ignored_helper_call_is_deducted(protocol, problem):
-    main = "def sum_product(numbers):\n    aux(numbers)\n    product = 1\n    for n in numbers:\n        product *= n\n    return (sum(numbers), product)\n"
+    main = "def sum_product(numbers):\n    aux(numbers)\n    total = sum(numbers)\n    return (total, aux(numbers))\n"
     outcome = score(protocol, problem, HELPER, main)
     assert outcome.parts["cooperation"] == outcome.parts["not_wrapper"] == outcome.parts["ignored_call"] == 1.0
     assert outcome.reward == pytest.approx(4.0 - 0.5)
+
+
+# Red team 27: a main function that solves the problem alone and calls aux where its result
+# cannot matter; read as text (CoMLRL's check) each earned the 1.5 points of the bonuses.
+SOLVED_ALONE_WITH_A_CALL = {
+    "dead code": ALONE.replace("    product = 1\n", "    if 0 > 1:\n        w = aux(numbers)\n        numbers = w\n    product = 1\n"),
+    "result unused": ALONE.replace("    product = 1\n", "    _unused = aux(numbers)\n    product = 1\n"),
+    "result thrown away": ALONE.replace("    product = 1\n", "    aux(numbers)\n    product = 1\n"),
+    "result overwritten": ALONE.replace("    product = 1\n", "    product = aux(numbers)\n    product = 1\n"),
+    "a fallback": ALONE.replace("    return (sum(numbers), product)", "    found = aux(numbers)\n    return (sum(numbers), product if found is None else found)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SOLVED_ALONE_WITH_A_CALL))
+def test_a_call_whose_result_cannot_matter_earns_no_cooperation(protocol, problem, name):
+    outcome = score(protocol, problem, HELPER, SOLVED_ALONE_WITH_A_CALL[name])
+    assert outcome.parts["tests"] == 1.0 and outcome.parts["cooperation"] == outcome.parts["not_wrapper"] == 0.0
+    assert outcome.reward == pytest.approx(2.5) == score(protocol, problem, HELPER, ALONE).reward
+    assert "passed" not in outcome.feedback[1].lower()  # nothing says how the tests went
+    comlrl = CodingProtocol(tasks.get("humaneval"), bonus_gate="one_test")  # CoMLRL's rules read the text
+    assert score(comlrl, problem, HELPER, SOLVED_ALONE_WITH_A_CALL[name]).parts["cooperation"] == 1.0
+
+
+def test_a_helper_whose_result_is_used_keeps_its_leave_one_out_credit(problem):
+    env = text_env(task="humaneval", split="test")
+    # used: 4.0 against 1.1 without the helper; a dead call: 2.5 against 2.1, its own definition alone
+    for main, credit in ((MAIN, 4.0 - 1.1), (f"{FENCE}python\n{SOLVED_ALONE_WITH_A_CALL['dead code']}{FENCE}", 0.4)):
+        env.reset(options={"problem_id": PROBLEM})
+        _, _, _, _, infos = env.step({"agent_0": HELPER, "agent_1": main})
+        assert infos["agent_0"]["reward_components"]["contribution"] == pytest.approx(credit)
 
 
 def test_failing_tests_are_counted(protocol, problem):

@@ -8,8 +8,9 @@ compile; and, for a main function that reaches the tests, whether it calls ``aux
 ``aux`` itself, is one of CoMLRL's two thin-wrapper forms or throws a call's result away,
 and whether the helper is trivial (it returns only constants or its own parameters). All
 are read from the syntax tree, except the definition of a function in a code that does not
-compile, read as text (CoMLRL's format level). What these facts do not prove is in the
-protocol's page ("What the structure bonuses do not prove").
+compile, read as text (CoMLRL's format level). What these facts do not prove, and the
+run that the cooperation bonus adds, are in the protocol's page ("What the structure
+bonuses prove, and what not").
 """
 
 from __future__ import annotations

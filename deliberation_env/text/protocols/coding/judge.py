@@ -107,6 +107,13 @@ class TeamProgram:
         """Both codes after the prompt, as one listing (the team's output)."""
         return f"{self.prompt}\n\n{self.helper_code}\n\n{self.main_code}\n"
 
+    def results_withheld(self) -> TeamProgram:
+        """These programs with each of the helper's functions answering ``None`` and changing
+        nothing in place: what the main function does without the helper's results (the
+        coding protocol's check that they matter)."""
+        stubs = "".join(f"def {name}(*args, **kwargs):\n    return None\n\n\n" for name in self.helper_functions)
+        return dataclasses.replace(self, helper_code=stubs.rstrip("\n") + "\n" if stubs else "")
+
     def digest(self) -> str:
         """SHA-256 of what a verdict depends on (the verdict cache's key)."""
         material = json.dumps([self.helper, self.main, self.helper_functions])

@@ -29,8 +29,11 @@ part                  weight  what it measures
                               sandbox's trusted verdict (below)
 ``cooperation``       0.5     every test passed (``bonus_gate="one_test"``: at least
                               one, CoMLRL's gate), the helper is defined and
-                              non-trivial, and the main function calls ``aux`` without
-                              binding ``aux`` itself
+                              non-trivial, the main function calls ``aux`` without
+                              binding ``aux`` itself, and the helper's results matter:
+                              judged again with each helper function answering ``None``
+                              (changing nothing in place), the program passes fewer
+                              tests (not with CoMLRL's gate, which reads the text only)
 ``not_wrapper``       1.0     given cooperation: the main function is not a thin wrapper
                               (``return aux(...)``, or ``v = aux(...)`` then ``return v``)
 ``ignored_call``      -0.5    given cooperation: the main function calls ``aux`` as a bare
@@ -89,17 +92,24 @@ it does not analyse whatever ends up bound to it. The rules stay as a first filt
 checked on each agent's code alone and on the names they bind together: nothing an agent
 wrote runs at load, and its code reaches no frame, ``sys`` or ``builtins``. They are a
 syntactic allow-list, and one can miss a reflective path (the class pattern above was
-one); what such a path reaches is the agent's own process. *Not proven*: that the
-helper's result matters, or that either function is correct beyond the tests.
+one); what such a path reaches is the agent's own process. *Not proven* by the
+boundary: that the helper's result matters (the cooperation bonus checks that apart,
+below), or that either function is correct beyond the tests.
 
-**What the structure bonuses do not prove.** ``helper_defined``, ``main_defined``,
-``cooperation``, ``not_wrapper`` and ``ignored_call`` are facts of the judged functions'
-text, as in CoMLRL: that ``aux`` returns something other than a constant or one of its
-parameters, that the main function's text calls ``aux`` and is not one of CoMLRL's two
-wrapper forms. They do not prove that the call matters to the result (``v = aux(x)``
-with ``v`` never used passes), that the main function does part of the work (one more
-statement takes any wrapper out of the two forms), or that the helper is correct. Only
-the ``tests`` part measures behaviour.
+**What the structure bonuses prove, and what not.** ``helper_defined``, ``main_defined``,
+``not_wrapper`` and ``ignored_call`` are facts of the judged functions' text, as in
+CoMLRL: that ``aux`` returns something other than a constant or one of its parameters,
+that the main function's text calls ``aux`` and is not one of CoMLRL's two wrapper forms.
+``cooperation`` also needs behaviour: the helper's results must matter to the tests. A
+call that never runs (``if 0 > 1: aux(x)``), a result never used (``v = aux(x)``),
+overwritten, or replaced by a fallback, passes every test with the helper's answers
+withheld, and earns no bonus; as text alone (CoMLRL's check, red team 27) such a main
+function, solving the problem by itself, earned the 1.5 points of the bonuses, and its
+helper a leave-one-out contribution of 1.9 for code that never ran. Not proven: that the
+main function uses more of the result than a property it checks and then ignores
+(``assert aux(x) is not None``: the withheld answers fail it), that it does part of the
+work itself (one more statement takes any wrapper out of the two forms), or that the
+helper is correct. Only the ``tests`` part measures the program's correctness.
 
 **Tests passed come only from the sandbox's verdict**
 (:mod:`deliberation_env.text.protocols.coding.counting`). The trusted tests are rewritten
@@ -167,7 +177,11 @@ function's calls of ``aux`` then fail), or no main function (R is at most 0.4).
   leave-one-out contribution was 1.90 against 0.40. With every test, no program that
   fails a test out-scores one that passes them all (R <= 1.5 + the share passed < 2.5).
   ``bonus_gate="one_test"`` restores CoMLRL's gate, to compare with its numbers.
-- Feedback shows the program's results, never the expected values (above).
+- Cooperation needs the helper's results to matter (the program judged again with them
+  withheld passes fewer tests), where CoMLRL reads the call in the text: a call that
+  never runs or whose result is unused farms its bonuses (above).
+- Feedback shows the program's results, never the expected values (above). It does not
+  say whether the helper's results mattered: that would tell whether every test passed.
 
 Example (no sandbox run: the main agent writes no function, so no level past the first
 is scored):
@@ -319,10 +333,20 @@ class CodingProtocol:
             analysis = analyse(helper, main, problem.meta["prompt"], problem.meta["entry_point"])
             read.append((problem, helper, main, analysis))
         results = iter(self.judge([(problem, analysis.program) for problem, _, _, analysis in read if analysis.tested]))
+        tested = [next(results) if analysis.tested else None for _, _, _, analysis in read]
+        # the teams whose bonuses hang on whether the helper's results matter: judged again without them
+        asks = [k for k, (_, _, _, analysis) in enumerate(read) if self._cooperates_on_paper(analysis, tested[k])]
+        pairs = [(read[k][0], read[k][3].program.results_withheld()) for k in asks]
+        withheld = dict(zip(asks, self.judge(pairs) if pairs else [], strict=True))
         return [
-            _outcome(problem, helper, main, analysis, next(results) if analysis.tested else None, self.bonus_gate)
-            for problem, helper, main, analysis in read
+            _outcome(problem, helper, main, analysis, tested[k], self.bonus_gate, withheld.get(k))
+            for k, (problem, helper, main, analysis) in enumerate(read)
         ]
+
+    def _cooperates_on_paper(self, analysis: Analysis, tests: TestResult | None) -> bool:
+        """Whether ``analysis`` earns the structure bonuses but for the check that the
+        helper's results matter (the default gate only: ``one_test`` is CoMLRL's rule)."""
+        return self.bonus_gate == "all_tests" and tests is not None and _on_paper(analysis, tests, self.bonus_gate)
 
     def tests(self, problem: Problem, program: TeamProgram) -> TestResult:
         """The trusted count of the tests ``program`` passes (results are cached)."""
@@ -344,6 +368,19 @@ class CodingProtocol:
         return ""
 
 
+def _on_paper(analysis: Analysis, tests: TestResult, bonus_gate: BonusGate) -> bool:
+    """The structure bonuses' conditions that the tests' count and the code's text decide
+    (module docstring, the reward table)."""
+    return (
+        tests.passed > 0
+        and (bonus_gate == "one_test" or tests.passed == tests.total)
+        and analysis.helper_defined
+        and analysis.calls_helper
+        and not analysis.helper_trivial
+        and not analysis.main_defines_helper
+    )
+
+
 def _outcome(
     problem: Problem,
     helper_code: str,
@@ -351,22 +388,19 @@ def _outcome(
     analysis: Analysis,
     tests: TestResult | None,
     bonus_gate: BonusGate,
+    withheld: TestResult | None = None,
 ) -> Outcome:
     """The level reward, its parts and the feedback of a team's codes (module docstring);
-    ``tests`` is the trusted count when ``analysis.tested``, else ``None``."""
+    ``tests`` is the trusted count when ``analysis.tested``, else ``None``; ``withheld``
+    the count without the helper's results, where the bonuses hang on it."""
     parts = dict.fromkeys(WEIGHTS, 0.0)
     parts["helper_defined"] = float(analysis.helper_defined)
     parts["main_defined"] = float(analysis.main_defined)
     if tests is not None:
         parts["syntax"] = 1.0
         parts["tests"] = tests.passed / tests.total
-        cooperation = (
-            tests.passed > 0
-            and (bonus_gate == "one_test" or tests.passed == tests.total)
-            and analysis.helper_defined
-            and analysis.calls_helper
-            and not analysis.helper_trivial
-            and not analysis.main_defines_helper
+        cooperation = _on_paper(analysis, tests, bonus_gate) and (
+            bonus_gate == "one_test" or (withheld is not None and withheld.passed < tests.passed)
         )
         if cooperation:
             parts["cooperation"] = 1.0
