@@ -264,6 +264,7 @@ def with_held_out_problems(config: LearnerConfig) -> LearnerConfig:
     count = problem_count(config.run.eval_problems, split_size, "test", "--eval-problems")
     return dataclasses.replace(config, run=dataclasses.replace(config.run, eval_problems=count))
 
+
 MAGRPOOwn = own_settings(MAGRPOConfig, PolicyGradientConfig, "MAGRPOOwn", __name__)
 GRPOOwn = own_settings(GRPOConfig, PolicyGradientConfig, "GRPOOwn", __name__)
 SoftRankPOOwn = own_settings(SoftRankPOConfig, PolicyGradientConfig, "SoftRankPOOwn", __name__)

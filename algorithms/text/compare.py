@@ -95,6 +95,7 @@ def incidental_line() -> str:
         "table (BENCHMARKS.md): a difference between learners must exceed that too"
     )
 
+
 TextMAGRPOOwn = own_settings(TextMAGRPOConfig, TextLearnerConfig, "TextMAGRPOOwn", __name__)
 TextGRPOOwn = own_settings(TextGRPOConfig, TextLearnerConfig, "TextGRPOOwn", __name__)
 TextSoftRankPOOwn = own_settings(TextSoftRankPOConfig, TextLearnerConfig, "TextSoftRankPOOwn", __name__)
