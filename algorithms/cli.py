@@ -332,7 +332,10 @@ TRL_OPTIONS = {
     "--num-iterations": "--update-epochs",
     "--steps-per-generation": "--num-minibatches (optimizer steps per batch)",
     "--per-device-train-batch-size": "--micro-batch-size",
-    "--gradient-accumulation-steps": "--micro-batch-size (a minibatch accumulates over its micro-batches, exactly)",
+    "--gradient-accumulation-steps": (
+        "--groups-per-update x --group-size (an update's batch, accumulated over micro-batches of --micro-batch-size "
+        "sequences: the whole batch's gradient, exactly)"
+    ),
     "--loss-type": "--aggregation (grpo: sequence, dapo and bnpo: token, dr_grpo: constant)",
     "--epsilon": "--clip-eps",
     "--epsilon-high": "--clip-eps-high",
@@ -346,10 +349,18 @@ TRL_OPTIONS = {
     "--save-total-limit": "--keep-checkpoints",
     "--output-dir": "--run-dir",
     "--model-name-or-path": "--model",
+    "--bf16": "--dtype bfloat16",
+    "--fp16": "--dtype float16",
+    "--report-to": "--wandb-project NAME or --tensorboard (metrics.jsonl always)",
+    "--warmup-ratio": "--warmup-updates (a number of updates)",
+    "--num-train-epochs": "--updates (a number of updates, not of passes over the problems)",
+    "--use-peft": "--finetune lora (the default)",
+    "--resume-from-checkpoint": "--resume (from the newest checkpoint) or --resume-from update-NNNNNN (a kept one)",
 }
 """TRL's ``GRPOConfig`` options that have another name here (the table of
 :mod:`algorithms.text`): an unknown option that is one of them names ours."""
-TEXT_ONLY_OPTIONS = ("--aggregation", "--importance-sampling", "--max-new-tokens", "--micro-batch-size", "--model")
+TEXT_ONLY_OPTIONS = ("--aggregation", "--importance-sampling", "--max-new-tokens", "--micro-batch-size", "--model",
+                     "--groups-per-update", "--dtype", "--finetune")  # fmt: skip
 """The options of :data:`TRL_OPTIONS` that the meta learners do not have (no LLM weights)."""
 
 

@@ -102,6 +102,10 @@ def test_each_option_has_one_name_in_train_and_compare():
         (["train", "text", "grpo", "--epsilon-high", "0.28"], "deliberate train text grpo: error: unrecognized option --epsilon-high: that is TRL's name; here it is --clip-eps-high"),
         (["train", "text", "magrpo", "--num-generations", "8"], "deliberate train text magrpo: error: unrecognized option --num-generations: that is TRL's name; here it is --group-size"),
         (["train", "meta", "grpo", "--beta", "0.1"], "deliberate train meta grpo: error: unrecognized option --beta: that is TRL's name; here it is --kl-coef"),
+        (["train", "text", "grpo", "--bf16"], "deliberate train text grpo: error: unrecognized option --bf16: that is TRL's name; here it is --dtype bfloat16"),
+        (["train", "text", "grpo", "--resume-from-checkpoint", "x"],
+         ("deliberate train text grpo: error: unrecognized option --resume-from-checkpoint: that is TRL's name; here it is --resume "
+         "(from the newest checkpoint) or --resume-from update-NNNNNN (a kept one)")),
         (["train", "meta", "grpo", "--loss-type", "dapo"], "deliberate train meta grpo: error: unrecognized option --loss-type"),  # a text learners' option
     ],
 )  # fmt: skip

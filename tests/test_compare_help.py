@@ -69,3 +69,11 @@ def test_the_template_keeps_its_class_and_the_per_run_defaults(family, template)
     assert type(cfg.learner) is template and type(cfg.learner.run).__name__ == "RunConfig"
     assert (cfg.seeds, cfg.learner.run.updates) == (4, 5)
     assert (cfg.learner.seed, cfg.learner.run.run_dir) == (template().seed, template().run.run_dir)
+
+
+@pytest.mark.parametrize("family", ["meta", "text"])
+def test_resume_from_a_kept_checkpoint_is_refused_by_a_comparison(capsys, family):
+    for given in ("3", "runs/x/checkpoints/update-000003"):  # a path would name a run folder too
+        with pytest.raises(SystemExit):
+            cli.main(["compare", family, "--resume-from", given, "--out-dir", "unused"])
+        assert capsys.readouterr().err.endswith(f"compare sets --resume-from for each run: use --resume (got --resume-from '{given}')\n")

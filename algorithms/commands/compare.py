@@ -41,7 +41,7 @@ def compare_meta(cfg: CompareConfig) -> dict[str, Any]:
     return the summary."""
     from algorithms.meta.compare import compare, compare_table
 
-    check_per_run_settings(cfg.learner, PolicyGradientConfig(), ("run.run_dir",))  # compare() refuses the others
+    check_per_run_settings(cfg.learner, PolicyGradientConfig(), ("run.resume_from", "run.run_dir"))  # compare() refuses the others
     check_loggers(cfg.learner.run.tensorboard, cfg.learner.run.wandb_project)
     check_resume(cfg.learner.run.resume, cfg.out_dir, flag="--out-dir")
     cfg = with_folder(cfg, "meta")
@@ -60,7 +60,7 @@ def compare_text(cfg: TextCompare) -> dict[str, Any]:
     from algorithms.core import data_parallel
     from algorithms.text.compare import compare, compare_table
 
-    check_per_run_settings(cfg.learner, TextLearnerConfig(), ("run.run_dir",))
+    check_per_run_settings(cfg.learner, TextLearnerConfig(), ("run.resume_from", "run.run_dir"))
     quiet_libraries(cfg.learner.run.progress)
     check_loggers(cfg.learner.run.tensorboard, cfg.learner.run.wandb_project)
     check_resume(cfg.learner.run.resume, cfg.out_dir, flag="--out-dir")

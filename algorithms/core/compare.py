@@ -285,7 +285,7 @@ def check_own_settings(compare: Any, algos: Sequence[str], learners: Sequence[st
             raise ValueError(f"{flag} sets {algo}'s own setting, but --algos has no {algo}: add it, or leave {flag} out")
 
 
-PER_RUN = {"seed": "--seeds", "run_dir": "--out-dir", "reward_scale": "--reward-scales"}
+PER_RUN = {"seed": "--seeds", "run_dir": "--out-dir", "reward_scale": "--reward-scales", "resume_from": "--resume"}
 """Run settings a comparison sets for each run, and the option that says them instead."""
 
 

@@ -16,6 +16,7 @@ import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, get_args
 
 from algorithms.core.checks import check_positive
@@ -51,6 +52,12 @@ class RunConfig:
     resume: bool = False
     """Continue the run in ``run_dir`` from its checkpoint (refused, before anything is
     written, if it was started with other settings than the run settings)."""
+    resume_from: str = ""
+    """Continue the run from one of its kept checkpoints (``keep_checkpoints``) rather than
+    its newest, as TRL's ``resume_from_checkpoint=<path>``: the kept folder's name
+    (``update-000004``), its update (``4``) or its path (``runs/x/checkpoints/update-000004``,
+    which also names ``run_dir``). The updates after it are dropped from the run's log and
+    kept checkpoints; implies ``resume``."""
     eval_interval: int = 10
     """Evaluate on the held-out problems every this many updates, and after the last; 0:
     before the first update and after the last only."""
@@ -76,6 +83,11 @@ class RunConfig:
         for name in ("updates", "eval_interval", "eval_problems", "checkpoint_interval", "keep_checkpoints"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.resume_from:
+            self.resume = True
+            kept = Path(self.resume_from)
+            if self.run_dir == "" and len(kept.parts) > 1:  # a path names the run too
+                self.run_dir = str(kept.parent.parent)
         if self.eval_interval and not self.eval_problems:
             raise ValueError("eval_interval evaluates the eval_problems held-out problems: give eval_problems > 0 too")
         if self.wandb_project and self.run_dir is None:
@@ -90,6 +102,7 @@ ADDED_SETTINGS: dict[str, Any] = {
     "clip_eps_high": None,
     "scale_rewards": "group",
     "importance_sampling": "token",
+    "resume_from": "",
     # a comparison's learners' own settings (compare's --grpo.eps ...): their defaults then
     "eps": 1e-6,
     "tau": 0.5,

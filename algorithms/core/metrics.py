@@ -46,6 +46,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
+import secrets
 import time
 from pathlib import Path
 from types import ModuleType
@@ -92,9 +94,12 @@ class MetricLogger:
         self.wandb_run = None
         if wandb is not None:
             try:
+                run_id = wandb_run_id(self.run_dir)
                 self.wandb_run = wandb.init(
-                    project=wandb_project, dir=str(self.run_dir), name=str(self.run_dir), config=config
-                )
+                    project=wandb_project, dir=str(self.run_dir), name=self.run_dir.name, config=config,
+                    id=run_id, resume="allow",
+                )  # fmt: skip
+                (self.run_dir / WANDB_ID).write_text(run_id + "\n", encoding="utf-8")  # once it started: a failed start stays one
             except wandb.errors.Error as error:  # no API key, no server: the user's to fix, in one line
                 raise ValueError(
                     f"--wandb-project: Weights & Biases refused to start: {error} (run `wandb login`, or log "
@@ -125,6 +130,21 @@ class MetricLogger:
             self.writer.close()
         if self.wandb_run is not None:
             self.wandb_run.finish()
+
+
+WANDB_ID = Path("wandb", "run_id")
+"""Where a run folder keeps the id of its Weights & Biases run (:func:`wandb_run_id`)."""
+
+
+def wandb_run_id(run_dir: Path) -> str:
+    """The id of the Weights & Biases run of the run in ``run_dir``: made on its first start
+    and kept in :data:`WANDB_ID`, so a resumed run logs into the same W&B run (TRL's
+    ``resume_from_checkpoint`` leaves that to the user's ``WANDB_RUN_ID``; an id set there
+    wins); a new id where the folder keeps none (the logger writes it once W&B started)."""
+    if os.environ.get("WANDB_RUN_ID"):
+        return os.environ["WANDB_RUN_ID"]
+    path = run_dir / WANDB_ID
+    return path.read_text(encoding="utf-8").strip() if path.is_file() else secrets.token_hex(4)
 
 
 def _import_extra(module: str, extra: str, option: str = "") -> ModuleType:

@@ -49,6 +49,7 @@ from algorithms.core import data_parallel
 from algorithms.core.checkpoints import CHECKPOINT, resume_checkpoint
 from algorithms.core.config import RunConfig
 from algorithms.core.metrics import LOG_FIELDS, METRICS, MetricLogger, read_metrics
+from algorithms.core.run_dirs import KEPT, kept_checkpoint
 
 
 class Runnable(Protocol):
@@ -194,6 +195,9 @@ def _open(
         return None
     folder = Path(config.run_dir)
     checkpoint = resume_checkpoint(folder) if config.resume else None  # refuses a pickled checkpoint.pt
+    kept = kept_checkpoint(folder, config.resume_from) if config.resume_from else None
+    if kept is not None:
+        checkpoint = kept / CHECKPOINT
     if checkpoint is not None:
         learner.load(checkpoint)
     updates = data_parallel.all_gather_objects(learner.update)
@@ -213,12 +217,12 @@ def _open(
             "--checkpoint-interval): it starts over from update 0",
             stacklevel=2,
         )
+    if kept is not None:  # the kept checkpoint becomes the run's newest
+        restore_kept(kept, folder, getattr(learner, "adapters_dir", None))
     _keep_metrics_until(folder / METRICS, learner.update if checkpoint is not None else -1)
     return MetricLogger(folder, config.tensorboard, config.wandb_project, config=settings)
 
 
-KEPT = "checkpoints"
-"""The run folder's folder of kept checkpoints (:func:`keep_checkpoint`)."""
 
 
 def keep_checkpoint(run_dir: Path, update: int, keep: int, adapters_dir: Path | None = None) -> Path:
@@ -251,6 +255,33 @@ def keep_checkpoint(run_dir: Path, update: int, keep: int, adapters_dir: Path | 
     for _, old in _kept_updates(kept)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return target
+
+
+def restore_kept(kept: Path, run_dir: Path, adapters_dir: Path | None = None) -> None:
+    """Make the kept checkpoint ``kept`` (:func:`keep_checkpoint`) the newest of the run in
+    ``run_dir``: its checkpoint replaces the run's (and its adapters those in
+    ``adapters_dir``), each made beside its place and renamed into it, and the kept
+    checkpoints after it, a future the run abandons, are removed."""
+    staged = run_dir / f".{CHECKPOINT}-restoring"
+    staged.unlink(missing_ok=True)
+    _link_or_copy(kept / CHECKPOINT, staged)
+    staged.replace(run_dir / CHECKPOINT)
+    if adapters_dir is not None and (kept / "adapters").is_dir():
+        adapters_dir = Path(adapters_dir)
+        fresh, old = adapters_dir.with_name(f".{adapters_dir.name}-restoring"), adapters_dir.with_name(f".{adapters_dir.name}-old")
+        for leftover in (fresh, old):
+            shutil.rmtree(leftover, ignore_errors=True)
+        for source in (kept / "adapters").rglob("*"):
+            if source.is_file():
+                _link_or_copy(source, fresh / source.relative_to(kept / "adapters"))
+        if adapters_dir.exists():
+            adapters_dir.rename(old)
+        fresh.rename(adapters_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    update = int(kept.name.removeprefix("update-"))
+    for later, path in _kept_updates(kept.parent):
+        if later > update:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _kept_updates(kept: Path) -> list[tuple[int, Path]]:

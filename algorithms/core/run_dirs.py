@@ -43,6 +43,9 @@ METRICS = "metrics.jsonl"
 """A run's log, one JSON line per update (:mod:`algorithms.core.metrics`)."""
 RUN_FILES = (CONFIG, "checkpoint.safetensors", METRICS)
 """Files whose presence means that a folder holds a run."""
+KEPT = "checkpoints"
+"""A run folder's folder of kept checkpoints (:func:`algorithms.core.run.keep_checkpoint`),
+each ``update-NNNNNN/``."""
 OPENED: list[tuple[Path, str]] = []
 """Every folder :func:`open_run_dir` opened in this process, with the option that names
 it, first to last: what the command line names when a command is interrupted
@@ -96,6 +99,7 @@ def open_run_dir(
     may_change: Collection[str] = (),
     updates: int | None = None,
     flag: str = "--run-dir",
+    resume_from: str = "",
 ) -> Path:
     """Check ``folder`` for a run with ``settings``, then record them in its ``config.json``.
 
@@ -109,6 +113,8 @@ def open_run_dir(
             folder): a resumed run that has logged more is refused (:func:`check_reaches`).
         flag: The option that names ``folder``, for the messages (``--out-dir`` for a
             comparison).
+        resume_from: The kept checkpoint the run resumes from (:func:`kept_checkpoint`),
+            ``""``: its newest.
 
     Returns:
         ``folder`` as a path.
@@ -122,7 +128,7 @@ def open_run_dir(
     folder = Path(folder)
     if failed_start(folder):
         warnings.warn(f"{folder} holds only the {CONFIG} of a start that failed: reusing it", stacklevel=2)
-    check_run_dir(folder, settings, resume, may_change, updates, flag)
+    check_run_dir(folder, settings, resume, may_change, updates, flag, resume_from)
     recorded = folder / CONFIG
     if resume:
         _say_what_changed(folder, recorded_settings(folder), settings)
@@ -153,6 +159,7 @@ def check_run_dir(
     may_change: Collection[str] = (),
     updates: int | None = None,
     flag: str = "--run-dir",
+    resume_from: str = "",
 ) -> None:
     """The checks of :func:`open_run_dir`, writing nothing: a run can check its folder before
     it loads its models (the arguments as there).
@@ -161,6 +168,19 @@ def check_run_dir(
         ValueError: As :func:`open_run_dir`.
     """
     folder = Path(folder)
+    if folder.parent.name == KEPT and (folder.parent.parent / CONFIG).is_file():
+        raise ValueError(
+            f"{folder} is a checkpoint that the run in {folder.parent.parent} kept, not a run folder: to continue "
+            f"that run from it, give {flag} {folder.parent.parent} --resume-from {folder.name} (the updates after "
+            "it are dropped)"
+        )
+    if resume and holds_run(folder) and not (folder / CONFIG).is_file():
+        raise ValueError(
+            f"cannot resume {folder}: it holds a checkpoint or metrics but no {CONFIG}, so its settings cannot be "
+            "checked; resume a run folder that this package wrote"
+        )
+    if resume_from:
+        kept_checkpoint(folder, resume_from)
     if holds_run(folder) and not resume:
         raise ValueError(
             f"{folder} holds a run already: add --resume to continue it, or leave {flag} out "
@@ -174,8 +194,34 @@ def check_run_dir(
                 f"cannot resume the run in {folder} with other settings: {'; '.join(differences)}; "
                 "resume with its settings, or start a new run (without --resume, in another folder)"
             )
-        if updates is not None:
+        if updates is not None and resume_from:  # the updates after the kept checkpoint are dropped
+            update = int(kept_checkpoint(folder, resume_from).name.removeprefix("update-"))
+            if updates < update:
+                raise ValueError(f"cannot resume the run in {folder} from update {update} with --updates {updates}: give --updates {update} or more")
+        elif updates is not None:
             check_reaches(folder, updates)
+
+
+def kept_checkpoint(folder: str | Path, name: str) -> Path:
+    """The kept checkpoint ``name`` of the run in ``folder`` (``RunConfig.resume_from``): its
+    folder's name (``update-000004``), its update (``4``) or its path.
+
+    Raises:
+        ValueError: When the run kept no such checkpoint, naming those it kept.
+    """
+    kept = Path(folder) / KEPT
+    path = Path(name)
+    if len(path.parts) > 1:
+        if path.resolve().parent != kept.resolve():
+            raise ValueError(f"--resume-from {name} is not a checkpoint the run in {folder} kept (those are in {kept})")
+        path = Path(path.name)
+    number = str(path).removeprefix("update-")
+    found = kept / f"update-{int(number):06d}" if number.isdigit() else None
+    if found is None or not (found / "checkpoint.safetensors").is_file():
+        names = sorted(p.name for p in kept.glob("update-*") if (p / "checkpoint.safetensors").is_file())
+        held = f"it kept {', '.join(names)}" if names else "it kept none (--keep-checkpoints N keeps them)"
+        raise ValueError(f"--resume-from {name}: the run in {folder} kept no such checkpoint; {held}")
+    return found
 
 
 def recorded_settings(folder: str | Path) -> dict[str, Any]:

@@ -78,7 +78,7 @@ def compare(cfg: CompareConfig, learners: Mapping[str, LearnerFactory] | None = 
         ValueError: Before anything is written, on a name of ``cfg.algos`` that is no
             learner, or an ``out_dir`` that holds a comparison (without ``--resume``).
     """
-    check_per_run_settings(cfg.learner, PolicyGradientConfig(), ("seed", "env.reward_scale"))  # a run_dir is replaced
+    check_per_run_settings(cfg.learner, PolicyGradientConfig(), ("seed", "env.reward_scale", "run.resume_from"))  # a run_dir is replaced
     own = user_learners(cfg.algos, ALGOS, learners, "meta")
     cfg = dataclasses.replace(cfg, learner=with_held_out_problems(with_task_defaults(cfg.learner)))
     names = [learner_label(algo) for algo in cfg.algos]

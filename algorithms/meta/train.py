@@ -145,7 +145,8 @@ def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = No
                 may_change += ("warm_start",)  # a moved checkpoint: the same one, by its digest
             elif recorded:
                 may_change += (WARM_START_DIGEST,)  # a run of 0.2.0 records none: its path is compared, as then
-        folder = open_run_dir(config.run.run_dir, record, config.run.resume, may_change, updates=config.run.updates)
+        folder = open_run_dir(config.run.run_dir, record, config.run.resume, may_change, updates=config.run.updates,
+                              resume_from=config.run.resume_from)  # fmt: skip
     if sft is not None:
         _run_learner(sft, sft.config, f"sft seed {config.seed}")
         trained = build(config, venv, warm_start=sft.network)

@@ -162,7 +162,7 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
     from algorithms.core import data_parallel  # torch: not at import (``--help``)
     from algorithms.text.train import resolved_placement
 
-    check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed",))  # a run_dir is replaced
+    check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed", "run.resume_from"))  # a run_dir is replaced
     own = user_learners(cfg.algos, SHIPPED, learners, "text")
     for algo in cfg.algos:  # a setting a learner refuses (MAGRPO's --update-epochs 2): before the first run, not after
         cfg.run_config(algo, 0)

@@ -55,6 +55,7 @@ from algorithms.text.config import (
 from algorithms.text.eval import evaluate
 from algorithms.text.learners import TEXT_LEARNERS
 from deliberation_env.factory import vector_env_from
+from deliberation_env.tasks import problem_count
 from deliberation_env.text import TextDeliberationVectorEnv, TextProtocol
 from deliberation_env.text.config import config_record, is_import_path
 
@@ -263,8 +264,8 @@ def train(
             )
         if resume:
             kept = kept_dtype(config, Path(config.run.run_dir), placement["resolved_dtype"])
-            if kept is not config:  # auto: the run's own dtype
-                config, placement = kept, resolved_placement(kept.device, kept.dtype)
+            if kept is not config:  # auto: the run's own dtype; config.json keeps "auto" as given (no change to report)
+                config, placement = kept, {**resolved_placement(kept.device, kept.dtype), "dtype": config.dtype}
         run_part = named_run(config.run, "text", f"{algo}-seed{config.seed}") if ranks.writes else None
         run_part = dataclasses.replace(data_parallel.broadcast_object(run_part), resume=resume)  # one folder, rank 0's
         config = dataclasses.replace(config, run=run_part)
@@ -304,9 +305,15 @@ def _train(
     if BASE_DIGEST in recorded:  # the base is named by its weights: it may lie elsewhere now
         may_change += MODEL_FIELDS
     algo = getattr(learner_type, "name", None) or TEXT_ALGOS.get(type(config))  # one's own: by its name
+    eval_env = None
+    if config.run.eval_problems:  # at most the test split: said, and recorded as the number used (as the meta family)
+        eval_env = held_out_env(config, min(config.run.eval_problems, config.eval_envs))
+        count = problem_count(config.run.eval_problems, len(eval_env.problems), "test", "--eval-problems")
+        config = dataclasses.replace(config, run=dataclasses.replace(config.run, eval_problems=count))
     if config.run.run_dir:  # before the models load (minutes for a large one): the settings and the folder
         early = {"algo": algo, **config_record(config)}
-        check_run_dir(config.run.run_dir, early, config.run.resume, [*may_change, BASE_DIGEST, *(("algo",) if algo is None else ())])
+        check_run_dir(config.run.run_dir, early, config.run.resume, [*may_change, BASE_DIGEST, *(("algo",) if algo is None else ())],
+                      resume_from=config.run.resume_from)  # fmt: skip
         if BASE_DIGEST in recorded and not (config.model or config.models) and (recorded.get("model") or recorded.get("models")):
             raise ValueError(  # the default model left in by mistake: said before it loads
                 f"cannot resume the run in {config.run.run_dir}: it trained on {_base_named(recorded)}, and this command "
@@ -338,16 +345,14 @@ def _train(
         named = _trained_names(Path(config.run.run_dir), recorded, config)
         config = dataclasses.replace(config, model=named["model"], models=tuple(named["models"]))
     learner = learner_type(config, lm, venv, frozen, sampler=sampler)
-    held_out = []
-    if config.run.eval_problems:
-        eval_env = held_out_env(config, min(config.run.eval_problems, config.eval_envs))
-        held_out = list(range(min(config.run.eval_problems, len(eval_env.problems))))
     metrics_of_held_out = None
-    if held_out:
+    if eval_env is not None:
+        held_out = list(range(config.run.eval_problems))
         metrics_of_held_out = lambda: evaluate(learner, eval_env, held_out, progress=config.run.progress).metrics
     if config.run.run_dir and ranks.writes:
         record = {"algo": algo or learner.name, **config_record(config), **placement, **where_base_lies}
-        open_run_dir(config.run.run_dir, record, config.run.resume, may_change, updates=config.run.updates)
+        open_run_dir(config.run.run_dir, record, config.run.resume, may_change, updates=config.run.updates,
+                     resume_from=config.run.resume_from)  # fmt: skip
     data_parallel.barrier()  # the others start once rank 0 has checked and recorded the folder
     if config.run.run_dir and ranks.writes:
         learner.adapters_dir = Path(config.run.run_dir) / ADAPTERS  # the latest adapters beside each checkpoint

@@ -432,7 +432,8 @@ def _hub_splits(dataset: str) -> dict[str, list[Record]]:
             f"path='hf:{dataset}': datasets could not load {name!r}"
             f"{f' (config {config!r})' if config else ''}: {error}. Check the name on huggingface.co, add "
             "':<config>' if the dataset has several, and that this machine can reach the hub (or has the "
-            "dataset in its cache); or give a local copy (docs/data.md)"
+            "dataset in its cache); or give a local copy (docs/data.md); for a smoke run of gsm8k, math, mmlu or "
+            "humaneval, path='sample' (--path sample: the few records that ship with the package)"
         ) from error
     splits = {
         split: [(f"{dataset}[{split}]:{row}", dict(record)) for row, record in enumerate(rows)]

@@ -1,5 +1,6 @@
 """JSONL metric logging."""
 
+import dataclasses
 import json
 import sys
 
@@ -75,6 +76,12 @@ def test_wandb_offline_gets_the_jsonl_metric_names_at_the_same_steps(tmp_path, m
     assert sent == [(r["step"], set(r) - {"step", "episodes", "time"}) for r in records]
     assert "eval/accuracy" in sent[0][1] and "losses/policy" in sent[1][1]
     assert list((tmp_path / "run" / "wandb").glob("offline-run-*/run-*.wandb"))  # the run, on disk
+    # resumed, it logs into the same W&B run (one id, kept in the run folder), named by the folder
+    run_id = (tmp_path / "run" / "wandb" / "run_id").read_text().strip()
+    train(dataclasses.replace(cfg, run=dataclasses.replace(run, updates=3, resume=True)))
+    runs = {path.name.rpartition("-")[2] for path in (tmp_path / "run" / "wandb").glob("offline-run-*")}
+    assert runs == {run_id}
+    assert [step for step, _ in sent] == [0, 1, 2, 3]
 
 
 def test_a_missing_extra_is_named_and_nothing_is_created(tmp_path, monkeypatch):

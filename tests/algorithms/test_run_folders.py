@@ -216,3 +216,57 @@ def test_a_run_resumed_from_an_older_checkpoint_keeps_its_new_updates_not_the_ab
     kept = keep_checkpoint(run, 7, keep=1)
     assert sorted(path.name for path in (run / "checkpoints").iterdir()) == ["update-000007"]
     assert (kept / CHECKPOINT).read_bytes() == b"update 7, again"
+
+
+QUIET = {"eval_interval": 0, "eval_problems": 0, "checkpoint_interval": 1}
+"""A run without evaluations that writes a checkpoint after every update."""
+
+
+def test_a_run_resumed_from_a_kept_checkpoint_makes_the_updates_of_a_run_that_never_went_past_it(tmp_path):
+    """TRL's resume_from_checkpoint=<path>: --resume-from rolls the run back to a kept checkpoint;
+    the updates after it are dropped from the log and the kept checkpoints, and made again."""
+    from algorithms.core.checkpoints import load_checkpoint
+
+    def weights(folder):
+        return load_checkpoint(folder / "checkpoint.safetensors")["network"]
+
+    straight = tmp_path / "straight"
+    meta_train(meta_config(str(straight), updates=4, **QUIET))
+    run = tmp_path / "run"
+    meta_train(meta_config(str(run), updates=5, keep_checkpoints=5, **QUIET))
+    meta_train(meta_config(str(run), updates=4, keep_checkpoints=5, resume_from="update-000002", **QUIET))
+    assert [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3, 4]
+    assert sorted(path.name for path in (run / "checkpoints").iterdir()) == [f"update-00000{k}" for k in (1, 2, 3, 4)]
+    torch.testing.assert_close(weights(run), weights(straight), rtol=0, atol=0)
+
+
+def test_a_kept_checkpoint_is_no_run_folder_and_resume_from_names_what_was_kept(tmp_path):
+    run = tmp_path / "run"
+    text_train(text_config(str(run), updates=3, keep_checkpoints=3, **QUIET))
+    kept = run / "checkpoints" / "update-000002"
+    before = sorted(path.name for path in kept.rglob("*"))
+    with pytest.raises(ValueError, match=rf"^{kept} is a checkpoint that the run in {run} kept, not a run folder: .*"
+                                         rf"--run-dir {run} --resume-from update-000002"):  # fmt: skip
+        text_train(text_config(str(kept), updates=4, resume=True, **QUIET))
+    assert sorted(path.name for path in kept.rglob("*")) == before  # the refusal wrote nothing there
+    with pytest.raises(ValueError, match="kept no such checkpoint; it kept update-000001, update-000002, update-000003"):
+        text_train(text_config(str(run), updates=4, resume_from="7", **QUIET))
+    with pytest.raises(ValueError, match=r"from update 2 with --updates 1: give --updates 2 or more"):
+        text_train(text_config(str(run), updates=1, resume_from="2", **QUIET))
+    # a path names the run; the kept adapters become the run's own
+    config = text_config("", updates=2, resume_from=str(kept), **QUIET)
+    assert (config.run.run_dir, config.run.resume) == (str(run), True)
+    text_train(config)
+    assert (run / "adapters" / "agent_0" / "adapter_model.safetensors").read_bytes() == (
+        kept / "adapters" / "agent_0" / "adapter_model.safetensors"
+    ).read_bytes()
+    assert sorted(path.name for path in (run / "checkpoints").iterdir()) == ["update-000001", "update-000002"]
+
+
+def test_a_folder_with_a_checkpoint_but_no_record_of_its_settings_is_not_resumed(tmp_path):
+    run = tmp_path / "run"
+    text_train(text_config(str(run), updates=1, **QUIET))
+    (run / "config.json").unlink()
+    with pytest.raises(ValueError, match="holds a checkpoint or metrics but no config.json, so its settings cannot be checked"):
+        text_train(text_config(str(run), updates=2, resume=True, **QUIET))
+    assert not (run / "config.json").exists()
