@@ -262,6 +262,20 @@ def check_per_run_options(args: list[str]) -> None:
             raise ValueError(f"compare sets {flag} for each run: use {PER_RUN[names[flag]]} (got {given})")
 
 
+CONFIG_FIELD = re.compile(r"\b[A-Z]\w*(?:Config|Settings)\.([a-z_]\w*)")
+"""A config's field as a check names it from Python (``TextGRPOConfig.micro_batch_size``)."""
+
+
+def as_flags(message: str) -> str:
+    """``message`` with each config field it names (:data:`CONFIG_FIELD`) written as its flag,
+    as the command line gives it.
+
+    >>> as_flags("TextMAGRPOConfig.micro_batch_size must be > 0, got 0")
+    '--micro-batch-size must be > 0, got 0'
+    """
+    return CONFIG_FIELD.sub(lambda match: "--" + match.group(1).replace("_", "-"), message)
+
+
 def line_words(args: list[str]) -> list[str]:
     """The command words that ``args`` starts with (``["train", "text"]``)."""
     words = []
@@ -700,7 +714,7 @@ def main(argv: list[str] | None = None) -> None:
     except USER_ERRORS as error:
         if "--debug" in args:
             raise
-        message = error.args[0] if isinstance(error, KeyError) and error.args else error
+        message = as_flags(str(error.args[0] if isinstance(error, KeyError) and error.args else error))
         print(f"{prog}: error: {message}", file=sys.stderr)
         tell_torchrun(f"{prog}: error: {message}")
         raise SystemExit(2) from None

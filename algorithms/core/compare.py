@@ -285,6 +285,19 @@ def check_own_settings(compare: Any, algos: Sequence[str], learners: Sequence[st
             raise ValueError(f"{flag} sets {algo}'s own setting, but --algos has no {algo}: add it, or leave {flag} out")
 
 
+def checked_run_config(build: Callable[[], Any], algo: str) -> Any:
+    """``build()``, a comparison's config of the learner ``algo``, with a refusal of its
+    settings said for that learner (``softrankpo: tau must be > 0``).
+
+    Raises:
+        ValueError: The learner's refusal, with its name before it.
+    """
+    try:
+        return build()
+    except ValueError as error:
+        raise ValueError(f"{learner_label(algo)}: {error}") from None
+
+
 PER_RUN = {"seed": "--seeds", "run_dir": "--out-dir", "reward_scale": "--reward-scales", "resume_from": "--resume"}
 """Run settings a comparison sets for each run, and the option that says them instead."""
 

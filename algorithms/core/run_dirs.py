@@ -295,9 +295,12 @@ def changed_settings(
     ["env.team is 'simulated' there and 'smollm2' here"]
     """
     old, new = flat(json.loads(json.dumps(before, default=str))), flat(json.loads(json.dumps(after, default=str)))
+    names = old.keys() | new.keys()
+    if old.get("algo") != new.get("algo"):  # another learner: its own settings are no difference to list
+        names = (old.keys() & new.keys()) | {"algo"}
     return [
         f"{name} is {_as_then(name, old)!r} there and {new.get(name)!r} here"
-        for name in sorted(old.keys() | new.keys())
+        for name in sorted(names)
         if name not in may_change and _as_then(name, old) != new.get(name)
     ]
 

@@ -35,6 +35,7 @@ from algorithms.core.compare import (
     check_algos,
     check_own_settings,
     check_per_run_settings,
+    checked_run_config,
     difference_lines,
     learner_config,
     learner_label,
@@ -90,9 +91,10 @@ def incidental_line() -> str:
     """What :func:`compare_table`'s caption says of :data:`INCIDENTAL_SPREAD`."""
     spread = INCIDENTAL_SPREAD
     return (
-        f"one seed's held-out accuracy moved by up to {spread['largest']:.3f} (mean {spread['mean']:.3f}, "
-        f"{spread['runs']} runs) under changes that leave the method the same, on the strict arithmetic "
-        "table (BENCHMARKS.md): a difference between learners must exceed that too"
+        f"for scale: on the strict arithmetic table of two SmolLM2 agents (BENCHMARKS.md), one seed's held-out "
+        f"accuracy moved by up to {spread['largest']:.3f} (mean {spread['mean']:.3f}, {spread['runs']} runs) under "
+        "changes that leave the method the same, so a difference between learners must exceed that too; other "
+        "settings have their own (benchmarks/incidental_spread.py measures it)"
     )
 
 
@@ -165,7 +167,7 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
     check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed", "run.resume_from"))  # a run_dir is replaced
     own = user_learners(cfg.algos, SHIPPED, learners, "text")
     for algo in cfg.algos:  # a setting a learner refuses (MAGRPO's --update-epochs 2): before the first run, not after
-        cfg.run_config(algo, 0)
+        checked_run_config(lambda algo=algo: cfg.run_config(algo, 0), algo)
     resolved_placement(cfg.learner.device, cfg.learner.dtype)  # a device this machine lacks: before any file
     with data_parallel.process_group(cfg.learner.device) as ranks:  # under torchrun: one group for every run
         names = [learner_label(algo) for algo in cfg.algos]

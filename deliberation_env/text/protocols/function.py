@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numbers
 import reprlib
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 from agents.base import Message
@@ -101,6 +102,7 @@ class FunctionProtocol:
         self._prompt, self._reward, self._feedback = prompt, reward, feedback
         self.n_agents, self.reward_range, self.name, self.neutral = n_agents, (low, high), name, neutral
         self.play_cut = bool(play_cut)
+        self._said_cut = False
 
     def __repr__(self) -> str:
         return f"FunctionProtocol({self.name!r}, n_agents={self.n_agents})"
@@ -151,7 +153,16 @@ class FunctionProtocol:
     def text_if_cut(self, problem: Problem, agent: int) -> str | None:
         """What ``agent`` plays in place of a completion cut at the token budget: the neutral
         text, or ``None`` (the cut completion as it is) with ``play_cut``. A red team's cut
-        "Answer: Paris" earned 1.0 where the math protocol counts a cut answer as none."""
+        "Answer: Paris" earned 1.0 where the math protocol counts a cut answer as none.
+        Said once per protocol, as the reward function is then not called for it."""
+        if not self.play_cut and not self._said_cut:
+            self._said_cut = True
+            warnings.warn(
+                f"protocol {self.name!r}: a completion cut at the token budget plays the neutral text "
+                f"{self.neutral!r} (a cut answer is no answer); FunctionProtocol(..., play_cut=True) gives your reward "
+                "function the cut text instead",
+                stacklevel=2,
+            )
         return None if self.play_cut else self.neutral
 
 
