@@ -369,12 +369,13 @@ TRL_OPTIONS = {
     "--warmup-ratio": "--warmup-updates (a number of updates)",
     "--num-train-epochs": "--updates (a number of updates, not of passes over the problems)",
     "--use-peft": "--finetune lora (the default)",
+    "--num-completions-to-print": "--log-completions N (into the run folder's completions/update-NNNNNN.jsonl)",
     "--resume-from-checkpoint": "--resume (from the newest checkpoint) or --resume-from update-NNNNNN (a kept one)",
 }
 """TRL's ``GRPOConfig`` options that have another name here (the table of
 :mod:`algorithms.text`): an unknown option that is one of them names ours."""
 TEXT_ONLY_OPTIONS = ("--aggregation", "--importance-sampling", "--max-new-tokens", "--micro-batch-size", "--model",
-                     "--groups-per-update", "--dtype", "--finetune")  # fmt: skip
+                     "--groups-per-update", "--dtype", "--finetune", "--log-completions")  # fmt: skip
 """The options of :data:`TRL_OPTIONS` that the meta learners do not have (no LLM weights)."""
 
 

@@ -103,6 +103,7 @@ ADDED_SETTINGS: dict[str, Any] = {
     "scale_rewards": "group",
     "importance_sampling": "token",
     "resume_from": "",
+    "log_completions": 0,
     # a comparison's learners' own settings (compare's --grpo.eps ...): their defaults then
     "eps": 1e-6,
     "tau": 0.5,

@@ -80,6 +80,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import shutil
 import time
 from collections.abc import Mapping, Sequence
@@ -376,7 +377,33 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         play = self._play(venv, np.repeat(problems[groups], per_group), episode_seeds[envs], config.temperature, config.pairing)
         if self.ranks.world_size > 1:
             play = self._gathered(play, groups, envs)
-        return Rollouts(play.samples, self._group_rewards(play.rewards), play.metrics)
+        rollouts = Rollouts(play.samples, self._group_rewards(play.rewards), play.metrics)
+        if self.completions_dir is not None and config.log_completions:
+            self._log_completions(rollouts)
+        return rollouts
+
+    completions_dir: Path | None = None
+    """Where each update writes ``config.log_completions`` of its completions
+    (``update-NNNNNN.jsonl``; :func:`algorithms.text.train` sets it to the run folder's
+    ``completions/`` on the process that writes); None: nowhere."""
+
+    def _log_completions(self, rollouts: Rollouts) -> None:
+        """The first ``config.log_completions`` completions of this update, one JSON line each
+        (:attr:`completions_dir`)."""
+        lines = []
+        for sample in rollouts.samples[: self.config.log_completions]:
+            completion = sample.completion
+            reward = rollouts.rewards[sample.turn, sample.group, sample.member, sample.agent_index]
+            record = {
+                "update": self.update + 1, "agent": sample.agent, "turn": sample.turn, "group": sample.group,
+                "member": sample.member, "prompt": self.lm.tokenizer.decode(list(completion.prompt_ids)),
+                "completion": completion.text, "finish_reason": completion.finish_reason,
+                "tokens": len(completion.token_ids), "reward": float(reward),
+            }  # fmt: skip
+            lines.append(json.dumps(record, ensure_ascii=False))
+        path = Path(self.completions_dir) / f"update-{self.update + 1:06d}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
     def _gathered(self, play: Play, groups: list[int], envs: list[int]) -> Play:
         """Every rank's play of its ``groups`` (its ``envs`` of the update) as one play of
@@ -671,6 +698,10 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         self.optimizer.load_state_dict(state["optimizer"])
         self.rng.bit_generator.state = state["rng"]
         self.update = state["update"]
+        if self.completions_dir is not None:  # a resumed run's logged future, made again from here
+            for path in Path(self.completions_dir).glob("update-*.jsonl"):
+                if int(path.stem.removeprefix("update-")) > self.update:
+                    path.unlink()
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()

@@ -222,11 +222,16 @@ class TextLearnerConfig(GroupSettings):
     update, seeded per call, agent by agent; :mod:`algorithms.text.ctranslate2_sampler`;
     BENCHMARKS.md, "Speed against TRL's GRPOTrainer", compares the two). ``train`` and the
     CLI build it; a learner built by hand takes ``sampler=CTranslate2Sampler(lm)``."""
+    log_completions: int = 0
+    """Write this many of each update's completions to the run folder,
+    ``completions/update-NNNNNN.jsonl`` (TRL's ``log_completions``): the prompt as the model
+    read it, the completion, why it ended, its tokens and the reward the learner trained on
+    (the first in the update's order: turn, agent, group, member); 0: none."""
 
     RUN_FIELDS: ClassVar[tuple[str, ...]] = (
         *(f.name for f in dataclasses.fields(RunConfig)), "workers", "sampler", "sample_batch_size",
         "eval_envs", "mixed_routing", "decoding", "device", "dtype", "micro_batch_size", "gradient_checkpointing",
-        "segmented_scoring",
+        "segmented_scoring", "log_completions",
     )
     """Fields a resumed run may change: the run part's, where and how many at a time the
     rollouts are sampled, and where and in how many passes the loss is computed (the
@@ -237,6 +242,8 @@ class TextLearnerConfig(GroupSettings):
         super().__post_init__()
         check_positive(self, "lora_rank", "lora_alpha", "max_new_tokens", "temperature", "micro_batch_size", "sample_batch_size", "eval_envs")
         check_names(self.device, self.dtype)
+        if self.log_completions < 0:
+            raise ValueError(f"log_completions must be >= 0 (0: none), got {self.log_completions}")
         self.model, self.models = local_model(self.model), tuple(map(local_model, self.models))
         choices = {
             "finetune": ("lora", "full"),

@@ -65,6 +65,8 @@ SUMMARY = "summary.json"
 """A run's held-out evaluations before and after training (both families write it)."""
 ADAPTERS = "adapters"
 """The folder of the trained adapters (peft format), one per agent."""
+COMPLETIONS = "completions"
+"""The folder of the completions each update logs (``--log-completions N``)."""
 CURVES_FILE = "learning_curves.png"
 """The joint reward per update, held-out evaluations as points (:func:`algorithms.text.plots.learning_curves`)."""
 DIGEST_ELEMENTS = 4096
@@ -356,6 +358,7 @@ def _train(
     data_parallel.barrier()  # the others start once rank 0 has checked and recorded the folder
     if config.run.run_dir and ranks.writes:
         learner.adapters_dir = Path(config.run.run_dir) / ADAPTERS  # the latest adapters beside each checkpoint
+        learner.completions_dir = Path(config.run.run_dir) / COMPLETIONS
     try:
         result = run(learner, config.run, metrics_of_held_out, learner.settings(config), learner.headline)
     finally:

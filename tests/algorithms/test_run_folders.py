@@ -270,3 +270,21 @@ def test_a_folder_with_a_checkpoint_but_no_record_of_its_settings_is_not_resumed
     with pytest.raises(ValueError, match="holds a checkpoint or metrics but no config.json, so its settings cannot be checked"):
         text_train(text_config(str(run), updates=2, resume=True, **QUIET))
     assert not (run / "config.json").exists()
+
+
+def test_logged_completions_are_each_updates_own_and_a_rollback_drops_the_future(tmp_path):
+    """TRL's log_completions: --log-completions N writes the first N completions of each update."""
+    run = tmp_path / "run"
+    config = dataclasses.replace(text_config(str(run), updates=3, keep_checkpoints=3, **QUIET), log_completions=2)
+    text_train(config)
+    logged = sorted(path.name for path in (run / "completions").iterdir())
+    assert logged == ["update-000001.jsonl", "update-000002.jsonl", "update-000003.jsonl"]
+    records = [json.loads(line) for line in (run / "completions" / "update-000002.jsonl").read_text().splitlines()]
+    assert [(r["update"], r["agent"], r["turn"], r["group"], r["member"]) for r in records] == [
+        (2, "agent_0", 0, 0, 0), (2, "agent_0", 0, 0, 1),
+    ]  # fmt: skip
+    assert records[0]["prompt"].endswith("assistant\n") and "What is" in records[0]["prompt"]
+    assert records[0]["finish_reason"] in ("stop", "length") and isinstance(records[0]["reward"], float)
+    assert records[0]["tokens"] <= config.max_new_tokens and isinstance(records[0]["completion"], str)
+    text_train(dataclasses.replace(config, run=dataclasses.replace(config.run, updates=1, resume_from="1", resume=True)))
+    assert sorted(path.name for path in (run / "completions").iterdir()) == ["update-000001.jsonl"]
