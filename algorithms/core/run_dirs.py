@@ -356,7 +356,7 @@ def check_resume(resume: bool, run_dir: str | None, flag: str = "--run-dir") -> 
     if not resume:
         return
     if not run_dir:
-        raise ValueError(f"--resume continues the run in {flag}: give its folder")
+        raise ValueError(f"--resume continues the run in {flag}: give its folder (--resume-from too, or the kept checkpoint's path)")
     if failed_start(Path(run_dir)):
         raise ValueError(
             f"--resume: {run_dir} holds only the {CONFIG} of a start that failed, no run to continue: "
