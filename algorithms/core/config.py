@@ -104,18 +104,22 @@ ADDED_SETTINGS: dict[str, Any] = {
     "importance_sampling": "token",
     "resume_from": "",
     "log_completions": 0,
-    # a comparison's learners' own settings (compare's --grpo.eps ...): their defaults then
-    "eps": 1e-6,
-    "tau": 0.5,
-    "baseline": "mean",
-    "normalize_advantages": False,
-    "joint_return": "team",
 }
 """Settings added since release 0.2 (the learners' optimizer and loss, the text learners'
-``top_k``, a comparison's learners' own settings), with the value every run it recorded
-trained with: a run folder recorded without one resumes where it has this value
-(:func:`algorithms.core.run_dirs.changed_settings`; a comparison's runs then check their
-own folders, which record every setting)."""
+``top_k``, a run's ``resume_from`` and ``log_completions``), with the value every run it
+recorded trained with: a run folder recorded without one resumes where it has this value
+(:func:`algorithms.core.run_dirs.changed_settings`)."""
+ADDED_OWN_SETTINGS: dict[str, Any] = {
+    "grpo.eps": 1e-6,
+    "grpo.scale_rewards": "group",
+    "softrankpo.tau": 0.5,
+    "magrpo.baseline": "mean",
+    "magrpo.normalize_advantages": False,
+    "magrpo.joint_return": "team",
+}
+"""A comparison's learners' own settings (``compare --grpo.eps``), added since release 0.2,
+by their dotted names in its record, with the values its runs trained with: a comparison
+folder recorded without them resumes where they have these values."""
 
 KEPT_ON_RESUME = ("eval_problems",)
 """The :class:`RunConfig` settings a resumed run keeps: every evaluation of a run plays the

@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from algorithms.core.config import ADDED_SETTINGS, RunConfig
+from algorithms.core.config import ADDED_OWN_SETTINGS, ADDED_SETTINGS, RunConfig
 
 CONFIG = "config.json"
 """The file that records a run's settings in its folder."""
@@ -308,8 +308,9 @@ def changed_settings(
 def _as_then(name: str, old: Mapping[str, Any]) -> Any:
     """The value of ``name`` in the record ``old``; for a setting added since it was
     recorded, the value every run then trained with (None for any other it lacks)."""
-    leaf = name.rpartition(".")[2]
-    return old[name] if name in old else ADDED_SETTINGS.get(leaf) if leaf in ADDED_SETTINGS else None
+    if name in old:
+        return old[name]
+    return ADDED_OWN_SETTINGS.get(name, ADDED_SETTINGS.get(name.rpartition(".")[2]))
 
 
 def flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

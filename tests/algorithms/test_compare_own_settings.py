@@ -13,7 +13,7 @@ from algorithms import cli
 from algorithms.core.compare import field_docs, own_settings
 from algorithms.core.config import GroupSettings, GRPOSettings
 from algorithms.meta.config import CompareConfig, GRPOConfig, PolicyGradientConfig, SoftRankPOOwn
-from algorithms.text.compare import TextCompare, TextGRPOOwn
+from algorithms.text.compare import TextCompare, TextGRPOOwn, TextSoftRankPOOwn
 from algorithms.text.config import (
     TextGRPOConfig,
     TextLearnerConfig,
@@ -107,3 +107,16 @@ def test_own_settings_are_the_fields_beyond_the_template_with_their_defaults_and
     assert [f.name for f in dataclasses.fields(own_settings(GRPOConfig, PolicyGradientConfig, "Own", __name__))] == ["eps", "scale_rewards"]
     assert field_docs(GRPOSettings)["eps"] == "Added to the standard deviation (>= 0)."
     assert "scale_rewards" not in field_docs(GroupSettings)
+
+
+def test_a_comparison_recorded_before_own_settings_resumes_at_their_defaults_only(tmp_path):
+    from algorithms.core.run_dirs import changed_settings
+
+    now = dataclasses.asdict(TextCompare(out_dir=str(tmp_path)))
+    before = {name: value for name, value in now.items() if name not in ("magrpo", "grpo", "softrankpo")}
+    assert changed_settings(before, now) == []  # it ran with the defaults
+    tau = dataclasses.asdict(TextCompare(out_dir=str(tmp_path), softrankpo=TextSoftRankPOOwn(tau=0.3)))
+    assert changed_settings(before, tau) == ["softrankpo.tau is 0.5 there and 0.3 here"]
+    meta = dataclasses.asdict(CompareConfig())
+    old_meta = {name: value for name, value in meta.items() if name not in ("magrpo", "grpo", "softrankpo")}
+    assert changed_settings(old_meta, meta) == []

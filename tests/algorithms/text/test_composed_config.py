@@ -78,7 +78,7 @@ def test_the_command_line_spells_every_option_as_before():
 
 def test_resume_fields_are_the_run_part_with_workers_and_sampler():
     run_fields = {f.name for f in dataclasses.fields(RunConfig)}
-    placement_and_passes = {"device", "dtype", "micro_batch_size", "gradient_checkpointing", "segmented_scoring"}
+    placement_and_passes = {"device", "dtype", "micro_batch_size", "gradient_checkpointing", "segmented_scoring", "log_completions"}
     sampling = {"workers", "sampler", "sample_batch_size", "eval_envs", "mixed_routing", "decoding"}
     assert set(TextLearnerConfig.RUN_FIELDS) == run_fields | sampling | placement_and_passes
 
