@@ -223,8 +223,6 @@ def _open(
     return MetricLogger(folder, config.tensorboard, config.wandb_project, config=settings)
 
 
-
-
 def keep_checkpoint(run_dir: Path, update: int, keep: int, adapters_dir: Path | None = None) -> Path:
     """Keep the checkpoint just written in ``run_dir`` (and ``adapters_dir``, where it was
     written with it) as ``run_dir/checkpoints/update-NNNNNN/``, then remove the oldest kept
