@@ -6,8 +6,10 @@ scores them with the protocol, including each agent's leave-one-out score.
 - math: ``text_vector_env`` on arithmetic, every agent answering; steps of all envs.
 - coding: HumanEval's canonical solution split into a helper (``aux`` holding the
   canonical body) and a main function calling it, so every step runs the trusted
-  verdict: the team's program and the program without the helper (the main agent's
-  neutral text has no function, so it is not judged). Every program is judged once.
+  verdict: the team's program, the program without the helper (the main agent's
+  neutral text has no function, so it is not judged) and, as the team passes every test,
+  the program with the helper's answers withheld (red team 27: do they matter?). Every
+  program is judged once.
   Measured two ways on the same problems: a ``text_vector_env`` of ``num_envs`` envs,
   whose step sends every env's programs to the sandbox in one ``judge_many`` call, and a
   single ``text_env`` stepped one problem at a time (what every step cost before the
