@@ -174,6 +174,9 @@ SOLVED_ALONE_WITH_A_CALL = {
     "result thrown away": ALONE.replace("    product = 1\n", "    aux(numbers)\n    product = 1\n"),
     "result overwritten": ALONE.replace("    product = 1\n", "    product = aux(numbers)\n    product = 1\n"),
     "a fallback": ALONE.replace("    return (sum(numbers), product)", "    found = aux(numbers)\n    return (sum(numbers), product if found is None else found)"),
+    # the result checked, then ignored: fails with the answers withheld, passes with them altered
+    "a property checked": ALONE.replace("    product = 1\n", "    assert aux(numbers) is not None\n    product = 1\n"),
+    "a type checked": ALONE.replace("    product = 1\n", "    if not isinstance(aux(numbers), int):\n        raise TypeError\n    product = 1\n"),
 }  # fmt: skip
 
 
@@ -185,6 +188,18 @@ def test_a_call_whose_result_cannot_matter_earns_no_cooperation(protocol, proble
     assert "passed" not in outcome.feedback[1].lower()  # nothing says how the tests went
     comlrl = CodingProtocol(tasks.get("humaneval"), bonus_gate="one_test")  # CoMLRL's rules read the text
     assert score(comlrl, problem, HELPER, SOLVED_ALONE_WITH_A_CALL[name]).parts["cooperation"] == 1.0
+
+
+def test_the_altered_answers_keep_their_shape_and_change_their_value():
+    from deliberation_env.text.protocols.coding.judge import ALTERED_RESULTS
+
+    namespace: dict = {}
+    exec(ALTERED_RESULTS, namespace)  # noqa: S102 (the trusted code the judge appends)
+    altered = namespace["__altered__"](lambda value: value)
+    for value in (True, 0, -2, 1.5, float("nan"), "", "ab", b"x", [], [1, "a"], (2, [False]), {}, {"k": 1}, {1, 2}, frozenset()):
+        changed = altered(value)
+        assert type(changed) is type(value) and changed != value, value
+    assert altered(None) is None
 
 
 def test_a_helper_whose_result_is_used_keeps_its_leave_one_out_credit(problem):

@@ -32,8 +32,10 @@ part                  weight  what it measures
                               non-trivial, the main function calls ``aux`` without
                               binding ``aux`` itself, and the helper's results matter:
                               judged again with each helper function answering ``None``
-                              (changing nothing in place), the program passes fewer
-                              tests (not with CoMLRL's gate, which reads the text only)
+                              (changing nothing in place), and again with it answering
+                              an altered value (and altering what it changes in place),
+                              the program passes fewer tests each time (not with
+                              CoMLRL's gate, which reads the text only)
 ``not_wrapper``       1.0     given cooperation: the main function is not a thin wrapper
                               (``return aux(...)``, or ``v = aux(...)`` then ``return v``)
 ``ignored_call``      -0.5    given cooperation: the main function calls ``aux`` as a bare
@@ -103,13 +105,17 @@ that the main function's text calls ``aux`` and is not one of CoMLRL's two wrapp
 ``cooperation`` also needs behaviour: the helper's results must matter to the tests. A
 call that never runs (``if 0 > 1: aux(x)``), a result never used (``v = aux(x)``),
 overwritten, or replaced by a fallback, passes every test with the helper's answers
-withheld, and earns no bonus; as text alone (CoMLRL's check, red team 27) such a main
-function, solving the problem by itself, earned the 1.5 points of the bonuses, and its
-helper a leave-one-out contribution of 1.9 for code that never ran. Not proven: that the
-main function uses more of the result than a property it checks and then ignores
-(``assert aux(x) is not None``: the withheld answers fail it), that it does part of the
-work itself (one more statement takes any wrapper out of the two forms), or that the
-helper is correct. Only the ``tests`` part measures the program's correctness.
+withheld (``None``); a result checked for a property and then ignored (``assert aux(x)
+is not None``) passes every test with them altered (a number plus one, a flipped
+boolean, ...: :data:`~deliberation_env.text.protocols.coding.judge.ALTERED_RESULTS`).
+Either earns no bonus. As text alone (CoMLRL's check, red team 27) such a main function,
+solving the problem by itself, earned the 1.5 points of the bonuses, and its helper a
+leave-one-out contribution of 1.9 for code that never ran. Not proven: that the main
+function needs the helper (it may compute the same value itself and compare it with
+aux's, which fails with either change), that it does part of the work itself (one more
+statement takes any wrapper out of the two forms), or that the helper is correct beyond
+the tests; and a helper whose answers the tests cannot tell from altered ones earns no
+bonus. Only the ``tests`` part measures the program's correctness.
 
 **Tests passed come only from the sandbox's verdict**
 (:mod:`deliberation_env.text.protocols.coding.counting`). The trusted tests are rewritten
@@ -178,8 +184,9 @@ function's calls of ``aux`` then fail), or no main function (R is at most 0.4).
   fails a test out-scores one that passes them all (R <= 1.5 + the share passed < 2.5).
   ``bonus_gate="one_test"`` restores CoMLRL's gate, to compare with its numbers.
 - Cooperation needs the helper's results to matter (the program judged again with them
-  withheld passes fewer tests), where CoMLRL reads the call in the text: a call that
-  never runs or whose result is unused farms its bonuses (above).
+  withheld, and again with them altered, passes fewer tests each time), where CoMLRL
+  reads the call in the text: a call that never runs or whose result is unused farms its
+  bonuses (above).
 - Feedback shows the program's results, never the expected values (above). It does not
   say whether the helper's results mattered: that would tell whether every test passed.
 
@@ -334,12 +341,17 @@ class CodingProtocol:
             read.append((problem, helper, main, analysis))
         results = iter(self.judge([(problem, analysis.program) for problem, _, _, analysis in read if analysis.tested]))
         tested = [next(results) if analysis.tested else None for _, _, _, analysis in read]
-        # the teams whose bonuses hang on whether the helper's results matter: judged again without them
+        # the teams whose bonuses hang on whether the helper's results matter: judged again without them, and with them altered
         asks = [k for k, (_, _, _, analysis) in enumerate(read) if self._cooperates_on_paper(analysis, tested[k])]
-        pairs = [(read[k][0], read[k][3].program.results_withheld()) for k in asks]
-        withheld = dict(zip(asks, self.judge(pairs) if pairs else [], strict=True))
+        pairs = [
+            (read[k][0], variant)
+            for k in asks
+            for variant in (read[k][3].program.results_withheld(), read[k][3].program.results_altered())
+        ]
+        judged = iter(self.judge(pairs) if pairs else [])
+        counterfactual = {k: (next(judged), next(judged)) for k in asks}
         return [
-            _outcome(problem, helper, main, analysis, tested[k], self.bonus_gate, withheld.get(k))
+            _outcome(problem, helper, main, analysis, tested[k], self.bonus_gate, counterfactual.get(k))
             for k, (problem, helper, main, analysis) in enumerate(read)
         ]
 
@@ -388,11 +400,12 @@ def _outcome(
     analysis: Analysis,
     tests: TestResult | None,
     bonus_gate: BonusGate,
-    withheld: TestResult | None = None,
+    counterfactual: tuple[TestResult, TestResult] | None = None,
 ) -> Outcome:
     """The level reward, its parts and the feedback of a team's codes (module docstring);
-    ``tests`` is the trusted count when ``analysis.tested``, else ``None``; ``withheld``
-    the count without the helper's results, where the bonuses hang on it."""
+    ``tests`` is the trusted count when ``analysis.tested``, else ``None``;
+    ``counterfactual`` the counts with the helper's results withheld and altered, where
+    the bonuses hang on them."""
     parts = dict.fromkeys(WEIGHTS, 0.0)
     parts["helper_defined"] = float(analysis.helper_defined)
     parts["main_defined"] = float(analysis.main_defined)
@@ -400,7 +413,8 @@ def _outcome(
         parts["syntax"] = 1.0
         parts["tests"] = tests.passed / tests.total
         cooperation = _on_paper(analysis, tests, bonus_gate) and (
-            bonus_gate == "one_test" or (withheld is not None and withheld.passed < tests.passed)
+            bonus_gate == "one_test"
+            or (counterfactual is not None and all(other.passed < tests.passed for other in counterfactual))
         )
         if cooperation:
             parts["cooperation"] = 1.0
