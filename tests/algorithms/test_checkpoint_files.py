@@ -114,7 +114,8 @@ def test_the_automatic_resume_of_a_training_run_refuses_a_pickle(tmp_path, name)
     marker = tmp_path / "marker"
     (tmp_path / "run").mkdir()
     evil(tmp_path / "run" / name, marker)
-    refusal = "can run any code" if name == CHECKPOINT else "holds no run to continue"  # checkpoint.pt: never a run's
+    # checkpoint.pt: never a run's; checkpoint.safetensors without the config.json a run records: refused unread
+    refusal = "no config.json, so its settings cannot be checked" if name == CHECKPOINT else "holds no run to continue"
     with pytest.raises((CheckpointError, ValueError), match=refusal):
         train(tiny(tmp_path, resume=True))
     assert not marker.exists()
