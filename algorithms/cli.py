@@ -375,8 +375,9 @@ TRL_OPTIONS = {
 """TRL's ``GRPOConfig`` options that have another name here (the table of
 :mod:`algorithms.text`): an unknown option that is one of them names ours."""
 TEXT_ONLY_OPTIONS = ("--aggregation", "--importance-sampling", "--max-new-tokens", "--micro-batch-size", "--model",
-                     "--groups-per-update", "--dtype", "--finetune", "--log-completions")  # fmt: skip
-"""The options of :data:`TRL_OPTIONS` that the meta learners do not have (no LLM weights)."""
+                     "--dtype", "--finetune", "--log-completions")  # fmt: skip
+"""The options named in :data:`TRL_OPTIONS` that the meta learners do not have (no LLM
+weights): a hint that names one is not given on a meta command line."""
 
 
 def short_error(printed: str, command: str = "") -> str | None:
@@ -392,7 +393,7 @@ def short_error(printed: str, command: str = "") -> str | None:
         flag = found.group(1)
         rest = text[found.end() :]
         ours = TRL_OPTIONS.get(flag, "")
-        if ours and not (" meta" in command and ours.split()[0] in TEXT_ONLY_OPTIONS):
+        if ours and not (" meta" in command and set(ours.split()) & set(TEXT_ONLY_OPTIONS)):
             return f"unrecognized option {flag}: that is TRL's name; here it is {ours}"
         own = re.search(rf"{re.escape(flag)} [A-Z{{]", rest)  # the flag itself, listed as another command's
         if own is not None:

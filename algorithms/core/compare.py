@@ -40,6 +40,7 @@ returns a learner that :func:`algorithms.core.run.run` drives (``name``, ``updat
 from __future__ import annotations
 
 import ast
+import contextlib
 import csv
 import dataclasses
 import inspect
@@ -48,7 +49,7 @@ import json
 import operator
 import textwrap
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -266,34 +267,37 @@ def learner_config(config: type, shared: Mapping[str, Any], own: Any) -> Any:
     return config(**shared, **extra)
 
 
-def check_own_settings(compare: Any, algos: Sequence[str], learners: Sequence[str]) -> None:
+def check_own_settings(compare: Any, algos: Sequence[str], learners: Sequence[str], shipped: Sequence[str]) -> None:
     """Refuse a learner's own setting (``--grpo.eps``) given to a comparison whose ``algos``
     do not train that learner: ``compare`` holds each learner of ``learners``' own settings
     (:func:`own_settings`) in the field named after it; a setting left at its default is
-    none given.
+    none given. A learner of one's own (an algo not in ``shipped``) takes GRPO's.
 
     Raises:
         ValueError: Naming the option and what to add to ``--algos``.
     """
+    trained = {*algos, *(["grpo"] if any(algo not in shipped for algo in algos) else [])}
     for algo in learners:
         own = getattr(compare, algo)
-        if algo in algos:
+        if algo in trained:
             continue
-        given = [f.name for f in dataclasses.fields(own) if getattr(own, f.name) != getattr(type(own)(), f.name)]
+        defaults = type(own)()
+        given = [f.name for f in dataclasses.fields(own) if getattr(own, f.name) != getattr(defaults, f.name)]
         if given:
             flag = f"--{algo}.{given[0].replace('_', '-')}"
             raise ValueError(f"{flag} sets {algo}'s own setting, but --algos has no {algo}: add it, or leave {flag} out")
 
 
-def checked_run_config(build: Callable[[], Any], algo: str) -> Any:
-    """``build()``, a comparison's config of the learner ``algo``, with a refusal of its
-    settings said for that learner (``softrankpo: tau must be > 0``).
+@contextlib.contextmanager
+def refused_for(algo: str) -> Iterator[None]:
+    """Say a refusal in the block (building a comparison's config of the learner ``algo``)
+    for that learner: ``softrankpo: tau must be > 0``.
 
     Raises:
-        ValueError: The learner's refusal, with its name before it.
+        ValueError: The refusal, with the learner's name before it.
     """
     try:
-        return build()
+        yield
     except ValueError as error:
         raise ValueError(f"{learner_label(algo)}: {error}") from None
 

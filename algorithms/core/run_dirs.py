@@ -179,8 +179,7 @@ def check_run_dir(
             f"cannot resume {folder}: it holds a checkpoint or metrics but no {CONFIG}, so its settings cannot be "
             "checked; resume a run folder that this package wrote"
         )
-    if resume_from:
-        kept_checkpoint(folder, resume_from)
+    kept = kept_checkpoint(folder, resume_from) if resume_from else None
     if holds_run(folder) and not resume:
         raise ValueError(
             f"{folder} holds a run already: add --resume to continue it, or leave {flag} out "
@@ -194,8 +193,8 @@ def check_run_dir(
                 f"cannot resume the run in {folder} with other settings: {'; '.join(differences)}; "
                 "resume with its settings, or start a new run (without --resume, in another folder)"
             )
-        if updates is not None and resume_from:  # the updates after the kept checkpoint are dropped
-            update = int(kept_checkpoint(folder, resume_from).name.removeprefix("update-"))
+        if updates is not None and kept is not None:  # the updates after the kept checkpoint are dropped
+            update = int(kept.name.removeprefix("update-"))
             if updates < update:
                 raise ValueError(f"cannot resume the run in {folder} from update {update} with --updates {updates}: give --updates {update} or more")
         elif updates is not None:

@@ -39,10 +39,10 @@ from algorithms.core.checkpoints import CHECKPOINT
 from algorithms.core.compare import (
     LearnerFactory,
     check_per_run_settings,
-    checked_run_config,
     difference_lines,
     learner_label,
     mean_and_interval,
+    refused_for,
     run_grid,
     summarize_runs,
     user_learners,
@@ -91,7 +91,8 @@ def compare(cfg: CompareConfig, learners: Mapping[str, LearnerFactory] | None = 
     trained = [name for name in names if name != "sft"]
     for algo in cfg.algos:  # a setting a learner refuses: before the first run, not after
         if algo != "sft":
-            checked_run_config(lambda algo=algo: cfg.run_config(algo, 0, Path(cfg.out_dir), cfg.reward_scales[0]), algo)
+            with refused_for(algo):
+                cfg.run_config(algo, 0, Path(cfg.out_dir), cfg.reward_scales[0])
     runs = cfg.seeds * (len(cfg.reward_scales) * len(trained) + bool(cfg.learner.sft_updates))
     with (
         removed_if_nothing_ran(cfg.out_dir),

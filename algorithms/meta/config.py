@@ -314,8 +314,7 @@ class CompareConfig:
 
     def __post_init__(self) -> None:
         check_algos(self.algos)
-        with_grpo_config = any(algo not in ALGOS for algo in self.algos)  # a learner of one's own
-        check_own_settings(self, [*self.algos, *(["grpo"] if with_grpo_config else [])], ("softrankpo", "grpo", "magrpo"))
+        check_own_settings(self, self.algos, ("softrankpo", "grpo", "magrpo"), ALGOS)
         unknown = [b for b in self.baselines if b not in baselines.BASELINES]
         if unknown:
             raise ValueError(f"unknown baselines {unknown}; known: {sorted(baselines.BASELINES)}")

@@ -35,11 +35,11 @@ from algorithms.core.compare import (
     check_algos,
     check_own_settings,
     check_per_run_settings,
-    checked_run_config,
     difference_lines,
     learner_config,
     learner_label,
     own_settings,
+    refused_for,
     run_grid,
     summarize_runs,
     summary_table,
@@ -133,8 +133,7 @@ class TextCompare:
         check_algos(self.algos)
         if self.seeds < 1:
             raise ValueError(f"--seeds must be >= 1, got {self.seeds}")
-        with_grpo_config = any(algo not in SHIPPED for algo in self.algos)  # a learner of one's own
-        check_own_settings(self, [*self.algos, *(["grpo"] if with_grpo_config else [])], SHIPPED)
+        check_own_settings(self, self.algos, SHIPPED, SHIPPED)
 
     def run_config(self, algo: str, seed: int) -> TextLearnerConfig:
         """The config of the learner named ``algo`` at ``seed``: built from the template's
@@ -167,7 +166,8 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
     check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed", "run.resume_from"))  # a run_dir is replaced
     own = user_learners(cfg.algos, SHIPPED, learners, "text")
     for algo in cfg.algos:  # a setting a learner refuses (MAGRPO's --update-epochs 2): before the first run, not after
-        checked_run_config(lambda algo=algo: cfg.run_config(algo, 0), algo)
+        with refused_for(algo):
+            cfg.run_config(algo, 0)
     resolved_placement(cfg.learner.device, cfg.learner.dtype)  # a device this machine lacks: before any file
     with data_parallel.process_group(cfg.learner.device) as ranks:  # under torchrun: one group for every run
         names = [learner_label(algo) for algo in cfg.algos]

@@ -155,8 +155,8 @@ class TeamProgram:
         """These programs with each of the helper's functions answering ``None`` and changing
         nothing in place: what the main function does without the helper's results (the
         coding protocol's check that they matter)."""
-        stubs = "".join(f"def {name}(*args, **kwargs):\n    return None\n\n\n" for name in self.helper_functions)
-        return dataclasses.replace(self, helper_code=stubs.rstrip("\n") + "\n" if stubs else "")
+        stubs = "\n\n".join(f"def {name}(*args, **kwargs):\n    return None\n" for name in self.helper_functions)
+        return dataclasses.replace(self, helper_code=stubs)
 
     def results_altered(self) -> TeamProgram:
         """These programs with each of the helper's functions answering a value of the same
