@@ -51,6 +51,7 @@ from algorithms.commands.common import console
 from algorithms.core import config_files, run_dirs
 from algorithms.core.compare import PER_RUN
 from algorithms.core.config import RunConfig
+from algorithms.core.help_text import readable_help
 from algorithms.meta.config import CONFIGS as META_CONFIGS
 from algorithms.meta.config import (
     RECORDED_BY,
@@ -643,6 +644,7 @@ def parse(args: list[str]) -> Deliberate:
             or an option is unknown (one line naming the nearest option).
     """
     check_per_run_options(args)
+    readable_help()
     path = config_path(args)
     default = None if path is None else file_defaults(path, args)
     if default is not None and hasattr(default.command.command, "learner"):

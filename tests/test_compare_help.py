@@ -9,6 +9,7 @@ import re
 import pytest
 
 from algorithms import cli
+from algorithms.core.help_text import ROLE
 from algorithms.meta.config import PolicyGradientConfig
 from algorithms.text.config import TextLearnerConfig
 
@@ -77,3 +78,16 @@ def test_resume_from_a_kept_checkpoint_is_refused_by_a_comparison(capsys, family
         with pytest.raises(SystemExit):
             cli.main(["compare", family, "--resume-from", given, "--out-dir", "unused"])
         assert capsys.readouterr().err.endswith(f"compare sets --resume-from for each run: use --resume (got --resume-from '{given}')\n")
+
+
+@pytest.mark.parametrize(
+    "command", [("train", "text", "grpo"), ("train", "meta", "softrankpo"), ("compare", "text"), ("run", "text")]
+)
+def test_help_shows_no_sphinx_markup(capsys, command):
+    """A client read ``:func:`~algorithms.core.advantages.grpo_advantages``` in ``--help``."""
+    with pytest.raises(SystemExit):
+        cli.main([*command, "--help"])
+    printed = capsys.readouterr().out
+    assert "--learning-rate" in printed or "--task" in printed  # the help itself
+    assert not ROLE.search(printed) and "``" not in printed
+    assert "`grpo_advantages`" in printed or command[0] != "train" or command[2] != "grpo"

@@ -60,6 +60,7 @@ from rich.table import Table
 from scipy import stats
 
 import deliberation_env as de
+from algorithms.core.help_text import plain_markup
 from deliberation_env.text.config import ImportsCode, import_attribute, is_import_path
 
 RESULTS_CSV = "compare.csv"
@@ -251,7 +252,7 @@ def own_settings(config: type, shared: type, name: str, module: str) -> type:
             if item.default_factory is not dataclasses.MISSING
             else dataclasses.field(default=item.default)
         )
-        kind = Annotated[hints[item.name], tyro.conf.arg(help=docs.get(item.name))] if item.name in docs else hints[item.name]
+        kind = Annotated[hints[item.name], tyro.conf.arg(help=plain_markup(docs[item.name]))] if item.name in docs else hints[item.name]
         own.append((item.name, kind, default))
     made = dataclasses.make_dataclass(name, own)
     made.__doc__ = f"{config.__name__}'s own settings in a comparison (beside the template's shared ones)."

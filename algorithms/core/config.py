@@ -104,9 +104,10 @@ ADDED_SETTINGS: dict[str, Any] = {
     "importance_sampling": "token",
     "resume_from": "",
     "log_completions": 0,
+    "mask_truncated_completions": False,
 }
 """Settings added since release 0.2 (the learners' optimizer and loss, the text learners'
-``top_k``, a run's ``resume_from`` and ``log_completions``), with the value every run it
+``top_k`` and ``mask_truncated_completions``, a run's ``resume_from`` and ``log_completions``), with the value every run it
 recorded trained with: a run folder recorded without one resumes where it has this value
 (:func:`algorithms.core.run_dirs.changed_settings`)."""
 ADDED_OWN_SETTINGS: dict[str, Any] = {

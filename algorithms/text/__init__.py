@@ -78,6 +78,13 @@ TRL                                 here
                                     (1.15 at G = 4); ``--eps 1e-4`` matches TRL's epsilon
 ``beta``                            ``kl_coef`` (the k3 estimator, as TRL)
 ``max_completion_length``           ``max_new_tokens``; ``temperature``, ``top_p``, ``top_k``
+``mask_truncated_completions``      ``mask_truncated_completions`` (a cut completion keeps its
+                                    reward and its place in the group's baseline, and leaves
+                                    the loss)
+``sync_ref_model``                  not here (TRL refuses it with PEFT; full fine-tuning's
+                                    reference here is the base it started from)
+``max_prompt_length``               (gone from TRL 1.x) an env's prompts are bounded by its
+                                    task and turns; a text env refuses one that outgrows them
 ``lr_scheduler_type``,              ``lr_schedule``, ``warmup_updates`` (set per update, not per
 ``warmup_steps``                    optimizer step); ``learning_rate``, ``weight_decay``,
                                     ``max_grad_norm``, ``gradient_checkpointing`` alike

@@ -73,7 +73,9 @@ towards 0 is the usual sign of a policy that stopped exploring), ``tokens/{agent
 ``text_if_cut`` info says (:func:`agents.text_policy.played_text`, as
 :class:`agents.TextPolicy` plays it in evaluation): the math protocol under strict
 scoring makes it its neutral text, so a cut completion is no answer and earns nothing,
-in training as in evaluation; its tokens are still trained on, with that reward.
+in training as in evaluation; its tokens are still trained on, with that reward, unless
+``mask_truncated_completions`` leaves them out of the loss (they still count in their
+group's baseline, as in TRL).
 """
 
 from __future__ import annotations
@@ -549,6 +551,11 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         old = self._score_shared(samples, reference=False) if reuse else None
         reference = self._score_shared(samples, reference=True) if config.kl_coef > 0 else None
         lengths = torch.tensor([len(s.completion.token_ids) for s in samples])
+        kept = (
+            torch.tensor([s.completion.finish_reason != "length" for s in samples])
+            if config.mask_truncated_completions
+            else None
+        )
         totals: dict[str, float] = {}  # each statistic's mean over the update's optimizer steps
         minibatches = min(config.num_minibatches, len(samples))  # none empty: fewer samples than minibatches
         steps = config.update_epochs * minibatches
@@ -557,7 +564,8 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             order = self.rng.permutation(len(samples))
             for minibatch in np.array_split(order, minibatches):
                 weights = torch.stack(  # the loss's, and the token mean's for the statistics
-                    [token_weights(lengths[minibatch], config.aggregation, config.max_new_tokens),
+                    [token_weights(lengths[minibatch], config.aggregation, config.max_new_tokens,
+                                   kept[minibatch] if kept is not None else None),
                      token_weights(lengths[minibatch], "token")], dim=1,
                 )  # fmt: skip
                 self.optimizer.zero_grad()

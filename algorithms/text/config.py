@@ -177,6 +177,14 @@ class TextLearnerConfig(GroupSettings):
     sequences of their token means (``grpo``); ``constant``: the sum over all tokens divided
     by (sequences x ``max_new_tokens``) (``dr_grpo``); see
     :func:`algorithms.text.losses.token_weights`."""
+    mask_truncated_completions: bool = False
+    """Leave completions cut at ``max_new_tokens`` out of the loss (TRL's name; DAPO's
+    overlong filtering): they still play their turn, earn their reward and count in their
+    group's baseline, but no gradient flows through their tokens
+    (:func:`algorithms.text.losses.token_weights`, ``kept``). The logged statistics
+    (entropy, clipping) stay over every token. False: a cut completion is trained on with
+    the reward it earned (under strict scoring, none: a push away from running out of
+    tokens)."""
     importance_sampling: Literal["token", "sequence"] = "token"
     """The importance ratio pi / pi_old that is clipped: each token's own, or its sequence's
     geometric mean (GSPO; TRL's ``importance_sampling_level``;

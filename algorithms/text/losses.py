@@ -154,7 +154,9 @@ def _unnormalized_baseline_advantages(rewards: torch.Tensor, baseline: Baseline)
     raise ValueError(f"baseline must be 'mean', 'rloo', 'max' or 'raw', got {baseline!r}")
 
 
-def token_weights(lengths: torch.Tensor, aggregation: Aggregation, max_length: int | None = None) -> torch.Tensor:
+def token_weights(
+    lengths: torch.Tensor, aggregation: Aggregation, max_length: int | None = None, kept: torch.Tensor | None = None
+) -> torch.Tensor:
     r"""The weight of each token of sequence i in the batch loss, one value per sequence.
 
     For N sequences of lengths :math:`|o_i|`, per-token values :math:`\ell_{i,t}` and the
@@ -177,10 +179,17 @@ def token_weights(lengths: torch.Tensor, aggregation: Aggregation, max_length: i
     Weights of the whole minibatch make a loss summed over micro-batches equal the
     minibatch's loss (gradient accumulation is exact).
 
+    With ``kept`` (TRL's ``mask_truncated_completions``: DAPO's overlong filtering), a
+    sequence not kept weighs 0, and the sums run as TRL's losses run over its masked
+    completions: the token mean over the kept sequences' tokens, while :math:`N` stays
+    every sequence of the batch (a dropped sequence adds 0 to the sequence mean and the
+    constant one). No sequence kept: every weight 0.
+
     Args:
         lengths: (N,) token counts, each >= 1.
         aggregation: ``"sequence"``, ``"token"`` or ``"constant"``.
         max_length: :math:`L_{max}` >= every length; needed by ``"constant"`` only.
+        kept: (N,) booleans, the sequences the loss keeps; None: all.
 
     Returns:
         (N,) float weights.
@@ -193,14 +202,17 @@ def token_weights(lengths: torch.Tensor, aggregation: Aggregation, max_length: i
     lengths = lengths.to(torch.float32)
     if lengths.ndim != 1 or not (lengths >= 1).all():
         raise ValueError(f"lengths must be a 1-D tensor of counts >= 1, got {lengths.tolist()}")
+    kept = torch.ones_like(lengths) if kept is None else kept.to(torch.float32)
+    if kept.shape != lengths.shape:
+        raise ValueError(f"kept must have one value per sequence, got {kept.shape} for {lengths.shape}")
     if aggregation == "sequence":
-        return 1.0 / (len(lengths) * lengths)
+        return kept / (len(lengths) * lengths)
     if aggregation == "token":
-        return torch.full_like(lengths, 1.0 / lengths.sum().item())
+        return kept / max((kept * lengths).sum().item(), 1.0)
     if aggregation == "constant":
         if max_length is None or max_length < lengths.max().item():
             raise ValueError(f"constant aggregation needs max_length >= every length, got {max_length}")
-        return torch.full_like(lengths, 1.0 / (len(lengths) * max_length))
+        return kept / (len(lengths) * max_length)
     raise ValueError(f"aggregation must be 'token', 'sequence' or 'constant', got {aggregation!r}")
 
 

@@ -206,3 +206,17 @@ def test_the_meta_learners_update_takes_clip_eps_high_and_scale_rewards():
     assert torch.equal(plain, _meta_update())  # the same seed, the same update
     assert not torch.equal(plain, _meta_update(clip_eps_high=0.5))
     assert not torch.equal(plain, _meta_update(scale_rewards="none"))
+
+
+def test_masked_truncated_sequences_weigh_nothing_and_leave_the_others_as_trl_does():
+    lengths, kept = torch.tensor([2, 4, 6]), torch.tensor([True, False, True])
+    token = token_weights(lengths, "token", kept=kept)
+    assert token.tolist() == pytest.approx([1 / 8, 0.0, 1 / 8])  # a mean over the kept tokens only
+    sequence = token_weights(lengths, "sequence", kept=kept)
+    assert sequence.tolist() == pytest.approx([1 / 6, 0.0, 1 / 18])  # N stays 3: TRL's grpo mean over the batch
+    constant = token_weights(lengths, "constant", 8, kept=kept)
+    assert constant.tolist() == pytest.approx([1 / 24, 0.0, 1 / 24])
+    assert token_weights(lengths, "token", kept=torch.zeros(3, dtype=torch.bool)).tolist() == [0.0, 0.0, 0.0]
+    torch.testing.assert_close(token_weights(lengths, "token", kept=torch.ones(3, dtype=torch.bool)), token_weights(lengths, "token"))
+    with pytest.raises(ValueError, match="one value per sequence"):
+        token_weights(lengths, "token", kept=torch.ones(2, dtype=torch.bool))

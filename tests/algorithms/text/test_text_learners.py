@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -374,3 +375,32 @@ def test_the_constant_aggregation_reaches_the_loss(make_lm):
     assert losses["token"] != 0
     factor = sum(lengths) / (len(lengths) * SMALL["max_new_tokens"])
     assert losses["constant"] == pytest.approx(losses["token"] * factor, rel=1e-4)
+
+
+def test_masked_truncated_completions_train_nothing_and_the_others_as_before(make_lm):
+    """TRL's ``mask_truncated_completions``: a cut completion plays and is rewarded, but no
+    gradient flows through it. The tiny model never stops in 6 tokens: every completion is
+    cut, so agent_0's are marked stopped by hand; agent_1's adapter must then stay put."""
+
+    def update(mask, stopped=("agent_0",)):
+        subject = make_learner(make_lm, TextMAGRPO, TextMAGRPOConfig(**SMALL, mask_truncated_completions=mask))
+
+        def collected(collect=subject.collect):
+            batch = collect()
+            assert all(s.completion.finish_reason == "length" for s in batch.samples)
+            stop = [dataclasses.replace(s.completion, finish_reason="stop") for s in batch.samples]
+            samples = [dataclasses.replace(s, completion=c) if s.agent in stopped else s for s, c in zip(batch.samples, stop)]
+            return dataclasses.replace(batch, samples=samples)
+
+        subject.collect = collected
+        model = subject.lm.seats["agent_0"].model  # one base, an adapter per agent
+        before = snapshot(model)
+        subject.train_step()
+        moved = changed(before, model)
+        return {agent: [name for name in moved if f".{agent}." in name] for agent in ("agent_0", "agent_1")}
+
+    assert all(update(mask=False).values())  # both adapters move, cut or not
+    masked = update(mask=True)
+    assert masked["agent_0"] and masked["agent_1"] == []
+    everything_cut = update(mask=True, stopped=())
+    assert everything_cut == {"agent_0": [], "agent_1": []}
