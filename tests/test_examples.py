@@ -34,6 +34,7 @@ def test_cli_tasks(command):
     result = subprocess.run([sys.executable, "-m", "algorithms.cli", *command], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert "arithmetic" in result.stdout
+    assert "``" not in result.stdout  # Sphinx literals read as one pair of backquotes
 
 
 def test_cli_run_simulated(tmp_path):

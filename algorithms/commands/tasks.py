@@ -8,6 +8,7 @@ import tyro
 
 import deliberation_env as de
 from algorithms.commands.common import check_choice, console
+from algorithms.core.help_text import plain_markup
 
 
 @dataclass
@@ -39,7 +40,7 @@ def list_tasks(cfg: TasksList) -> None:
     table.add_column("what")
     for name in de.tasks.names():
         doc = (de.tasks.task_class(name).__doc__ or "").strip().splitlines()
-        table.add_row(name, doc[0] if doc else "")
+        table.add_row(name, plain_markup(doc[0]) if doc else "")
     console.print(table)
 
 
@@ -52,7 +53,7 @@ def show_task(cfg: TasksShow) -> None:
     if not 0 <= cfg.index < len(problems):
         raise ValueError(f"--index {cfg.index} is not a problem of the {cfg.split} split: give 0 to {len(problems) - 1}")
     problem = problems[cfg.index]
-    console.print(f"[bold]{cfg.name}[/bold]: {(type(task).__doc__ or '').strip().splitlines()[0]}")
+    console.print(f"[bold]{cfg.name}[/bold]: {plain_markup((type(task).__doc__ or '').strip().splitlines()[0])}")
     console.print(f"{len(problems)} problems in split {cfg.split!r}")
     console.print(f"answer format: {task.instructions}")
     console.print(f"\n[bold]{problem.id}[/bold]\n{problem.question}\n\nreference decision: {problem.answer!r}")
