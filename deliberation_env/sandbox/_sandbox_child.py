@@ -62,11 +62,13 @@ Processes, each with one job:
 from __future__ import annotations
 
 import builtins
+import copy
 import ctypes
 import errno
 import fcntl
 import importlib.util
 import json
+import math
 import operator
 import os
 import resource
@@ -890,6 +892,7 @@ def _serve_candidate(
     helper's process through ``to_helper``), then answer calls of its entry point until the
     judge stops."""
     request["helper"] = ""  # the helper's source is the helper process's, not this one's
+    request.pop("helper_answers", None)  # nor whether its answers are swapped (a counterfactual run)
     _confine(config, workdir)
     _LIBC.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own /proc entries are its own: nothing to hide
     _block_sockets()
@@ -942,6 +945,7 @@ def _serve_helper(request: dict, config: dict, workdir: str, calls: int, answers
     ``("unsendable", detail)`` when the value or a changed argument is not a codec value.
     """
     code, names = request["helper"], frozenset(request["helper_functions"])
+    swapped = _Swapped() if request.get("helper_answers") == "swapped" else None
     request.clear()  # the candidate's program is not this process's business
     _confine(config, workdir)
     _LIBC.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
@@ -962,7 +966,11 @@ def _serve_helper(request: dict, config: dict, workdir: str, calls: int, answers
             os._exit(0)
         if not _well_formed_call(call):
             os._exit(0)
-        _answer(answers, _helper_answer(namespace, names, message, call))
+        if swapped is None:
+            _answer(answers, _helper_answer(namespace, names, message, call))
+        else:
+            _flush_streams()
+            codec.write_message(answers, swapped.reply(namespace, names, message, call))
 
 
 def _well_formed_call(call: object) -> bool:
@@ -988,6 +996,86 @@ def _helper_answer(namespace: dict, names: frozenset[str], message: bytes, call:
     except BaseException as error:  # noqa: BLE001 - the call's outcome is its answer
         answer = ("raise", type(error).__name__, _exception_arguments(error))
     return (*answer, _changed_arguments(message, call, before))
+
+
+class _Swapped:
+    """The helper's answers as a counterfactual run gives them (``helper_answers="swapped"``,
+    the coding protocol's check that they matter): each call is answered with the value the
+    helper returned to an earlier call, the last one that differs from its own (its own
+    while there is none: a helper that always answers the same has nothing to swap), and
+    each list, dict and set argument the call changed in place is altered once more
+    (:func:`_altered`). A property that every answer of the helper has (a ``True``, an even
+    number, a value that is not ``None``) holds of the swapped answers too, so a main
+    function that only checks one passes this run; one that uses the answer to *its* call fails.
+
+    The helper's own code runs unchanged, in its own namespace and at the same depth of
+    calls (its functions are not rebound, so it cannot tell this run from another: red team
+    28), and where the swapped answer cannot cross (larger than the codec takes) the call
+    is answered as the helper returned: what the codec refuses is never what fails the run.
+    """
+
+    def __init__(self) -> None:
+        self.last: bytes | None = None  # the encoded value of the last call
+        self.other: bytes | None = None  # the last encoded value that differs from it
+
+    def reply(self, namespace: dict, names: frozenset[str], message: bytes, call: tuple) -> bytes:
+        """The encoded answer to ``call`` (see the class docstring)."""
+        name, args, kwargs = call
+        given = [*args, *kwargs.values()]
+        before = copy.deepcopy(given) if name in names and name in namespace else None
+        mutable = _mutable_values((args, kwargs), [])
+        answer = _helper_answer(namespace, names, message, call)
+        try:
+            honest = codec.encode(answer)
+        except codec.CodecError as error:
+            return codec.encode(("unsendable", str(error)))
+        if answer[0] != "return" or before is None:
+            return honest
+        value = codec.encode(answer[1])
+        swapped = self.last if value != self.last else self.other
+        if value != self.last:
+            self.last, self.other = value, self.last
+        changed = [argument for argument, was in zip(given, before, strict=True) if argument != was]
+        if swapped is None and not changed:
+            return honest
+        for argument in changed:
+            _alter_in_place(argument)
+        result = answer[1] if swapped is None else codec.decode(swapped)
+        try:
+            return codec.encode(("return", result, _changed_arguments(message, call, mutable)))
+        except codec.CodecError:
+            return honest
+
+
+def _altered(value: object) -> object:
+    """A codec value of the same shape as ``value`` and another value: a number plus one, a
+    flipped boolean, a string with a character more, each element of a container so, an
+    empty one given one (``None`` stays ``None``)."""
+    if type(value) is bool:
+        return not value
+    if type(value) is float and math.isnan(value):
+        return 0.0
+    if type(value) in (int, float):
+        return value + 1
+    if type(value) in (str, bytes):
+        return value + ("#" if type(value) is str else b"#")
+    if type(value) in (list, tuple):
+        return type(value)(_altered(item) for item in value) if value else type(value)([0])
+    if type(value) is dict:
+        return {key: _altered(item) for key, item in value.items()} if value else {0: 0}
+    if type(value) in (set, frozenset):
+        return type(value)(value | {"#"})
+    return value
+
+
+def _alter_in_place(value: object) -> None:
+    """Alter a list, dict or set argument in place (:func:`_altered`)."""
+    if type(value) is list:
+        value[:] = _altered(value)
+    elif type(value) is dict:
+        value.update(_altered(value))
+    elif type(value) is set:
+        value.add("#")
 
 
 def _changed_arguments(message: bytes, call: tuple, before: list) -> tuple | None:

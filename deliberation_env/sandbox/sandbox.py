@@ -308,6 +308,10 @@ class JudgeRequest:
         helper_functions: The names of ``helper``'s functions that ``program`` may call:
             each is bound in the candidate, before ``program`` runs, to a stub that calls
             the function in the helper's process (module docstring).
+        helper_answers: ``"returned"``: each call of a helper's function is answered with
+            what it returned; ``"swapped"``: with what it returned to an earlier call, and
+            what it changed in place altered (a counterfactual run: the coding protocol's
+            check that the helper's results matter; ``_sandbox_child._Swapped``).
 
     Raises:
         ValueError: If ``helper`` and ``helper_functions`` are not both given or both
@@ -321,8 +325,11 @@ class JudgeRequest:
     probes: tuple[str, ...] = ()
     helper: str = ""
     helper_functions: tuple[str, ...] = ()
+    helper_answers: str = "returned"
 
     def __post_init__(self) -> None:
+        if self.helper_answers not in ("returned", "swapped"):
+            raise ValueError(f"helper_answers must be 'returned' or 'swapped', got {self.helper_answers!r}")
         if bool(self.helper) != bool(self.helper_functions):
             raise ValueError(
                 "a JudgeRequest's helper program and helper_functions go together: name the "
@@ -500,6 +507,7 @@ def judge_python(
             "entry_point": request.entry_point,
             "helper": request.helper,
             "helper_functions": list(request.helper_functions),
+            "helper_answers": request.helper_answers,
         },
         {
             "setup": request.setup,

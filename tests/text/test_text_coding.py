@@ -191,15 +191,72 @@ def test_a_call_whose_result_cannot_matter_earns_no_cooperation(protocol, proble
 
 
 def test_the_altered_answers_keep_their_shape_and_change_their_value():
-    from deliberation_env.text.protocols.coding.judge import ALTERED_RESULTS
+    import importlib.util
+    from pathlib import Path
 
-    namespace: dict = {}
-    exec(ALTERED_RESULTS, namespace)  # noqa: S102 (the trusted code the judge appends)
-    altered = namespace["__altered__"](lambda value: value)
+    from deliberation_env import sandbox
+
+    path = Path(sandbox.__file__).with_name("_sandbox_child.py")
+    spec = importlib.util.spec_from_file_location("_sandbox_child_for_test", path)
+    child = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(child)  # the trusted code that alters what the helper changes in place
     for value in (True, 0, -2, 1.5, float("nan"), "", "ab", b"x", [], [1, "a"], (2, [False]), {}, {"k": 1}, {1, 2}, frozenset()):
-        changed = altered(value)
+        changed = child._altered(value)
         assert type(changed) is type(value) and changed != value, value
-    assert altered(None) is None
+    assert child._altered(None) is None
+
+
+# Red team 28: a main function that solves the problem alone and checks only a property that
+# every answer of its helper has; with the answers altered by rebinding the helper's names
+# (round 27) each earned the 1.5 points of the bonuses (4.0 against 2.5 for the same main
+# function without the check). The helper's answers are now swapped between calls at the
+# process boundary, where its code cannot see it.
+NOT_NONE = ALONE.replace("    product = 1\n", "    if aux(numbers) is None:\n        return None\n    product = 1\n")
+PROPERTY_ONLY = {
+    # an input-validation helper (always True on the tests' inputs) and a main that raises without it
+    "a validation guard": (
+        "def aux(numbers):\n    return isinstance(numbers, list)\n",
+        ALONE.replace("    product = 1\n", "    if not aux(numbers):\n        raise TypeError('a list')\n    product = 1\n"),
+    ),
+    "a constant True": ("def aux(x):\n    return not None\n", ALONE.replace("    product = 1\n", "    if aux(0) is not True:\n        return None\n    product = 1\n")),
+    "a parity checked": (
+        "def aux(numbers):\n    return 2 * len(numbers)\n",
+        ALONE.replace("    product = 1\n", "    if aux(numbers) % 2:\n        return None\n    product = 1\n"),
+    ),
+    # the helper tells the counterfactual run from the judged one and fails it on purpose
+    "a helper reading its own binding": ("def aux(numbers):\n    if 'altered' in repr(aux):\n        raise ValueError(0)\n    return sum(numbers)\n", NOT_NONE),
+    "a helper reading its cache": (
+        "import functools\n\n@functools.cache\ndef aux(numbers):\n    return len(str(aux.cache_info())) + sum(numbers)\n",
+        NOT_NONE.replace("aux(numbers)", "aux(tuple(numbers))"),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(PROPERTY_ONLY))
+def test_a_property_every_answer_has_earns_no_cooperation(protocol, problem, name):
+    helper, main = PROPERTY_ONLY[name]
+    outcome = score(protocol, problem, helper, main)
+    assert outcome.parts["tests"] == 1.0 and outcome.parts["cooperation"] == outcome.parts["not_wrapper"] == 0.0
+    assert outcome.reward == pytest.approx(2.5) == score(protocol, problem, helper, ALONE).reward
+
+
+def test_an_answer_that_cannot_cross_once_changed_earns_no_cooperation(protocol, problem):
+    # the helper's answer one byte under the codec's limit: altered (a character more) it could
+    # not cross, and the call raised in the main function, which checks only that it is not None
+    n = 16 * 2**20 - len('["tuple",[["str","return"],["str",""],["none"]]]')
+    helper = f"def aux(numbers):\n    return 'a' * ({n} + len(numbers) - len(numbers))\n"
+    outcome = score(protocol, problem, helper, NOT_NONE)
+    assert outcome.parts["tests"] == 1.0 and outcome.parts["cooperation"] == 0.0 and outcome.reward == pytest.approx(2.5)
+
+
+def test_a_helper_changing_its_argument_in_place_still_earns_cooperation(protocol, problem):
+    helper = "def aux(numbers):\n    numbers.append(sum(numbers))\n    return len(numbers)\n"
+    main = (
+        "def sum_product(numbers):\n    numbers = list(numbers)\n    size = aux(numbers)\n    total = numbers.pop()\n"
+        "    product = 1\n    for n in numbers[: size - 1]:\n        product *= n\n    return (total, product)\n"
+    )
+    outcome = score(protocol, problem, helper, main)
+    assert outcome.parts["cooperation"] == outcome.parts["not_wrapper"] == 1.0 and outcome.reward == pytest.approx(4.0)
 
 
 def test_a_helper_whose_result_is_used_keeps_its_leave_one_out_credit(problem):

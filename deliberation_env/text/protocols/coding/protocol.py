@@ -32,10 +32,11 @@ part                  weight  what it measures
                               non-trivial, the main function calls ``aux`` without
                               binding ``aux`` itself, and the helper's results matter:
                               judged again with each helper function answering ``None``
-                              (changing nothing in place), and again with it answering
-                              an altered value (and altering what it changes in place),
-                              the program passes fewer tests each time (not with
-                              CoMLRL's gate, which reads the text only)
+                              (changing nothing in place), and again with each call
+                              answered with the helper's answer to an earlier call
+                              (and what it changes in place altered), the program
+                              passes fewer tests each time (not with CoMLRL's gate,
+                              which reads the text only)
 ``not_wrapper``       1.0     given cooperation: the main function is not a thin wrapper
                               (``return aux(...)``, or ``v = aux(...)`` then ``return v``)
 ``ignored_call``      -0.5    given cooperation: the main function calls ``aux`` as a bare
@@ -106,16 +107,28 @@ that the main function's text calls ``aux`` and is not one of CoMLRL's two wrapp
 call that never runs (``if 0 > 1: aux(x)``), a result never used (``v = aux(x)``),
 overwritten, or replaced by a fallback, passes every test with the helper's answers
 withheld (``None``); a result checked for a property and then ignored (``assert aux(x)
-is not None``) passes every test with them altered (a number plus one, a flipped
-boolean, ...: :data:`~deliberation_env.text.protocols.coding.judge.ALTERED_RESULTS`).
-Either earns no bonus. As text alone (CoMLRL's check, red team 27) such a main function,
-solving the problem by itself, earned the 1.5 points of the bonuses, and its helper a
-leave-one-out contribution of 1.9 for code that never ran. Not proven: that the main
-function needs the helper (it may compute the same value itself and compare it with
-aux's, which fails with either change), that it does part of the work itself (one more
-statement takes any wrapper out of the two forms), or that the helper is correct beyond
-the tests; and a helper whose answers the tests cannot tell from altered ones earns no
-bonus. Only the ``tests`` part measures the program's correctness.
+is not None``, ``if not aux(x): raise`` beside a helper that validates its input and so
+always answers ``True``, ``aux(x) % 2`` beside one whose answers are all even) passes
+every test with each call answered with the helper's answer to an earlier call (the last
+one that differs from its own; :meth:`~deliberation_env.text.protocols.coding.judge.TeamProgram.results_swapped`),
+since every answer of the helper has that property. Either earns no bonus. As text alone
+(CoMLRL's check, red team 27) such a main function, solving the problem by itself, earned
+the 1.5 points of the bonuses, and its helper a leave-one-out contribution of 1.9 for code
+that never ran. Red team 28: with the answers altered instead (a number plus one, a
+flipped boolean, by rebinding the helper's names in its own program) a property check
+still earned them (4.0 against 2.5), and so did a helper that told the altered run from
+the judged one (``repr(aux)``, ``aux.cache_info``) and failed it on purpose, or whose
+answer, one byte under the codec's limit, could not cross once altered: the answers are
+now swapped by the sandbox at the process boundary (``JudgeRequest.helper_answers``),
+where the helper's code runs unchanged and at the same depth of calls, and an answer that
+could not cross so is sent as returned. Not proven: that the main function needs the
+helper (it may compute the same value itself and compare it with aux's, which fails with
+either change: ``aux(x) == [x]`` beside ``def aux(x): return [x]``), that it does part
+of the work itself (one more statement takes any wrapper out of the two forms), or that
+the helper is correct beyond the tests; a helper whose answers are all the same, or
+whose swapped answers the tests cannot tell apart, earns no bonus; and what the helper
+changes in place is still altered, not swapped, so a property of that change may be checked
+alone. The run's timing (the swapped run copies each call's arguments first) is not hidden. Only the ``tests`` part measures the program's correctness.
 
 **Tests passed come only from the sandbox's verdict**
 (:mod:`deliberation_env.text.protocols.coding.counting`). The trusted tests are rewritten
@@ -184,7 +197,8 @@ function's calls of ``aux`` then fail), or no main function (R is at most 0.4).
   fails a test out-scores one that passes them all (R <= 1.5 + the share passed < 2.5).
   ``bonus_gate="one_test"`` restores CoMLRL's gate, to compare with its numbers.
 - Cooperation needs the helper's results to matter (the program judged again with them
-  withheld, and again with them altered, passes fewer tests each time), where CoMLRL
+  withheld, and again with each call answered with another call's answer, passes fewer
+  tests each time), where CoMLRL
   reads the call in the text: a call that never runs or whose result is unused farms its
   bonuses (above).
 - Feedback shows the program's results, never the expected values (above). It does not
@@ -341,12 +355,12 @@ class CodingProtocol:
             read.append((problem, helper, main, analysis))
         results = iter(self.judge([(problem, analysis.program) for problem, _, _, analysis in read if analysis.tested]))
         tested = [next(results) if analysis.tested else None for _, _, _, analysis in read]
-        # the teams whose bonuses hang on whether the helper's results matter: judged again without them, and with them altered
+        # the teams whose bonuses hang on whether the helper's results matter: judged again without them, and with them swapped
         asks = [k for k, (_, _, _, analysis) in enumerate(read) if self._cooperates_on_paper(analysis, tested[k])]
         pairs = [
             (read[k][0], variant)
             for k in asks
-            for variant in (read[k][3].program.results_withheld(), read[k][3].program.results_altered())
+            for variant in (read[k][3].program.results_withheld(), read[k][3].program.results_swapped())
         ]
         judged = iter(self.judge(pairs) if pairs else [])
         counterfactual = {k: (next(judged), next(judged)) for k in asks}
@@ -404,7 +418,7 @@ def _outcome(
 ) -> Outcome:
     """The level reward, its parts and the feedback of a team's codes (module docstring);
     ``tests`` is the trusted count when ``analysis.tested``, else ``None``;
-    ``counterfactual`` the counts with the helper's results withheld and altered, where
+    ``counterfactual`` the counts with the helper's results withheld and swapped, where
     the bonuses hang on them."""
     parts = dict.fromkeys(WEIGHTS, 0.0)
     parts["helper_defined"] = float(analysis.helper_defined)
