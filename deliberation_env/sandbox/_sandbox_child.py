@@ -945,7 +945,7 @@ def _serve_helper(request: dict, config: dict, workdir: str, calls: int, answers
     ``("unsendable", detail)`` when the value or a changed argument is not a codec value.
     """
     code, names = request["helper"], frozenset(request["helper_functions"])
-    swapped = _Swapped() if request.get("helper_answers") == "swapped" else None
+    replies = _Swapped() if request.get("helper_answers") == "swapped" else _Returned()
     request.clear()  # the candidate's program is not this process's business
     _confine(config, workdir)
     _LIBC.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
@@ -966,11 +966,9 @@ def _serve_helper(request: dict, config: dict, workdir: str, calls: int, answers
             os._exit(0)
         if not _well_formed_call(call):
             os._exit(0)
-        if swapped is None:
-            _answer(answers, _helper_answer(namespace, names, message, call))
-        else:
-            _flush_streams()
-            codec.write_message(answers, swapped.reply(namespace, names, message, call))
+        reply = replies.reply(namespace, names, message, call)
+        _flush_streams()
+        codec.write_message(answers, reply)
 
 
 def _well_formed_call(call: object) -> bool:
@@ -996,6 +994,21 @@ def _helper_answer(namespace: dict, names: frozenset[str], message: bytes, call:
     except BaseException as error:  # noqa: BLE001 - the call's outcome is its answer
         answer = ("raise", type(error).__name__, _exception_arguments(error))
     return (*answer, _changed_arguments(message, call, before))
+
+
+class _Returned:
+    """The helper's answers as it returned them (``helper_answers="returned"``), through a
+    :meth:`reply` of :class:`_Swapped`'s depth of calls: a helper that counts the frames
+    below it (the depth at which it hits ``RecursionError``) finds the same number in the
+    judged run and the counterfactual one (red team 28's fix let it tell them apart)."""
+
+    def reply(self, namespace: dict, names: frozenset[str], message: bytes, call: tuple) -> bytes:
+        """The encoded answer to ``call`` (``unsendable`` where the codec refuses it)."""
+        answer = _helper_answer(namespace, names, message, call)
+        try:
+            return codec.encode(answer)
+        except codec.CodecError as error:
+            return codec.encode(("unsendable", str(error)))
 
 
 class _Swapped:

@@ -240,6 +240,17 @@ def test_a_property_every_answer_has_earns_no_cooperation(protocol, problem, nam
     assert outcome.reward == pytest.approx(2.5) == score(protocol, problem, helper, ALONE).reward
 
 
+@pytest.mark.parametrize("parity", [0, 1])
+def test_a_helper_counting_the_frames_below_it_cannot_tell_the_runs_apart(protocol, problem, parity):
+    # the depth at which it hits RecursionError: the swapped run answered one call deeper, so
+    # a helper that failed at one parity failed that run alone (4.0 against 2.5)
+    depth = "    def d(k):\n        try:\n            return d(k + 1)\n        except RecursionError:\n            return k\n"
+    helper = f"def aux(numbers):\n{depth}    if d(0) % 2 == {parity}:\n        raise ValueError(0)\n    return sum(numbers)\n"
+    outcome = score(protocol, problem, helper, NOT_NONE)
+    assert outcome.parts["cooperation"] == outcome.parts["not_wrapper"] == 0.0
+    assert outcome.reward <= score(protocol, problem, helper, ALONE).reward
+
+
 def test_an_answer_that_cannot_cross_once_changed_earns_no_cooperation(protocol, problem):
     # the helper's answer one byte under the codec's limit: altered (a character more) it could
     # not cross, and the call raised in the main function, which checks only that it is not None
