@@ -13,7 +13,10 @@ another value has hedged, and strict scoring reads no answer from it
   the answer back for it ("Not 12 but 11");
 - or it is nothing but values ("C", "18 or 19.", "(19?)", "12, 11", "B/C", "both B and C",
   "Therefore 11."), also after a label that offers
-  ("Possible answers: 12, 11.", "Edit: 11", "Second guess: 11").
+  ("Possible answers: 12, 11.", "Edit: 11", "Second guess: 11"; "P.S. 11", "Revised 11",
+  "Vote: 11", "I pick 11" without a colon), a mark ("=> 11", "— 11", "✓ 11", "11…", a
+  table's one cell "| 11 |") or words that call it one's answer ("11 is my answer.", "11,
+  actually.", "C it is.").
 
 What counts as one value is the reader's (``value_of``: a number, a letter, a LaTeX
 expression), and so is whether it differs from the answer (``differs``: "Or 1/2." after
@@ -92,24 +95,24 @@ _CONFIRMED = re.compile(r"[^\w\n]*+(?:yes|indeed|right|correct)\b", re.IGNORECAS
 """A part that answers a question the text asked itself ("9 eggs? Yes, 9.")."""
 _DISMISSING = re.compile(r"\b(?:but|however|though|although|not|no|excluded?|rejected?|wrong|incorrect)\b", re.IGNORECASE)
 _FILLER = re.compile(
-    r"(?:[\s*_`\"'“”‘’.,(\[{}$∴→⇒~≈∼]++|\b(?:was|were)\s++it\b|\\(?:text|textbf|mathrm|mbox|mathbf|boldsymbol)\{|\\[(\[]"
+    r"(?:[\s*_`\"'“”‘’.,(\[{}$∴→⇒~≈∼|—–…✓✔]++|=>|\bp\.\s?s\.|\b(?:was|were)\s++it\b|\\(?:text|textbf|mathrm|mbox|mathbf|boldsymbol)\{|\\[(\[]"
     r"|\\(?:therefore|implies|Rightarrow|approx|sim)\b|\b(?:i\.e|e\.g)\b\.?"
     r"|\b(?:or|oder|oppure|maybe|perhaps|possibly|probably|alternatively|alternately|equivalently|otherwise|else|rather|either"
     r"|even|but|yet|though|although|if|unless|hmm|well|so|then|actually|no|wait|oops|correction|scratch|make|meant"
     r"|i|it's|it|is|that's|that|this|could|might|may|should|would|be|also|the|final|answer|ans|total|result|value"
     r"|option|choice|instead|think|guess|likely|about|around|approximately|roughly|just|therefore|thus|hence"
-    r"|sorry|nope|nah|mean|edit)\b)*+",
+    r"|sorry|nope|nah|mean|edit|ok|okay|however|and|ps|pick|choose|select|vote|upd|update[ds]?|corrected|revised)\b)*+",
     re.IGNORECASE,
 )
 """Words and markup before a value offered ("but it might be", "or maybe about", "**", "∴")."""
-_CLOSING_MARKS = " \t*_`\"'“”‘’.,!?)]}$\\✓✔∎\ufe0f"
-_TRAILING_WORDS = ("too", "as well", "instead", "then", "though", "maybe", "perhaps")
+_CLOSING_MARKS = " \t*_`\"'“”‘’.,!?)]}$\\✓✔∎\ufe0f|—–…;"
+_TRAILING_WORDS = ("too", "as well", "instead", "then", "though", "maybe", "perhaps", "actually", "final", "it is")
 """Words after a value offered ("19 too", "C instead")."""
 _ASIDE = re.compile(r"(?<=\S)\s*+\([^()\n]*\)?$")
 """A parenthesis after a value offered ("10 (if x < 0)")."""
 _CALLED_RIGHT = re.compile(
     r"(.*?\S)\s++(?:(?:is|are|could|might|may|would|seems)(?:\s++(?:also|equally|be|too|likely|perhaps|maybe|possibly))*"
-    r"\s++(?:correct|right|possible|plausible|likely|probable|accepted|acceptable|an? (?:correct )?answer|the (?:correct |best )?answer"
+    r"\s++(?:correct|right|possible|plausible|likely|probable|accepted|acceptable|an? (?:correct )?answer|(?:the|my) (?:(?:correct|best|right|real|true|actual|final|only) )?(?:answer|pick|choice|vote)"
     r"|the best (?:choice|option)|an option|a solution|a root)|(?:is|are)\s++(?:also|equally)\s++(?:valid|true|acceptable|fine)"
     r"|(?:(?:is|are)\s++)?(?:valid|true|acceptable|fine)\s++(?:too|as well)|(?:also\s++)?(?:works|fits)(?:\s++too)?"
     r"|(?:is|would\s++be|could\s++be|might\s++be)\s++(?:my|the|an?)\s++(?:other|second|next|alternative|backup)"
@@ -157,7 +160,7 @@ _OFFERING_LABEL = re.compile(
     r"(?:guess|choice|pick)|2nd\s++(?:guess|choice|pick)|runner[- ]up|p\.?\s?s\.?|plan\s++b|fall\s?back|backup"
     r"|guess|options?|choices?|candidates?|also\s++possible|edit(?:ed)?|update[d]?|correction"
     r"|correct(?:ed)?(?:\s++answer)?|revised(?:\s++answer)?|new\s++answer|(?:final\s++)?verdict|(?:final\s++|my\s++)?(?:pick|choice)"
-    r"|hunch|gut(?:\s++feeling)?|instinct)"
+    r"|hunch|gut(?:\s++feeling)?|instinct|(?:my\s++)?vote|upd)"
     r"[^\w\n:]*+:",
     re.IGNORECASE,
 )
