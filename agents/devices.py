@@ -56,11 +56,16 @@ DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
 PEAK_FLOPS: tuple[tuple[str, float], ...] = (
     ("H200", 989e12),
     ("H100 PCIe", 756e12),
+    ("H100 NVL", 835e12),
     ("H100", 989e12),  # SXM
+    ("H800", 989e12),
     ("A100", 312e12),
+    ("A800", 312e12),
     ("L40S", 362e12),
+    ("L40", 181e12),  # before "L4", which "NVIDIA L40" also contains
     ("L4", 121e12),
     ("A10G", 125e12),
+    ("A10", 125e12),  # after "A100" and "A10G", which contain it
     ("RTX 4090", 165e12),
 )
 """Dense bfloat16/float16 tensor-core FLOPS per second of known GPUs (the vendors' data

@@ -372,9 +372,16 @@ TRL_OPTIONS = {
     "--use-peft": "--finetune lora (the default)",
     "--num-completions-to-print": "--log-completions N (into the run folder's completions/update-NNNNNN.jsonl)",
     "--resume-from-checkpoint": "--resume (from the newest checkpoint) or --resume-from update-NNNNNN (a kept one)",
+    "--use-vllm": (
+        "--sampler torch, the default (no vLLM engine in training yet: it decodes the whole team in one "
+        "mixed-adapter batch; on a GPU add --sample-batch-size 256 --eval-envs 128 --decoding compiled)"
+    ),
 }
 """TRL's ``GRPOConfig`` options that have another name here (the table of
 :mod:`algorithms.text`): an unknown option that is one of them names ours."""
+NESTS = ("env", "run")
+"""The parts of a config that a config file nests (``env: {task: gsm8k}``) and the command
+line does not (``--task gsm8k``)."""
 TEXT_ONLY_OPTIONS = ("--aggregation", "--importance-sampling", "--max-new-tokens", "--micro-batch-size", "--model",
                      "--dtype", "--finetune", "--log-completions")  # fmt: skip
 """The options named in :data:`TRL_OPTIONS` that the meta learners do not have (no LLM
@@ -396,6 +403,9 @@ def short_error(printed: str, command: str = "") -> str | None:
         ours = TRL_OPTIONS.get(flag, "")
         if ours and not (" meta" in command and set(ours.split()) & set(TEXT_ONLY_OPTIONS)):
             return f"unrecognized option {flag}: that is TRL's name; here it is {ours}"
+        nest, _, name = flag[2:].rpartition(".")
+        if nest in NESTS:  # tyro's --env.task: the settings a config file nests
+            return f"unrecognized option {flag}: options are flat here, --{name} (a config file nests it: {nest}: {{{name.replace('-', '_')}: ...}})"
         own = re.search(rf"{re.escape(flag)} [A-Z{{]", rest)  # the flag itself, listed as another command's
         if own is not None:
             entry = re.split(r"(?<![\w-])--(?!help\b)[a-z0-9]", rest[own.end() :], maxsplit=1)[0]
@@ -450,10 +460,14 @@ def show_warning(prog: str) -> Any:
     """A ``warnings.showwarning`` that prints ``<prog>: warning: <message>`` on one line, or
     ``<prog>: warning from <library>: <message>`` for another library's (a real client took
     transformers' "Unable to fetch remote file" for the package's), each line once (a config
-    checked again where a command copies it warned twice)."""
+    checked again where a command copies it warned twice); under ``torchrun``, by rank 0
+    alone (every rank checks the same settings: a client's 16 GPUs would print each warning
+    16 times; errors still print on every rank)."""
     shown: set[str] = set()
 
     def show(message: Warning | str, *_: Any, **__: Any) -> None:
+        if os.environ.get("RANK", "0") != "0":
+            return
         library = library_of(issuer_file())
         source = "" if library is None else f" from {library}"
         line = f"{prog}: warning{source}: {message}"  # not the file and line: the package's own

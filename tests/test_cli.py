@@ -272,7 +272,9 @@ def test_ctrl_c_is_one_line_that_says_how_to_continue(capsys, monkeypatch, tmp_p
     if checkpointed:
         assert err == f"deliberate train meta grpo: interrupted: the same command with --run-dir {folder} --resume continues from the last checkpoint"
     else:
-        assert err == f"deliberate train meta grpo: interrupted: {folder} holds no checkpoint yet, so there is nothing to resume; run the command again"
+        # "run the command again" was refused ("holds a run already"): the hint names --resume, which starts it over
+        assert err == (f"deliberate train meta grpo: interrupted: {folder} holds no checkpoint yet, so there is nothing to "
+                       f"resume; the same command with --run-dir {folder} --resume starts it over (or remove the folder)")
 
 
 def test_an_offline_cache_miss_is_one_line(capsys, monkeypatch):
@@ -354,3 +356,10 @@ def test_meta_runs_on_a_test_split_smaller_than_eval_problems_evaluate_all_of_it
     assert "8 test problems" in " ".join(out.split())
     recorded = json.loads((folder / "config.json").read_text())
     assert (recorded if command[0] == "train" else recorded["learner"])["run"]["eval_problems"] == 8
+
+
+@pytest.mark.parametrize(("flag", "flat"), [("--env.task", "--task"), ("--run.updates", "--updates")])
+def test_a_nested_flag_names_the_flat_one(flag, flat):
+    """A tyro user wrote the nesting of a config file on the command line."""
+    with pytest.raises(ValueError, match=rf"options are flat here, {flat} \(a config file nests it"):
+        cli.parse(["train", "text", "grpo", flag, "3"])

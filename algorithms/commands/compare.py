@@ -64,6 +64,7 @@ def compare_text(cfg: TextCompare) -> dict[str, Any]:
     quiet_libraries(cfg.learner.run.progress)
     check_loggers(cfg.learner.run.tensorboard, cfg.learner.run.wandb_project)
     check_resume(cfg.learner.run.resume, cfg.out_dir, flag="--out-dir")
+    data_parallel.restarted_run(cfg.out_dir, "--out-dir")  # torchrun --max-restarts needs a folder given to continue
     cfg = with_folder(cfg, "text")  # under torchrun, rank 0's is the one used
     started = time.perf_counter()
     summary = compare(cfg)

@@ -36,9 +36,11 @@ every function is the identity of one process.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -46,6 +48,7 @@ import torch.distributed as dist
 from torch.distributed.rendezvous import rendezvous
 
 from agents.devices import resolve
+from algorithms.core.run_dirs import holds_run
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,12 @@ class Ranks:
         return list(range(self.rank, count, self.world_size))
 
 
+COLLECTIVE_TIMEOUT = datetime.timedelta(minutes=30)
+"""How long a rank waits for the others at a collective before the job fails: TRL's
+``ddp_timeout`` default (torch's is 10 minutes for NCCL), room for rank 0's writes of a
+full fine-tuning's checkpoint and a slow first download of the model on one node."""
+
+
 def from_environment() -> Ranks:
     """The ranks ``torchrun`` gives this process (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``);
     one process outside it."""
@@ -98,6 +107,20 @@ def restarted() -> bool:
 def may_restart() -> bool:
     """Whether ``torchrun`` will restart failed workers (``--max-restarts`` > 0)."""
     return int(os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0")) > 0
+
+
+def restarted_run(folder: str | None, flag: str = "--run-dir") -> bool:
+    """Whether this process is a worker ``torchrun`` restarted (``--max-restarts``) after one
+    failed, with ``folder`` holding the run (or comparison): it then continues from its last
+    checkpoint, as with ``resume`` (the same settings are checked).
+
+    Raises:
+        ValueError: Under ``torchrun --max-restarts`` > 0 without ``folder`` (a restarted
+            worker would start over in a new folder), naming ``flag``.
+    """
+    if may_restart() and not folder:
+        raise ValueError(f"torchrun --max-restarts continues a failed run from its folder: give {flag}")
+    return restarted() and holds_run(Path(folder))
 
 
 @contextlib.contextmanager
@@ -132,7 +155,9 @@ def process_group(device: str | torch.device = "cpu") -> Iterator[Ranks]:
     # torchrun keeps one store for all its attempts: restarted workers would read the
     # addresses the failed attempt left there (gloo: "connection refused") without a prefix.
     attempt = dist.PrefixStore(f"attempt-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
-    dist.init_process_group("nccl" if cuda else "gloo", store=attempt, rank=rank, world_size=world_size)
+    dist.init_process_group(
+        "nccl" if cuda else "gloo", store=attempt, rank=rank, world_size=world_size, timeout=COLLECTIVE_TIMEOUT
+    )
     try:
         yield current()
     finally:

@@ -169,11 +169,14 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
         with refused_for(algo):
             cfg.run_config(algo, 0)
     resolved_placement(cfg.learner.device, cfg.learner.dtype)  # a device this machine lacks: before any file
+    restarted = data_parallel.restarted_run(cfg.out_dir, "--out-dir")  # torchrun --max-restarts: continue it
     with data_parallel.process_group(cfg.learner.device) as ranks:  # under torchrun: one group for every run
         names = [learner_label(algo) for algo in cfg.algos]
         if not cfg.out_dir:
             cfg = replace(cfg, out_dir=str(new_run_dir("compare", "text", "+".join(names))))
         cfg = replace(cfg, out_dir=data_parallel.broadcast_object(cfg.out_dir))  # one folder: rank 0's
+        if restarted:
+            cfg = replace(cfg, learner=replace(cfg.learner, run=replace(cfg.learner.run, resume=True)))
         return _compare(cfg, own, names, ranks)
 
 

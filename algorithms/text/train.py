@@ -38,7 +38,6 @@ from algorithms.core.run_dirs import (
     CONFIG,
     check_resume,
     check_run_dir,
-    holds_run,
     named_run,
     open_run_dir,
     recorded_settings,
@@ -151,20 +150,6 @@ def resolved_placement(device: str, dtype: str) -> dict[str, str]:
     return dict(zip(RESOLVED_FIELDS, (str(resolved_device), dtype_name(resolved_dtype)), strict=True))
 
 
-def restarted_run(run_dir: str | None) -> bool:
-    """Whether this process is a worker ``torchrun`` restarted (``--max-restarts``) after one
-    failed, with ``run_dir`` holding the run: it then continues the run from its last
-    checkpoint, as with ``resume`` (the same settings are checked).
-
-    Raises:
-        ValueError: Under ``torchrun --max-restarts`` > 0 without ``run_dir`` (a restarted
-            worker would start over in a new folder).
-    """
-    if data_parallel.may_restart() and not run_dir:
-        raise ValueError("torchrun --max-restarts continues a failed run from its folder: give --run-dir")
-    return data_parallel.restarted() and holds_run(Path(run_dir))
-
-
 def kept_dtype(config: TextLearnerConfig, folder: Path, given: str) -> TextLearnerConfig:
     """``config`` for resuming the run in ``folder``, which keeps the dtype it trained in
     (``resolved_dtype`` in its ``config.json``): ``auto`` takes that dtype on any device;
@@ -257,7 +242,7 @@ def train(
                 "(Ray rollout workers serve one training process)"
             )
         check_resume(config.run.resume, config.run.run_dir)
-        resume = config.run.resume or restarted_run(config.run.run_dir)  # before a new folder is named for ""
+        resume = config.run.resume or data_parallel.restarted_run(config.run.run_dir)  # before a new folder is named for ""
         if resume and not config.run.resume and ranks.writes:
             warnings.warn(
                 f"torchrun restarted the workers (restart {os.environ.get('TORCHELASTIC_RESTART_COUNT')}): "

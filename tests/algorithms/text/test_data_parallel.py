@@ -160,6 +160,25 @@ def test_restarts_need_a_run_folder_to_continue(folder, capsys):
     assert "torchrun --max-restarts continues a failed run from its folder: give --run-dir" in capsys.readouterr().err
 
 
+def test_a_restarted_comparison_continues_in_its_folder(folder, capsys):
+    """A client: under torchrun --max-restarts, compare text refused every restarted attempt
+    ("holds a run already: add --resume") where train text continued; and without --out-dir
+    a restarted attempt would start over in a new folder."""
+    compare = ["compare", "text", "--algos", "grpo", "--seeds", "1", *SETTINGS[:-3], "--eval-problems", "0",
+               "--no-progress", "--updates", "1"]  # fmt: skip
+    out = folder / "compare-restarted"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TORCHELASTIC_MAX_RESTARTS", "1")
+        with pytest.raises(SystemExit):
+            train_here(folder, compare)
+        assert "give --out-dir" in capsys.readouterr().err
+        train_here(folder, [*compare, "--out-dir", str(out)])  # the first attempt
+        patch.setenv("TORCHELASTIC_RESTART_COUNT", "1")
+        train_here(folder, [*compare, "--out-dir", str(out), "--updates", "2"])  # restarted: continues, no refusal
+    lines = (out / "grpo" / "seed0" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["step"] for line in lines] == [1, 2]
+
+
 def test_compare_text_under_torchrun_writes_one_folder_from_rank_0(folder):
     """Each rank named its own folder (by the second it started), rank 1 wrote the
     comparison's files too, and both printed the table. Now the ranks share rank 0's

@@ -50,10 +50,13 @@ def test_auto_is_cuda_in_bfloat16_where_the_machine_has_it(monkeypatch):
 
 
 def test_peak_flops_come_from_the_table_for_half_precision_on_known_gpus(monkeypatch):
-    names = iter(["NVIDIA H100 PCIe", "NVIDIA H100 80GB HBM3", "NVIDIA L40S", "NVIDIA L4", "Some Future GPU"])
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: next(names))
+    expected = {"NVIDIA H100 PCIe": 756e12, "NVIDIA H100 80GB HBM3": 989e12, "NVIDIA H100 NVL": 835e12, "NVIDIA L40S": 362e12,
+                "NVIDIA L40": 181e12, "NVIDIA L4": 121e12, "NVIDIA A100-SXM4-80GB": 312e12, "NVIDIA A10": 125e12,
+                "NVIDIA A10G": 125e12, "Some Future GPU": None}  # fmt: skip
+    named = iter(expected)  # "NVIDIA L40" contains "L4": the L40 was given the L4's peak (MFU 1.5x too high)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: next(named))
     cuda = torch.device("cuda")
-    assert [peak_flops(cuda, torch.bfloat16) for _ in range(5)] == [756e12, 989e12, 362e12, 121e12, None]
+    assert {name: peak_flops(cuda, torch.bfloat16) for name in expected} == expected
     assert peak_flops(cuda, torch.float32) is None  # TF32 or not: unknown
     assert peak_flops(torch.device("cpu"), torch.bfloat16) is None
     assert dict(PEAK_FLOPS)["H200"] == 989e12

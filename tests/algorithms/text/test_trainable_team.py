@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from text_learner_fakes import HashProtocol
@@ -60,8 +62,12 @@ def test_each_agent_saves_with_its_own_base_and_loads_with_plain_peft(tmp_path):
 
 
 def test_models_gives_one_model_per_agent_through_train(tmp_path):
-    result = train(TextMAGRPOConfig(**{**SMALL, "run": text_run(updates=1, run_dir=str(tmp_path), progress=False)}, models=("tiny", "tiny")))
+    run = text_run(updates=1, run_dir=str(tmp_path), progress=False)
+    result = train(TextMAGRPOConfig(**{**SMALL, "run": run}, models=("tiny", "tiny"), log_completions=4))
     assert isinstance(result.learner.lm, TrainableTeam) and len(result.history) == 1
+    # each completion logged with its prompt as its own agent's tokenizer reads it (a client's crash: the team has none of its own)
+    logged = [json.loads(line) for line in (tmp_path / "completions" / "update-000001.jsonl").read_text().splitlines()]
+    assert len(logged) == 4 and all("<|im_start|>" in record["prompt"] for record in logged)
     with pytest.raises(ValueError, match="2 trainable agents"):
         train(TextMAGRPOConfig(**{**SMALL, "run": text_run(updates=1, progress=False, run_dir=None)}, models=("tiny",)))
     with pytest.raises(ValueError, match="sampler='torch'"):
