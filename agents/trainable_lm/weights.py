@@ -147,19 +147,28 @@ class Weights:
         ".../agent_0")``, the tokenizer ``AutoTokenizer.from_pretrained(BASE)``, BASE the
         recorded id or folder).
 
+        Under full fine-tuning of one shared model (every agent the same weights), the model
+        is written once, for the first agent, and each other agent's folder is a relative
+        link to it (a copy where the file system has no links): a client's 3B pair wrote the
+        same 6 GB twice per checkpoint.
+
         Returns:
             The folders written, one per agent (``directory / agent``).
         """
         directory = Path(directory)
         folders = []
+        written: dict[int, Path] = {}  # a full model already written, by the module's identity
         for agent, seat in self.seats.items():
             folder = directory / agent
             if seat.adapter is not None:
                 # writes directory/<adapter>
                 seat.model.save_pretrained(directory, selected_adapters=[seat.adapter])
+            elif id(seat.model) in written:
+                _link_or_copy(written[id(seat.model)], folder)
             else:
                 seat.model.save_pretrained(folder)
                 self.tokenizer.save_pretrained(folder)
+                written[id(seat.model)] = folder
             folders.append(folder)
         adapted = [seat for seat in self.seats.values() if seat.adapter is not None]
         if adapted:
@@ -195,6 +204,14 @@ class Weights:
                     folder, local_files_only=True, dtype=seat.model.dtype
                 )
                 seat.model.load_state_dict(loaded.state_dict())
+
+
+def _link_or_copy(target: Path, folder: Path) -> None:
+    """Make ``folder`` a relative link to its sibling ``target`` (a copy where links fail)."""
+    try:
+        folder.symlink_to(target.name, target_is_directory=True)
+    except OSError:
+        shutil.copytree(target, folder)
 
 
 def bases_dir() -> Path:

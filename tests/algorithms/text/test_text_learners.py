@@ -81,6 +81,25 @@ def test_full_finetuning_keeps_the_reference(make_lm):
     assert changed(weights, seat.model) and not changed(reference, seat.reference)
 
 
+def test_a_shared_fully_finetuned_model_is_written_once(make_lm, tmp_path):
+    """A client's 3B pair wrote the same full model once per agent at every save."""
+    from transformers import AutoModelForCausalLM
+
+    lm = make_lm(finetune="full")
+    with torch.no_grad():
+        for parameter in lm.parameters("agent_0"):
+            parameter.add_(0.01)  # trained: not the base
+    lm.save_adapters(tmp_path)
+    assert not (tmp_path / "agent_0").is_symlink() and (tmp_path / "agent_1").is_symlink()
+    ids = torch.tensor([[5, 6, 7]])
+    served = AutoModelForCausalLM.from_pretrained(tmp_path / "agent_1", local_files_only=True).eval()
+    with lm._acting("agent_1") as model, torch.no_grad():
+        assert torch.allclose(model(input_ids=ids).logits, served(input_ids=ids).logits, atol=1e-5)
+    restored = make_lm(finetune="full")
+    restored.load_adapters(tmp_path)
+    assert not changed(snapshot(lm.seats["agent_0"].model), restored.seats["agent_1"].model)
+
+
 RETURNS = torch.tensor([[[0.0, 1.0], [1.0, 1.0], [2.0, 4.0]]])  # (B=1, G=3, n=2)
 
 
