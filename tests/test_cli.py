@@ -251,8 +251,8 @@ def test_compare_prints_its_table_and_files(capsys, tmp_path):
     assert not (tmp_path / "other").exists()
 
 
-@pytest.mark.parametrize("checkpointed", [True, False])
-def test_ctrl_c_is_one_line_that_says_how_to_continue(capsys, monkeypatch, tmp_path, checkpointed):
+@pytest.mark.parametrize("state", ["checkpointed", "logged", "started"])
+def test_ctrl_c_is_one_line_that_says_how_to_continue(capsys, monkeypatch, tmp_path, state):
     from algorithms.commands import train as train_commands
     from algorithms.core.run_dirs import open_run_dir
 
@@ -260,8 +260,10 @@ def test_ctrl_c_is_one_line_that_says_how_to_continue(capsys, monkeypatch, tmp_p
 
     def interrupted(cfg):
         open_run_dir(folder, {"algo": "grpo"}, resume=False)
-        if checkpointed:
+        if state == "checkpointed":
             (folder / "checkpoint.safetensors").write_bytes(b"")
+        if state == "logged":  # an update logged, none checkpointed: the command alone is refused ("holds a run already")
+            (folder / "metrics.jsonl").write_text('{"step": 1}\n')
         raise KeyboardInterrupt
 
     monkeypatch.setitem(cli.COMMANDS, train_commands.TrainMeta, ("train meta", interrupted))
@@ -269,12 +271,12 @@ def test_ctrl_c_is_one_line_that_says_how_to_continue(capsys, monkeypatch, tmp_p
         cli.main(["train", "meta", "grpo", *TINY_TRAIN, "--run-dir", str(folder)])
     assert exit_info.value.code == 130
     err = capsys.readouterr().err.strip()
-    if checkpointed:
-        assert err == f"deliberate train meta grpo: interrupted: the same command with --run-dir {folder} --resume continues from the last checkpoint"
-    else:
-        # "run the command again" was refused ("holds a run already"): the hint names --resume, which starts it over
-        assert err == (f"deliberate train meta grpo: interrupted: {folder} holds no checkpoint yet, so there is nothing to "
-                       f"resume; the same command with --run-dir {folder} --resume starts it over (or remove the folder)")
+    prefix = f"deliberate train meta grpo: interrupted: {folder} holds no checkpoint yet, so there is nothing to resume; "
+    assert err == {
+        "checkpointed": f"deliberate train meta grpo: interrupted: the same command with --run-dir {folder} --resume continues from the last checkpoint",
+        "logged": f"{prefix}the same command with --run-dir {folder} --resume starts it over (or remove the folder)",
+        "started": f"{prefix}run the command again",
+    }[state]
 
 
 def test_an_offline_cache_miss_is_one_line(capsys, monkeypatch):

@@ -255,7 +255,9 @@ def resume_hint() -> str:
     folder, flag = OPENED[0]
     if any((path / "checkpoint.safetensors").is_file() for path in (folder, *folder.rglob("*")) if path.is_dir()):
         return f": the same command with {flag} {folder} --resume continues from the last checkpoint"
-    return (
+    if not holds_run(folder):  # a start that failed: the same command reuses the folder
+        return f": {folder} holds no checkpoint yet, so there is nothing to resume; run the command again"
+    return (  # updates logged, none checkpointed: the same command alone is refused ("holds a run already")
         f": {folder} holds no checkpoint yet, so there is nothing to resume; the same command with "
         f"{flag} {folder} --resume starts it over (or remove the folder)"
     )
