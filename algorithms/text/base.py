@@ -395,10 +395,12 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         return members[agent].tokenizer if members is not None else self.lm.tokenizer
 
     def _log_completions(self, rollouts: Rollouts) -> None:
-        """The first ``config.log_completions`` completions of this update, one JSON line each
-        (:attr:`completions_dir`)."""
+        """The first ``config.log_completions`` completions of this update, whole rollouts
+        first (group, member, then turn and agent: the first 2 x turns of a pair are one
+        episode, read as it was played), one JSON line each (:attr:`completions_dir`)."""
         lines = []
-        for sample in rollouts.samples[: self.config.log_completions]:
+        episodes = sorted(rollouts.samples, key=lambda s: (s.group, s.member, s.turn, s.agent_index))
+        for sample in episodes[: self.config.log_completions]:
             completion = sample.completion
             reward = rollouts.rewards[sample.turn, sample.group, sample.member, sample.agent_index]
             record = {

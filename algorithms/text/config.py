@@ -234,7 +234,8 @@ class TextLearnerConfig(GroupSettings):
     """Write this many of each update's completions to the run folder,
     ``completions/update-NNNNNN.jsonl`` (TRL's ``log_completions``): the prompt as the model
     read it, the completion, why it ended, its tokens and the reward the learner trained on
-    (the first in the update's order: turn, agent, group, member); 0: none."""
+    (whole rollouts first: by group, member, turn and agent, so the first turns x agents
+    lines are one episode as it was played); 0: none."""
 
     RUN_FIELDS: ClassVar[tuple[str, ...]] = (
         *(f.name for f in dataclasses.fields(RunConfig)), "workers", "sampler", "sample_batch_size",

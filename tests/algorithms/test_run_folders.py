@@ -281,8 +281,8 @@ def test_logged_completions_are_each_updates_own_and_a_rollback_drops_the_future
     assert logged == ["update-000001.jsonl", "update-000002.jsonl", "update-000003.jsonl"]
     records = [json.loads(line) for line in (run / "completions" / "update-000002.jsonl").read_text().splitlines()]
     assert [(r["update"], r["agent"], r["turn"], r["group"], r["member"]) for r in records] == [
-        (2, "agent_0", 0, 0, 0), (2, "agent_0", 0, 0, 1),
-    ]  # fmt: skip
+        (2, "agent_0", 0, 0, 0), (2, "agent_1", 0, 0, 0),
+    ]  # fmt: skip  # whole rollouts first: the first episode's every agent (a client saw one agent's turn 0 only)
     assert records[0]["prompt"].endswith("assistant\n") and "What is" in records[0]["prompt"]
     assert records[0]["finish_reason"] in ("stop", "length") and isinstance(records[0]["reward"], float)
     assert records[0]["tokens"] <= config.max_new_tokens and isinstance(records[0]["completion"], str)
