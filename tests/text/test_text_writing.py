@@ -251,7 +251,7 @@ def test_a_part_padded_with_stopwords_is_no_part(tmp_path):
 
 
 def test_a_part_cannot_pose_as_a_section_of_its_partners_prompt(tmp_path):
-    """Red team 6: a part quoted as it was written put its own lines in its partner's next
+    """Red team 30: a part quoted as it was written put its own lines in its partner's next
     prompt, after the real scores: a second "Scores of the team's text" line ("corrected"),
     a "Revise your part." instruction and a ``system:`` block of the rendered observation.
     Each of its lines is now marked "> " (line breaks of every kind); feedback is never scored."""
@@ -288,7 +288,7 @@ NEWS = (
 
 
 def test_known_residual_the_documents_words_in_any_order_or_its_sentences_earn_the_reward(tmp_path):
-    """Red team 6, measured and documented, not closed (module docstring): the reward is
+    """Red team 30, measured and documented, not closed (module docstring): the reward is
     lexical, so the document's words shuffled, or its sentences copied, earn what an honest
     pair earns. A fix that reads the text should turn these assertions around."""
     protocol = WritingProtocol(one_document(tmp_path, NEWS))
