@@ -89,12 +89,11 @@ def test_13_function_protocol_trains_on_a_users_jsonl(tmp_path):
 
 
 def test_14_tiny_learns_runs_and_its_protocol_reaches_the_command_line(tmp_path):
-    out = run_example("14_tiny_learns.py", "--updates", "2", cwd=tmp_path)
-    assert "update 2: share of lowercase letters" in out and "in 2 updates" in out
-    command = [sys.executable, "-m", "algorithms.cli", "train", "text", "grpo", "--protocol",
-               f"{EXAMPLES / '14_tiny_learns.py'}:protocol", "--model", "tiny", "--finetune", "full",
-               "--max-new-tokens", "4", "--updates", "1", "--run-dir", str(tmp_path / "cli")]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    out = run_example("14_tiny_learns.py", "--updates", "1", cwd=tmp_path)
+    assert "update 1: share of lowercase letters" in out and "in 1 updates" in out
+    from algorithms import cli
+
+    cli.main(["train", "text", "grpo", "--protocol", f"{EXAMPLES / '14_tiny_learns.py'}:protocol", "--model", "tiny",
+              "--finetune", "full", "--max-new-tokens", "4", "--updates", "1", "--no-progress", "--run-dir", str(tmp_path / "cli")])  # fmt: skip
     (record,) = [json.loads(line) for line in (tmp_path / "cli" / "metrics.jsonl").read_text().splitlines()]
     assert 0 < record["rewards/joint/mean"] < 1  # the letters' share of random bytes: neither none nor all
