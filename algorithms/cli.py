@@ -379,6 +379,14 @@ TRL_OPTIONS = {
 }
 """TRL's ``GRPOConfig`` options that have another name here (the table of
 :mod:`algorithms.text`): an unknown option that is one of them names ours."""
+TRL_ABSENT = {
+    "--max-prompt-length": "gone from TRL 1.x; an env's prompts are bounded by its task and turns",
+    "--sync-ref-model": "TRL refuses it with PEFT; full fine-tuning's reference here is the base it started from",
+    "--ref-model-sync-steps": "no reference sync here (--sync-ref-model)",
+    "--ref-model-mixup-alpha": "no reference sync here (--sync-ref-model)",
+}
+"""TRL's ``GRPOConfig`` options that have no counterpart here, and why: an unknown option
+that is one of them says so."""
 NESTS = ("env", "run")
 """The parts of a config that a config file nests (``env: {task: gsm8k}``) and the command
 line does not (``--task gsm8k``)."""
@@ -403,6 +411,8 @@ def short_error(printed: str, command: str = "") -> str | None:
         ours = TRL_OPTIONS.get(flag, "")
         if ours and not (" meta" in command and set(ours.split()) & set(TEXT_ONLY_OPTIONS)):
             return f"unrecognized option {flag}: that is TRL's name; here it is {ours}"
+        if flag in TRL_ABSENT and " text" in command:
+            return f"unrecognized option {flag}: TRL's, not here: {TRL_ABSENT[flag]}"
         nest, _, name = flag[2:].rpartition(".")
         if nest in NESTS:  # tyro's --env.task: the settings a config file nests
             return f"unrecognized option {flag}: options are flat here, --{name} (a config file nests it: {nest}: {{{name.replace('-', '_')}: ...}})"

@@ -107,6 +107,9 @@ def test_each_option_has_one_name_in_train_and_compare():
          ("deliberate train text grpo: error: unrecognized option --resume-from-checkpoint: that is TRL's name; here it is --resume "
          "(from the newest checkpoint) or --resume-from update-NNNNNN (a kept one)")),
         (["train", "meta", "grpo", "--loss-type", "dapo"], "deliberate train meta grpo: error: unrecognized option --loss-type"),  # a text learners' option
+        (["train", "text", "grpo", "--sync-ref-model"],
+         ("deliberate train text grpo: error: unrecognized option --sync-ref-model: TRL's, not here: TRL refuses it with PEFT; "
+          "full fine-tuning's reference here is the base it started from")),
     ],
 )  # fmt: skip
 def test_a_mistyped_flag_is_one_short_line_naming_the_nearest_flag(capsys, args, message):
