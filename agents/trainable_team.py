@@ -57,6 +57,10 @@ class TrainableTeam:
         """The weights that training ``agent`` changes (its own model's)."""
         return self._member(agent).parameters(agent)
 
+    def tokenizer_of(self, agent: str) -> Any:
+        """The tokenizer of ``agent``'s own model."""
+        return self._member(agent).tokenizer
+
     def sample(self, agent: str, chats: Sequence[Any], seeds: Sequence[int], **kwargs: Any) -> list[Completion]:
         """:meth:`TrainableLM.sample` of ``agent``'s model."""
         return self._member(agent).sample(agent, chats, seeds, **kwargs)

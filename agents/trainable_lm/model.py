@@ -392,6 +392,11 @@ class TrainableLM(Sampling, Scoring, Weights):
             return list(seat.model.parameters())
         return [p for name, p in seat.model.named_parameters() if _adapters_weight(name, seat.adapter)]
 
+    def tokenizer_of(self, agent: str) -> PreTrainedTokenizerBase:
+        """The tokenizer ``agent`` reads and writes with (one for every agent of this policy)."""
+        self._seat(agent)
+        return self.tokenizer
+
     def _seat(self, agent: str) -> _Seat:
         if agent not in self.seats:
             raise KeyError(f"TrainableLM plays {self.agents}, not {agent!r}")

@@ -164,7 +164,7 @@ class Weights:
                 # writes directory/<adapter>
                 seat.model.save_pretrained(directory, selected_adapters=[seat.adapter])
             elif id(seat.model) in written:
-                _link_or_copy(written[id(seat.model)], folder)
+                _link_folder(written[id(seat.model)], folder)
             else:
                 seat.model.save_pretrained(folder)
                 self.tokenizer.save_pretrained(folder)
@@ -206,7 +206,7 @@ class Weights:
                 seat.model.load_state_dict(loaded.state_dict())
 
 
-def _link_or_copy(target: Path, folder: Path) -> None:
+def _link_folder(target: Path, folder: Path) -> None:
     """Make ``folder`` a relative link to its sibling ``target`` (a copy where links fail)."""
     try:
         folder.symlink_to(target.name, target_is_directory=True)

@@ -389,11 +389,6 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
     (``update-NNNNNN.jsonl``; :func:`algorithms.text.train` sets it to the run folder's
     ``completions/`` on the process that writes); None: nowhere."""
 
-    def _tokenizer_of(self, agent: str):
-        """The tokenizer of ``agent``'s model (a TrainableTeam's member has its own)."""
-        members = getattr(self.lm, "members", None)
-        return members[agent].tokenizer if members is not None else self.lm.tokenizer
-
     def _log_completions(self, rollouts: Rollouts) -> None:
         """The first ``config.log_completions`` completions of this update, whole rollouts
         first (group, member, then turn and agent: the first 2 x turns of a pair are one
@@ -405,7 +400,7 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             reward = rollouts.rewards[sample.turn, sample.group, sample.member, sample.agent_index]
             record = {
                 "update": self.update + 1, "agent": sample.agent, "turn": sample.turn, "group": sample.group,
-                "member": sample.member, "prompt": self._tokenizer_of(sample.agent).decode(list(completion.prompt_ids)),
+                "member": sample.member, "prompt": self.lm.tokenizer_of(sample.agent).decode(list(completion.prompt_ids)),
                 "completion": completion.text, "finish_reason": completion.finish_reason,
                 "tokens": len(completion.token_ids), "reward": float(reward),
             }  # fmt: skip
