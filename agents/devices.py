@@ -6,9 +6,10 @@ torch's objects, and every model, tensor and checkpoint of the run follows them:
 ==========  =======================================================================
 device      ``auto`` (CUDA when this machine has it, else the CPU), ``cpu``, ``cuda``
             (the current CUDA device), ``cuda:N`` (CUDA device N)
-dtype       ``auto`` (bfloat16 on CUDA, float32 on the CPU), ``float32``, ``bfloat16``,
-            ``float16``: the weights' dtype (LoRA adapters stay float32: peft keeps them
-            so on a half-precision base)
+dtype       ``auto`` (on CUDA bfloat16, or float16 on a GPU without native bfloat16,
+            compute capability under 8 such as the T4 and V100; float32 on the CPU),
+            ``float32``, ``bfloat16``, ``float16``: the weights' dtype (LoRA adapters
+            stay float32: peft keeps them so on a half-precision base)
 routing     how one batch of several agents' rows reaches each row's LoRA adapter
             (:func:`agents.trainable_lm.mixed.routed_adapters`): ``auto`` (``stacked``
             on CUDA, ``slices`` elsewhere), ``stacked``, ``slices``, ``peft``
@@ -67,6 +68,9 @@ PEAK_FLOPS: tuple[tuple[str, float], ...] = (
     ("A10G", 125e12),
     ("A10", 125e12),  # after "A100" and "A10G", which contain it
     ("RTX 4090", 165e12),
+    ("V100-PCIE", 112e12),  # float16 only: no bfloat16 tensor cores before compute capability 8
+    ("V100", 125e12),  # SXM2
+    ("T4", 65e12),
 )
 """Dense bfloat16/float16 tensor-core FLOPS per second of known GPUs (the vendors' data
 sheets, without sparsity), by a part of the name ``torch.cuda.get_device_name`` gives;
@@ -144,8 +148,18 @@ def resolve(device: str = "auto", dtype: str = "auto") -> tuple[torch.device, to
         raise ValueError(f"device {device!r}: {why}: use 'cpu' or 'auto'")
     resolved = torch.device(device if device != "auto" else "cuda" if torch.cuda.is_available() else "cpu")
     if dtype == "auto":
-        dtype = "bfloat16" if resolved.type == "cuda" else "float32"
+        dtype = "float32" if resolved.type != "cuda" else "bfloat16" if native_bfloat16(resolved) else "float16"
     return resolved, getattr(torch, dtype)
+
+
+def native_bfloat16(device: torch.device) -> bool:
+    """Whether the CUDA ``device`` computes in bfloat16 natively (compute capability 8 or
+    more: the A100, A10, L4, H100 and later); older GPUs (the T4, V100) emulate it slowly,
+    so ``auto`` gives them float16 (trained with loss scaling:
+    :func:`algorithms.core.optimizers.loss_scaler`)."""
+    import torch
+
+    return torch.cuda.get_device_capability(device)[0] >= 8
 
 
 def unavailable(device: str) -> str:
@@ -201,10 +215,13 @@ def reset_peak_memory(device: torch.device) -> None:
 def peak_flops(device: torch.device, dtype: torch.dtype) -> float | None:
     """The device's dense peak FLOPS per second at ``dtype`` (:data:`PEAK_FLOPS`), or None
     where unknown: the CPU, a GPU not in the table, and float32 (whose peak depends on
-    whether TF32 tensor cores are allowed)."""
+    whether TF32 tensor cores are allowed), and bfloat16 where the GPU emulates it
+    (:func:`native_bfloat16`)."""
     import torch
 
     if device.type != "cuda" or dtype not in (torch.bfloat16, torch.float16):
+        return None
+    if dtype == torch.bfloat16 and not native_bfloat16(device):
         return None
     name = torch.cuda.get_device_name(device)
     return next((flops for part, flops in PEAK_FLOPS if part in name), None)

@@ -60,7 +60,8 @@ class TransformersBackend:
             cache; with ``HF_HUB_OFFLINE=1`` only the cache is read).
         gguf_file: A GGUF file name inside the directory ``model``.
         device: ``auto`` (CUDA when available, else the CPU), ``cpu``, ``cuda``, ``cuda:N``.
-        dtype: The weights' dtype: ``auto`` (bfloat16 on CUDA, float32 on the CPU),
+        dtype: The weights' dtype: ``auto`` (bfloat16 on CUDA, float16 on a GPU
+            without native bfloat16, float32 on the CPU),
             ``float32``, ``bfloat16``, ``float16``.
         batch_size: Most requests decoded together.
 

@@ -340,11 +340,11 @@ def test_another_librarys_warning_is_named_as_its(capsys, tmp_path, monkeypatch)
         warnings.simplefilter("always")
         warnings.showwarning = cli.show_warning("deliberate train text grpo")
         fakelib.fetch()  # its stacklevel names this file
-        warnings.warn("float16 trains without loss scaling", stacklevel=1)
-        warnings.warn("float16 trains without loss scaling", stacklevel=1)  # a config checked twice: once (the TRL client)
+        warnings.warn("--sampler ctranslate2 samples the rollouts on the CPU", stacklevel=1)
+        warnings.warn("--sampler ctranslate2 samples the rollouts on the CPU", stacklevel=1)  # a config checked twice: once (the TRL client)
     assert capsys.readouterr().err.splitlines() == [
         "deliberate train text grpo: warning from fakelib: Unable to fetch remote file",
-        "deliberate train text grpo: warning: float16 trains without loss scaling",
+        "deliberate train text grpo: warning: --sampler ctranslate2 samples the rollouts on the CPU",
     ]
 
 

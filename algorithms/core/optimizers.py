@@ -87,3 +87,27 @@ def schedule_learning_rate(optimizer: torch.optim.Optimizer, settings: Any, upda
     for group in optimizer.param_groups:
         group["lr"] = rate
     return rate
+
+
+def loss_scaler(policy: Any) -> torch.amp.GradScaler:
+    r"""Dynamic loss scaling for a policy whose weights are float16, disabled otherwise.
+
+    float16 has 5 exponent bits: a gradient smaller than about 6e-8 flushes to 0 on its way
+    back through the half-precision layers (LoRA adapters stay float32, their inputs'
+    gradients do not). The backward pass runs on :math:`s L` and the step on
+    :math:`\nabla L = \nabla (s L) / s`; a step whose gradient overflowed (an inf or nan) is
+    skipped and :math:`s` halves, and :math:`s` doubles after 2,000 steps without one
+    (``torch.amp.GradScaler``, what TRL's and transformers' ``fp16=True`` run). bfloat16
+    has float32's exponent range and needs none.
+
+    Args:
+        policy: The trained policy (its ``dtype`` and ``device``; a policy without them is
+            taken for float32).
+
+    Returns:
+        A ``GradScaler``, enabled only for float16 weights; disabled, each of its calls
+        does nothing (``scale`` returns the loss, ``step`` steps).
+    """
+    device = torch.device(getattr(policy, "device", "cpu"))
+    return torch.amp.GradScaler(device.type, enabled=getattr(policy, "dtype", None) == torch.float16)
+

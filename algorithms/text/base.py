@@ -48,7 +48,9 @@ update's optimizer steps; ``policy`` aggregated as the loss, the others means ov
 whatever the aggregation, as TRL logs them: :func:`~algorithms.text.losses.text_policy_loss`),
 ``losses/grad_norm`` (each agent's gradient norm
 before clipping, one per set of weights, mean over those with a gradient and the
-optimizer steps), ``losses/entropy`` (the policy's mean entropy in nats at the completion
+optimizer steps; with float16 weights also ``losses/loss_scale``, the loss scale after the
+update, and ``losses/skipped_steps``, its steps skipped for an overflowed gradient:
+:func:`~algorithms.core.optimizers.loss_scaler`), ``losses/entropy`` (the policy's mean entropy in nats at the completion
 tokens of the loss's passes: every pass of the update, every trainable agent; a collapse
 towards 0 is the usual sign of a policy that stopped exploring), ``tokens/{agent}`` (mean completion length),
 ``truncated/{agent}`` (the share of its completions cut at the token budget),
@@ -109,7 +111,7 @@ from agents.text_policy import TextPolicy, played_text
 from agents.trainable_lm import Completion, Meter, TrainableLM
 from algorithms.core import data_parallel
 from algorithms.core.learner import GroupPolicyGradient
-from algorithms.core.optimizers import adam
+from algorithms.core.optimizers import adam, loss_scaler
 from algorithms.core.run import padded_batches
 from algorithms.text.config import TextLearnerConfig
 from algorithms.text.losses import (
@@ -149,6 +151,12 @@ def write_adapters(lm: TrainableLM | Any, folder: Path) -> None:
         folder.rename(old)
     staged.rename(folder)
     shutil.rmtree(old, ignore_errors=True)
+
+
+HALF_FULL = (
+    "finetune='full' in float16 has no float32 weights to step (loss scaling unscales float32 gradients only, as "
+    "torch.amp and transformers' fp16=True do): use dtype bfloat16 or float32, or LoRA (its adapters stay float32)"
+)
 
 
 def rank_num_envs(config: TextLearnerConfig, ranks: data_parallel.Ranks) -> int:
@@ -297,6 +305,9 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         self.config, self.lm, self.venv, self.frozen = config, lm, venv, frozen
         self.trainable = [a for a in self.agents if a in lm.agents]
         self.optimizer = adam(self._parameters(self.trainable), config)
+        self.scaler = loss_scaler(lm)
+        if any(p.dtype == torch.float16 for p in self._parameters(self.trainable)):
+            raise ValueError(HALF_FULL)
         self.rng = np.random.default_rng(config.seed)
         self.update = 0
         self.sampler = lm if sampler is None else sampler
@@ -562,6 +573,7 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         minibatches = min(config.num_minibatches, len(samples))  # none empty: fewer samples than minibatches
         steps = config.update_epochs * minibatches
         norms: list[float] = []
+        skipped = 0  # optimizer steps float16's loss scaling skipped (a gradient overflowed)
         for _ in range(config.update_epochs):
             order = self.rng.permutation(len(samples))
             for minibatch in np.array_split(order, minibatches):
@@ -577,16 +589,22 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
                     for name, value in stats.items():
                         totals[name] = totals.get(name, 0.0) + value / steps
                 data_parallel.all_reduce_gradients(self._parameters(self.trainable))
+                self.scaler.unscale_(self.optimizer)  # float16's loss scale off before the clip (else nothing)
                 clipped: set[int] = set()  # full fine-tuning of a shared model: every agent's weights are one set
                 for agent in self.trainable:
                     parameters = [p for p in self.lm.parameters(agent) if id(p) not in clipped]
                     clipped.update(map(id, parameters))
                     norm = torch.nn.utils.clip_grad_norm_(parameters, config.max_grad_norm)
-                    if any(p.grad is not None for p in parameters):  # an agent with no rows here has none
+                    if any(p.grad is not None for p in parameters) and torch.isfinite(norm):  # no rows, no gradient
                         norms.append(float(norm))  # before clipping; the same on every rank
-                self.optimizer.step()
+                scale = self.scaler.get_scale()
+                self.scaler.step(self.optimizer)  # no step where float16 overflowed (an inf or nan gradient)
+                self.scaler.update()
+                skipped += self.scaler.get_scale() < scale  # overflowed: the scale halved
                 self._weights_version += 1
         losses = {f"losses/{name}": value for name, value in data_parallel.sum_over_ranks(totals).items()}
+        if self.scaler.is_enabled():
+            losses.update({"losses/loss_scale": self.scaler.get_scale(), "losses/skipped_steps": float(skipped)})
         return {**losses, **({"losses/grad_norm": float(np.mean(norms))} if norms else {})}
 
     def _chunks(self, samples: Sequence[Sample], minibatch: np.ndarray, weights: torch.Tensor):
@@ -630,7 +648,7 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             self.config.importance_sampling,
             stat_weights=weights[:, 1].to(logp.device),
         )
-        loss.backward()
+        self.scaler.scale(loss).backward()
         synchronize(self.lm.device)
         self._loss_seconds += time.perf_counter() - started
         return {name: value.item() for name, value in stats.items()}
@@ -687,6 +705,7 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             "config": self.settings(self.config),
             "weights": self.lm.state_dict(),
             "optimizer": self.optimizer.state_dict(),
+            "loss_scaler": self.scaler.state_dict(),  # {} but in float16
             "rng": self.rng.bit_generator.state,
             "update": self.update,
         }
@@ -706,6 +725,8 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         self.lm.load_state_dict(state["weights"])
         self._weights_version += 1
         self.optimizer.load_state_dict(state["optimizer"])
+        if state.get("loss_scaler"):  # a float16 run's; older checkpoints have none
+            self.scaler.load_state_dict(state["loss_scaler"])
         self.rng.bit_generator.state = state["rng"]
         self.update = state["update"]
         if self.completions_dir is not None:  # a resumed run's logged future, made again from here

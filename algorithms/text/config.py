@@ -125,9 +125,12 @@ class TextLearnerConfig(GroupSettings):
     machine has it, else the CPU), ``cpu``, ``cuda``, ``cuda:N``. A run setting: a resumed
     run may move, e.g. from a CPU to a GPU."""
     dtype: Dtype = "auto"
-    """The weights' dtype: ``auto`` (bfloat16 on CUDA, float32 on the CPU), ``float32``,
-    ``bfloat16``, ``float16`` (LoRA adapters stay float32; ``finetune="full"`` in 16 bits
-    steps the 16-bit weights and loses small steps, a warning says so). A resumed run keeps the dtype its
+    """The weights' dtype: ``auto`` (bfloat16 on CUDA, float16 on a GPU without native
+    bfloat16 such as the T4 and V100, float32 on the CPU), ``float32``,
+    ``bfloat16``, ``float16`` (LoRA adapters stay float32, and float16 trains with dynamic
+    loss scaling: :func:`~algorithms.core.optimizers.loss_scaler`; ``finetune="full"`` in
+    bfloat16 steps the 16-bit weights and loses small steps, a warning says so, and in
+    float16 is refused). A resumed run keeps the dtype its
     checkpoint was trained in: ``auto`` then means that dtype on any device (a run trained
     in float32 on a CPU resumes in float32 on a GPU), and another is refused before
     anything is written."""
@@ -267,6 +270,11 @@ class TextLearnerConfig(GroupSettings):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{type(self).__name__}.{name} must be one of {allowed}, got {getattr(self, name)!r}")
         check_decoding(self.decoding, self.mixed_routing)
+        if self.finetune == "full" and self.dtype == "float16":
+            raise ValueError(
+                "finetune='full' with dtype='float16' has no float32 weights to step (loss scaling unscales float32 "
+                "gradients only): give --dtype bfloat16 or float32, or train LoRA adapters (they stay float32)"
+            )
         if self.models and self.model:
             raise ValueError(
                 f"give --model (every agent's base) or --models (one per agent), not both: got --model {self.model!r} "

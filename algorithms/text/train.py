@@ -173,15 +173,9 @@ def kept_dtype(config: TextLearnerConfig, folder: Path, given: str) -> TextLearn
 
 
 def warn_about_numerics(config: TextLearnerConfig, placement: Mapping[str, str], world_size: int) -> None:
-    """Warn where a run's numbers are not what a user may take them for: float16 trains
-    without loss scaling, CTranslate2 samples on the CPU whatever the device, and its
-    rollouts depend on the number of processes."""
-    if placement["resolved_dtype"] == "float16":
-        warnings.warn(
-            "--dtype float16 trains without loss scaling, so small gradients may underflow to 0: "
-            "bfloat16 (the default on CUDA) needs none",
-            stacklevel=2,
-        )
+    """Warn where a run's numbers are not what a user may take them for: CTranslate2
+    samples on the CPU whatever the device, and its rollouts depend on the number of
+    processes."""
     if config.sampler == "ctranslate2" and placement["resolved_device"] != "cpu":
         warnings.warn(
             f"--sampler ctranslate2 samples the rollouts on the CPU in float32, whatever --device says "

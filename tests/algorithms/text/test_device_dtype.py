@@ -41,9 +41,14 @@ def test_the_resolver_reads_the_names_and_auto_follows_the_machine(no_cuda):
 
 
 def test_auto_is_cuda_in_bfloat16_where_the_machine_has_it(monkeypatch):
+    """bfloat16 where the GPU computes in it (compute capability 8 or more), else float16."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))  # an H100
     assert resolve() == (torch.device("cuda"), torch.bfloat16)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 5))  # a T4
+    assert resolve() == (torch.device("cuda"), torch.float16)
+    assert resolve("cuda", "bfloat16")[1] is torch.bfloat16  # asked for: given (emulated)
     assert resolve("cuda:1", "float32") == (torch.device("cuda:1"), torch.float32)
     with pytest.raises(ValueError, match="CUDA device 2, and this machine has 2 CUDA device"):
         resolve("cuda:2")
@@ -52,12 +57,19 @@ def test_auto_is_cuda_in_bfloat16_where_the_machine_has_it(monkeypatch):
 def test_peak_flops_come_from_the_table_for_half_precision_on_known_gpus(monkeypatch):
     expected = {"NVIDIA H100 PCIe": 756e12, "NVIDIA H100 80GB HBM3": 989e12, "NVIDIA H100 NVL": 835e12, "NVIDIA L40S": 362e12,
                 "NVIDIA L40": 181e12, "NVIDIA L4": 121e12, "NVIDIA A100-SXM4-80GB": 312e12, "NVIDIA A10": 125e12,
-                "NVIDIA A10G": 125e12, "Some Future GPU": None}  # fmt: skip
+                "NVIDIA A10G": 125e12, "Tesla T4": 65e12, "Tesla V100-SXM2-16GB": 125e12,
+                "Tesla V100-PCIE-32GB": 112e12, "Some Future GPU": None}  # fmt: skip
     named = iter(expected)  # "NVIDIA L40" contains "L4": the L40 was given the L4's peak (MFU 1.5x too high)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: next(named))
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
     cuda = torch.device("cuda")
-    assert {name: peak_flops(cuda, torch.bfloat16) for name in expected} == expected
+    assert {name: peak_flops(cuda, torch.float16) for name in expected} == expected
     assert peak_flops(cuda, torch.float32) is None  # TF32 or not: unknown
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: "NVIDIA A100-SXM4-80GB")
+    assert peak_flops(cuda, torch.bfloat16) == 312e12
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: "Tesla T4")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 5))
+    assert peak_flops(cuda, torch.bfloat16) is None and peak_flops(cuda, torch.float16) == 65e12  # emulated: unknown
     assert peak_flops(torch.device("cpu"), torch.bfloat16) is None
     assert dict(PEAK_FLOPS)["H200"] == 989e12
 
@@ -167,12 +179,35 @@ def test_the_transformers_team_spec_takes_device_and_dtype(tmp_path, no_cuda):
         TransformersBackend(tmp_path / "m", device="cuda")
 
 
-def test_float16_warns_that_it_trains_without_loss_scaling_and_the_world_size_is_recorded(tmp_path, capsys):
+def test_float16_trains_with_loss_scaling_and_resumes_with_its_scale(tmp_path):
+    """float16 end to end: the loss scale is logged, the checkpoint holds the scaler, a
+    resumed run continues from it, and the world size is recorded."""
     run_dir = tmp_path / "run"
-    cli.main(["train", "text", "grpo", *TINY, "--updates", "1", "--dtype", "float16", "--eval-problems", "0",
-              "--run-dir", str(run_dir)])  # fmt: skip
-    assert "float16 trains without loss scaling" in capsys.readouterr().err
+    base = ["train", "text", "grpo", *TINY, "--dtype", "float16", "--eval-problems", "0", "--run-dir", str(run_dir)]
+    cli.main([*base, "--updates", "1"])
     assert json.loads((run_dir / "config.json").read_text())["world_size"] == 1
+    (line,) = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert line["losses/loss_scale"] == 2.0**16 and line["losses/skipped_steps"] == 0  # torch.amp's first scale
+    saved = load_checkpoint(run_dir / "checkpoint.safetensors")["loss_scaler"]
+    assert saved["scale"] == 2.0**16 and saved["_growth_tracker"] == 1  # one good step towards doubling
+    cli.main([*base, "--updates", "2", "--resume"])
+    assert load_checkpoint(run_dir / "checkpoint.safetensors")["loss_scaler"]["_growth_tracker"] == 2
+
+
+def test_full_fine_tuning_in_float16_is_refused_with_its_remedy(make_lm, capsys):
+    """Loss scaling unscales float32 gradients only: float16 weights cannot be stepped."""
+    from algorithms.text.base import HALF_FULL
+    from algorithms.text.learners import TextGRPO
+    from deliberation_env.text import text_vector_env
+
+    with pytest.raises(SystemExit):
+        cli.main(["train", "text", "grpo", *TINY, "--finetune", "full", "--dtype", "float16"])
+    assert "give --dtype bfloat16 or float32, or train LoRA adapters" in capsys.readouterr().err
+    config = TextGRPOConfig(groups_per_update=1, group_size=2, max_new_tokens=4)
+    with pytest.warns(UserWarning, match="no float32 master copy"):
+        lm = make_lm(finetune="full", dtype="float16")
+    with pytest.raises(ValueError, match=HALF_FULL[:40]):
+        TextGRPO(config, lm, text_vector_env(config.num_envs))
 
 
 def test_the_ctranslate2_sampler_warns_that_it_samples_on_the_cpu_off_the_cpu():

@@ -423,3 +423,34 @@ def test_masked_truncated_completions_train_nothing_and_the_others_as_before(mak
     assert masked["agent_0"] and masked["agent_1"] == []
     everything_cut = update(mask=True, stopped=())
     assert everything_cut == {"agent_0": [], "agent_1": []}
+
+
+def test_float16_steps_the_unscaled_gradient_and_skips_an_overflowed_step(make_lm):
+    """float16 weights train with dynamic loss scaling (``algorithms.core.optimizers.loss_scaler``):
+    the clip and the step see the true gradient (its norm is the unscaled run's, not 2^16
+    times it); a gradient 10^5 times smaller, which float16 alone flushes to 0 on its way
+    back through the layers, keeps its size; and a step whose gradient overflowed leaves
+    the adapters as they were and halves the scale."""
+
+    def update(scaler=None, advantage_factor=1.0):
+        subject = make_learner(make_lm, TextMAGRPO, lm={"dtype": "float16"})
+        if scaler is not None:
+            subject.scaler = scaler
+        advantages = subject.compute_advantages
+        subject.compute_advantages = lambda returns: advantages(returns) * advantage_factor
+        model = subject.lm.seats["agent_0"].model
+        before = snapshot(model)
+        return subject.train_step(), changed(before, model)
+
+    scaled, moved = update()
+    assert scaled["losses/loss_scale"] == 2.0**16 and scaled["losses/skipped_steps"] == 0 and moved
+    unscaled = torch.amp.GradScaler("cpu", enabled=False)
+    plain, _ = update(unscaled)  # the same rollouts, no scaling
+    assert "losses/loss_scale" not in plain
+    assert scaled["losses/grad_norm"] == pytest.approx(plain["losses/grad_norm"], rel=0.05)
+    small, moved = update(advantage_factor=1e-5)
+    assert small["losses/grad_norm"] == pytest.approx(1e-5 * scaled["losses/grad_norm"], rel=0.01) and moved
+    assert update(unscaled, advantage_factor=1e-5)[0]["losses/grad_norm"] == 0  # what scaling is for
+    overflowed, moved = update(torch.amp.GradScaler("cpu", init_scale=2.0**100))
+    assert overflowed["losses/skipped_steps"] == 1 and overflowed["losses/loss_scale"] == 2.0**99
+    assert moved == [] and "losses/grad_norm" not in overflowed  # no step, no norm of an inf
