@@ -68,7 +68,6 @@ import errno
 import fcntl
 import importlib.util
 import json
-import math
 import operator
 import os
 import resource
@@ -945,7 +944,7 @@ def _serve_helper(request: dict, config: dict, workdir: str, calls: int, answers
     ``("unsendable", detail)`` when the value or a changed argument is not a codec value.
     """
     code, names = request["helper"], frozenset(request["helper_functions"])
-    replies = _Swapped() if request.get("helper_answers") == "swapped" else _Returned()
+    replies = _Answers(swap=request.get("helper_answers") == "swapped")
     request.clear()  # the candidate's program is not this process's business
     _confine(config, workdir)
     _LIBC.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
@@ -996,99 +995,108 @@ def _helper_answer(namespace: dict, names: frozenset[str], message: bytes, call:
     return (*answer, _changed_arguments(message, call, before))
 
 
-class _Returned:
-    """The helper's answers as it returned them (``helper_answers="returned"``), through a
-    :meth:`reply` of :class:`_Swapped`'s depth of calls: a helper that counts the frames
-    below it (the depth at which it hits ``RecursionError``) finds the same number in the
-    judged run and the counterfactual one (red team 28's fix let it tell them apart)."""
+class _Answers:
+    """The helper's answers: as it returned them (``helper_answers="returned"``, ``swap``
+    false), or as a counterfactual run gives them (``"swapped"``, the coding protocol's check
+    that they matter). Swapped, each call is answered with the value the helper returned to
+    an earlier call, the last one that differs from its own (its own while there is none: a
+    helper that always answers the same has nothing to swap), and each list, dict and set
+    argument the call changed in place is left as an earlier call left its argument at that
+    place, the last state that differs and has its type (as it was while there is none). A
+    property that every answer or every change of the helper has (a ``True``, an even
+    number, a first element set to 0) holds of the swapped ones too, so a main function that
+    only checks one passes this run; one that uses the answer to *its* call fails (red teams
+    28 and 31).
+
+    The helper cannot tell the runs apart: its code runs unchanged, in its own namespace
+    and at the same depth of calls (a helper counting the frames below it, the depth at
+    which it hits ``RecursionError``, finds the same number: red team 28), the swap is made
+    on a copy of what the call left (its own objects stay as it left them, where it may keep
+    them: red team 31), and both runs do the same work, the swapped answer built and encoded
+    in each, so the time a call takes does not say which run it is (red team 31). Where the
+    swapped answer cannot cross (larger than the codec takes) the call is answered as the
+    helper returned: what the codec refuses is never what fails the run.
+    """
+
+    def __init__(self, swap: bool) -> None:
+        self.swap = swap
+        self.answers = _Recent()  # the encoded values returned
+        self.changes: dict[int, _Recent] = {}  # by argument's place: the encoded states calls left
 
     def reply(self, namespace: dict, names: frozenset[str], message: bytes, call: tuple) -> bytes:
         """The encoded answer to ``call`` (``unsendable`` where the codec refuses it)."""
-        answer = _helper_answer(namespace, names, message, call)
-        try:
-            return codec.encode(answer)
-        except codec.CodecError as error:
-            return codec.encode(("unsendable", str(error)))
-
-
-class _Swapped:
-    """The helper's answers as a counterfactual run gives them (``helper_answers="swapped"``,
-    the coding protocol's check that they matter): each call is answered with the value the
-    helper returned to an earlier call, the last one that differs from its own (its own
-    while there is none: a helper that always answers the same has nothing to swap), and
-    each list, dict and set argument the call changed in place is altered once more
-    (:func:`_altered`). A property that every answer of the helper has (a ``True``, an even
-    number, a value that is not ``None``) holds of the swapped answers too, so a main
-    function that only checks one passes this run; one that uses the answer to *its* call fails.
-
-    The helper's own code runs unchanged, in its own namespace and at the same depth of
-    calls (its functions are not rebound, so it cannot tell this run from another: red team
-    28), and where the swapped answer cannot cross (larger than the codec takes) the call
-    is answered as the helper returned: what the codec refuses is never what fails the run.
-    """
-
-    def __init__(self) -> None:
-        self.last: bytes | None = None  # the encoded value of the last call
-        self.other: bytes | None = None  # the last encoded value that differs from it
-
-    def reply(self, namespace: dict, names: frozenset[str], message: bytes, call: tuple) -> bytes:
-        """The encoded answer to ``call`` (see the class docstring)."""
         name, args, kwargs = call
-        given = [*args, *kwargs.values()]
-        before = copy.deepcopy(given) if name in names and name in namespace else None
+        known = name in names and name in namespace
         mutable = _mutable_values((args, kwargs), [])
+        before = copy.deepcopy([*args, *kwargs.values()]) if known and mutable else None  # else none can change
         answer = _helper_answer(namespace, names, message, call)
         try:
             honest = codec.encode(answer)
         except codec.CodecError as error:
             return codec.encode(("unsendable", str(error)))
-        if answer[0] != "return" or before is None:
+        if answer[0] != "return" or not known:
             return honest
-        value = codec.encode(answer[1])
-        swapped = self.last if value != self.last else self.other
+        swapped = self._swapped(message, call, mutable, before, answer[1])
+        return swapped if self.swap and swapped is not None else honest
+
+    def _swapped(self, message: bytes, call: tuple, mutable: list, before: list | None, value: object) -> bytes | None:
+        """The encoded swapped answer (class docstring), ``None`` where it is the returned one
+        or cannot cross; made in both runs. What the call changed is swapped on a copy of the
+        arguments as it left them, whose lists, dicts and sets keep their identities
+        (``mutable``, as they were before the call, mapped to their copies)."""
+        name, args, kwargs = call
+        given = [*args, *kwargs.values()]
+        changed = [place for place, was in enumerate(before or ()) if given[place] != was]
+        if changed:
+            copies: dict = {}
+            args, kwargs = copy.deepcopy((args, kwargs), copies)
+            given = [*args, *kwargs.values()]
+            mutable = [copies.get(id(item), item) for item in mutable]  # gone from the arguments: not sent
+        swapped = self.answers.other_than(codec.encode(value))
+        replaced = False
+        for place in changed:
+            try:
+                earlier = self.changes.setdefault(place, _Recent()).other_than(codec.encode(given[place]))
+            except codec.CodecError:  # the call's answer says why: it is not sent
+                return None
+            if earlier is not None and _refill(given[place], codec.decode(earlier)):
+                replaced = True
+        if swapped is None and not replaced:
+            return None
+        result = value if swapped is None else codec.decode(swapped)
+        try:
+            return codec.encode(("return", result, _changed_arguments(message, (name, args, kwargs), mutable)))
+        except codec.CodecError:
+            return None
+
+
+class _Recent:
+    """The last of a series of encoded values, and the last one before it that differs."""
+
+    def __init__(self) -> None:
+        self.last: bytes | None = None
+        self.other: bytes | None = None
+
+    def other_than(self, value: bytes) -> bytes | None:
+        """The last value before ``value`` that differs from it (``None`` if there is
+        none); ``value`` joins the series."""
+        earlier = self.last if value != self.last else self.other
         if value != self.last:
             self.last, self.other = value, self.last
-        changed = [argument for argument, was in zip(given, before, strict=True) if argument != was]
-        if swapped is None and not changed:
-            return honest
-        for argument in changed:
-            _alter_in_place(argument)
-        result = answer[1] if swapped is None else codec.decode(swapped)
-        try:
-            return codec.encode(("return", result, _changed_arguments(message, call, mutable)))
-        except codec.CodecError:
-            return honest
+        return earlier
 
 
-def _altered(value: object) -> object:
-    """A codec value of the same shape as ``value`` and another value: a number plus one, a
-    flipped boolean, a string with a character more, each element of a container so, an
-    empty one given one (``None`` stays ``None``)."""
-    if type(value) is bool:
-        return not value
-    if type(value) is float and math.isnan(value):
-        return 0.0
-    if type(value) in (int, float):
-        return value + 1
-    if type(value) in (str, bytes):
-        return value + ("#" if type(value) is str else b"#")
-    if type(value) in (list, tuple):
-        return type(value)(_altered(item) for item in value) if value else type(value)([0])
-    if type(value) is dict:
-        return {key: _altered(item) for key, item in value.items()} if value else {0: 0}
-    if type(value) in (set, frozenset):
-        return type(value)(value | {"#"})
-    return value
-
-
-def _alter_in_place(value: object) -> None:
-    """Alter a list, dict or set argument in place (:func:`_altered`)."""
+def _refill(value: object, state: object) -> bool:
+    """Give the list, dict or set ``value`` the contents of ``state`` if it has its type
+    (whether it did)."""
+    if type(value) is not type(state) or type(value) not in (list, dict, set):
+        return False
     if type(value) is list:
-        value[:] = _altered(value)
-    elif type(value) is dict:
-        value.update(_altered(value))
-    elif type(value) is set:
-        value.add("#")
+        value[:] = state
+    else:
+        value.clear()
+        value.update(state)
+    return True
 
 
 def _changed_arguments(message: bytes, call: tuple, before: list) -> tuple | None:

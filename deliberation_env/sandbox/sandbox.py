@@ -310,8 +310,9 @@ class JudgeRequest:
             the function in the helper's process (module docstring).
         helper_answers: ``"returned"``: each call of a helper's function is answered with
             what it returned; ``"swapped"``: with what it returned to an earlier call, and
-            what it changed in place altered (a counterfactual run: the coding protocol's
-            check that the helper's results matter; ``_sandbox_child._Swapped``).
+            what it changed in place as an earlier call left it (a counterfactual run: the
+            coding protocol's check that the helper's results matter;
+            ``_sandbox_child._Answers``).
 
     Raises:
         ValueError: If ``helper`` and ``helper_functions`` are not both given or both

@@ -143,8 +143,12 @@ def test_a_helper_that_sorts_its_argument_in_place_behaves_as_in_one_process(pro
     helper = "def aux(values):\n    values[:] = sorted(set(values))\n    return len(values)\n"
     main = "def unique(l):\n    values = list(l)\n    count = aux(values)\n    return values[:count]\n"
     outcome = protocol.score(problem, [fenced(helper), fenced(main)])
-    # 4.0: the tests passed, and with the helper's answers withheld (no change in place) they do not
-    assert outcome.parts["tests"] == 1.0 and outcome.reward == pytest.approx(4.0)
+    assert outcome.parts["tests"] == 1.0
+    # HumanEval/34's one test calls the helper once: no earlier change to swap its own with, so
+    # the swapped run passes too and no bonus is paid (red team 31; before it, each element of
+    # the change was altered, which also broke a property of every change: 4.0 for a main
+    # function that solved the problem alone). With more calls it earns them (test_text_coding).
+    assert outcome.parts["cooperation"] == 0.0 and outcome.reward == pytest.approx(2.5)
 
 
 def test_in_place_changes_reach_the_callers_own_objects_nested_and_aliased():

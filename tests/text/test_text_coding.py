@@ -190,7 +190,8 @@ def test_a_call_whose_result_cannot_matter_earns_no_cooperation(protocol, proble
     assert score(comlrl, problem, HELPER, SOLVED_ALONE_WITH_A_CALL[name]).parts["cooperation"] == 1.0
 
 
-def test_the_altered_answers_keep_their_shape_and_change_their_value():
+def sandbox_child():
+    """The trusted code of the sandbox's processes, loaded as a module of its own."""
     import importlib.util
     from pathlib import Path
 
@@ -199,11 +200,63 @@ def test_the_altered_answers_keep_their_shape_and_change_their_value():
     path = Path(sandbox.__file__).with_name("_sandbox_child.py")
     spec = importlib.util.spec_from_file_location("_sandbox_child_for_test", path)
     child = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(child)  # the trusted code that alters what the helper changes in place
-    for value in (True, 0, -2, 1.5, float("nan"), "", "ab", b"x", [], [1, "a"], (2, [False]), {}, {"k": 1}, {1, 2}, frozenset()):
-        changed = child._altered(value)
-        assert type(changed) is type(value) and changed != value, value
-    assert child._altered(None) is None
+    spec.loader.exec_module(child)
+    return child
+
+
+def helper_replies(child, swap, function, calls):
+    """What the helper's process sends for each call of ``function`` (named ``aux``), and
+    the arguments as the helper's own code holds them after each call."""
+    answers, namespace, replies = child._Answers(swap=swap), {"aux": function}, []
+    for args in calls:
+        call = ("aux", args, {})
+        replies.append(child.codec.decode(answers.reply(namespace, frozenset({"aux"}), child.codec.encode(call), call)))
+    return replies
+
+
+def test_the_swapped_answers_and_changes_are_earlier_calls_and_the_helpers_objects_stay_its_own():
+    child = sandbox_child()
+
+    def aux(xs):
+        xs.append(len(xs))  # a change every call makes: its last element is its former length
+        return 2 * len(xs)
+
+    calls = [([5],), ([5, 6, 7],), ([1],)]
+    returned = helper_replies(child, False, aux, calls)
+    assert [reply[1] for reply in returned] == [4, 8, 4] and [reply[2][0] for reply in returned] == [([5, 1],), ([5, 6, 7, 3],), ([1, 1],)]
+    held = [([5],), ([5, 6, 7],), ([1],)]
+    swapped = helper_replies(child, True, aux, held)
+    # nothing earlier to swap with at the first call; then the last answer, and the last change, that differ
+    assert [reply[1] for reply in swapped] == [4, 4, 8]
+    assert [reply[2][0] for reply in swapped] == [([5, 1],), ([5, 1],), ([5, 6, 7, 3],)]
+    assert held == [([5, 1],), ([5, 6, 7, 3],), ([1, 1],)]  # the helper's own objects as it left them (red team 31)
+
+
+def test_both_runs_do_the_same_work_for_each_call(monkeypatch):
+    # red team 31: the swapped run encoded the call once more, which a main function could time
+    child = sandbox_child()
+
+    def aux(xs, n):
+        xs.append(n)
+        return len(xs) + n
+
+    calls = [([1], 2), ([1, 2], 3), ([3], 2), ([], 0), ("not a list", 1)]
+    work = {}
+    for swap in (False, True):
+        counts = {"encode": 0, "decode": 0, "deepcopy": 0}
+        for module, name in ((child.codec, "encode"), (child.codec, "decode"), (child.copy, "deepcopy")):
+            original = getattr(module, name)
+
+            def counted(*args, _original=original, _name=name, _counts=counts, **kwargs):
+                _counts[_name] += 1
+                return _original(*args, **kwargs)
+
+            monkeypatch.setattr(module, name, counted)
+        replies = helper_replies(child, swap, aux, [tuple(list(a) if type(a) is list else a for a in call) for call in calls])
+        monkeypatch.undo()
+        work[swap] = counts
+        assert [reply[1] for reply in replies] == ([4, 6, 4, 1, "AttributeError"] if not swap else [4, 4, 6, 4, "AttributeError"])
+    assert work[False] == work[True] and work[False]["deepcopy"] > 0
 
 
 # Red team 28: a main function that solves the problem alone and checks only a property that
@@ -228,6 +281,20 @@ PROPERTY_ONLY = {
     "a helper reading its cache": (
         "import functools\n\n@functools.cache\ndef aux(numbers):\n    return len(str(aux.cache_info())) + sum(numbers)\n",
         NOT_NONE.replace("aux(numbers)", "aux(tuple(numbers))"),
+    ),
+    # red team 31: a property of every change the helper makes in place, which the altered
+    # change (each element plus one) broke: 4.0 against 2.5
+    "a change in place checked": (
+        "def aux(xs):\n    xs[0] = 0\n    return len(xs) + 7\n",
+        ALONE.replace("    product = 1\n", "    probe = [5]\n    if aux(probe) < 0 or probe[0] != 0:\n        raise ValueError\n    product = 1\n"),
+    ),
+    # red team 31: the helper kept its argument (a default list) and saw it altered in place
+    "a helper keeping its argument": (
+        (
+            "def aux(numbers, seen=[]):\n    for old in seen:\n        if old[-1] != 'mark':\n            raise ValueError(0)\n"
+            "    numbers.append('mark')\n    seen.append(numbers)\n    return len(numbers) * 3\n"
+        ),
+        NOT_NONE.replace("aux(numbers)", "aux(list(numbers))"),
     ),
 }  # fmt: skip
 
@@ -258,6 +325,30 @@ def test_an_answer_that_cannot_cross_once_changed_earns_no_cooperation(protocol,
     helper = f"def aux(numbers):\n    return 'a' * ({n} + len(numbers) - len(numbers))\n"
     outcome = score(protocol, problem, helper, NOT_NONE)
     assert outcome.parts["tests"] == 1.0 and outcome.parts["cooperation"] == 0.0 and outcome.reward == pytest.approx(2.5)
+
+
+# Left open (module docstring): a main function that solves the problem alone and checks a
+# relation between a call's arguments and aux's answer (its value recomputed, or only its
+# length) fails both counterfactual runs as a main function that uses the answer does, and
+# earns the bonuses (4.0 against 2.5). A fix that closes it must flip this test on purpose.
+RELATION_CHECKED = {
+    "the value recomputed": (
+        "def aux(numbers):\n    return sum(numbers)\n",
+        ALONE.replace("    product = 1\n", "    if aux(numbers) != sum(numbers):\n        raise ValueError\n    product = 1\n"),
+    ),
+    "the length of the answer": (
+        "def aux(numbers):\n    return [2 * n for n in numbers]\n",
+        ALONE.replace("    product = 1\n", "    if len(aux(numbers)) != len(numbers):\n        raise ValueError\n    product = 1\n"),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(RELATION_CHECKED))
+def test_a_relation_between_the_arguments_and_the_answer_still_earns_cooperation(protocol, problem, name):
+    helper, main = RELATION_CHECKED[name]
+    outcome = score(protocol, problem, helper, main)
+    assert outcome.parts["cooperation"] == outcome.parts["not_wrapper"] == 1.0 and outcome.reward == pytest.approx(4.0)
+    assert score(protocol, problem, helper, ALONE).reward == pytest.approx(2.5)
 
 
 def test_a_helper_changing_its_argument_in_place_still_earns_cooperation(protocol, problem):

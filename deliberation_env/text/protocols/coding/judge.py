@@ -118,13 +118,15 @@ class TeamProgram:
     def results_swapped(self) -> TeamProgram:
         """These programs with each call of the helper's functions answered with what the
         helper returned to an earlier call (the last answer that differs from the call's
-        own), and what it changed in place altered (a number plus one, a flipped boolean, a
-        string with a character more, ...): the coding protocol's check that the answer to
-        *each* call matters, beside :meth:`results_withheld` (``JudgeRequest.helper_answers``,
-        done by the sandbox at the process boundary, so the helper's code runs unchanged and
-        cannot tell this run from the judged one: red team 28). A main function that only
-        checks a property of every answer (``aux(x) is not None``, ``if not aux(x): raise``
-        beside a helper that always answers ``True``) passes this run."""
+        own), and each argument it changed in place left as an earlier call left its
+        argument at that place: the coding protocol's check that the answer to *each* call
+        matters, beside :meth:`results_withheld` (``JudgeRequest.helper_answers``, done by
+        the sandbox at the process boundary, on copies and with the same work as the judged
+        run, so the helper's code runs unchanged and cannot tell this run from the judged
+        one: red teams 28 and 31). A main function that only checks a property of every
+        answer or change (``aux(x) is not None``, ``if not aux(x): raise`` beside a helper
+        that always answers ``True``, ``xs[0] == 0`` after a helper that sets it) passes
+        this run."""
         return dataclasses.replace(self, helper_answers="swapped") if self.helper_code else self
 
     def digest(self) -> str:

@@ -34,7 +34,8 @@ part                  weight  what it measures
                               judged again with each helper function answering ``None``
                               (changing nothing in place), and again with each call
                               answered with the helper's answer to an earlier call
-                              (and what it changes in place altered), the program
+                              (and what it changes in place left as an earlier
+                              call left its argument), the program
                               passes fewer tests each time (not with CoMLRL's gate,
                               which reads the text only)
 ``not_wrapper``       1.0     given cooperation: the main function is not a thin wrapper
@@ -121,14 +122,28 @@ the judged one (``repr(aux)``, ``aux.cache_info``) and failed it on purpose, or 
 answer, one byte under the codec's limit, could not cross once altered: the answers are
 now swapped by the sandbox at the process boundary (``JudgeRequest.helper_answers``),
 where the helper's code runs unchanged and at the same depth of calls, and an answer that
-could not cross so is sent as returned. Not proven: that the main function needs the
-helper (it may compute the same value itself and compare it with aux's, which fails with
-either change: ``aux(x) == [x]`` beside ``def aux(x): return [x]``), that it does part
-of the work itself (one more statement takes any wrapper out of the two forms), or that
-the helper is correct beyond the tests; a helper whose answers are all the same, or
-whose swapped answers the tests cannot tell apart, earns no bonus; and what the helper
-changes in place is still altered, not swapped, so a property of that change may be checked
-alone. The run's timing (the swapped run copies each call's arguments first) is not hidden. Only the ``tests`` part measures the program's correctness.
+could not cross so is sent as returned. Red team 31: what the helper changed in place was
+still altered (each element plus one), so a property of every such change (``xs[0] = 0``)
+earned the bonuses (4.0 against 2.5), and the alteration was made on the helper's own
+objects, so a helper that kept its argument (in a default list) saw it and failed the run
+on purpose (4.0 against 2.5); each changed argument is now left as an earlier call left its
+argument at that place (the last state that differs and has its type), on a copy. The
+swapped run also did more work than the judged one (it encoded the call again), which a
+main function could time with ``datetime`` (a ratio of about 1.0 judged against 1.2 to 1.5
+swapped, on 1 MB arguments; no reward was won with it in five tries, the noise failed
+judged runs too): both runs now do the same work and differ only in the answer they send.
+Not proven: that the main function needs the helper. It may compute the same value
+itself and compare it with aux's, or check any relation between a call's arguments and
+its answer (``len(aux(x)) == len(x)``), which fails with either change as a main function
+that uses the answer does: such a team still earns the bonuses (4.0 against 2.5 for the
+same main function without the check; red teams 28 and 31 found no behaviour of the
+program that tells the two apart, and a rule on the text, such as a comparison with
+``aux``'s result, would also take the bonus from honest predicates like ``if aux(c) == 0``;
+pinned by ``test_a_relation_between_the_arguments_and_the_answer_still_earns_cooperation``).
+Nor that it does part of the work itself (one more statement takes any wrapper out of the
+two forms), or that the helper is correct beyond the tests; a helper whose answers and
+changes are all the same, or whose swapped ones the tests cannot tell apart, earns no
+bonus. Only the ``tests`` part measures the program's correctness.
 
 **Tests passed come only from the sandbox's verdict**
 (:mod:`deliberation_env.text.protocols.coding.counting`). The trusted tests are rewritten
