@@ -240,11 +240,13 @@ def _sample(
     top_p: torch.Tensor,
     uniforms: torch.Tensor,
     top_k: torch.Tensor | None = None,
+    min_p: float = 0.0,
 ) -> torch.Tensor:
     """One token per row: greedy where temperature is 0, else drawn from the row's support
     (:func:`agents.sampling.sampling_support`: temperature, then top-k where > 0, then
-    top-p) by inverting its CDF at the row's uniform number (so each row uses only its own
-    stream)."""
+    top-p; with ``min_p`` > 0 only the tokens of probability at least ``min_p`` times the
+    likeliest's stay, as transformers' ``MinPLogitsWarper`` after top-p leaves them) by
+    inverting its CDF at the row's uniform number (so each row uses only its own stream)."""
     greedy = logits.argmax(dim=-1)
     probs = torch.softmax(logits / temperature.clamp(min=1e-6).unsqueeze(1), dim=-1)
     sorted_probs, order = probs.sort(dim=-1, descending=True)
@@ -255,6 +257,8 @@ def _sample(
         sorted_probs = sorted_probs / sorted_probs.sum(dim=-1, keepdim=True)  # top-p within the top-k
     cumulative = sorted_probs.cumsum(dim=-1)
     outside = (cumulative - sorted_probs) >= top_p.unsqueeze(1)  # keeps at least the top token
+    if min_p > 0:
+        outside |= sorted_probs < min_p * sorted_probs[:, :1]
     sorted_probs = sorted_probs.masked_fill(outside, 0.0)
     cdf = sorted_probs.cumsum(dim=-1)
     targets = (uniforms * cdf[:, -1]).unsqueeze(1)

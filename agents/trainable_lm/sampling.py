@@ -92,9 +92,12 @@ class Sampler(Protocol):
         top_p: float,
         min_new_tokens: int,
         top_k: int = 0,
+        min_p: float = 0.0,
+        repetition_penalty: float = 1.0,
     ) -> list[Completion]:
         """One completion per chat, as ``agent``, each from its own seed's random stream
-        (``top_k`` is passed only where it is > 0: a sampler without it samples all else)."""
+        (``top_k``, ``min_p`` and ``repetition_penalty`` are passed only where they are not
+        their defaults: a sampler without them samples all else)."""
         ...
 
 
@@ -106,6 +109,8 @@ def check_sample_arguments(
     top_p: float,
     min_new_tokens: int,
     top_k: int = 0,
+    min_p: float = 0.0,
+    repetition_penalty: float = 1.0,
 ) -> None:
     """Refuse what :meth:`TrainableLM.sample` (and any sampler standing in for it) cannot sample.
 
@@ -122,10 +127,13 @@ def check_sample_arguments(
         or not 0 < top_p <= 1
         or not 0 <= min_new_tokens <= max_new_tokens
         or top_k < 0
+        or not 0 <= min_p <= 1
+        or not repetition_penalty > 0
     ):
         raise ValueError(
             f"need max_new_tokens >= 1, temperature >= 0, top_p in (0, 1], 0 <= min_new_tokens <= "
-            f"max_new_tokens and top_k >= 0, got {max_new_tokens}, {temperature}, {top_p}, {min_new_tokens}, {top_k}"
+            f"max_new_tokens, top_k >= 0, min_p in [0, 1] and repetition_penalty > 0, got {max_new_tokens}, "
+            f"{temperature}, {top_p}, {min_new_tokens}, {top_k}, {min_p}, {repetition_penalty}"
         )
 
 
@@ -134,7 +142,7 @@ CANDIDATES = 64
 
 
 def draw_tokens(
-    logits: torch.Tensor, temperature: float, top_p: float, uniforms: torch.Tensor, top_k: int = 0
+    logits: torch.Tensor, temperature: float, top_p: float, uniforms: torch.Tensor, top_k: int = 0, min_p: float = 0.0
 ) -> torch.Tensor:
     """One token per row of ``logits`` (N, V), drawn at ``uniforms`` (N,) in [0, 1).
 
@@ -154,7 +162,10 @@ def draw_tokens(
     With ``top_k`` > 0 the support is first the ``top_k`` likeliest tokens and the nucleus
     is taken within their mass (the transformers backend's order: top-k, then top-p of what
     is left); up to :data:`CANDIDATES` every row is decided among the candidates, beyond
-    it by the full sort.
+    it by the full sort. With ``min_p`` > 0 a token stays only where its probability is at
+    least ``min_p`` times the likeliest token's (transformers' ``MinPLogitsWarper``, after
+    top-k and top-p: the three supports intersect); a row whose support ends among the
+    candidates is decided there, any other by the full sort.
     """
     if temperature == 0:
         return logits.argmax(dim=-1)
@@ -163,7 +174,7 @@ def draw_tokens(
     top_ps = torch.full((rows,), float(top_p), device=logits.device)
     probs = torch.softmax(logits / temperatures.clamp(min=1e-6).unsqueeze(1), dim=-1)
     if CANDIDATES < top_k < size:  # beyond the candidates: the full sort, every row
-        return _sample(logits, temperatures, top_ps, uniforms, torch.full((rows,), top_k, device=logits.device))
+        return _sample(logits, temperatures, top_ps, uniforms, torch.full((rows,), top_k, device=logits.device), min_p)
     top, order = probs.topk(min(CANDIDATES, size), dim=-1)
     if 0 < top_k < size:  # the top-k's own distribution, as the full sort renormalizes it
         top = top.masked_fill(torch.arange(top.shape[1], device=top.device) >= top_k, 0.0)
@@ -172,10 +183,12 @@ def draw_tokens(
     outside = (top.cumsum(dim=-1) - top) >= top_ps.unsqueeze(1)
     if 0 < top_k < size:
         outside |= torch.arange(top.shape[1], device=top.device) >= top_k
+    if min_p > 0:  # the probabilities fall down the candidates: once out, out for the rest
+        outside |= top < min_p * top[:, :1]
     cdf = top.masked_fill(outside, 0.0).cumsum(dim=-1)
     ends = outside[:, -1] | (0 < top_k < size)
     low = high = cdf[:, -1]
-    if top_p == 1 and not 0 < top_k < size:
+    if top_p == 1 and not 0 < top_k < size and not min_p:
         mass = probs.sum(dim=-1, dtype=torch.float64)
         slack = mass * (2 * size * 2.0**-52)
         mass_high, mass_low = (mass + slack).float(), (mass - slack).float()
@@ -189,8 +202,32 @@ def draw_tokens(
     undecided = (picks[:, 0] != picks[:, 1]) | (bounds[:, 1] > cdf[:, -1])
     if undecided.any():
         top_ks = torch.full((int(undecided.sum()),), top_k, device=logits.device) if top_k else None  # (none today)
-        tokens[undecided] = _sample(logits[undecided], temperatures[undecided], top_ps[undecided], uniforms[undecided], top_ks)
+        tokens[undecided] = _sample(
+            logits[undecided], temperatures[undecided], top_ps[undecided], uniforms[undecided], top_ks, min_p
+        )
     return tokens
+
+
+def seen_tokens(prompts: Sequence[Sequence[int]], vocabulary: int, device: torch.device) -> torch.Tensor:
+    """(rows, vocabulary) booleans: which tokens each row's prompt holds (its padding not:
+    transformers' ``generate`` counts the pad token of a left-padded batch as seen)."""
+    seen = torch.zeros(len(prompts), vocabulary, dtype=torch.bool, device=device)
+    for row, prompt in enumerate(prompts):
+        seen[row, torch.tensor(list(prompt), dtype=torch.long, device=device)] = True
+    return seen
+
+
+def penalize_repeats(logits: torch.Tensor, seen: torch.Tensor, penalty: float) -> torch.Tensor:
+    r"""The repetition penalty of CTRL (Keskar et al., 2019), as transformers and vLLM apply
+    it: for each token already seen (``seen``, (rows, V)),
+
+    .. math::
+
+        z'_i = \begin{cases} z_i / \theta & z_i > 0 \\ z_i \, \theta & z_i \le 0 \end{cases}
+
+    with :math:`\theta` the ``penalty`` (> 1 makes a repeat less likely); other logits unchanged."""
+    penalized = torch.where(logits > 0, logits / penalty, logits * penalty)
+    return torch.where(seen, penalized, logits)
 
 
 class Sampling:
@@ -216,6 +253,8 @@ class Sampling:
         top_p: float = 1.0,
         min_new_tokens: int = 0,
         top_k: int = 0,
+        min_p: float = 0.0,
+        repetition_penalty: float = 1.0,
     ) -> list[Completion]:
         """One completion per chat, as ``agent`` (see the module docstring on seeds).
 
@@ -233,11 +272,19 @@ class Sampling:
             top_k: Sample among the ``top_k`` likeliest tokens only (then ``top_p`` within
                 them); 0: all. Like ``top_p``, it shapes the draw, not the recorded
                 log-probabilities.
+            min_p: Keep only tokens of probability at least ``min_p`` times the likeliest
+                token's (after ``top_k`` and ``top_p``); 0: no such cut. It shapes the draw.
+            repetition_penalty: Divide the positive logits of the tokens already in the
+                prompt or the completion by it, multiply their negative ones (transformers'
+                ``RepetitionPenaltyLogitsProcessor``, greedy decoding too); 1: none. It shapes
+                the draw, not the recorded log-probabilities.
 
         Raises:
             ValueError: On mismatched lengths or a bad sampling setting.
         """
-        check_sample_arguments(chats, seeds, max_new_tokens, temperature, top_p, min_new_tokens, top_k)
+        check_sample_arguments(
+            chats, seeds, max_new_tokens, temperature, top_p, min_new_tokens, top_k, min_p, repetition_penalty
+        )
         prompts = [self.encode(chat) for chat in chats]
         completions: list[Completion] = []
         with (
@@ -257,6 +304,8 @@ class Sampling:
                         min_new_tokens,
                         advance,
                         top_k=top_k,
+                        min_p=min_p,
+                        repetition_penalty=repetition_penalty,
                     )
                 )
         return completions
@@ -271,6 +320,8 @@ class Sampling:
         top_p: float = 1.0,
         min_new_tokens: int = 0,
         top_k: int = 0,
+        min_p: float = 0.0,
+        repetition_penalty: float = 1.0,
     ) -> dict[str, list[Completion]]:
         """Several agents' requests of one turn, ``{agent: (chats, seeds)}``: each completion
         is what :meth:`sample` gives for it (the same seed, the same stream), but agents that
@@ -287,6 +338,8 @@ class Sampling:
             top_p: Nucleus mass in (0, 1].
             min_new_tokens: No stop token before this many tokens (see :meth:`sample`).
             top_k: The likeliest tokens sampled among, 0: all (see :meth:`sample`).
+            min_p: The least probability kept, relative to the likeliest token's (see :meth:`sample`).
+            repetition_penalty: The penalty of tokens seen before, 1: none (see :meth:`sample`).
 
         Returns:
             ``{agent: completions}``, in the order of each agent's chats.
@@ -300,6 +353,8 @@ class Sampling:
             "top_p": top_p,
             "min_new_tokens": min_new_tokens,
             "top_k": top_k,
+            "min_p": min_p,
+            "repetition_penalty": repetition_penalty,
         }
         seats = [self._seat(agent) for agent in requests]
         shared = (
@@ -342,6 +397,8 @@ class Sampling:
                         adapters=[self.seats[agent].adapter for agent in agents],
                         route=route,
                         top_k=top_k,
+                        min_p=min_p,
+                        repetition_penalty=repetition_penalty,
                     )
                 )
         joint: dict[str, list[Completion]] = {agent: [] for agent in requests}
@@ -362,6 +419,8 @@ class Sampling:
         adapters: Sequence[str] | None = None,
         route: Route = peft_route,
         top_k: int = 0,
+        min_p: float = 0.0,
+        repetition_penalty: float = 1.0,
     ) -> list[Completion]:
         """Decode ``prompts`` together; ``adapters``: each row's adapter (a mixed-adapter
         batch of one peft model, reaching them by ``route``: :mod:`agents.trainable_lm.mixed`),
@@ -381,6 +440,8 @@ class Sampling:
                 adapters,
                 route,
                 top_k,
+                min_p,
+                repetition_penalty,
             )
         names = [None] * len(prompts) if adapters is None else list(adapters)
         requests = [(name, tuple(prompt)) for name, prompt in zip(names, prompts, strict=True)]
@@ -400,6 +461,8 @@ class Sampling:
             None if adapters is None else [adapters[row] for row in rows],
             route,
             top_k,
+            min_p,
+            repetition_penalty,
         )
         by_request = dict(zip(first, decoded, strict=True))
         for row, request in enumerate(requests):
@@ -420,6 +483,8 @@ class Sampling:
         adapters: Sequence[str] | None,
         route: Route = peft_route,
         top_k: int = 0,
+        min_p: float = 0.0,
+        repetition_penalty: float = 1.0,
     ) -> list[Completion]:
         """Decode every row of ``prompts`` (see :meth:`_sample_batch`), stepping the way
         ``self.decoding`` names (:mod:`agents.trainable_lm.steps`; a model whose attention
@@ -448,12 +513,17 @@ class Sampling:
             )  # fmt: skip
         logits = steps.logits
         stop_ids = torch.tensor(sorted(self._stop_ids), dtype=torch.long, device=self.device)
+        seen = seen_tokens(prompts, logits.shape[1], self.device) if repetition_penalty != 1 else None
         for step in range(max_new_tokens):
             uniforms = uniform[:, step]  # every live row samples its step-th token
             allowed = (
                 logits.index_fill(1, stop_ids, float("-inf")) if step < min_new_tokens else logits
             )
-            chosen = draw_tokens(allowed, temperature, top_p, uniforms, top_k)
+            if seen is not None:
+                allowed = penalize_repeats(allowed, seen, repetition_penalty)
+            chosen = draw_tokens(allowed, temperature, top_p, uniforms, top_k, min_p)
+            if seen is not None:
+                seen[torch.arange(len(live), device=self.device), chosen] = True
             scores = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(
                 1, chosen[:, None]
             )[:, 0]
@@ -472,6 +542,7 @@ class Sampling:
             if len(staying) < len(live):
                 keep = torch.tensor(staying, dtype=torch.long, device=self.device)
                 chosen, uniform = chosen[keep], uniform[keep]
+                seen = seen[keep] if seen is not None else None
                 live = [live[k] for k in staying]
                 steps.drop(keep, live)
             logits = steps.step(chosen, live)

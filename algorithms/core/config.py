@@ -105,9 +105,11 @@ ADDED_SETTINGS: dict[str, Any] = {
     "resume_from": "",
     "log_completions": 0,
     "mask_truncated_completions": False,
+    "min_p": 0.0,
+    "repetition_penalty": 1.0,
 }
 """Settings added since release 0.2 (the learners' optimizer and loss, the text learners'
-``top_k`` and ``mask_truncated_completions``, a run's ``resume_from`` and ``log_completions``), with the value every run it
+``top_k``, ``min_p``, ``repetition_penalty`` and ``mask_truncated_completions``, a run's ``resume_from`` and ``log_completions``), with the value every run it
 recorded trained with: a run folder recorded without one resumes where it has this value
 (:func:`algorithms.core.run_dirs.changed_settings`)."""
 ADDED_OWN_SETTINGS: dict[str, Any] = {

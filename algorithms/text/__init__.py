@@ -77,7 +77,10 @@ TRL                                 here
                                     DeepSeekMath's equation: advantages sqrt(G / (G - 1)) larger
                                     (1.15 at G = 4); ``--eps 1e-4`` matches TRL's epsilon
 ``beta``                            ``kl_coef`` (the k3 estimator, as TRL)
-``max_completion_length``           ``max_new_tokens``; ``temperature``, ``top_p``, ``top_k``
+``max_completion_length``           ``max_new_tokens``; ``temperature``, ``top_p``, ``top_k``,
+                                    ``min_p``, ``repetition_penalty`` (the torch sampler's;
+                                    like TRL's, they shape the draw, not the policy the loss
+                                    scores)
 ``mask_truncated_completions``      ``mask_truncated_completions`` (a cut completion keeps its
                                     reward and its place in the group's baseline, and leaves
                                     the loss)

@@ -135,6 +135,15 @@ def sample_turn(
     return {agent: sampler.sample(agent, chats, seeds, **settings) for agent, (chats, seeds) in requests.items()}
 
 
+def sampling_extras(config: TextLearnerConfig) -> dict[str, Any]:
+    """The sampling settings a sampler is given only where they are not their defaults
+    (``top_k``, ``min_p``, ``repetition_penalty``): a sampler of one's own without them
+    samples every run that leaves them out."""
+    extras = {"top_k": config.top_k, "min_p": config.min_p, "repetition_penalty": config.repetition_penalty}
+    defaults = {"top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0}
+    return {name: value for name, value in extras.items() if value != defaults[name]}
+
+
 def write_adapters(lm: TrainableLM | Any, folder: Path) -> None:
     """``lm.save_adapters`` into ``folder``, whole or not at all: written beside it, then
     put in its place (a run killed while writing keeps the adapters of the checkpoint
@@ -498,7 +507,7 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
                 temperature=temperature,
                 top_p=config.top_p,
                 min_new_tokens=config.min_new_tokens if temperature else 0,
-                **({"top_k": config.top_k} if config.top_k else {}),  # a sampler of one's own may not take it
+                **sampling_extras(config),
             )
             texts = {}
             for i, agent in enumerate(self.agents):

@@ -155,6 +155,16 @@ class TextLearnerConfig(GroupSettings):
     """Sample among this many likeliest tokens only (then ``top_p`` within them, as TRL's
     ``top_k``); 0: all. Like ``top_p`` it shapes the rollouts' draw; the loss scores the
     policy softmax(logits / temperature) whole."""
+    min_p: float = 0.0
+    """Sample only tokens of probability at least this times the likeliest token's (after
+    ``top_k`` and ``top_p``; TRL's ``min_p``, transformers' and vLLM's); 0: no such cut.
+    It shapes the rollouts' draw, as ``top_p``."""
+    repetition_penalty: float = 1.0
+    """Penalize the tokens already in the prompt or the completion (TRL's
+    ``repetition_penalty``, CTRL's as transformers and vLLM apply it: a positive logit
+    divided by it, a negative one multiplied; > 1 repeats less); 1: none. It shapes the
+    rollouts' draw and the held-out evaluation's greedy decoding, not the policy the loss
+    scores (as in TRL, whose samplers apply it and whose loss does not)."""
     gamma: float = 1.0
     """Discount across turns: the return of turn t is r_t + gamma * return of turn t+1."""
     credit: Literal["joint", "contribution"] = "joint"
@@ -295,6 +305,14 @@ class TextLearnerConfig(GroupSettings):
             raise ValueError(f"top_p must lie in (0, 1], got {self.top_p}")
         if self.top_k < 0:
             raise ValueError(f"top_k must be >= 0 (0: all tokens), got {self.top_k}")
+        if not 0 <= self.min_p <= 1:
+            raise ValueError(f"min_p must lie in [0, 1] (0: no cut), got {self.min_p}")
+        if not self.repetition_penalty > 0:
+            raise ValueError(f"repetition_penalty must be > 0 (1: none), got {self.repetition_penalty}")
+        if self.sampler == "ctranslate2" and (self.min_p or self.repetition_penalty != 1):
+            raise ValueError(
+                "min_p and repetition_penalty are the torch sampler's (the default): leave out --sampler ctranslate2"
+            )
         if not 0 <= self.min_new_tokens <= self.max_new_tokens:
             raise ValueError(f"min_new_tokens must lie in [0, max_new_tokens], got {self.min_new_tokens}")
         if not 0 <= self.gamma <= 1:

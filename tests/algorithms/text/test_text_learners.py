@@ -299,6 +299,33 @@ def test_top_k_reaches_the_rollouts_sampler_only_where_set(make_lm, top_k):
         TextMAGRPOConfig(top_k=-1)
 
 
+def test_min_p_and_repetition_penalty_reach_the_sampler_only_where_set(make_lm):
+    """TRL's ``min_p`` and ``repetition_penalty``: given to the rollouts' sampler (and the
+    held-out evaluation's) only where they are not their defaults, checked by the config,
+    and refused with the CTranslate2 sampler, which does not apply them."""
+    config = TextMAGRPOConfig(**SMALL, min_p=0.1, repetition_penalty=1.3)
+    subject = make_learner(make_lm, config=config)
+    seen = []
+    sample_joint = subject.lm.sample_joint
+
+    def recording(requests, **settings):
+        seen.append(settings)
+        return sample_joint(requests, **settings)
+
+    subject.lm.sample_joint = recording
+    subject.train_step()
+    assert seen and all(s["min_p"] == 0.1 and s["repetition_penalty"] == 1.3 for s in seen)
+    plain = make_learner(make_lm)
+    plain.lm.sample_joint = recording
+    seen.clear()
+    plain.train_step()
+    assert seen and not any({"min_p", "repetition_penalty"} & set(s) for s in seen)
+    for bad, message in (({"min_p": 1.5}, "min_p must lie in"), ({"repetition_penalty": 0}, "repetition_penalty must be > 0"),
+                         ({"min_p": 0.1, "sampler": "ctranslate2"}, "leave out --sampler ctranslate2")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            TextMAGRPOConfig(**bad)
+
+
 def test_each_checkpoint_leaves_the_adapters_of_its_update_for_plain_peft(make_lm, tmp_path):
     """A run killed mid-way kept only its checkpoint; the peft adapters were written at the
     end alone (the GPU client: no adapter of a run that did not finish). They are written

@@ -199,3 +199,61 @@ def test_top_k_reaches_the_sampler_only_where_it_is_set(make_lm):
     one = lm.sample("agent_0", [CHAT] * 3, [1, 2, 3], max_new_tokens=6, temperature=1.0, top_k=1)
     greedy = lm.sample("agent_0", [CHAT], [9], max_new_tokens=6, temperature=0.0)
     assert all(c.token_ids == greedy[0].token_ids for c in one)  # top-1 is the greedy token at every step
+
+
+@pytest.mark.parametrize("min_p", [0.01, 0.2, 0.9])
+@pytest.mark.parametrize(("temperature", "top_p", "top_k"), [(1.0, 1.0, 0), (0.7, 0.9, 0), (1.0, 1.0, 5), (1.3, 0.95, 100)])
+def test_min_p_draws_the_sorts_token_within_its_cut(min_p, temperature, top_p, top_k):
+    """min_p (TRL's, transformers' ``MinPLogitsWarper``): a token stays only where its
+    probability is at least min_p times the likeliest's; drawn among the candidates where
+    the cut ends there, by the full sort otherwise, the same token either way."""
+    from agents.trainable_lm import draw_tokens
+
+    rows = 120
+    logits = distributions(300, rows, seed=7)
+    uniforms = torch.rand(rows, generator=torch.Generator().manual_seed(3))
+    uniforms[:4] = torch.tensor([0.0, 0.5, 0.999999, 1 - 2**-24])
+    ours = draw_tokens(logits, temperature, top_p, uniforms, top_k, min_p)
+    full = torch.full((rows,), float(temperature)), torch.full((rows,), float(top_p))
+    sorts = _sample(logits, *full, uniforms, torch.full((rows,), top_k), min_p)
+    probs = torch.softmax(logits / temperature, dim=-1)
+    index = torch.arange(rows)
+    assert torch.equal(probs[index, ours], probs[index, sorts])  # the sort's token, or one as likely
+    assert bool((probs[index, ours] >= min_p * probs.max(dim=-1).values).all())
+
+
+def test_min_p_keeps_exactly_the_tokens_transformers_keeps():
+    """On a fine grid of uniforms the sampler reaches every token transformers' warpers
+    (temperature, then min-p) leave finite, and no other."""
+    from transformers.generation.logits_process import MinPLogitsWarper, TemperatureLogitsWarper
+
+    logits = torch.tensor(np.random.default_rng(11).normal(scale=2.0, size=60), dtype=torch.float32)[None]
+    grid = torch.linspace(0, 1, 20001)[:-1]
+    for temperature, min_p in ((1.0, 0.05), (0.5, 0.3), (2.0, 0.02)):
+        rows = len(grid)
+        drawn = _sample(logits.expand(rows, -1), torch.full((rows,), temperature), torch.ones(rows), grid, None, min_p)
+        warped = MinPLogitsWarper(min_p)(None, TemperatureLogitsWarper(temperature)(None, logits.clone()))
+        assert set(drawn.tolist()) == set(torch.isfinite(warped[0]).nonzero().flatten().tolist())
+
+
+@pytest.mark.parametrize("penalty", [1.3, 0.8])
+def test_repetition_penalty_decodes_as_transformers_generate(make_lm, penalty):
+    """Greedy decoding with TRL's ``repetition_penalty`` gives the tokens of transformers'
+    ``generate`` (its ``RepetitionPenaltyLogitsProcessor``: the prompt's tokens and the
+    completion's so far), and the penalty changes them; sampled, the recorded
+    log-probabilities stay the policy's, the ones the loss scores."""
+    lm = make_lm(agents=("agent_0",))
+    prompt = lm.encode(CHAT)
+    ours = lm.sample("agent_0", [CHAT], [1], max_new_tokens=16, temperature=0.0, repetition_penalty=penalty)[0]
+    plain = lm.sample("agent_0", [CHAT], [1], max_new_tokens=16, temperature=0.0)[0]
+    with torch.no_grad(), lm._acting("agent_0") as model:
+        theirs = model.generate(
+            input_ids=torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+            do_sample=False, repetition_penalty=penalty, max_new_tokens=16, eos_token_id=sorted(lm._stop_ids),
+            pad_token_id=lm.tokenizer.pad_token_id,
+        )[0, len(prompt):].tolist()  # fmt: skip
+    assert list(ours.token_ids) == theirs and ours.token_ids != plain.token_ids
+    sampled = lm.sample("agent_0", [CHAT, OTHER], [4, 5], max_new_tokens=8, temperature=0.9, repetition_penalty=penalty)
+    policy, _ = lm.logprobs("agent_0", [c.prompt_ids for c in sampled], [c.token_ids for c in sampled], temperature=0.9)
+    for row, completion in enumerate(sampled):
+        assert torch.allclose(policy[row, : len(completion.token_ids)], torch.tensor(completion.logprobs), atol=1e-5)
