@@ -33,7 +33,8 @@ class Evaluation:
             ``eval/accuracy``, ``eval/consensus_accuracy``, ``eval/tokens``,
             ``eval/{action}_share``; text: ``eval/{part}`` of each reward part,
             ``eval/joint``, ``eval/truncated_share``, ``eval/mean_completion_tokens``, on
-            the math protocol ``eval/asked_form_share``).
+            the math protocol ``eval/asked_form_share``, on the coding protocol
+            ``eval/pass_rate``, the same number as ``accuracy``).
     """
 
     accuracy: float | None

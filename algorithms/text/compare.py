@@ -70,12 +70,13 @@ if TYPE_CHECKING:
 SHIPPED = tuple(TEXT_CONFIGS)
 """The text learners by name (``magrpo``, ``grpo``, ``softrankpo``)."""
 METRICS = (
-    "rewards/joint/mean", "rewards/correct/mean", "eval/joint", "eval/correct", "eval/asked_form_share",
-    "eval/truncated_share", "eval/mean_completion_tokens",
+    "rewards/joint/mean", "rewards/correct/mean", "eval/joint", "eval/correct", "eval/pass_rate",
+    "eval/asked_form_share", "eval/truncated_share", "eval/mean_completion_tokens",
 )  # fmt: skip
 """What a comparison summarizes per learner: the last update's rewards and, with
-``--eval-problems``, the held-out greedy evaluation after training (accuracy, and beside it
-the share of answers in the asked form, the share cut at the budget and the length)."""
+``--eval-problems``, the held-out greedy evaluation after training (accuracy, or on the
+coding protocol the pass rate, and beside it the share of answers in the asked form, the
+share cut at the budget and the length)."""
 
 INCIDENTAL_SPREAD = {"largest": 0.188, "mean": 0.073, "runs": 6}
 """How far one seed's held-out accuracy moved under changes that leave the method the same
@@ -229,12 +230,12 @@ def _compare(cfg: TextCompare, own: dict[str, Any], names: list[str], ranks: Ran
 def compare_table(summary: dict[str, Any], cfg: TextCompare) -> Table:
     """The summary as a table: mean +- 95% CI over seeds of each of :data:`METRICS` that the
     runs have, per learner; under it, whether the seeds show each pair of learners'
-    difference in held-out accuracy (:func:`~algorithms.core.compare.difference_lines`; the
-    held-out joint reward where the task scores no accuracy, as a protocol of one's own may;
+    difference in held-out accuracy (:func:`~algorithms.core.compare.difference_lines`; on the
+    coding protocol its pass rate; the held-out joint reward where the task scores no accuracy, as a protocol of one's own may;
     the last update's joint reward without a held-out evaluation), and how far one seed moves
     under incidental changes (:data:`INCIDENTAL_SPREAD`)."""
     table = summary_table(summary, METRICS, f"LLM-weight learners, {cfg.seeds} seed(s), {cfg.learner.run.updates} updates")
-    compared = ("eval/correct", "eval/joint", "rewards/joint/mean")  # held-out first; a task of one's own may score no "correct"
+    compared = ("eval/correct", "eval/pass_rate", "eval/joint", "rewards/joint/mean")  # held-out first; a task of one's own may score no "correct"
     metric = next((m for m in compared if any(m in row for row in summary.values())), "")
     learners = {name: row[metric] for name, row in summary.items() if metric in row}
     table.caption = "\n".join([

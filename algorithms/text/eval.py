@@ -22,7 +22,9 @@ numbers a run logs.
   accuracy@k over the samples of each problem; beside them, over every completion,
   ``truncated_share`` (the share cut at the token budget) and ``mean_completion_tokens``,
   and on the math protocol ``asked_form_share`` (its ``format`` part: the share of
-  answers stated in the form the prompt asks for).
+  answers stated in the form the prompt asks for). A learner's evaluation logs, on the
+  coding protocol, ``eval/pass_rate``: the share of problems whose program passes every
+  test (its greedy pass@1).
 
 **Baselines** (the MAGRPO paper's, on the coding protocol; any frozen backend behind
 :class:`agents.TextPolicy`; every team's texts are scored by the env):
@@ -84,7 +86,10 @@ def evaluate(learner: Any, venv: Any, problem_indices: Sequence[int], seed: int 
         trainable agents' completions, ``eval/truncated_share`` (the share cut at the token
         budget) and ``eval/mean_completion_tokens``, and on the math protocol
         ``eval/asked_form_share`` (its ``format`` part: the share of the last turn's answers
-        stated in the form the prompt asks for; a cut one is not, under strict scoring).
+        stated in the form the prompt asks for; a cut one is not, under strict scoring), and
+        on the coding protocol ``eval/pass_rate`` (the share of problems whose program passes
+        every test: greedy pass@1, the MAGRPO paper's measure; ``eval/tests`` is the mean
+        share of tests passed).
     """
     finals, (made, cut, tokens) = learner.play_held_out(venv, problem_indices, seed, progress)
     metrics = {f"eval/{name}": float(np.mean(values)) for name, values in finals.items()}
@@ -95,6 +100,7 @@ def evaluate(learner: Any, venv: Any, problem_indices: Sequence[int], seed: int 
     accuracy = metrics.get("eval/correct")
     if accuracy is None and "tests" in finals:  # coding: the code passes every test
         accuracy = float(np.mean([value == 1.0 for value in finals["tests"]]))
+        metrics["eval/pass_rate"] = accuracy
     return Evaluation(
         accuracy=accuracy,
         answered_share=metrics.get("eval/asked_form_share"),

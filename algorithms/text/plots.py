@@ -41,12 +41,14 @@ HELD_OUT = "eval/joint"
 """The held-out metric drawn as points: the same joint reward, greedy, on the test split."""
 FINAL = {
     "eval/correct": "held-out accuracy (greedy)",
+    "eval/pass_rate": "held-out pass rate (greedy, every test passed)",
     "rewards/correct/mean": "training accuracy, last update",
     "eval/joint": "held-out joint reward (greedy)",
     "rewards/joint/mean": "training joint reward, last update",
 }
 """A comparison's final result, the first that every run has: accuracy where the protocol
-scores one (math), held-out where the runs evaluated, else the joint reward (coding)."""
+scores one (math) or the pass rate (coding), held-out where the runs evaluated, else the
+joint reward."""
 
 History = Sequence[Mapping[str, Any]]
 

@@ -340,3 +340,15 @@ def test_a_text_comparison_without_accuracy_compares_the_held_out_joint_reward(t
     summary = {name: summarize_runs(seeds, text_compare.METRICS) for name, seeds in runs.items()}
     caption = text_compare.compare_table(summary, tiny_text(tmp_path, ("grpo", "mine"))).caption
     assert "grpo - mine in eval/joint: -0.400" in caption and "rewards/joint/mean:" not in caption
+
+
+def test_a_coding_comparison_compares_the_held_out_pass_rate(tmp_path):
+    """On HumanEval the learners were told apart on the joint reward, whose structure
+    bonuses can rank a pair that passes fewer problems above one that passes more."""
+    from algorithms.core.compare import summarize_runs
+
+    runs = {"grpo": [{"eval/joint": 3.0, "eval/pass_rate": 0.2}, {"eval/joint": 3.2, "eval/pass_rate": 0.3}],
+            "magrpo": [{"eval/joint": 2.0, "eval/pass_rate": 0.6}, {"eval/joint": 2.2, "eval/pass_rate": 0.7}]}  # fmt: skip
+    summary = {name: summarize_runs(seeds, text_compare.METRICS) for name, seeds in runs.items()}
+    caption = text_compare.compare_table(summary, tiny_text(tmp_path, ("grpo", "magrpo"))).caption
+    assert "grpo - magrpo in eval/pass_rate: -0.400" in caption and "eval/joint:" not in caption

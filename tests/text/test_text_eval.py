@@ -83,6 +83,33 @@ def test_summarize_math_reports_accuracy_without_pass_at_k():
     assert summary["asked_form_share"] == 0.5 and summary["truncated_share"] == 0.5
 
 
+class PlayedHeldOut:
+    """A learner whose held-out play is given: the last turn's reward parts per problem, and
+    (completions, cut, tokens)."""
+
+    def __init__(self, finals, counts=(8, 2, 40)):
+        self.finals, self.counts = finals, counts
+
+    def play_held_out(self, venv, problem_indices, seed, progress):
+        return self.finals, self.counts
+
+
+def test_a_coding_evaluation_logs_its_pass_rate():
+    """A HumanEval user looks for the MAGRPO paper's measure, the share of problems whose
+    program passes every test, among the logged ``eval/*`` numbers: it was only the
+    ``Evaluation``'s accuracy, and a run logged the mean share of tests passed alone."""
+    played = PlayedHeldOut({"tests": [1.0, 0.5, 0.0, 1.0], "joint": [4.0, 2.0, 1.5, 2.5]})
+    result = text_eval.evaluate(played, venv=None, problem_indices=range(4), progress=False)
+    assert result.metrics["eval/pass_rate"] == result.accuracy == 0.5
+    assert result.metrics["eval/tests"] == pytest.approx(0.625)
+
+
+def test_a_math_evaluation_logs_no_pass_rate():
+    played = PlayedHeldOut({"correct": [1.0, 0.0], "format": [1.0, 1.0], "joint": [2.0, 1.0]})
+    result = text_eval.evaluate(played, venv=None, problem_indices=range(2), progress=False)
+    assert "eval/pass_rate" not in result.metrics and result.accuracy == 0.5
+
+
 # ---------------------------------------------------------------------- baselines, scripted
 class ScriptedCoder:
     """Helper prompts get a helper; main prompts a main function calling it; a single

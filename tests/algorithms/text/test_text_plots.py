@@ -8,7 +8,7 @@ import numpy as np
 from algorithms.core.metrics import read_metrics
 from algorithms.text import TextGRPOConfig, train
 from algorithms.text.config import text_run
-from algorithms.text.plots import curve, learning_curves
+from algorithms.text.plots import FINAL, curve, final_accuracy, learning_curves
 
 SMALL = {"model": "tiny", "groups_per_update": 2, "group_size": 2, "max_new_tokens": 4, "micro_batch_size": 4}
 
@@ -31,3 +31,10 @@ def test_runs_without_evaluations_have_no_points_and_still_draw(tmp_path):
     assert curve(history).eval_updates.size == 0
     seeds = [history, [{**h, "eval/joint": 0.5} for h in history]]
     assert learning_curves({"magrpo": seeds}, tmp_path / "c.png", "two seeds").stat().st_size > 0
+
+
+def test_a_coding_comparisons_final_figure_shows_the_pass_rate_as_a_share():
+    finals = [{"algo": "magrpo", "eval/joint": 2.5, "eval/pass_rate": 0.4}, {"algo": "grpo", "eval/joint": 3.0, "eval/pass_rate": 0.2}]
+    (ax,) = final_accuracy(finals).axes
+    assert ax.get_ylabel() == FINAL["eval/pass_rate"]
+    assert ax.get_ylim()[1] <= 1.1  # a share: the joint reward of 3.0 would reach past it
