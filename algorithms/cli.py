@@ -387,6 +387,72 @@ TRL_ABSENT = {
 }
 """TRL's ``GRPOConfig`` options that have no counterpart here, and why: an unknown option
 that is one of them says so."""
+COMLRL_FIELDS = {
+    "num_agents": ("env.n_agents", ""),
+    "num_turns": ("env.max_turns", ""),
+    "termination_threshold": ("env.stop_threshold", " (an episode ends once the joint reward reaches it)"),
+    "discount": ("gamma", " (CoMLRL's default is 0.9, ours 1.0)"),
+    "joint_mode": ("pairing", " (aligned or cross, as CoMLRL's)"),
+    "advantage_mode": ("baseline", " (mean, rloo, max or raw; magrpo's own: in compare text, --magrpo.baseline)"),
+    "advantage_normalization": (
+        "normalize_advantages", " (magrpo's own, off by default: in compare text, --magrpo.normalize-advantages)"
+    ),
+    "eval_num_samples": ("run.eval_problems", " (held-out problems per evaluation)"),
+    "eval_batch_size": ("eval_envs", " (held-out problems played at a time)"),
+    "rollout_buffer_size": ("groups_per_update", " (problems per update)"),
+    "train_batch_size": ("num_minibatches", " (optimizer steps per update: rollout_buffer_size / train_batch_size)"),
+}
+"""CoMLRL's ``MAGRPOConfig`` fields that have another name here, as ``(our field, a note)``
+with the part a config file nests it under (``env.max_turns``): an unknown option or
+config-file key that is one of them names ours (a CoMLRL user's ``--num-turns 2``).
+``num_generations`` and ``num_train_epochs`` are TRL's names too (:data:`TRL_OPTIONS`);
+``max_new_tokens``, ``temperature``, ``top_p``, ``top_k``, ``learning_rate`` and
+``eval_interval`` are the same here (``eval_interval`` counts updates)."""
+COMLRL_ABSENT = {
+    "external_prompt_passthrough": (
+        "a protocol builds every turn's prompt itself, with its feedback (a FunctionProtocol's prompt "
+        "function receives the feedback function's text)"
+    ),
+    "logging_steps": "every update is logged, to metrics.jsonl",
+}
+"""CoMLRL's ``MAGRPOConfig`` fields that have no counterpart here, and why."""
+
+
+def comlrl_hint(name: str, as_flag: bool, prefix: str = "") -> str | None:
+    """What CoMLRL's field ``name`` (``num_turns``) is here, as a command line (``as_flag``:
+    ``--max-turns``) or a config file names it, there under the parts ``prefix`` the file
+    nests it in (``learner.``: the key ``learner.env.max_turns``); None when ``name`` is no
+    CoMLRL field of :data:`COMLRL_FIELDS` or :data:`COMLRL_ABSENT`."""
+    if name in COMLRL_ABSENT:
+        return f"CoMLRL's, not here: {COMLRL_ABSENT[name]}"
+    if name not in COMLRL_FIELDS:
+        return None
+    ours, note = COMLRL_FIELDS[name]
+    part, _, field_name = ours.rpartition(".")
+    if as_flag:
+        return f"that is CoMLRL's name; here it is --{field_name.replace('_', '-')}{note}"
+    if part and prefix.endswith(f"{part}."):  # already under its part (env: {num_turns: 2})
+        prefix = prefix[: -len(part) - 1]
+    return f"that is CoMLRL's name; here it is the key {prefix}{ours}{note}"
+
+
+def check_comlrl_keys(data: Any, path: Path, prefix: str = "") -> None:
+    """Refuse a config file's key that is CoMLRL's name (:data:`COMLRL_FIELDS`), at any
+    depth, naming ours: no config of this package has a field of those names, so the
+    file's loader would refuse it as unknown, naming only every field there is.
+
+    Raises:
+        ValueError: Naming the file, the key and what it is here.
+    """
+    if not isinstance(data, dict):
+        return
+    for key, value in data.items():
+        hint = comlrl_hint(str(key), as_flag=False, prefix=prefix)
+        if hint is not None:
+            raise ValueError(f"config file {path}: {prefix}{key}: {hint}")
+        check_comlrl_keys(value, path, f"{prefix}{key}.")
+
+
 NESTS = ("env", "run")
 """The parts of a config that a config file nests (``env: {task: gsm8k}``) and the command
 line does not (``--task gsm8k``)."""
@@ -413,6 +479,9 @@ def short_error(printed: str, command: str = "") -> str | None:
             return f"unrecognized option {flag}: that is TRL's name; here it is {ours}"
         if flag in TRL_ABSENT and " text" in command:
             return f"unrecognized option {flag}: TRL's, not here: {TRL_ABSENT[flag]}"
+        comlrl = comlrl_hint(flag[2:].replace("-", "_"), as_flag=True) if " text" in command else None
+        if comlrl is not None:
+            return f"unrecognized option {flag}: {comlrl}"
         nest, _, name = flag[2:].rpartition(".")
         if nest in NESTS:  # tyro's --env.task: the settings a config file nests
             return f"unrecognized option {flag}: options are flat here, --{name} (a config file nests it: {nest}: {{{name.replace('-', '_')}: ...}})"
@@ -636,6 +705,8 @@ def file_defaults(path: Path, args: list[str]) -> Deliberate:
     named, line_algo = line_command(args)
     data = read_config_file(path, named)
     first, family = named.split()[:2]
+    if family == "text" and first in ("train", "compare"):
+        check_comlrl_keys(data, path)
     if first in FAMILIES:
         configs = {"meta": META_CONFIGS, "text": TEXT_CONFIGS}[family]
         algo = data.pop("algo", None)

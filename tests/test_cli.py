@@ -110,6 +110,17 @@ def test_each_option_has_one_name_in_train_and_compare():
         (["train", "text", "grpo", "--sync-ref-model"],
          ("deliberate train text grpo: error: unrecognized option --sync-ref-model: TRL's, not here: TRL refuses it with PEFT; "
           "full fine-tuning's reference here is the base it started from")),
+        # CoMLRL's names (the CoMLRL client porting MAGRPO): ours named
+        (["train", "text", "magrpo", "--num-turns", "2"], "deliberate train text magrpo: error: unrecognized option --num-turns: that is CoMLRL's name; here it is --max-turns"),
+        (["compare", "text", "--discount", "0.9"],
+         "deliberate compare text: error: unrecognized option --discount: that is CoMLRL's name; here it is --gamma (CoMLRL's default is 0.9, ours 1.0)"),
+        (["train", "text", "magrpo", "--joint-mode", "cross"],
+         "deliberate train text magrpo: error: unrecognized option --joint-mode: that is CoMLRL's name; here it is --pairing (aligned or cross, as CoMLRL's)"),
+        (["train", "text", "magrpo", "--eval-num-samples", "4"],
+         "deliberate train text magrpo: error: unrecognized option --eval-num-samples: that is CoMLRL's name; here it is --eval-problems (held-out problems per evaluation)"),
+        (["train", "text", "magrpo", "--logging-steps", "1"],
+         "deliberate train text magrpo: error: unrecognized option --logging-steps: CoMLRL's, not here: every update is logged, to metrics.jsonl"),
+        (["train", "meta", "grpo", "--num-turns", "2"], "deliberate train meta grpo: error: unrecognized option --num-turns; did you mean --max-turns?"),  # no CoMLRL hint: the text seat's
     ],
 )  # fmt: skip
 def test_a_mistyped_flag_is_one_short_line_naming_the_nearest_flag(capsys, args, message):
@@ -174,6 +185,24 @@ def test_a_config_file_with_an_unknown_field_and_a_missing_one(capsys, tmp_path)
     err = refused(capsys, "run", "--config", str(path))
     assert err.startswith(f"deliberate run: error: config file {path}: unknown RunMeta fields ['n_problem']")
     assert "deliberate run: error:" in refused(capsys, "run", "--config", str(tmp_path / "none.yaml"))
+
+
+@pytest.mark.parametrize(
+    ("command", "text", "named"),
+    [
+        (("train", "text"), "algo: magrpo\nenv:\n  num_turns: 2\n", "env.num_turns: that is CoMLRL's name; here it is the key env.max_turns"),
+        (("train", "text"), "algo: magrpo\nnum_turns: 2\n", "num_turns: that is CoMLRL's name; here it is the key env.max_turns"),
+        (("train", "text"), "algo: magrpo\ndiscount: 0.9\n", "discount: that is CoMLRL's name; here it is the key gamma"),
+        (("compare", "text"), "learner:\n  run:\n    eval_num_samples: 4\n",
+         "learner.run.eval_num_samples: that is CoMLRL's name; here it is the key learner.run.eval_problems"),
+    ],
+)  # fmt: skip
+def test_a_config_file_key_of_comlrl_names_ours(capsys, tmp_path, command, text, named):
+    """A CoMLRL user's config keeps its names: the file was refused with every field there
+    is, and none of them said which was ``num_turns``."""
+    path = tmp_path / "comlrl.yaml"
+    path.write_text(text)
+    assert refused(capsys, *command, "--config", str(path)).startswith(f"deliberate {' '.join(command)}: error: config file {path}: {named}")
 
 
 def test_a_config_check_names_the_value_not_tyros_internals(capsys):

@@ -141,7 +141,7 @@ class TextLearnerConfig(GroupSettings):
     ``cross``: every combination of the agents' G samples is scored (B * G^n envs, one
     turn only) and a sample's return is the mean of the agent's own credited reward (the
     joint reward, or with ``credit="contribution"`` its own contribution) over the
-    combinations containing it."""
+    combinations containing it. CoMLRL's ``joint_mode``."""
     max_new_tokens: int = 96
     """Most tokens per completion."""
     min_new_tokens: int = 0
@@ -166,7 +166,8 @@ class TextLearnerConfig(GroupSettings):
     rollouts' draw and the held-out evaluation's greedy decoding, not the policy the loss
     scores (as in TRL, whose samplers apply it and whose loss does not)."""
     gamma: float = 1.0
-    """Discount across turns: the return of turn t is r_t + gamma * return of turn t+1."""
+    """Discount across turns: the return of turn t is r_t + gamma * return of turn t+1
+    (CoMLRL's ``discount``, 0.9 there by default)."""
     credit: Literal["joint", "contribution"] = "joint"
     """What an agent's reward is: the joint reward R (every agent the same), or its
     leave-one-out contribution (R minus R without its text), times ``reward_scale``."""
@@ -335,7 +336,8 @@ class TextMAGRPOConfig(TextLearnerConfig):
 
     baseline: Literal["mean", "rloo", "max", "raw"] = "mean"
     """CoMLRL's baseline: ``mean`` (MAGRPO), ``rloo`` (MARLOO), ``max`` (MAREMAX),
-    ``raw`` (MAREINFORCE); see :func:`algorithms.text.losses.baseline_advantages`."""
+    ``raw`` (MAREINFORCE), its ``advantage_mode``; see
+    :func:`algorithms.text.losses.baseline_advantages`."""
     normalize_advantages: bool = False
     """Standardize each group's advantages after the baseline, as CoMLRL does by default
     (``advantage_normalization=True``): the four baselines then coincide and MAGRPO equals

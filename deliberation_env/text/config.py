@@ -196,9 +196,11 @@ class TextEnvConfig(TaskFields):
 
     # Episode
     max_turns: int | None = None
-    """Turns per episode (>= 1; None: 1); from turn 2 each prompt carries the feedback."""
+    """Turns per episode (>= 1; None: 1); from turn 2 each prompt carries the feedback
+    (CoMLRL's ``num_turns``, its external transition)."""
     stop_threshold: float | None = None
-    """End an episode early once the joint reward R reaches this value (None: never)."""
+    """End an episode early once the joint reward R reaches this value (None: never;
+    CoMLRL's ``termination_threshold``)."""
 
     def __post_init__(self) -> None:
         self.max_turns = with_max_cycles("max_turns", self.max_turns, self.max_cycles, 1)
