@@ -97,10 +97,16 @@ class RunText(TaskSource):
     """The task: HumanEval, whose tests judge the team's program."""
     split: str = "test"
     """Problem split, ``train`` or ``test``."""
+    task_kwargs: dict[str, int | float | str] | None = None
+    """Further keyword arguments of the task (``de.tasks.get(task, **task_kwargs)``):
+    ``{split_rule: comlrl}`` plays CoMLRL's split, whose test problems (HumanEval/0-31) are
+    the MAGRPO paper's and a ``train text`` run's held-out ones under the same rule."""
     team: str = "smollm2"
     """The backend spec of both agents (``deliberate run --help`` lists the specs)."""
     temperature: float | None = None
     """Sampling temperature (None: SmolLM2's default)."""
+    max_tokens: int = 256
+    """Most tokens per completion (CoMLRL's ``max_new_tokens``)."""
     cache: str | None = None
     """SQLite response cache (None: ``~/.cache/deliberation_env/``)."""
     offline: bool = False
@@ -122,7 +128,7 @@ class RunText(TaskSource):
         from agents.specs import check_spec
 
         check_spec(self.team)
-        for name in ("n_problems", "samples"):
+        for name in ("n_problems", "samples", "max_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         check_choice("--split", self.split, ("train", "test"))
@@ -226,14 +232,15 @@ def run_text(cfg: RunText, backend: Backend | None = None) -> dict[str, Any]:
     from deliberation_env.text import CodingProtocol
 
     started = time.perf_counter()
-    task = de.tasks.get(cfg.task, **({"path": cfg.path} if cfg.path else {}))
+    task = de.tasks.get(cfg.task, **({"path": cfg.path} if cfg.path else {}), **(cfg.task_kwargs or {}))
     if backend is None:
         backend = backend_from_spec(cfg.team, cfg.cache, cfg.offline)
     console.print(f"[bold]helper + main, 2 x {backend.model_id}[/bold] on {cfg.task} ({cfg.split}, "
                   f"{cfg.n_problems} problems, {cfg.samples} sample(s) each)")  # fmt: skip
     summaries = text_eval.evaluate_baselines(
         CodingProtocol(task), backend, cfg.n_problems, samples=cfg.samples, seed=cfg.seed, split=cfg.split,
-        temperature=SMOLLM2_TEMPERATURE if cfg.temperature is None else cfg.temperature, progress=cfg.progress,
+        max_tokens=cfg.max_tokens, temperature=SMOLLM2_TEMPERATURE if cfg.temperature is None else cfg.temperature,
+        progress=cfg.progress,
     )  # fmt: skip
     elapsed = time.perf_counter() - started
     folder = cfg.folder()

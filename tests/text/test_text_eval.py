@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
+import deliberation_env as de
 from agents.base import Generation
 from algorithms.commands.run import RunText, run_text
 from algorithms.text import eval as text_eval
@@ -162,6 +164,35 @@ def test_run_text_writes_table_results_and_plot(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "pipeline" in out and "discussion" in out
     assert f"wrote {folder / 'results.json'}, {folder / 'reward_parts.png'}" in " ".join(out.split())
+
+
+def test_run_text_plays_the_split_and_token_budget_it_is_given(tmp_path, capsys):
+    """examples/configs/magrpo_coding.yaml evaluated the hash split's 90 test problems (its
+    164 cut to them, with a warning), not the paper's HumanEval/0-31 that a trained pair's
+    held-out evaluation under ``split_rule: comlrl`` plays, and no option set the budget."""
+    budgets: list[int] = []
+
+    class Recording(ScriptedCoder):
+        def generate(self, requests):
+            budgets.extend(request.max_tokens for request in requests)
+            return super().generate(requests)
+
+    backend = Recording()
+    config = RunText(task_kwargs={"split_rule": "comlrl"}, n_problems=1, max_tokens=64, run_dir=str(tmp_path / "t"))
+    run_text(config, backend=backend)
+    assert set(budgets) == {64}
+    assert backend.prompts and all("def has_close_elements(" in prompt for prompt in backend.prompts)  # HumanEval/0
+
+
+def test_the_coding_config_file_plays_the_papers_held_out_problems():
+    from algorithms.core import config_files
+
+    data = config_files.read(Path(__file__).parents[2] / "examples" / "configs" / "magrpo_coding.yaml")
+    data.pop("command")
+    config = config_files.build(RunText, data, "magrpo_coding.yaml")
+    task = de.tasks.get(config.task, **config.task_kwargs)
+    held_out = [problem.id for problem in task.problems(config.split)]
+    assert config.n_problems == len(held_out) and held_out == [f"HumanEval/{k}" for k in range(32)]
 
 
 def test_run_text_refuses_bad_settings_before_any_work():
