@@ -34,7 +34,9 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field, replace
@@ -793,6 +795,36 @@ def tell_torchrun(line: str) -> None:
             Path(path).write_text(json.dumps(record))
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, as a cluster's scheduler sends it before it preempts a job (SLURM, then
+    SIGKILL after its grace time): an interruption like Ctrl-C, so the command says how to
+    continue, and exits 143 (128 + SIGTERM, what the signal's default gives a scheduler to
+    read)."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Any:
+    """Within the block, SIGTERM raises :class:`Terminated` in the main thread, where no
+    handler of another program's is installed (an embedding program's stays); the handler
+    before it is put back after. Not under torchrun: its agent stops the other workers
+    with SIGTERM when one failed, and a Python handler would wait for a collective that
+    waits for the dead worker (the default ends the process at once, and torchrun reports)."""
+    under_torchrun = "TORCHELASTIC_RUN_ID" in os.environ or int(os.environ.get("WORLD_SIZE", "1")) > 1
+    main_thread = threading.current_thread() is threading.main_thread()
+    if under_torchrun or not main_thread or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``deliberate`` console script (``argv``: the arguments, default
     ``sys.argv[1:]``)."""
@@ -804,7 +836,7 @@ def main(argv: list[str] | None = None) -> None:
     tasks_log.setLevel(logging.INFO)
     run_dirs.OPENED.clear()  # the folders this command opens, for an interruption's message
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), sigterm_interrupts():
             warnings.showwarning = show_warning(prog)
             check_lists(args)
             chosen = parse(args).command.command
@@ -820,11 +852,12 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:  # `deliberate ... --help | head` closed the pipe: nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit stays quiet
         raise SystemExit(1) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interruption:
         if "--debug" in args:
             raise
-        print(f"{prog}: interrupted{run_dirs.resume_hint()}", file=sys.stderr)
-        raise SystemExit(130) from None
+        terminated = isinstance(interruption, Terminated)
+        print(f"{prog}: {'terminated (SIGTERM)' if terminated else 'interrupted'}{run_dirs.resume_hint()}", file=sys.stderr)
+        raise SystemExit(143 if terminated else 130) from None
     finally:
         tasks_log.removeHandler(data_log)
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -397,3 +400,26 @@ def test_a_nested_flag_names_the_flat_one(flag, flat):
     """A tyro user wrote the nesting of a config file on the command line."""
     with pytest.raises(ValueError, match=rf"options are flat here, {flat} \(a config file nests it"):
         cli.parse(["train", "text", "grpo", flag, "3"])
+
+
+def test_sigterm_mid_run_says_how_to_continue_and_the_run_resumes(tmp_path):
+    """A scheduler's preemption (SLURM sends SIGTERM, then SIGKILL) or torchrun stopping
+    its other workers: the command says how to continue, exits 143, and ``--resume``
+    finishes the run from its last checkpoint."""
+    folder = tmp_path / "run"
+    command = [sys.executable, "-m", "algorithms.cli", "train", "text", "grpo", "--model", "tiny", "--groups-per-update",
+               "1", "--group-size", "2", "--max-new-tokens", "4", "--no-progress", "--checkpoint-interval", "1",
+               "--eval-problems", "0", "--run-dir", str(folder)]  # fmt: skip
+    process = subprocess.Popen([*command, "--updates", "1000"], stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parents[1])
+    try:
+        while not (folder / "checkpoint.safetensors").exists() and process.poll() is None:
+            time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 143
+    assert f"terminated (SIGTERM): the same command with --run-dir {folder} --resume continues" in err
+    logged = len((folder / "metrics.jsonl").read_text().splitlines())
+    subprocess.run([*command, "--updates", str(logged + 1), "--resume"], check=True, capture_output=True, cwd=Path(__file__).parents[1])
+    assert len((folder / "metrics.jsonl").read_text().splitlines()) == logged + 1
