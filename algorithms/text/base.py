@@ -729,6 +729,12 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         settings = {k: v for k, v in config_record(config).items() if k not in config.RUN_FIELDS}
         return {**settings, "dtype": dtype_name(resolve(config.device, config.dtype)[1])}
 
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """:meth:`Learner.load_state_dict <algorithms.core.learner.Learner.load_state_dict>`;
+        a checkpoint written before float16's loss scaling (no ``loss_scaler``) resumes with
+        a new scaler's state."""
+        super().load_state_dict({"loss_scaler": self.scaler.state_dict(), **state})
+
     def restore(self, state: Mapping[str, Any]) -> None:
         """Set weights, Adam state, RNG and counter to a checked ``state``."""
         self.lm.load_state_dict(state["weights"])

@@ -221,3 +221,18 @@ def test_the_ctranslate2_sampler_warns_that_it_samples_on_the_cpu_off_the_cpu():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warn_about_numerics(config, {"resolved_device": "cpu", "resolved_dtype": "float32"}, 1)
+
+
+def test_a_checkpoint_written_before_loss_scaling_resumes(tmp_path):
+    """Checkpoints before float16's loss scaling hold no ``loss_scaler``: such a run resumes
+    (the whole state is checked against the learner's own, which has one now)."""
+    from algorithms.core.checkpoints import save_checkpoint
+
+    run_dir = tmp_path / "run"
+    base = ["train", "text", "grpo", *TINY, "--eval-problems", "0", "--run-dir", str(run_dir)]
+    cli.main([*base, "--updates", "1"])
+    state = load_checkpoint(run_dir / "checkpoint.safetensors")
+    assert state.pop("loss_scaler") == {}  # nothing but in float16
+    save_checkpoint(state, run_dir / "checkpoint.safetensors")
+    cli.main([*base, "--updates", "2", "--resume"])
+    assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
