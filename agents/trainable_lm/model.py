@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import torch
 
-from agents.devices import Decoding, Routing, check_decoding, dtype_name, resolve
+from agents.devices import Decoding, Routing, check_decoding, resolve
 from agents.hub import hub_offline, is_path, no_hub_model
 from agents.trainable_lm.extra import MISSING_EXTRA, require_train_extra
 from agents.trainable_lm.sampling import Sampling
@@ -242,14 +242,6 @@ class TrainableLM(Sampling, Scoring, Weights):
                 f"micro_batch_size and sample_batch_size must be >= 1, got {micro_batch_size}, {sample_batch_size}"
             )
         self.device, self.dtype = resolve(device, dtype)
-        if finetune == "full" and self.dtype in (torch.bfloat16, torch.float16):
-            warnings.warn(
-                f"finetune='full' in {dtype_name(self.dtype)}: Adam steps the {dtype_name(self.dtype)} weights "
-                "themselves (no float32 master copy), so a step smaller than half the weight's rounding step is lost "
-                "(at a learning rate of 1e-5, most of them); use dtype='float32' for full fine-tuning, or LoRA, "
-                "whose adapters stay float32",
-                stacklevel=2,
-            )
         self.tokenizer, self.base = tokenizer, base
         self.finetune, self.separate, self.micro_batch_size = finetune, separate, micro_batch_size
         self.keep_reference = keep_reference

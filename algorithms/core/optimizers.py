@@ -27,7 +27,7 @@ to save). A resume that changes ``run.updates`` stretches what is left of the de
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
@@ -111,3 +111,91 @@ def loss_scaler(policy: Any) -> torch.amp.GradScaler:
     device = torch.device(getattr(policy, "device", "cpu"))
     return torch.amp.GradScaler(device.type, enabled=getattr(policy, "dtype", None) == torch.float16)
 
+
+
+class MasterWeights:
+    r"""An optimizer that steps float32 master copies of 16-bit weights: mixed precision
+    for full fine-tuning in bfloat16, as transformers' ``Trainer`` and DeepSpeed keep it.
+
+    Adam's step :math:`\eta \, \hat m / (\sqrt{\hat v} + \epsilon)` is about the learning
+    rate; a bfloat16 weight near 1 has a rounding step of :math:`2^{-7}`, so stepped itself it
+    loses every step under :math:`2^{-8}` (at a learning rate of 1e-5, all of them). Here the
+    forward and backward passes run in 16 bits, and each step
+
+    .. math::
+
+        g^{32} = \mathrm{float32}(g^{16}), \quad
+        w^{32} \leftarrow \mathrm{Adam}(w^{32}, g^{32}), \quad
+        w^{16} \leftarrow \mathrm{round}_{16}(w^{32}),
+
+    so the small steps add up in :math:`w^{32}` until they move :math:`w^{16}`. Memory: 12
+    bytes per weight more than the 16-bit weight and gradient (the float32 copy and Adam's
+    two float32 moments), the same 16 bytes per weight as float32 training, with 16-bit
+    compute and activations.
+
+    It quacks as the ``torch.optim`` optimizer the learners use: ``param_groups`` (the
+    masters', for the learning-rate schedule), ``zero_grad``, ``step``, ``state_dict`` (Adam's,
+    with each weight's master beside its moments as ``master``: a checkpoint's optimizer
+    state holds it) and ``load_state_dict`` (a state without masters, from a run that
+    stepped the 16-bit weights, starts them from the weights).
+
+    Args:
+        parameters: The 16-bit weights, in a fixed order (the checkpoint's).
+        make_optimizer: Builds the optimizer of the float32 masters (:func:`adam`).
+    """
+
+    def __init__(
+        self, parameters: Iterable[torch.nn.Parameter], make_optimizer: Callable[[list[torch.Tensor]], torch.optim.Optimizer]
+    ) -> None:
+        self.weights = list(parameters)
+        self.masters = [weight.detach().float().clone() for weight in self.weights]
+        self.optimizer = make_optimizer(self.masters)
+        self._weight_of = {id(master): weight for master, weight in zip(self.masters, self.weights, strict=True)}
+
+    @property
+    def param_groups(self) -> list[dict[str, Any]]:
+        """The masters' parameter groups (the learning rate is set here)."""
+        return self.optimizer.param_groups
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear the 16-bit weights' gradients."""
+        for weight in self.weights:
+            weight.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """Step the masters on the weights' gradients, in float32, and round them into the weights."""
+        for weight, master in zip(self.weights, self.masters, strict=True):
+            master.grad = None if weight.grad is None else weight.grad.float()
+        self.optimizer.step()
+        for weight, master in zip(self.weights, self.masters, strict=True):
+            if master.grad is not None:  # a weight without gradient is not stepped (an agent with no rows)
+                weight.copy_(master)
+                master.grad = None
+
+    def _ordered(self) -> list[torch.Tensor]:
+        """The masters in the order of the state dict's indices (group by group)."""
+        return [master for group in self.optimizer.param_groups for master in group["params"]]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Adam's state of the masters, each master as its weight's ``master`` entry."""
+        state = self.optimizer.state_dict()
+        moments = state["state"]
+        state["state"] = {index: {**moments.get(index, {}), "master": master} for index, master in enumerate(self._ordered())}
+        return state
+
+    @torch.no_grad()
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output; a weight without a saved master (a run that
+        stepped the 16-bit weights) starts its master from the weight, which must be
+        restored first."""
+        saved = {index: entries.get("master") for index, entries in state["state"].items()}
+        self.optimizer.load_state_dict({**state, "state": without_masters(state["state"])})
+        for index, master in enumerate(self._ordered()):
+            master.copy_(saved[index] if saved.get(index) is not None else self._weight_of[id(master)])
+
+
+def without_masters(moments: Mapping[Any, Mapping[str, Any]]) -> dict[Any, dict[str, Any]]:
+    """An optimizer state's per-weight entries without :class:`MasterWeights`' ``master``
+    (a run that steps its 16-bit weights again resumes from its moments)."""
+    return {index: {name: value for name, value in entries.items() if name != "master"} for index, entries in moments.items()}

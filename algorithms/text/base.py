@@ -87,6 +87,7 @@ import itertools
 import json
 import shutil
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,7 +112,7 @@ from agents.text_policy import TextPolicy, played_text
 from agents.trainable_lm import Completion, Meter, TrainableLM
 from algorithms.core import data_parallel
 from algorithms.core.learner import GroupPolicyGradient
-from algorithms.core.optimizers import adam, loss_scaler
+from algorithms.core.optimizers import MasterWeights, adam, loss_scaler, without_masters
 from algorithms.core.run import padded_batches
 from algorithms.text.config import TextLearnerConfig
 from algorithms.text.losses import (
@@ -313,10 +314,22 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             )
         self.config, self.lm, self.venv, self.frozen = config, lm, venv, frozen
         self.trainable = [a for a in self.agents if a in lm.agents]
-        self.optimizer = adam(self._parameters(self.trainable), config)
-        self.scaler = loss_scaler(lm)
-        if any(p.dtype == torch.float16 for p in self._parameters(self.trainable)):
+        parameters = self._parameters(self.trainable)
+        if any(p.dtype == torch.float16 for p in parameters):
             raise ValueError(HALF_FULL)
+        half = any(p.dtype == torch.bfloat16 for p in parameters)  # full fine-tuning in bfloat16
+        if half and config.master_weights:
+            self.optimizer = MasterWeights(parameters, lambda masters: adam(masters, config))
+        else:
+            self.optimizer = adam(parameters, config)
+        if half and not config.master_weights:
+            warnings.warn(
+                "finetune='full' in bfloat16 without master weights: Adam steps the bfloat16 weights themselves, so a "
+                "step smaller than half the weight's rounding step is lost (at a learning rate of 1e-5, most of them); "
+                "leave master_weights on (--master-weights, the default), or train LoRA adapters",
+                stacklevel=2,
+            )
+        self.scaler = loss_scaler(lm)
         self.rng = np.random.default_rng(config.seed)
         self.update = 0
         self.sampler = lm if sampler is None else sampler
@@ -739,7 +752,10 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         """Set weights, Adam state, RNG and counter to a checked ``state``."""
         self.lm.load_state_dict(state["weights"])
         self._weights_version += 1
-        self.optimizer.load_state_dict(state["optimizer"])
+        optimizer = state["optimizer"]
+        if not isinstance(self.optimizer, MasterWeights):  # a run that kept master weights, now without
+            optimizer = {**optimizer, "state": without_masters(optimizer["state"])}
+        self.optimizer.load_state_dict(optimizer)
         if state.get("loss_scaler"):  # a float16 run's; older checkpoints have none
             self.scaler.load_state_dict(state["loss_scaler"])
         self.rng.bit_generator.state = state["rng"]

@@ -129,8 +129,7 @@ class TextLearnerConfig(GroupSettings):
     bfloat16 such as the T4 and V100, float32 on the CPU), ``float32``,
     ``bfloat16``, ``float16`` (LoRA adapters stay float32, and float16 trains with dynamic
     loss scaling: :func:`~algorithms.core.optimizers.loss_scaler`; ``finetune="full"`` in
-    bfloat16 steps the 16-bit weights and loses small steps, a warning says so, and in
-    float16 is refused). A resumed run keeps the dtype its
+    bfloat16 steps float32 master weights, ``master_weights``, and in float16 is refused). A resumed run keeps the dtype its
     checkpoint was trained in: ``auto`` then means that dtype on any device (a run trained
     in float32 on a CPU resumes in float32 on a GPU), and another is refused before
     anything is written."""
@@ -177,6 +176,13 @@ class TextLearnerConfig(GroupSettings):
     """Sequences per forward and backward pass of the loss (and per scoring pass): a
     minibatch's gradient accumulates over its micro-batches, exactly (the token weights
     are the minibatch's), so it changes the memory and speed, not the update."""
+    master_weights: bool = True
+    """With ``finetune="full"`` in bfloat16, step float32 master copies of the weights and
+    round them into the bfloat16 weights (mixed precision, as transformers' ``Trainer``;
+    :class:`~algorithms.core.optimizers.MasterWeights`): 12 bytes per weight more, and no
+    step is lost to bfloat16's rounding. False: Adam steps the bfloat16 weights themselves
+    (a warning says that most small steps are lost). LoRA adapters are float32 already. A
+    run setting: a resumed run may turn it on or off."""
     gradient_checkpointing: bool = False
     """Recompute each layer's activations in the backward pass instead of keeping them
     (``use_reentrant=False``): less memory for a third more compute. The loss then runs
@@ -254,6 +260,7 @@ class TextLearnerConfig(GroupSettings):
     RUN_FIELDS: ClassVar[tuple[str, ...]] = (
         *(f.name for f in dataclasses.fields(RunConfig)), "workers", "sampler", "sample_batch_size",
         "eval_envs", "mixed_routing", "decoding", "device", "dtype", "micro_batch_size", "gradient_checkpointing",
+        "master_weights",
         "segmented_scoring", "log_completions",
     )
     """Fields a resumed run may change: the run part's, where and how many at a time the

@@ -12,7 +12,7 @@ import torch
 
 import deliberation_env as de
 from algorithms.core.config import LearnerSettings, RunConfig
-from algorithms.core.optimizers import adam, learning_rate_factor, schedule_learning_rate
+from algorithms.core.optimizers import MasterWeights, adam, learning_rate_factor, schedule_learning_rate
 from algorithms.core.run_dirs import changed_settings
 from algorithms.meta import GRPO, SFT, GRPOConfig, SFTConfig
 from algorithms.meta.baselines import Oracle
@@ -130,3 +130,48 @@ def test_a_run_recorded_before_the_new_settings_resumes_only_with_their_old_valu
     loss = {"clip_eps_high": None, "scale_rewards": "group", "importance_sampling": "token"}
     assert changed_settings(before, {**before, **loss}) == []
     assert changed_settings(before, {**before, "clip_eps_high": 0.28}) == ["clip_eps_high is None there and 0.28 here"]
+
+
+def test_master_weights_keep_the_steps_bfloat16_rounds_away():
+    """Adam's step is about the learning rate; at 1e-4 it is under half of bfloat16's
+    rounding step near 1 (2^-8), so Adam on the bfloat16 weights never moves them. With
+    float32 masters the steps add up (Adam's step on a constant gradient is the learning
+    rate) and reach the bfloat16 weights; the schedule sets the masters' rate."""
+    settings = LearnerSettings(learning_rate=1e-4)
+    plain = torch.nn.Parameter(torch.ones(8, dtype=torch.bfloat16))
+    mixed = torch.nn.Parameter(torch.ones(8, dtype=torch.bfloat16))
+    stepped, masters = adam([plain], settings), MasterWeights([mixed], lambda params: adam(params, settings))
+    assert masters.masters[0].dtype is torch.float32
+    for _ in range(100):
+        for weight, optimizer in ((plain, stepped), (mixed, masters)):
+            optimizer.zero_grad()
+            weight.grad = torch.full_like(weight, 0.5)
+            optimizer.step()
+    assert bool((plain == 1).all())  # every step lost
+    assert masters.masters[0] == pytest.approx(torch.full((8,), 1 - 100 * 1e-4), abs=1e-5)  # Adam's epsilon, float32 sums
+    assert mixed.dtype is torch.bfloat16 and bool((mixed == masters.masters[0].to(torch.bfloat16)).all())
+    assert float(mixed[0]) < 1
+    schedule_learning_rate(masters, LearnerSettings(learning_rate=1e-3), 0, 10)
+    assert masters.optimizer.param_groups[0]["lr"] == 1e-3
+
+
+def test_master_weights_save_their_masters_and_start_them_from_a_plain_state():
+    settings = LearnerSettings(learning_rate=1e-4, weight_decay=0.1)  # two groups: the indices follow them
+    weights = [torch.nn.Parameter(torch.ones(2, 3, dtype=torch.bfloat16)), torch.nn.Parameter(torch.ones(3, dtype=torch.bfloat16))]
+    masters = MasterWeights(weights, lambda params: adam(params, settings))
+    for weight in weights:
+        weight.grad = torch.full_like(weight, 0.5)
+    masters.step()
+    state = masters.state_dict()
+    assert sorted(state["state"][0]) == ["exp_avg", "exp_avg_sq", "master", "step"]
+    assert "master" not in masters.optimizer.state_dict()["state"][0]  # the live state untouched
+    again = MasterWeights(weights, lambda params: adam(params, settings))
+    again.load_state_dict(state)
+    assert all(torch.equal(a, b) for a, b in zip(again.masters, masters.masters, strict=True))
+    plain = adam(weights, settings)  # a run that stepped its bfloat16 weights: masters start from them
+    plain.step()
+    from_plain = MasterWeights(weights, lambda params: adam(params, settings))
+    from_plain.masters[0].zero_()
+    from_plain.load_state_dict(plain.state_dict())
+    assert torch.equal(from_plain.masters[0], weights[0].float())
+    assert from_plain.optimizer.state_dict()["state"][0]["exp_avg"].dtype is torch.float32

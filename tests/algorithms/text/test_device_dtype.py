@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -204,8 +205,7 @@ def test_full_fine_tuning_in_float16_is_refused_with_its_remedy(make_lm, capsys)
         cli.main(["train", "text", "grpo", *TINY, "--finetune", "full", "--dtype", "float16"])
     assert "give --dtype bfloat16 or float32, or train LoRA adapters" in capsys.readouterr().err
     config = TextGRPOConfig(groups_per_update=1, group_size=2, max_new_tokens=4)
-    with pytest.warns(UserWarning, match="no float32 master copy"):
-        lm = make_lm(finetune="full", dtype="float16")
+    lm = make_lm(finetune="full", dtype="float16")
     with pytest.raises(ValueError, match=HALF_FULL[:40]):
         TextGRPO(config, lm, text_vector_env(config.num_envs))
 
@@ -236,3 +236,33 @@ def test_a_checkpoint_written_before_loss_scaling_resumes(tmp_path):
     save_checkpoint(state, run_dir / "checkpoint.safetensors")
     cli.main([*base, "--updates", "2", "--resume"])
     assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+def test_full_fine_tuning_in_bfloat16_keeps_float32_master_weights_through_a_resume(tmp_path, capsys):
+    """``--finetune full --dtype bfloat16`` steps float32 masters (in the checkpoint's
+    optimizer state), so a resumed run ends where an uninterrupted one does, bit for bit;
+    ``--no-master-weights`` on resume drops them and warns that small steps are lost."""
+    letters = Path(__file__).parents[3] / "examples" / "14_tiny_learns.py"  # rewards that vary: weights that move
+    full = [*TINY, "--finetune", "full", "--dtype", "bfloat16", "--learning-rate", "1e-5", "--eval-problems", "0",
+            "--protocol", f"{letters}:protocol", "--temperature", "1"]  # fmt: skip
+
+    def train(folder, updates, *extra):
+        cli.main(["train", "text", "grpo", *full, "--updates", str(updates), "--run-dir", str(tmp_path / folder), *extra])
+        return load_checkpoint(tmp_path / folder / "checkpoint.safetensors")
+
+    straight = train("straight", 2)
+    train("resumed", 1)
+    resumed = train("resumed", 2, "--resume")
+    masters = [entry["master"] for entry in straight["optimizer"]["state"].values()]
+    assert masters and all(master.dtype is torch.float32 for master in masters)
+    weights = straight["weights"]["agent_0"]  # one shared model: every agent's weights are one set
+    assert all(tensor.dtype is torch.bfloat16 for tensor in weights.values())
+    assert all(torch.equal(weights[name], resumed["weights"]["agent_0"][name]) for name in weights)
+    for index, entry in straight["optimizer"]["state"].items():
+        assert torch.equal(entry["master"], resumed["optimizer"]["state"][index]["master"])
+    # the masters started as the bfloat16 weights: a value bfloat16 cannot hold is a step kept
+    assert any(bool((master != master.to(torch.bfloat16).float()).any()) for master in masters)
+    capsys.readouterr()
+    plain = train("resumed", 3, "--resume", "--no-master-weights")
+    assert "without master weights: Adam steps the bfloat16 weights themselves" in capsys.readouterr().err
+    assert not any("master" in entry for entry in plain["optimizer"]["state"].values())
