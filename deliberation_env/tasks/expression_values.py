@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import cmath
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import sympy
@@ -57,29 +57,35 @@ def _no_value() -> complex:
     raise _NoValue
 
 
-def numeric_value(expr: Any) -> complex | None:
+def numeric_value(expr: Any, at: Mapping[sympy.Symbol, complex] | None = None) -> complex | None:
     """The complex number ``expr`` (a sympy expression) is, computed in double precision,
     or ``None`` when it holds anything but numbers, constants, arithmetic and elementary
-    functions, has more than :data:`MAX_NODES` nodes, or overflows.
+    functions, has more than :data:`MAX_NODES` nodes, or overflows. With ``at``, its
+    symbols take those values (a symbol not in it has none).
 
     >>> numeric_value(sympy.sympify("2*sqrt(3)")).real
     3.4641016151377544
     >>> numeric_value(sympy.sympify("x + 1")), numeric_value(sympy.sympify("1.0000001**(10**(10**10))", evaluate=False))
     (None, None)
+    >>> numeric_value(sympy.sympify("x + 1"), at={sympy.Symbol("x"): 2})
+    (3+0j)
     """
     try:
         budget = [MAX_NODES]
-        value = _value(expr, budget)
+        value = _value(expr, budget, at or {})
     except (_NoValue, OverflowError, ValueError, ZeroDivisionError, TypeError):
         return None
     return value if cmath.isfinite(value) else None
 
 
-def _value(node: Any, budget: list[int]) -> complex:
-    """The value of ``node``, counting its nodes against ``budget``; raises :class:`_NoValue`."""
+def _value(node: Any, budget: list[int], at: Mapping[sympy.Symbol, complex]) -> complex:
+    """The value of ``node``, its symbols valued ``at``, counting its nodes against
+    ``budget``; raises :class:`_NoValue`."""
     budget[0] -= 1
     if budget[0] < 0:
         raise _NoValue
+    if isinstance(node, sympy.Symbol):
+        return complex(at[node]) if node in at else _no_value()
     if isinstance(node, sympy.Integer):
         return complex(float(int(node)))  # an integer past a double's range raises OverflowError
     if isinstance(node, sympy.Rational):
@@ -91,26 +97,26 @@ def _value(node: Any, budget: list[int]) -> complex:
     if isinstance(node, sympy.NumberSymbol):  # pi, E, EulerGamma, GoldenRatio, Catalan
         return complex(float(node.evalf(17)))
     if isinstance(node, sympy.Add):
-        return sum((_value(arg, budget) for arg in node.args), 0j)
+        return sum((_value(arg, budget, at) for arg in node.args), 0j)
     if isinstance(node, sympy.Mul):
-        return math.prod((_value(arg, budget) for arg in node.args), start=1 + 0j)
+        return math.prod((_value(arg, budget, at) for arg in node.args), start=1 + 0j)
     if isinstance(node, sympy.Pow):
-        base, exponent = _value(node.base, budget), _value(node.exp, budget)
+        base, exponent = _value(node.base, budget, at), _value(node.exp, budget, at)
         if exponent.imag == 0 and exponent.real == int(exponent.real) and base.imag == 0:
             return complex(base.real ** int(exponent.real))  # exact signs for negative bases
         return base**exponent
     if isinstance(node, sympy.factorial):
-        n = _value(node.args[0], budget)
+        n = _value(node.args[0], budget, at)
         if n.imag or n.real != int(n.real) or not 0 <= n.real <= MAX_FACTORIAL:
             raise _NoValue
         return complex(float(math.factorial(int(n.real))))
     function = _FUNCTIONS.get(type(node))
     if function is not None and len(node.args) == 1:
-        return function(_value(node.args[0], budget))
+        return function(_value(node.args[0], budget, at))
     if isinstance(node, sympy.log) and len(node.args) == 2:  # log(x, b), as parsed unevaluated
-        return cmath.log(_value(node.args[0], budget)) / cmath.log(_value(node.args[1], budget))
+        return cmath.log(_value(node.args[0], budget, at)) / cmath.log(_value(node.args[1], budget, at))
     if isinstance(node, (sympy.Max, sympy.Min)):
-        values = [_value(arg, budget) for arg in node.args]
+        values = [_value(arg, budget, at) for arg in node.args]
         if any(value.imag for value in values):
             raise _NoValue
         return complex((max if isinstance(node, sympy.Max) else min)(value.real for value in values))

@@ -62,6 +62,7 @@ from __future__ import annotations
 import cmath
 import functools
 import itertools
+import math
 import re
 import threading
 from collections import Counter
@@ -295,6 +296,12 @@ def offers_alternatives(answer: str, reference: str) -> bool:
     (False, True)
     >>> offers_alternatives(r"18 \\text{ is wrong}", "18"), offers_alternatives(r"18 \\text{ or more}", "18")
     (True, True)
+
+    Where the reference is an option's letter (``\\text{(C)}``), so is a second letter in a
+    part math-verify does not read: ``C \\text{ (or A)}`` was read as C (red team 32).
+
+    >>> offers_alternatives(r"C \\text{ (or A)}", r"\\text{(C)}"), offers_alternatives(r"\\text{(C)}", r"\\text{(C)}")
+    (True, False)
     """
     if _RELATIONS.search(answer) and not _RELATIONS.search(reference):
         return not _rounded(answer)
@@ -311,7 +318,24 @@ def offers_alternatives(answer: str, reference: str) -> bool:
         return True
     read = _written(parsed[1], answer)
     unread_digits = _digits(answer) - _digits(read)
-    return bool(unread_digits) or len(_DOUBT.findall(answer)) > len(_DOUBT.findall(read))
+    if unread_digits or len(_DOUBT.findall(answer)) > len(_DOUBT.findall(read)):
+        return True
+    return _is_option(reference) and bool(_option_letters(answer) - _option_letters(read))  # "C \text{ (or A)}"
+
+
+_OPTION = re.compile(r"\\(?:text|textbf|mathrm|mathbf)\s*\{\s*\(?([A-E])\)?\s*\}|\(?([A-E])\)?")
+"""A reference that is an option's letter (``\\text{(C)}``, ``(C)``, ``C``)."""
+_OPTION_LETTER = re.compile(r"(?<![A-Za-z])[A-E](?![A-Za-z])")
+
+
+def _is_option(reference: str) -> bool:
+    """Whether ``reference`` is an option's letter (an AMC-style MATH answer)."""
+    return _OPTION.fullmatch(reference.strip()) is not None
+
+
+def _option_letters(latex: str) -> Counter[str]:
+    """The capital letters A to E standing alone in ``latex``, outside its commands, counted."""
+    return Counter(_OPTION_LETTER.findall(_COMMAND.sub(" ", latex)))
 
 
 def _equates_other_numbers(expr: Any, answer: str) -> bool:
@@ -486,7 +510,7 @@ def _bounded_reading(parsed: tuple[Any, ...], answer: str) -> _Reading:
         for entry in (expr if isinstance(expr, sympy.MatrixBase) else [expr])
         if isinstance(entry, sympy.Basic)
     ]
-    if not parsed or any(too_deep(expr) or too_large(expr) for expr in expressions):
+    if not parsed or any(too_deep(expr) or too_large(expr) or too_costly(expr) for expr in expressions):
         return _Reading((), _squeeze(answer))
     return _Reading(parsed, _written(parsed[0], answer))
 
@@ -600,6 +624,63 @@ def _log10(value: float) -> float:
     return cmath.log10(value).real if 0 < value < _INFINITE else 0.0
 
 
+MAX_EXPANDED_TERMS = 300
+"""Terms of the expanded form of the largest polynomial an answer is read as mathematics in
+(:func:`too_costly`): sympy's ``simplify`` of ``(a+b+c+d+1)^{9}`` (715 terms) took 1.7 s
+against a number, ``(x+y+1)^{61}`` (1,953 terms) 4.7 s, each comparison."""
+MAX_TRIG_NESTING = 3
+"""Trigonometric and hyperbolic functions nested in one another, at most (:func:`too_costly`):
+``simplify`` rewrites each into exponentials, and ``\\cos`` of ``\\cos`` ... 4 deep took 1.3 s
+against a number, 5 deep 4.7 s."""
+_TRIG_FUNCTIONS = (sympy.functions.elementary.trigonometric.TrigonometricFunction, sympy.functions.elementary.hyperbolic.HyperbolicFunction)
+
+
+def too_costly(expr: sympy.Basic) -> bool:
+    """Whether comparing ``expr`` would cost math-verify seconds though it is neither deep
+    nor large (red team 32): a power of a sum whose expansion has more than
+    :data:`MAX_EXPANDED_TERMS` terms (``(x+1)^{1000}``, ``(x+y+1)^{61}``; its exponent
+    changed each turn, every comparison ran to its time limit, twice, for every answer and
+    pair of agents), or trigonometric functions nested more than :data:`MAX_TRIG_NESTING`
+    deep (``\\cos(\\cos(\\cos(\\cos(\\cos(2)))))``). Such an answer is compared as text,
+    as a power tower is; no competition answer comes near either bound.
+
+    >>> x, y = sympy.symbols("x y")
+    >>> too_costly((x + 1) ** 2), too_costly((x + 1) ** 1000), too_costly((x + y + 1) ** 30), too_costly(x**5000)
+    (False, True, True, False)
+    >>> too_costly(sympy.cos(sympy.sin(x))), too_costly(sympy.cos(sympy.cos(sympy.cos(sympy.cos(sympy.Integer(2))))))
+    (False, True)
+    """
+    return _expanded_terms(expr) > MAX_EXPANDED_TERMS or _trig_nesting(expr) > MAX_TRIG_NESTING
+
+
+def _expanded_terms(expr: sympy.Basic) -> int:
+    """An upper bound of the terms of ``expr`` expanded (a sum's add up, a product's
+    multiply, an integer power of t terms gives C(n+t-1, t-1)); past
+    :data:`MAX_EXPANDED_TERMS` the count stops growing exactly (only ``> MAX`` matters)."""
+    cap = MAX_EXPANDED_TERMS + 1
+    if isinstance(expr, sympy.Add):
+        return min(cap, sum(_expanded_terms(arg) for arg in expr.args))
+    if isinstance(expr, sympy.Mul):
+        product = 1
+        for arg in expr.args:
+            product = min(cap, product * _expanded_terms(arg))
+        return product
+    if isinstance(expr, sympy.Pow):
+        base = _expanded_terms(expr.base)
+        exponent = expr.exp
+        if base == 1 or not (isinstance(exponent, sympy.Integer) and exponent != 0):
+            return max(base, _expanded_terms(exponent))
+        power = abs(int(exponent))
+        return cap if power >= cap else min(cap, math.comb(power + base - 1, base - 1))
+    return max((_expanded_terms(arg) for arg in expr.args if isinstance(arg, sympy.Basic)), default=1)
+
+
+def _trig_nesting(expr: sympy.Basic) -> int:
+    """How deep trigonometric and hyperbolic functions nest in ``expr`` (``\\sin(\\cos x)``: 2)."""
+    inner = max((_trig_nesting(arg) for arg in expr.args if isinstance(arg, sympy.Basic)), default=0)
+    return inner + isinstance(expr, _TRIG_FUNCTIONS)
+
+
 TIMEOUT_ATTEMPTS = 2
 """How often a parse or comparison may run out of time before it counts as failed for the
 rest of the process. A check cut at its limit by a loaded machine is tried again (once
@@ -707,6 +788,8 @@ def _equivalent_in_time(reference: str, answer: str) -> bool:
         return _squeeze(reference) == _squeeze(answer)
     ran_out = None
     for expected, given in itertools.product(gold, target):
+        if values_differ(expected, given):  # no need of sympy's simplify, which can take seconds
+            continue
         try:
             if verify(expected, given, timeout_seconds=_timeout_s(), raise_on_error=True):
                 return True
@@ -716,6 +799,54 @@ def _equivalent_in_time(reference: str, answer: str) -> bool:
             continue
     if ran_out is not None:
         raise ran_out
+    return False
+
+
+_TRIAL_POINTS = (0.5772156649, 1.3247179572)
+"""Where :func:`values_differ` values the first symbol of two expressions (each next symbol
+at these plus 0.1173 times its place): points no competition answer is special at."""
+_VALUE_TOLERANCE = 1e-4
+"""The relative difference past which two values differ for :func:`values_differ` (math-verify
+rounds to 6 decimals; a looser bound only sends more pairs on to it)."""
+
+
+_VARIABLE_NAME = re.compile(
+    r"(?:[A-Za-z]|alpha|beta|gamma|delta|epsilon|varepsilon|zeta|eta|theta|vartheta|iota|kappa|lambda|mu|nu|xi|rho"
+    r"|sigma|tau|upsilon|phi|varphi|chi|psi|omega)(?:_\{?[A-Za-z0-9]+\}?)?",
+    re.IGNORECASE,
+)
+"""A symbol :func:`values_differ` gives a value: a variable (``x``, ``x_1``, ``\\theta``), not
+a word or a number math-verify read from ``\\text{}``, which it compares by name."""
+
+
+def values_differ(first: Any, second: Any) -> bool:
+    """Whether two parsed expressions differ in value, so math-verify need not compare them:
+    both are plain expressions (not equations, sets, intervals or matrices) with a value
+    in double precision (:func:`~deliberation_env.tasks.expression_values.numeric_value`) at
+    one of two points of their symbols (variables only: a letter, possibly with an index,
+    or a Greek letter's name; C and c alike), and the values there differ by more than
+    :data:`_VALUE_TOLERANCE` relative. ``verify`` would run sympy's ``simplify`` on them,
+    which took its whole time limit, twice, for ``\\cos((x+1)^{5})`` or a nested cosine
+    against a number (red team 32). A pair without values (an unknown function, an
+    overflow) or with equal ones goes on to math-verify.
+
+    >>> x = sympy.Symbol("x")
+    >>> values_differ(sympy.Integer(3), sympy.cos((x + 1) ** 5)), values_differ(x**2 - 1, (x - 1) * (x + 1))
+    (True, False)
+    >>> values_differ(sympy.Rational(14, 3), sympy.Float("4.666667")), values_differ(sympy.Integer(3), sympy.Eq(x, 3))
+    (False, False)
+    """
+    if not (isinstance(first, sympy.Expr) and isinstance(second, sympy.Expr)):
+        return False
+    symbols = first.free_symbols | second.free_symbols
+    if not all(_VARIABLE_NAME.fullmatch(str(symbol)) for symbol in symbols):  # \text{7}, \text{Devon}: compared by name
+        return False
+    names = sorted({str(symbol).lower() for symbol in symbols})  # math-verify reads C and c alike
+    for point in _TRIAL_POINTS:
+        at = {symbol: point + 0.1173 * names.index(str(symbol).lower()) for symbol in symbols}
+        one, other = numeric_value(first, at), numeric_value(second, at)
+        if one is not None and other is not None:
+            return abs(one - other) > _VALUE_TOLERANCE * max(1.0, abs(one), abs(other))
     return False
 
 
