@@ -161,11 +161,11 @@ _OFFERING_LABEL = re.compile(
     r"|guess|options?|choices?|candidates?|also\s++possible|edit(?:ed)?|update[d]?|correction"
     r"|correct(?:ed)?(?:\s++answer)?|revised(?:\s++answer)?|new\s++answer|(?:final\s++)?verdict|(?:final\s++|my\s++)?(?:pick|choice)"
     r"|hunch|gut(?:\s++feeling)?|instinct|(?:my\s++)?vote|upd)"
-    r"[^\w\n:]*+:",
+    r"(?:\s*+\([^()\n:]{1,40}\))?[^\w\n:]*+:",
     re.IGNORECASE,
 )
 """A label that offers what follows it ("Possible answers:", "Second guess:", "Edit:",
-"Final pick:"); an
+"Final pick:", and with a parenthesis, "Answer (alternative):"); an
 answer is stated once, so values after such a label are offered (not "Second day: 36",
 "Prime options: 2, 3, 7", "Options eliminated: A, C")."""
 _RECAP_LABEL = re.compile(

@@ -17,6 +17,7 @@ import pytest
 
 from deliberation_env import tasks
 from deliberation_env.tasks import Problem
+from deliberation_env.tasks.mmlu import stated_letter
 
 WORK = "She has 16 - 3 - 4 = 9 eggs and sells each for $2: 9 * 2 = 18.\nThe answer is 18."
 EGGS = Problem("p", "How many dollars does she make?", "18")
@@ -74,3 +75,14 @@ def test_math_an_expression_offered_behind_a_label_or_mark_is_no_answer(after):
     text = "8+9=17.\nThe final answer is $\\boxed{17}$."
     assert math_task.parse(problem, text) == "17"
     assert math_task.parse(problem, text + after) is None
+
+
+@pytest.mark.parametrize("label", ["Answer (alternative)", "Answer (alt)", "Second guess (less likely)", "Edit (later)"])
+def test_a_label_with_a_parenthesis_still_offers_what_follows_it(gsm8k, label):
+    """Red team 32: "Answer: C" then "Answer (alternative): A" was read as C under strict
+    scoring: the parenthesis between the label and its colon hid the label. A restatement
+    behind such a label ("Answer (in dollars): 18") keeps the answer."""
+    assert stated_letter(f"Answer: C\n{label}: A") is None
+    assert gsm8k.parse(EGGS, f"{WORK}\n{label}: 19") is None
+    assert stated_letter(f"Answer: C\n{label}: C") == "C"
+    assert gsm8k.parse(EGGS, f"{WORK}\nAnswer (in dollars): 18") == "18"
