@@ -54,7 +54,13 @@ evaluation of an answer (its size, a rounding, the sides of an equation) compute
 precision over a few hundred nodes at most
 (:func:`~deliberation_env.tasks.expression_values.numeric_value`), calling sympy's ``evalf``
 only where that has no value and the number is bounded (``\\Gamma(\\frac{1}{3})``; never
-``\\sin(10^{10^{10}})``: :func:`too_large`).
+``\\sin(10^{10^{10}})``: :func:`too_large`). Two plain expressions whose values differ at a
+point of their variables are unequal without math-verify (:func:`values_differ`: its
+``simplify`` took the whole limit for ``\\cos((x+1)^{5})``), and an answer whose expansion
+or nesting of trigonometric functions would cost seconds is compared as text
+(:func:`too_costly`). Left open: two answers equal in value at both trial points whose
+``simplify`` is slow (a costly form against its own expansion) still cost the limit, as
+does an answer math-verify cannot value in double precision (an unknown function).
 """
 
 from __future__ import annotations
