@@ -12,7 +12,12 @@ import torch
 
 import deliberation_env as de
 from algorithms.core.config import LearnerSettings, RunConfig
-from algorithms.core.optimizers import MasterWeights, adam, learning_rate_factor, schedule_learning_rate
+from algorithms.core.optimizers import (
+    MasterWeights,
+    adam,
+    learning_rate_factor,
+    schedule_learning_rate,
+)
 from algorithms.core.run_dirs import changed_settings
 from algorithms.meta import GRPO, SFT, GRPOConfig, SFTConfig
 from algorithms.meta.baselines import Oracle
