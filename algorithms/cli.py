@@ -378,6 +378,9 @@ TRL_OPTIONS = {
         "--sampler torch, the default (no vLLM engine in training yet: it decodes the whole team in one "
         "mixed-adapter batch; on a GPU add --sample-batch-size 256 --eval-envs 128 --decoding compiled)"
     ),
+    "--generation-batch-size": "--sample-batch-size (rows decoded together; an update's batch is --groups-per-update x --group-size)",
+    "--cache-implementation": "--decoding static (a static KV cache) or --decoding compiled (the static step through torch.compile)",
+    "--model-init-kwargs": "--dtype (attention runs through PyTorch's SDPA; the device is --device)",
 }
 """TRL's ``GRPOConfig`` options that have another name here (the table of
 :mod:`algorithms.text`): an unknown option that is one of them names ours."""
@@ -386,7 +389,24 @@ TRL_ABSENT = {
     "--sync-ref-model": "TRL refuses it with PEFT; full fine-tuning's reference here is the base it started from",
     "--ref-model-sync-steps": "no reference sync here (--sync-ref-model)",
     "--ref-model-mixup-alpha": "no reference sync here (--sync-ref-model)",
+    "--disable-dropout": "dropout is always off here (the models run in eval mode; LoRA's dropout is 0)",
+    "--num-generations-eval": "the held-out evaluation is greedy, one completion per agent and problem (--eval-problems)",
+    "--shuffle-dataset": "each update draws its problems at random from the seed (--seed)",
+    "--reward-weights": "an env's reward is its protocol's (a FunctionProtocol's reward function weighs its parts)",
+    "--multi-objective-aggregation": "an env's reward is its protocol's (a FunctionProtocol's reward function weighs its parts)",
+    "--cast-lm-head-to-fp32": "the output layer runs in the model's dtype; log-probabilities are computed from its logits in float32",
+    "--trust-remote-code": "models load with transformers' own classes only (no code from the hub runs)",
+    "--entropy-coef": "no entropy bonus (losses/entropy is logged every update)",
+    "--top-entropy-quantile": "every completion token is trained on (--mask-truncated-completions leaves out cut completions)",
+    "--delta": "no upper bound on the ratio of negative advantages (--clip-eps, --clip-eps-high)",
+    "--max-tool-calling-iterations": "no tool calls: an agent's action is its text",
 }
+TRL_ABSENT_PREFIXES = {
+    "--vllm-": "no vLLM engine in training yet (--use-vllm): the torch sampler decodes the whole team in one mixed-adapter batch",
+    "--sapo-": "TRL's loss types sapo and vespo are not here (its others are --aggregation's: --loss-type says which)",
+    "--vespo-": "TRL's loss types sapo and vespo are not here (its others are --aggregation's: --loss-type says which)",
+}
+"""Prefixes of TRL's options without a counterpart here (``--vllm-mode``, ...), and why."""
 """TRL's ``GRPOConfig`` options that have no counterpart here, and why: an unknown option
 that is one of them says so."""
 COMLRL_FIELDS = {
@@ -479,8 +499,9 @@ def short_error(printed: str, command: str = "") -> str | None:
         ours = TRL_OPTIONS.get(flag, "")
         if ours and not (" meta" in command and set(ours.split()) & set(TEXT_ONLY_OPTIONS)):
             return f"unrecognized option {flag}: that is TRL's name; here it is {ours}"
-        if flag in TRL_ABSENT and " text" in command:
-            return f"unrecognized option {flag}: TRL's, not here: {TRL_ABSENT[flag]}"
+        absent = TRL_ABSENT.get(flag) or next((why for start, why in TRL_ABSENT_PREFIXES.items() if flag.startswith(start)), None)
+        if absent and " text" in command:
+            return f"unrecognized option {flag}: TRL's, not here: {absent}"
         comlrl = comlrl_hint(flag[2:].replace("-", "_"), as_flag=True) if " text" in command else None
         if comlrl is not None:
             return f"unrecognized option {flag}: {comlrl}"

@@ -113,6 +113,13 @@ def test_each_option_has_one_name_in_train_and_compare():
         (["train", "text", "grpo", "--sync-ref-model"],
          ("deliberate train text grpo: error: unrecognized option --sync-ref-model: TRL's, not here: TRL refuses it with PEFT; "
           "full fine-tuning's reference here is the base it started from")),
+        (["train", "text", "grpo", "--vllm-mode", "colocate"],  # a prefix of TRL's options without a counterpart
+         ("deliberate train text grpo: error: unrecognized option --vllm-mode: TRL's, not here: no vLLM engine in training "
+          "yet (--use-vllm): the torch sampler decodes the whole team in one mixed-adapter batch")),
+        (["train", "text", "grpo", "--disable-dropout"],
+         ("deliberate train text grpo: error: unrecognized option --disable-dropout: TRL's, not here: dropout is always off "
+          "here (the models run in eval mode; LoRA's dropout is 0)")),
+        (["train", "meta", "grpo", "--disable-dropout"], "deliberate train meta grpo: error: unrecognized option --disable-dropout"),
         # CoMLRL's names (the CoMLRL client porting MAGRPO): ours named
         (["train", "text", "magrpo", "--num-turns", "2"], "deliberate train text magrpo: error: unrecognized option --num-turns: that is CoMLRL's name; here it is --max-turns"),
         (["compare", "text", "--discount", "0.9"],
