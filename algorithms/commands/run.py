@@ -105,6 +105,8 @@ class RunText(TaskSource):
     """The backend spec of both agents (``deliberate run --help`` lists the specs)."""
     temperature: float | None = None
     """Sampling temperature (None: SmolLM2's default)."""
+    top_p: float = 0.95
+    """Nucleus mass of sampling, in (0, 1] (CoMLRL's and TRL's ``top_p``)."""
     max_tokens: int = 256
     """Most tokens per completion (CoMLRL's ``max_new_tokens``)."""
     cache: str | None = None
@@ -132,6 +134,8 @@ class RunText(TaskSource):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         check_choice("--split", self.split, ("train", "test"))
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"--top-p must lie in (0, 1], got {self.top_p}")
 
     def folder(self) -> Path:
         """``run_dir``, or a new folder named after the team and seed."""
@@ -239,7 +243,7 @@ def run_text(cfg: RunText, backend: Backend | None = None) -> dict[str, Any]:
                   f"{cfg.n_problems} problems, {cfg.samples} sample(s) each)")  # fmt: skip
     summaries = text_eval.evaluate_baselines(
         CodingProtocol(task), backend, cfg.n_problems, samples=cfg.samples, seed=cfg.seed, split=cfg.split,
-        max_tokens=cfg.max_tokens, temperature=SMOLLM2_TEMPERATURE if cfg.temperature is None else cfg.temperature,
+        max_tokens=cfg.max_tokens, temperature=SMOLLM2_TEMPERATURE if cfg.temperature is None else cfg.temperature, top_p=cfg.top_p,
         progress=cfg.progress,
     )  # fmt: skip
     elapsed = time.perf_counter() - started

@@ -368,6 +368,7 @@ def evaluate_baselines(
     split: str = "test",
     max_tokens: int = 256,
     temperature: float = 0.3,
+    top_p: float = 0.95,
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """The summaries (:func:`summarize_baseline`) of ``baselines`` on the first ``n_problems`` of ``split``.
@@ -384,7 +385,7 @@ def evaluate_baselines(
     if unknown:
         raise ValueError(f"unknown baselines {unknown}; known: {', '.join(BASELINES)}")
     counter = TokenCounter(backend)
-    policy = TextPolicy(counter, max_tokens=max_tokens, temperature=temperature)
+    policy = TextPolicy(counter, max_tokens=max_tokens, temperature=temperature, top_p=top_p)
     runner = CodingBaselines(
         protocol, policy, counter, range(problem_count(n_problems, len(protocol.problems(split)), split)), samples, seed, split
     )

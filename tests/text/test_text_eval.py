@@ -170,17 +170,17 @@ def test_run_text_plays_the_split_and_token_budget_it_is_given(tmp_path, capsys)
     """examples/configs/magrpo_coding.yaml evaluated the hash split's 90 test problems (its
     164 cut to them, with a warning), not the paper's HumanEval/0-31 that a trained pair's
     held-out evaluation under ``split_rule: comlrl`` plays, and no option set the budget."""
-    budgets: list[int] = []
+    budgets: list[tuple[int, float]] = []
 
     class Recording(ScriptedCoder):
         def generate(self, requests):
-            budgets.extend(request.max_tokens for request in requests)
+            budgets.extend((request.max_tokens, request.top_p) for request in requests)
             return super().generate(requests)
 
     backend = Recording()
-    config = RunText(task_kwargs={"split_rule": "comlrl"}, n_problems=1, max_tokens=64, run_dir=str(tmp_path / "t"))
+    config = RunText(task_kwargs={"split_rule": "comlrl"}, n_problems=1, max_tokens=64, top_p=0.9, run_dir=str(tmp_path / "t"))
     run_text(config, backend=backend)
-    assert set(budgets) == {64}
+    assert set(budgets) == {(64, 0.9)}
     assert backend.prompts and all("def has_close_elements(" in prompt for prompt in backend.prompts)  # HumanEval/0
 
 
@@ -200,6 +200,8 @@ def test_run_text_refuses_bad_settings_before_any_work():
         RunText(n_problems=0)
     with pytest.raises(ValueError, match="bad team spec 'smolm2'"):
         RunText(team="smolm2")
+    with pytest.raises(ValueError, match=r"--top-p must lie in \(0, 1\], got 0"):
+        RunText(top_p=0)
 
 
 def test_unknown_baseline_is_named():
