@@ -282,9 +282,13 @@ def test_the_held_out_env_is_strict_and_plays_every_turn():
     assert venv.problems == text_vector_env(1, task="arithmetic", split="test").problems
 
 
-@pytest.mark.parametrize("top_k", [0, 3])
-def test_top_k_reaches_the_rollouts_sampler_only_where_set(make_lm, top_k):
-    subject = make_learner(make_lm, config=TextMAGRPOConfig(**SMALL, top_k=top_k))
+@pytest.mark.parametrize("extras", [{}, {"top_k": 3}, {"min_p": 0.1, "repetition_penalty": 1.3}])
+def test_sampling_extras_reach_the_rollouts_sampler_only_where_set(make_lm, extras):
+    """TRL's ``top_k``, ``min_p`` and ``repetition_penalty`` are given to the rollouts'
+    sampler (and the held-out evaluation's) only where they are not their defaults, so a
+    sampler of one's own without them keeps working; the config checks them, and the
+    CTranslate2 sampler, which does not apply ``min_p`` or the penalty, refuses them."""
+    subject = make_learner(make_lm, config=TextMAGRPOConfig(**SMALL, **extras))
     seen = []
     sample_joint = subject.lm.sample_joint
 
@@ -294,33 +298,10 @@ def test_top_k_reaches_the_rollouts_sampler_only_where_set(make_lm, top_k):
 
     subject.lm.sample_joint = recording
     subject.train_step()
-    assert seen and all(s.get("top_k", 0) == top_k and ("top_k" in s) == bool(top_k) for s in seen)
-    with pytest.raises(ValueError, match="top_k must be >= 0"):
-        TextMAGRPOConfig(top_k=-1)
-
-
-def test_min_p_and_repetition_penalty_reach_the_sampler_only_where_set(make_lm):
-    """TRL's ``min_p`` and ``repetition_penalty``: given to the rollouts' sampler (and the
-    held-out evaluation's) only where they are not their defaults, checked by the config,
-    and refused with the CTranslate2 sampler, which does not apply them."""
-    config = TextMAGRPOConfig(**SMALL, min_p=0.1, repetition_penalty=1.3)
-    subject = make_learner(make_lm, config=config)
-    seen = []
-    sample_joint = subject.lm.sample_joint
-
-    def recording(requests, **settings):
-        seen.append(settings)
-        return sample_joint(requests, **settings)
-
-    subject.lm.sample_joint = recording
-    subject.train_step()
-    assert seen and all(s["min_p"] == 0.1 and s["repetition_penalty"] == 1.3 for s in seen)
-    plain = make_learner(make_lm)
-    plain.lm.sample_joint = recording
-    seen.clear()
-    plain.train_step()
-    assert seen and not any({"min_p", "repetition_penalty"} & set(s) for s in seen)
-    for bad, message in (({"min_p": 1.5}, "min_p must lie in"), ({"repetition_penalty": 0}, "repetition_penalty must be > 0"),
+    named = {"top_k", "min_p", "repetition_penalty"}
+    assert seen and all({k: v for k, v in s.items() if k in named} == extras for s in seen)
+    for bad, message in (({"top_k": -1}, "top_k must be >= 0"), ({"min_p": 1.5}, "min_p must lie in"),
+                         ({"repetition_penalty": 0}, "repetition_penalty must be > 0"),
                          ({"min_p": 0.1, "sampler": "ctranslate2"}, "leave out --sampler ctranslate2")):  # fmt: skip
         with pytest.raises(ValueError, match=message):
             TextMAGRPOConfig(**bad)
