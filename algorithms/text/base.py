@@ -42,7 +42,8 @@ noise).
 **Metrics** (one dict per update, a line of ``metrics.jsonl`` with ``step``, ``episodes``
 and ``time`` as :mod:`algorithms.core.metrics` writes them): ``rewards/joint/mean``
 and ``rewards/{part}/mean`` for each part of the protocol (e.g. ``correct``,
-``format``), ``rewards/contribution/{agent}``, ``returns/mean``, ``adv/abs_mean``,
+``format``), ``rewards/contribution/{agent}`` and ``rewards/shapley/{agent}`` (teams of
+at most four), ``returns/mean``, ``adv/abs_mean``,
 ``losses/{policy,kl,clip_frac,clip_frac_low,clip_frac_high}`` (each the mean over the
 update's optimizer steps; ``policy`` aggregated as the loss, the others means over tokens
 whatever the aggregation, as TRL logs them: :func:`~algorithms.text.losses.text_policy_loss`),
@@ -162,6 +163,9 @@ def write_adapters(lm: TrainableLM | Any, folder: Path) -> None:
     staged.rename(folder)
     shutil.rmtree(old, ignore_errors=True)
 
+
+PER_AGENT = frozenset({"contribution", "shapley"})
+"""The env's reward components that are each agent's own (logged per agent, not averaged)."""
 
 HALF_FULL = (
     "finetune='full' in float16 has no float32 weights to step (loss scaling unscales float32 gradients only, as "
@@ -546,13 +550,13 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
                     components = infos[e][agent]["reward_components"]
                     rewards[turn, e, i] = self._credit(step_rewards[agent][e], components)
                     for name, value in components.items():
-                        parts.setdefault(f"contribution/{agent}" if name == "contribution" else f"{name}/mean", []).append(value)
+                        parts.setdefault(f"{name}/{agent}" if name in PER_AGENT else f"{name}/mean", []).append(value)
         for e in np.flatnonzero(last_turn < venv.episode_length - 1):
             rewards[last_turn[e] + 1 :, e] = rewards[last_turn[e], e]  # an early stop is absorbing (module docstring)
         finals = {
             name: [infos[e][self.agents[0]]["reward_components"][name] for e in range(venv.num_envs)]
             for name in infos[0][self.agents[0]]["reward_components"]
-            if name != "contribution"
+            if name not in PER_AGENT
         }
         values = {
             **{f"rewards/{key}": values for key, values in parts.items()},
@@ -562,7 +566,8 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         return Play(rewards, samples, values, finals, counts)
 
     def _credit(self, reward: float, components: Mapping[str, float]) -> float:
-        """An agent's reward of a turn: the env's (joint) reward, or its scaled contribution.
+        """An agent's reward of a turn: the env's (joint) reward, or its scaled contribution
+        (leave-one-out or Shapley, ``config.credit``).
 
         Raises:
             ValueError: If the env's reward is not ``config.env.reward_scale`` times the joint
@@ -574,7 +579,14 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
                 f"the env's reward {reward} is not reward_scale={scale} times the joint reward "
                 f"{components['joint']}: build the env with the config's reward_scale"
             )
-        return float(reward) if self.config.credit == "joint" else scale * components["contribution"]
+        if self.config.credit == "joint":
+            return float(reward)
+        if self.config.credit not in components:
+            raise ValueError(
+                f"credit={self.config.credit!r}: the env reports no {self.config.credit!r} reward component "
+                "(Shapley values are reported for teams of at most deliberation_env.text.env.SHAPLEY_MAX_AGENTS agents)"
+            )
+        return scale * components[self.config.credit]
 
     # ------------------------------------------------------------------ optimization
     def optimize(self, batch: Rollouts, advantages: torch.Tensor) -> dict[str, float]:

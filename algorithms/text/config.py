@@ -167,9 +167,16 @@ class TextLearnerConfig(GroupSettings):
     gamma: float = 1.0
     """Discount across turns: the return of turn t is r_t + gamma * return of turn t+1
     (CoMLRL's ``discount``, 0.9 there by default)."""
-    credit: Literal["joint", "contribution"] = "joint"
-    """What an agent's reward is: the joint reward R (every agent the same), or its
-    leave-one-out contribution (R minus R without its text), times ``reward_scale``."""
+    credit: Literal["joint", "contribution", "shapley"] = "joint"
+    """What an agent's reward is: the joint reward R (every agent the same), its
+    leave-one-out contribution (R minus R without its text), or its Shapley value in R
+    (its marginal contribution averaged over the orders in which the agents could join;
+    teams of at most ``deliberation_env.text.env.SHAPLEY_MAX_AGENTS``), times
+    ``reward_scale``. Over several turns the leave-one-out contribution pays a seat for
+    its teammates' errors (it is pivotal only where they are wrong): a seat that answers
+    wrongly first, which costs it nothing where two peers agree, and rightly last earned
+    0.57 against 0.07 beside a teammate who followed it (red team 33); the Shapley value
+    pays it 0.48 against 0.73."""
 
     # ------------------------------------------------------------------ optimization
     micro_batch_size: int = 8
@@ -278,7 +285,7 @@ class TextLearnerConfig(GroupSettings):
         choices = {
             "finetune": ("lora", "full"),
             "pairing": ("aligned", "cross"),
-            "credit": ("joint", "contribution"),
+            "credit": ("joint", "contribution", "shapley"),
             "aggregation": ("token", "sequence", "constant"),
             "importance_sampling": ("token", "sequence"),
             "sampler": ("torch", "ctranslate2"),
@@ -357,7 +364,7 @@ class TextMAGRPOConfig(TextLearnerConfig):
         if self.credit != "joint":
             raise ValueError(
                 "MAGRPO trains every agent on the joint return: use credit='joint' (--credit joint); "
-                "grpo and softrankpo take --credit contribution"
+                "grpo and softrankpo take --credit contribution or shapley"
             )
         if self.update_epochs != 1 or self.num_minibatches != 1:
             raise ValueError(

@@ -297,7 +297,7 @@ class CodingBaselines:
             Episode(
                 problem_id=info["agent_0"]["problem_id"],
                 reward=info["agent_0"]["reward_components"]["joint"],
-                parts={k: v for k, v in info["agent_0"]["reward_components"].items() if k not in ("joint", "contribution")},
+                parts={k: v for k, v in info["agent_0"]["reward_components"].items() if k not in ("joint", "contribution", "shapley")},
                 contributions=tuple(info[a]["reward_components"]["contribution"] for a in venv.possible_agents),
                 tokens=tokens,
                 completions=completions,

@@ -68,8 +68,8 @@ def cross_returns(rewards: torch.Tensor, n_agents: int) -> torch.Tensor:
     .. math:: R_{i,g} = G^{-(n-1)} \sum_{c:\, g_i(c) = g} R_i(c),
 
     where :math:`R_i(c)` is the joint reward R(c) (``credit="joint"``: one column for all)
-    or agent i's own credited reward, its leave-one-out contribution (``"contribution"``:
-    agent i is never credited with another agent's contribution).
+    or agent i's own credited reward, its leave-one-out contribution or Shapley value
+    (``"contribution"``, ``"shapley"``: agent i is never credited with another agent's).
 
     Args:
         rewards: (B, G^n) joint rewards of B groups, or (B, G^n, n) each agent's reward.

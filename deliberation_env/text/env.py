@@ -62,9 +62,28 @@ The action space is what ``sample()`` draws from; it does not bound what is acce
 protocol's joint reward of the turn's texts (MAGRPO's joint objective), at every step.
 ``infos[agent]["reward_components"]`` (after a step) holds the protocol's named parts,
 ``"joint"`` (R) and ``"contribution"``: R minus R with this agent's text replaced by the
-protocol's neutral text (leave-one-out; unscaled). Bounds: reward_scale * low <= reward
+protocol's neutral text (leave-one-out; unscaled), and for teams of at most
+:data:`SHAPLEY_MAX_AGENTS` agents ``"shapley"``: the agent's Shapley value in R, its
+marginal contribution R(S + i) - R(S) averaged over the orders in which the agents could
+join, the absent ones playing their neutral text (:func:`shapley_values`; the values sum
+to R minus the empty team's R; the env scores the 2^n subsets of the agents each turn).
+Bounds: reward_scale * low <= reward
 <= reward_scale * high for the protocol's ``reward_range`` (low, high) (math:
 [0, 1 + format_weight]; writing: [0, 1]; coding: [0, 4]); each contribution lies in [low - high, high - low].
+
+**The leave-one-out credit pays a seat for its teammates' errors** (red team 33; measured
+on 20 arithmetic problems, strict). A seat earns it only where it is pivotal: beside two
+peers who agree, a wrong answer earns what a right one does (0.033, the format part), so
+a seat that answers wrongly at turn 0 and rightly at turn 1, where a teammate has followed
+its first answer, earns 0.57 over the episode against 0.07 for answering rightly twice,
+while the team's joint reward is the same (2.2); with two agents the same play ties the
+honest one (0.1) and costs the team 1.0. No change to the leave-one-out difference closes
+this (each turn's counterfactual cannot replay the teammates' later turns), so it is kept
+as documented (``test_leave_one_out_credit_pays_a_seat_that_misleads_a_follower_known_limitation``);
+the Shapley value pays the same seats 0.48 against 0.73 (two agents: 0.6 against 1.1) and
+a right answer more than a wrong or empty one beside any peers
+(``credit="shapley"`` in :mod:`algorithms.text`). The meta seat's ``r_global`` is the same
+leave-one-out difference, paid each round.
 
 **Infos** (per agent): ``role``, ``turn`` (turns played), ``messages`` (the next prompt),
 ``seed`` (the seed of the agent's next completion: derived from the episode seed, the
@@ -134,6 +153,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -175,6 +196,10 @@ ACTION_MAX_LENGTH = 4_096
 """Longest text the action space's ``sample()`` draws (any longer ``str`` is accepted)."""
 FEEDBACK_CHARS = 4 * QUOTE_CHARS
 """Most characters of one agent's feedback in a prompt."""
+SHAPLEY_MAX_AGENTS = 4
+"""Largest team whose agents' Shapley values the env reports (``reward_components["shapley"]``):
+it scores the 2^n subsets of the agents each turn (16 teams for 4 agents, where the
+leave-one-out credit scores n + 1)."""
 
 
 def build_protocol(config: TextEnvConfig) -> TextProtocol:
@@ -187,6 +212,55 @@ def build_protocol(config: TextEnvConfig) -> TextProtocol:
     task = build_task(config)
     coding = config.protocol == "coding" or (config.protocol is None and task.name in CODE_TASKS)
     return CodingProtocol(task) if coding else MathProtocol(task, scoring=config.scoring)
+
+
+def coalitions(n_agents: int) -> tuple[tuple[bool, ...], ...]:
+    """The subsets of the agents whose texts an engine scores each turn, as who is present:
+    the whole team, then the team without each agent (leave-one-out, in agent order), then
+    for teams of at most :data:`SHAPLEY_MAX_AGENTS` every other subset (the Shapley
+    credit), the empty one last.
+
+    >>> coalitions(2)
+    ((True, True), (False, True), (True, False), (False, False))
+    """
+    full = (True,) * n_agents
+    left_out = [tuple(agent != i for agent in range(n_agents)) for i in range(n_agents)]
+    if n_agents > SHAPLEY_MAX_AGENTS:
+        return (full, *left_out)
+    others = sorted(
+        (subset for subset in itertools.product((True, False), repeat=n_agents) if sum(subset) < n_agents - 1),
+        key=lambda subset: -sum(subset),
+    )
+    return (full, *left_out, *others)
+
+
+def shapley_values(rewards: dict[tuple[bool, ...], float], n_agents: int) -> tuple[float, ...] | None:
+    """Each agent's Shapley value in R: its marginal contribution R(S + i) - R(S), averaged
+    over every order in which the agents could join (the subsets S of the others, each
+    weighted |S|! (n - |S| - 1)! / n!), an absent agent playing its neutral text. The values
+    sum to R(team) - R(no agent). ``None`` when the rewards of some subsets are missing
+    (teams above :data:`SHAPLEY_MAX_AGENTS`).
+
+    A wrong answer (agent 0) beside a right one, on the math protocol: R = 0.6, 1.05 for the
+    right one alone, 0.05 for the wrong one alone:
+
+    >>> shapley_values({(True, True): 0.6, (False, True): 1.05, (True, False): 0.05, (False, False): 0.0}, 2)
+    (-0.2, 0.8)
+    """
+    if len(rewards) < 2**n_agents:
+        return None
+    values = []
+    for i in range(n_agents):
+        value = 0.0
+        for subset, reward in rewards.items():
+            if subset[i]:
+                continue
+            size = sum(subset)
+            joined = (*subset[:i], True, *subset[i + 1 :])
+            weight = math.factorial(size) * math.factorial(n_agents - size - 1) / math.factorial(n_agents)
+            value += weight * (rewards[joined] - reward)
+        values.append(round(value, 12))
+    return tuple(values)
 
 
 def _check_num_envs(num_envs: Any) -> int:
@@ -210,6 +284,8 @@ class EnvState:
         texts: Per agent, the text it played last turn (``None`` before the first step).
         outcome: The protocol's outcome of the last turn.
         contributions: Per agent, its leave-one-out contribution to the last turn's R.
+        shapley: Per agent, its Shapley value in the last turn's R (``None`` for teams
+            above :data:`SHAPLEY_MAX_AGENTS`).
         reward: ``reward_scale`` * R of the last step this env played.
     """
 
@@ -221,6 +297,7 @@ class EnvState:
     texts: tuple[str, ...] | None = None
     outcome: Outcome | None = None
     contributions: tuple[float, ...] | None = None
+    shapley: tuple[float, ...] | None = None
     reward: float = 0.0
 
 
@@ -242,6 +319,7 @@ class TextEngine:
         self.reward_scale, self.stop_threshold = float(config.reward_scale), config.stop_threshold
         self.protocol = build_protocol(config)
         self.roles = tuple(self.protocol.roles(self.n_agents))
+        self.coalitions = coalitions(self.n_agents)
         self.problems = self.protocol.problems(self.split)
         if not self.problems:
             raise ValueError(f"protocol {self.protocol.name!r} has no problems in split {self.split!r}")
@@ -299,7 +377,7 @@ class TextEngine:
         played = {e: tuple(actions[e]) for e, state in enumerate(self.states) if state.active}
         teams = [team for e, texts in played.items() for team in self._teams(self.states[e].problem, texts)]
         outcomes = iter(self._score(teams))
-        per_env = self.n_agents + 1
+        per_env = len(self.coalitions)
         self.states = [
             self._next(state, played[e], [next(outcomes) for _ in range(per_env)])
             if e in played
@@ -308,9 +386,14 @@ class TextEngine:
         ]
 
     def _teams(self, problem: Problem, texts: tuple[str, ...]) -> list[tuple[Problem, tuple[str, ...]]]:
-        """The team's texts, then the texts with each agent's replaced by its neutral text."""
+        """The texts of each coalition of :attr:`coalitions`: the team's, then with each
+        agent's replaced by its neutral text, then (for the Shapley credit) every other
+        subset of the agents with the rest replaced."""
         neutral = [self.protocol.neutral_text(problem, i) for i in range(self.n_agents)]
-        return [(problem, texts)] + [(problem, (*texts[:i], neutral[i], *texts[i + 1 :])) for i in range(self.n_agents)]
+        return [
+            (problem, tuple(text if present else blank for text, blank, present in zip(texts, neutral, coalition)))
+            for coalition in self.coalitions
+        ]
 
     def _score(self, teams: Sequence[tuple[Problem, tuple[str, ...]]]) -> list[Outcome]:
         """The checked outcomes of ``teams``, scored in one batch."""
@@ -323,7 +406,7 @@ class TextEngine:
 
     def _next(self, state: EnvState, texts: tuple[str, ...], outcomes: Sequence[Outcome]) -> EnvState:
         """The state after ``texts``: ``outcomes`` are the team's, then each leave-one-out's."""
-        outcome, left_out = outcomes[0], outcomes[1:]
+        outcome, left_out = outcomes[0], outcomes[1 : self.n_agents + 1]
         problem, n = state.problem, self.n_agents
         turn = state.turn + 1
         done = turn >= self.max_turns or (self.stop_threshold is not None and outcome.reward >= self.stop_threshold)
@@ -336,6 +419,7 @@ class TextEngine:
             texts=texts,
             outcome=outcome,
             contributions=tuple(outcome.reward - other.reward for other in left_out),
+            shapley=shapley_values(dict(zip(self.coalitions, (o.reward for o in outcomes), strict=True)), n),
             reward=self.reward_scale * outcome.reward,
         )
 
@@ -370,6 +454,8 @@ class TextEngine:
                     "joint": float(state.outcome.reward),
                     "contribution": state.contributions[i],
                 }
+                if state.shapley is not None:
+                    info["reward_components"]["shapley"] = state.shapley[i]
             infos[agent] = info
         return infos
 

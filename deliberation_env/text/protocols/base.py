@@ -219,7 +219,7 @@ def check_outcome(protocol: TextProtocol, outcome: Outcome, n_agents: int) -> Ou
     bad = {name: value for name, value in outcome.parts.items() if not (isinstance(name, str) and _finite(value))}
     if bad:
         raise ValueError(f"{where}: reward parts must be finite numbers keyed by name, got {bad!r}")
-    reserved = {"joint", "contribution"} & set(outcome.parts)
+    reserved = {"joint", "contribution", "shapley"} & set(outcome.parts)
     if reserved:
         raise ValueError(f"{where}: reward parts may not be named {sorted(reserved)} (the env's own keys)")
     if len(outcome.feedback) != n_agents or not all(isinstance(text, str) for text in outcome.feedback):
