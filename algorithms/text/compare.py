@@ -46,7 +46,7 @@ from algorithms.core.compare import (
     user_learners,
     write_results,
 )
-from algorithms.core.config import run_settings
+from algorithms.core.config import RunConfig, run_settings
 from algorithms.core.run_dirs import (
     check_resumed_runs,
     holds_run,
@@ -66,6 +66,16 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from algorithms.core.data_parallel import Ranks
+
+RESUMED_MAY_CHANGE = (
+    "out_dir",
+    *run_settings("learner.run."),
+    *(f"learner.{name}" for name in TextLearnerConfig.RUN_FIELDS if name not in {f.name for f in fields(RunConfig)}),
+)
+"""The comparison's settings a resumed comparison may change: its folder, and what each of
+its runs may (``TextLearnerConfig.RUN_FIELDS``: where and how the rollouts are sampled and
+the loss computed, ``--device``, ``--sample-batch-size``, ``--master-weights``...); each run
+checks its own on top (the dtype against its checkpoint's)."""
 
 SHIPPED = tuple(TEXT_CONFIGS)
 """The text learners by name (``magrpo``, ``grpo``, ``softrankpo``)."""
@@ -203,9 +213,7 @@ def _compare(cfg: TextCompare, own: dict[str, Any], names: list[str], ranks: Ran
         refused = None
         if ranks.writes:
             try:
-                out_dir = open_run_dir(
-                    cfg.out_dir, settings, cfg.learner.run.resume, ("out_dir", *run_settings("learner.run.")), flag="--out-dir"
-                )
+                out_dir = open_run_dir(cfg.out_dir, settings, cfg.learner.run.resume, RESUMED_MAY_CHANGE, flag="--out-dir")
             except ValueError as error:
                 refused = str(error)
         refused = data_parallel.broadcast_object(refused)  # the others start once rank 0 has checked the folder

@@ -67,3 +67,21 @@ def test_a_resume_with_fewer_updates_is_refused_before_the_comparison_is_rewritt
     with pytest.raises(ValueError, match="has logged 2 updates already; give --updates 2 or more"):
         text_compare.compare(tiny_text(tmp_path / "cmp", updates=1, resume=True))
     assert (tmp_path / "cmp" / "config.json").read_text() == recorded
+
+
+def test_a_resumed_comparison_may_change_what_each_of_its_runs_may(tmp_path):
+    """The settings a resumed ``train text`` may change (where and how the rollouts are
+    sampled and the loss computed: ``--sample-batch-size``, ``--micro-batch-size``,
+    ``--master-weights``, ``--device``...) were refused by ``compare text --resume``, which
+    let only the run part (``--updates``) change; a learner's setting is still refused."""
+    text_compare.compare(tiny_text(tmp_path / "cmp", updates=1))
+    resumed = tiny_text(tmp_path / "cmp", updates=2, resume=True)
+    moved = replace(resumed.learner, sample_batch_size=3, micro_batch_size=1, master_weights=False, log_completions=2)
+    with pytest.warns(UserWarning, match="learner.sample_batch_size 3 \\(was 32\\)"):
+        text_compare.compare(replace(resumed, learner=moved))
+    assert len(rows(tmp_path / "cmp" / CURVES_CSV)) == 4  # both updates of both runs
+    for algo in ("grpo", "magrpo"):
+        run = json.loads((tmp_path / "cmp" / algo / "seed0" / "config.json").read_text())
+        assert (run["sample_batch_size"], run["micro_batch_size"], run["master_weights"]) == (3, 1, False)
+    with pytest.raises(ValueError, match="learner.learning_rate is 0.0001 there and 0.1 here"):
+        text_compare.compare(replace(resumed, learner=replace(moved, learning_rate=0.1)))
