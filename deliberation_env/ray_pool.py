@@ -22,13 +22,21 @@ pool waits, up to :data:`RESTART_TIMEOUT_S`.
 ValueError, AttributeError) keeps its type; anything else, and a worker dead more often
 than it may be restarted, is a :class:`WorkerError`. ``run(..., undo=...)`` makes a batch
 atomic: when a call fails, the workers whose calls succeeded are put back first.
+
+**Signals.** Ray's start replaces the driver's SIGTERM handler (its own exits with status
+15, and its core worker's logs the signal and aborts); a pool puts back a Python handler
+that was there before it started Ray, so a command's "terminated (SIGTERM): ... --resume"
+and exit status 143 (``algorithms.cli``) hold with Ray workers too (:func:`keep_sigterm_handler`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import signal
+import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from deliberation_env.values import is_integer
@@ -66,6 +74,22 @@ def import_ray() -> Any:
             "pip install 'deliberation-env[ray]' (or use 0 workers: everything in this process)"
         ) from error
     return ray
+
+
+@contextlib.contextmanager
+def keep_sigterm_handler() -> Iterator[None]:
+    """Put back, after the block, the Python SIGTERM handler installed before it, where
+    the block replaced it (Ray's start does, in the driver's main thread: its handler
+    exits with status 15, and its core worker's C handler, which Python does not see,
+    logs the signal and aborts). The default handler, or one outside the main thread,
+    is left to the block (Ray's, then, which shuts Ray down on its way out)."""
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        yield
+    finally:
+        if callable(before):  # set again even where Python still names it: a C handler may sit in its place
+            signal.signal(signal.SIGTERM, before)
 
 
 def wait_for_restart(waited: float) -> float:
@@ -154,7 +178,8 @@ class WorkerPool:
         ray = import_ray()
         self.restarts = int(options["max_restarts"])
         remote = ray.remote(actor).options(**options)
-        self.handles = [remote.remote(*args) for args in arguments]
+        with keep_sigterm_handler():  # the first actor starts Ray
+            self.handles = [remote.remote(*args) for args in arguments]
         self.holds = list(holds)
         self.nodes = [""] * len(self.handles)
         self.restore, self.stateful = restore, frozenset(stateful)
