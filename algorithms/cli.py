@@ -335,12 +335,18 @@ def options_of(listed: str, command: str) -> list[str]:
     """The options of ``command`` (``deliberate train text grpo``) among those tyro ``listed``
     as similar, each followed by the commands that have it (``--env-workers INT ... in
     deliberate train meta grpo --help``): a real client was offered another command's."""
-    # An entry starts at an option, not at the "--help" that ends its "in deliberate ... --help".
-    segments = re.split(r"(?<![\w-])(?=--(?!help\b)[a-z0-9][a-z0-9.-]* [A-Z{\[])", listed)
+    # An entry starts at an option, not at the "--help" that ends its "in deliberate ... --help";
+    # a flag's entry at both its forms ("--gradient-checkpointing, --no-gradient-checkpointing
+    # Recompute ..."), so a misspelt "--gradient-checkpoint" is offered the flag that turns
+    # it on, not its --no- form (a real client was).
+    option = r"--(?!help\b)[a-z0-9][a-z0-9.-]*"
+    segments = re.split(rf"(?<![\w-])(?<!, )(?={option}(?:, {option})? [A-Z{{\[])", listed)
     return [
-        segment.split()[0]
+        name
         for segment in segments
         if segment.startswith("--") and command and command in ELSEWHERE.findall(segment)
+        for name in re.match(rf"({option})(?:, ({option}))?", segment).groups()
+        if name
     ]
 
 
@@ -368,6 +374,7 @@ TRL_OPTIONS = {
     "--model-name-or-path": "--model",
     "--bf16": "--dtype bfloat16",
     "--fp16": "--dtype float16",
+    "--torch-dtype": "--dtype (auto, float32, bfloat16 or float16)",
     "--report-to": "--wandb-project NAME or --tensorboard (metrics.jsonl always)",
     "--warmup-ratio": "--warmup-updates (a number of updates)",
     "--num-train-epochs": "--updates (a number of updates, not of passes over the problems)",

@@ -101,11 +101,17 @@ def test_each_option_has_one_name_in_train_and_compare():
         (["train", "meta", "magrpo", "--eps", "0.1"], "deliberate train meta magrpo: error: --eps is not an option of this command but of deliberate train meta grpo"),
         (["train", "--updates", "2", "meta", "grpo"], "deliberate train: error: --updates is not an option of this command but of deliberate train meta grpo"),
         (["trian"], "deliberate: error: unrecognized command trian; did you mean train?"),
+        # a flag's misspelt name: the form that turns it on, not its --no- form (a GPU client was offered that)
+        (["train", "text", "grpo", "--gradient-checkpoint"], "deliberate train text grpo: error: unrecognized option --gradient-checkpoint; did you mean --gradient-checkpointing?"),
+        (["compare", "text", "--master-weight"], "deliberate compare text: error: unrecognized option --master-weight; did you mean --master-weights?"),
+        (["train", "text", "grpo", "--no-master-weight"], "deliberate train text grpo: error: unrecognized option --no-master-weight; did you mean --no-master-weights?"),
         # TRL's names (the TRL client): ours named
         (["train", "text", "grpo", "--epsilon-high", "0.28"], "deliberate train text grpo: error: unrecognized option --epsilon-high: that is TRL's name; here it is --clip-eps-high"),
         (["train", "text", "magrpo", "--num-generations", "8"], "deliberate train text magrpo: error: unrecognized option --num-generations: that is TRL's name; here it is --group-size"),
         (["train", "meta", "grpo", "--beta", "0.1"], "deliberate train meta grpo: error: unrecognized option --beta: that is TRL's name; here it is --kl-coef"),
         (["train", "text", "grpo", "--bf16"], "deliberate train text grpo: error: unrecognized option --bf16: that is TRL's name; here it is --dtype bfloat16"),
+        (["train", "text", "grpo", "--torch-dtype", "float16"],
+         "deliberate train text grpo: error: unrecognized option --torch-dtype: that is TRL's name; here it is --dtype (auto, float32, bfloat16 or float16)"),
         (["train", "text", "grpo", "--resume-from-checkpoint", "x"],
          ("deliberate train text grpo: error: unrecognized option --resume-from-checkpoint: that is TRL's name; here it is --resume "
          "(from the newest checkpoint) or --resume-from update-NNNNNN (a kept one)")),
