@@ -172,6 +172,24 @@ def kept_dtype(config: TextLearnerConfig, folder: Path, given: str) -> TextLearn
     return config
 
 
+def check_full_in_float16(config: TextLearnerConfig, placement: Mapping[str, str]) -> None:
+    """Refuse, before the models load and anything is written, full fine-tuning that its
+    dtype resolves to float16 (``--dtype auto`` on a GPU without native bfloat16, the T4 and
+    the V100): the learner would refuse it only once the models were loaded (``--dtype
+    float16`` itself is refused by the config).
+
+    Raises:
+        ValueError: Naming the GPU's float16 and the dtypes to give instead.
+    """
+    if config.finetune == "full" and placement["resolved_dtype"] == "float16":
+        raise ValueError(
+            f"--dtype {config.dtype} is float16 on {placement['resolved_device']} (no native bfloat16), and "
+            "finetune='full' has no float32 weights to step in float16 (loss scaling unscales float32 gradients "
+            "only): give --dtype float32, or bfloat16 (emulated on this GPU, slowly), or train LoRA adapters "
+            "(they stay float32)"
+        )
+
+
 def warn_about_numerics(config: TextLearnerConfig, placement: Mapping[str, str], world_size: int) -> None:
     """Warn where a run's numbers are not what a user may take them for: CTranslate2
     samples on the CPU whatever the device, and its rollouts depend on the number of
@@ -247,6 +265,7 @@ def train(
             kept = kept_dtype(config, Path(config.run.run_dir), placement["resolved_dtype"])
             if kept is not config:  # auto: the run's own dtype; config.json keeps "auto" as given (no change to report)
                 config, placement = kept, {**resolved_placement(kept.device, kept.dtype), "dtype": config.dtype}
+        check_full_in_float16(config, placement)
         run_part = named_run(config.run, "text", f"{algo}-seed{config.seed}") if ranks.writes else None
         run_part = dataclasses.replace(data_parallel.broadcast_object(run_part), resume=resume)  # one folder, rank 0's
         config = dataclasses.replace(config, run=run_part)

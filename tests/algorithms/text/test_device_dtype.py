@@ -266,3 +266,27 @@ def test_full_fine_tuning_in_bfloat16_keeps_float32_master_weights_through_a_res
     plain = train("resumed", 3, "--resume", "--no-master-weights")
     assert "without master weights: Adam steps the bfloat16 weights themselves" in capsys.readouterr().err
     assert not any("master" in entry for entry in plain["optimizer"]["state"].values())
+
+
+def test_full_fine_tuning_that_auto_makes_float16_is_refused_before_anything_loads(monkeypatch, tmp_path, capsys):
+    """``--dtype auto`` is float16 on a GPU without native bfloat16 (a T4): full fine-tuning
+    there was refused by the learner only after the models had loaded, with a message
+    about a float16 the user never gave."""
+    import importlib
+
+    text_train = importlib.import_module("algorithms.text.train")  # the module, not the function of that name
+
+    def started(*args):
+        raise ValueError("the run started")
+
+    monkeypatch.setattr(text_train, "resolved_placement", lambda device, dtype: {"resolved_device": "cuda:0", "resolved_dtype": "float16"})
+    monkeypatch.setattr(text_train, "_train", started)
+    run_dir = tmp_path / "run"
+    with pytest.raises(SystemExit):
+        cli.main(["train", "text", "grpo", *TINY, "--finetune", "full", "--run-dir", str(run_dir)])
+    err = capsys.readouterr().err
+    assert "--dtype auto is float16 on cuda:0 (no native bfloat16)" in err and "give --dtype float32" in err
+    assert not run_dir.exists()
+    with pytest.raises(SystemExit):  # LoRA in float16 starts (here: would start)
+        cli.main(["train", "text", "grpo", *TINY, "--run-dir", str(run_dir)])
+    assert "the run started" in capsys.readouterr().err
