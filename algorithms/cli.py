@@ -723,6 +723,19 @@ def learner_named(args: list[str], config: Any) -> list[str]:
     return [*args[:at], algo, *args[at:]]
 
 
+def without_protocol(data: dict[str, Any]) -> dict[str, Any]:
+    """A text config file's fields ``data`` without its ``protocol``, wherever the file
+    gives it: flat (a run's ``config.json``), under ``env``, or under a comparison's
+    ``learner`` (a comparison's ``config.json`` names its ``--protocol ./file.py:name``,
+    which a file may not, so resuming it from that file gives the protocol again)."""
+    data = dict(data)
+    data.pop("protocol", None)
+    for key in ("env", "learner"):
+        if isinstance(data.get(key), dict):
+            data[key] = without_protocol(data[key])
+    return data
+
+
 def file_defaults(path: Path, args: list[str]) -> Deliberate:
     """The command that the command line ``args`` names, with the values of the config file
     ``path`` as its defaults (a learner's file names it by ``algo``, else the command line does).
@@ -735,6 +748,8 @@ def file_defaults(path: Path, args: list[str]) -> Deliberate:
     named, line_algo = line_command(args)
     data = read_config_file(path, named)
     first, family = named.split()[:2]
+    if family == "text" and any(arg == "--protocol" or arg.startswith("--protocol=") for arg in args):
+        data = without_protocol(data)  # the command line names it (a file may not name an import path: it runs code)
     if family == "text" and first in ("train", "compare"):
         check_comlrl_keys(data, path)
     if first in FAMILIES:

@@ -48,6 +48,7 @@ from algorithms.core.compare import (
 )
 from algorithms.core.config import RunConfig, run_settings
 from algorithms.core.run_dirs import (
+    CONFIG,
     check_resumed_runs,
     holds_run,
     new_run_dir,
@@ -195,7 +196,7 @@ def _compare(cfg: TextCompare, own: dict[str, Any], names: list[str], ranks: Ran
     """:func:`compare`'s runs, in this process's group; rank 0 alone writes the folder."""
     from algorithms.core import data_parallel
     from algorithms.text.plots import write_comparison
-    from algorithms.text.train import train
+    from algorithms.text.train import kept_dtype, resolved_placement, train
 
     settings = json.loads(json.dumps(asdict(cfg), default=str))
     histories: dict[str, list[list[dict[str, float]]]] = {name: [] for name in names}
@@ -206,8 +207,11 @@ def _compare(cfg: TextCompare, own: dict[str, Any], names: list[str], ranks: Ran
         final = result.history[-1] if result.history else {}
         return {**final, **result.after, **{f"before/{k}": v for k, v in result.before.items()}}
 
-    if cfg.learner.run.resume:  # before its config is rewritten: no run may end before where it is
+    if cfg.learner.run.resume:  # before its config is rewritten: no run may end before where it is, nor change its dtype
         check_resumed_runs(cfg.out_dir, cfg.learner.run.updates)
+        given = resolved_placement(cfg.learner.device, cfg.learner.dtype)["resolved_dtype"]
+        for run in sorted(Path(cfg.out_dir).glob(f"*/*/{CONFIG}")):
+            kept_dtype(cfg.learner, run.parent, given)
     out_dir = Path(cfg.out_dir)
     with removed_if_nothing_ran(cfg.out_dir) if ranks.writes else contextlib.nullcontext():  # none if it cannot start
         refused = None

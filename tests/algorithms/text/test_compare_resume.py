@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +86,35 @@ def test_a_resumed_comparison_may_change_what_each_of_its_runs_may(tmp_path):
         assert (run["sample_batch_size"], run["micro_batch_size"], run["master_weights"]) == (3, 1, False)
     with pytest.raises(ValueError, match="learner.learning_rate is 0.0001 there and 0.1 here"):
         text_compare.compare(replace(resumed, learner=replace(moved, learning_rate=0.1)))
+
+
+def test_a_resume_in_another_dtype_is_refused_before_the_comparison_is_rewritten(tmp_path):
+    """Each run keeps the dtype it trained in; the comparison now lets its runs' settings
+    change, so it checks their dtype before it records the new one (else its config.json
+    named a dtype none of its runs trained in, and resuming from that file was refused)."""
+    text_compare.compare(tiny_text(tmp_path / "cmp", updates=1))
+    recorded = (tmp_path / "cmp" / "config.json").read_text()
+    resumed = tiny_text(tmp_path / "cmp", updates=2, resume=True)
+    with pytest.raises(ValueError, match="trained in float32, and a resumed run keeps its dtype: give --dtype float32"):
+        text_compare.compare(replace(resumed, learner=replace(resumed.learner, dtype="bfloat16")))
+    assert (tmp_path / "cmp" / "config.json").read_text() == recorded
+
+
+def test_a_comparisons_record_resumes_with_its_protocol_given_again(tmp_path):
+    """A comparison of a protocol of one's own records its import path, which a config file
+    may not name; ``compare text --config <out>/config.json --resume --protocol PATH`` was
+    refused with a message that asked for the ``--protocol`` given. The command line's
+    protocol now stands for the file's (in a learner's file too)."""
+    from algorithms import cli
+
+    protocol = f"{Path(__file__).parents[3] / 'examples' / '14_tiny_learns.py'}:protocol"
+    record = tmp_path / "config.json"
+    record.write_text(json.dumps({"learner": {"model": "tiny", "env": {"protocol": protocol}}, "seeds": 1}))
+    with pytest.raises(ValueError, match="is an import path, which would import and run code"):
+        cli.parse(["compare", "text", "--config", str(record)])
+    parsed = cli.parse(["compare", "text", "--config", str(record), "--protocol", protocol]).command.command
+    assert parsed.learner.env.protocol == protocol and parsed.learner.model == "tiny"
+    learner_file = tmp_path / "grpo.yaml"
+    learner_file.write_text(f"algo: grpo\nmodel: tiny\nenv:\n  protocol: {protocol}\n")
+    parsed = cli.parse(["train", "text", "--config", str(learner_file), "--protocol", protocol]).command.command
+    assert parsed.learner.env.protocol == protocol
