@@ -583,8 +583,8 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             return float(reward)
         if self.config.credit not in components:
             raise ValueError(
-                f"credit={self.config.credit!r}: the env reports no {self.config.credit!r} reward component "
-                "(Shapley values are reported for teams of at most deliberation_env.text.env.SHAPLEY_MAX_AGENTS agents)"
+                f"credit={self.config.credit!r}: the env reports no {self.config.credit!r} reward component: build it "
+                "with shapley=True (de.text_vector_env(..., shapley=True), teams of at most 4 agents)"
             )
         return scale * components[self.config.credit]
 

@@ -295,6 +295,8 @@ class TextLearnerConfig(GroupSettings):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{type(self).__name__}.{name} must be one of {allowed}, got {getattr(self, name)!r}")
         check_decoding(self.decoding, self.mixed_routing)
+        if self.credit == "shapley" and not self.env.shapley:  # the env scores every subset of the agents then
+            self.env = dataclasses.replace(self.env, shapley=True)
         if self.finetune == "full" and self.dtype == "float16":
             raise ValueError(
                 "finetune='full' with dtype='float16' has no float32 weights to step (loss scaling unscales float32 "

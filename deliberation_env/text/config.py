@@ -172,6 +172,11 @@ def config_record(config: Any) -> dict[str, Any]:
     return record
 
 
+SHAPLEY_MAX_AGENTS = 4
+"""Largest team whose agents' Shapley values the env reports (``shapley``): it scores the
+2^n subsets of the agents each turn (16 teams for 4 agents)."""
+
+
 @dataclass
 class TextEnvConfig(TaskFields):
     """Every argument of the text-action env (``de.text_env``, ``de.text_vector_env``) but
@@ -202,6 +207,14 @@ class TextEnvConfig(TaskFields):
     """End an episode early once the joint reward R reaches this value (None: never;
     CoMLRL's ``termination_threshold``)."""
 
+    # Rewards
+    shapley: bool = False
+    """Also report each agent's Shapley value in R, ``reward_components["shapley"]``
+    (teams of at most ``SHAPLEY_MAX_AGENTS``): the env then scores every subset of the
+    agents each turn, 2^n teams where the leave-one-out contribution scores n + 1 (the math
+    protocol with three agents stepped 0.6x as fast). The LLM-weight learners'
+    ``credit="shapley"`` turns it on."""
+
     def __post_init__(self) -> None:
         self.max_turns = with_max_cycles("max_turns", self.max_turns, self.max_cycles, 1)
         self.max_cycles = None  # folded into max_turns, so that dataclasses.replace keeps working
@@ -222,6 +235,11 @@ class TextEnvConfig(TaskFields):
             )
         if self.stop_threshold is not None and not (is_number(self.stop_threshold) and math.isfinite(self.stop_threshold)):
             raise ValueError(f"stop_threshold must be None or a finite number, got {self.stop_threshold!r}")
+        if self.shapley and self.n_agents > SHAPLEY_MAX_AGENTS:
+            raise ValueError(
+                f"shapley reports the Shapley values of teams of at most {SHAPLEY_MAX_AGENTS} agents (2^n teams scored "
+                f"each turn), got n_agents={self.n_agents}"
+            )
         self._check_protocol()
 
     def _check_protocol(self) -> None:

@@ -175,7 +175,12 @@ from deliberation_env.parallel_episode import (
 )
 from deliberation_env.starts import Starts
 from deliberation_env.tasks import Problem
-from deliberation_env.text.config import CODE_TASKS, TextEnvConfig, import_protocol
+from deliberation_env.text.config import (
+    CODE_TASKS,
+    SHAPLEY_MAX_AGENTS,
+    TextEnvConfig,
+    import_protocol,
+)
 from deliberation_env.text.protocols.base import (
     QUOTE_CHARS,
     Outcome,
@@ -196,10 +201,6 @@ ACTION_MAX_LENGTH = 4_096
 """Longest text the action space's ``sample()`` draws (any longer ``str`` is accepted)."""
 FEEDBACK_CHARS = 4 * QUOTE_CHARS
 """Most characters of one agent's feedback in a prompt."""
-SHAPLEY_MAX_AGENTS = 4
-"""Largest team whose agents' Shapley values the env reports (``reward_components["shapley"]``):
-it scores the 2^n subsets of the agents each turn (16 teams for 4 agents, where the
-leave-one-out credit scores n + 1)."""
 
 
 def build_protocol(config: TextEnvConfig) -> TextProtocol:
@@ -214,18 +215,20 @@ def build_protocol(config: TextEnvConfig) -> TextProtocol:
     return CodingProtocol(task) if coding else MathProtocol(task, scoring=config.scoring)
 
 
-def coalitions(n_agents: int) -> tuple[tuple[bool, ...], ...]:
+def coalitions(n_agents: int, shapley: bool = True) -> tuple[tuple[bool, ...], ...]:
     """The subsets of the agents whose texts an engine scores each turn, as who is present:
-    the whole team, then the team without each agent (leave-one-out, in agent order), then
-    for teams of at most :data:`SHAPLEY_MAX_AGENTS` every other subset (the Shapley
-    credit), the empty one last.
+    the whole team, then the team without each agent (leave-one-out, in agent order), then,
+    with ``shapley`` (the env's ``shapley``), for teams of at most :data:`SHAPLEY_MAX_AGENTS`,
+    every other subset (the Shapley credit), the empty one last.
 
     >>> coalitions(2)
     ((True, True), (False, True), (True, False), (False, False))
+    >>> coalitions(2, shapley=False)
+    ((True, True), (False, True), (True, False))
     """
     full = (True,) * n_agents
     left_out = [tuple(agent != i for agent in range(n_agents)) for i in range(n_agents)]
-    if n_agents > SHAPLEY_MAX_AGENTS:
+    if not shapley or n_agents > SHAPLEY_MAX_AGENTS:
         return (full, *left_out)
     others = sorted(
         (subset for subset in itertools.product((True, False), repeat=n_agents) if sum(subset) < n_agents - 1),
@@ -319,7 +322,7 @@ class TextEngine:
         self.reward_scale, self.stop_threshold = float(config.reward_scale), config.stop_threshold
         self.protocol = build_protocol(config)
         self.roles = tuple(self.protocol.roles(self.n_agents))
-        self.coalitions = coalitions(self.n_agents)
+        self.coalitions = coalitions(self.n_agents, config.shapley)
         self.problems = self.protocol.problems(self.split)
         if not self.problems:
             raise ValueError(f"protocol {self.protocol.name!r} has no problems in split {self.split!r}")

@@ -22,7 +22,7 @@ PROBLEMS = 20
 def credits(n_agents: int, plans: list[str], component: str) -> tuple[list[float], float]:
     """Each seat's credit summed over the turns and averaged over the problems, and the
     team's joint reward likewise; ``plans[i][t]``: R (right), W (wrong) or E (empty)."""
-    venv = text_vector_env(PROBLEMS, task="arithmetic", n_agents=n_agents, max_turns=len(plans[0]))
+    venv = text_vector_env(PROBLEMS, task="arithmetic", n_agents=n_agents, max_turns=len(plans[0]), shapley=component == "shapley")
     problems = venv.problems[:PROBLEMS]
     venv.reset(seed=0, options={"problem_index": list(range(PROBLEMS))})
     said = {"R": lambda p: f"The answer is {p.answer}.", "W": lambda p: f"The answer is {int(p.answer) + 1}.", "E": lambda p: ""}
@@ -72,7 +72,7 @@ def test_the_shapley_credit_pays_a_right_answer_most_whatever_the_peers():
 @settings(max_examples=25, deadline=None)
 @given(texts=st.lists(st.sampled_from(["The answer is 18.", "The answer is 17.", "", "18", "The answer is 18 or 17."]), min_size=3, max_size=3), order=st.permutations(range(3)))
 def test_shapley_values_sum_to_the_joint_reward_and_follow_their_seat(texts, order):
-    env = text_env(task="arithmetic", n_agents=3)
+    env = text_env(task="arithmetic", n_agents=3, shapley=True)
     env.reset(seed=0, options={"problem_index": 0})  # 9 + 4 + 5
     _, _, _, _, infos = env.step(dict(zip(env.possible_agents, texts, strict=True)))
     values = [infos[a]["reward_components"]["shapley"] for a in env.possible_agents]
@@ -82,17 +82,25 @@ def test_shapley_values_sum_to_the_joint_reward_and_follow_their_seat(texts, ord
     assert [infos[f"agent_{k}"]["reward_components"]["shapley"] for k in range(3)] == pytest.approx([values[i] for i in order])
 
 
-def test_teams_above_the_limit_report_no_shapley_value_and_score_n_plus_one_teams():
+def test_the_shapley_values_cost_2_to_the_n_teams_only_where_asked_and_up_to_the_limit():
+    """The env scores n + 1 teams a turn (the leave-one-out credit); with ``shapley`` every
+    subset of the agents, 2^n, for teams of at most SHAPLEY_MAX_AGENTS (a bigger one is
+    refused by the config)."""
+    assert len(coalitions(3, shapley=False)) == 4 and len(coalitions(3)) == 8
     assert len(coalitions(SHAPLEY_MAX_AGENTS)) == 2**SHAPLEY_MAX_AGENTS
-    assert len(coalitions(SHAPLEY_MAX_AGENTS + 1)) == SHAPLEY_MAX_AGENTS + 2
-    env = text_env(task="arithmetic", n_agents=SHAPLEY_MAX_AGENTS + 1)
-    env.reset(seed=0, options={"problem_index": 0})
-    _, _, _, _, infos = env.step({a: "The answer is 18." for a in env.possible_agents})
-    assert "shapley" not in infos["agent_0"]["reward_components"]
-    assert "contribution" in infos["agent_0"]["reward_components"]
+    for shapley in (False, True):
+        env = text_env(task="arithmetic", n_agents=3, shapley=shapley)
+        env.reset(seed=0, options={"problem_index": 0})
+        _, _, _, _, infos = env.step({a: "The answer is 18." for a in env.possible_agents})
+        assert ("shapley" in infos["agent_0"]["reward_components"]) == shapley
+        assert "contribution" in infos["agent_0"]["reward_components"]
+    with pytest.raises(ValueError, match=f"teams of at most {SHAPLEY_MAX_AGENTS} agents"):
+        text_env(task="arithmetic", n_agents=SHAPLEY_MAX_AGENTS + 1, shapley=True)
 
 
 def test_learners_take_the_shapley_credit():
-    assert TextGRPOConfig(credit="shapley").credit == "shapley"
+    config = TextGRPOConfig(credit="shapley")
+    assert config.credit == "shapley" and config.env.shapley  # the credit asks the env for it
+    assert not TextGRPOConfig().env.shapley
     with pytest.raises(ValueError, match="credit"):
         TextGRPOConfig(credit="shapely")

@@ -319,7 +319,7 @@ def test_a_protocol_of_ones_own_plugs_in():
     env.reset(seed=0)
     obs, rewards, _, _, infos = env.step({"agent_0": "yes", "agent_1": "yes", "agent_2": "no", "agent_3": "YES"})
     assert rewards["agent_0"] == 0.75
-    assert infos["agent_0"]["reward_components"] == {"yes": 3.0, "joint": 0.75, "contribution": 0.25, "shapley": 0.25}
+    assert infos["agent_0"]["reward_components"] == {"yes": 3.0, "joint": 0.75, "contribution": 0.25}
     assert infos["agent_2"]["reward_components"]["contribution"] == 0.0
     assert "3 said yes" in obs["agent_1"]
 
