@@ -42,8 +42,8 @@ noise).
 **Metrics** (one dict per update, a line of ``metrics.jsonl`` with ``step``, ``episodes``
 and ``time`` as :mod:`algorithms.core.metrics` writes them): ``rewards/joint/mean``
 and ``rewards/{part}/mean`` for each part of the protocol (e.g. ``correct``,
-``format``), ``rewards/contribution/{agent}`` and ``rewards/shapley/{agent}`` (teams of
-at most four), ``returns/mean``, ``adv/abs_mean``,
+``format``), ``rewards/contribution/{agent}`` and ``rewards/shapley/{agent}`` (where the
+env reports Shapley values: ``credit="shapley"``), ``returns/mean``, ``adv/abs_mean``,
 ``losses/{policy,kl,clip_frac,clip_frac_low,clip_frac_high}`` (each the mean over the
 update's optimizer steps; ``policy`` aggregated as the loss, the others means over tokens
 whatever the aggregation, as TRL logs them: :func:`~algorithms.text.losses.text_policy_loss`),

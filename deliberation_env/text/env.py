@@ -62,8 +62,8 @@ The action space is what ``sample()`` draws from; it does not bound what is acce
 protocol's joint reward of the turn's texts (MAGRPO's joint objective), at every step.
 ``infos[agent]["reward_components"]`` (after a step) holds the protocol's named parts,
 ``"joint"`` (R) and ``"contribution"``: R minus R with this agent's text replaced by the
-protocol's neutral text (leave-one-out; unscaled), and for teams of at most
-:data:`SHAPLEY_MAX_AGENTS` agents ``"shapley"``: the agent's Shapley value in R, its
+protocol's neutral text (leave-one-out; unscaled), and with ``shapley=True`` (teams of
+at most :data:`SHAPLEY_MAX_AGENTS` agents) ``"shapley"``: the agent's Shapley value in R, its
 marginal contribution R(S + i) - R(S) averaged over the orders in which the agents could
 join, the absent ones playing their neutral text (:func:`shapley_values`; the values sum
 to R minus the empty team's R; the env scores the 2^n subsets of the agents each turn).
