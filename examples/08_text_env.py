@@ -115,9 +115,8 @@ def main(args: Args) -> None:
             print(env.render())
             parts = {k: round(v, 3) for k, v in infos["agent_0"]["reward_components"].items() if k not in ("contribution", "shapley")}
             contributions = {a: round(infos[a]["reward_components"]["contribution"], 3) for a in env.possible_agents}
-            shapley = {a: round(infos[a]["reward_components"].get("shapley", float("nan")), 3) for a in env.possible_agents}
             print(f"reward {rewards['agent_0']:.3f}; parts {parts}")
-            print(f"leave-one-out contributions {contributions}; Shapley values {shapley} (teams of at most 4)\n")
+            print(f"leave-one-out contributions {contributions}\n")
         obs, infos = env.reset(options=options)
 
 
