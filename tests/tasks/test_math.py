@@ -210,17 +210,6 @@ def test_an_expression_too_deep_to_write_is_compared_as_text_and_fails_no_step()
     assert rewards["agent_0"] == rewards["agent_1"]  # the asked form's bonus is the agent's; neither is right
 
 
-@pytest.fixture
-def fresh_readings(monkeypatch):
-    """Readings, comparisons and time-out counts of this test's own: none it made (under a
-    stub) is served to another test, and none of another's to it."""
-    monkeypatch.setattr(math_task, "_timed_out", {})
-    math_task._cached_reading.cache_clear()
-    math_task._equivalent_in_time.cache_clear()
-    yield
-    math_task._cached_reading.cache_clear()
-    math_task._equivalent_in_time.cache_clear()
-
 
 def test_a_reading_cut_by_its_time_limit_is_tried_again_then_compared_as_text(monkeypatch, fresh_readings):
     """What follows the parse (depth, size, key) has the time limit too: cut, the answer

@@ -27,16 +27,6 @@ COSTLY = [
 ]  # fmt: skip
 
 
-@pytest.fixture
-def fresh_readings(monkeypatch):
-    """Readings, comparisons and time-out counts of this test's own."""
-    monkeypatch.setattr(math_task, "_timed_out", {})
-    math_task._cached_reading.cache_clear()
-    math_task._equivalent_in_time.cache_clear()
-    yield
-    math_task._cached_reading.cache_clear()
-    math_task._equivalent_in_time.cache_clear()
-
 
 @pytest.mark.parametrize("answer", COSTLY)
 def test_an_answer_that_made_simplify_run_to_its_limit_is_compared_within_it(answer, fresh_readings):
