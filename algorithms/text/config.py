@@ -26,7 +26,7 @@ from agents.devices import ROUTINGS, Decoding, Dtype, Routing, check_decoding, c
 from agents.sampling import POLICY_TEMPERATURE
 from algorithms.core.checks import check_positive
 from algorithms.core.config import GroupSettings, GRPOSettings, RunConfig
-from deliberation_env.text.config import TextEnvConfig
+from deliberation_env.text.config import SHAPLEY_MAX_AGENTS, TextEnvConfig
 
 
 def text_run(**settings: Any) -> RunConfig:
@@ -296,6 +296,11 @@ class TextLearnerConfig(GroupSettings):
                 raise ValueError(f"{type(self).__name__}.{name} must be one of {allowed}, got {getattr(self, name)!r}")
         check_decoding(self.decoding, self.mixed_routing)
         if self.credit == "shapley" and not self.env.shapley:  # the env scores every subset of the agents then
+            if self.env.n_agents > SHAPLEY_MAX_AGENTS:
+                raise ValueError(
+                    f"credit='shapley' needs the Shapley values of teams of at most {SHAPLEY_MAX_AGENTS} agents (2^n "
+                    f"teams scored each turn), got n_agents={self.env.n_agents}: use credit 'contribution' or 'joint'"
+                )
             self.env = dataclasses.replace(self.env, shapley=True)
         if self.finetune == "full" and self.dtype == "float16":
             raise ValueError(

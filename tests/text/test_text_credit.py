@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from algorithms.text.config import TextGRPOConfig
-from deliberation_env.text import text_env, text_vector_env
+from deliberation_env.text import TextEnvConfig, text_env, text_vector_env
 from deliberation_env.text.env import SHAPLEY_MAX_AGENTS, coalitions
 
 PROBLEMS = 20
@@ -102,5 +102,7 @@ def test_learners_take_the_shapley_credit():
     config = TextGRPOConfig(credit="shapley")
     assert config.credit == "shapley" and config.env.shapley  # the credit asks the env for it
     assert not TextGRPOConfig().env.shapley
+    with pytest.raises(ValueError, match=f"credit='shapley' needs the Shapley values of teams of at most {SHAPLEY_MAX_AGENTS}"):
+        TextGRPOConfig(credit="shapley", env=TextEnvConfig(n_agents=SHAPLEY_MAX_AGENTS + 1))
     with pytest.raises(ValueError, match="credit"):
         TextGRPOConfig(credit="shapely")
