@@ -122,7 +122,7 @@ from algorithms.text.losses import (
     text_policy_loss,
     token_weights,
 )
-from deliberation_env.text.config import config_record
+from deliberation_env.text.config import SHAPLEY_MAX_AGENTS, config_record
 
 
 def sample_turn(
@@ -141,9 +141,9 @@ def sampling_extras(config: TextLearnerConfig) -> dict[str, Any]:
     """The sampling settings a sampler is given only where they are not their defaults
     (``top_k``, ``min_p``, ``repetition_penalty``): a sampler of one's own without them
     samples every run that leaves them out."""
-    extras = {"top_k": config.top_k, "min_p": config.min_p, "repetition_penalty": config.repetition_penalty}
-    defaults = {"top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0}
-    return {name: value for name, value in extras.items() if value != defaults[name]}
+    defaults = {field.name: field.default for field in dataclasses.fields(TextLearnerConfig)}
+    extras = ("top_k", "min_p", "repetition_penalty")
+    return {name: getattr(config, name) for name in extras if getattr(config, name) != defaults[name]}
 
 
 def write_adapters(lm: TrainableLM | Any, folder: Path) -> None:
@@ -584,7 +584,7 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         if self.config.credit not in components:
             raise ValueError(
                 f"credit={self.config.credit!r}: the env reports no {self.config.credit!r} reward component: build it "
-                "with shapley=True (de.text_vector_env(..., shapley=True), teams of at most 4 agents)"
+                f"with shapley=True (de.text_vector_env(..., shapley=True), teams of at most {SHAPLEY_MAX_AGENTS} agents)"
             )
         return scale * components[self.config.credit]
 
