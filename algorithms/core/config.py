@@ -108,9 +108,10 @@ ADDED_SETTINGS: dict[str, Any] = {
     "min_p": 0.0,
     "repetition_penalty": 1.0,
     "shapley": False,
+    "rollout": "parallel",
 }
 """Settings added since release 0.2 (the learners' optimizer and loss, the text learners'
-``top_k``, ``min_p``, ``repetition_penalty`` and ``mask_truncated_completions``, the text
+``top_k``, ``min_p``, ``repetition_penalty``, ``mask_truncated_completions`` and ``rollout``, the text
 env's ``shapley``, a run's ``resume_from`` and ``log_completions``), with the value every run it
 recorded trained with: a run folder recorded without one resumes where it has this value
 (:func:`algorithms.core.run_dirs.changed_settings`)."""

@@ -38,8 +38,10 @@ advantage              A = R - mean of the group   R - baseline (``advantage_   
 multi-turn returns     sum of the turns' rewards   a tree: each of the K samples   parallel rollouts: G joint
                                                    of a turn branches into K       trajectories per problem, G_t =
                                                    at the next; a node's return    r_t + gamma G_{t+1} along each
-                                                   is its reward + the mean of     (``gamma``, default 1)
-                                                   its children's returns
+                                                   is its reward + the mean of     (``gamma``, default 1); or
+                                                   its children's returns          CoMLRL's tree (``rollout=
+                                                                                   "tree"``), a node's group its
+                                                                                   G siblings
 cross pairing          (aligned samples)           ``joint_mode="cross"``: a       ``pairing="cross"``: a sample's
                                                    sample's return is the SUM      return is the MEAN of those joint
                                                    of the joint returns it is      returns (G^(n-1) times smaller;

@@ -18,7 +18,10 @@ both families follow (:class:`algorithms.core.learner.GroupPolicyGradient`; its 
    **Credit in multi-turn episodes**: the completion of turn t is credited with G_t, the
    rewards of its own turn and of every later turn; the group of turn t is the G
    rollouts of the problem at turn t (their histories differ after turn 0: G parallel
-   rollouts, not a tree). A rollout that ended early (the team reached ``stop_threshold``)
+   rollouts). With ``rollout="tree"`` (CoMLRL's) each joint sample of turn t branches into
+   G at turn t + 1 (B * G^T envs, a node's completions sampled once for the envs under it),
+   a node's return is its reward + gamma times the mean of its children's, and its group is
+   its G siblings (:meth:`~TextPolicyGradientLearner.group_advantages`). A rollout that ended early (the team reached ``stop_threshold``)
    is an absorbing state: its last reward counts again at every turn left, in its G_t and in
    later groups (with those turns' rewards 0, a team that stayed just below the threshold
    out-earned one that reached it).
@@ -358,8 +361,23 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         return discounted_returns(batch.rewards, self.config.gamma)
 
     def group_advantages(self, batch: Rollouts, returns: torch.Tensor) -> torch.Tensor:
-        """:meth:`compute_advantages` of every turn's returns, (T, B, G, n)."""
-        return torch.stack([self.compute_advantages(turn_returns) for turn_returns in returns])
+        """:meth:`compute_advantages` of every turn's returns, (T, B, G, n).
+
+        In a tree (``config.rollout``) the returns are the leaves' (T, B, G^T, n): a node of
+        turn t has the mean return of the G^(T-1-t) leaves under it, which is CoMLRL's
+        recursion R_node = r_t + gamma * mean over its children of R_child, and its group is
+        its G siblings; every leaf under a node gets the node's advantage."""
+        if self.config.rollout != "tree":
+            return torch.stack([self.compute_advantages(turn_returns) for turn_returns in returns])
+        group, turns = self.config.group_size, returns.shape[0]
+        advantages = []
+        for turn, leaves in enumerate(returns):
+            problems, width, n = leaves.shape
+            under = group ** (turns - 1 - turn)
+            nodes = leaves.reshape(problems, width // under, under, n).mean(dim=2)
+            siblings = self.compute_advantages(nodes.reshape(-1, group, n))
+            advantages.append(siblings.reshape(problems, -1, n).repeat_interleave(under, dim=1))
+        return torch.stack(advantages)
 
     def sample_advantages(self, batch: Rollouts, advantages: torch.Tensor) -> torch.Tensor:
         """Every completion gets the advantage of its turn, group, member and agent."""
@@ -413,7 +431,9 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         episode_seeds = self.rng.integers(2**62, size=config.num_envs)
         groups = self.ranks.share(config.groups_per_update)  # all of them in one process
         envs = [b * per_group + k for b in groups for k in range(per_group)]
-        play = self._play(venv, np.repeat(problems[groups], per_group), episode_seeds[envs], config.temperature, config.pairing)
+        play = self._play(
+            venv, np.repeat(problems[groups], per_group), episode_seeds[envs], config.temperature, config.pairing, config.rollout
+        )
         if self.ranks.world_size > 1:
             play = self._gathered(play, groups, envs)
         rollouts = Rollouts(play.samples, self._group_rewards(play.rewards), play.metrics)
@@ -461,28 +481,42 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         return Play(rewards, samples, values, {}, np.zeros((3, self.config.num_envs)))
 
     def _group_rewards(self, rewards: np.ndarray) -> torch.Tensor:
-        """(T, E, n) per-env rewards -> (T, B, G, n) per-sample rewards."""
+        """(T, E, n) per-env rewards -> (T, B, W, n) per-sample rewards (W = G, or G^T for
+        a tree: one column per leaf)."""
         config = self.config
         turns, n = rewards.shape[0], len(self.agents)
         table = torch.as_tensor(rewards, dtype=torch.float32)
         if config.pairing == "cross":
             credited = table.reshape(turns * config.groups_per_update, -1, n)  # each agent's own column
             return cross_returns(credited, n).reshape(turns, config.groups_per_update, config.group_size, n)
-        return table.reshape(turns, config.groups_per_update, config.group_size, n)
+        return table.reshape(turns, config.groups_per_update, -1, n)
 
-    def _members(self, num_envs: int, pairing: str) -> list[int]:
-        """Per group member m = b * G + g, the env whose prompt and seed its completions
-        use: env m itself (aligned), or the group's env where every agent plays sample g (cross)."""
+    def _nodes(self, num_envs: int, pairing: str, rollout: str, turn: int) -> list[tuple[int, int]]:
+        """The distinct samples of a turn, as (member m, env e): m = b * W + w names the
+        sample's group b and its column w (:meth:`_group_rewards`), e is the env whose
+        prompt and seed its completions use: every env (aligned), the group's env where
+        every agent plays sample g (cross), or the first env under each node of the turn
+        (tree: the G^(T-1-t) envs under a node of turn t share its history)."""
         if pairing == "aligned":
-            return list(range(num_envs))
+            if rollout == "tree":
+                under = self.config.group_size ** (self.config.env.max_turns - 1 - turn)
+                return [(e, e) for e in range(0, num_envs, under)]
+            return [(e, e) for e in range(num_envs)]
         group, n = self.config.group_size, len(self.agents)
         diagonal = sum(group**k for k in range(n))  # combination (g, ..., g) in base G is g * diagonal
         per_group = group**n
-        return [b * per_group + g * diagonal for b in range(num_envs // per_group) for g in range(group)]
+        return [
+            (b * group + g, b * per_group + g * diagonal) for b in range(num_envs // per_group) for g in range(group)
+        ]
 
-    def _text_of(self, by_member: Mapping[int, str], env: int, agent_index: int, pairing: str) -> str:
+    def _text_of(
+        self, by_member: Mapping[int, str], env: int, agent_index: int, pairing: str, rollout: str, turn: int
+    ) -> str:
         """The text agent ``agent_index`` plays in ``env`` ("" where the env has ended)."""
         if pairing == "aligned":
+            if rollout == "tree":
+                under = self.config.group_size ** (self.config.env.max_turns - 1 - turn)
+                return by_member.get(env - env % under, "")
             return by_member.get(env, "")
         group, n = self.config.group_size, len(self.agents)
         per_group = group**n
@@ -490,9 +524,16 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         return by_member.get(env // per_group * group + digit, "")
 
     def _play(
-        self, venv: Any, problems: np.ndarray, episode_seeds: np.ndarray, temperature: float, pairing: str
+        self,
+        venv: Any,
+        problems: np.ndarray,
+        episode_seeds: np.ndarray,
+        temperature: float,
+        pairing: str,
+        rollout: str = "parallel",
     ) -> Play:
-        """Play one episode per env of ``venv`` to its end, every agent's turn batched."""
+        """Play one episode per env of ``venv`` to its end, every agent's turn batched
+        (each distinct sample once: :meth:`_nodes`)."""
         config, n = self.config, len(self.agents)
         obs, infos = venv.reset(options={"problem_index": problems.tolist(), "episode_seed": episode_seeds.tolist()})
         rewards = np.zeros((venv.episode_length, venv.num_envs, n))
@@ -501,15 +542,15 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
         lengths: dict[str, list[int]] = {agent: [] for agent in self.trainable}
         cut: dict[str, list[bool]] = {agent: [] for agent in self.trainable}
         counts = np.zeros((3, venv.num_envs))
-        members = self._members(venv.num_envs, pairing)
         group = self.config.group_size
+        width = group ** self.config.env.max_turns if rollout == "tree" else group  # a group's columns
         last_turn = np.zeros(venv.num_envs, dtype=int)  # each env's last turn played
         for turn in range(venv.episode_length):
             active = venv.active
             if not active.any():
                 break
             last_turn[active] = turn
-            live = [(m, e) for m, e in enumerate(members) if active[e]]
+            live = [(m, e) for m, e in self._nodes(venv.num_envs, pairing, rollout, turn) if active[e]]
             requests = {}
             for agent in self.trainable:
                 own = [infos[e][agent] for _, e in live]
@@ -536,14 +577,14 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
                     own = [infos[e][agent] for _, e in live]
                     written = [played_text(c.text, c.finish_reason, info) for c, info in zip(completions, own, strict=True)]
                     samples.extend(
-                        Sample(agent, i, turn, m // group, m % group, c) for (m, _), c in zip(live, completions, strict=True)
+                        Sample(agent, i, turn, m // width, m % width, c) for (m, _), c in zip(live, completions, strict=True)
                     )
                     lengths[agent].extend(len(c.token_ids) for c in completions)
                     cut[agent].extend(c.finish_reason == "length" for c in completions)
                     for (_, e), c in zip(live, completions, strict=True):
                         counts[:, e] += (1, c.finish_reason == "length", len(c.token_ids))
                 by_member = dict(zip((m for m, _ in live), written, strict=True))
-                texts[agent] = [self._text_of(by_member, e, i, pairing) for e in range(venv.num_envs)]
+                texts[agent] = [self._text_of(by_member, e, i, pairing, rollout, turn) for e in range(venv.num_envs)]
             obs, step_rewards, _, _, infos = venv.step(texts)
             for e in np.flatnonzero(active):
                 for i, agent in enumerate(self.agents):

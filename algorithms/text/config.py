@@ -141,6 +141,18 @@ class TextLearnerConfig(GroupSettings):
     turn only) and a sample's return is the mean of the agent's own credited reward (the
     joint reward, or with ``credit="contribution"`` its own contribution) over the
     combinations containing it. CoMLRL's ``joint_mode``."""
+    rollout: Literal["parallel", "tree"] = "parallel"
+    """How the G samples of a multi-turn episode branch. ``parallel``: G joint rollouts
+    per problem, each its own history (B * G envs); the completion of turn t is credited
+    with G_t along its rollout, and its group is the problem's G completions of turn t.
+    ``tree``: CoMLRL's default, a tree of joint samples: the problem's G joint samples of
+    turn 0 each branch into G at turn 1, each of those into G at turn 2, ... (B * G^T envs
+    for ``env.max_turns`` = T, the G^(T-1-t) envs under a node of turn t sharing its
+    history and its completions, which are sampled once); a node's return is its reward +
+    gamma times the mean of its children's returns, and its group is its G siblings (the
+    samples that share its history), so an advantage compares completions of one history.
+    Costs per problem and agent G + G^2 + ... + G^T completions (parallel: G T) and
+    G^T envs stepped every turn. Aligned pairing only."""
     max_new_tokens: int = 96
     """Most tokens per completion."""
     min_new_tokens: int = 0
@@ -285,6 +297,7 @@ class TextLearnerConfig(GroupSettings):
         choices = {
             "finetune": ("lora", "full"),
             "pairing": ("aligned", "cross"),
+            "rollout": ("parallel", "tree"),
             "credit": ("joint", "contribution", "shapley"),
             "aggregation": ("token", "sequence", "constant"),
             "importance_sampling": ("token", "sequence"),
@@ -343,12 +356,23 @@ class TextLearnerConfig(GroupSettings):
             raise ValueError(f"{type(self).__name__}.workers must be >= 0, got {self.workers}")
         if self.pairing == "cross" and self.env.max_turns != 1:
             raise ValueError("pairing='cross' scores every combination of one turn: use max_turns=1, or 'aligned'")
+        if self.rollout == "tree" and self.pairing != "aligned":
+            raise ValueError("rollout='tree' branches aligned joint samples: use pairing='aligned' with it")
 
     @property
     def num_envs(self) -> int:
-        """The vector env size: B * G (aligned) or B * G^n (cross)."""
-        per_group = self.group_size**self.env.n_agents if self.pairing == "cross" else self.group_size
-        return self.groups_per_update * per_group
+        """The vector env size: B * G (aligned), B * G^n (cross) or B * G^T (a tree over
+        T = ``env.max_turns`` turns)."""
+        return self.groups_per_update * self.envs_per_group
+
+    @property
+    def envs_per_group(self) -> int:
+        """The envs of one problem's group: G, G^n (cross) or G^T (tree)."""
+        if self.pairing == "cross":
+            return self.group_size**self.env.n_agents
+        if self.rollout == "tree":
+            return self.group_size**self.env.max_turns
+        return self.group_size
 
 
 @dataclass

@@ -218,3 +218,13 @@ def test_torchruns_failure_report_gets_the_one_line_error(capsys, monkeypatch, t
     failure = ProcessFailure(local_rank=0, pid=1, exitcode=2, error_file=str(error_file))  # as torchrun reads it
     report = ChildFailedError("deliberate", {0: failure}).format_msg()
     assert f"traceback : {printed}" in report and "To enable traceback" not in report
+
+
+def test_a_tree_of_rollouts_on_two_processes_makes_the_one_process_update(folder):
+    """``--rollout tree`` (B * G^T envs, a group of siblings per node) shares its groups
+    among the processes as the parallel rollouts do: each process plays whole trees."""
+    tree = ["--rollout", "tree", "--eval-problems", "0", "--checkpoint-interval", "0"]
+    train_here(folder, train_args(1, folder / "tree-one", *tree))
+    torchrun(folder, ["-m", "algorithms.cli", *train_args(1, folder / "tree-two", *tree)])
+    assert_same_run(folder / "tree-two", folder / "tree-one")
+    assert metrics(folder / "tree-one")[-1]["adv/abs_mean"] > 0
