@@ -34,6 +34,7 @@ expression works.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -113,6 +114,17 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the tier markers (``pytest --markers`` lists them)."""
     for name, description in TIERS.items():
         config.addinivalue_line("markers", f"{name}: {description}")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _stable_baselines3_logs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """stable-baselines3 makes a folder ``$TMPDIR/SB3-<time>`` for every model's logger,
+    whatever its verbosity, unless ``SB3_LOGDIR`` names one: this session's (also for
+    the examples it runs in subprocesses), so the tests leave nothing behind."""
+    folder = tmp_path_factory.mktemp("sb3-logs")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SB3_LOGDIR", str(folder))
+        yield
 
 
 @cache
