@@ -14,7 +14,7 @@ another value has hedged, and strict scoring reads no answer from it
 - or it is nothing but values ("C", "18 or 19.", "(19?)", "12, 11", "B/C", "both B and C",
   "Therefore 11."), also after a label that offers
   ("Possible answers: 12, 11.", "Edit: 11", "Second guess: 11"; "P.S. 11", "Revised 11",
-  "Vote: 11", "I pick 11" without a colon), a mark ("=> 11", "— 11", "✓ 11", "11…", a
+  "Vote: 11", "I pick 11", "Fallback 11", "Alt 11" without a colon), a mark ("=> 11", "— 11", "✓ 11", "11…", a
   table's one cell "| 11 |") or words that call it one's answer ("11 is my answer.", "11,
   actually.", "C it is.").
 
@@ -95,16 +95,19 @@ _CONFIRMED = re.compile(r"[^\w\n]*+(?:yes|indeed|right|correct)\b", re.IGNORECAS
 """A part that answers a question the text asked itself ("9 eggs? Yes, 9.")."""
 _DISMISSING = re.compile(r"\b(?:but|however|though|although|not|no|excluded?|rejected?|wrong|incorrect)\b", re.IGNORECASE)
 _FILLER = re.compile(
-    r"(?:[\s*_`\"'“”‘’.,(\[{}$∴→⇒~≈∼|—–…✓✔]++|=>|\bp\.\s?s\.|\b(?:was|were)\s++it\b|\\(?:text|textbf|mathrm|mbox|mathbf|boldsymbol)\{|\\[(\[]"
+    r"(?:[\s*_`\"'“”‘’.,(\[{}$∴→⇒~≈∼|—–…✓✔]++|=>|\bp\.\s?s\.|\b(?:was|were)\s++it\b|\\(?:text|textbf|mathrm|mbox|mathbf|boldsymbol|fbox)\{|\\[(\[]"
     r"|\\(?:therefore|implies|Rightarrow|approx|sim)\b|\b(?:i\.e|e\.g)\b\.?"
     r"|\b(?:or|oder|oppure|maybe|perhaps|possibly|probably|alternatively|alternately|equivalently|otherwise|else|rather|either"
     r"|even|but|yet|though|although|if|unless|hmm|well|so|then|actually|no|wait|oops|correction|scratch|make|meant"
     r"|i|it's|it|is|that's|that|this|could|might|may|should|would|be|also|the|final|answer|ans|total|result|value"
     r"|option|choice|instead|think|guess|likely|about|around|approximately|roughly|just|therefore|thus|hence"
-    r"|sorry|nope|nah|mean|edit|ok|okay|however|and|ps|pick|choose|select|vote|upd|update[ds]?|corrected|revised)\b)*+",
+    r"|sorry|nope|nah|mean|edit|ok|okay|however|and|ps|pick|choose|select|vote|upd|update[ds]?|corrected|revised"
+    r"|fall\s?back|backup|alt|alternatives?|failing\s++that|runner[- ]up|next\s++best|hedge)\b)*+",
     re.IGNORECASE,
 )
-"""Words and markup before a value offered ("but it might be", "or maybe about", "**", "∴")."""
+"""Words and markup before a value offered ("but it might be", "or maybe about", "**", "∴"; a
+label without its colon: "Fallback 19", "Alt 19", red team 34; a box other than ``\\boxed``:
+``\\fbox{19}``)."""
 _CLOSING_MARKS = " \t*_`\"'“”‘’.,!?)]}$\\✓✔∎\ufe0f|—–…;"
 _TRAILING_WORDS = ("too", "as well", "instead", "then", "though", "maybe", "perhaps", "actually", "final", "it is")
 """Words after a value offered ("19 too", "C instead")."""

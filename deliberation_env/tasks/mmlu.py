@@ -35,11 +35,11 @@ Decisions are the letters ``A``-``D``, read under the task's ``scoring`` option:
   before the last, it is a step's when it takes itself back ("I first thought the answer
   is C, but ...") or states the final letter, and a hedge otherwise. The decision is the stated letter when every other statement
   states the same one, and so do the text's other marks of a final answer
-  (``\\boxed{X}``, "the correct/right/best/final option/choice/answer is X", "option X
+  (``\\boxed{X}``, also ``\\fbox{X}`` and ``\\boxed{X.}``, "the correct/right/best/final option/choice/answer is X", "option X
   is correct/right/the best/the answer"); otherwise there is none (:func:`stated_letter`).
   A letter in passing ("option C is wrong", "the most tempting option is A") is no mark.
   A later line that offers another option ("Answer: B" then "Or possibly C.", "C is also
-  correct.", "Actually no, C.", or "C" alone) is a hedge, so no answer; one that discusses
+  correct.", "Actually no, C.", "Answer = C", or "C" alone) is a hedge, so no answer; one that discusses
   the others ("Option C might seem right, but ...") is not
   (:func:`~deliberation_env.tasks.hedges.hedges_after`).
 - ``"lenient"``: the last "Answer: X" / "the answer is (X)" / "the correct option is X" /
@@ -99,6 +99,9 @@ _HEAD = r"\b(?i:answer)(?:\s+(?i:is)\b|\**\s*:)"
 """A statement's head: "Answer:", "**Answer**:", "the answer is"."""
 _MARKED = re.compile(rf"(?:{_HEAD}|{_FINAL}){_OPENING}{_LETTER}|{_FINAL_AFTER}")
 _BOXED = re.compile(r"\\boxed\{\s*+(?:\\(?:text|textbf|mathbf|mathrm)\{\s*+)?\(?([ABCD])\)?\s*+(?:\}\s*+)?\}")
+_BOX_MARK = re.compile(r"\\(?:boxed|fbox)\{\s*+(?:\\(?:text|textbf|mathbf|mathrm)\{\s*+)?\(?([ABCD])\)?[.!]?\s*+(?:\}\s*+)?\}")
+"""A box that marks a letter as strict scoring checks the other marks: also ``\\fbox{C}`` and
+with a period, ``\\boxed{C.}`` (red team 34: "Answer: B" then either was read as B)."""
 _ALONE = re.compile(r"^\W*\(?([ABCD])\)?\W*$")
 _STATED = re.compile(rf"{_HEAD}{_OPENING}{_LETTER}([^\n]*)")
 _OTHER_MARK = re.compile(rf"{_FINAL}{_OPENING}{_LETTER}|{_FINAL_AFTER}")
@@ -137,7 +140,7 @@ def stated_letter(text: str, choices: Sequence[str] | None = None) -> str | None
     for stated, rest in statements:  # an earlier one with more on its line: a step's when it takes itself back
         if stated != letter and (_ends(stated, rest, choices) or not RETRACTION.search(rest)):
             return None
-    others = set(_BOXED.findall(text)) | {"".join(found) for found in _OTHER_MARK.findall(text)}
+    others = set(_BOX_MARK.findall(text)) | {"".join(found) for found in _OTHER_MARK.findall(text)}
     return letter if others <= {letter} else None
 
 
@@ -145,7 +148,7 @@ def _offered_letter(fragment: str, option_words: Sequence[list[str]]) -> str | N
     """The option a fragment of a line after the answer is, when it is one letter alone
     (markup aside, either case) or an option's own text (``option_words``: each option's
     :func:`_words`); else ``None``."""
-    core = fragment.strip(" \t*_`$()[]'\".")
+    core = fragment.strip(" \t*_`$()[]'\".=:-–—>")  # "Answer = C", "Answer - C": a second statement (red team 34)
     if len(core) == 1 and core.upper() in LETTERS:
         return core.upper()
     words = _words(fragment)
