@@ -67,7 +67,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -77,6 +77,7 @@ from scipy.special import log_softmax
 
 from agents import progress
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult, Message
+from agents.chat_templates import check_chat_template_kwargs, model_id_with, render_chat
 from agents.ctranslate2_convert import (
     QUANTIZATIONS,
     converted_model_dir,
@@ -326,6 +327,9 @@ class CTranslate2Backend:
             directory is loaded with it as its compute type (int8 on a directory of float
             weights quantizes them in CTranslate2's 8 bits, which saturate on AVX2 CPUs: see
             :data:`agents.ctranslate2_convert.INT8_WEIGHT_LEVELS`).
+        chat_template_kwargs: Variables the chat template reads besides the messages (TRL's
+            ``chat_template_kwargs``: ``{"enable_thinking": False}`` for Qwen3); the team
+            spec's ``#chat_template_kwargs=<JSON object>``. Part of the model id.
 
     Raises:
         FileNotFoundError: If ``model_path`` does not exist.
@@ -346,6 +350,7 @@ class CTranslate2Backend:
         replicas: int | None = None,
         cache_dir: str | Path | None = None,
         quantization: str = "float32",
+        chat_template_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         require_extra("ctranslate2", "transformers")
         import ctranslate2
@@ -353,6 +358,7 @@ class CTranslate2Backend:
 
         if quantization not in QUANTIZATIONS:
             raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}")
+        self.chat_template_kwargs = check_chat_template_kwargs(chat_template_kwargs or {})
         path = Path(model_path) if model_path is not None else default_model_path()
         if not path.exists():
             raise FileNotFoundError(
@@ -382,7 +388,7 @@ class CTranslate2Backend:
             )
         self.model_dir = model_dir
         self.quantization = quantization
-        self.model_id = fingerprinted(f"ctranslate2:{name}", digest)
+        self.model_id = model_id_with(fingerprinted(f"ctranslate2:{name}", digest), self.chat_template_kwargs)
         self.n_threads = n_threads or usable_cpus()
         self.replicas = replicas or min(2, self.n_threads)
         if not 1 <= self.replicas <= self.n_threads:
@@ -572,9 +578,7 @@ class CTranslate2Backend:
 
     # -------------------------------------------------------------------- helpers
     def _prompt_tokens(self, messages: Sequence[Message]) -> list[str]:
-        rendered = self.tokenizer.apply_chat_template(
-            list(messages), tokenize=False, add_generation_prompt=True
-        )
+        rendered = render_chat(self.tokenizer, messages, self.chat_template_kwargs)
         ids = self.tokenizer(rendered, add_special_tokens=False)["input_ids"]
         return self.tokenizer.convert_ids_to_tokens(ids)
 

@@ -21,11 +21,13 @@ else shares its batch (up to floating-point differences from padding).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from agents import progress
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult
+from agents.chat_templates import check_chat_template_kwargs, model_id_with, render_chat
 from agents.devices import dtype_name, resolve
 from agents.fingerprint import directory_sha256, fingerprinted
 from agents.hub import hub_folder, is_path
@@ -64,6 +66,9 @@ class TransformersBackend:
             without native bfloat16, float32 on the CPU),
             ``float32``, ``bfloat16``, ``float16``.
         batch_size: Most requests decoded together.
+        chat_template_kwargs: Variables the chat template reads besides the messages (TRL's
+            ``chat_template_kwargs``: ``{"enable_thinking": False}`` for Qwen3); the team
+            spec's ``#chat_template_kwargs=<JSON object>``. Part of the model id.
 
     Raises:
         FileNotFoundError: If ``model`` is no local path and no hub model.
@@ -80,6 +85,7 @@ class TransformersBackend:
         device: str = "auto",
         dtype: str = "auto",
         batch_size: int = 16,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         path = Path(model).expanduser()
         if path.suffix == ".gguf" and gguf_file is None:
@@ -95,6 +101,7 @@ class TransformersBackend:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.device, self.dtype = resolve(device, dtype)
         self.batch_size = batch_size
+        self.chat_template_kwargs = check_chat_template_kwargs(chat_template_kwargs or {})
         self.tokenizer = AutoTokenizer.from_pretrained(
             path, gguf_file=gguf_file, local_files_only=True
         )
@@ -109,7 +116,10 @@ class TransformersBackend:
             _eos_ids(self.model.generation_config.eos_token_id, self.tokenizer.eos_token_id)
         )
         name = Path(gguf_file).stem if gguf_file else path.name
-        self.model_id = fingerprinted(model_name(name, self.dtype, self.device), directory_sha256(path, gguf_file))
+        self.model_id = model_id_with(
+            fingerprinted(model_name(name, self.dtype, self.device), directory_sha256(path, gguf_file)),
+            self.chat_template_kwargs,
+        )
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
@@ -208,12 +218,7 @@ class TransformersBackend:
 
     # -------------------------------------------------------------------- helpers
     def _encode(self, chats: list[tuple[dict[str, str], ...]]) -> tuple[torch.Tensor, torch.Tensor]:
-        texts = [
-            self.tokenizer.apply_chat_template(
-                list(chat), tokenize=False, add_generation_prompt=True
-            )
-            for chat in chats
-        ]
+        texts = [render_chat(self.tokenizer, chat, self.chat_template_kwargs) for chat in chats]
         encoded = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         return encoded["input_ids"].to(self.device), encoded["attention_mask"].to(self.device)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult, Message
+from agents.chat_templates import check_chat_template_kwargs, model_id_with, render_chat
 from agents.fingerprint import directory_sha256, fingerprinted
 
 try:  # optional: this module imports without vLLM (docs, doctests); the backend needs it
@@ -74,6 +75,9 @@ class VLLMBackend:
 
     Args:
         model: A local model directory (or any model name vLLM can load offline).
+        chat_template_kwargs: Variables the chat template reads besides the messages (TRL's
+            ``chat_template_kwargs``: ``{"enable_thinking": False}`` for Qwen3). Part of the
+            model id.
         **engine_kwargs: Passed to ``vllm.LLM`` (``dtype``, ``gpu_memory_utilization``,
             ``max_model_len``, ``tensor_parallel_size``, ...).
 
@@ -83,7 +87,8 @@ class VLLMBackend:
 
     supports_logprobs = True
 
-    def __init__(self, model: str, **engine_kwargs: Any) -> None:
+    def __init__(self, model: str, *, chat_template_kwargs: Mapping[str, Any] | None = None, **engine_kwargs: Any) -> None:
+        self.chat_template_kwargs = check_chat_template_kwargs(chat_template_kwargs or {})
         if LLM is None:
             raise ImportError(
                 "the vllm backend needs vLLM (a CUDA machine): pip install 'deliberation-env[vllm]'"
@@ -91,7 +96,7 @@ class VLLMBackend:
         engine_kwargs.setdefault("enable_prefix_caching", True)
         self._llm = LLM(model=model, **engine_kwargs)
         self._tokenizer = self._llm.get_tokenizer()
-        self.model_id = vllm_model_id(model, engine_kwargs)
+        self.model_id = model_id_with(vllm_model_id(model, engine_kwargs), self.chat_template_kwargs)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """Generate every request in one ``LLM.generate`` call."""
@@ -142,9 +147,7 @@ class VLLMBackend:
         return results
 
     def _prompt(self, messages: Sequence[Message]) -> list[int]:
-        text = self._tokenizer.apply_chat_template(
-            list(messages), add_generation_prompt=True, tokenize=False
-        )
+        text = render_chat(self._tokenizer, messages, self.chat_template_kwargs)
         return self._tokenizer.encode(text, add_special_tokens=False)  # the template wrote them
 
     def _first_token(self, candidate: str) -> int:

@@ -21,13 +21,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
 
+from agents.chat_templates import check_chat_template_kwargs
 from agents.devices import Decoding, Routing, check_decoding, resolve
 from agents.hub import hub_offline, is_path, no_hub_model
 from agents.trainable_lm.extra import MISSING_EXTRA, require_train_extra
@@ -183,6 +184,10 @@ class TrainableLM(Sampling, Scoring, Weights):
             False keeps it on the CPU instead, for the base's digest alone (a whole model
             less on the device; the text learners keep it on the device only where
             ``kl_coef`` > 0). With LoRA the reference is the base without adapters.
+        chat_template_kwargs: Variables the chat template reads besides the messages (TRL's
+            ``chat_template_kwargs``: ``{"enable_thinking": False}`` for Qwen3), passed to
+            ``apply_chat_template`` wherever a prompt is rendered (:meth:`encode`: the
+            sampled prompt, which the loss trains on as sampled).
 
     Attributes:
         device: The torch device the model runs on.
@@ -226,6 +231,7 @@ class TrainableLM(Sampling, Scoring, Weights):
         routing: Routing = "auto",
         decoding: Decoding = "dynamic",
         keep_reference: bool = True,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         require_train_extra()
         agents = list(agents)
@@ -243,6 +249,7 @@ class TrainableLM(Sampling, Scoring, Weights):
             )
         self.device, self.dtype = resolve(device, dtype)
         self.tokenizer, self.base = tokenizer, base
+        self.chat_template_kwargs = check_chat_template_kwargs(chat_template_kwargs or {})
         self.finetune, self.separate, self.micro_batch_size = finetune, separate, micro_batch_size
         self.keep_reference = keep_reference
         self.sample_batch_size = sample_batch_size or micro_batch_size

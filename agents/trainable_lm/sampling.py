@@ -33,6 +33,7 @@ import torch
 
 from agents import progress
 from agents.base import Message
+from agents.chat_templates import render_chat
 from agents.sampling import POLICY_TEMPERATURE
 from agents.trainable_lm.extra import MISSING_EXTRA
 from agents.trainable_lm.mixed import Route, mixable, peft_route, routed_adapters
@@ -235,10 +236,10 @@ class Sampling:
     methods, on the state the class sets up (seats, tokenizer, device, batch sizes, meter)."""
 
     def encode(self, chat: Sequence[Message]) -> list[int]:
-        """The token ids of ``chat`` rendered by the chat template, with the assistant's turn opened."""
-        text = self.tokenizer.apply_chat_template(
-            list(chat), tokenize=False, add_generation_prompt=True
-        )
+        """The token ids of ``chat`` rendered by the chat template (reading the policy's
+        ``chat_template_kwargs``), with the assistant's turn opened: the prompt a completion
+        is sampled after, and so the one the loss trains it after (``Completion.prompt_ids``)."""
+        text = render_chat(self.tokenizer, chat, self.chat_template_kwargs)
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     @torch.no_grad()
