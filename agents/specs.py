@@ -16,6 +16,12 @@ spec                                   member
 ``vllm:<model>``                       vLLM in process (a CUDA machine)
 =====================================  =====================================================
 
+The backends that render prompts with the model's own chat template here (``transformers``,
+``ctranslate2`` given its model, ``vllm``) take ``#chat_template_kwargs=<JSON object>``
+after the model too: variables the template reads (TRL's ``chat_template_kwargs``; Qwen3's
+``transformers:Qwen/Qwen3-0.6B#chat_template_kwargs={"enable_thinking": false}``, no ``#``
+inside the object). They are part of the backend's model id, so of its cache rows.
+
 Every LLM member is an :class:`agents.LLMAgent` over a backend wrapped in the SQLite
 response cache. A bad spec raises ``ValueError`` naming it before any model is loaded.
 
@@ -25,6 +31,8 @@ response cache. A bad spec raises ``ValueError`` naming it before any model is l
 ('llamacpp', {})
 >>> parse_spec("transformers:/models/qwen#device=cpu#dtype=bfloat16")
 ('transformers', {'model': '/models/qwen', 'device': 'cpu', 'dtype': 'bfloat16'})
+>>> parse_spec('ctranslate2:/models/q.gguf#chat_template_kwargs={"enable_thinking": false}')
+('ctranslate2', {'model_path': '/models/q.gguf', 'chat_template_kwargs': {'enable_thinking': False}})
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from typing import Any
 from agents.backends import make_backend
 from agents.base import Backend, Solver
 from agents.cache import DEFAULT_CACHE_PATH, CachedBackend
+from agents.chat_templates import canonical, parse_chat_template_kwargs
 from agents.llm_agent import LLMAgent
 
 PRESETS = ("simulated", "smollm2")
@@ -56,17 +65,20 @@ SMOLLM2_SAMPLING = {"temperature": SMOLLM2_TEMPERATURE, "top_k": SMOLLM2_TOP_K}
 """:class:`LLMAgent` sampling settings of a default team member (the ``smollm2`` preset)."""
 BACKEND_SPECS = (
     "llamacpp[:<gguf>]",
-    "ctranslate2[:<gguf or model dir>]",
-    "ctranslate2-int8[:<gguf or model dir>]",
-    "transformers:<model>[#device=<device>][#dtype=<dtype>]",
+    "ctranslate2[:<gguf or model dir>[#chat_template_kwargs=<JSON>]]",
+    "ctranslate2-int8[:<gguf or model dir>[#chat_template_kwargs=<JSON>]]",
+    "transformers:<model>[#device=<device>][#dtype=<dtype>][#chat_template_kwargs=<JSON>]",
     "openai:<base_url>#<model>",
-    "vllm:<model>",
+    "vllm:<model>[#chat_template_kwargs=<JSON>]",
 )
+CHAT_TEMPLATE_KWARGS = "chat_template_kwargs"
+"""The spec option (``#chat_template_kwargs=<JSON object>``) of the backends that render
+prompts with the model's chat template (:mod:`agents.chat_templates`)."""
 SPEC_FORMS = ", ".join((*PRESETS, *BACKEND_SPECS))
 """Every form a spec may take, for error messages."""
 
 
-def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     """Split a backend spec into the backend name and its keyword arguments.
 
     Args:
@@ -76,14 +88,18 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
         ValueError: When ``spec`` has none of the forms, naming it and the forms.
     """
     name, _, rest = spec.partition(":")
-    if name in ("llamacpp", "ctranslate2"):
+    if name == "llamacpp":
         return name, ({"model_path": rest} if rest else {})
-    if name == "ctranslate2-int8":
-        return "ctranslate2", {"quantization": "int8", **({"model_path": rest} if rest else {})}
+    if name in ("ctranslate2", "ctranslate2-int8"):
+        path, options = _options(spec, rest, (CHAT_TEMPLATE_KWARGS,))
+        quantization = {"quantization": "int8"} if name == "ctranslate2-int8" else {}
+        return "ctranslate2", {**quantization, **({"model_path": path} if path else {}), **options}
     if name == "transformers" and rest:
         return name, _transformers_arguments(spec, rest)
     if name == "vllm" and rest:
-        return name, {"model": rest}
+        model, options = _options(spec, rest, (CHAT_TEMPLATE_KWARGS,))
+        if model:
+            return name, {"model": model, **options}
     if name == "openai" and rest:
         base_url, _, model = rest.rpartition("#")
         if base_url and model:
@@ -99,18 +115,58 @@ def _transformers_arguments(spec: str, rest: str) -> dict[str, str]:
     """
     from agents.devices import check_names
 
-    model, *options = rest.split("#")
-    arguments = {"model": model}
-    for option in options:
-        key, equals, value = option.partition("=")
-        if key not in ("device", "dtype") or not equals or key in arguments:
-            raise ValueError(f"bad team spec {spec!r}: after the model, give #device=<device> and/or #dtype=<dtype> once each")
-        arguments[key] = value
+    model, arguments = _options(spec, rest, ("device", "dtype", CHAT_TEMPLATE_KWARGS))
     try:
         check_names(arguments.get("device", "auto"), arguments.get("dtype", "auto"))
     except ValueError as error:
         raise ValueError(f"bad team spec {spec!r}: {error}") from error
-    return arguments
+    return {"model": model, **arguments}
+
+
+def _options(spec: str, rest: str, allowed: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    """The model of ``rest`` (a spec after its backend's name) and its ``#key=value`` options,
+    each of ``allowed`` once at most (``chat_template_kwargs`` read as a JSON object).
+
+    Raises:
+        ValueError: On another option, one given twice, or template variables that are no
+            JSON object, naming the spec.
+    """
+    model, *options = rest.split("#")
+    arguments: dict[str, Any] = {}
+    for option in options:
+        key, equals, value = option.partition("=")
+        if key not in allowed or not equals or key in arguments:
+            forms = " and/or ".join(f"#{name}=<{'JSON object' if name == CHAT_TEMPLATE_KWARGS else name}>" for name in allowed)
+            raise ValueError(f"bad team spec {spec!r}: after the model, give {forms} once each")
+        arguments[key] = value
+    if CHAT_TEMPLATE_KWARGS in arguments:
+        try:
+            arguments[CHAT_TEMPLATE_KWARGS] = parse_chat_template_kwargs(arguments[CHAT_TEMPLATE_KWARGS])
+        except ValueError as error:
+            raise ValueError(f"bad team spec {spec!r}: #{CHAT_TEMPLATE_KWARGS}: {error}") from None
+    return model, arguments
+
+
+def with_chat_template_kwargs(spec: str, kwargs: dict[str, Any]) -> str:
+    """``spec`` with the template variables ``kwargs`` as its ``#chat_template_kwargs``
+    option (``run text --chat-template-kwargs``); ``spec`` itself where there are none.
+
+    Raises:
+        ValueError: For a spec whose backend takes no template variables (a preset,
+            ``llamacpp``, ``openai``: the server renders its own prompts; ``ctranslate2``
+            without its model), or one that gives its own.
+    """
+    if not kwargs:
+        return spec
+    name = "" if spec in PRESETS else parse_spec(spec)[0]
+    if name not in ("transformers", "ctranslate2", "vllm") or ":" not in spec:
+        raise ValueError(
+            f"--chat-template-kwargs: team spec {spec!r} takes no chat template variables: give a transformers:, "
+            "ctranslate2:<gguf or model dir> or vllm: spec (its backend renders the model's chat template)"
+        )
+    if f"#{CHAT_TEMPLATE_KWARGS}=" in spec:
+        raise ValueError(f"--chat-template-kwargs: team spec {spec!r} gives its own #{CHAT_TEMPLATE_KWARGS}: give them once")
+    return f"{spec}#{CHAT_TEMPLATE_KWARGS}={canonical(kwargs)}"
 
 
 def check_spec(spec: str) -> None:

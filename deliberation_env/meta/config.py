@@ -16,8 +16,10 @@ built by :func:`deliberation_env.meta.team.build_team`, the task by
 Traceback (most recent call last):
 ...
 ValueError: bad team spec 'no-such-backend': use one of simulated, smollm2, llamacpp[:<gguf>], \
-ctranslate2[:<gguf or model dir>], ctranslate2-int8[:<gguf or model dir>], \
-transformers:<model>[#device=<device>][#dtype=<dtype>], openai:<base_url>#<model>, vllm:<model>
+ctranslate2[:<gguf or model dir>[#chat_template_kwargs=<JSON>]], \
+ctranslate2-int8[:<gguf or model dir>[#chat_template_kwargs=<JSON>]], \
+transformers:<model>[#device=<device>][#dtype=<dtype>][#chat_template_kwargs=<JSON>], \
+openai:<base_url>#<model>, vllm:<model>[#chat_template_kwargs=<JSON>]
 """
 
 from __future__ import annotations
