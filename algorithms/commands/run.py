@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ import tyro
 import deliberation_env as de
 from algorithms.commands.common import check_choice, console, wrote
 from algorithms.core.run_dirs import new_run_dir
+from algorithms.text.config import ChatTemplateKwargs
 from deliberation_env.meta.config import EnvConfig
 from deliberation_env.meta.spaces import ACTION_NAMES
 from deliberation_env.task_config import TaskSource
@@ -103,6 +105,11 @@ class RunText(TaskSource):
     the MAGRPO paper's and a ``train text`` run's held-out ones under the same rule."""
     team: str = "smollm2"
     """The backend spec of both agents (``deliberate run --help`` lists the specs)."""
+    chat_template_kwargs: ChatTemplateKwargs = field(default_factory=dict)
+    """Variables the chat template reads besides the messages (TRL's
+    ``chat_template_kwargs``; ``'{"enable_thinking": false}'`` for Qwen3, a JSON object),
+    given to ``--team``'s backend as its ``#chat_template_kwargs`` (a transformers:,
+    ctranslate2:<model> or vllm: spec); ``{}``: none."""
     temperature: float | None = None
     """Sampling temperature (None: SmolLM2's default)."""
     top_p: float = 0.95
@@ -127,9 +134,10 @@ class RunText(TaskSource):
     ``runs/run/text-<team>-humaneval-seed<seed>-<time>``."""
 
     def __post_init__(self) -> None:
-        from agents.specs import check_spec
+        from agents.specs import check_spec, with_chat_template_kwargs
 
         check_spec(self.team)
+        with_chat_template_kwargs(self.team, self.chat_template_kwargs)  # a backend that takes them
         for name in ("n_problems", "samples", "max_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
@@ -145,9 +153,15 @@ class RunText(TaskSource):
 
 
 def team_name(team: Any) -> str:
-    """A folder-safe name of a team spec (``smollm2``, ``simulated+smollm2``)."""
+    """A folder-safe name of a team spec (``smollm2``, ``simulated+smollm2``): what follows
+    its last ``/``, each character but letters, digits and ``.=+-_`` a ``-`` (a spec's ``:``
+    and ``#``, and the JSON of its ``#chat_template_kwargs``).
+
+    >>> team_name('transformers:/m/qwen#chat_template_kwargs={"enable_thinking":false}')
+    'qwen-chat_template_kwargs=--enable_thinking--false-'
+    """
     specs = "+".join(map(str, team)) if isinstance(team, tuple) else str(team)
-    return specs.rsplit("/", 1)[-1].replace(":", "-").replace("#", "-")
+    return re.sub(r"[^\w.=+-]", "-", specs.rsplit("/", 1)[-1])
 
 
 def task_name(task: Any) -> str:
@@ -230,7 +244,7 @@ def run_text(cfg: RunText, backend: Backend | None = None) -> dict[str, Any]:
     frozen team (the ``--team`` spec through the response cache, or ``backend``); returns
     what it writes to ``results.json``."""
     from agents import SMOLLM2_TEMPERATURE
-    from agents.specs import backend_from_spec
+    from agents.specs import backend_from_spec, with_chat_template_kwargs
     from algorithms.text import eval as text_eval
     from algorithms.text.plots import reward_parts
     from deliberation_env.text import CodingProtocol
@@ -238,7 +252,7 @@ def run_text(cfg: RunText, backend: Backend | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     task = de.tasks.get(cfg.task, **({"path": cfg.path} if cfg.path else {}), **(cfg.task_kwargs or {}))
     if backend is None:
-        backend = backend_from_spec(cfg.team, cfg.cache, cfg.offline)
+        backend = backend_from_spec(with_chat_template_kwargs(cfg.team, cfg.chat_template_kwargs), cfg.cache, cfg.offline)
     console.print(f"[bold]helper + main, 2 x {backend.model_id}[/bold] on {cfg.task} ({cfg.split}, "
                   f"{cfg.n_problems} problems, {cfg.samples} sample(s) each)")  # fmt: skip
     summaries = text_eval.evaluate_baselines(

@@ -317,11 +317,19 @@ def _as_then(name: str, old: Mapping[str, Any]) -> Any:
     return ADDED_OWN_SETTINGS.get(name, ADDED_SETTINGS.get(name.rpartition(".")[2]))
 
 
+WHOLE_SETTINGS = frozenset({"chat_template_kwargs"})
+"""Settings whose value is a mapping of names the user chose (a chat template's variables):
+compared whole, as one setting, not name by name (a variable named ``top_k`` is no
+``top_k`` setting, and a record made before the setting existed reads as its value then,
+``{}``: :data:`~algorithms.core.config.ADDED_SETTINGS`)."""
+
+
 def flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as one mapping with dotted names (``{"env.team": ...}``)."""
+    """Nested mappings as one mapping with dotted names (``{"env.team": ...}``), but those of
+    :data:`WHOLE_SETTINGS`, kept whole."""
     out: dict[str, Any] = {}
     for name, value in settings.items():
-        if isinstance(value, Mapping):
+        if isinstance(value, Mapping) and name not in WHOLE_SETTINGS:
             out.update(flat(value, f"{prefix}{name}."))
         else:
             out[f"{prefix}{name}"] = value

@@ -83,6 +83,9 @@ TRL                                 here
                                     ``min_p``, ``repetition_penalty`` (the torch sampler's;
                                     like TRL's, they shape the draw, not the policy the loss
                                     scores)
+``chat_template_kwargs``            ``chat_template_kwargs`` (``--chat-template-kwargs
+                                    '{"enable_thinking": false}'``, a JSON object; the sampled
+                                    prompts, and so the trained ones, read them)
 ``mask_truncated_completions``      ``mask_truncated_completions`` (a cut completion keeps its
                                     reward and its place in the group's baseline, and leaves
                                     the loss)

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 import tyro
+from tyro.constructors import PrimitiveConstructorSpec
 
+from agents.chat_templates import canonical, check_chat_template_kwargs, parse_chat_template_kwargs
 from agents.devices import ROUTINGS, Decoding, Dtype, Routing, check_decoding, check_names
 from agents.sampling import POLICY_TEMPERATURE
 from algorithms.core.checks import check_positive
@@ -38,6 +40,19 @@ def text_run(**settings: Any) -> RunConfig:
     (0, 200)
     """
     return RunConfig(**{"updates": 10, "eval_interval": 0, "eval_problems": 0, "checkpoint_interval": 0, **settings})
+
+
+CHAT_TEMPLATE_KWARGS_ON_THE_COMMAND_LINE = PrimitiveConstructorSpec(
+    nargs=1,
+    metavar="JSON",
+    instance_from_str=lambda args: parse_chat_template_kwargs(args[0]),
+    is_instance=lambda value: isinstance(value, dict),
+    str_from_instance=lambda value: [canonical(value)],
+)
+"""``--chat-template-kwargs '{"enable_thinking": false}'``: a JSON object (TRL's
+``chat_template_kwargs``); other text is refused in one line."""
+ChatTemplateKwargs = Annotated[dict[str, Any], CHAT_TEMPLATE_KWARGS_ON_THE_COMMAND_LINE]
+"""The type of a ``chat_template_kwargs`` setting, a JSON object on the command line."""
 
 
 def local_model(spec: str) -> str:
@@ -133,6 +148,13 @@ class TextLearnerConfig(GroupSettings):
     checkpoint was trained in: ``auto`` then means that dtype on any device (a run trained
     in float32 on a CPU resumes in float32 on a GPU), and another is refused before
     anything is written."""
+
+    chat_template_kwargs: ChatTemplateKwargs = field(default_factory=dict)
+    """Variables the chat template reads besides the messages, passed to
+    ``apply_chat_template`` wherever a prompt is rendered (TRL's ``chat_template_kwargs``;
+    ``--chat-template-kwargs '{"enable_thinking": false}'`` for Qwen3, a JSON object): they
+    change the prompts the agents sample after, and the loss trains on those prompts' tokens
+    as sampled; ``{}``: none. A resumed run keeps them (recorded in ``config.json``)."""
 
     # ------------------------------------------------------------------ rollouts
     pairing: Literal["aligned", "cross"] = "aligned"
@@ -291,6 +313,7 @@ class TextLearnerConfig(GroupSettings):
         super().__post_init__()
         check_positive(self, "lora_rank", "lora_alpha", "max_new_tokens", "temperature", "micro_batch_size", "sample_batch_size", "eval_envs")
         check_names(self.device, self.dtype)
+        self.chat_template_kwargs = check_chat_template_kwargs(self.chat_template_kwargs)
         if self.log_completions < 0:
             raise ValueError(f"log_completions must be >= 0 (0: none), got {self.log_completions}")
         self.model, self.models = local_model(self.model), tuple(map(local_model, self.models))

@@ -93,7 +93,7 @@ def build_lm(config: TextLearnerConfig, agents: list[str]) -> TrainableLM | Trai
 
 def load_lm(config: TextLearnerConfig, model: str, agents: list[str]) -> TrainableLM:
     """``model`` (as :attr:`TextLearnerConfig.model` reads it) as the policy of ``agents``,
-    with ``config``'s layout, LoRA, device, dtype and micro-batches."""
+    with ``config``'s layout, LoRA, device, dtype, micro-batches and chat template variables."""
     settings: dict[str, Any] = {
         "finetune": config.finetune,
         "separate": config.separate_models,
@@ -108,6 +108,7 @@ def load_lm(config: TextLearnerConfig, model: str, agents: list[str]) -> Trainab
         "routing": config.mixed_routing,
         "decoding": config.decoding,
         "keep_reference": config.kl_coef > 0,  # full fine-tuning: a whole model more, for the KL alone
+        "chat_template_kwargs": config.chat_template_kwargs,
     }
     if model == "tiny":
         weights, tokenizer = tiny_model(seed=config.seed)
