@@ -32,6 +32,7 @@ from agents.chat_templates import check_chat_template_kwargs
 from agents.devices import Decoding, Routing, check_decoding, resolve
 from agents.hub import hub_offline, is_path, no_hub_model
 from agents.trainable_lm.extra import MISSING_EXTRA, require_train_extra
+from agents.trainable_lm.head import cast_head_to_float32
 from agents.trainable_lm.sampling import Sampling
 from agents.trainable_lm.scoring import Scoring
 from agents.trainable_lm.steps import check_compilable
@@ -179,6 +180,12 @@ class TrainableLM(Sampling, Scoring, Weights):
             ``torch.compile``, CUDA graphs on a GPU: each shape compiles once, up to
             minutes, then a decoded token costs the least Python). Each gives the same
             completions up to floating-point noise.
+        cast_lm_head_to_fp32: On a 16-bit model (``dtype`` bfloat16 or float16), compute
+            the output layer in float32 (:mod:`agents.trainable_lm.head`, TRL's name): the
+            logits of the loss's log-probabilities and of the sampler's draw come out in
+            float32, not rounded to the model's dtype; its weight is upcast where it is
+            used, not cast (a tied input embedding stays as it was). No change on a
+            float32 model.
         keep_reference: Under ``finetune="full"``, keep a frozen copy of the base on the
             device as the reference policy (``logprobs(reference=True)``: a KL term's);
             False keeps it on the CPU instead, for the base's digest alone (a whole model
@@ -232,6 +239,8 @@ class TrainableLM(Sampling, Scoring, Weights):
         decoding: Decoding = "dynamic",
         keep_reference: bool = True,
         chat_template_kwargs: Mapping[str, Any] | None = None,
+
+        cast_lm_head_to_fp32: bool = False,
     ) -> None:
         require_train_extra()
         agents = list(agents)
@@ -268,6 +277,7 @@ class TrainableLM(Sampling, Scoring, Weights):
         if finetune == "full" and not keep_reference:
             self._offloaded = copy.deepcopy(model).to(device="cpu", dtype=self.dtype).eval().requires_grad_(False)
         model.to(device=self.device, dtype=self.dtype).eval().requires_grad_(False)
+        self.cast_lm_head_to_fp32 = cast_lm_head_to_fp32 and cast_head_to_float32(model)  # before adapters and copies
         if gradient_checkpointing:
             model.activation_checkpointing_enable({"use_reentrant": False})
             model.enable_input_require_grads()  # what peft needs of a frozen base under checkpointing
