@@ -34,9 +34,12 @@ from the device: its peak memory (:func:`peak_memory_gb`) and its peak FLOPS
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import resource
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -225,3 +228,42 @@ def peak_flops(device: torch.device, dtype: torch.dtype) -> float | None:
         return None
     name = torch.cuda.get_device_name(device)
     return next((flops for part, flops in PEAK_FLOPS if part in name), None)
+
+
+DETERMINISTIC_ENVIRONMENT = {"CUBLAS_WORKSPACE_CONFIG": ":4096:8", "FLASH_ATTENTION_DETERMINISTIC": "1"}
+"""What :func:`full_determinism` sets in the environment: cuBLAS's fixed workspace
+(without it, ``torch.use_deterministic_algorithms`` refuses cuBLAS products on CUDA 10.2 and
+later) and the flash-attention package's deterministic backward pass."""
+
+
+@contextlib.contextmanager
+def full_determinism() -> Iterator[None]:
+    """Within it, this process's torch computations repeat bit for bit on the same machine
+    (transformers' ``enable_full_determinism`` without its seeding: every run seeds its own
+    generators from ``seed``), and as it was after it: :data:`DETERMINISTIC_ENVIRONMENT`,
+    ``torch.use_deterministic_algorithms(True, warn_only=True)`` (an op PyTorch has no
+    deterministic kernel for warns, naming itself, instead of stopping the run: on some
+    PyTorch versions CUDA's floating-point ``cumsum``, which the sampler's top-p draw
+    uses), cuDNN's deterministic kernels and no cuDNN benchmarking. On the CPU no op of the
+    text learners (dynamic, static and compiled decoding, the loss, the KL) lacks a
+    deterministic kernel. Enter it before the models load: cuBLAS reads its workspace
+    setting once, when a process first uses it.
+    """
+    import torch
+
+    environment = {name: os.environ.get(name) for name in DETERMINISTIC_ENVIRONMENT}
+    algorithms = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    cudnn = torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark
+    os.environ.update(DETERMINISTIC_ENVIRONMENT)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
+    try:
+        yield
+    finally:
+        for name, value in environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        torch.use_deterministic_algorithms(algorithms[0], warn_only=algorithms[1])
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = cudnn
