@@ -401,7 +401,6 @@ TRL_ABSENT = {
     "--shuffle-dataset": "each update draws its problems at random from the seed (--seed)",
     "--reward-weights": "an env's reward is its protocol's (a FunctionProtocol's reward function weighs its parts)",
     "--multi-objective-aggregation": "an env's reward is its protocol's (a FunctionProtocol's reward function weighs its parts)",
-    "--cast-lm-head-to-fp32": "the output layer runs in the model's dtype; log-probabilities are computed from its logits in float32",
     "--trust-remote-code": "models load with transformers' own classes only (no code from the hub runs)",
     "--entropy-coef": "no entropy bonus (losses/entropy is logged every update)",
     "--top-entropy-quantile": "every completion token is trained on (--mask-truncated-completions leaves out cut completions)",

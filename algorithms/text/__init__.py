@@ -104,6 +104,12 @@ TRL                                 here
                                     ``kl``, ``clip_frac`` (where clipping bites, as TRL's
                                     ``clip_ratio/region_mean``), ``clip_frac_low``,
                                     ``clip_frac_high`` and ``entropy`` as token means
+``cast_lm_head_to_fp32``            ``cast_lm_head_to_fp32`` (the output layer's product in
+                                    float32 for the loss and the torch sampler; a tied
+                                    embedding's weight is upcast where used, not cast, so TRL's
+                                    refusal of tied models does not apply)
+``full_determinism``                ``full_determinism`` (transformers' flag; ``warn_only``, and
+                                    no seeding: ``seed`` seeds every generator already)
 ``use_vllm``                        not here: ``sampler="ctranslate2"`` on a CPU, the torch
                                     sampler (one mixed-adapter batch for the team) elsewhere
 ==================================  ===========================================================

@@ -224,6 +224,16 @@ class TextLearnerConfig(GroupSettings):
     step is lost to bfloat16's rounding. False: Adam steps the bfloat16 weights themselves
     (a warning says that most small steps are lost). LoRA adapters are float32 already. A
     run setting: a resumed run may turn it on or off."""
+    cast_lm_head_to_fp32: bool = False
+    """On a 16-bit model (``dtype`` bfloat16 or float16), compute the output layer in float32
+    (TRL's name; the ScaleRL recipe): the hidden states and the output layer's weight are
+    upcast where the product runs (a weight tied to the input embedding, as SmolLM2's and
+    Qwen's small models', stays as it was), so the logits of the loss's log-probabilities,
+    its policy ratio and KL, and of the torch sampler's draw are float32, not rounded to
+    bfloat16's three significant digits (:mod:`agents.trainable_lm.head`). It costs a
+    float32 copy of the weight while a product runs, and the loss keeps its logits in
+    float32 (twice bfloat16's bytes). No change in float32; ``--sampler ctranslate2``
+    samples in float32 anyway."""
     gradient_checkpointing: bool = False
     """Recompute each layer's activations in the backward pass instead of keeping them
     (``use_reentrant=False``): less memory for a third more compute. The loss then runs
@@ -252,6 +262,17 @@ class TextLearnerConfig(GroupSettings):
     :func:`algorithms.text.losses.importance_log_ratio`). It matters only with more than one
     optimizer step per batch (``update_epochs`` or ``num_minibatches`` > 1): in one step the
     two give the same gradient (MAGRPO refuses ``sequence``)."""
+
+    full_determinism: bool = False
+    """Make each process's computations repeat bit for bit (TRL's and transformers' name;
+    :func:`agents.devices.full_determinism`, entered before the models load, in every
+    ``torchrun`` process): deterministic kernels (``torch.use_deterministic_algorithms``,
+    an op without one warns), cuBLAS's fixed workspace, cuDNN without benchmarking. Two
+    runs of one seed then train the same weights on the same machine, software and number
+    of processes (not across GPUs, versions or world sizes); the cost is the GPU's slower
+    deterministic kernels (on the CPU, where the learners' ops are deterministic already,
+    nothing but filling fresh tensors). A run setting: a resumed run may turn it on or
+    off."""
 
     # ------------------------------------------------------------------ where it samples
     sample_batch_size: int = 32
@@ -302,7 +323,7 @@ class TextLearnerConfig(GroupSettings):
         *(f.name for f in dataclasses.fields(RunConfig)), "workers", "sampler", "sample_batch_size",
         "eval_envs", "mixed_routing", "decoding", "device", "dtype", "micro_batch_size", "gradient_checkpointing",
         "master_weights",
-        "segmented_scoring", "log_completions",
+        "segmented_scoring", "log_completions", "full_determinism",
     )
     """Fields a resumed run may change: the run part's, where and how many at a time the
     rollouts are sampled, and where and in how many passes the loss is computed (the

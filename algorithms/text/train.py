@@ -16,6 +16,7 @@ one for ``run.run_dir=""`` (``runs/train/text-<algo>-seed<seed>-<time>``; ``None
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -25,6 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from agents.devices import full_determinism
 from agents.text_policy import TextPolicy
 from agents.trainable_lm import TrainableLM, default_lora, tiny_model
 from agents.trainable_lm.weights import base_digest
@@ -107,6 +109,7 @@ def load_lm(config: TextLearnerConfig, model: str, agents: list[str]) -> Trainab
         "segmented_scoring": config.segmented_scoring,
         "routing": config.mixed_routing,
         "decoding": config.decoding,
+        "cast_lm_head_to_fp32": config.cast_lm_head_to_fp32,
         "keep_reference": config.kl_coef > 0,  # full fine-tuning: a whole model more, for the KL alone
         "chat_template_kwargs": config.chat_template_kwargs,
     }
@@ -232,6 +235,10 @@ def train(
     (:mod:`algorithms.core.data_parallel`): each plays its share of every update's groups
     and rank 0 alone writes; every process returns the same metrics.
 
+    With ``config.full_determinism`` the whole call runs within
+    :func:`agents.devices.full_determinism` (in every process, before the models load), and
+    the process's settings are as they were after it.
+
     Args:
         config: A :class:`TextMAGRPOConfig`, :class:`TextGRPOConfig` or :class:`TextSoftRankPOConfig`.
         frozen: Policies of agents that do not learn, ``{agent: TextPolicy}``.
@@ -248,7 +255,8 @@ def train(
     algo = TEXT_ALGOS.get(type(config), "learner")
     placement = resolved_placement(config.device, config.dtype)
     check_loggers(config.run.tensorboard, config.run.wandb_project)
-    with data_parallel.process_group(config.device) as ranks:
+    deterministic = full_determinism() if config.full_determinism else contextlib.nullcontext()
+    with deterministic, data_parallel.process_group(config.device) as ranks:  # each process's, before the models load
         if config.workers and ranks.world_size > 1:
             raise ValueError(
                 "under torchrun each process samples its own share of the rollouts: leave --rollout-workers out "

@@ -79,7 +79,7 @@ def test_the_command_line_spells_every_option_as_before():
 def test_resume_fields_are_the_run_part_with_workers_and_sampler():
     run_fields = {f.name for f in dataclasses.fields(RunConfig)}
     placement_and_passes = {"device", "dtype", "micro_batch_size", "gradient_checkpointing", "segmented_scoring", "log_completions",
-                            "master_weights"}  # fmt: skip
+                            "master_weights", "full_determinism"}  # fmt: skip
     sampling = {"workers", "sampler", "sample_batch_size", "eval_envs", "mixed_routing", "decoding"}
     assert set(TextLearnerConfig.RUN_FIELDS) == run_fields | sampling | placement_and_passes
 
@@ -87,7 +87,7 @@ def test_resume_fields_are_the_run_part_with_workers_and_sampler():
 def test_records_stay_flat_and_a_run_folder_of_release_0_1_is_refused_naming_batch_size(tmp_path):
     record = {"algo": "grpo", **config_record(composed())}
     added_since = {"sample_batch_size", "eval_envs", "mixed_routing", "decoding", "device", "dtype", "gradient_checkpointing",
-                   "segmented_scoring", "master_weights"}  # run fields added since 0.1  # fmt: skip
+                   "segmented_scoring", "master_weights", "full_determinism"}  # run fields added since 0.1  # fmt: skip
     run_fields = {f.name for f in dataclasses.fields(RunConfig)} | {"checkpoint_every"}  # renamed checkpoint_interval in 0.2
     then = {k: v for k, v in FLAT_LAYOUT_RECORD.items() if k not in run_fields | {"batch_size"}}
     assert {k: v for k, v in record.items() if k not in added_since | run_fields | {"micro_batch_size"} | set(ADDED_SETTINGS)} == then
