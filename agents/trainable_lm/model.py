@@ -239,7 +239,6 @@ class TrainableLM(Sampling, Scoring, Weights):
         decoding: Decoding = "dynamic",
         keep_reference: bool = True,
         chat_template_kwargs: Mapping[str, Any] | None = None,
-
         cast_lm_head_to_fp32: bool = False,
     ) -> None:
         require_train_extra()
