@@ -149,6 +149,28 @@ def test_a_thin_wrapper_loses_the_wrapper_bonus(protocol, problem):
     assert outcome.reward == pytest.approx(3.0)
 
 
+WORK_OF_THE_HELPER = (
+    "def aux(numbers):\n    return list(numbers)\n\n"
+    "def core(numbers):\n    product = 1\n    for n in numbers:\n        product *= n\n    return (sum(numbers), product)\n"
+)
+PASSING_ON = {
+    "a second helper function": "def sum_product(numbers):\n    return core(aux(numbers))\n",
+    "a constant beside": "def sum_product(numbers):\n    copy = aux(numbers)\n    unused = 0\n    return core(copy)\n",
+    "a pass beside": "def sum_product(numbers):\n    pass\n    result = core(aux(numbers))\n    return result\n",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(PASSING_ON))
+def test_a_main_that_only_passes_the_helpers_results_on_is_a_wrapper(protocol, problem, name):
+    """Red team 34: a main function that returns ``core(aux(x))``, ``core`` a second function
+    the helper wrote, did no work and escaped CoMLRL's two wrapper forms (4.0 against 3.0)."""
+    outcome = score(protocol, problem, WORK_OF_THE_HELPER, PASSING_ON[name])
+    assert outcome.parts["tests"] == outcome.parts["cooperation"] == 1.0 and outcome.parts["not_wrapper"] == 0.0
+    assert outcome.reward == pytest.approx(3.0)
+    own_work = "def sum_product(numbers):\n    _, product = core(aux(numbers))\n    return (sum(numbers), product)\n"
+    assert score(protocol, problem, WORK_OF_THE_HELPER, own_work).parts["not_wrapper"] == 1.0
+
+
 def test_a_trivial_helper_or_a_main_defining_aux_earns_no_cooperation(protocol, problem):
     trivial = "def aux(x):\n    return x\n"
     main = "def sum_product(numbers):\n    product = 1\n    for n in aux(numbers):\n        product *= n\n    return (sum(numbers), product)\n"

@@ -5,8 +5,8 @@
 code is admitted (:mod:`deliberation_env.text.protocols.coding.admission`) and defines its
 function with a ``return <value>``; whether the codes and the team's two programs
 compile; and, for a main function that reaches the tests, whether it calls ``aux``, binds
-``aux`` itself, is one of CoMLRL's two thin-wrapper forms or throws a call's result away,
-and whether the helper is trivial (it returns only constants or its own parameters). All
+``aux`` itself, is a thin wrapper (CoMLRL's two forms, or no work besides passing the
+helper's results on) or throws a call's result away, and whether the helper is trivial (it returns only constants or its own parameters). All
 are read from the syntax tree, except the definition of a function in a code that does not
 compile, read as text (CoMLRL's format level). What these facts do not prove, and the
 run that the cooperation bonus adds, are in the protocol's page ("What the structure
@@ -78,7 +78,7 @@ def analyse(helper_code: str, main_code: str, prompt: str, entry_point: str) -> 
         calls_helper=any(calls_name(node, HELPER) for node in ast.walk(main)),
         helper_trivial=helper is None or _trivial(helper),
         main_defines_helper=_binds_helper(main_module),
-        wrapper=_wrapper(main),
+        wrapper=_wrapper(main, functions),
         ignored_call=any(isinstance(node, ast.Expr) and calls_name(node.value, HELPER) for node in ast.walk(main)),
     )
 
@@ -167,14 +167,18 @@ def _binds_helper(module: ast.Module) -> bool:
     return False
 
 
-def _wrapper(main: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """``return aux(...)`` alone, or ``v = aux(...)`` then ``return v`` (CoMLRL's two forms)."""
+def _wrapper(main: ast.FunctionDef | ast.AsyncFunctionDef, helper_functions: tuple[str, ...]) -> bool:
+    """The main function does no work of its own: CoMLRL's two forms (``return aux(...)``
+    alone, or ``v = aux(...)`` then ``return v``), or (red team 34) a body of returns,
+    assignments to names and ``pass`` whose values are only the helper's: calls of the
+    helper code's functions (whatever their arguments, as CoMLRL's forms), names, constants
+    and tuples of them (``return core(aux(x))``; ``v = aux(x)``, ``w = 0``, ``return v``)."""
     body = _body(main)
-    if len(body) == 1:
-        return isinstance(body[0], ast.Return) and body[0].value is not None and calls_name(body[0].value, HELPER)
+    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None and calls_name(body[0].value, HELPER):
+        return True
     if len(body) == 2:
         first, second = body
-        return (
+        if (
             isinstance(first, ast.Assign)
             and len(first.targets) == 1
             and isinstance(first.targets[0], ast.Name)
@@ -182,5 +186,30 @@ def _wrapper(main: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
             and isinstance(second, ast.Return)
             and isinstance(second.value, ast.Name)
             and second.value.id == first.targets[0].id
-        )
-    return False
+        ):
+            return True
+    return _helpers_work_only(body, helper_functions)
+
+
+def _helpers_work_only(body: list[ast.stmt], helper_functions: tuple[str, ...]) -> bool:
+    """Every statement of ``body`` passes the helper's results on (:func:`_wrapper`), one
+    returns a value, and ``aux`` is called."""
+    def passed_on(value: ast.expr | None) -> bool:
+        if isinstance(value, ast.Call):
+            return isinstance(value.func, ast.Name) and value.func.id in helper_functions
+        if isinstance(value, ast.Tuple):
+            return all(passed_on(item) for item in value.elts)
+        return isinstance(value, ast.Name | ast.Constant)
+
+    returns = False
+    for statement in body:
+        if isinstance(statement, ast.Return):
+            returns = returns or statement.value is not None
+            if statement.value is not None and not passed_on(statement.value):
+                return False
+        elif isinstance(statement, ast.Assign):
+            if not all(isinstance(target, ast.Name) for target in statement.targets) or not passed_on(statement.value):
+                return False
+        elif not isinstance(statement, ast.Pass):
+            return False
+    return returns and any(calls_name(node, HELPER) for statement in body for node in ast.walk(statement))

@@ -39,7 +39,10 @@ part                  weight  what it measures
                               passes fewer tests each time (not with CoMLRL's gate,
                               which reads the text only)
 ``not_wrapper``       1.0     given cooperation: the main function is not a thin wrapper
-                              (``return aux(...)``, or ``v = aux(...)`` then ``return v``)
+                              (``return aux(...)``, or ``v = aux(...)`` then ``return v``,
+                              CoMLRL's forms; or no statement but returns and assignments
+                              of the helper functions' results, names and constants:
+                              ``return core(aux(x))``)
 ``ignored_call``      -0.5    given cooperation: the main function calls ``aux`` as a bare
                               statement, throwing its result away
 ====================  ======  ===============================================================
@@ -103,7 +106,8 @@ below), or that either function is correct beyond the tests.
 **What the structure bonuses prove, and what not.** ``helper_defined``, ``main_defined``,
 ``not_wrapper`` and ``ignored_call`` are facts of the judged functions' text, as in
 CoMLRL: that ``aux`` returns something other than a constant or one of its parameters,
-that the main function's text calls ``aux`` and is not one of CoMLRL's two wrapper forms.
+that the main function's text calls ``aux`` and is not a thin wrapper (CoMLRL's two forms,
+or only passing the helper's results on).
 ``cooperation`` also needs behaviour: the helper's results must matter to the tests. A
 call that never runs (``if 0 > 1: aux(x)``), a result never used (``v = aux(x)``),
 overwritten, or replaced by a fallback, passes every test with the helper's answers
@@ -140,8 +144,10 @@ same main function without the check; red teams 28 and 31 found no behaviour of 
 program that tells the two apart, and a rule on the text, such as a comparison with
 ``aux``'s result, would also take the bonus from honest predicates like ``if aux(c) == 0``;
 pinned by ``test_a_relation_between_the_arguments_and_the_answer_still_earns_cooperation``).
-Nor that it does part of the work itself (one more statement takes any wrapper out of the
-two forms), or that the helper is correct beyond the tests; a helper whose answers and
+Nor that it does part of the work itself: a body that only passes the helper's results on
+(returns and assignments of calls of the helper code's functions, names and constants:
+``return core(aux(x))``, ``core`` a second function of the helper's, red team 34) is a
+wrapper too, but one statement of work of its own, however small, takes it out; nor that the helper is correct beyond the tests; a helper whose answers and
 changes are all the same, or whose swapped ones the tests cannot tell apart, earns no
 bonus. Only the ``tests`` part measures the program's correctness.
 
