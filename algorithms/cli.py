@@ -417,10 +417,18 @@ TRL_ABSENT_PREFIXES = {
 that is one of them says so."""
 COMLRL_FIELDS = {
     "num_agents": ("env.n_agents", ""),
-    "num_turns": ("env.max_turns", ""),
-    "termination_threshold": ("env.stop_threshold", " (an episode ends once the joint reward reaches it)"),
+    "num_turns": (
+        "env.max_turns", " (CoMLRL's turns branch into a tree, here rollout tree: the default is parallel rollouts)"
+    ),
+    "termination_threshold": (
+        "env.stop_threshold",
+        (
+            " (a joint sample's episode ends once its joint reward reaches it, that reward then counting at every "
+            "turn left; CoMLRL stops a node's samples once their mean reward exceeds it)"
+        ),
+    ),
     "discount": ("gamma", " (CoMLRL's default is 0.9, ours 1.0)"),
-    "joint_mode": ("pairing", " (aligned or cross, as CoMLRL's)"),
+    "joint_mode": ("pairing", " (aligned or cross, as CoMLRL's; cross for one turn, aligned with rollout tree)"),
     "advantage_mode": ("baseline", " (mean, rloo, max or raw; magrpo's own: in compare text, --magrpo.baseline)"),
     "advantage_normalization": (
         "normalize_advantages", " (magrpo's own, off by default: in compare text, --magrpo.normalize-advantages)"

@@ -127,11 +127,17 @@ def test_each_option_has_one_name_in_train_and_compare():
           "here (the models run in eval mode; LoRA's dropout is 0)")),
         (["train", "meta", "grpo", "--disable-dropout"], "deliberate train meta grpo: error: unrecognized option --disable-dropout"),
         # CoMLRL's names (the CoMLRL client porting MAGRPO): ours named
-        (["train", "text", "magrpo", "--num-turns", "2"], "deliberate train text magrpo: error: unrecognized option --num-turns: that is CoMLRL's name; here it is --max-turns"),
+        (["train", "text", "magrpo", "--num-turns", "2"],
+         ("deliberate train text magrpo: error: unrecognized option --num-turns: that is CoMLRL's name; here it is --max-turns "
+          "(CoMLRL's turns branch into a tree, here rollout tree: the default is parallel rollouts)")),
+        (["train", "text", "magrpo", "--termination-threshold", "0.5"],
+         ("deliberate train text magrpo: error: unrecognized option --termination-threshold: that is CoMLRL's name; here it is "
+          "--stop-threshold (a joint sample's episode ends once its joint reward reaches it, that reward then counting at "
+          "every turn left; CoMLRL stops a node's samples once their mean reward exceeds it)")),
         (["compare", "text", "--discount", "0.9"],
          "deliberate compare text: error: unrecognized option --discount: that is CoMLRL's name; here it is --gamma (CoMLRL's default is 0.9, ours 1.0)"),
         (["train", "text", "magrpo", "--joint-mode", "cross"],
-         "deliberate train text magrpo: error: unrecognized option --joint-mode: that is CoMLRL's name; here it is --pairing (aligned or cross, as CoMLRL's)"),
+         "deliberate train text magrpo: error: unrecognized option --joint-mode: that is CoMLRL's name; here it is --pairing (aligned or cross, as CoMLRL's; cross for one turn, aligned with rollout tree)"),
         (["train", "text", "magrpo", "--eval-num-samples", "4"],
          "deliberate train text magrpo: error: unrecognized option --eval-num-samples: that is CoMLRL's name; here it is --eval-problems (held-out problems per evaluation)"),
         (["train", "text", "magrpo", "--logging-steps", "1"],

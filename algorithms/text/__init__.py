@@ -46,6 +46,10 @@ cross pairing          (aligned samples)           ``joint_mode="cross"``: a    
                                                    sample's return is the SUM      return is the MEAN of those joint
                                                    of the joint returns it is      returns (G^(n-1) times smaller;
                                                    part of                         equal after standardization)
+early termination      none                        ``termination_threshold``: a    ``env.stop_threshold`` (off): a
+                                                   node's K samples end (their     joint sample's episode ends once
+                                                   returns their rewards) once     its joint reward reaches it, that
+                                                   their mean reward exceeds it    reward counting at every turn left
 clipping               none                        none                            ``clip_eps`` (inactive in one pass)
 optimizer              (not fixed)                 AdamW per agent (weight decay   Adam per agent (``weight_decay``
                                                    0.01, torch's default)          > 0: AdamW on the matrices),

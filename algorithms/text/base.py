@@ -75,6 +75,14 @@ towards 0 is the usual sign of a policy that stopped exploring), ``tokens/{agent
   (``torch.cuda.max_memory_allocated``); on the CPU the process's peak resident set size
   so far (``getrusage``), which includes everything the process ever held.
 
+**In a tree** (``rollout="tree"``) a node of turn t is played in the G^(T-1-t) envs under
+it: ``rewards/*`` read its reward in each, which weighs every turn alike (the mean over
+the turns of each turn's mean over its nodes: CoMLRL's per-turn ``batch_mean_reward``,
+averaged); ``tokens/*``, ``truncated/*``, ``adv/abs_mean`` and the ``perf/*`` token rates
+count each completion once (B (G + ... + G^T) per agent, so the last turn's weigh most);
+``returns/mean`` is the mean return of the nodes of turn 0; ``episodes`` counts leaves
+(B G^T an update, where the parallel rollouts play B G).
+
 **Cut completions.** A completion cut at ``max_new_tokens`` is played as the env's
 ``text_if_cut`` info says (:func:`agents.text_policy.played_text`, as
 :class:`agents.TextPolicy` plays it in evaluation): the math protocol under strict
@@ -449,7 +457,10 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
     def _log_completions(self, rollouts: Rollouts) -> None:
         """The first ``config.log_completions`` completions of this update, whole rollouts
         first (group, member, then turn and agent: the first 2 x turns of a pair are one
-        episode, read as it was played), one JSON line each (:attr:`completions_dir`)."""
+        episode, read as it was played; a tree's read depth first, each node before the
+        nodes under it), one JSON line each (:attr:`completions_dir`). A tree's records
+        also carry ``branch``: the sample taken at each turn down to this one
+        (:meth:`branch_of`; siblings share all but its last entry)."""
         lines = []
         episodes = sorted(rollouts.samples, key=lambda s: (s.group, s.member, s.turn, s.agent_index))
         for sample in episodes[: self.config.log_completions]:
@@ -461,10 +472,20 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
                 "completion": completion.text, "finish_reason": completion.finish_reason,
                 "tokens": len(completion.token_ids), "reward": float(reward),
             }  # fmt: skip
+            if self.config.rollout == "tree":
+                record["branch"] = self.branch_of(sample.member, sample.turn)
             lines.append(json.dumps(record, ensure_ascii=False))
         path = Path(self.completions_dir) / f"update-{self.update + 1:06d}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+    def branch_of(self, member: int, turn: int) -> list[int]:
+        """The path from a tree's root to the node of ``turn`` read at leaf column ``member``
+        (:meth:`_nodes`): the index, among its G siblings, of the joint sample taken at each
+        turn 0, ..., ``turn``. Siblings share all but the last entry, a node's parent is its
+        path without the last, and the G^(T-1-t) leaves under a node of turn t all read it."""
+        group, turns = self.config.group_size, self.config.env.max_turns
+        return [member // group ** (turns - 1 - t) % group for t in range(turn + 1)]
 
     def _gathered(self, play: Play, groups: list[int], envs: list[int]) -> Play:
         """Every rank's play of its ``groups`` (its ``envs`` of the update) as one play of

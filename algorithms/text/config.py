@@ -174,7 +174,11 @@ class TextLearnerConfig(GroupSettings):
     gamma times the mean of its children's returns, and its group is its G siblings (the
     samples that share its history), so an advantage compares completions of one history.
     Costs per problem and agent G + G^2 + ... + G^T completions (parallel: G T) and
-    G^T envs stepped every turn. Aligned pairing only."""
+    G^T envs stepped every turn. Aligned pairing only. ``env.stop_threshold`` ends a joint
+    sample's episode, in every env under it, once its own joint reward reaches it (CoMLRL's
+    ``termination_threshold`` stops a node's G samples once their mean reward exceeds it).
+    The metrics weigh every turn's rewards alike and count each completion once
+    (:mod:`algorithms.text.base`); ``--log-completions`` names each record's ``branch``."""
     max_new_tokens: int = 96
     """Most tokens per completion."""
     min_new_tokens: int = 0
@@ -398,10 +402,13 @@ class TextLearnerConfig(GroupSettings):
             raise ValueError(f"gamma must lie in [0, 1], got {self.gamma}")
         if self.workers < 0:
             raise ValueError(f"{type(self).__name__}.workers must be >= 0, got {self.workers}")
+        if self.rollout == "tree" and self.pairing != "aligned":  # first: max_turns=1 would not help
+            raise ValueError(
+                "rollout='tree' branches aligned joint samples: use pairing='aligned' with it (cross pairing "
+                "plays one turn, where the parallel rollouts are already a tree of one level: rollout='parallel')"
+            )
         if self.pairing == "cross" and self.env.max_turns != 1:
             raise ValueError("pairing='cross' scores every combination of one turn: use max_turns=1, or 'aligned'")
-        if self.rollout == "tree" and self.pairing != "aligned":
-            raise ValueError("rollout='tree' branches aligned joint samples: use pairing='aligned' with it")
 
     @property
     def num_envs(self) -> int:

@@ -4,11 +4,14 @@ and its group is its G siblings."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from test_text_learners import SMALL, changed, make_learner, snapshot
-from text_learner_fakes import HashProtocol
+from text_learner_fakes import HashProtocol, ScriptedBackend
 
+from agents.text_policy import TextPolicy
 from algorithms.text import TextGRPO, TextGRPOConfig, TextMAGRPOConfig, evaluate
 from deliberation_env.text import text_vector_env
 from deliberation_env.text.config import TextEnvConfig
@@ -88,5 +91,53 @@ def test_a_tree_update_trains_and_its_held_out_play_is_the_parallel_ones(make_lm
 def test_a_tree_needs_aligned_pairing():
     with pytest.raises(ValueError, match="rollout='tree' branches aligned joint samples"):
         TextMAGRPOConfig(**{**TREE, "pairing": "cross", "env": TextEnvConfig(max_turns=1)})
+    # over two turns the tree's refusal comes first: cross's own ("use max_turns=1") led to the tree's
+    with pytest.raises(ValueError, match="rollout='tree' branches aligned joint samples"):
+        TextMAGRPOConfig(**{**TREE, "pairing": "cross"})
     with pytest.raises(ValueError, match="rollout must be one of"):
         TextMAGRPOConfig(**{**TREE, "rollout": "branching"})
+
+
+def test_a_trees_metrics_count_each_completion_once_and_each_turn_alike(played):
+    """A node of turn t is played in the G^(T-1-t) envs under it: its reward is read there
+    that many times, which weighs every turn alike (CoMLRL's per-turn means over its nodes,
+    averaged), and its completion's tokens are counted once."""
+    _, rollouts = played
+    turns = rollouts.rewards.shape[0]
+    per_turn = [rollouts.rewards[t, :, :: 2 ** (turns - 1 - t), 0].mean() for t in range(turns)]  # each node once
+    assert rollouts.metrics["rewards/joint/mean"] == pytest.approx(float(torch.stack(per_turn).mean()))
+    for agent in ("agent_0", "agent_1"):
+        lengths = [len(s.completion.token_ids) for s in rollouts.samples if s.agent == agent]
+        assert len(lengths) == 2 * (2 + 2**2)  # B (G + G^2): each completion sampled and counted once
+        assert rollouts.metrics[f"tokens/{agent}"] == pytest.approx(sum(lengths) / len(lengths))
+
+
+def test_a_frozen_agent_plays_each_node_of_a_tree_once(make_lm):
+    backend = ScriptedBackend()
+    frozen = {"agent_1": TextPolicy(backend, max_tokens=4)}
+    subject = make_learner(make_lm, config=TextMAGRPOConfig(**TREE), agents=["agent_0"], frozen=frozen)
+    rollouts = subject.collect()
+    assert len(backend.requests) == 2 * (2 + 2**2)  # B (G + G^2) nodes, not B G^2 envs a turn
+    assert {s.agent for s in rollouts.samples} == {"agent_0"}
+    assert torch.equal(rollouts.rewards[0, :, 0], rollouts.rewards[0, :, 1])  # a node's leaves: its frozen text too
+
+
+def test_a_trees_logged_completions_name_their_branch(make_lm, tmp_path):
+    """``--log-completions`` of a tree: each record's ``branch`` names its node, siblings
+    share its history (their prompts) and the parent's feedback is in that history."""
+    config = TextMAGRPOConfig(**{**TREE, "env": TextEnvConfig(max_turns=3)}, log_completions=1000)
+    subject = make_learner(make_lm, config=config)
+    subject.completions_dir = tmp_path
+    subject.collect()
+    records = [json.loads(line) for line in (tmp_path / "update-000001.jsonl").read_text().splitlines()]
+    mine = [r for r in records if r["agent"] == "agent_0" and r["group"] == 0]
+    assert len(records) == 2 * 2 * (2 + 4 + 8) and sorted(len(r["branch"]) for r in mine) == [1] * 2 + [2] * 4 + [3] * 8
+    by_branch = {tuple(r["branch"]): r for r in mine}
+    assert len(by_branch) == len(mine)  # every node its own path
+    for branch, record in by_branch.items():
+        assert record["turn"] == len(branch) - 1
+        if len(branch) > 1:
+            sibling = by_branch[(*branch[:-1], 1 - branch[-1])]
+            assert record["prompt"] == sibling["prompt"]
+            parent = by_branch[branch[:-1]]
+            assert f"R was {parent['reward']:.2f}" in record["prompt"]  # the parent's feedback (HashProtocol's)
