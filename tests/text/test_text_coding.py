@@ -392,6 +392,41 @@ def test_a_helper_whose_result_is_used_keeps_its_leave_one_out_credit(problem):
         assert infos["agent_0"]["reward_components"]["contribution"] == pytest.approx(credit)
 
 
+ANY_HELPER = f"{FENCE}python\ndef aux(x):\n    return [x, 1]\n{FENCE}"  # not trivial, and no use to sum_product
+
+
+@pytest.mark.parametrize("name", ["result unused", "result thrown away", "result overwritten", "a fallback"])
+def test_a_helper_whose_result_cannot_matter_earns_only_its_own_definition(name):
+    """Red team 35: without a helper the main function's calls of ``aux`` raised NameError,
+    so a helper was pivotal wherever the main function called it, even where its answer
+    cannot matter: any helper earned 1.4 of leave-one-out credit (0.9 of Shapley) for the
+    tests the main function passed alone. Without a helper each unbound function the main
+    code reads answers ``None``, as in the withheld run."""
+    env = text_env(task="humaneval", split="test", shapley=True)
+    main = f"{FENCE}python\n{SOLVED_ALONE_WITH_A_CALL[name]}{FENCE}"
+    for helper in (HELPER, ANY_HELPER):
+        env.reset(options={"problem_id": PROBLEM})
+        _, rewards, _, _, infos = env.step({"agent_0": helper, "agent_1": main})
+        if name == "a fallback" and helper == ANY_HELPER:
+            continue  # its answer is used, and wrong: 1.5
+        assert rewards["agent_0"] == pytest.approx(2.5)
+        parts = infos["agent_0"]["reward_components"]
+        assert parts["contribution"] == pytest.approx(0.4) and parts["shapley"] == pytest.approx(0.4)
+        assert infos["agent_1"]["reward_components"]["contribution"] == pytest.approx(2.5 - 0.4)
+
+
+def test_without_a_helper_the_main_functions_calls_answer_none(protocol, problem):
+    """What the team without a helper scores: a main function that needs the answer fails as
+    before (1.1), one that does not passes (2.1, what the same function without the call
+    scores); a main function that calls nothing unbound runs without a helper process."""
+    assert score(protocol, problem, "", MAIN).reward == pytest.approx(1.1)
+    for name in ("result unused", "a fallback"):
+        assert score(protocol, problem, "", SOLVED_ALONE_WITH_A_CALL[name]).reward == pytest.approx(2.1)
+    assert protocol.request(problem, coding.analyse("", ALONE, problem.meta["prompt"], "sum_product").program).helper == ""
+    another = ALONE.replace("    product = 1\n", "    _unused = core(numbers)\n    product = 1\n")  # any unbound name
+    assert score(protocol, problem, "", another).reward == pytest.approx(2.1)
+
+
 def test_failing_tests_are_counted(protocol, problem):
     main = MAIN.replace("    total = sum(numbers)", "    total = sum(numbers) + (len(numbers) == 1)")
     outcome = score(protocol, problem, HELPER, main)
@@ -430,7 +465,7 @@ def test_leave_one_out_contributions_by_hand(problem):
     env.reset(options={"problem_id": PROBLEM})
     _, rewards, _, _, infos = env.step({"agent_0": HELPER, "agent_1": MAIN})
     assert rewards["agent_0"] == rewards["agent_1"] == 4.0
-    # Without the helper, aux is undefined: 0 tests, R = 0.6 + 0.5. Without the main function, R = 0.4.
+    # Without the helper, aux answers None: 0 tests, R = 0.6 + 0.5. Without the main function, R = 0.4.
     assert infos["agent_0"]["reward_components"]["contribution"] == pytest.approx(4.0 - 1.1)
     assert infos["agent_1"]["reward_components"]["contribution"] == pytest.approx(4.0 - 0.4)
     assert infos["agent_0"]["team_output"].endswith("return (total, aux(numbers))\n")
@@ -452,8 +487,9 @@ def test_the_next_prompt_shows_the_programs_results_on_the_tests_calls_not_the_t
 
 
 def test_a_program_that_fails_or_does_not_load_says_so(protocol, problem):
-    outcome = score(protocol, problem, "", MAIN)  # aux is called but nobody defines it
-    assert "sum_product([10]) -> raised NameError" in outcome.feedback[1]
+    outcome = score(protocol, problem, "", MAIN)  # aux is called but nobody defines it: it answers None
+    assert "- no helper: each call of aux answers None" in outcome.feedback[1]
+    assert "sum_product([10]) -> (10, None)" in outcome.feedback[1]
     exits = f"{FENCE}python\ndef sum_product(numbers):\n    return (sum(numbers), 1)\n\ndef aux(x):\n    return x\n\nraise SystemExit\n{FENCE}"
     outcome = score(protocol, problem, "", exits)
     assert outcome.parts["main_defined"] == 0.0 and "line 7: a top-level Raise statement" in outcome.feedback[0]

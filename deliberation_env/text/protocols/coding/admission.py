@@ -514,9 +514,9 @@ def refusals(helper: ast.Module, main: ast.Module, prompt: str, entry_point: str
         prompt: The problem's prompt (its bindings are the trusted ones).
         entry_point: The problem's entry point.
     """
-    prompt_bindings = _prompt_bindings(prompt)
+    trusted = prompt_bindings(prompt)
     prompt_keys: dict[str, set[str]] = {}
-    for binding in prompt_bindings:
+    for binding in trusted:
         if binding.name != entry_point:
             prompt_keys.setdefault(binding.name, set()).add(binding.key)
     found, bindings = [], []
@@ -524,7 +524,7 @@ def refusals(helper: ast.Module, main: ast.Module, prompt: str, entry_point: str
         try:
             check_depth(module)
             bindings.append(top_level_bindings(module))
-            check_code(module, entry_point, prompt_bindings, bindings[-1])
+            check_code(module, entry_point, trusted, bindings[-1])
             check_names(bindings[-1], prompt_keys, entry_point, seat)
         except Refused as refusal:
             found.append(str(refusal))
@@ -541,6 +541,6 @@ def refusals(helper: ast.Module, main: ast.Module, prompt: str, entry_point: str
 
 
 @functools.lru_cache(maxsize=1024)
-def _prompt_bindings(prompt: str) -> tuple[Binding, ...]:
+def prompt_bindings(prompt: str) -> tuple[Binding, ...]:
     """The prompt's :func:`top_level_bindings` (parsed once per prompt)."""
     return tuple(top_level_bindings(ast.parse(prompt)))

@@ -16,10 +16,18 @@ bonuses prove, and what not").
 from __future__ import annotations
 
 import ast
+import builtins
 import re
+import symtable
 from dataclasses import dataclass
 
-from deliberation_env.text.protocols.coding.admission import HELPER, calls_name, refusals
+from deliberation_env.text.protocols.coding.admission import (
+    HELPER,
+    calls_name,
+    prompt_bindings,
+    refusals,
+    top_level_bindings,
+)
 from deliberation_env.text.protocols.coding.judge import TeamProgram
 
 
@@ -61,6 +69,8 @@ def analyse(helper_code: str, main_code: str, prompt: str, entry_point: str) -> 
     helper_refused, main_refused = refusals(helper_module, main_module, prompt, entry_point)
     functions = () if helper_refused else _function_names(helper_module)
     program = TeamProgram(prompt, helper_code if functions else "", main_code, functions)
+    if not functions and not main_error and not main_refused:
+        program = program.without_helper(_unbound_names(main_code, main_module, prompt))
     helper = None if helper_refused else _last_function(helper_module, HELPER)
     main = None if main_refused else _last_function(main_module, entry_point)
     helper_defined = _defines(helper_code, HELPER) if helper_error else _returns_value(helper)
@@ -81,6 +91,26 @@ def analyse(helper_code: str, main_code: str, prompt: str, entry_point: str) -> 
         wrapper=_wrapper(main, functions),
         ignored_call=any(isinstance(node, ast.Expr) and calls_name(node.value, HELPER) for node in ast.walk(main)),
     )
+
+
+def _unbound_names(main_code: str, main_module: ast.Module, prompt: str) -> tuple[str, ...]:
+    """The global names the main agent's code reads that neither it, the prompt nor Python's
+    builtins bind: the helper's functions it calls, which answer ``None`` in a team without
+    a helper (:meth:`~deliberation_env.text.protocols.coding.judge.TeamProgram.without_helper`).
+    Read with :mod:`symtable`, Python's own scoping, so a local of the same name is not one."""
+    bound = {binding.name for binding in (*top_level_bindings(main_module), *prompt_bindings(prompt))}
+    found: dict[str, None] = {}
+    tables = [symtable.symtable(main_code, "<main code>", "exec")]
+    while tables:
+        table = tables.pop()
+        module = table.get_type() == "module"  # a StrEnum from Python 3.13
+        for symbol in table.get_symbols():
+            name = symbol.get_name()
+            free = symbol.is_referenced() and (symbol.is_global() or (module and not symbol.is_assigned() and not symbol.is_imported()))
+            if free and name not in bound and not hasattr(builtins, name):
+                found[name] = None
+        tables += table.get_children()
+    return tuple(sorted(found))
 
 
 def _function_names(module: ast.Module) -> tuple[str, ...]:

@@ -83,6 +83,9 @@ class TeamProgram:
         main_code: The main agent's code.
         helper_functions: The helper code's top-level functions, which the main program
             calls through the sandbox's stubs.
+        helper_answers: ``"returned"``, or ``"swapped"`` (:meth:`results_swapped`).
+        no_helper: The team has no helper: ``helper_code`` is :meth:`without_helper`'s
+            stubs, not an agent's code.
     """
 
     prompt: str
@@ -90,6 +93,7 @@ class TeamProgram:
     main_code: str
     helper_functions: tuple[str, ...] = ()
     helper_answers: str = "returned"
+    no_helper: bool = False
 
     @property
     def helper(self) -> str:
@@ -106,7 +110,18 @@ class TeamProgram:
     @property
     def text(self) -> str:
         """Both codes after the prompt, as one listing (the team's output)."""
-        return f"{self.prompt}\n\n{self.helper_code}\n\n{self.main_code}\n"
+        return f"{self.prompt}\n\n{'' if self.no_helper else self.helper_code}\n\n{self.main_code}\n"
+
+    def without_helper(self, names: tuple[str, ...]) -> TeamProgram:
+        """These programs, which have no helper, with each of ``names`` (the unbound names
+        the main agent's code reads) answering ``None`` as in :meth:`results_withheld`, where
+        they raised ``NameError``: a team without a helper is judged as the team with the
+        helper's results withheld, so that a helper earns no leave-one-out credit where only
+        the existence of a function of that name mattered (red team 35). The team's output
+        (:attr:`text`) still has no helper code."""
+        if not names:
+            return self
+        return dataclasses.replace(self, helper_functions=names, no_helper=True).results_withheld()
 
     def results_withheld(self) -> TeamProgram:
         """These programs with each of the helper's functions answering ``None`` and changing

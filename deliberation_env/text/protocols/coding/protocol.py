@@ -186,8 +186,17 @@ candidate's output, is kept per (problem, program digest), at most ``cache_size`
 the least recently used dropped first; only verdicts that say something lasting about the
 program are kept (:class:`~deliberation_env.text.protocols.coding.counting.VerdictCache`).
 
-**Neutral text** (leave-one-out): the empty text, for both roles: no helper (the main
-function's calls of ``aux`` then fail), or no main function (R is at most 0.4).
+**Neutral text** (leave-one-out): the empty text, for both roles: no helper, or no main
+function (R is at most 0.4). A team without a helper (none written, or refused) is judged
+with each global name the main agent's code reads and nothing binds answering ``None``
+(:meth:`~deliberation_env.text.protocols.coding.judge.TeamProgram.without_helper`, the
+withheld run's stubs; the feedback says so): red team 35 found that when those calls raised
+``NameError`` a helper was pivotal wherever the main function called it, so any helper
+beside a main function that solved the problem alone and called ``aux`` for a result it
+never used (unused, overwritten, replaced by a fallback) earned 1.4 of leave-one-out
+credit (0.9 of Shapley) for the main function's tests, where its own definition is 0.4.
+A main function that checks a property of aux's answer (``aux(x) is not None``) still
+fails without it, so its helper keeps that credit for having the property.
 
 **Where this differs from CoMLRL, and why.**
 
@@ -480,6 +489,8 @@ def _report(problem: Problem, analysis: Analysis, tests: TestResult | None) -> s
         f"- helper {HELPER}(...): {_found(analysis.helper_defined, analysis.helper_refused)}",
         f"- main {entry}(...): {_found(analysis.main_defined, analysis.main_refused)}",
     ]
+    if analysis.program.no_helper:
+        lines.append(f"- no helper: each call of {', '.join(analysis.program.helper_functions)} answers None")
     if analysis.syntax_errors:
         lines.append(f"- syntax: ERROR in the {analysis.syntax_errors[0]}")
     elif analysis.main_defined:
