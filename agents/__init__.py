@@ -24,6 +24,7 @@ from agents.base import (
     LogprobResult,
     PeerAnswer,
     PrivilegedSolver,
+    ServerError,
     Solver,
     Turn,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "LogprobResult",
     "PeerAnswer",
     "PrivilegedSolver",
+    "ServerError",
     "SimulatedTeam",
     "Solver",
     "TextPolicy",

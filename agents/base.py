@@ -122,6 +122,13 @@ class BackendError(RuntimeError):
     """A backend failed after its retries; the message names the backend and request."""
 
 
+class ServerError(BackendError):
+    """The inference server a backend talks to refused a request or failed every attempt
+    at it (not running, unreachable, another model's name, a proxy's page, its own errors):
+    the setup's fault, not the package's, so the command line says it in one line (the
+    message names the backend, the server and what went wrong)."""
+
+
 # ---------------------------------------------------------------------- solver turns
 @dataclass(frozen=True, slots=True)
 class Answer:

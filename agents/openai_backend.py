@@ -28,8 +28,10 @@ An attempt that fails is retried with exponential backoff (``backoff_s * 2**atte
 connection errors, the deadline, rate limits, server errors and malformed responses (a
 body that is not JSON, such as a proxy's HTML page; no ``choices``; no message
 content; a field of the wrong type). After ``max_retries`` retries a
-:class:`~agents.base.BackendError` names the backend and its model, the server, the
-request and what was wrong. Client errors (a bad request) are not retried.
+:class:`~agents.base.ServerError` (a kind of :class:`~agents.base.BackendError`; the
+command line shows it in one line) names the backend and its model, the server, the
+request and what was wrong (a refused connection asks whether a server runs at
+``base_url``). Client errors (a bad request) are not retried.
 
 Log-probabilities come from the chat API's ``logprobs=True, top_logprobs=k`` on a
 one-token greedy completion: a candidate is scored by the top entry whose token text,
@@ -50,12 +52,12 @@ import pydantic
 
 from agents import progress
 from agents.base import (
-    BackendError,
     Generation,
     GenerationRequest,
     LogprobRequest,
     LogprobResult,
     Message,
+    ServerError,
 )
 
 try:
@@ -297,7 +299,7 @@ class OpenAIBackend:
         self, send: Callable[[], Awaitable], what: str, check: Callable[[_Completion], str | None] | None = None
     ) -> _Completion:
         """``send()`` under the deadline, parsed (and ``check``ed: what it names is a
-        malformed response); retried with backoff; a :class:`BackendError` in the end."""
+        malformed response); retried with backoff; a :class:`~agents.base.ServerError` in the end."""
         for attempt in range(self.max_retries + 1):
             if attempt:
                 await sleep(self.backoff_s * 2 ** (attempt - 1))
@@ -310,16 +312,18 @@ class OpenAIBackend:
                 return completion
             except _RETRYABLE as error:
                 last, failure = error, f"{type(error).__name__}: {error}"
+                if isinstance(error, openai.APIConnectionError) and not isinstance(error, openai.APITimeoutError):
+                    failure += f" (is a server running at {self.base_url}?)"
             except _MalformedResponse as error:
                 last, failure = error, str(error)
             except TimeoutError as error:
                 last, failure = error, f"no complete response within timeout_s={self.timeout_s}"
             except openai.APIError as error:
-                raise BackendError(
+                raise ServerError(
                     f"openai backend {self.model_id}: {what} was refused: "
                     f"{type(error).__name__}: {error}"
                 ) from error
-        raise BackendError(
+        raise ServerError(
             f"openai backend {self.model_id}: {what} failed after "
             f"{self.max_retries + 1} attempts: {failure}"
         ) from last

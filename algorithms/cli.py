@@ -47,6 +47,7 @@ import tyro
 from rich.logging import RichHandler
 from tyro.constructors import ConstructorRegistry, StructConstructorSpec, StructTypeInfo
 
+from agents.base import ServerError
 from agents.cache import CacheFileError, CacheMissError
 from algorithms.commands import cache, compare, run, tasks, train
 from algorithms.commands.common import console
@@ -231,9 +232,11 @@ COMPARE_REGISTRY = without_per_run_options()
 
 
 # ---------------------------------------------------------------------------- errors
-USER_ERRORS = (ValueError, TypeError, KeyError, FileNotFoundError, ImportError, CacheFileError, CacheMissError)
-"""What the package raises on a bad value, file, cache key, missing extra or an offline cache's miss: one line,
-no traceback."""
+USER_ERRORS = (
+    ValueError, TypeError, KeyError, FileNotFoundError, ImportError, CacheFileError, CacheMissError, ServerError,
+)  # fmt: skip
+"""What the package raises on a bad value, file, cache key, missing extra, an offline cache's miss or a model
+server that refused or never answered (``openai:`` teams): one line, no traceback."""
 LIST_FLAGS = (
     "--algos", "--reward-scales", "--baselines", "--policies", "--team", "--models", "--lora-targets",
     "--simulated.skill", "--simulated.refine-gain", "--simulated.self-fix", "--simulated.corruption",

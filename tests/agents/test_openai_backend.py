@@ -19,7 +19,7 @@ from agent_fakes import make_turn
 from helpers import llama_server
 
 from agents import CachedBackend, LLMAgent, openai_backend, prompts
-from agents.base import BackendError, Generation, GenerationRequest, LogprobRequest
+from agents.base import BackendError, Generation, GenerationRequest, LogprobRequest, ServerError
 from agents.cache import cache_stats
 from agents.llamacpp_backend import LlamaCppBackend, default_model_path
 from agents.openai_backend import OpenAIBackend
@@ -265,7 +265,7 @@ def test_server_errors_back_off_doubling_and_client_errors_are_not_retried(backo
         replying([(503, "application/json", b'{"error": "overloaded"}')], received)
     ) as url:
         backend = OpenAIBackend(url, "stub", max_retries=3, backoff_s=0.5, supports_logprobs=False)
-        with pytest.raises(BackendError, match="failed after 4 attempts: InternalServerError"):
+        with pytest.raises(ServerError, match="failed after 4 attempts: InternalServerError"):
             backend.generate(ask())
     assert len(received) == 4 and backoffs == [0.5, 1.0, 2.0]
 
@@ -276,10 +276,38 @@ def test_server_errors_back_off_doubling_and_client_errors_are_not_retried(backo
     ) as url:
         backend = OpenAIBackend(url, "stub", max_retries=3, supports_logprobs=False)
         with pytest.raises(
-            BackendError, match="generate request 0 .* was refused: BadRequestError"
+            ServerError, match="generate request 0 .* was refused: BadRequestError"
         ):
             backend.generate(ask())
     assert len(received) == 1 and backoffs == []
+
+
+def closed_port_url() -> str:
+    """The API root of a local port that nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_a_server_that_is_not_running_is_named_and_one_line_on_the_command_line(backoffs, capsys, tmp_path):
+    url = closed_port_url()
+    backend = OpenAIBackend(url, "stub", max_retries=1, supports_logprobs=False)
+    asked = rf"failed after 2 attempts: APIConnectionError.*is a server running at {re.escape(url)}\?"
+    with pytest.raises(ServerError, match=asked):
+        backend.generate(ask())
+
+    from algorithms import cli
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["run", "--team", f"openai:{url}#stub", "--n-problems", "1", "--no-progress",
+                  "--cache", str(tmp_path / "cache.sqlite"), "--run-dir", str(tmp_path / "run")])  # fmt: skip
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and "\n" not in err, err
+    assert err.startswith(f"deliberate run: error: openai backend openai:stub@{url}: ")
+    assert "is a server running" in err
+    assert not (tmp_path / "run").exists()  # nothing written for a team that never answered
 
 
 class Trickle(BaseHTTPRequestHandler):
