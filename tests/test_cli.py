@@ -286,6 +286,19 @@ def test_a_second_train_in_a_folder_resumes_only_when_asked_and_with_its_setting
     assert steps == [0, 1, 2, 3]
 
 
+def test_a_resume_with_other_settings_names_the_command_that_resumes_with_the_runs_own(capsys, tmp_path):
+    """A new user resumed with `--run-dir D --resume` alone and was refused for the defaults
+    that differ from the run's, with no word on how to give the run's settings back."""
+    run = tmp_path / "run"
+    cli.main(["train", "meta", "softrankpo", *TINY_TRAIN, "--run-dir", str(run)])
+    err = refused(capsys, "train", "meta", "softrankpo", "--run-dir", str(run), "--resume", "--updates", "3")
+    hint = f"--config {run / 'config.json'} --resume gives them back"
+    assert "group_size is 2 there and 8 here" in err and hint in err
+    cli.main(["train", "meta", "softrankpo", *hint.split()[:3], "--updates", "3", "--no-progress"])  # the hint, as given
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [0, 1, 2, 3]
+
+
 def test_compare_prints_its_table_and_files(capsys, tmp_path):
     out_dir = tmp_path / "cmp"
     cli.main(["compare", "meta", "--algos", "softrankpo", "--seeds", "2", "--baselines", "independent", "oracle",

@@ -20,7 +20,8 @@ and a run continues an earlier one only when asked.
 Traceback (most recent call last):
 ...
 ValueError: cannot resume the run in ... with other settings: algo is 'grpo' there and 'sft' here; \
-resume with its settings, or start a new run (without --resume, in another folder)
+resume with its settings (--config .../config.json --resume gives them back), or start a new run (without \
+--resume, in another folder)
 """
 
 from __future__ import annotations
@@ -191,7 +192,8 @@ def check_run_dir(
         if differences:
             raise ValueError(
                 f"cannot resume the run in {folder} with other settings: {'; '.join(differences)}; "
-                "resume with its settings, or start a new run (without --resume, in another folder)"
+                f"resume with its settings (--config {folder / CONFIG} --resume gives them back), or start a new "
+                "run (without --resume, in another folder)"
             )
         if updates is not None and kept is not None:  # the updates after the kept checkpoint are dropped
             update = int(kept.name.removeprefix("update-"))
