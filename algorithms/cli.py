@@ -313,8 +313,14 @@ def check_lists(args: list[str]) -> None:
 
 UNRECOGNIZED = re.compile(r"Unrecognized (?:or misplaced )?(?:options|arguments?):\s*(--[\w.-]+)")
 """tyro's line naming the first option that the command does not have."""
-UNKNOWN_WORD = re.compile(r"Unrecognized (?:or misplaced )?(?:options|arguments?):\s*([\w-]+).*?Available subcommands: ([\w, -]+?)(?: -{3,}| For full helptext|$)")
+UNKNOWN_WORD = re.compile(r"Unrecognized (?:or misplaced )?(?:options|arguments?):\s*([^\s-]\S*).*?Available subcommands: ([\w, -]+?)(?: -{3,}| For full helptext|$)")
 """tyro's line naming a word that is no subcommand, and the subcommands there are."""
+STRAY = re.compile(r"Unrecognized (?:or misplaced )?(?:options|arguments?):\s*([^\s-]\S*)")
+"""tyro's line naming a word (no option) where the command takes options only."""
+WITH_PATH = ("deliberate run", "deliberate train", "deliberate compare", "deliberate cache stats", "deliberate cache clear")
+"""The commands that take a file or folder by ``--path`` (the task's data; the cache file)."""
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+"""The names of config files (``--config FILE``)."""
 ELSEWHERE = re.compile(r"in (deliberate [\w ]+?) --help")
 """Where tyro's message says a similar option is (``in deliberate train meta grpo --help``)."""
 OPTION = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9.-]*[a-z0-9])")
@@ -546,9 +552,14 @@ def short_error(printed: str, command: str = "") -> str | None:
     if word is not None:
         choices = [choice.strip() for choice in word.group(2).split(",")]
         close = difflib.get_close_matches(word.group(1), choices, n=1, cutoff=0.5)
+        if not close and ("/" in word.group(1) or word.group(1).endswith(CONFIG_SUFFIXES)):
+            return stray_word(word.group(1), command)
         return f"unrecognized command {word.group(1)}" + (
             f"; did you mean {close[0]}?" if close else f"; name one of {', '.join(choices)}"
         )
+    stray = STRAY.search(text)
+    if stray is not None:
+        return stray_word(stray.group(1), command)
     missing = MISSING.search(text)
     if missing is not None:
         return f"name one of {missing.group(1)} after the command"
@@ -569,6 +580,18 @@ def short_error(printed: str, command: str = "") -> str | None:
     if kind is None:
         return f"{where}: {why}"
     return f"{where} takes {'an integer' if 'int()' in kind.group(1) else 'a number'}, not {kind.group(2)}"
+
+
+def stray_word(word: str, command: str) -> str:
+    """One line for ``word``, given where ``command`` takes options only: a config file is
+    offered ``--config``, another path ``--path`` where the command has it (a new user
+    wrote ``deliberate cache stats FILE`` and got tyro's box)."""
+    command = command.removesuffix(f" {word}")  # a command word out of place: not part of the command
+    if word.endswith(CONFIG_SUFFIXES) and command.startswith(tuple(f"deliberate {name}" for name in CONTAINERS)):
+        return f"unexpected argument {word}; did you mean --config {word}?"
+    if ("/" in word or "." in word) and command.startswith(WITH_PATH):
+        return f"unexpected argument {word}; did you mean --path {word}?"
+    return f"unexpected argument {word}: {command} takes options only ({command} --help lists them)"
 
 
 OWN_PACKAGES = ("deliberation_env", "agents", "algorithms")

@@ -149,6 +149,24 @@ def test_a_mistyped_flag_is_one_short_line_naming_the_nearest_flag(capsys, args,
     assert refused(capsys, *args) == message
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["cache", "stats", "/tmp/mine.sqlite"],  # a new user's first guess: tyro's box before
+         "deliberate cache stats: error: unexpected argument /tmp/mine.sqlite; did you mean --path /tmp/mine.sqlite?"),
+        (["run", "data/gsm8k"], "deliberate run: error: unexpected argument data/gsm8k; did you mean --path data/gsm8k?"),
+        (["train", "text", "magrpo", "my.yaml"],
+         "deliberate train text magrpo: error: unexpected argument my.yaml; did you mean --config my.yaml?"),
+        (["run", "meta", "text"],
+         "deliberate run meta text: error: unexpected argument text: deliberate run meta takes options only (deliberate run meta --help lists them)"),
+        (["tasks", "list", "all"],
+         "deliberate tasks list: error: unexpected argument all: deliberate tasks list takes options only (deliberate tasks list --help lists them)"),
+    ],
+)  # fmt: skip
+def test_a_stray_argument_is_one_line_offering_the_option_it_belongs_to(capsys, args, message):
+    assert refused(capsys, *args) == message
+
+
 def test_a_missing_family_or_learner_is_one_line_naming_the_choices(capsys):
     assert refused(capsys, "train") == "deliberate train: error: name one of meta, text after the command"
     assert refused(capsys, "train", "meta") == (
