@@ -69,7 +69,8 @@ smoke=()
 # train (the learner under torchrun and resumed), memory (the MAGRPO paper's scale: two
 # agents of Qwen2.5-3B's shape, 4 prompts x G = 8), micro64 (the update's loss pass in
 # micro-batches of 64 sequences, not 32), profile (benchmarks/gpu_profile.py: where a
-# decoding step and a loss micro-batch spend their time)
+# decoding step and a loss micro-batch spend their time), determinism (two bfloat16 runs of
+# one seed under --full-determinism --cast-lm-head-to-fp32 --rollout tree: bit-identical?)
 for check in ${AFTER-train}; do
     left=$((seconds - (SECONDS - started)))
     if ((left <= 150)); then
@@ -83,7 +84,9 @@ for check in ${AFTER-train}; do
     micro64) timeout -k 10 -s INT $((left - 30)) "$python" benchmarks/gpu_check.py "${smoke[@]}" \
         --micro-batch-size 64 --repeats 1 --no-compiled --budget-s 1 ;;
     profile) timeout -k 10 -s INT $((left - 30)) "$python" benchmarks/gpu_profile.py "${smoke[@]}" ;;
-    *) echo "AFTER: unknown check $check (train, memory, micro64, profile)" ;;
+    determinism) timeout -k 10 -s INT $((left - 30)) "$python" benchmarks/gpu_train_check.py "${smoke[@]}" \
+        --checks determinism ;;
+    *) echo "AFTER: unknown check $check (train, memory, micro64, profile, determinism)" ;;
     esac
     echo "$check: exit $?"
 done
