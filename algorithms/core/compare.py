@@ -124,7 +124,7 @@ def user_learners(
 
     Raises:
         ValueError: On a name that is neither shipped, nor in ``learners``, nor an import
-            path, an import path that does not import, or a learner that the family
+            path, a learner of ``learners`` that ``algos`` does not name, an import path that does not import, or a learner that the family
             cannot build (one of the other family's, say).
         TypeError: On a factory that cannot be called.
     """
@@ -132,6 +132,12 @@ def user_learners(
     clash = sorted(set(learners) & set(shipped))
     if clash:
         raise ValueError(f"learners= names {', '.join(clash)}, a shipped learner: give yours another name")
+    unused = [name for name in learners if name not in algos]
+    if unused:
+        raise ValueError(
+            f"learners= gives {', '.join(map(repr, unused))}, which algos does not name, so it would not be trained: "
+            f"add it to algos ({(*algos, *unused)!r}) or leave it out of learners="
+        )
     found = {}
     for algo in algos:
         if algo in shipped:

@@ -210,6 +210,16 @@ def test_a_name_that_is_no_learner_is_refused_before_anything_is_written(tmp_pat
         meta_compare.CompareConfig(algos=("./mine.py:Mine", "other.module:Mine"))
 
 
+
+def test_a_learner_given_in_learners_but_not_named_in_algos_is_refused_before_anything_is_written(tmp_path):
+    """A learner one forgot to name in ``algos`` would silently be left out of the table."""
+    with pytest.raises(ValueError, match=r"learners= gives 'centred', which algos does not name"):
+        meta_compare.compare(tiny_meta(tmp_path, ("softrankpo",)), learners={"centred": Centred})
+    with pytest.raises(ValueError, match=r"learners= gives 'centred', which algos does not name"):
+        text_compare.compare(tiny_text(tmp_path, ("grpo",)), learners={"centred": CentredText})
+    assert not (tmp_path / "meta").exists() and not (tmp_path / "text").exists()
+
+
 @pytest.mark.parametrize(
     "data",
     [
