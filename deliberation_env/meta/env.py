@@ -110,7 +110,9 @@ all three keys.
 where tokens_i counts the prompt and completion tokens agent i spent in this step (refine
 and introspection). Hence -reward_scale (w_local + w_global) - reward_scale lambda_tok
 tokens_i / 1000 <= r <= reward_scale (w_local + w_global). ``infos[agent]`` holds
-``reward_components`` (``local``, ``global``, ``token_cost``), ``correct``,
+``reward_components`` (``local``: r_local, ``global``: r_global, ``token_cost``: lambda_tok
+tokens_i / 1000, each before the weights and ``reward_scale``, so that r = reward_scale
+(w_local local + w_global global - token_cost)), ``correct``,
 ``consensus_correct``, ``decision``, ``confidence``, ``confidence_method``, ``text``,
 ``tokens`` (``prompt``, ``completion``, ``total`` of this step), ``episode_tokens``,
 ``cut`` (the current answer was cut at the token budget: under strict scoring no answer),
