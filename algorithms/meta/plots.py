@@ -275,12 +275,14 @@ def action_shares(curves: Rows, finals: Rows) -> Figure | None:
     """Training shares of PERSIST / REFINE / CONCEDE per learner at one reward scale (the
     one closest to 1, named in the title where the comparison ran several), mean and 95%
     band over seeds; None when no learner logged them (``actions/*_share``: the shipped
-    learners do, one's own need not)."""
+    learners do, one's own need not; the title names those left out, so that a missing
+    panel is not read as a learner that took no action)."""
     scale = _reference_scale(finals)
     per_action = {a: _series(curves, f"actions/{a}_share") for a in ACTION_NAMES}
     algos = sorted({algo for algo, s in per_action["persist"] if s == scale})
     if not algos:
         return None
+    unlogged = sorted({row["algo"] for row in finals if row["reward_scale"] == scale} - set(algos))
     fig = new_figure(figsize=(4.5 * len(algos), 3.6))
     axes = fig.subplots(1, len(algos), squeeze=False, sharey=True)[0]
     for ax, algo in zip(axes, algos, strict=True):
@@ -292,7 +294,8 @@ def action_shares(curves: Rows, finals: Rows) -> Figure | None:
         ax.set(title=algo, xlabel="training episodes", ylabel="share of actions", ylim=(0, 1))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(f"Actions taken in training{_at_scale(finals, scale)}", fontsize=10)
+    left_out = f"\nnot shown: {', '.join(unlogged)} (logs no actions/*_share)" if unlogged else ""
+    fig.suptitle(f"Actions taken in training{_at_scale(finals, scale)}{left_out}", fontsize=10)
     fig.tight_layout()
     return fig
 

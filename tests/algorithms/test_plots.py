@@ -140,6 +140,18 @@ def test_a_reward_scale_is_named_only_where_the_comparison_ran_several(scales):
     assert any("reward scale" in title for title in titles) == (len(scales) > 1)
 
 
+
+def test_the_action_shares_name_a_learner_that_logged_none():
+    """A learner of one's own that logs no ``actions/*_share`` has no panel: the title says
+    so, rather than leaving its absence to be read as a learner that took no action."""
+    curves, finals, _ = comparison_rows()
+    title = plots.action_shares(curves, finals)._suptitle.get_text()
+    assert "not shown" not in title
+    mine = [{"algo": "mine", "reward_scale": 1.0, "seed": seed, "episodes": 100, plots.METRIC: 0.9} for seed in range(3)]
+    figure = plots.action_shares(curves + mine, finals + mine)
+    assert [ax.get_title() for ax in figure.axes] == ["grpo", "softrankpo"]
+    assert "not shown: mine (logs no actions/*_share)" in figure._suptitle.get_text()
+
 def test_the_comparison_writes_its_four_figures(tmp_path):
     curves, finals, baseline_rows = comparison_rows()
     paths = plots.write_comparison(tmp_path, curves, finals, baseline_rows)
