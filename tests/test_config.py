@@ -140,6 +140,27 @@ def test_simulated_knobs_reach_the_team():
     assert build_team(config)[0].model_id == "simulated:skill=0.1,calibration=0"
 
 
+
+def test_simulated_knobs_from_python_may_be_a_dict_of_their_fields():
+    config = EnvConfig(team="simulated", simulated={"skill": (0.1,), "calibration": 0.0})
+    assert config.simulated == SimulatedTeamConfig(skill=(0.1,), calibration=0.0)
+    assert build_team(config)[0].model_id == "simulated:skill=0.1,calibration=0"
+    with pytest.raises(ValueError, match="simulated has no setting skil; known: skill, refine_gain"):
+        EnvConfig(team="simulated", simulated={"skil": (0.1,)})
+    with pytest.raises(TypeError, match="simulated must be a SimulatedTeamConfig or a dict of its fields, got int"):
+        EnvConfig(team="simulated", simulated=3)
+
+
+def test_simulated_knobs_on_a_team_without_a_simulated_member_warn_that_they_change_nothing(recwarn):
+    with pytest.warns(UserWarning, match=r"simulated.skill, simulated.calibration\) change nothing: team 'smollm2'"):
+        EnvConfig(team="smollm2", simulated={"skill": (0.1,), "calibration": 0.0})
+    with pytest.warns(UserWarning, match="simulated.skill"):
+        cli.parse(["train", "meta", "grpo", "--team", "smollm2", "--simulated.skill", "0.5"])
+    recwarn.clear()
+    EnvConfig(team=["simulated", "smollm2"], n_agents=2, simulated={"skill": (0.1,)})  # a member uses them
+    EnvConfig(team="smollm2")  # the defaults: nothing set
+    assert not [w for w in recwarn if "simulated" in str(w.message)]
+
 def test_path_and_difficulty_become_task_arguments(tmp_path):
     write_gsm8k(tmp_path)
     env = de.parallel_env(task="gsm8k", path=str(tmp_path), team="simulated", split="test")

@@ -25,7 +25,8 @@ openai:<base_url>#<model>, vllm:<model>[#chat_template_kwargs=<JSON>]
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -68,7 +69,8 @@ TASK_ON_THE_COMMAND_LINE = PrimitiveConstructorSpec(
 
 @dataclass(frozen=True)
 class SimulatedTeamConfig:
-    """Knobs of the simulated team (:mod:`agents.simulated`); one value per agent or one for all."""
+    """Knobs of the simulated team (:mod:`agents.simulated`); one value per agent or one for all
+    (a shorter sequence is cycled: agent i takes its value i mod its length)."""
 
     skill: tuple[float, ...] = (0.8, 0.55, 0.35)
     """P(correct first answer) per agent."""
@@ -119,7 +121,9 @@ class EnvConfig(TaskFields):
     offline: bool = False
     """Serve every LLM call of members given by spec from the cache; a miss is an error."""
     simulated: SimulatedTeamConfig = field(default_factory=SimulatedTeamConfig)
-    """The simulated team's knobs (members given as ``simulated``)."""
+    """The simulated team's knobs (members given as ``simulated``; from Python also a dict of
+    its fields). Set on a team without such a member they would change nothing: a warning
+    says so."""
 
     # Episode
     max_rounds: int | None = None
@@ -164,6 +168,7 @@ class EnvConfig(TaskFields):
         self.reward_config()
         self._check_team()
         self._check_sampling()
+        self._check_simulated()
 
     def _check_numbers(self) -> None:
         for name, low in (("n_agents", 2), ("max_rounds", 1), ("max_tokens", 1), ("top_k", 0), ("workers", 0)):
@@ -198,6 +203,35 @@ class EnvConfig(TaskFields):
             raise ValueError(
                 f"{' and '.join(given)} apply to LLM members given by spec, and team {self.team!r} has none "
                 f"(where a config file sets them, {unset} unsets them)"
+            )
+
+    def _check_simulated(self) -> None:
+        """Take ``simulated`` as a :class:`SimulatedTeamConfig` or a dict of its fields, and
+        warn where it is set but no member is ``simulated`` (not an error: runs recorded with
+        such settings must still resume)."""
+        if isinstance(self.simulated, Mapping):
+            known = [f.name for f in dataclasses.fields(SimulatedTeamConfig)]
+            unknown = sorted(set(self.simulated) - set(known))
+            if unknown:
+                raise ValueError(f"simulated has no setting {', '.join(unknown)}; known: {', '.join(known)}")
+            self.simulated = SimulatedTeamConfig(**self.simulated)
+        if not isinstance(self.simulated, SimulatedTeamConfig):
+            raise TypeError(
+                f"simulated must be a SimulatedTeamConfig or a dict of its fields, got {type(self.simulated).__name__}"
+            )
+        if self.simulated != SimulatedTeamConfig() and not any(
+            isinstance(member, str) and member == "simulated" for member in self.members()
+        ):
+            changed = [
+                f.name
+                for f in dataclasses.fields(SimulatedTeamConfig)
+                if getattr(self.simulated, f.name) != getattr(SimulatedTeamConfig(), f.name)
+            ]
+            warnings.warn(
+                f"the simulated team's settings ({', '.join(f'simulated.{name}' for name in changed)}) change "
+                f"nothing: team {self.team!r} has no member 'simulated'",
+                UserWarning,
+                stacklevel=2,
             )
 
     def members(self) -> list[TeamMember]:
