@@ -153,6 +153,10 @@ class Learner(abc.ABC):
 
         Returns:
             The metrics of every update of the run (a resumed run's earlier ones from its log).
+
+        Raises:
+            ValueError: Before anything is written, when ``run_dir`` holds a run that trained
+                (a checkpoint or logged updates) and ``run_config.resume`` is False.
         """
         return run(self, run_config, evaluation, self.settings(self.config), self.headline).history
 

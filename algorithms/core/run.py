@@ -49,7 +49,7 @@ from algorithms.core import data_parallel
 from algorithms.core.checkpoints import CHECKPOINT, resume_checkpoint
 from algorithms.core.config import RunConfig
 from algorithms.core.metrics import LOG_FIELDS, METRICS, MetricLogger, read_metrics
-from algorithms.core.run_dirs import KEPT, kept_checkpoint
+from algorithms.core.run_dirs import KEPT, kept_checkpoint, logged_updates
 
 
 class Runnable(Protocol):
@@ -189,11 +189,14 @@ def _open(
 
     Raises:
         ValueError: When the ranks resumed from different updates (a run folder that not
-            every node sees).
+            every node sees), or, before anything is written, when ``run_dir`` holds a run
+            that trained (a checkpoint, or logged updates) and ``resume`` is not asked:
+            starting over would overwrite its log and checkpoint.
     """
     if not config.run_dir:
         return None
     folder = Path(config.run_dir)
+    _refuse_a_run_not_resumed(folder, config)
     checkpoint = resume_checkpoint(folder) if config.resume else None  # refuses a pickled checkpoint.pt
     kept = kept_checkpoint(folder, config.resume_from) if config.resume_from else None
     if kept is not None:
@@ -221,6 +224,21 @@ def _open(
         restore_kept(kept, folder, getattr(learner, "adapters_dir", None))
     _keep_metrics_until(folder / METRICS, learner.update if checkpoint is not None else -1)
     return MetricLogger(folder, config.tensorboard, config.wandb_project, config=settings)
+
+
+def _refuse_a_run_not_resumed(folder: Path, config: RunConfig) -> None:
+    """Refuse to start a new run in ``folder`` where one trained (a checkpoint, or an update
+    logged), unless ``config`` resumes it: the family's ``train`` and the command line check
+    their folders first (:func:`~algorithms.core.run_dirs.open_run_dir`); a learner's own
+    ``learn(RunConfig(run_dir=...))`` comes here directly."""
+    if config.resume or config.resume_from:
+        return
+    updates = logged_updates(folder)
+    if updates or (folder / CHECKPOINT).exists():
+        raise ValueError(
+            f"{folder} holds a run ({updates} updates logged{', and a checkpoint' if (folder / CHECKPOINT).exists() else ''}): "
+            "continue it with resume=True (--resume), or give another run_dir; nothing was written"
+        )
 
 
 def keep_checkpoint(run_dir: Path, update: int, keep: int, adapters_dir: Path | None = None) -> Path:

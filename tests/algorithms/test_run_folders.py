@@ -11,6 +11,7 @@ import os
 import pytest
 import torch
 
+import deliberation_env as de
 from algorithms.core.config import RunConfig
 from algorithms.meta import GRPO, GRPOConfig
 from algorithms.meta import train as meta_train
@@ -129,6 +130,26 @@ def test_a_resume_without_a_checkpoint_says_that_it_starts_over(tmp_path):
     steps = [json.loads(line)["step"] for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert steps == [0, 1, 2]
 
+
+
+def test_a_learners_own_learn_refuses_a_folder_that_holds_a_run_unless_it_resumes(tmp_path):
+    """A real client called ``learner.learn(RunConfig(run_dir=...))`` twice on one folder:
+    the second call started over and overwrote the first run's log and checkpoint."""
+    config = meta_config(str(tmp_path / "run"))
+
+    def learner() -> GRPO:
+        return GRPO(config, de.vector_env(config.num_envs, **config.env.kwargs()))
+
+    learner().learn(config.run)
+    log = (tmp_path / "run" / "metrics.jsonl").read_text()
+    checkpoint = (tmp_path / "run" / "checkpoint.safetensors").read_bytes()
+    with pytest.raises(ValueError, match=r"holds a run \(2 updates logged, and a checkpoint\): continue it with resume=True"):
+        learner().learn(config.run)
+    assert (tmp_path / "run" / "metrics.jsonl").read_text() == log
+    assert (tmp_path / "run" / "checkpoint.safetensors").read_bytes() == checkpoint
+    resumed = learner()
+    resumed.learn(dataclasses.replace(config.run, updates=3, resume=True))
+    assert resumed.update == 3
 
 def test_a_moved_warm_start_resumes_and_another_one_is_refused(tmp_path):
     """A comparison's runs name their warm start by path inside the comparison's folder:
