@@ -186,6 +186,7 @@ from deliberation_env.text.protocols.base import (
     Outcome,
     TextProtocol,
     check_outcome,
+    left_out_text,
     prompt_charset,
     quote,
     render,
@@ -390,9 +391,10 @@ class TextEngine:
 
     def _teams(self, problem: Problem, texts: tuple[str, ...]) -> list[tuple[Problem, tuple[str, ...]]]:
         """The texts of each coalition of :attr:`coalitions`: the team's, then with each
-        agent's replaced by its neutral text, then (for the Shapley credit) every other
-        subset of the agents with the rest replaced."""
-        neutral = [self.protocol.neutral_text(problem, i) for i in range(self.n_agents)]
+        agent's replaced by what the protocol puts in its place (its neutral text, or
+        :meth:`~deliberation_env.text.protocols.base.LeftOutText.left_out_text`), then (for
+        the Shapley credit) every other subset of the agents with the rest replaced."""
+        neutral = [left_out_text(self.protocol, problem, i, text) for i, text in enumerate(texts)]
         return [
             (problem, tuple(text if present else blank for text, blank, present in zip(texts, neutral, coalition)))
             for coalition in self.coalitions

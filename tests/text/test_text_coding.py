@@ -415,16 +415,22 @@ def test_a_helper_whose_result_cannot_matter_earns_only_its_own_definition(name)
         assert infos["agent_1"]["reward_components"]["contribution"] == pytest.approx(2.5 - 0.4)
 
 
-def test_without_a_helper_the_main_functions_calls_answer_none(protocol, problem):
-    """What the team without a helper scores: a main function that needs the answer fails as
-    before (1.1), one that does not passes (2.1, what the same function without the call
-    scores); a main function that calls nothing unbound runs without a helper process."""
-    assert score(protocol, problem, "", MAIN).reward == pytest.approx(1.1)
+def test_a_helper_left_out_has_its_functions_answer_none_and_a_team_without_one_runs_as_written(protocol, problem):
+    """Red teams 35 and 36: a helper left out for the credit has its results withheld (its
+    functions the main code reads answer None: a main function that needs the answer fails,
+    1.1, one that does not passes, 2.1); a team whose helper wrote nothing is judged as its
+    program is, so aux raises NameError (1.1); a main function that calls nothing unbound runs
+    without a helper process."""
+    prompt = problem.meta["prompt"]
+    left_out = coding.protocol.LeftOutHelper(HELPER)
+    assert left_out == "" and score(protocol, problem, left_out, MAIN).reward == pytest.approx(1.1)
     for name in ("result unused", "a fallback"):
-        assert score(protocol, problem, "", SOLVED_ALONE_WITH_A_CALL[name]).reward == pytest.approx(2.1)
-    assert protocol.request(problem, coding.analyse("", ALONE, problem.meta["prompt"], "sum_product").program).helper == ""
-    another = ALONE.replace("    product = 1\n", "    _unused = core(numbers)\n    product = 1\n")  # any unbound name
-    assert score(protocol, problem, "", another).reward == pytest.approx(2.1)
+        assert score(protocol, problem, left_out, SOLVED_ALONE_WITH_A_CALL[name]).reward == pytest.approx(2.1)
+        assert score(protocol, problem, "", SOLVED_ALONE_WITH_A_CALL[name]).reward == pytest.approx(1.1)
+    assert protocol.request(problem, coding.analyse("", ALONE, prompt, "sum_product", ("aux",)).program).helper == ""
+    another = ALONE.replace("    product = 1\n", "    _unused = core(numbers)\n    product = 1\n")  # not the helper's
+    assert score(protocol, problem, left_out, another).reward == pytest.approx(1.1)
+    assert score(protocol, problem, coding.protocol.LeftOutHelper(WORK_OF_THE_HELPER), another).reward == pytest.approx(2.1)
 
 
 def test_failing_tests_are_counted(protocol, problem):
@@ -487,9 +493,9 @@ def test_the_next_prompt_shows_the_programs_results_on_the_tests_calls_not_the_t
 
 
 def test_a_program_that_fails_or_does_not_load_says_so(protocol, problem):
-    outcome = score(protocol, problem, "", MAIN)  # aux is called but nobody defines it: it answers None
-    assert "- no helper: each call of aux answers None" in outcome.feedback[1]
-    assert "sum_product([10]) -> (10, None)" in outcome.feedback[1]
+    outcome = score(protocol, problem, "", MAIN)  # aux is called but nobody defines it
+    assert "answers None" not in outcome.feedback[1]
+    assert "sum_product([10]) -> raised NameError" in outcome.feedback[1]
     exits = f"{FENCE}python\ndef sum_product(numbers):\n    return (sum(numbers), 1)\n\ndef aux(x):\n    return x\n\nraise SystemExit\n{FENCE}"
     outcome = score(protocol, problem, "", exits)
     assert outcome.parts["main_defined"] == 0.0 and "line 7: a top-level Raise statement" in outcome.feedback[0]
@@ -682,3 +688,42 @@ def test_a_timeout_of_the_calls_alone_is_not_kept_in_the_feedback(protocol, monk
     assert protocol.tests(problem, program).no_results.startswith("timeout")
     again = protocol.tests(problem, program)
     assert again.results is not None and runs.count(True) == 2  # the calls ran again: their results show
+
+
+# Red team 36: a team without a helper answered None for every unbound name the main code read,
+# where a team with a helper raised NameError for the names it did not define, so an honest
+# helper beside a main function that calls a function nobody wrote scored less than no helper
+# (1.5 against 2.1; leave-one-out credit -0.6, Shapley -0.1).
+STRAY_CALL = ALONE.replace("    product = 1\n", "    if is_prime(len(numbers)):\n        pass\n    product = 1\n")
+
+
+def test_an_honest_helper_never_scores_less_than_no_helper_beside_a_call_nobody_defines(protocol, problem):
+    env = text_env(task="humaneval", split="test", shapley=True)
+    rewards = {}
+    for helper in (HELPER, "", "I will not write code."):
+        env.reset(options={"problem_id": PROBLEM})
+        _, reward, _, _, infos = env.step({"agent_0": helper, "agent_1": f"{FENCE}python\n{STRAY_CALL}{FENCE}"})
+        rewards[helper] = reward["agent_0"]
+        if helper == HELPER:  # the helper's own definition, and nothing for the main function's NameError
+            parts = infos["agent_0"]["reward_components"]
+            assert parts["contribution"] == pytest.approx(0.4) and parts["shapley"] == pytest.approx(0.4)
+    assert rewards[HELPER] == pytest.approx(1.5) and rewards[""] == rewards["I will not write code."] == pytest.approx(1.1)
+    outcome = score(protocol, problem, "", STRAY_CALL)  # the team's real program: is_prime raises NameError
+    assert "answers None" not in outcome.feedback[1] and "NameError" in outcome.feedback[1]
+
+
+SHIFT = 'def encode_shift(s: str):\n    """Shift by 5."""\n    return "".join([chr(((ord(ch) + 5 - ord("a")) % 26) + ord("a")) for ch in s])\n'
+
+
+def test_a_helper_repeating_the_prompts_function_does_not_make_the_main_a_wrapper():
+    """Red team 36: the main function's calls of a function the prompt gives are its own work
+    (``return encode_shift(encode_shift(aux(s)))`` is no wrapper); they were read as passing
+    on the helper's results once the helper's code repeated that function, as models do."""
+    prompt = f'{SHIFT}\n\ndef decode_shift(s: str):\n    """Decode."""\n'
+    helper = "def aux(s):\n    return ''.join(chr(((ord(c) - 15 - ord('a')) % 26) + ord('a')) for c in s)\n"
+    main = "def decode_shift(s: str):\n    shifted = aux(s)\n    return encode_shift(encode_shift(shifted))\n"
+    for code in (helper, f"{SHIFT}\n\n{helper}"):
+        analysis = coding.analyse(code, main, prompt, "decode_shift")
+        assert not analysis.helper_refused and not analysis.wrapper
+    passing_on = "def decode_shift(s: str):\n    return aux(s)\n"
+    assert coding.analyse(f"{SHIFT}\n\n{helper}", passing_on, prompt, "decode_shift").wrapper

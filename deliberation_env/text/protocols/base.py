@@ -189,6 +189,24 @@ class CutCompletions(Protocol):
         ...
 
 
+@runtime_checkable
+class LeftOutText(Protocol):
+    """What a protocol may add to say what replaces a text it knows (optional)."""
+
+    def left_out_text(self, problem: Problem, agent: int, text: str) -> str:
+        """What replaces ``agent``'s ``text`` for its leave-one-out and Shapley credit; it may
+        depend on the text left out (the coding protocol withholds that helper's results)."""
+        ...
+
+
+def left_out_text(protocol: TextProtocol, problem: Problem, agent: int, text: str) -> str:
+    """The protocol's :meth:`LeftOutText.left_out_text` when it has one, else its
+    :meth:`TextProtocol.neutral_text`."""
+    if isinstance(protocol, LeftOutText):
+        return protocol.left_out_text(problem, agent, text)
+    return protocol.neutral_text(problem, agent)
+
+
 def text_if_cut(protocol: TextProtocol, problem: Problem, agent: int) -> str | None:
     """The protocol's :meth:`CutCompletions.text_if_cut` when it has one, else ``None``
     (cut completions are played as they are)."""

@@ -59,10 +59,18 @@ class Analysis:
         return self.main_defined and not self.syntax_errors
 
 
-def analyse(helper_code: str, main_code: str, prompt: str, entry_point: str) -> Analysis:
+def analyse(
+    helper_code: str, main_code: str, prompt: str, entry_point: str, withheld: tuple[str, ...] = ()
+) -> Analysis:
     """What the syntax of the two codes says, after the rules (no code runs). A code that
     does not compile is read as text for its function (CoMLRL's format level), and the
-    syntax level fails."""
+    syntax level fails.
+
+    Args:
+        withheld: The functions of a helper left out for the credit (its team's
+            ``program.helper_functions``): without a helper, those the main code reads
+            answer ``None`` (red teams 35 and 36); every other unbound name raises
+            ``NameError``, as in the team's own program."""
     helper_error, main_error = _syntax_error("helper code", helper_code), _syntax_error("main code", main_code)
     helper_module = ast.Module([], []) if helper_error else ast.parse(helper_code)
     main_module = ast.Module([], []) if main_error else ast.parse(main_code)
@@ -70,7 +78,8 @@ def analyse(helper_code: str, main_code: str, prompt: str, entry_point: str) -> 
     functions = () if helper_refused else _function_names(helper_module)
     program = TeamProgram(prompt, helper_code if functions else "", main_code, functions)
     if not functions and not main_error and not main_refused:
-        program = program.without_helper(_unbound_names(main_code, main_module, prompt))
+        unbound = _unbound_names(main_code, main_module, prompt)
+        program = program.without_helper(tuple(name for name in unbound if name in withheld))
     helper = None if helper_refused else _last_function(helper_module, HELPER)
     main = None if main_refused else _last_function(main_module, entry_point)
     helper_defined = _defines(helper_code, HELPER) if helper_error else _returns_value(helper)
@@ -88,15 +97,15 @@ def analyse(helper_code: str, main_code: str, prompt: str, entry_point: str) -> 
         calls_helper=any(calls_name(node, HELPER) for node in ast.walk(main)),
         helper_trivial=helper is None or _trivial(helper),
         main_defines_helper=_binds_helper(main_module),
-        wrapper=_wrapper(main, functions),
+        wrapper=_wrapper(main, _own_functions(functions, prompt)),
         ignored_call=any(isinstance(node, ast.Expr) and calls_name(node.value, HELPER) for node in ast.walk(main)),
     )
 
 
 def _unbound_names(main_code: str, main_module: ast.Module, prompt: str) -> tuple[str, ...]:
     """The global names the main agent's code reads that neither it, the prompt nor Python's
-    builtins bind: the helper's functions it calls, which answer ``None`` in a team without
-    a helper (:meth:`~deliberation_env.text.protocols.coding.judge.TeamProgram.without_helper`).
+    builtins bind: those of a helper left out for the credit answer ``None`` in the team
+    without it (:meth:`~deliberation_env.text.protocols.coding.judge.TeamProgram.without_helper`).
     Read with :mod:`symtable`, Python's own scoping, so a local of the same name is not one."""
     bound = {binding.name for binding in (*top_level_bindings(main_module), *prompt_bindings(prompt))}
     found: dict[str, None] = {}
@@ -111,6 +120,14 @@ def _unbound_names(main_code: str, main_module: ast.Module, prompt: str) -> tupl
                 found[name] = None
         tables += table.get_children()
     return tuple(sorted(found))
+
+
+def _own_functions(functions: tuple[str, ...], prompt: str) -> tuple[str, ...]:
+    """The helper code's functions but those the prompt binds: a prompt's function that the
+    helper repeats is the problem's, so calling it is the main function's work, as where the
+    helper does not repeat it (red team 36)."""
+    given = {binding.name for binding in prompt_bindings(prompt)}
+    return tuple(name for name in functions if name not in given)
 
 
 def _function_names(module: ast.Module) -> tuple[str, ...]:

@@ -187,10 +187,15 @@ the least recently used dropped first; only verdicts that say something lasting 
 program are kept (:class:`~deliberation_env.text.protocols.coding.counting.VerdictCache`).
 
 **Neutral text** (leave-one-out): the empty text, for both roles: no helper, or no main
-function (R is at most 0.4). A team without a helper (none written, or refused) is judged
-with each global name the main agent's code reads and nothing binds answering ``None``
+function (R is at most 0.4). A helper left out for the credit (``left_out_text``) leaves
+its results withheld: each of *its* functions that the main agent's code reads and nothing
+binds answers ``None``
 (:meth:`~deliberation_env.text.protocols.coding.judge.TeamProgram.without_helper`, the
-withheld run's stubs; the feedback says so): red team 35 found that when those calls raised
+withheld run's stubs), and any other unbound name raises ``NameError`` as in the team's own
+program; a team whose helper wrote nothing, or was refused, is judged as its program is
+(``aux`` raises ``NameError``; red team 36: when every unbound name answered ``None`` there,
+an honest helper beside a main function that calls a function nobody wrote scored 1.5 to
+no helper's 2.1, its leave-one-out credit -0.6). Red team 35 found that when those calls raised
 ``NameError`` a helper was pivotal wherever the main function called it, so any helper
 beside a main function that solved the problem alone and called ``aux`` for a result it
 never used (unused, overwritten, replaced by a fallback) earned 1.4 of leave-one-out
@@ -249,7 +254,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Iterator, Sequence
-from typing import Literal, get_args
+from typing import Literal, Self, get_args
 
 from agents.base import Message
 from deliberation_env.sandbox import JudgeRequest
@@ -381,7 +386,8 @@ class CodingProtocol:
         read = []
         for problem, texts in teams:
             helper, main = _code(texts[0], HELPER), _code(texts[1], problem.meta["entry_point"])
-            analysis = analyse(helper, main, problem.meta["prompt"], problem.meta["entry_point"])
+            withheld = _withheld(problem, texts[0], main)
+            analysis = analyse(helper, main, problem.meta["prompt"], problem.meta["entry_point"], withheld)
             read.append((problem, helper, main, analysis))
         results = iter(self.judge([(problem, analysis.program) for problem, _, _, analysis in read if analysis.tested]))
         tested = [next(results) if analysis.tested else None for _, _, _, analysis in read]
@@ -422,6 +428,34 @@ class CodingProtocol:
     def neutral_text(self, problem: Problem, agent: int) -> str:
         """The empty text: no helper, or no main function."""
         return ""
+
+    def left_out_text(self, problem: Problem, agent: int, text: str) -> str:
+        """The empty text, which for a helper left out for the credit remembers its ``text``:
+        the team without it is judged with that helper's results withheld (module
+        docstring, "Neutral text")."""
+        return LeftOutHelper(text) if agent == 0 else self.neutral_text(problem, agent)
+
+
+class LeftOutHelper(str):
+    """The empty text of a helper left out for the leave-one-out and Shapley credit
+    (:meth:`CodingProtocol.left_out_text`); ``left_out`` is the helper's text. An agent's
+    text is a plain ``str``, so no agent can write one."""
+
+    left_out: str
+
+    def __new__(cls, left_out: str) -> Self:
+        text = super().__new__(cls, "")
+        text.left_out = left_out
+        return text
+
+
+def _withheld(problem: Problem, helper_text: str, main_code: str) -> tuple[str, ...]:
+    """The functions of the helper left out in ``helper_text`` (a :class:`LeftOutHelper`),
+    as its team's program had them; ``()`` for an agent's own text."""
+    if not isinstance(helper_text, LeftOutHelper):
+        return ()
+    entry, prompt = problem.meta["entry_point"], problem.meta["prompt"]
+    return analyse(_code(helper_text.left_out, HELPER), main_code, prompt, entry).program.helper_functions
 
 
 def _on_paper(analysis: Analysis, tests: TestResult, bonus_gate: BonusGate) -> bool:
