@@ -271,12 +271,20 @@ def _listed(
     return []
 
 
+_NUMBERED_FALLBACK = re.compile(
+    r"\b(fall\s?back|backup|plan\s++b)\s++\d{1,2}(\s*+\([^()\n:]{1,40}\))?\s*+:(?=[^\n]*?[^\W\d_])", re.IGNORECASE
+)
+"""A fallback's label numbered and followed by words ("Backup 1: check 9 * 2."): the number
+counts the labels, it offers no value (red team 36; "Backup 19" alone still offers 19)."""
+
+
 def _offered(line: str) -> tuple[tuple[list[str], list[tuple[list[str], bool]]], list[str]]:
     """The fragments of ``line`` that may be values it offers: the ways the line may be a
     list of values (:func:`_lists`: "18 or 19.", "B/C"; the first whose fragments are all
     values counts), and each part that calls a value right (and is not taken back later on
     the line) or follows a doubt on it (not one that checks: "Maybe I should double-check: 9
     eggs, ...")."""
+    line = _NUMBERED_FALLBACK.sub(r"\1\2:", line)
     doubted = _DOUBTS.search(line) is not None or _OPENS_WITH_OR.match(line) is not None
     if _RESTATED.search(line) and not _DOUBTS.search(line):
         return ([], []), []

@@ -88,3 +88,14 @@ def test_numeric_a_number_in_another_box_is_no_answer(readers, box):
 )  # fmt: skip
 def test_lines_that_explain_behind_such_labels_keep_the_answer(readers, after):
     assert readers["gsm8k"].parse(EGGS, WORK + after) == "18"
+
+
+@pytest.mark.parametrize("label", ["Backup 1", "Fallback 2", "Fall back 1", "Backup 1 (units)"])
+def test_a_numbered_fallback_label_that_explains_keeps_the_answer(readers, label):
+    """Red team 36: once "backup" and "fallback" were filler, a numbered label that explains
+    ("Backup 1: check 9 * 2.") offered its number, 1, and hid the answer 18 (it read 18
+    before red team 34), where "Alternative 1:" and "Step 1:" keep it."""
+    for after in (f"\n{label}: check 9 * 2.", f"\n{label}: 9 * 2 = 18 dollars.", f"\n- {label}: verify the sum."):
+        assert readers["gsm8k"].parse(EGGS, WORK + after) == "18"
+    assert readers["mmlu"].parse(OPTIONS, f"Reasoning.\nAnswer: B\n{label}: check the units.") == "B"
+    assert readers["gsm8k"].parse(EGGS, f"{WORK}\n{label}: 19") is None  # what follows the label is still offered
