@@ -18,7 +18,8 @@ env's ``protocol``) may name a registered protocol (``math``, ``coding``) but no
 path (``module:attribute``), which would import a module, perhaps one placed beside the
 file: an import path is given on the command line (the error names the flag) or from
 Python. Every refusal is a ``ValueError`` naming the file and, where there is one, the
-field (a file that holds no mapping is a ``TypeError``):
+field (a file that holds no mapping is a ``TypeError``). A field marked :class:`FileForms`
+also takes the forms it names (TRL's ``chat_template_kwargs``: a mapping, JSON text or null):
 
 >>> from deliberation_env.meta.config import EnvConfig
 >>> build(EnvConfig, {"task": "arithmetic", "team": ["simulated", "simulated"], "n_agents": 2}, "f").team
@@ -38,7 +39,7 @@ import math
 import pathlib
 import types
 import typing
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,22 @@ MAX_BYTES = 1_000_000
 """The longest config file read, in bytes (the paper configs are under 2 kB)."""
 MAX_DEPTH = 16
 """The deepest nesting of mappings and lists in a config file (the configs nest 4 deep)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FileForms:
+    """A mark on a field's annotation: the forms a config file may give it besides the
+    annotation's own, as another tool's files do (TRL's ``chat_template_kwargs`` is a
+    mapping, JSON text or null, ``dict | str | None``).
+
+    Attributes:
+        from_text: Reads a string of the file into the field's value (raising
+            ``ValueError`` in one line, which the error prefixes with the file and field).
+        null: The field's value for a null in the file (None: null is refused, as before).
+    """
+
+    from_text: Callable[[str], Any] | None = None
+    null: Callable[[], Any] | None = None
 
 
 class _ConfigLoader(yaml.SafeLoader):
@@ -255,6 +272,9 @@ def _as(kind: Any, value: Any, where: str, field: str, current: Any) -> Any:
         return value
     if origin is typing.Annotated:
         _refuse_code(args[1:], value, where, field)
+        forms = [mark for mark in args[1:] if isinstance(mark, FileForms)]
+        if forms:
+            return _other_form(forms[0], args[0], value, where, field, current)
         return _as(args[0], value, where, field, current)
     if origin in (typing.Union, types.UnionType):
         return _first_member(kind, value, where, field, current)
@@ -277,6 +297,25 @@ def _as(kind: Any, value: Any, where: str, field: str, current: Any) -> Any:
             for key, item in value.items()
         }
     return _plain(kind, value, field)
+
+
+def _other_form(
+    forms: FileForms, kind: Any, value: Any, where: str, field: str, current: Any
+) -> Any:
+    """``value`` of a field marked ``forms``: text read by ``forms.from_text``, null by
+    ``forms.null``, any other value as the annotation ``kind``.
+
+    Raises:
+        ValueError: Naming the file and the field, on text ``forms.from_text`` refuses.
+    """
+    if isinstance(value, str) and forms.from_text is not None:
+        try:
+            return forms.from_text(value)
+        except ValueError as error:
+            raise ValueError(f"config file {where}: field {field!r}: {error}") from None
+    if value is None and forms.null is not None:
+        return forms.null()
+    return _as(kind, value, where, field, current)
 
 
 def _refuse_code(marks: tuple[Any, ...], value: Any, where: str, field: str) -> None:

@@ -28,6 +28,7 @@ from agents.devices import ROUTINGS, Decoding, Dtype, Routing, check_decoding, c
 from agents.sampling import POLICY_TEMPERATURE
 from algorithms.core.checks import check_positive
 from algorithms.core.config import GroupSettings, GRPOSettings, RunConfig
+from algorithms.core.config_files import FileForms
 from deliberation_env.text.config import SHAPLEY_MAX_AGENTS, TextEnvConfig
 
 
@@ -51,8 +52,14 @@ CHAT_TEMPLATE_KWARGS_ON_THE_COMMAND_LINE = PrimitiveConstructorSpec(
 )
 """``--chat-template-kwargs '{"enable_thinking": false}'``: a JSON object (TRL's
 ``chat_template_kwargs``); other text is refused in one line."""
-ChatTemplateKwargs = Annotated[dict[str, Any], CHAT_TEMPLATE_KWARGS_ON_THE_COMMAND_LINE]
-"""The type of a ``chat_template_kwargs`` setting, a JSON object on the command line."""
+CHAT_TEMPLATE_KWARGS_IN_FILES = FileForms(from_text=parse_chat_template_kwargs, null=dict)
+"""A config file's ``chat_template_kwargs`` in TRL's forms (``dict | str | None``): a
+mapping, the JSON text the command line takes, or null (TRL's default: none, ``{}``)."""
+ChatTemplateKwargs = Annotated[
+    dict[str, Any], CHAT_TEMPLATE_KWARGS_ON_THE_COMMAND_LINE, CHAT_TEMPLATE_KWARGS_IN_FILES
+]
+"""The type of a ``chat_template_kwargs`` setting: a JSON object on the command line, and
+in a config file also JSON text or null, as TRL's files give it."""
 
 
 def local_model(spec: str) -> str:
