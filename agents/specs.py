@@ -89,6 +89,11 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     """
     name, _, rest = spec.partition(":")
     if name == "llamacpp":
+        if f"#{CHAT_TEMPLATE_KWARGS}=" in rest:
+            raise ValueError(
+                f"bad team spec {spec!r}: llamacpp takes no #{CHAT_TEMPLATE_KWARGS} (llama.cpp renders the GGUF's "
+                f"template itself); ctranslate2:<gguf>#{CHAT_TEMPLATE_KWARGS}=<JSON object> reads the same file"
+            )
         return name, ({"model_path": rest} if rest else {})
     if name in ("ctranslate2", "ctranslate2-int8"):
         path, options = _options(spec, rest, (CHAT_TEMPLATE_KWARGS,))

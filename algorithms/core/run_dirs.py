@@ -305,10 +305,23 @@ def changed_settings(
     if old.get("algo") != new.get("algo"):  # another learner: its own settings are no difference to list
         names = (old.keys() & new.keys()) | {"algo"}
     return [
-        f"{name} is {_as_then(name, old)!r} there and {new.get(name)!r} here"
+        f"{name} is {_shown(name, _as_then(name, old))} there and {_shown(name, new.get(name))} here"
         for name in sorted(names)
         if name not in may_change and _as_then(name, old) != new.get(name)
     ]
+
+
+def _shown(name: str, value: Any) -> str:
+    """``value`` of the setting ``name`` as a refusal shows it: a setting of
+    :data:`WHOLE_SETTINGS` as the JSON its option takes (``{"enable_thinking": false}``,
+    what ``--chat-template-kwargs`` is given), any other as Python writes it.
+
+    >>> _shown("chat_template_kwargs", {"enable_thinking": False}), _shown("dtype", "bfloat16")
+    ('{"enable_thinking": false}', "'bfloat16'")
+    """
+    if name.rpartition(".")[2] in WHOLE_SETTINGS and isinstance(value, Mapping):
+        return json.dumps(value)
+    return repr(value)
 
 
 def _as_then(name: str, old: Mapping[str, Any]) -> Any:

@@ -155,7 +155,7 @@ def test_a_run_recorded_before_the_setting_resumes_and_other_variables_are_refus
     assert json.loads((tmp_path / CONFIG).read_text())["chat_template_kwargs"] == {}
     with pytest.raises(
         ValueError,
-        match=r"chat_template_kwargs is \{\} there and \{'enable_thinking': False\} here",
+        match=r'chat_template_kwargs is \{\} there and \{"enable_thinking": false\} here',
     ):
         open_run_dir(tmp_path, record(chat_template_kwargs={"enable_thinking": False}), resume=True,
                      may_change=TextLearnerConfig.RUN_FIELDS)  # fmt: skip
@@ -217,3 +217,62 @@ def test_the_team_specs_that_render_a_template_take_the_variables():
             with_chat_template_kwargs(spec, {"enable_thinking": False})
     with pytest.raises(ValueError, match="bad team spec.*is a list"):
         parse_spec("transformers:/m#chat_template_kwargs=[1]")
+
+
+@pytest.mark.parametrize(
+    ("command", "written"),
+    [
+        (("train", "text", "grpo"), "chat_template_kwargs:\n  enable_thinking: false\n"),
+        (("train", "text", "grpo"), "chat_template_kwargs: '{\"enable_thinking\": false}'\n"),
+        (("compare", "text"), "learner:\n  chat_template_kwargs: '{\"enable_thinking\": false}'\n"),
+        (
+            ("run", "text"),
+            "team: transformers:/m\nchat_template_kwargs: '{\"enable_thinking\": false}'\n",
+        ),
+    ],
+)
+def test_a_config_file_gives_the_variables_in_trls_forms(tmp_path, command, written):
+    """TRL's config files give ``chat_template_kwargs`` as a mapping or as JSON text
+    (``dict | str | None``); a file of either form was read, the text one refused."""
+    path = tmp_path / "c.yaml"
+    path.write_text(written)
+    parsed = cli.parse([*command, "--config", str(path)]).command.command
+    settings = parsed if command[0] == "run" else parsed.learner
+    assert settings.chat_template_kwargs == {"enable_thinking": False}
+
+
+def test_a_config_files_null_variables_are_none_as_trls_default(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("chat_template_kwargs: null\n")
+    parsed = cli.parse(["train", "text", "grpo", "--config", str(path)]).command.command
+    assert parsed.learner.chat_template_kwargs == {}
+
+
+@pytest.mark.parametrize(
+    ("written", "says"),
+    [
+        ("'{enable_thinking: false}'", "not a JSON object such as"),
+        ("'[1]'", "is a list"),
+        ("[1]", "expected a mapping, got list"),
+        ("'{\"tokenize\": true}'", "tokenize: apply_chat_template's own argument"),
+    ],
+)
+def test_a_config_files_bad_variables_are_refused_in_one_line(tmp_path, capsys, written, says):
+    path = tmp_path / "c.yaml"
+    path.write_text(f"chat_template_kwargs: {written}\n")
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["train", "text", "grpo", "--config", str(path), "--run-dir", str(tmp_path / "r")])
+    assert refused.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert f"config file {path}: " in err and "chat_template_kwargs" in err and says in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_llamacpp_spec_with_template_variables_names_the_spec_that_takes_them():
+    """It was read as a GGUF path ending in ``#chat_template_kwargs=...`` ("no GGUF file at")."""
+    with pytest.raises(
+        ValueError, match=r"llamacpp takes no #chat_template_kwargs.*ctranslate2:<gguf>"
+    ):
+        parse_spec('llamacpp:/m.gguf#chat_template_kwargs={"enable_thinking": false}')
+    assert parse_spec("llamacpp:/m#1.gguf") == ("llamacpp", {"model_path": "/m#1.gguf"})
