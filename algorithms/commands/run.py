@@ -104,7 +104,9 @@ class RunText(TaskSource):
     ``{split_rule: comlrl}`` plays CoMLRL's split, whose test problems (HumanEval/0-31) are
     the MAGRPO paper's and a ``train text`` run's held-out ones under the same rule."""
     team: str = "smollm2"
-    """The backend spec of both agents (``deliberate run --help`` lists the specs)."""
+    """The backend spec of both agents (``deliberate run --help`` lists the specs; after a
+    ``transformers:`` model, ``#device=<d>``, ``#dtype=<t>`` and
+    ``#chat_template_kwargs=<JSON object>``, which ``--chat-template-kwargs`` also gives)."""
     chat_template_kwargs: ChatTemplateKwargs = field(default_factory=dict)
     """Variables the chat template reads besides the messages (TRL's
     ``chat_template_kwargs``; ``'{"enable_thinking": false}'`` for Qwen3, a JSON object),

@@ -108,7 +108,12 @@ class EnvConfig(TaskFields):
     """One spec for every agent or one per agent (heterogeneous team): ``simulated``,
     ``smollm2``, ``ctranslate2[:<gguf or model dir>]``, ``ctranslate2-int8[:...]``,
     ``llamacpp[:<gguf>]``, ``transformers:<model>``, ``openai:<base_url>#<model>``,
-    ``vllm:<model>`` (:mod:`agents.specs`); from Python also a Backend or a Solver."""
+    ``vllm:<model>`` (:mod:`agents.specs`); from Python also a Backend or a Solver. After
+    a ``transformers:`` model, ``#device=<d>`` and ``#dtype=<t>``; after a
+    ``transformers:``, ``ctranslate2:<model>`` or ``vllm:`` model,
+    ``#chat_template_kwargs=<JSON object>``, the variables its chat template reads (TRL's
+    ``chat_template_kwargs``; ``#chat_template_kwargs={"enable_thinking": false}`` for
+    Qwen3, the spec in quotes for the shell)."""
     temperature: float | None = None
     """Sampling temperature of the LLM members given by spec (None: the member's default)."""
     max_tokens: int | None = None
