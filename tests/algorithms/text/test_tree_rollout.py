@@ -141,3 +141,38 @@ def test_a_trees_logged_completions_name_their_branch(make_lm, tmp_path):
             assert record["prompt"] == sibling["prompt"]
             parent = by_branch[branch[:-1]]
             assert f"R was {parent['reward']:.2f}" in record["prompt"]  # the parent's feedback (HashProtocol's)
+
+
+@pytest.mark.parametrize("credit", ["joint", "contribution"])
+def test_three_turns_match_comlrls_recursion_computed_on_the_tree(make_lm, credit):
+    """A brute force of CoMLRL's definition on a tree of G = 2 and T = 3 (8 leaves): each
+    node's return R = r + gamma * mean over its children of R, and its advantage R minus the
+    mean of its G siblings' R (MAGRPO's mean baseline; GRPO unscaled for an agent's own
+    leave-one-out credit), for every agent."""
+    three = {**TREE, "env": TextEnvConfig(max_turns=3), "gamma": 0.9}
+    if credit == "joint":
+        subject = make_learner(make_lm, config=TextMAGRPOConfig(**three))
+    else:
+        subject = make_learner(make_lm, TextGRPO, TextGRPOConfig(**three, credit=credit, scale_rewards="none"))
+    rollouts = subject.collect()
+    rewards, group, turns = rollouts.rewards, 2, 3
+    advantages = subject.group_advantages(rollouts, subject.returns(rollouts))
+
+    def reward(b, path):  # a node's reward, read at the first leaf under it
+        leaf = sum(d * group ** (turns - 1 - t) for t, d in enumerate(path))
+        return rewards[len(path) - 1, b, leaf]
+
+    def node_return(b, path):
+        own = reward(b, path)
+        if len(path) == turns:
+            return own
+        return own + 0.9 * torch.stack([node_return(b, (*path, d)) for d in range(group)]).mean(dim=0)
+
+    for b in range(2):
+        for leaf in range(group**turns):
+            digits = [leaf // group ** (turns - 1 - t) % group for t in range(turns)]
+            for t in range(turns):
+                parent = tuple(digits[:t])
+                siblings = torch.stack([node_return(b, (*parent, d)) for d in range(group)])
+                expected = node_return(b, (*parent, digits[t])) - siblings.mean(dim=0)
+                assert torch.allclose(advantages[t, b, leaf], expected, atol=1e-5), (b, leaf, t)
