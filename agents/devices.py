@@ -254,9 +254,7 @@ def full_determinism() -> Iterator[None]:
     environment = {name: os.environ.get(name) for name in DETERMINISTIC_ENVIRONMENT}
     algorithms = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
     cudnn = torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark
-    os.environ.update(DETERMINISTIC_ENVIRONMENT)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
+    enable_full_determinism()
     try:
         yield
     finally:
@@ -267,3 +265,13 @@ def full_determinism() -> Iterator[None]:
                 os.environ[name] = value
         torch.use_deterministic_algorithms(algorithms[0], warn_only=algorithms[1])
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = cudnn
+
+
+def enable_full_determinism() -> None:
+    """:func:`full_determinism`'s settings for the rest of this process (a Ray rollout
+    worker's, which lives as long as the run)."""
+    import torch
+
+    os.environ.update(DETERMINISTIC_ENVIRONMENT)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False

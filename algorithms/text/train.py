@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.devices import full_determinism
+from agents.devices import enable_full_determinism, full_determinism
 from agents.text_policy import TextPolicy
 from agents.trainable_lm import TrainableLM, default_lora, tiny_model
 from agents.trainable_lm.weights import base_digest
@@ -81,6 +81,15 @@ def learner_class(config: TextLearnerConfig) -> type[TextPolicyGradientLearner]:
             return learner
     names = ", ".join(learner.config_class.__name__ for learner in TEXT_LEARNERS.values())
     raise TypeError(f"config must be one of {names}, got {type(config).__name__}")
+
+
+def build_worker_lm(config: TextLearnerConfig, agents: list[str]) -> TrainableLM | TrainableTeam:
+    """:func:`build_lm` in a rollout worker's process, which keeps
+    :func:`agents.devices.full_determinism`'s settings for its life where ``config.full_determinism``
+    asks for it (its decoding is the run's, as the training process's)."""
+    if config.full_determinism:
+        enable_full_determinism()
+    return build_lm(config, agents)
 
 
 def build_lm(config: TextLearnerConfig, agents: list[str]) -> TrainableLM | TrainableTeam:
@@ -345,7 +354,7 @@ def _train(
         from algorithms.text.rollout_workers import RolloutWorkers
 
         threads = max(1, (os.cpu_count() or 1) // config.workers)
-        sampler = RolloutWorkers(functools.partial(build_lm, config, agents), config.workers, lm, threads=threads)
+        sampler = RolloutWorkers(functools.partial(build_worker_lm, config, agents), config.workers, lm, threads=threads)
     elif config.sampler == "ctranslate2":
         from algorithms.text.ctranslate2_sampler import CTranslate2Sampler
 

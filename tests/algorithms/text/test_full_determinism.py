@@ -98,3 +98,27 @@ def test_the_head_in_float32_trains_in_bfloat16_and_is_recorded(tmp_path):
     checkpoint = train(folder, 1, "--dtype", "bfloat16", "--cast-lm-head-to-fp32")
     assert json.loads((folder / "config.json").read_text())["cast_lm_head_to_fp32"] is True
     assert all(torch.isfinite(tensor).all() for tensor in checkpoint["weights"]["agent_0"].values())
+
+
+def test_a_rollout_workers_model_is_built_under_the_deterministic_settings(monkeypatch):
+    """A Ray rollout worker builds its policy with :func:`algorithms.text.train.build_worker_lm`
+    in its own process, which keeps the deterministic settings (and builds the same policy)."""
+    from algorithms.text import TextGRPOConfig
+    from algorithms.text.train import build_lm, build_worker_lm
+
+    for name in DETERMINISTIC_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    try:
+        plain = build_worker_lm(TextGRPOConfig(model="tiny"), ["agent_0"])
+        assert not torch.are_deterministic_algorithms_enabled() and "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+        worker = build_worker_lm(TextGRPOConfig(model="tiny", full_determinism=True), ["agent_0"])
+        assert torch.are_deterministic_algorithms_enabled() and torch.is_deterministic_algorithms_warn_only_enabled()
+        assert {name: os.environ.get(name) for name in DETERMINISTIC_ENVIRONMENT} == DETERMINISTIC_ENVIRONMENT
+        reference = build_lm(TextGRPOConfig(model="tiny"), ["agent_0"]).state_dict()["agent_0"]
+        for lm in (plain, worker):
+            weights = lm.state_dict()["agent_0"]
+            assert weights.keys() == reference.keys() and all(torch.equal(weights[k], reference[k]) for k in reference)
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = False, False
