@@ -21,10 +21,10 @@ both families follow (:class:`algorithms.core.learner.GroupPolicyGradient`; its 
    rollouts). With ``rollout="tree"`` (CoMLRL's) each joint sample of turn t branches into
    G at turn t + 1 (B * G^T envs, a node's completions sampled once for the envs under it),
    a node's return is its reward + gamma times the mean of its children's, and its group is
-   its G siblings (:meth:`~TextPolicyGradientLearner.group_advantages`). A rollout that ended early (the team reached ``stop_threshold``)
-   is an absorbing state: its last reward counts again at every turn left, in its G_t and in
-   later groups (with those turns' rewards 0, a team that stayed just below the threshold
-   out-earned one that reached it).
+   its G siblings (:meth:`~TextPolicyGradientLearner.group_advantages`). A rollout that
+   ended early (the team reached ``stop_threshold``) is an absorbing state: its last reward
+   counts again at every turn left, in its G_t and in later groups (with those turns'
+   rewards 0, a team that stayed just below the threshold out-earned one that reached it).
 3. :meth:`~TextPolicyGradientLearner.compute_advantages`: (B, G, n) returns of one turn
    -> (B, G, n) advantages. **The one method a learner overrides.**
 4. :meth:`~TextPolicyGradientLearner.optimize`: ``update_epochs`` passes of

@@ -421,16 +421,8 @@ class TextLearnerConfig(GroupSettings):
     def num_envs(self) -> int:
         """The vector env size: B * G (aligned), B * G^n (cross) or B * G^T (a tree over
         T = ``env.max_turns`` turns)."""
-        return self.groups_per_update * self.envs_per_group
-
-    @property
-    def envs_per_group(self) -> int:
-        """The envs of one problem's group: G, G^n (cross) or G^T (tree)."""
-        if self.pairing == "cross":
-            return self.group_size**self.env.n_agents
-        if self.rollout == "tree":
-            return self.group_size**self.env.max_turns
-        return self.group_size
+        exponent = self.env.n_agents if self.pairing == "cross" else self.env.max_turns if self.rollout == "tree" else 1
+        return self.groups_per_update * self.group_size**exponent
 
 
 @dataclass
