@@ -147,9 +147,9 @@ pinned by ``test_a_relation_between_the_arguments_and_the_answer_still_earns_coo
 Nor that it does part of the work itself: a body that only passes the helper's results on
 (returns and assignments of calls of the helper code's functions, names and constants:
 ``return core(aux(x))``, ``core`` a second function of the helper's, red team 34) is a
-wrapper too, but one statement of work of its own, however small, takes it out; nor that the helper is correct beyond the tests; a helper whose answers and
-changes are all the same, or whose swapped ones the tests cannot tell apart, earns no
-bonus. Only the ``tests`` part measures the program's correctness.
+wrapper too, but one statement of work of its own, however small, takes it out; nor that
+the helper is correct beyond the tests; a helper whose answers and changes are all the
+same, or whose swapped ones the tests cannot tell apart, earns no bonus. Only the ``tests`` part measures the program's correctness.
 
 **Tests passed come only from the sandbox's verdict**
 (:mod:`deliberation_env.text.protocols.coding.counting`). The trusted tests are rewritten
@@ -195,8 +195,8 @@ withheld run's stubs), and any other unbound name raises ``NameError`` as in the
 program; a team whose helper wrote nothing, or was refused, is judged as its program is
 (``aux`` raises ``NameError``; red team 36: when every unbound name answered ``None`` there,
 an honest helper beside a main function that calls a function nobody wrote scored 1.5 to
-no helper's 2.1, its leave-one-out credit -0.6). Red team 35 found that when those calls raised
-``NameError`` a helper was pivotal wherever the main function called it, so any helper
+no helper's 2.1, its leave-one-out credit -0.6). Red team 35 found that when those calls
+raised ``NameError`` a helper was pivotal wherever the main function called it, so any helper
 beside a main function that solved the problem alone and called ``aux`` for a result it
 never used (unused, overwritten, replaced by a fallback) earned 1.4 of leave-one-out
 credit (0.9 of Shapley) for the main function's tests, where its own definition is 0.4.
