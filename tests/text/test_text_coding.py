@@ -171,6 +171,49 @@ def test_a_main_that_only_passes_the_helpers_results_on_is_a_wrapper(protocol, p
     assert score(protocol, problem, WORK_OF_THE_HELPER, own_work).parts["not_wrapper"] == 1.0
 
 
+WHOLE = HELPER.replace("return product", "return (sum(numbers), product)")  # the whole answer, fenced
+AS_LIST = WHOLE.replace("return (sum(numbers), product)", "return [sum(numbers), product]")
+IN_A_LIST = WHOLE.replace("return (sum(numbers), product)", "return [(sum(numbers), product)]")
+ANSWERS_PASSED_ON = {
+    "plus an empty tuple": (WHOLE, "    return aux(numbers) + ()\n"),
+    "or the argument": (WHOLE, "    return aux(numbers) or numbers\n"),
+    "a conditional that is always true": (WHOLE, "    y = aux(numbers)\n    return y if True else 0\n"),
+    "an if True": (WHOLE, "    if True:\n        return aux(numbers)\n"),
+    "a conversion": (AS_LIST, "    return tuple(aux(numbers))\n"),
+    "unpacked and packed again": (WHOLE, "    a, b = aux(numbers)\n    return (a, b)\n"),
+    "unwrapped from the helper's list": (IN_A_LIST, "    return aux(numbers)[0]\n"),
+    "a second helper function, plus an empty tuple": (WORK_OF_THE_HELPER, "    return core(aux(numbers)) + ()\n"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(ANSWERS_PASSED_ON))
+def test_a_main_passing_the_helpers_answers_through_an_identity_is_a_wrapper(protocol, problem, name):
+    """Red team 37: cheap escapes from the wrapper rule (an identity operation, ``or``, a
+    conditional, ``if True:``, a conversion, a constant subscript, an unpacking) earned
+    ``not_wrapper`` (4.0 against 3.0); the rule reads through them."""
+    helper, body = ANSWERS_PASSED_ON[name]
+    outcome = score(protocol, problem, helper, f"def sum_product(numbers):\n{body}")
+    assert outcome.parts["tests"] == outcome.parts["cooperation"] == 1.0 and outcome.parts["not_wrapper"] == 0.0
+    assert outcome.reward == pytest.approx(3.0)
+    assert "thin wrapper" in outcome.feedback[1]
+
+
+WORK_BESIDE_THE_ANSWER = {
+    "a base case of its own": "    if not numbers:\n        return (0, 1)\n    return aux(numbers)\n",
+    "its arguments sorted first": "    numbers = sorted(numbers)\n    return aux(numbers)\n",
+    "a sum of its own": "    total = sum(numbers)\n    return (total, aux(numbers)[1]) or ()\n",
+    "a loop on the answer": "    s, p = aux(numbers)\n    for _ in range(1):\n        s = s + len(numbers) - len(numbers)\n    return (s, p)\n",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(WORK_BESIDE_THE_ANSWER))
+def test_a_main_doing_work_beside_an_identity_is_no_wrapper(protocol, problem, name):
+    """What the red team 37 reading keeps out of the wrapper rule: a statement of work of
+    the main function's own, however small, as before."""
+    outcome = score(protocol, problem, WHOLE, f"def sum_product(numbers):\n{WORK_BESIDE_THE_ANSWER[name]}")
+    assert outcome.parts["tests"] == outcome.parts["cooperation"] == outcome.parts["not_wrapper"] == 1.0
+
+
 def test_a_trivial_helper_or_a_main_defining_aux_earns_no_cooperation(protocol, problem):
     trivial = "def aux(x):\n    return x\n"
     main = "def sum_product(numbers):\n    product = 1\n    for n in aux(numbers):\n        product *= n\n    return (sum(numbers), product)\n"

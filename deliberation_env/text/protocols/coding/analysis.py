@@ -19,6 +19,7 @@ import ast
 import builtins
 import re
 import symtable
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from deliberation_env.text.protocols.coding.admission import (
@@ -238,25 +239,119 @@ def _wrapper(main: ast.FunctionDef | ast.AsyncFunctionDef, helper_functions: tup
     return _helpers_work_only(body, helper_functions)
 
 
+IDENTITIES: dict[type[ast.operator], tuple[object, ...]] = {
+    ast.Add: (0, (), "", b""), ast.Sub: (0,), ast.Mult: (1,), ast.FloorDiv: (1,), ast.Div: (1,), ast.Pow: (1,),
+    ast.BitOr: (0,), ast.BitXor: (0,), ast.LShift: (0,), ast.RShift: (0,),
+}  # fmt: skip
+"""The constants that leave a value as it is under each operator (``x + 0``, ``x + ()``,
+``x * 1``): a value passed through one is passed on (red team 37)."""
+CONVERSIONS = frozenset({"list", "tuple", "set", "frozenset", "dict", "str", "int", "float", "bool", "copy", "deepcopy"})
+"""Calls that give their argument back in another container or type: passed on (red team 37)."""
+
+
 def _helpers_work_only(body: list[ast.stmt], helper_functions: tuple[str, ...]) -> bool:
     """Every statement of ``body`` passes the helper's results on (:func:`_wrapper`), one
-    returns a value, and ``aux`` is called."""
-    def passed_on(value: ast.expr | None) -> bool:
-        if isinstance(value, ast.Call):
-            return isinstance(value.func, ast.Name) and value.func.id in helper_functions
-        if isinstance(value, ast.Tuple):
-            return all(passed_on(item) for item in value.elts)
-        return isinstance(value, ast.Name | ast.Constant)
-
+    returns a value, and ``aux`` is called. Trivial identities are read through (red team
+    37): a value under an identity operation (``+ 0``, ``+ ()``, ``* 1``), ``or``/``and``
+    and a conditional expression of passed-on values, a conversion (``tuple(aux(x))``), a
+    subscript with a constant (``aux(x)[0]``, ``aux(x)[:]``), a display of passed-on values
+    (``[*aux(x)]``), an unpacking assignment (``a, b = aux(x)``), and the blocks of an ``if``
+    or ``while`` on a constant, a ``for`` over a constant and a ``try``."""
+    statements = list(_flattened(body))
+    if any(statement is None for statement in statements):
+        return False
     returns = False
-    for statement in body:
+    for statement in statements:
         if isinstance(statement, ast.Return):
             returns = returns or statement.value is not None
-            if statement.value is not None and not passed_on(statement.value):
+            if statement.value is not None and not _passed_on(statement.value, helper_functions):
                 return False
         elif isinstance(statement, ast.Assign):
-            if not all(isinstance(target, ast.Name) for target in statement.targets) or not passed_on(statement.value):
+            if not all(_names_only(target) for target in statement.targets):
                 return False
-        elif not isinstance(statement, ast.Pass):
+            if not _passed_on(statement.value, helper_functions):
+                return False
+        elif not isinstance(statement, ast.Pass | ast.Raise):
             return False
     return returns and any(calls_name(node, HELPER) for statement in body for node in ast.walk(statement))
+
+
+def _flattened(body: list[ast.stmt]) -> Iterator[ast.stmt | None]:
+    """The simple statements of ``body``, the blocks of trivial compound statements read
+    through (:func:`_helpers_work_only`); ``None`` for a compound statement that is not."""
+    for statement in body:
+        if _trivial_block(statement):
+            yield from _flattened([*statement.body, *statement.orelse])
+        elif isinstance(statement, ast.Try):
+            handlers = [line for handler in statement.handlers for line in handler.body]
+            yield from _flattened([*statement.body, *handlers, *statement.orelse, *statement.finalbody])
+        elif isinstance(statement, ast.If | ast.While | ast.For | ast.AsyncFor | ast.With | ast.AsyncWith | ast.Match):
+            yield None
+        else:
+            yield statement
+
+
+def _trivial_block(statement: ast.stmt) -> bool:
+    """An ``if`` or ``while`` on a constant, or a ``for`` of names over a constant."""
+    if isinstance(statement, ast.If | ast.While):
+        return isinstance(statement.test, ast.Constant)
+    return isinstance(statement, ast.For) and _constant(statement.iter) and _names_only(statement.target)
+
+
+def _constant(value: ast.expr) -> bool:
+    """Built of literals only (``[0]``, ``(1, 2)``, ``range(1)``)."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "range":
+        return all(_constant(argument) for argument in value.args) and not value.keywords
+    return all(isinstance(node, ast.Constant | ast.Tuple | ast.List | ast.Set | ast.Load) for node in ast.walk(value))
+
+
+def _names_only(target: ast.expr) -> bool:
+    """A name, or a tuple or list of names (``a, b = ...``)."""
+    if isinstance(target, ast.Tuple | ast.List):
+        return all(_names_only(item) for item in target.elts)
+    return isinstance(target, ast.Name | ast.Starred) and (not isinstance(target, ast.Starred) or _names_only(target.value))
+
+
+def _passed_on(value: ast.expr | None, helper_functions: tuple[str, ...]) -> bool:
+    """``value`` is only the helper's results, names and constants, read through trivial
+    identities (:func:`_helpers_work_only`)."""
+    def passed(item: ast.expr | None) -> bool:
+        return _passed_on(item, helper_functions)
+
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        if value.func.id in helper_functions:
+            return True
+        return value.func.id in CONVERSIONS and len(value.args) <= 1 and not value.keywords and all(map(passed, value.args))
+    if isinstance(value, ast.Tuple | ast.List | ast.Set):
+        return all(passed(item) for item in value.elts)
+    if isinstance(value, ast.Starred):
+        return passed(value.value)
+    if isinstance(value, ast.BinOp):
+        identities = IDENTITIES.get(type(value.op), ())
+        for kept, other in ((value.left, value.right), (value.right, value.left)):
+            if isinstance(other, ast.Constant | ast.Tuple) and _literal_in(other, identities) and passed(kept):
+                return other is value.right or isinstance(value.op, ast.Add | ast.Mult | ast.BitOr | ast.BitXor)
+        return False
+    if isinstance(value, ast.BoolOp):
+        return all(passed(item) for item in value.values)
+    if isinstance(value, ast.IfExp):
+        return passed(value.body) and passed(value.orelse)
+    if isinstance(value, ast.Subscript):
+        return passed(value.value) and _constant_index(value.slice)
+    return isinstance(value, ast.Name | ast.Constant)
+
+
+def _literal_in(node: ast.expr, identities: tuple[object, ...]) -> bool:
+    """``node`` is a literal equal to one of ``identities`` and of its type (``()`` is not ``0``)."""
+    try:
+        literal = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return any(type(literal) is type(identity) and literal == identity for identity in identities)
+
+
+def _constant_index(index: ast.expr) -> bool:
+    """A constant index or slice (``[0]``, ``[:]``, ``[::-1]``)."""
+    if isinstance(index, ast.Slice):
+        return all(part is None or _constant(part) for part in (index.lower, index.upper, index.step))
+    return _constant(index)
