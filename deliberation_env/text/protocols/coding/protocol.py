@@ -42,7 +42,9 @@ part                  weight  what it measures
                               (``return aux(...)``, or ``v = aux(...)`` then ``return v``,
                               CoMLRL's forms; or no statement but returns and assignments
                               of the helper functions' results, names and constants:
-                              ``return core(aux(x))``)
+                              ``return core(aux(x))``, read through trivial identities:
+                              ``aux(x) + ()``, ``aux(x) or x``, ``tuple(aux(x))``,
+                              ``aux(x)[0]``, ``if True: return aux(x)``)
 ``ignored_call``      -0.5    given cooperation: the main function calls ``aux`` as a bare
                               statement, throwing its result away
 ====================  ======  ===============================================================
@@ -147,7 +149,16 @@ pinned by ``test_a_relation_between_the_arguments_and_the_answer_still_earns_coo
 Nor that it does part of the work itself: a body that only passes the helper's results on
 (returns and assignments of calls of the helper code's functions, names and constants:
 ``return core(aux(x))``, ``core`` a second function of the helper's, red team 34) is a
-wrapper too, but one statement of work of its own, however small, takes it out; nor that
+wrapper too, read through trivial identities (red team 37: an identity operation such as
+``+ 0``, ``+ ()`` or ``* 1``, ``or``/``and``, a conditional expression, a conversion such
+as ``tuple(...)``, a constant subscript, a display, an unpacking assignment, and the blocks
+of an ``if``/``while`` on a constant, a ``for`` over a constant and a ``try``), but one
+statement of work of its own, however small, takes it out. A semantic reading (the main
+function's results follow the helper's answers alone in the swapped run) was tried and
+dropped: it also took the bonus from a main function that computes on the helper's answer
+(``len(aux(s))``, the product of a list the helper returned), the natural split of a
+problem. Still open: ``(lambda v: v)(aux(x))``, ``tuple(v for v in aux(x))``, and a helper's
+answer keyed by the argument (``aux(x)[repr(x)]``); nor that
 the helper is correct beyond the tests; a helper whose answers and changes are all the
 same, or whose swapped ones the tests cannot tell apart, earns no bonus. Only the ``tests`` part measures the program's correctness.
 
