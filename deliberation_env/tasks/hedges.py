@@ -18,6 +18,9 @@ another value has hedged, and strict scoring reads no answer from it
   table's one cell "| 11 |") or words that call it one's answer ("11 is my answer.", "11,
   actually.", "C it is.").
 
+A value offered is read as it is drawn: "Or «19»", "Or ⑲", "Or <D>" and "Or \\framebox{19}"
+offer 19 and D (:func:`_as_drawn`, red team 38).
+
 What counts as one value is the reader's (``value_of``: a number, a letter, a LaTeX
 expression), and so is whether it differs from the answer (``differs``: "Or 1/2." after
 "The answer is 0.5." offers nothing new); a line that restates the answer in another form
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import operator
 import re
+import unicodedata
 from collections.abc import Callable
 
 DOUBT_WORDS = (
@@ -369,10 +373,52 @@ def _question_parts(line: str) -> set[str]:
     return questions
 
 
+_FORMATTING = re.compile(
+    r"\\(?:framebox|fbox|boxed|mbox|underline|uline|ul|hl|emph|bm|boldsymbol|textit|textsl|textsf|texttt|textrm|textup"
+    r"|textmd|textsc|textnormal|textbf|text|mathit|mathsf|mathtt|mathrm|mathbf|mathnormal)\s*+\{([^{}]*+)(?:\}|$)"
+    r"|\\(?:colorbox|textcolor|color)\s*+\{[^{}]*+\}\s*+\{([^{}]*+)(?:\}|$)|\\fcolorbox\s*+\{[^{}]*+\}\s*+\{[^{}]*+\}\s*+\{([^{}]*+)(?:\}|$)"
+)
+"""A formatting command around a value (a frame, a colour, emphasis, a font): it draws its
+argument as it is (red team 38: "Or \\framebox{19}", "Or \\colorbox{red}{D}"); its closing brace
+may be gone where the fragment's end was stripped already."""
+_ENCLOSED = re.compile(r"\b(?:CIRCLED|PARENTHESIZED|SQUARED|DOUBLE CIRCLED|NEGATIVE CIRCLED|NEGATIVE SQUARED)\b|\b(?:DIGIT|NUMBER) \w+ FULL STOP\b")
+
+
+def _as_drawn(core: str) -> str:
+    """``core`` as the value it draws: a letter or number enclosed in a circle, a square or
+    a parenthesis (Unicode's compatibility forms, "⑲", "Ⓓ", "⒆") as its plain characters,
+    formatting commands taken off, and punctuation of any script around it ("«19»", "⟨D⟩",
+    "•19", "†D") and a pair of angle brackets taken off (red team 38). Used on values offered
+    after an answer only, so it can make a text no answer, never read a new one."""
+    if not core.isascii():
+        core = "".join(_enclosed_as_plain(char) for char in core)
+    for _ in range(4):
+        previous = core
+        core = _FORMATTING.sub(lambda found: next(group for group in found.groups() if group is not None), core).strip()
+        while core and not core[0].isascii() and unicodedata.category(core[0])[0] in "PS" and unicodedata.category(core[0]) != "Sm":
+            core = core[1:].lstrip()
+        while core and not core[-1].isascii() and unicodedata.category(core[-1])[0] in "PS" and unicodedata.category(core[-1]) != "Sm":
+            core = core[:-1].rstrip()
+        if len(core) > 2 and core[0] == "<" and core[-1] == ">":
+            core = core[1:-1].strip()
+        if core == previous:
+            break
+    return core
+
+
+def _enclosed_as_plain(char: str) -> str:
+    """An enclosed letter or digit ("Ⓓ", "⑲", "⒆", "⒚", "🄳") as its plain ASCII form; any other character as it is."""
+    if char.isascii() or not _ENCLOSED.search(unicodedata.name(char, "")):
+        return char
+    plain = unicodedata.normalize("NFKC", char).strip("(.)")  # "⒆" is "(19)", "⒚" "19."
+    return plain if plain.isascii() and plain.isalnum() else char
+
+
 def _core(fragment: str, conditional: bool = False) -> str:
     """``fragment`` without the filler words and markup around a value, and a parenthesis
-    after it; with ``conditional``, a condition after it too ("Or perhaps 11 if leftovers count")."""
-    core = _strip_end(fragment[_FILLER.match(fragment).end() :])
+    after it; with ``conditional``, a condition after it too ("Or perhaps 11 if leftovers count").
+    The value is read as drawn (:func:`_as_drawn`)."""
+    core = _strip_end(_as_drawn(fragment[_FILLER.match(fragment).end() :]))
     core = _strip_end(_ASIDE.sub("", core)) if "(" in core else core
     return _strip_end(_CONDITION.sub("", core)) if conditional else core
 
