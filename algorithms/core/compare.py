@@ -266,6 +266,49 @@ def own_settings(config: type, shared: type, name: str, module: str) -> type:
     return made
 
 
+def config_of_own(factory: LearnerFactory | None, configs: Mapping[str, type], template: type) -> tuple[type, str | None]:
+    """The config class a comparison builds for a learner of one's own, and the shipped
+    learner whose own settings (``--grpo.eps``) it takes: the learner's ``config_class``
+    where that is a dataclass derived from a shipped learner's config in ``configs`` (the
+    nearest in its MRO; that learner's own settings) or from the comparison's ``template``
+    class (the shared settings alone); else GRPO's config and settings, as before. Fields
+    of its own keep their defaults (give others by a subclass of the config).
+
+    >>> from algorithms.text.config import TEXT_CONFIGS, TextLearnerConfig, TextMAGRPOConfig
+    >>> class Mine:
+    ...     config_class = TextMAGRPOConfig
+    >>> config_of_own(Mine, TEXT_CONFIGS, TextLearnerConfig)[1], config_of_own(print, TEXT_CONFIGS, TextLearnerConfig)[1]
+    ('magrpo', 'grpo')
+    """
+    wanted = getattr(factory, "config_class", None)
+    if inspect.isclass(wanted) and dataclasses.is_dataclass(wanted):
+        shipped = {config: name for name, config in configs.items()}
+        for base in wanted.__mro__:
+            if base in shipped:
+                return wanted, shipped[base]
+            if base is template:
+                return wanted, None
+    return configs["grpo"], "grpo"
+
+
+def check_takes_config(algo: str, factory: LearnerFactory | None, config: Any) -> None:
+    """Refuse, before anything is trained, a learner class whose ``config_class`` the config
+    a comparison builds for it (:func:`config_of_own`) is not: a real client's learner with a
+    config of its own met ``RLOO needs a RLOOConfig, got TextGRPOConfig`` only after every
+    run before it had trained.
+
+    Raises:
+        TypeError: Naming the learner, both classes and what to derive the config from.
+    """
+    wanted = getattr(factory, "config_class", None)
+    if inspect.isclass(factory) and inspect.isclass(wanted) and not isinstance(config, wanted):
+        raise TypeError(
+            f"learner {algo!r} ({factory.__qualname__}) takes a {wanted.__name__}, and a comparison builds a "
+            f"{type(config).__name__} for it: make {wanted.__name__} a dataclass derived from a shipped learner's "
+            "config (its own fields then take their defaults)"
+        )
+
+
 def learner_config(config: type, shared: Mapping[str, Any], own: Any) -> Any:
     """A learner's config of class ``config`` from a comparison's ``shared`` settings (field
     name -> value) and ``own``: the learner's :func:`own_settings` instance (None: its

@@ -55,6 +55,11 @@ class Learner(abc.ABC):
     name: ClassVar[str] = "learner"
     headline: ClassVar[str] = "rewards/total/mean"
     """The metric a progress bar shows."""
+    summary_metrics: ClassVar[tuple[str, ...]] = ()
+    """Metrics of this learner's own (logged by its updates, or by its held-out evaluation)
+    that ``compare text`` summarizes and tabulates beside the family's metrics, mean and
+    95% interval over seeds (e.g. ``("adv/baseline_mean",)``); a learner without one shows
+    "-" there."""
     config: Any
     venv: Any
     optimizer: torch.optim.Optimizer

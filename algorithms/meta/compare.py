@@ -17,7 +17,8 @@ consensus accuracy vs training episodes; ``final_accuracy.png``) and two more fi
 A learner of one's own (``learners={"mine": Mine}``, or an import path in ``algos``) is
 built as the shipped ones are, ``Mine(config, venv, warm_start=network)``: ``config`` is
 the run's :class:`~algorithms.meta.config.GRPOConfig` (the template's shared settings
-with the run's seed, :meth:`~algorithms.meta.config.CompareConfig.run_config`), ``venv`` a ``de.vector_env`` of ``config.num_envs`` envs (the budget every learner
+with the run's seed, :meth:`~algorithms.meta.config.CompareConfig.run_config`; the learner's
+``config_class`` where that derives from a shipped learner's config), ``venv`` a ``de.vector_env`` of ``config.num_envs`` envs (the budget every learner
 gets), ``warm_start`` the seed's SFT network or None. Besides what the run loop drives,
 it has ``policy()``: the greedy :class:`~algorithms.meta.policy.Policy` (``name``,
 ``act(obs, infos)``) that :func:`~algorithms.meta.evaluate.evaluate` plays
@@ -39,6 +40,7 @@ from algorithms.core.checkpoints import CHECKPOINT
 from algorithms.core.compare import (
     LearnerFactory,
     check_per_run_settings,
+    check_takes_config,
     difference_lines,
     learner_label,
     mean_and_interval,
@@ -91,8 +93,9 @@ def compare(cfg: CompareConfig, learners: Mapping[str, LearnerFactory] | None = 
     trained = [name for name in names if name != "sft"]
     for algo in cfg.algos:  # a setting a learner refuses: before the first run, not after
         if algo != "sft":
+            factory = own.get(learner_label(algo))
             with refused_for(algo):
-                cfg.run_config(algo, 0, Path(cfg.out_dir), cfg.reward_scales[0])
+                check_takes_config(algo, factory, cfg.run_config(algo, 0, Path(cfg.out_dir), cfg.reward_scales[0], factory))
     runs = cfg.seeds * (len(cfg.reward_scales) * len(trained) + bool(cfg.learner.sft_updates))
     with (
         removed_if_nothing_ran(cfg.out_dir),
@@ -185,7 +188,7 @@ class Grid:
     def config(self, algo: str, seed: int, run_dir: Path, scale: float) -> Any:
         """The config of one run (:meth:`~algorithms.meta.config.CompareConfig.run_config`),
         resumed when the comparison is and the run has started."""
-        config = self.cfg.run_config(algo, seed, run_dir, scale)
+        config = self.cfg.run_config(algo, seed, run_dir, scale, self.own.get(algo))
         resume = config.run.resume and holds_run(run_dir)
         return dataclasses.replace(config, run=dataclasses.replace(config.run, resume=resume))
 

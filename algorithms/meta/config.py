@@ -21,7 +21,7 @@ import typing
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import tyro
 
@@ -30,6 +30,7 @@ from algorithms.core.compare import (
     algo_names,
     check_algos,
     check_own_settings,
+    config_of_own,
     learner_config,
     own_settings,
 )
@@ -325,11 +326,15 @@ class CompareConfig:
         if "sft" in self.algos and not self.learner.sft_updates:
             raise ValueError("algos includes 'sft' but sft_updates is 0: give it SFT updates")
 
-    def run_config(self, algo: str, seed: int, run_dir: Path, reward_scale: float) -> LearnerConfig:
-        """The config of the learner named ``algo`` (a :class:`GRPOConfig` for a learner of
-        one's own) at ``seed`` and ``reward_scale`` in ``run_dir``: the template's shared
-        settings and the learner's own (GRPO's for a learner of one's own); ``sft`` is the
-        template's warm start."""
+    def run_config(
+        self, algo: str, seed: int, run_dir: Path, reward_scale: float, learner: Any = None
+    ) -> LearnerConfig:
+        """The config of the learner named ``algo`` at ``seed`` and ``reward_scale`` in
+        ``run_dir``: the template's shared settings and the learner's own; ``sft`` is the
+        template's warm start. A learner of one's own (``learner``, its class) gets its
+        ``config_class`` where that derives from a shipped learner's config, with that
+        learner's own settings, and a :class:`GRPOConfig` with GRPO's otherwise
+        (:func:`~algorithms.core.compare.config_of_own`)."""
         template = dataclasses.replace(
             self.learner,
             seed=seed,
@@ -339,5 +344,8 @@ class CompareConfig:
         if algo == "sft":
             return template.warm_start_config(str(run_dir))
         shared = {f.name: getattr(template, f.name) for f in dataclasses.fields(PolicyGradientConfig)}
-        shipped = algo if algo in CONFIGS else "grpo"
-        return learner_config(CONFIGS[shipped], shared, getattr(self, shipped))
+        if algo in CONFIGS:
+            return learner_config(CONFIGS[algo], shared, getattr(self, algo))
+        with_own_settings = {name: config for name, config in CONFIGS.items() if name != "sft"}  # sft has none
+        config, shipped = config_of_own(learner, with_own_settings, PolicyGradientConfig)
+        return learner_config(config, shared, getattr(self, shipped) if shipped else None)

@@ -111,7 +111,8 @@ def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = No
             is False, or holds a run of other settings (:func:`algorithms.core.run_dirs.open_run_dir`),
             or when ``learner`` is given with an SFT config.
     """
-    algo = algo_of(config) if learner is None else getattr(learner, "name", algo_of(config))  # one's own: its name
+    # one's own: its name (a config of its own, derived from a shipped one, names no shipped learner)
+    algo = algo_of(config) if learner is None else (getattr(learner, "name", None) or algo_of(config))
     if learner is not None and not isinstance(config, PolicyGradientConfig):
         raise ValueError("a learner of one's own takes a policy-gradient learner's config: softrankpo, grpo or magrpo")
     config = with_held_out_problems(with_task_defaults(config))

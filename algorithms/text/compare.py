@@ -13,16 +13,18 @@ writes to ``out_dir`` the files of every comparison (:mod:`algorithms.core.compa
 A learner of one's own (``learners={"mine": Mine}``, or an import path in ``algos``) is built
 as the shipped ones are, ``Mine(config, lm, venv, frozen, sampler=sampler)``
 (:func:`algorithms.text.train`): ``config`` is the :class:`~algorithms.text.config.TextGRPOConfig`
-of the shared settings, so a subclass of a shipped learner or of
-:class:`~algorithms.text.base.TextPolicyGradientLearner` that overrides
-``compute_advantages`` is one.
+of the shared settings, or the learner's ``config_class`` where that derives from a shipped
+learner's config (:func:`~algorithms.core.compare.config_of_own`), so a subclass of a
+shipped learner or of :class:`~algorithms.text.base.TextPolicyGradientLearner` that
+overrides ``compute_advantages`` is one; its ``summary_metrics`` join :data:`METRICS` in
+the summary and the table (``examples/15_custom_text_learner.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +37,8 @@ from algorithms.core.compare import (
     check_algos,
     check_own_settings,
     check_per_run_settings,
+    check_takes_config,
+    config_of_own,
     difference_lines,
     learner_config,
     learner_label,
@@ -99,6 +103,20 @@ problems; BENCHMARKS.md, "The spread a reader should expect"). A test checks it 
 ``benchmarks/incidental_spread.py`` measures it."""
 
 
+def summarized_metrics(learners: Iterable[LearnerFactory]) -> tuple[str, ...]:
+    """What a comparison summarizes: :data:`METRICS`, then each learner of one's own's
+    ``summary_metrics`` (:attr:`algorithms.core.learner.Learner.summary_metrics`: metrics its
+    updates log, such as ``adv/loo_baseline``), each once.
+
+    >>> class Mine:
+    ...     summary_metrics = ("mine/baseline", "eval/joint")
+    >>> summarized_metrics([Mine])[len(METRICS):]
+    ('mine/baseline',)
+    """
+    own = (metric for learner in learners for metric in getattr(learner, "summary_metrics", ()))
+    return tuple(dict.fromkeys((*METRICS, *own)))
+
+
 def incidental_line() -> str:
     """What :func:`compare_table`'s caption says of :data:`INCIDENTAL_SPREAD`."""
     spread = INCIDENTAL_SPREAD
@@ -128,7 +146,8 @@ class TextCompare:
     algos: algo_names(SHIPPED) = SHIPPED
     """Learners to compare, separated by spaces (magrpo, grpo, softrankpo); a learner of your
     own by import path, ``./mine.py:Mine`` (on the command line; from Python, a name given in
-    ``learners=`` of :func:`compare`), with GRPO's config."""
+    ``learners=`` of :func:`compare`), with GRPO's config, or its own ``config_class`` where
+    that derives from a shipped learner's."""
     seeds: int = 2
     """Seeds per learner: 0 .. seeds-1."""
     out_dir: str = ""
@@ -147,16 +166,20 @@ class TextCompare:
             raise ValueError(f"--seeds must be >= 1, got {self.seeds}")
         check_own_settings(self, self.algos, SHIPPED, SHIPPED)
 
-    def run_config(self, algo: str, seed: int) -> TextLearnerConfig:
+    def run_config(self, algo: str, seed: int, learner: LearnerFactory | None = None) -> TextLearnerConfig:
         """The config of the learner named ``algo`` at ``seed``: built from the template's
-        shared settings and the learner's own (GRPO's config and own settings for a learner
-        of one's own), with its run folder."""
+        shared settings and the learner's own, with its run folder. A learner of one's own
+        (``learner``, its class) gets its ``config_class`` where that derives from a shipped
+        learner's config, with that learner's own settings, and GRPO's config and settings
+        otherwise (:func:`~algorithms.core.compare.config_of_own`)."""
         shared = {f.name: getattr(self.learner, f.name) for f in fields(TextLearnerConfig)}
         run_dir = str(Path(self.out_dir) / algo / f"seed{seed}")
-        shipped = algo if algo in TEXT_CONFIGS else "grpo"
         resume = shared["run"].resume and holds_run(Path(run_dir))  # a resumed comparison: the runs it has started
         shared = {**shared, "seed": seed, "run": replace(shared["run"], run_dir=run_dir, resume=resume)}
-        return learner_config(TEXT_CONFIGS[shipped], shared, getattr(self, shipped))
+        if algo in TEXT_CONFIGS:
+            return learner_config(TEXT_CONFIGS[algo], shared, getattr(self, algo))
+        config, shipped = config_of_own(learner, TEXT_CONFIGS, TextLearnerConfig)
+        return learner_config(config, shared, getattr(self, shipped) if shipped else None)
 
 
 def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = None) -> dict[str, Any]:
@@ -178,8 +201,9 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
     check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed", "run.resume_from"))  # a run_dir is replaced
     own = user_learners(cfg.algos, SHIPPED, learners, "text")
     for algo in cfg.algos:  # a setting a learner refuses (MAGRPO's --update-epochs 2): before the first run, not after
+        factory = own.get(learner_label(algo))
         with refused_for(algo):
-            cfg.run_config(algo, 0)
+            check_takes_config(algo, factory, cfg.run_config(algo, 0, factory))
     resolved_placement(cfg.learner.device, cfg.learner.dtype)  # a device this machine lacks: before any file
     restarted = data_parallel.restarted_run(cfg.out_dir, "--out-dir")  # torchrun --max-restarts: continue it
     with data_parallel.process_group(cfg.learner.device) as ranks:  # under torchrun: one group for every run
@@ -202,7 +226,7 @@ def _compare(cfg: TextCompare, own: dict[str, Any], names: list[str], ranks: Ran
     histories: dict[str, list[list[dict[str, float]]]] = {name: [] for name in names}
 
     def train_one(name: str, seed: int) -> dict[str, Any]:
-        result = train(cfg.run_config(name, seed), learner=own.get(name))
+        result = train(cfg.run_config(name, seed, own.get(name)), learner=own.get(name))
         histories[name].append(result.history)
         final = result.history[-1] if result.history else {}
         return {**final, **result.after, **{f"before/{k}": v for k, v in result.before.items()}}
@@ -224,7 +248,8 @@ def _compare(cfg: TextCompare, own: dict[str, Any], names: list[str], ranks: Ran
         if refused is not None:  # every rank says why, none waits for the others
             raise ValueError(refused)
         rows = run_grid(train_one, names, cfg.seeds)
-    summary = {name: summarize_runs([row for row in rows if row["algo"] == name], METRICS) for name in names}
+    metrics = summarized_metrics(own.values())
+    summary = {name: summarize_runs([row for row in rows if row["algo"] == name], metrics) for name in names}
     curves = [
         {"algo": name, "seed": seed, **record}
         for name, seeds in histories.items()
@@ -246,7 +271,8 @@ def compare_table(summary: dict[str, Any], cfg: TextCompare) -> Table:
     coding protocol its pass rate; the held-out joint reward where the task scores no accuracy, as a protocol of one's own may;
     the last update's joint reward without a held-out evaluation), and how far one seed moves
     under incidental changes (:data:`INCIDENTAL_SPREAD`)."""
-    table = summary_table(summary, METRICS, f"LLM-weight learners, {cfg.seeds} seed(s), {cfg.learner.run.updates} updates")
+    own = [metric for row in summary.values() for metric in row if metric not in METRICS]  # summary_metrics
+    table = summary_table(summary, [*METRICS, *dict.fromkeys(own)], f"LLM-weight learners, {cfg.seeds} seed(s), {cfg.learner.run.updates} updates")
     compared = ("eval/correct", "eval/pass_rate", "eval/joint", "rewards/joint/mean")  # held-out first; a task of one's own may score no "correct"
     metric = next((m for m in compared if any(m in row for row in summary.values())), "")
     learners = {name: row[metric] for name, row in summary.items() if metric in row}
