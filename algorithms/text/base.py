@@ -731,23 +731,58 @@ class TextPolicyGradientLearner(GroupPolicyGradient):
             [samples[r].completion.token_ids for r in rows],
             temperature=self.config.temperature,
         )
-        loss, stats = text_policy_loss(
+        loss, stats = self.policy_loss(
             logp,
             _padded([old[r] for r in rows], logp) if old is not None else logp.detach(),
             _padded([reference[r] for r in rows], logp) if reference is not None else None,
             advantages[rows].to(logp.device),  # the batch's tensors live on the CPU, the policy's on its device
             mask,
             weights[:, 0].to(logp.device),
-            self.config.clip_eps,
-            self.config.kl_coef,
-            self.config.clip_eps_high,
-            self.config.importance_sampling,
-            stat_weights=weights[:, 1].to(logp.device),
+            weights[:, 1].to(logp.device),
         )
         self.scaler.scale(loss).backward()
         synchronize(self.lm.device)
         self._loss_seconds += time.perf_counter() - started
         return {name: value.item() for name, value in stats.items()}
+
+    def policy_loss(
+        self,
+        logp: torch.Tensor,
+        old_logp: torch.Tensor,
+        ref_logp: torch.Tensor | None,
+        advantages: torch.Tensor,
+        mask: torch.Tensor,
+        weights: torch.Tensor,
+        stat_weights: torch.Tensor,
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The loss of one forward pass of one agent's rows, and its statistics: the method a
+        learner overrides to change the loss itself (the clip, the KL, the ratio), as
+        :meth:`compute_advantages` changes the advantage. The default is
+        :func:`~algorithms.text.losses.text_policy_loss` with the config's ``clip_eps``,
+        ``kl_coef``, ``clip_eps_high`` and ``importance_sampling``.
+
+        Args:
+            logp: (N, T) the completion tokens' log-probabilities under the policy (with grad).
+            old_logp: (N, T) under the policy that sampled them (``logp`` detached in one pass).
+            ref_logp: (N, T) under the reference (the base), or None without a KL (``kl_coef`` 0).
+            advantages: (N,) each completion's advantage.
+            mask: (N, T) 1 at a completion's tokens, 0 at padding.
+            weights: (N,) the weight of each completion's tokens in the minibatch's loss
+                (:func:`~algorithms.text.losses.token_weights` of ``aggregation``; 0 for a
+                completion ``mask_truncated_completions`` leaves out): the loss is
+                sum_i w_i sum_t m_it l_it, which adds up over the micro-batches.
+            stat_weights: (N,) the token mean's weights, for the statistics.
+
+        Returns:
+            The loss to back-propagate (its gradients add up over the micro-batches), and
+            statistics (0-d tensors, token means by ``stat_weights``), each logged as
+            ``losses/<name>``, the mean over the update's optimizer steps.
+        """
+        config = self.config
+        return text_policy_loss(
+            logp, old_logp, ref_logp, advantages, mask, weights, config.clip_eps, config.kl_coef,
+            config.clip_eps_high, config.importance_sampling, stat_weights=stat_weights,
+        )  # fmt: skip
 
     def _score_shared(self, samples: Sequence[Sample], reference: bool) -> list[torch.Tensor]:
         """:meth:`_score_all` of ``samples``, each rank scoring its share of them (on the CPU
