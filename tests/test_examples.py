@@ -97,3 +97,11 @@ def test_14_tiny_learns_runs_and_its_protocol_reaches_the_command_line(tmp_path)
               "--finetune", "full", "--max-new-tokens", "4", "--updates", "1", "--no-progress", "--run-dir", str(tmp_path / "cli")])  # fmt: skip
     (record,) = [json.loads(line) for line in (tmp_path / "cli" / "metrics.jsonl").read_text().splitlines()]
     assert 0 < record["rewards/joint/mean"] < 1  # the letters' share of random bytes: neither none nor all
+
+
+def test_15_custom_text_learner_joins_a_comparison_with_its_own_metrics(tmp_path):
+    out = run_example("15_custom_text_learner.py", "--updates", "1", "--out-dir", str(tmp_path / "cmp"), cwd=tmp_path)
+    assert "rloo" in out and "grpo" in out
+    record = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert "adv/loo_baseline" in record["summary"]["rloo"] and "adv/loo_baseline" not in record["summary"]["grpo"]
+    assert json.loads((tmp_path / "cmp" / "rloo" / "seed0" / "config.json").read_text())["loo_scale"] == 1.0
