@@ -106,6 +106,7 @@ SLOW_TESTS = frozenset(
      "test_held_out_evaluation_progress_changes_no_metric",
      "test_transient_outcomes_are_judged_again",
      "test_hostile_answers_are_contained",
+     "test_no_unilateral_strategy_out_earns_honest_play_under_per_agent_credit",
      "test_an_oversized_row_is_refused_at_read_even_with_a_valid_mac[52428800]"}
 )  # fmt: skip
 
