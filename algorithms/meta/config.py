@@ -164,7 +164,9 @@ class MAGRPOConfig(PolicyGradientConfig):
     wrong dissenter pays its two pivotal agents +1 each per round, and a team whose
     dissenter stays wrong out-earns one that agrees (6 against 1 over three rounds of three
     agents). The default was ``sum`` until 2026-11-30; a learner trained on it is paid
-    for keeping a dissenter wrong."""
+    for keeping a dissenter wrong: on the simulated team (two agents, three rounds, 100
+    arithmetic problems) two agents that always PERSIST earn 2.2 times the oracle's summed
+    return while their team ends right less often (0.93 against 0.98; red team 39)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
