@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.dequantized_gguf import dequantized
 from agents.fingerprint import file_sha256
 
 EXTRA = "pip install 'deliberation-env[ctranslate2]'"
@@ -113,25 +114,18 @@ def converted_model_dir(gguf: Path, cache_dir: Path | None = None, quantization:
 def convert_gguf(gguf: Path, work: Path, quantization: str = "float32") -> Path:
     """Convert ``gguf`` into a CTranslate2 model in ``quantization`` with its tokenizer, under ``work``.
 
-    transformers dequantizes the GGUF; the loaded model still carries the GGUF
-    quantization marker in its config, which CTranslate2's converter refuses, so a plain
-    float32 copy is rebuilt from the config without it and handed to the converter.
+    The model is read from the GGUF's dequantized folder (:func:`agents.dequantized_gguf.dequantized`,
+    written once): a plain float32 model, which CTranslate2's converter takes.
 
     Returns:
         The directory of the converted model (inside ``work``).
     """
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(
-        gguf.parent, gguf_file=gguf.name, local_files_only=True
-    )
-    loaded = AutoModelForCausalLM.from_pretrained(
-        gguf.parent, gguf_file=gguf.name, local_files_only=True
-    )
-    config = loaded.config
-    del config.quantization_config
-    plain = AutoModelForCausalLM.from_config(config)
-    plain.load_state_dict(loaded.state_dict())
+    folder = dequantized(gguf)
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    plain = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, local_files_only=True)
     return convert_model(plain, tokenizer, work, quantization)
 
 

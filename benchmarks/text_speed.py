@@ -215,17 +215,14 @@ def build_trl(args: Args, config: TextGRPOConfig, callback, output_dir: str):
         from trl import GRPOConfig, GRPOTrainer
     except ImportError as error:
         raise ImportError("benchmarks/text_speed.py needs TRL: pip install 'deliberation-env[bench]'") from error
+    from agents.dequantized_gguf import dequantized
     from agents.local import default_model_path
 
-    gguf = default_model_path()
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32, local_files_only=True)
-    # Trainer refuses a model loaded from GGUF ("quantized with GGUF") and it cannot be
-    # saved: TRL trains a plain float32 model holding the same dequantized weights.
-    del model.config.quantization_config
-    plain = AutoModelForCausalLM.from_config(model.config, dtype=torch.float32)
-    plain.load_state_dict(model.state_dict())
-    plain.generation_config = model.generation_config
+    # Trainer refuses a model loaded from GGUF ("quantized with GGUF"): TRL trains the plain
+    # float32 model of the same dequantized weights that ours loads.
+    folder = dequantized(default_model_path())
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    plain = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, local_files_only=True)
     completions = 2 * args.groups * args.group_size
     trl_config = GRPOConfig(
         output_dir=output_dir,

@@ -29,6 +29,7 @@ from typing import Any, Literal
 import torch
 
 from agents.chat_templates import check_chat_template_kwargs
+from agents.dequantized_gguf import dequantized
 from agents.devices import Decoding, Routing, check_decoding, resolve
 from agents.hub import hub_offline, is_path, no_hub_model
 from agents.trainable_lm.extra import MISSING_EXTRA, require_train_extra
@@ -323,7 +324,8 @@ class TrainableLM(Sampling, Scoring, Weights):
         ``HF_HUB_OFFLINE`` is not set (with it set, only the cache is read).
 
         Args:
-            name: A model folder, a GGUF file (transformers dequantizes it), or a hub id.
+            name: A model folder, a GGUF file (transformers dequantizes it once:
+                :func:`agents.dequantized_gguf.dequantized`), or a hub id.
             agents: The agents the policy plays.
             device: Where the model runs (:func:`agents.devices.resolve`).
             dtype: The weights' dtype.
@@ -343,18 +345,17 @@ class TrainableLM(Sampling, Scoring, Weights):
                 f"TrainableLM: {path} holds no model (no config.json): give a folder that "
                 "save_pretrained wrote, a .gguf file, or a hub id ORG/NAME"
             )
-        if path.exists():
-            directory, gguf_file = (
-                (path.parent, path.name) if path.suffix == ".gguf" else (path, None)
-            )
-            source, base = str(directory), None if gguf_file else str(path.resolve())
+        if path.suffix == ".gguf" and path.is_file():  # transformers dequantizes it once (no base elsewhere)
+            source, base = str(dequantized(path)), None
+        elif path.exists():
+            source, base = str(path), str(path.resolve())
         elif is_path(str(name)):
             raise FileNotFoundError(
                 f"TrainableLM: no local model at {path} (a path is never looked up on the Hugging Face hub; "
                 "a hub id is written ORG/NAME)"
             )
         else:
-            source, gguf_file, base = str(name), None, str(name)
+            source, base = str(name), str(name)
         offline = {
             "local_files_only": hub_offline()
         }  # read when called, so a test or a script may set it
@@ -364,7 +365,7 @@ class TrainableLM(Sampling, Scoring, Weights):
             return no_hub_model("TrainableLM", name, offline["local_files_only"], error)
 
         try:
-            tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=gguf_file, **offline)
+            tokenizer = AutoTokenizer.from_pretrained(source, **offline)
         except (OSError, ValueError) as error:
             raise unreadable(
                 "has no tokenizer transformers can read (tokenizer.json, or tokenizer_config.json with its "
@@ -374,7 +375,6 @@ class TrainableLM(Sampling, Scoring, Weights):
         try:
             model = AutoModelForCausalLM.from_pretrained(
                 source,
-                gguf_file=gguf_file,
                 dtype=torch_dtype,
                 attn_implementation=ATTENTION,
                 **offline,
@@ -384,8 +384,6 @@ class TrainableLM(Sampling, Scoring, Weights):
                 "holds no weights transformers can read (model.safetensors, pytorch_model.bin, or their shards and index)",
                 error,
             ) from error
-        if gguf_file is not None:
-            model = _plain_copy(model, torch_dtype)
         return cls(model, tokenizer, agents, device=device, dtype=dtype, base=base, **kwargs)
 
     @property
@@ -447,17 +445,6 @@ def _matmul_parameters(model: PreTrainedModel) -> int:
     (a lookup), the output projection counted even when it shares the embedding's matrix."""
     total = sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False))
     return total - model.get_input_embeddings().weight.numel()
-
-
-def _plain_copy(model: PreTrainedModel, dtype: torch.dtype) -> PreTrainedModel:
-    """``model`` (loaded from a GGUF, so marked quantized) rebuilt from its config without
-    the mark: the same dequantized weights, but ``save_pretrained`` can write it (full
-    fine-tuning saves the model) and HF ``Trainer``-based tools accept it."""
-    config = model.config
-    del config.quantization_config
-    plain = AutoModelForCausalLM.from_config(config, dtype=dtype)
-    plain.load_state_dict(model.state_dict())
-    return plain.eval()
 
 
 def _adapters_weight(name: str, adapter: str) -> bool:

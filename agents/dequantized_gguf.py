@@ -1,0 +1,92 @@
+"""A GGUF model read by transformers once: dequantized into a plain model folder, then reused.
+
+transformers reads a GGUF file by parsing its metadata in Python and dequantizing every
+tensor: about half a minute for the bundled SmolLM2-135M on 2 CPU cores, paid by every
+process that loads it (each run, each ``torchrun`` rank and Ray worker, each backend and
+CTranslate2 conversion). :func:`dequantized` pays it once: the model, in float32 (the
+dequantized values exactly), its tokenizer and chat template are written with
+``save_pretrained`` into ``$XDG_CACHE_HOME/deliberation_env/gguf/<sha256 of the GGUF>-<transformers
+version>`` (default ``~/.cache``; 4 bytes per weight: 0.54 GB for SmolLM2-135M), and later loads
+read that folder in a fraction of a second.
+
+The folder is named by the GGUF's bytes and the transformers version that dequantized it, so
+a changed file or another transformers is converted anew. It is written into a temporary
+folder and renamed into place whole, so a killed conversion leaves nothing that is reused.
+A backend that serves cached responses identifies the model by the folder's own files
+(:func:`agents.fingerprint.directory_sha256`): a folder changed after it was written is another
+model, whose rows are not served to this one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from agents.fingerprint import file_sha256
+
+
+def dequantized_dir() -> Path:
+    """Where dequantized models live: ``$XDG_CACHE_HOME/deliberation_env/gguf`` (default ``~/.cache``)."""
+    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "deliberation_env" / "gguf"
+
+
+def dequantized(gguf: str | os.PathLike[str]) -> Path:
+    """The folder of ``gguf``'s model as a plain transformers model (float32) with its
+    tokenizer: written on first use, then reused (see the module).
+
+    Args:
+        gguf: A GGUF file transformers can read.
+
+    Returns:
+        The folder, for ``from_pretrained``.
+
+    Raises:
+        OSError: If ``gguf`` cannot be read or the folder cannot be written.
+    """
+    import transformers
+
+    gguf = Path(gguf)
+    target = dequantized_dir() / f"{file_sha256(gguf)[:32]}-transformers{transformers.__version__}"
+    if (target / "config.json").is_file():
+        return target
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # this user's conversions alone
+    print(
+        f"deliberation-env: dequantizing {gguf.name} into {target} (float32; once: later loads read it in a second)",
+        file=sys.stderr,
+        flush=True,
+    )
+    partial = Path(tempfile.mkdtemp(dir=target.parent, prefix=".partial-"))
+    try:
+        _write_plain(gguf, partial)
+        partial.rename(target)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+        if not (target / "config.json").is_file():  # not another process's conversion of the same bytes
+            raise
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return target
+
+
+def _write_plain(gguf: Path, folder: Path) -> None:
+    """Write ``gguf``'s model into ``folder`` as a plain float32 model with its tokenizer.
+
+    transformers marks a model it read from a GGUF as quantized, and refuses to save it: the
+    model is rebuilt from its config without the mark, with the same (dequantized) weights.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+    config = loaded.config
+    del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config)
+    plain.load_state_dict(loaded.state_dict())
+    plain.generation_config = loaded.generation_config
+    plain.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
