@@ -11,7 +11,8 @@ read that folder in a fraction of a second.
 
 The folder is named by the GGUF's bytes and the transformers version that dequantized it, so
 a changed file or another transformers is converted anew. It is written into a temporary
-folder and renamed into place whole, so a killed conversion leaves nothing that is reused.
+folder and renamed into place whole, so a killed conversion leaves nothing that is reused, by
+one process at a time (a lock beside it: the ranks of a job started together wait for the first).
 A backend that serves cached responses identifies the model by the folder's own files
 (:func:`agents.fingerprint.directory_sha256`): a folder changed after it was written is another
 model, whose rows are not served to this one.
@@ -19,10 +20,12 @@ model, whose rows are not served to this one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from agents.fingerprint import file_sha256
@@ -54,6 +57,29 @@ def dequantized(gguf: str | os.PathLike[str]) -> Path:
     if (target / "config.json").is_file():
         return target
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # this user's conversions alone
+    with _one_writer(target):
+        if not (target / "config.json").is_file():  # not written by the process this one waited for
+            _write_once(gguf, target)
+    return target
+
+
+@contextlib.contextmanager
+def _one_writer(target: Path) -> Iterator[None]:
+    """Hold a lock beside ``target`` while one process writes it: the ranks of a ``torchrun``
+    job or Ray's workers started together on a new machine dequantize the file once, not
+    each in its own memory at the same time (no lock where ``fcntl`` is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: each may write; the first rename wins
+        yield
+        return
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _write_once(gguf: Path, target: Path) -> None:
+    """Write ``gguf``'s folder into ``target``: into a temporary folder, renamed whole."""
     print(
         f"deliberation-env: dequantizing {gguf.name} into {target} (float32; once: later loads read it in a second)",
         file=sys.stderr,
@@ -70,7 +96,6 @@ def dequantized(gguf: str | os.PathLike[str]) -> Path:
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    return target
 
 
 def _write_plain(gguf: Path, folder: Path) -> None:

@@ -69,7 +69,7 @@ def test_a_gguf_is_dequantized_once_and_a_killed_conversion_leaves_nothing_reuse
     monkeypatch.setattr(dequantized_gguf, "_write_plain", fake_writer(calls, KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
         dequantized(gguf)
-    assert list((tmp_path / "cache" / "deliberation_env" / "gguf").iterdir()) == []  # nothing half written
+    assert [path for path in (tmp_path / "cache" / "deliberation_env" / "gguf").iterdir() if path.is_dir()] == []  # nothing half written
 
     monkeypatch.setattr(dequantized_gguf, "_write_plain", fake_writer(calls))
     folder = dequantized(gguf)
@@ -93,3 +93,33 @@ def test_an_edited_folder_is_another_model_to_the_response_cache(tmp_path, monke
     (copied / "config.json").write_text(json.dumps({**config, "rms_norm_eps": 0.5}))
     edited = TransformersBackend(default_model_path(), device="cpu").model_id
     assert edited != original and edited.startswith("transformers:SmolLM2-135M-Instruct.Q4_1-float32@sha256:")
+
+
+def test_processes_started_together_dequantize_once(tmp_path, monkeypatch):
+    """The ranks of a job started together on a new machine: the second waits for the
+    first's folder instead of dequantizing the file in its own memory at the same time."""
+    import threading
+    import time
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    gguf = tmp_path / "a.gguf"
+    gguf.write_bytes(b"weights")
+    calls: list[str] = []
+    second_started = threading.Event()
+    write = fake_writer(calls)
+
+    def slow_write(gguf, folder):
+        second_started.wait(10)
+        time.sleep(0.5)  # the second is waiting on the lock by now (an ordering, not a measurement)
+        write(gguf, folder)
+
+    monkeypatch.setattr(dequantized_gguf, "_write_plain", slow_write)
+    folders = []
+    first = threading.Thread(target=lambda: folders.append(dequantized(gguf)))
+    first.start()
+    while not calls and not list((tmp_path / "cache").rglob(".partial-*")):
+        time.sleep(0.01)  # the first is writing
+    second_started.set()
+    folders.append(dequantized(gguf))
+    first.join()
+    assert calls == ["a.gguf"] and folders[0] == folders[1]
