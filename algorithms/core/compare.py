@@ -116,11 +116,13 @@ def user_learners(
     shipped: Sequence[str],
     learners: Mapping[str, LearnerFactory] | None,
     family: str | None = None,
+    command: str = "compare",
 ) -> dict[str, LearnerFactory]:
     """The factories of the learners of one's own in ``algos``, by :func:`learner_label`:
     each given in ``learners`` or by import path (imported here, which runs its module),
     and, with ``family``, callable as that family's ``train`` builds a learner
     (:data:`BUILT_AS`; checked on the signature, before anything is trained or written).
+    ``command``: the command that trains them (``compare`` or ``train``), as the errors name it.
 
     Raises:
         ValueError: On a name that is neither shipped, nor in ``learners``, nor an import
@@ -154,14 +156,15 @@ def user_learners(
         if not callable(factory):
             raise TypeError(f"learner {algo!r} is a {type(factory).__name__}, not a class or function that builds one")
         if family is not None:
-            check_built_as(algo, factory, family)
-            check_learner_class(algo, factory, family)
+            check_built_as(algo, factory, family, command)
+            check_learner_class(algo, factory, family, command)
         found[learner_label(algo)] = factory
     return found
 
 
-def check_built_as(algo: str, factory: LearnerFactory, family: str) -> None:
-    """Refuse ``factory`` when ``family``'s ``train`` cannot call it (:data:`BUILT_AS`).
+def check_built_as(algo: str, factory: LearnerFactory, family: str, command: str = "compare") -> None:
+    """Refuse ``factory`` when ``family``'s ``train`` cannot call it (:data:`BUILT_AS`),
+    naming ``command``, the one that was to train it.
 
     Raises:
         ValueError: Naming the call and what its signature refused.
@@ -176,8 +179,8 @@ def check_built_as(algo: str, factory: LearnerFactory, family: str) -> None:
     except TypeError as error:
         other = next(name for name in BUILT_AS if name != family)
         raise ValueError(
-            f"learner {algo!r} cannot be built as compare {family} builds one, {call}: {error} "
-            f"(a {other} learner? compare {other} trains those)"
+            f"learner {algo!r} cannot be built as {command} {family} builds one, {call}: {error} "
+            f"(a {other} learner? {command} {other} trains those)"
         ) from None
 
 
@@ -187,9 +190,9 @@ a meta learner's held-out episodes are played by its ``policy()``, a text learne
 ``play_held_out`` (:func:`algorithms.text.evaluate`)."""
 
 
-def check_learner_class(algo: str, factory: LearnerFactory, family: str) -> None:
+def check_learner_class(algo: str, factory: LearnerFactory, family: str, command: str = "compare") -> None:
     """Refuse a class that is no :class:`~algorithms.core.learner.Learner`, or lacks what
-    ``family``'s comparison calls (:data:`NEEDED_METHODS`), before anything is trained:
+    ``family``'s ``command`` calls (:data:`NEEDED_METHODS`), before anything is trained:
     a real client's met an ``AttributeError`` at the first held-out evaluation instead. A
     function that builds a learner is taken as it is.
 
@@ -209,7 +212,7 @@ def check_learner_class(algo: str, factory: LearnerFactory, family: str) -> None
     if missing:
         raise TypeError(
             f"learner {algo!r} ({factory.__qualname__}) has no {', '.join(f'{name}()' for name in missing)}, "
-            f"which compare {family} calls to evaluate it (the family's shipped learners have it)"
+            f"which {command} {family} calls to evaluate it (the family's shipped learners have it)"
         )
 
 
