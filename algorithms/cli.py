@@ -4,7 +4,7 @@ tyro once and runs the command chosen (:mod:`algorithms.commands`, one module pe
 .. code-block:: text
 
     deliberate run [meta|text] ...                      fixed protocols with a team (the main job)
-    deliberate train {meta,text} ALGO ...               one learner
+    deliberate train {meta,text} ALGO|PATH ...          one learner (PATH: one of your own, ./mine.py:Mine)
     deliberate compare {meta,text} ...                  learners x seeds on the same env and budget
     deliberate tasks list | show NAME
     deliberate cache stats | clear | merge OUT IN [IN ...] [--trust]
@@ -15,6 +15,10 @@ same shape of options, none prefixed: the env's (``--task``, ``--team``), the ru
 (``--updates``, ``--run-dir``, ``--eval-interval``) and the learner's own (``--kl-coef``);
 ``--env-workers`` are the Ray workers of the env, ``--rollout-workers`` those that sample
 the text learners' completions. Lists are separated by spaces (``--algos softrankpo grpo``).
+A learner of one's own is given by import path where a learner's name goes, in ``train``
+(``train text ./mine.py:RLOO``: :func:`own_learner`, whose config's fields are its options)
+as in ``compare`` (``--algos grpo ./mine.py:RLOO``); a config file names shipped learners
+only, as importing would run code.
 ``--config FILE`` starts from a YAML or JSON file (``examples/configs/``) whose values the
 options given override: it is read first (the only option read before the grammar) and its
 values are the defaults of the one parse of the command line.
@@ -64,6 +68,7 @@ from algorithms.meta.config import (
 )
 from algorithms.text.config import MACHINE_RECORDS, TEXT_CONFIGS, TextLearnerConfig
 from deliberation_env.meta.config import EnvConfig
+from deliberation_env.text.config import is_import_path
 
 
 # ---------------------------------------------------------------------------- the grammar
@@ -89,7 +94,8 @@ class Run:
 @dataclass
 class Train:
     """Train one learner: a meta-policy (``train meta softrankpo|grpo|magrpo|sft``) or the
-    LLMs' weights (``train text magrpo|grpo|softrankpo``); held-out results, metrics,
+    LLMs' weights (``train text magrpo|grpo|softrankpo``), or one of your own by import path
+    in the learner's place (``train text ./mine.py:RLOO``); held-out results, metrics,
     checkpoints, in a folder of the run's own (``--run-dir`` names one, ``--resume`` continues it)."""
 
     command: Annotated[
@@ -102,8 +108,9 @@ class Train:
     options given override them. It maps the learner config's fields by their Python names,
     nested as the config nests them, the same for both families: ``env: {task: gsm8k,
     path: data/gsm8k}``, ``run: {updates: 50}``, the learner's own fields (``kl_coef: 0.1``);
-    ``algo: grpo`` names the learner when the command line does not; a first line
-    ``command: train meta`` (or ``train text``) is optional and, if given, must name this command."""
+    ``algo: grpo`` names the learner when the command line does not (a learner of your own is
+    named by its import path on the command line only: a file may not import code); a first
+    line ``command: train meta`` (or ``train text``) is optional and, if given, must name this command."""
 
 
 @dataclass
@@ -229,6 +236,44 @@ def without_per_run_options() -> ConstructorRegistry:
 
 COMPARE_REGISTRY = without_per_run_options()
 """The registry of ``compare`` command lines: their help lists no per-run option."""
+
+
+def own_learner(args: list[str]) -> train.OwnLearner | None:
+    """The learner of one's own that the ``train`` command line ``args`` names by import path
+    in the learner's place (``train text ./mine.py:RLOO``), imported and checked
+    (:func:`algorithms.commands.train.imported_learner`); None where it names none."""
+    words = line_words(args)
+    if words[:1] != ["train"] or len(words) != 2 or words[1] not in ALGOS or len(args) < 3 or not is_import_path(args[2]):
+        return None
+    return train.imported_learner(args[2], words[1])
+
+
+def with_own_learner(own: train.OwnLearner, family: str) -> ConstructorRegistry:
+    """A tyro registry for ``train FAMILY PATH``: the family's learner subcommands with
+    ``own``'s import path first (so that a config file's learner of ``own.config``'s class is
+    its default, not the shipped learner's that it derives from), whose options are the
+    fields of ``own.config``; and ``own.factory`` the command's ``own_learner``."""
+    kind = FAMILIES["train"][family]
+    learners = Annotated[
+        Annotated[own.config, tyro.conf.subcommand(own.path)] | train.LEARNERS[family], tyro.conf.arg(name="")
+    ]
+    registry = ConstructorRegistry()
+    building: set[type] = set()  # while tyro's own rules build the spec
+
+    @registry.struct_rule
+    def with_own(info: StructTypeInfo) -> Any:
+        """``kind``'s spec with ``own`` among its learners; None for another class."""
+        if info.type is not kind or kind in building:
+            return None
+        building.add(kind)
+        try:
+            spec = ConstructorRegistry.get_struct_spec(info)
+        finally:
+            building.discard(kind)
+        widened = {"learner": {"type": learners}, "own_learner": {"default": own.factory}}
+        return replace(spec, fields=tuple(replace(item, **widened.get(item.name, {})) for item in spec.fields))
+
+    return registry
 
 
 # ---------------------------------------------------------------------------- errors
@@ -742,13 +787,14 @@ def settings_of_run(path: Path, data: dict[str, Any], family: str, args: list[st
     return data
 
 
-def learner_named(args: list[str], config: Any) -> list[str]:
+def learner_named(args: list[str], config: Any, own: train.OwnLearner | None = None) -> list[str]:
     """``args`` with the learner of ``config`` (a ``train`` command's, from its file) named
     after the family where the command line names none (``train text --config FILE`` ->
     ``train text magrpo --config FILE``): tyro took a ``--no-*`` flag right after ``--config
-    FILE`` for the family's, and refused it, when the learner was only the file's."""
+    FILE`` for the family's, and refused it, when the learner was only the file's. A
+    learner of one's own (``own``) is named on the command line already."""
     named, line_algo = line_command(args)
-    if line_algo is not None or named.split()[0] not in FAMILIES:
+    if line_algo is not None or own is not None or named.split()[0] not in FAMILIES:
         return args
     family = named.split()[1]
     algo = next(name for name, kind in {"meta": META_CONFIGS, "text": TEXT_CONFIGS}[family].items() if type(config) is kind)
@@ -769,14 +815,53 @@ def without_protocol(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def file_defaults(path: Path, args: list[str]) -> Deliberate:
+def file_learner(
+    path: Path, algo: Any, record: bool, named: str, line_algo: str | None, own: train.OwnLearner | None
+) -> type:
+    """The config class of the learner that a ``train`` command's config file ``path``
+    (its ``algo``, None where it names none; ``record``: a run's own ``config.json``) and its
+    command line (``named``, the command; ``line_algo``, a shipped learner's name, or ``own``,
+    one's own by import path) train.
+
+    Raises:
+        ValueError: Naming the file, on a learner named twice differently or not at all, or
+            an ``algo`` that is no shipped learner's (a learner of one's own is named on the
+            command line: a file may not import code).
+    """
+    family = named.split()[1]
+    configs = {"meta": META_CONFIGS, "text": TEXT_CONFIGS}[family]
+    if own is not None:  # the file's algo: the learner's own name, or the shipped one its config derives from
+        if algo is not None and algo != own.name and not (algo in configs and issubclass(own.config, configs[algo])):
+            raise ValueError(f"config file {path} trains {algo}, the command line names {own.path} ({own.name}): give one")
+        return own.config
+    if record and isinstance(algo, str) and algo not in configs:
+        raise ValueError(
+            f"config file {path} records a run of {algo}, a learner of your own: name it again by its import path "
+            f"in the learner's place, as a config file may not (importing runs code): "
+            f"deliberate {named} ./its_file.py:Class --config {path}"
+        )
+    if algo is not None and (not isinstance(algo, str) or algo not in configs):
+        raise ValueError(
+            f"config file {path}: algo {algo!r} is not one of {', '.join(configs)} (a learner of your own is named "
+            f"by its import path on the command line: deliberate {named} ./mine.py:Mine --config {path})"
+        )
+    if algo is not None and line_algo is not None and algo != line_algo:
+        raise ValueError(f"config file {path} trains {algo}, the command line names {line_algo}: give one")
+    algo = algo or line_algo
+    if algo is None:
+        raise ValueError(f"name the learner: deliberate {named} {'|'.join(configs)} --config {path} (or algo: in the file)")
+    return configs[algo]
+
+
+def file_defaults(path: Path, args: list[str], own: train.OwnLearner | None = None) -> Deliberate:
     """The command that the command line ``args`` names, with the values of the config file
-    ``path`` as its defaults (a learner's file names it by ``algo``, else the command line does).
+    ``path`` as its defaults (a learner's file names it by ``algo``, else the command line
+    does, by name or, ``own``, by import path).
 
     Raises:
         ValueError: Naming the file and the field, on a field the command does not have or a
             value it refuses (:func:`algorithms.core.config_files.build`), or a learner
-            named twice differently or not at all.
+            named twice differently or not at all (:func:`file_learner`).
     """
     named, line_algo = line_command(args)
     data = read_config_file(path, named)
@@ -786,20 +871,13 @@ def file_defaults(path: Path, args: list[str]) -> Deliberate:
     if family == "text" and first in ("train", "compare"):
         check_comlrl_keys(data, path)
     if first in FAMILIES:
-        configs = {"meta": META_CONFIGS, "text": TEXT_CONFIGS}[family]
-        algo = data.pop("algo", None)
-        if algo is not None and (not isinstance(algo, str) or algo not in configs):
-            raise ValueError(f"config file {path}: algo {algo!r} is not one of {', '.join(configs)}")
-        if algo is not None and line_algo is not None and algo != line_algo:
-            raise ValueError(f"config file {path} trains {algo}, the command line names {line_algo}: give one")
-        algo = algo or line_algo
-        if algo is None:
-            raise ValueError(f"name the learner: deliberate {named} {'|'.join(configs)} --config {path} (or algo: in the file)")
-        if run_record(Path(path), data, family):
+        record = run_record(Path(path), data, family)
+        kind = file_learner(path, data.pop("algo", None), record, named, line_algo, own)
+        if record:
             data = settings_of_run(Path(path), data, family, args)
             if family == "text":
-                data = config_files.nested(configs[algo], data, left_out=MACHINE_RECORDS)  # a run's own record, flat
-        loaded: Any = FAMILIES[first][family](learner=config_files.build(configs[algo], data, str(path)))
+                data = config_files.nested(kind, data, left_out=MACHINE_RECORDS)  # a run's own record, flat
+        loaded: Any = FAMILIES[first][family](learner=config_files.build(kind, data, str(path)))
     else:
         kind = next(kind for kind, (command, _) in COMMANDS.items() if command == named)
         if "algos" in data and any(arg == "--algos" or arg.startswith("--algos=") for arg in args):
@@ -811,6 +889,9 @@ def file_defaults(path: Path, args: list[str]) -> Deliberate:
 def parse(args: list[str]) -> Deliberate:
     """The config of the command line ``args``, parsed once by tyro. With ``--config FILE``,
     the file's values are the defaults of that parse, so that the options given override them.
+    A ``train`` command line that gives a learner of one's own by import path
+    (:func:`own_learner`) is parsed with that learner's config among the subcommands
+    (:func:`with_own_learner`).
 
     Raises:
         ValueError: When the file names another command or learner than the command line,
@@ -819,10 +900,13 @@ def parse(args: list[str]) -> Deliberate:
     check_per_run_options(args)
     readable_help()
     path = config_path(args)
-    default = None if path is None else file_defaults(path, args)
+    own = own_learner(args)
+    default = None if path is None else file_defaults(path, args, own)
     if default is not None and hasattr(default.command.command, "learner"):
-        args = learner_named(args, default.command.command.learner)
+        args = learner_named(args, default.command.command.learner, own)
     registry = COMPARE_REGISTRY if line_words(args)[:1] == ["compare"] else None
+    if own is not None:
+        registry = with_own_learner(own, line_words(args)[1])
     printed = io.StringIO()  # what tyro prints: its error box is shown unless one line says it
     try:
         with contextlib.redirect_stderr(printed):

@@ -13,6 +13,17 @@ one, ``runs/train/<family>-<algo>-seed<seed>-<time>``, unless ``--run-dir`` name
 ``--resume`` and the settings checked before anything is written); this module only
 prints.
 
+A learner of one's own takes the learner's place by its import path, as in ``compare``
+(``deliberate train text ./mine.py:RLOO --model tiny``; a ``.py`` file by its path or a
+dotted module on ``sys.path``): it is imported and checked before anything is written
+(:func:`imported_learner`), its config is built as a comparison builds it
+(:func:`~algorithms.core.compare.config_of_own`: its ``config_class``, whose fields are
+options, those of the shipped learner it derives from among them; else GRPO's config), and
+it trains as ``train(config, learner=Mine)`` does from Python. Its runs record it by its
+``name``; a config file may not name its import path (importing runs code), so resuming
+from a run's ``config.json`` names it again: ``train text ./mine.py:RLOO --config
+<run>/config.json --resume``.
+
 ``train text`` runs unchanged under ``torchrun`` (``torchrun --nproc-per-node 8 -m
 algorithms.cli train text ...``): the processes train data-parallel
 (:mod:`algorithms.core.data_parallel`), rank 0 alone names and writes the folder and
@@ -23,6 +34,7 @@ continue the run from its last checkpoint, as ``--resume`` would.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import time
 from dataclasses import dataclass
@@ -32,16 +44,25 @@ from typing import TYPE_CHECKING, Annotated, Any
 import tyro
 
 from algorithms.commands.common import console, quiet_libraries, wrote_folder
+from algorithms.core.compare import LearnerFactory, config_of_own, learner_label, user_learners
 from algorithms.core.run_dirs import check_resume, named_run
 from algorithms.meta.config import (
+    CONFIGS,
     GRPOConfig,
     LearnerConfig,
     MAGRPOConfig,
+    PolicyGradientConfig,
     SFTConfig,
     SoftRankPOConfig,
     algo_of,
 )
-from algorithms.text.config import TextGRPOConfig, TextMAGRPOConfig, TextSoftRankPOConfig
+from algorithms.text.config import (
+    TEXT_CONFIGS,
+    TextGRPOConfig,
+    TextLearnerConfig,
+    TextMAGRPOConfig,
+    TextSoftRankPOConfig,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -61,22 +82,93 @@ TextLearners = (
 """The LLM-weight learners, each a subcommand whose options are its config's fields."""
 
 
+LEARNERS = {"meta": MetaLearners, "text": TextLearners}
+"""Each family's shipped learners, the subcommands of ``train FAMILY``."""
+OWN_CONFIGS = {
+    "meta": ({name: config for name, config in CONFIGS.items() if name != "sft"}, PolicyGradientConfig),
+    "text": (TEXT_CONFIGS, TextLearnerConfig),
+}
+"""Per family, the shipped learners' configs a learner of one's own may derive its config
+from and the class of the settings they share (:func:`~algorithms.core.compare.config_of_own`)."""
+
+
 @dataclass
 class TrainMeta:
     """Train a meta-policy on the meta-action env: ``deliberate train meta
-    softrankpo|grpo|magrpo|sft --updates ...``."""
+    softrankpo|grpo|magrpo|sft --updates ...``, or a learner of your own by import path in
+    the learner's place, ``deliberate train meta ./mine.py:Mine --updates ...``."""
 
     learner: Annotated[MetaLearners, tyro.conf.arg(name="")]
-    """The learner and its settings."""
+    """The learner and its settings; one of your own by its import path in the learner's place,
+    ``./mine.py:Mine`` (its options: ``deliberate train FAMILY ./mine.py:Mine --help``)."""
+    own_learner: tyro.conf.Suppress[LearnerFactory | None] = None
+    """A learner of one's own, built as the shipped ones are (:func:`imported_learner`
+    imports it from the command line's import path); None: the shipped learner of
+    ``learner``'s config."""
 
 
 @dataclass
 class TrainText:
     """Train the LLMs themselves on the text-action env (one LoRA adapter per agent by
-    default): ``deliberate train text magrpo|grpo|softrankpo --model ... --updates ...``."""
+    default): ``deliberate train text magrpo|grpo|softrankpo --model ... --updates ...``, or
+    a learner of your own by import path in the learner's place, ``deliberate train text
+    ./mine.py:RLOO --model ...`` (its config's own fields are options too)."""
 
     learner: Annotated[TextLearners, tyro.conf.arg(name="")]
-    """The learner and its settings."""
+    """The learner and its settings; one of your own by its import path in the learner's place,
+    ``./mine.py:Mine`` (its options: ``deliberate train FAMILY ./mine.py:Mine --help``)."""
+    own_learner: tyro.conf.Suppress[LearnerFactory | None] = None
+    """A learner of one's own, built as the shipped ones are (:func:`imported_learner`
+    imports it from the command line's import path); None: the shipped learner of
+    ``learner``'s config."""
+
+
+@dataclass(frozen=True)
+class OwnLearner:
+    """A learner of one's own that ``train FAMILY PATH`` trains.
+
+    Attributes:
+        path: Its import path, as the command line gives it (``./mine.py:RLOO``).
+        factory: What it imports to: builds the learner as the family's shipped classes are built.
+        config: The config class its settings are parsed into (:func:`~algorithms.core.compare.config_of_own`).
+        name: The name its runs are recorded by (``algo`` in ``config.json``).
+    """
+
+    path: str
+    factory: LearnerFactory
+    config: type
+    name: str
+
+
+def imported_learner(path: str, family: str) -> OwnLearner:
+    """The learner of one's own at the import path ``path`` (this imports its module, which
+    runs its code), checked as ``compare FAMILY`` checks one, and the config class it takes.
+
+    Raises:
+        ValueError: On a path that does not import, a learner ``family``'s ``train`` cannot
+            build, or one named as a shipped learner (its runs' ``config.json`` would name
+            that one, which ``--config <run>/config.json --resume`` would then train).
+        TypeError: On no learner class of ``family``, or one whose ``config_class`` is no
+            config the family can build.
+    """
+    configs, template = OWN_CONFIGS[family]
+    shipped = tuple(configs) if family == "text" else tuple(CONFIGS)
+    factory = user_learners([path], shipped, None, family, command="train")[learner_label(path)]
+    config, _ = config_of_own(factory, configs, template)
+    wanted = getattr(factory, "config_class", None)
+    if inspect.isclass(wanted) and not (inspect.isclass(config) and issubclass(config, wanted)):
+        raise TypeError(
+            f"learner {path!r} takes a {wanted.__name__}, and train {family} builds a {config.__name__} for it: "
+            f"make {wanted.__name__} a dataclass derived from a shipped learner's config"
+        )
+    name = getattr(factory, "name", None)
+    if not isinstance(name, str) or name in shipped:
+        raise ValueError(
+            f"learner {path!r} is named {name!r}, not a name of its own: its runs would be recorded as that "
+            f"learner's (a shipped one's name, or none), and resumed as it from their config.json; give the class "
+            f"a name other than {', '.join(shipped)} (name = 'mine')"
+        )
+    return OwnLearner(path, factory, config, name)
 
 
 def train_meta(cfg: TrainMeta) -> dict[str, float]:
@@ -88,10 +180,11 @@ def train_meta(cfg: TrainMeta) -> dict[str, float]:
     from algorithms.meta.train import train
 
     config = cfg.learner
+    algo = algo_of(config) if cfg.own_learner is None else (getattr(cfg.own_learner, "name", None) or algo_of(config))
     check_resume(config.run.resume, config.run.run_dir)  # before a new folder is named for ""
-    config = dataclasses.replace(config, run=named_run(config.run, "meta", f"{algo_of(config)}-seed{config.seed}"))
+    config = dataclasses.replace(config, run=named_run(config.run, "meta", f"{algo}-seed{config.seed}"))
     started = time.perf_counter()
-    result = train(config)
+    result = train(config, learner=cfg.own_learner)
     folder = None if config.run.run_dir is None else Path(config.run.run_dir)
     if not result.before:
         console.print(f"trained {result.learner.update} updates; no held-out evaluation (--eval-problems 0)")
@@ -103,19 +196,18 @@ def train_meta(cfg: TrainMeta) -> dict[str, float]:
         )
         first = {"step": 0, "episodes": 0, **result.before}
         last = {"step": result.learner.update, "episodes": result.learner.episodes, **result.after}
-        console.print(meta_train_table(config, first, last, problems))
+        console.print(meta_train_table(config, algo, first, last, problems))
     if folder is not None:
         wrote_folder(folder, time.perf_counter() - started)
     return result.after
 
 
-def meta_train_table(cfg: LearnerConfig, first: dict[str, float], last: dict[str, float], problems: int) -> Table:
+def meta_train_table(cfg: LearnerConfig, algo: str, first: dict[str, float], last: dict[str, float], problems: int) -> Table:
     """A run's ``first`` held-out evaluation (the policy it started from: untrained, or the
     SFT warm start) and its ``last``, consensus accuracy with a 95% confidence interval
-    over the ``problems`` held-out problems."""
+    over the ``problems`` held-out problems; ``algo``: the learner's name."""
     from rich.table import Table
 
-    algo = algo_of(cfg)
     table = Table(title=f"{algo}, seed {cfg.seed}: held-out, {problems} test problems")
     for column in ("policy", "updates", "episodes", "consensus acc (95% CI)", "acc", "tok/problem",
                    "PERSIST", "REFINE", "CONCEDE"):  # fmt: skip
@@ -154,7 +246,7 @@ def train_text(cfg: TrainText) -> dict[str, Any]:
     config = cfg.learner
     quiet_libraries(config.run.progress)
     started = time.perf_counter()
-    result = text_learners.train(config)
+    result = text_learners.train(config, learner=cfg.own_learner)
     final = result.history[-1] if result.history else {}
     if data_parallel.from_environment().writes:  # rank 0 alone prints (the group is gone by now)
         console.print(text_train_table(type(result.learner).__name__, final, result.before, result.after))

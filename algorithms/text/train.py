@@ -261,7 +261,7 @@ def train(
             process samples its own share), a device this machine lacks, ``resume`` without
             a run, or a ``run_dir`` that holds a run (of other settings, with ``resume``).
     """
-    algo = TEXT_ALGOS.get(type(config), "learner")
+    algo = getattr(learner, "name", None) or TEXT_ALGOS.get(type(config), "learner")  # the new folder's name
     placement = resolved_placement(config.device, config.dtype)
     check_loggers(config.run.tensorboard, config.run.wandb_project)
     deterministic = full_determinism() if config.full_determinism else contextlib.nullcontext()
