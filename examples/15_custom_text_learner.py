@@ -23,10 +23,12 @@ rewards come from luck. From Python::
 
     python examples/15_custom_text_learner.py --updates 2
 
-From the command line, the same comparison::
+From the command line, the same comparison, and RLOO alone (``--loo-scale`` is its own option)::
 
     deliberate compare text --algos grpo ./examples/15_custom_text_learner.py:RLOO \\
         --protocol ./examples/15_custom_text_learner.py:protocol --model tiny --updates 2 --seeds 1
+    deliberate train text ./examples/15_custom_text_learner.py:RLOO \\
+        --protocol ./examples/15_custom_text_learner.py:protocol --model tiny --updates 2 --loo-scale 2
 
 Runtime: two updates of each learner, one seed, about 20 s on 2 busy CPU cores.
 """
