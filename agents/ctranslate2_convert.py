@@ -19,7 +19,6 @@ from __future__ import annotations
 import gc
 import importlib.util
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.cache_dirs import cache_dir
 from agents.dequantized_gguf import dequantized
 from agents.fingerprint import file_sha256
 
@@ -59,8 +59,7 @@ def weight_format(quantization: str) -> str:
 
 def default_cache_dir() -> Path:
     """Where converted models live: ``$XDG_CACHE_HOME/deliberation_env/ct2`` (default ~/.cache)."""
-    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(root) / "deliberation_env" / "ct2"
+    return cache_dir("ct2")
 
 
 def require_extra(*modules: str) -> None:

@@ -28,13 +28,13 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from agents.cache_dirs import cache_dir
 from agents.fingerprint import file_sha256
 
 
 def dequantized_dir() -> Path:
     """Where dequantized models live: ``$XDG_CACHE_HOME/deliberation_env/gguf`` (default ``~/.cache``)."""
-    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(root) / "deliberation_env" / "gguf"
+    return cache_dir("gguf")
 
 
 def dequantized(gguf: str | os.PathLike[str]) -> Path:

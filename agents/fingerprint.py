@@ -30,6 +30,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from agents.cache_dirs import cache_dir
+
 DIGEST_CHARS = 32
 """Hex digits of the SHA-256 in a model id (128 bits: no two models collide by chance or design)."""
 
@@ -48,8 +50,7 @@ def fingerprinted(name: str, digest: str) -> str:
 
 def digests_dir() -> Path:
     """Where remembered digests live: ``$XDG_CACHE_HOME/deliberation_env/digests``."""
-    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(root) / "deliberation_env" / "digests"
+    return cache_dir("digests")
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

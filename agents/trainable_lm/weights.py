@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from agents.cache_dirs import cache_dir
 from agents.file_modes import with_umask_modes_below
 from agents.trainable_lm.extra import MISSING_EXTRA
 
@@ -219,8 +220,7 @@ def bases_dir() -> Path:
     ``$XDG_CACHE_HOME/deliberation_env/bases`` (default ``~/.cache``)."""
     if os.environ.get(BASES_ENV):
         return Path(os.environ[BASES_ENV])
-    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(root) / "deliberation_env" / "bases"
+    return cache_dir("bases")
 
 
 CONFIG_METADATA = frozenset({"_name_or_path", "transformers_version", "_commit_hash"})
