@@ -34,7 +34,6 @@ continue the run from its last checkpoint, as ``--resume`` would.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import time
 from dataclasses import dataclass
@@ -44,10 +43,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import tyro
 
 from algorithms.commands.common import console, quiet_libraries, wrote_folder
-from algorithms.core.compare import LearnerFactory, config_of_own, learner_label, user_learners
+from algorithms.core.compare import (
+    LearnerFactory,
+    check_takes_config,
+    config_of_own,
+    learner_label,
+    user_learners,
+)
 from algorithms.core.run_dirs import check_resume, named_run
 from algorithms.meta.config import (
     CONFIGS,
+    POLICY_GRADIENT_CONFIGS,
     GRPOConfig,
     LearnerConfig,
     MAGRPOConfig,
@@ -85,7 +91,7 @@ TextLearners = (
 LEARNERS = {"meta": MetaLearners, "text": TextLearners}
 """Each family's shipped learners, the subcommands of ``train FAMILY``."""
 OWN_CONFIGS = {
-    "meta": ({name: config for name, config in CONFIGS.items() if name != "sft"}, PolicyGradientConfig),
+    "meta": (POLICY_GRADIENT_CONFIGS, PolicyGradientConfig),
     "text": (TEXT_CONFIGS, TextLearnerConfig),
 }
 """Per family, the shipped learners' configs a learner of one's own may derive its config
@@ -155,12 +161,7 @@ def imported_learner(path: str, family: str) -> OwnLearner:
     shipped = tuple(configs) if family == "text" else tuple(CONFIGS)
     factory = user_learners([path], shipped, None, family, command="train")[learner_label(path)]
     config, _ = config_of_own(factory, configs, template)
-    wanted = getattr(factory, "config_class", None)
-    if inspect.isclass(wanted) and not (inspect.isclass(config) and issubclass(config, wanted)):
-        raise TypeError(
-            f"learner {path!r} takes a {wanted.__name__}, and train {family} builds a {config.__name__} for it: "
-            f"make {wanted.__name__} a dataclass derived from a shipped learner's config"
-        )
+    check_takes_config(path, factory, config, f"train {family}")
     name = getattr(factory, "name", None)
     if not isinstance(name, str) or name in shipped:
         raise ValueError(

@@ -294,21 +294,20 @@ def config_of_own(factory: LearnerFactory | None, configs: Mapping[str, type], t
     return configs["grpo"], "grpo"
 
 
-def check_takes_config(algo: str, factory: LearnerFactory | None, config: Any) -> None:
-    """Refuse, before anything is trained, a learner class whose ``config_class`` the config
-    a comparison builds for it (:func:`config_of_own`) is not: a real client's learner with a
-    config of its own met ``RLOO needs a RLOOConfig, got TextGRPOConfig`` only after every
-    run before it had trained.
+def check_takes_config(algo: str, factory: LearnerFactory | None, config: type, builder: str = "a comparison") -> None:
+    """Refuse, before anything is trained, a learner whose ``config_class`` the config class
+    ``builder`` builds for it (:func:`config_of_own`) does not derive from: a real client's
+    learner with a config of its own met ``RLOO needs a RLOOConfig, got TextGRPOConfig`` only
+    after every run before it had trained.
 
     Raises:
         TypeError: Naming the learner, both classes and what to derive the config from.
     """
     wanted = getattr(factory, "config_class", None)
-    if inspect.isclass(factory) and inspect.isclass(wanted) and not isinstance(config, wanted):
+    if inspect.isclass(wanted) and not issubclass(config, wanted):
         raise TypeError(
-            f"learner {algo!r} ({factory.__qualname__}) takes a {wanted.__name__}, and a comparison builds a "
-            f"{type(config).__name__} for it: make {wanted.__name__} a dataclass derived from a shipped learner's "
-            "config (its own fields then take their defaults)"
+            f"learner {algo!r} ({factory.__qualname__}) takes a {wanted.__name__}, and {builder} builds a "
+            f"{config.__name__} for it: make {wanted.__name__} a dataclass derived from a shipped learner's config"
         )
 
 

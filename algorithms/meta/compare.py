@@ -95,7 +95,7 @@ def compare(cfg: CompareConfig, learners: Mapping[str, LearnerFactory] | None = 
         if algo != "sft":
             factory = own.get(learner_label(algo))
             with refused_for(algo):
-                check_takes_config(algo, factory, cfg.run_config(algo, 0, Path(cfg.out_dir), cfg.reward_scales[0], factory))
+                check_takes_config(algo, factory, type(cfg.run_config(algo, 0, Path(cfg.out_dir), cfg.reward_scales[0], factory)))
     runs = cfg.seeds * (len(cfg.reward_scales) * len(trained) + bool(cfg.learner.sft_updates))
     with (
         removed_if_nothing_ran(cfg.out_dir),

@@ -224,6 +224,9 @@ CONFIGS: dict[str, type[LearnerConfig]] = {
     "sft": SFTConfig,
 }
 """Each learner's config class by name."""
+POLICY_GRADIENT_CONFIGS = {name: config for name, config in CONFIGS.items() if name != "sft"}
+"""The configs of the learners with settings of their own (SFT has none), which a learner of
+one's own may derive its config from (:func:`~algorithms.core.compare.config_of_own`)."""
 
 
 def algo_of(config: LearnerConfig) -> str:
@@ -348,6 +351,5 @@ class CompareConfig:
         shared = {f.name: getattr(template, f.name) for f in dataclasses.fields(PolicyGradientConfig)}
         if algo in CONFIGS:
             return learner_config(CONFIGS[algo], shared, getattr(self, algo))
-        with_own_settings = {name: config for name, config in CONFIGS.items() if name != "sft"}  # sft has none
-        config, shipped = config_of_own(learner, with_own_settings, PolicyGradientConfig)
+        config, shipped = config_of_own(learner, POLICY_GRADIENT_CONFIGS, PolicyGradientConfig)
         return learner_config(config, shared, getattr(self, shipped) if shipped else None)

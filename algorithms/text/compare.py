@@ -203,7 +203,7 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
     for algo in cfg.algos:  # a setting a learner refuses (MAGRPO's --update-epochs 2): before the first run, not after
         factory = own.get(learner_label(algo))
         with refused_for(algo):
-            check_takes_config(algo, factory, cfg.run_config(algo, 0, factory))
+            check_takes_config(algo, factory, type(cfg.run_config(algo, 0, factory)))
     resolved_placement(cfg.learner.device, cfg.learner.dtype)  # a device this machine lacks: before any file
     restarted = data_parallel.restarted_run(cfg.out_dir, "--out-dir")  # torchrun --max-restarts: continue it
     with data_parallel.process_group(cfg.learner.device) as ranks:  # under torchrun: one group for every run
