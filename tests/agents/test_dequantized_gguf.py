@@ -96,30 +96,40 @@ def test_an_edited_folder_is_another_model_to_the_response_cache(tmp_path, monke
 
 
 def test_processes_started_together_dequantize_once(tmp_path, monkeypatch):
-    """The ranks of a job started together on a new machine: the second waits for the
-    first's folder instead of dequantizing the file in its own memory at the same time."""
-    import threading
-    import time
+    """The ranks of a job started together on a new machine: the writer holds a lock while
+    it writes, and a process that waited on the lock finds the folder written and writes
+    nothing (its own copy of the model is never built)."""
+    import contextlib
+    import fcntl
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     gguf = tmp_path / "a.gguf"
     gguf.write_bytes(b"weights")
     calls: list[str] = []
-    second_started = threading.Event()
     write = fake_writer(calls)
 
-    def slow_write(gguf, folder):
-        second_started.wait(10)
-        time.sleep(0.5)  # the second is waiting on the lock by now (an ordering, not a measurement)
+    def write_while_locked(gguf, folder):
+        lock = next((tmp_path / "cache").rglob(".*.lock"))
+        with open(lock, "w") as other, pytest.raises(BlockingIOError):  # another process's attempt
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
         write(gguf, folder)
 
-    monkeypatch.setattr(dequantized_gguf, "_write_plain", slow_write)
-    folders = []
-    first = threading.Thread(target=lambda: folders.append(dequantized(gguf)))
-    first.start()
-    while not calls and not list((tmp_path / "cache").rglob(".partial-*")):
-        time.sleep(0.01)  # the first is writing
-    second_started.set()
-    folders.append(dequantized(gguf))
-    first.join()
-    assert calls == ["a.gguf"] and folders[0] == folders[1]
+    monkeypatch.setattr(dequantized_gguf, "_write_plain", write_while_locked)
+    folder = dequantized(gguf)
+    assert calls == ["a.gguf"]
+
+    shutil.rmtree(folder)
+    held = dequantized_gguf._one_writer
+
+    written = tmp_path / "written"  # what the process this one waited for wrote
+    written.mkdir()
+    (written / "config.json").write_text("{}")
+
+    @contextlib.contextmanager
+    def another_wrote_it_meanwhile(target):
+        with held(target):
+            shutil.copytree(written, target)
+            yield
+
+    monkeypatch.setattr(dequantized_gguf, "_one_writer", another_wrote_it_meanwhile)
+    assert dequantized(gguf) == folder and calls == ["a.gguf"]  # the waiter wrote nothing
