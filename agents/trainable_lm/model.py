@@ -170,7 +170,8 @@ class TrainableLM(Sampling, Scoring, Weights):
         base: Where the base model can be loaded from again, a Hugging Face id or a local
             folder (what :meth:`save_adapters` names as the adapters' base); None: nowhere
             (a model built in memory), so :meth:`save_adapters` writes it once
-            (:func:`shared_base`) and sets it to that folder. :meth:`from_pretrained` sets it.
+            (:func:`shared_base`) and sets it to that folder. :meth:`from_pretrained` sets it
+            (for a GGUF file, to its dequantized folder, :func:`agents.dequantized_gguf.dequantized`).
         routing: How :meth:`sample_joint`'s mixed-adapter batches reach each row's adapter
             (:func:`agents.trainable_lm.mixed.routed_adapters`): ``auto`` (stacked on CUDA,
             slices elsewhere, and stacked under compiled decoding), ``stacked``, ``slices``
@@ -345,8 +346,8 @@ class TrainableLM(Sampling, Scoring, Weights):
                 f"TrainableLM: {path} holds no model (no config.json): give a folder that "
                 "save_pretrained wrote, a .gguf file, or a hub id ORG/NAME"
             )
-        if path.suffix == ".gguf" and path.is_file():  # transformers dequantizes it once (no base elsewhere)
-            source, base = str(dequantized(path)), None
+        if path.suffix == ".gguf" and path.is_file():  # dequantized once per machine: that folder is the base
+            source = base = str(dequantized(path))
         elif path.exists():
             source, base = str(path), str(path.resolve())
         elif is_path(str(name)):

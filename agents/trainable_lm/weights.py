@@ -135,11 +135,11 @@ class Weights:
         """Write each agent's adapter (peft format) or model (transformers format).
 
         With LoRA, every adapter's ``base_model_name_or_path`` names the base it applies to:
-        the Hugging Face id or the local folder the base was loaded from (:attr:`base`), or,
-        for a base that exists nowhere else as a transformers model (the dequantized GGUF of
-        the default SmolLM2, a model built in memory), the folder :func:`shared_base` wrote
-        it to once, which every run on that base shares. So plain peft loads an agent in
-        one line::
+        the Hugging Face id or the local folder the base was loaded from (:attr:`base`; for
+        a GGUF file such as the default SmolLM2's, the folder it was dequantized into once
+        per machine), or, for a base that exists nowhere else as a transformers model (a
+        model built in memory), the folder :func:`shared_base` wrote it to once, which every
+        run on that base shares. So plain peft loads an agent in one line::
 
             from peft import AutoPeftModelForCausalLM
             model = AutoPeftModelForCausalLM.from_pretrained("runs/x/adapters/agent_0")

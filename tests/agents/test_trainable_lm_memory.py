@@ -273,6 +273,29 @@ def test_a_base_that_exists_nowhere_else_is_written_once_where_runs_share_it(tmp
     assert len(list((tmp_path / "bases").iterdir())) == 2
 
 
+def test_a_gguf_models_adapters_name_its_dequantized_folder_and_no_base_is_copied(tmp_path, monkeypatch):
+    """The default SmolLM2 is a GGUF file: its adapters named a second, byte-identical copy of
+    the dequantized model (517 MB) written beside it into the shared bases."""
+    from peft import AutoPeftModelForCausalLM
+
+    from agents import dequantized_gguf
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("DELIBERATION_ENV_BASES", str(tmp_path / "bases"))
+    monkeypatch.setattr(dequantized_gguf, "_write_plain", lambda gguf, folder: save_base(folder))
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"quantized weights")
+    lm = TrainableLM.from_pretrained(gguf, AGENTS, lora=default_lora(rank=4, alpha=8.0))
+    lm.save_adapters(tmp_path / "run")
+    folder = dequantized_gguf.dequantized(gguf)
+    settings = json.loads((tmp_path / "run" / "agent_1" / "adapter_config.json").read_text())
+    assert settings["base_model_name_or_path"] == str(folder) and not (tmp_path / "bases").exists()
+    ids = torch.tensor([lm.encode(CHAT)])
+    alone = AutoPeftModelForCausalLM.from_pretrained(tmp_path / "run" / "agent_1").eval()
+    with lm._acting("agent_1") as model, torch.no_grad():
+        torch.testing.assert_close(alone(input_ids=ids).logits, model(input_ids=ids).logits, rtol=1e-5, atol=1e-5)
+
+
 def test_the_shared_base_does_not_depend_on_where_or_with_what_version_it_was_read(tmp_path, monkeypatch):
     """A real client found two byte-identical SmolLM2 bases of 517 MB: each install's GGUF
     path (``_name_or_path``) was part of the digest."""
