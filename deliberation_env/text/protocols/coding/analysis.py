@@ -19,8 +19,9 @@ import ast
 import builtins
 import re
 import symtable
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from deliberation_env.text.protocols.coding.admission import (
     HELPER,
@@ -199,20 +200,7 @@ def _trivial(helper: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 def _binds_helper(module: ast.Module) -> bool:
     """The main agent's code defines, assigns or imports the name ``aux`` itself."""
-    for node in ast.walk(module):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == HELPER:
-            return True
-        if isinstance(node, ast.Name) and node.id == HELPER and isinstance(node.ctx, ast.Store):
-            return True
-        if isinstance(node, ast.alias) and (node.asname or node.name) == HELPER:
-            return True
-        if isinstance(node, ast.arg) and node.arg == HELPER:
-            return True
-        if isinstance(node, ast.MatchAs | ast.MatchStar | ast.ExceptHandler) and node.name == HELPER:
-            return True  # ``case aux:``, ``case [*aux]``, ``except E as aux`` (red team twenty-six)
-        if isinstance(node, ast.MatchMapping) and node.rest == HELPER:
-            return True  # ``case {**aux}``
-    return False
+    return _binding_counts(module)[HELPER] > 0
 
 
 def _wrapper(main: ast.FunctionDef | ast.AsyncFunctionDef, helper_functions: tuple[str, ...]) -> bool:
@@ -236,59 +224,359 @@ def _wrapper(main: ast.FunctionDef | ast.AsyncFunctionDef, helper_functions: tup
             and second.value.id == first.targets[0].id
         ):
             return True
-    return _helpers_work_only(body, helper_functions)
+    return _helpers_work_only(main, helper_functions)
 
 
 IDENTITIES: dict[type[ast.operator], tuple[object, ...]] = {
-    ast.Add: (0, (), "", b""), ast.Sub: (0,), ast.Mult: (1,), ast.FloorDiv: (1,), ast.Div: (1,), ast.Pow: (1,),
-    ast.BitOr: (0,), ast.BitXor: (0,), ast.LShift: (0,), ast.RShift: (0,),
+    ast.Add: (0, 0.0, False, (), [], "", b""), ast.Sub: (0, 0.0, False), ast.Mult: (1, 1.0, True),
+    ast.FloorDiv: (1, True), ast.Div: (1, 1.0, True), ast.Pow: (1, 1.0, True),
+    ast.BitOr: (0, False), ast.BitXor: (0, False), ast.LShift: (0, False), ast.RShift: (0, False),
 }  # fmt: skip
 """The constants that leave a value as it is under each operator (``x + 0``, ``x + ()``,
-``x * 1``): a value passed through one is passed on (red team 37)."""
-CONVERSIONS = frozenset({"list", "tuple", "set", "frozenset", "dict", "str", "int", "float", "bool", "copy", "deepcopy"})
-"""Calls that give their argument back in another container or type: passed on (red team 37)."""
+``x * 1``, ``x * True``): a value passed through one is passed on (red teams 37 and 40)."""
+CONVERSIONS = frozenset({
+    "list", "tuple", "set", "frozenset", "dict", "str", "int", "float", "bool", "copy", "deepcopy", "iter", "repr",
+})  # fmt: skip
+"""Calls that give their argument back in another container or type, or as its text:
+passed on (red teams 37 and 40)."""
+MODULE_CONVERSIONS = frozenset({("copy", "copy"), ("copy", "deepcopy")})
+""":data:`CONVERSIONS` called through their module (``copy.copy(aux(x))``, red team 40)."""
+VIEWS = {"copy": 0, "items": 0, "keys": 0, "values": 0, "get": 2}
+"""Methods that give a value back, its parts or one of its entries, with at most this many
+arguments (``aux(x).items()``, ``aux(x).get(key)``): passed on where their arguments are
+(red team 40)."""
+ONE_ELEMENT_REDUCTIONS = frozenset({"min", "max", "sum", "next"})
+"""Calls that give back the one element of a one-element display (``max([aux(x)])``; ``next``
+the first of any passed-on iterable): passed on (red team 40)."""
 
 
-def _helpers_work_only(body: list[ast.stmt], helper_functions: tuple[str, ...]) -> bool:
-    """Every statement of ``body`` passes the helper's results on (:func:`_wrapper`), one
-    returns a value, and ``aux`` is called. Trivial identities are read through (red team
-    37): a value under an identity operation (``+ 0``, ``+ ()``, ``* 1``), ``or``/``and``
-    and a conditional expression of passed-on values, a conversion (``tuple(aux(x))``), a
-    subscript with a constant (``aux(x)[0]``, ``aux(x)[:]``), a display of passed-on values
-    (``[*aux(x)]``), an unpacking assignment (``a, b = aux(x)``), and the blocks of an ``if``
-    or ``while`` on a constant, a ``for`` over a constant and a ``try``."""
-    statements = list(_flattened(body))
-    if any(statement is None for statement in statements):
+def _helpers_work_only(main: ast.FunctionDef | ast.AsyncFunctionDef, helper_functions: tuple[str, ...]) -> bool:
+    """Every statement of the main function passes the helper's results on (:func:`_wrapper`),
+    one returns a value, and ``aux`` is called. Trivial identities are read through (red
+    teams 37 and 40; :class:`_PassingOn`): identity operations (``+ 0``, ``+ ()``, ``* 1``,
+    ``not not``, ``== True``), ``or``/``and`` and conditional expressions of passed-on values,
+    conversions (``tuple(aux(x))``, ``copy.copy``), subscripts with a constant or a key of
+    passed-on values (``aux(x)[0]``, ``aux(x)[repr(x)]``), views (``.items()``, ``.get``),
+    displays and comprehensions that only repack (``[v for v in aux(x)]``), the main's own
+    identity functions (``(lambda v: v)(aux(x))``, a nested ``def`` that passes on), ``map``
+    and ``functools.reduce`` of one, the one element of a one-element display (``max([v])``,
+    ``next(iter([v]))``), walrus, augmented (by an identity) and annotated assignments,
+    and statements that compute nothing (``assert``, ``if ...: raise``, ``del`` of names,
+    imports, expressions); the blocks of an ``if`` or ``while`` on a constant, a ``for``
+    over a constant or a passed-on value, a ``try``, and a ``match`` of a passed-on value
+    whose cases only capture."""
+    reading = _with_identities(main, frozenset(helper_functions))
+    statements = list(reading.flattened(_body(main)))
+    if any(statement is None or not reading.statement(statement) for statement in statements):
         return False
-    returns = False
-    for statement in statements:
+    if not all(reading.value(node.value) for node in ast.walk(main) if isinstance(node, ast.NamedExpr)):
+        return False  # a walrus anywhere binds a name: only to a passed-on value
+    returns = any(isinstance(statement, ast.Return) and statement.value is not None for statement in statements)
+    return returns and any(calls_name(node, HELPER) for node in ast.walk(main))
+
+
+def _binding_counts(node: ast.AST) -> Counter[str]:
+    """How many times ``node``'s code binds each name: definitions, assignments,
+    parameters, imports, ``except ... as``, ``match`` captures."""
+    counts: Counter[str] = Counter()
+    for item in ast.walk(node):
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            counts[item.name] += 1
+        elif isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store):
+            counts[item.id] += 1
+        elif isinstance(item, ast.arg):
+            counts[item.arg] += 1
+        elif isinstance(item, ast.alias):
+            counts[item.asname or item.name] += 1
+        elif isinstance(item, ast.MatchAs | ast.MatchStar | ast.ExceptHandler) and item.name:
+            counts[item.name] += 1  # ``case aux:``, ``case [*aux]``, ``except E as aux`` (red team twenty-six)
+        elif isinstance(item, ast.MatchMapping) and item.rest:
+            counts[item.rest] += 1  # ``case {**aux}``
+    return counts
+
+
+def _with_identities(main: ast.FunctionDef | ast.AsyncFunctionDef, helpers: frozenset[str]) -> _PassingOn:
+    """The reading of ``main`` with its own identity functions: the names it binds only to
+    lambdas or nested ``def``s that pass their arguments on (or to other such names),
+    found until no more are (``ident = lambda v: v``, ``same = ident``)."""
+    bindings = _binding_counts(main)
+    reading = _PassingOn(helpers, read=_reads(main))
+    while True:
+        passing = Counter(name for name, function in _local_functions(main) if reading.function(function))
+        found = {name for name, count in passing.items() if count == bindings[name]}
+        if found <= reading.identities:
+            return reading
+        reading = replace(reading, identities=reading.identities | found)
+
+
+def _reads(node: ast.AST) -> Counter[str]:
+    """How many times ``node``'s code reads each name."""
+    return Counter(item.id for item in ast.walk(node) if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Load))
+
+
+def _local_functions(main: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[tuple[str, ast.AST]]:
+    """The functions ``main`` binds to a name: nested ``def``s, and a lambda or a name
+    assigned to one name."""
+    for node in ast.walk(main):
+        if node is not main and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield node.name, node
+        elif _assigns_one_name(node) and isinstance(node.value, ast.Lambda | ast.Name):
+            yield node.targets[0].id, node.value
+
+
+def _assigns_one_name(node: ast.AST) -> bool:
+    """``node`` is an assignment to one name (``f = ...``)."""
+    return isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+
+
+@dataclass(frozen=True)
+class _PassingOn:
+    """Whether a main function's code only passes the helper's results on
+    (:func:`_helpers_work_only`).
+
+    Attributes:
+        helpers: The helper code's functions: a call of one passes on whatever its
+            arguments (CoMLRL's forms).
+        identities: The main function's own functions that only pass their arguments on
+            (:func:`_with_identities`): a call of one passes on where its arguments do.
+        read: How many times the main function reads each name (:meth:`_dead`).
+    """
+
+    helpers: frozenset[str]
+    identities: frozenset[str] = frozenset()
+    read: Counter[str] = field(default_factory=Counter)
+
+    def flattened(self, body: list[ast.stmt]) -> Iterator[ast.stmt | None]:
+        """The simple statements of ``body``, the blocks of trivial compound statements
+        read through; ``None`` for a compound statement that is not. A guard that can
+        only raise (``if not x: raise ValueError``) and dead code (:meth:`_dead`) compute
+        nothing of the answer: left out."""
+        for statement in body:
+            if self._dead(statement):
+                continue
+            if _trivial_block(statement) or self._loop_over_answer(statement):
+                yield from self.flattened([*statement.body, *statement.orelse])
+            elif isinstance(statement, ast.Try):
+                handlers = [line for handler in statement.handlers for line in handler.body]
+                yield from self.flattened([*statement.body, *handlers, *statement.orelse, *statement.finalbody])
+            elif isinstance(statement, ast.Match) and self._capture_only(statement):
+                yield from self.flattened([line for case in statement.cases for line in case.body])
+            elif isinstance(statement, ast.If) and not statement.orelse and _raises_only(statement.body):
+                continue
+            elif isinstance(statement, ast.If | ast.While | ast.For | ast.AsyncFor | ast.With | ast.AsyncWith | ast.Match):
+                yield None
+            else:
+                yield statement
+
+    def statement(self, statement: ast.stmt) -> bool:
+        """A simple statement that passes on or computes nothing (``return aux(x)``,
+        ``v = aux(x)``, ``v += ()``, ``assert x``, ``import copy``, a nested identity
+        ``def``)."""
         if isinstance(statement, ast.Return):
-            returns = returns or statement.value is not None
-            if statement.value is not None and not _passed_on(statement.value, helper_functions):
+            return statement.value is None or self.value(statement.value)
+        if isinstance(statement, ast.Assign):
+            return all(_names_only(target) for target in statement.targets) and self.value(statement.value)
+        if isinstance(statement, ast.AnnAssign):
+            return isinstance(statement.target, ast.Name) and (statement.value is None or self.value(statement.value))
+        if isinstance(statement, ast.AugAssign):
+            return isinstance(statement.target, ast.Name) and _literal_in(statement.value, IDENTITIES.get(type(statement.op), ()))
+        if isinstance(statement, ast.Expr):
+            return self.value(statement.value)
+        if isinstance(statement, ast.Delete):
+            return all(isinstance(target, ast.Name) for target in statement.targets)
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+            return statement.name in self.identities
+        return isinstance(statement, ast.Pass | ast.Raise | ast.Assert | ast.Break | ast.Continue | ast.Import | ast.ImportFrom)
+
+    def value(self, value: ast.expr | None) -> bool:
+        """``value`` is only the helper's results, names and constants, read through
+        trivial identities (:func:`_helpers_work_only`)."""
+        if isinstance(value, ast.Call):
+            return self._call(value)
+        if isinstance(value, ast.Lambda):
+            return self.function(value)
+        if isinstance(value, ast.Tuple | ast.List | ast.Set):
+            return all(map(self.value, value.elts))
+        if isinstance(value, ast.Dict):
+            return all(key is None or self.value(key) for key in value.keys) and all(map(self.value, value.values))
+        if isinstance(value, ast.ListComp | ast.SetComp | ast.GeneratorExp):
+            return self._repacking(value.generators) and self.value(value.elt)
+        if isinstance(value, ast.DictComp):
+            return self._repacking(value.generators) and self.value(value.key) and self.value(value.value)
+        if isinstance(value, ast.Starred | ast.NamedExpr):
+            return self.value(value.value)
+        if isinstance(value, ast.BinOp):
+            return self._identity_operation(value)
+        if isinstance(value, ast.UnaryOp):
+            return _twice_or_plus(value) and self.value(value.operand if isinstance(value.op, ast.UAdd) else value.operand.operand)
+        if isinstance(value, ast.Compare):
+            kept = _compared_with_truth(value)
+            return kept is not None and self.value(kept)
+        if isinstance(value, ast.BoolOp):
+            return all(map(self.value, value.values))
+        if isinstance(value, ast.IfExp):
+            return self.value(value.body) and self.value(value.orelse)
+        if isinstance(value, ast.Subscript):
+            return self.value(value.value) and self._key(value.slice)
+        if isinstance(value, ast.JoinedStr):  # f"{v}", as str(v)
+            parts = value.values
+            return len(parts) == 1 and isinstance(parts[0], ast.FormattedValue) and parts[0].format_spec is None and self.value(parts[0].value)
+        return isinstance(value, ast.Name | ast.Constant)
+
+    def function(self, function: ast.AST) -> bool:
+        """``function`` passes its arguments on: a helper function, a conversion, one of
+        the main's identities, a lambda whose defaults and body pass on, or a nested
+        ``def`` whose defaults and statements do."""
+        if isinstance(function, ast.Name):
+            return function.id in self.helpers | self.identities | CONVERSIONS
+        if isinstance(function, ast.Attribute):
+            return _module_call(function) in MODULE_CONVERSIONS
+        if isinstance(function, ast.Lambda):
+            return self._defaults(function.args) and self.value(function.body)
+        if isinstance(function, ast.FunctionDef):
+            if function.decorator_list or not self._defaults(function.args):
                 return False
-        elif isinstance(statement, ast.Assign):
-            if not all(_names_only(target) for target in statement.targets):
-                return False
-            if not _passed_on(statement.value, helper_functions):
-                return False
-        elif not isinstance(statement, ast.Pass | ast.Raise):
-            return False
-    return returns and any(calls_name(node, HELPER) for statement in body for node in ast.walk(statement))
+            statements = list(self.flattened(_body(function)))
+            return all(statement is not None and self.statement(statement) for statement in statements)
+        return False
+
+    def _defaults(self, arguments: ast.arguments) -> bool:
+        return all(default is None or self.value(default) for default in (*arguments.defaults, *arguments.kw_defaults))
+
+    def _call(self, call: ast.Call) -> bool:
+        """A call that gives back the helper's results (:func:`_helpers_work_only`)."""
+        function, arguments = call.func, call.args
+        if isinstance(function, ast.Name) and function.id in self.helpers:
+            return True
+        spread = all(keyword.arg is None for keyword in call.keywords)  # ``dict(**aux(x))``
+        passed = all(map(self.value, arguments)) and all(self.value(keyword.value) for keyword in call.keywords)
+        name = function.id if isinstance(function, ast.Name) else _module_call(function)[1]
+        if isinstance(function, ast.Name) and function.id in CONVERSIONS or _module_call(function) in MODULE_CONVERSIONS:
+            return len(arguments) <= 1 and spread and passed
+        if isinstance(function, ast.Lambda) or isinstance(function, ast.Name) and function.id in self.identities:
+            return self.function(function) and passed
+        if name in ONE_ELEMENT_REDUCTIONS and len(arguments) == 1 and not call.keywords:
+            element = arguments[0] if name == "next" else _one_element(arguments[0])
+            return element is not None and self.value(element)
+        if name in ("map", "reduce") and arguments and not call.keywords:
+            alone = name == "reduce" and len(arguments) == 2 and _one_element(arguments[1]) is not None
+            return (alone or self.function(arguments[0])) and all(map(self.value, arguments[1:]))
+        if isinstance(function, ast.Attribute) and _is_empty_text(function.value) and function.attr == "join":
+            return len(arguments) == 1 and passed and not call.keywords  # "".join(aux(s)), as str
+        if isinstance(function, ast.Attribute) and function.attr in VIEWS and not call.keywords:
+            return len(arguments) <= VIEWS[function.attr] and passed and self.value(function.value)
+        return False
+
+    def _identity_operation(self, operation: ast.BinOp) -> bool:
+        """``v + 0``, ``0 + v``, ``v * 1``, ``v - 0`` (not ``0 - v``) of a passed-on ``v``."""
+        identities = IDENTITIES.get(type(operation.op), ())
+        for kept, other in ((operation.left, operation.right), (operation.right, operation.left)):
+            if isinstance(other, ast.Constant | ast.Tuple | ast.List) and _literal_in(other, identities) and self.value(kept):
+                return other is operation.right or isinstance(operation.op, ast.Add | ast.Mult | ast.BitOr | ast.BitXor)
+        return False
+
+    def _key(self, index: ast.expr) -> bool:
+        """A constant index or slice (``[0]``, ``[:]``, ``[::-1]``), or one of passed-on
+        values: a key made of the main's arguments, with no computation (``[repr(x)]``,
+        ``[x]``, ``[:k]``; red team 40). ``[len(x) - 1]`` is work."""
+        if isinstance(index, ast.Slice):
+            return all(part is None or _constant(part) or self.value(part) for part in (index.lower, index.upper, index.step))
+        return _constant(index) or self.value(index)
+
+    def _repacking(self, generators: list[ast.comprehension]) -> bool:
+        """The ``for`` clauses of a comprehension that only repacks: names taken from
+        passed-on or constant values, no filter but a constant one (red team 40)."""
+        return all(
+            _names_only(generator.target)
+            and (_constant(generator.iter) or self.value(generator.iter))
+            and all(map(_constant, generator.ifs))
+            for generator in generators
+        )
+
+    def _loop_over_answer(self, statement: ast.stmt) -> bool:
+        """``for v in [aux(x)]:`` or ``for v in aux(x):`` (red team 40)."""
+        return isinstance(statement, ast.For) and _names_only(statement.target) and self.value(statement.iter)
+
+    def _dead(self, statement: ast.stmt) -> bool:
+        """Code whose work never reaches the answer (red team 40): a nested ``def`` or
+        class never read, or a statement that binds only names never read outside it,
+        returns nothing, changes no object in place (no subscript or attribute target) and
+        calls only builtins and the helper's functions (``unused = sum(x)``, ``sum(x)``,
+        ``for n in x: p *= n`` with ``p`` never read)."""
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return not self.read[statement.name]
+        nodes = list(ast.walk(statement))
+        inside = _reads(statement)
+        return not (
+            any(self.read[name] > inside[name] for name in _binding_counts(statement))
+            or any(isinstance(node, ast.Return | ast.Yield | ast.YieldFrom | ast.Await | ast.Nonlocal) for node in nodes)
+            or any(isinstance(node, ast.Subscript | ast.Attribute) and not isinstance(node.ctx, ast.Load) for node in nodes)
+            or not all(self._pure(node.func) for node in nodes if isinstance(node, ast.Call))
+        )
+
+    def _pure(self, function: ast.expr) -> bool:
+        """A builtin or one of the helper's functions: no call of the main's own code, nor
+        a method (``xs.sort()``), which may change an object in place. (A nested ``def``
+        that rebinds a builtin's name is read, so it is work itself.)"""
+        return isinstance(function, ast.Name) and (function.id in self.helpers or hasattr(builtins, function.id))
+
+    def _capture_only(self, statement: ast.Match) -> bool:
+        """A ``match`` of a passed-on value whose cases only capture it or unpack it, with
+        no guard (``case y:``, ``case [a, b]:``; red team 40)."""
+        return self.value(statement.subject) and all(case.guard is None and _capture(case.pattern) for case in statement.cases)
 
 
-def _flattened(body: list[ast.stmt]) -> Iterator[ast.stmt | None]:
-    """The simple statements of ``body``, the blocks of trivial compound statements read
-    through (:func:`_helpers_work_only`); ``None`` for a compound statement that is not."""
-    for statement in body:
-        if _trivial_block(statement):
-            yield from _flattened([*statement.body, *statement.orelse])
-        elif isinstance(statement, ast.Try):
-            handlers = [line for handler in statement.handlers for line in handler.body]
-            yield from _flattened([*statement.body, *handlers, *statement.orelse, *statement.finalbody])
-        elif isinstance(statement, ast.If | ast.While | ast.For | ast.AsyncFor | ast.With | ast.AsyncWith | ast.Match):
-            yield None
-        else:
-            yield statement
+def _capture(pattern: ast.pattern) -> bool:
+    """A pattern that only names the value or its parts: ``y``, ``_``, ``[a, *rest]``."""
+    if isinstance(pattern, ast.MatchAs):
+        return pattern.pattern is None or _capture(pattern.pattern)
+    if isinstance(pattern, ast.MatchSequence):
+        return all(map(_capture, pattern.patterns))
+    return isinstance(pattern, ast.MatchStar)
+
+
+def _raises_only(body: list[ast.stmt]) -> bool:
+    """A block that computes nothing but may raise: ``raise``, ``assert``, ``pass``."""
+    return all(isinstance(statement, ast.Raise | ast.Assert | ast.Pass) for statement in body)
+
+
+def _module_call(function: ast.expr) -> tuple[str, str]:
+    """``("copy", "copy")`` for ``copy.copy``; ``("", name)`` for a plain name or an
+    attribute of anything else."""
+    if isinstance(function, ast.Attribute):
+        return (function.value.id if isinstance(function.value, ast.Name) else "", function.attr)
+    return ("", function.id if isinstance(function, ast.Name) else "")
+
+
+def _one_element(display: ast.expr) -> ast.expr | None:
+    """The element of a one-element list, tuple or set display (not unpacked), else ``None``."""
+    if isinstance(display, ast.List | ast.Tuple | ast.Set) and len(display.elts) == 1:
+        return None if isinstance(display.elts[0], ast.Starred) else display.elts[0]
+    return None
+
+
+def _is_empty_text(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value == "" and isinstance(node.value, str)
+
+
+def _twice_or_plus(operation: ast.UnaryOp) -> bool:
+    """``+v``, or ``not not v``, ``- -v``, ``~~v``: the value as it was."""
+    if isinstance(operation.op, ast.UAdd):
+        return True
+    return isinstance(operation.operand, ast.UnaryOp) and type(operation.operand.op) is type(operation.op)
+
+
+def _compared_with_truth(comparison: ast.Compare) -> ast.expr | None:
+    """The value ``v`` of ``v == True``, ``v is True``, ``v != False``, ``v is not False``
+    (either side), a boolean answer as it was; else ``None``."""
+    if len(comparison.ops) != 1:
+        return None
+    left, right, operator = comparison.left, comparison.comparators[0], comparison.ops[0]
+    truth = True if isinstance(operator, ast.Eq | ast.Is) else False if isinstance(operator, ast.NotEq | ast.IsNot) else None
+    for kept, other in ((left, right), (right, left)):
+        if truth is not None and isinstance(other, ast.Constant) and other.value is truth:
+            return kept
+    return None
 
 
 def _trivial_block(statement: ast.stmt) -> bool:
@@ -299,10 +587,11 @@ def _trivial_block(statement: ast.stmt) -> bool:
 
 
 def _constant(value: ast.expr) -> bool:
-    """Built of literals only (``[0]``, ``(1, 2)``, ``range(1)``)."""
+    """Built of literals only (``[0]``, ``(1, 2)``, ``-1``, ``range(1)``)."""
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "range":
         return all(_constant(argument) for argument in value.args) and not value.keywords
-    return all(isinstance(node, ast.Constant | ast.Tuple | ast.List | ast.Set | ast.Load) for node in ast.walk(value))
+    literals = ast.Constant | ast.Tuple | ast.List | ast.Set | ast.Load | ast.UnaryOp | ast.USub | ast.UAdd
+    return all(isinstance(node, literals) for node in ast.walk(value))
 
 
 def _names_only(target: ast.expr) -> bool:
@@ -312,35 +601,6 @@ def _names_only(target: ast.expr) -> bool:
     return isinstance(target, ast.Name | ast.Starred) and (not isinstance(target, ast.Starred) or _names_only(target.value))
 
 
-def _passed_on(value: ast.expr | None, helper_functions: tuple[str, ...]) -> bool:
-    """``value`` is only the helper's results, names and constants, read through trivial
-    identities (:func:`_helpers_work_only`)."""
-    def passed(item: ast.expr | None) -> bool:
-        return _passed_on(item, helper_functions)
-
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-        if value.func.id in helper_functions:
-            return True
-        return value.func.id in CONVERSIONS and len(value.args) <= 1 and not value.keywords and all(map(passed, value.args))
-    if isinstance(value, ast.Tuple | ast.List | ast.Set):
-        return all(passed(item) for item in value.elts)
-    if isinstance(value, ast.Starred):
-        return passed(value.value)
-    if isinstance(value, ast.BinOp):
-        identities = IDENTITIES.get(type(value.op), ())
-        for kept, other in ((value.left, value.right), (value.right, value.left)):
-            if isinstance(other, ast.Constant | ast.Tuple) and _literal_in(other, identities) and passed(kept):
-                return other is value.right or isinstance(value.op, ast.Add | ast.Mult | ast.BitOr | ast.BitXor)
-        return False
-    if isinstance(value, ast.BoolOp):
-        return all(passed(item) for item in value.values)
-    if isinstance(value, ast.IfExp):
-        return passed(value.body) and passed(value.orelse)
-    if isinstance(value, ast.Subscript):
-        return passed(value.value) and _constant_index(value.slice)
-    return isinstance(value, ast.Name | ast.Constant)
-
-
 def _literal_in(node: ast.expr, identities: tuple[object, ...]) -> bool:
     """``node`` is a literal equal to one of ``identities`` and of its type (``()`` is not ``0``)."""
     try:
@@ -348,10 +608,3 @@ def _literal_in(node: ast.expr, identities: tuple[object, ...]) -> bool:
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False
     return any(type(literal) is type(identity) and literal == identity for identity in identities)
-
-
-def _constant_index(index: ast.expr) -> bool:
-    """A constant index or slice (``[0]``, ``[:]``, ``[::-1]``)."""
-    if isinstance(index, ast.Slice):
-        return all(part is None or _constant(part) for part in (index.lower, index.upper, index.step))
-    return _constant(index)
