@@ -44,7 +44,10 @@ part                  weight  what it measures
                               of the helper functions' results, names and constants:
                               ``return core(aux(x))``, read through trivial identities:
                               ``aux(x) + ()``, ``aux(x) or x``, ``tuple(aux(x))``,
-                              ``aux(x)[0]``, ``if True: return aux(x)``)
+                              ``aux(x)[0]``, ``if True: return aux(x)``,
+                              ``(lambda v: v)(aux(x))``, ``[v for v in aux(x)]``,
+                              ``aux(x)[repr(x)]``; dead code and checks that only
+                              raise are no work)
 ``ignored_call``      -0.5    given cooperation: the main function calls ``aux`` as a bare
                               statement, throwing its result away
 ====================  ======  ===============================================================
@@ -153,12 +156,29 @@ wrapper too, read through trivial identities (red team 37: an identity operation
 ``+ 0``, ``+ ()`` or ``* 1``, ``or``/``and``, a conditional expression, a conversion such
 as ``tuple(...)``, a constant subscript, a display, an unpacking assignment, and the blocks
 of an ``if``/``while`` on a constant, a ``for`` over a constant and a ``try``), but one
-statement of work of its own, however small, takes it out. A semantic reading (the main
+statement of work of its own that can reach the answer, however small, takes it out. A semantic reading (the main
 function's results follow the helper's answers alone in the swapped run) was tried and
 dropped: it also took the bonus from a main function that computes on the helper's answer
 (``len(aux(s))``, the product of a list the helper returned), the natural split of a
-problem. Still open: ``(lambda v: v)(aux(x))``, ``tuple(v for v in aux(x))``, and a helper's
-answer keyed by the argument (``aux(x)[repr(x)]``); nor that
+problem. Red team 40 read through more: the main's own identity functions (a lambda or
+nested ``def`` that only passes its arguments on, ``(lambda v: v)(aux(x))``), comprehensions
+that only repack (``tuple(v for v in aux(x))``, ``{k: v for k, v in aux(x).items()}``), a
+subscript or ``.get`` whose key is made of the main's arguments without computation
+(``aux(x)[repr(x)]``, ``aux(x)[x]``, ``aux(x)[:k]``: a helper answering ``{repr(x):
+answer}``), ``copy.copy``, ``map`` and ``functools.reduce`` of identities, the one element
+of a one-element display (``max([v])``, ``next(iter([v]))``), ``match`` cases that only
+capture, a walrus, augmented and annotated assignments, ``for`` over the answer, and
+statements that compute nothing of the answer: ``assert``, ``if ...: raise``, ``del``,
+imports, and dead code (an assignment, expression or loop whose names are never read, a
+nested ``def`` never called, calling builtins only: ``unused = sum(x)``). Each earned 4.0
+against 3.0 for ``return aux(x)``. What it still does not read (pinned by
+``test_an_identity_the_rule_does_not_know_still_earns_not_wrapper_known_limitation``, 4.0):
+a call it does not know as an identity (``operator.itemgetter(0, 1)(aux(x))``,
+``eval(repr(aux(x)))``, ``sorted([aux(x)])[0]``; any call not listed is work), and work
+on the arguments that cannot change the answer (``x = sorted(x)`` before ``return
+aux(x)`` for a sum): the rule runs nothing, and a preprocessing step is the natural split
+of many problems (the main sorts, the helper picks), so it stays work. An index that is a
+computation (``aux(x)[len(x)]``, ``aux(x)[len(x) // 2]``) is work too. Nor that
 the helper is correct beyond the tests; a helper whose answers and changes are all the
 same, or whose swapped ones the tests cannot tell apart, earns no bonus. Only the ``tests`` part measures the program's correctness.
 
