@@ -76,6 +76,7 @@ ESCAPES = {
     "dead work: a bare expression": (WHOLE, "    sum(numbers)\n    return aux(numbers)\n"),
     "dead work: a loop never read": (WHOLE, "    p = 1\n    for n in numbers:\n        p *= n\n    return aux(numbers)\n"),
     "dead work: a def never called": (WHOLE, "    def unused(v):\n        return v + 1\n    return aux(numbers)\n"),
+    "dead work: a recursive def never called": (WHOLE, "    def unused(v):\n        return unused(v)\n    return aux(numbers)\n"),
 }  # fmt: skip
 
 
@@ -127,4 +128,15 @@ def test_an_identity_the_rule_does_not_know_still_earns_not_wrapper_known_limita
 ):
     helper, body = UNKNOWN_IDENTITIES[name]
     outcome = score(protocol, problem, helper, body)
+    assert outcome.parts["not_wrapper"] == 1.0 and outcome.reward == pytest.approx(4.0)
+
+
+def test_dead_work_read_only_by_other_dead_code_still_earns_not_wrapper_known_limitation(
+    protocol, problem
+):
+    """Dead code is found one statement at a time: a name read only by another dead
+    statement counts as read (no elimination to a fixed point). 4.0 against 3.0."""
+    outcome = score(
+        protocol, problem, WHOLE, "    a = sum(numbers)\n    b = a\n    return aux(numbers)\n"
+    )
     assert outcome.parts["not_wrapper"] == 1.0 and outcome.reward == pytest.approx(4.0)

@@ -499,14 +499,14 @@ class _PassingOn:
 
     def _dead(self, statement: ast.stmt) -> bool:
         """Code whose work never reaches the answer (red team 40): a nested ``def`` or
-        class never read, or a statement that binds only names never read outside it,
+        class never read outside itself, or a statement that binds only names never read outside it,
         returns nothing, changes no object in place (no subscript or attribute target) and
         calls only builtins and the helper's functions (``unused = sum(x)``, ``sum(x)``,
         ``for n in x: p *= n`` with ``p`` never read)."""
-        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            return not self.read[statement.name]
-        nodes = list(ast.walk(statement))
         inside = _reads(statement)
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return self.read[statement.name] == inside[statement.name]  # read by itself alone
+        nodes = list(ast.walk(statement))
         return not (
             any(self.read[name] > inside[name] for name in _binding_counts(statement))
             or any(isinstance(node, ast.Return | ast.Yield | ast.YieldFrom | ast.Await | ast.Nonlocal) for node in nodes)
