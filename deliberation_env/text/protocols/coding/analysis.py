@@ -252,7 +252,7 @@ the first of any passed-on iterable): passed on (red team 40)."""
 
 def _helpers_work_only(main: ast.FunctionDef | ast.AsyncFunctionDef, helper_functions: tuple[str, ...]) -> bool:
     """Every statement of the main function passes the helper's results on (:func:`_wrapper`),
-    one returns a value, and ``aux`` is called. Trivial identities are read through (red
+    one returns a value, and ``aux`` is called outside dead code. Trivial identities are read through (red
     teams 37 and 40; :class:`_PassingOn`): identity operations (``+ 0``, ``+ ()``, ``* 1``,
     ``not not``, ``== True``), ``or``/``and`` and conditional expressions of passed-on values,
     conversions (``tuple(aux(x))``, ``copy.copy``), subscripts with a constant or a key of
@@ -272,7 +272,8 @@ def _helpers_work_only(main: ast.FunctionDef | ast.AsyncFunctionDef, helper_func
     if not all(reading.value(node.value) for node in ast.walk(main) if isinstance(node, ast.NamedExpr)):
         return False  # a walrus anywhere binds a name: only to a passed-on value
     returns = any(isinstance(statement, ast.Return) and statement.value is not None for statement in statements)
-    return returns and any(calls_name(node, HELPER) for node in ast.walk(main))
+    # aux called where it can reach the answer: a call in dead code or a guard wraps nothing
+    return returns and any(calls_name(node, HELPER) for statement in statements for node in ast.walk(statement))
 
 
 def _binding_counts(node: ast.AST) -> Counter[str]:
@@ -355,11 +356,14 @@ class _PassingOn:
             if self._dead(statement):
                 continue
             if _trivial_block(statement) or self._loop_over_answer(statement):
+                if isinstance(statement, ast.For):
+                    yield ast.Expr(statement.iter)  # what it loops over, read as passed on
                 yield from self.flattened([*statement.body, *statement.orelse])
             elif isinstance(statement, ast.Try):
                 handlers = [line for handler in statement.handlers for line in handler.body]
                 yield from self.flattened([*statement.body, *handlers, *statement.orelse, *statement.finalbody])
             elif isinstance(statement, ast.Match) and self._capture_only(statement):
+                yield ast.Expr(statement.subject)
                 yield from self.flattened([line for case in statement.cases for line in case.body])
             elif isinstance(statement, ast.If) and not statement.orelse and _raises_only(statement.body):
                 continue
