@@ -178,7 +178,8 @@ a call it does not know as an identity (``operator.itemgetter(0, 1)(aux(x))``,
 on the arguments that cannot change the answer (``x = sorted(x)`` before ``return
 aux(x)`` for a sum): the rule runs nothing, and a preprocessing step is the natural split
 of many problems (the main sorts, the helper picks), so it stays work. An index that is a
-computation (``aux(x)[len(x)]``, ``aux(x)[len(x) // 2]``) is work too. Nor that
+computation (``aux(x)[len(x)]``, ``aux(x)[len(x) // 2]``) is work too, and so is dead code
+that other dead code reads (``a = sum(x)``, ``b = a``, neither read after; pinned). Nor that
 the helper is correct beyond the tests; a helper whose answers and changes are all the
 same, or whose swapped ones the tests cannot tell apart, earns no bonus. Only the ``tests`` part measures the program's correctness.
 
