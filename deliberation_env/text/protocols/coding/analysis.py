@@ -252,8 +252,8 @@ the first of any passed-on iterable): passed on (red team 40)."""
 
 def _helpers_work_only(main: ast.FunctionDef | ast.AsyncFunctionDef, helper_functions: tuple[str, ...]) -> bool:
     """Every statement of the main function passes the helper's results on (:func:`_wrapper`),
-    one returns a value, and ``aux`` is called outside dead code. Trivial identities are read through (red
-    teams 37 and 40; :class:`_PassingOn`): identity operations (``+ 0``, ``+ ()``, ``* 1``,
+    one returns a value, and ``aux`` is called outside dead code. Trivial identities are
+    read through (red teams 37 and 40; :class:`_PassingOn`): identity operations (``+ 0``, ``+ ()``, ``* 1``,
     ``not not``, ``== True``), ``or``/``and`` and conditional expressions of passed-on values,
     conversions (``tuple(aux(x))``, ``copy.copy``), subscripts with a constant or a key of
     passed-on values (``aux(x)[0]``, ``aux(x)[repr(x)]``), views (``.items()``, ``.get``),
@@ -262,7 +262,7 @@ def _helpers_work_only(main: ast.FunctionDef | ast.AsyncFunctionDef, helper_func
     and ``functools.reduce`` of one, the one element of a one-element display (``max([v])``,
     ``next(iter([v]))``), walrus, augmented (by an identity) and annotated assignments,
     and statements that compute nothing (``assert``, ``if ...: raise``, ``del`` of names,
-    imports, expressions); the blocks of an ``if`` or ``while`` on a constant, a ``for``
+    imports, expressions, dead code: :meth:`_PassingOn._dead`); the blocks of an ``if`` or ``while`` on a constant, a ``for``
     over a constant or a passed-on value, a ``try``, and a ``match`` of a passed-on value
     whose cases only capture."""
     reading = _with_identities(main, frozenset(helper_functions))
