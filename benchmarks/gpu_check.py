@@ -36,7 +36,9 @@ It reports:
 5. **The fixed cost of a decoded token**: one row per agent, through each route of
    :mod:`agents.trainable_lm.mixed` (stacked, the default on CUDA; slices; peft's own),
    and (``--compiled``, the default, timed first) stacked through the compiled static
-   step (:mod:`agents.trainable_lm.steps`, CUDA graphs on a GPU), with its compile time,
+   step (:mod:`agents.trainable_lm.steps`, CUDA graphs on a GPU; the device's default
+   scope, ``compile_scope`` in the record: the whole step on CUDA unless
+   ``DELIBERATION_COMPILE_SCOPE=layers``), with its compile time,
    and the update's generation of item 1 through that step (compiled again for the
    batch's shape); the greedy parity of item 4 then also decodes the compiled way on the
    device (not with ``--smoke``, whose test covers the compiled way elsewhere). A phase
@@ -84,6 +86,7 @@ from agents.devices import (
     synchronize,
 )
 from agents.trainable_lm import TrainableLM
+from agents.trainable_lm.steps import compile_scope
 from algorithms.text.losses import text_policy_loss, token_weights
 
 QWEN25_1_5B = {
@@ -351,6 +354,7 @@ def measure_ways(
     steps = ours["decode_step_ms_two_rows"]
 
     def compiled_step() -> None:
+        ours["compile_scope"] = compile_scope(resolve(args.device, args.dtype)[0])  # the device's default
         ours["compile_s"] = generate(lm, latency, args.latency_tokens)[1]  # compiles this shape
         steps["stacked, compiled"] = decode_step_ms(lm, latency, args)
         keep(f"compiled: {ours['compile_s']:.0f} s to compile, then {steps['stacked, compiled']:.1f} ms per decoded token")

@@ -13,8 +13,13 @@
   with CUDA graphs on a GPU (``mode="reduce-overhead"``, as transformers' own ``generate``
   compiles a static cache), attending on the key/value heads of a grouped-query model
   without copying the cache to the query heads (:mod:`agents.trainable_lm.attention`).
-  It compiles once per shape (rows bucket x length bucket) and
-  model (about two minutes on two CPU cores for a 28-block model, cold: BENCHMARKS.md,
+  What it compiles is its scope (:func:`compile_scope`): on the CPU one decoder layer
+  (``layers``, regional compilation, :func:`compiled_layers`: dynamo traces a layer once
+  per shape and its code serves all the others; the embedding, mask, final norm and head
+  stay eager around them), on CUDA the whole step as one CUDA graph (``step``; per-layer
+  graphs have not been measured on a GPU); :data:`SCOPE_VARIABLE` overrides either. It
+  compiles once per shape (rows bucket x length bucket) and model (on two CPU cores, for a
+  28-block model, cold: a fraction of the whole step's two minutes, BENCHMARKS.md,
   "Decoding ways"), then serves every later call of that shape, whatever its prompts,
   adapters' weights or rows' adapters. A mixed-adapter batch reaches its adapters through stacked hooks
   (:mod:`agents.trainable_lm.mixed`), whose tensors the graph reads as inputs.
@@ -27,9 +32,11 @@ noise (attention over more, masked, positions), which the tests bound.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -151,6 +158,115 @@ def compiled_forward(device: torch.device) -> Any:
     return _COMPILED[key]
 
 
+COMPILE_SCOPES = ("layers", "step")
+"""What ``decoding="compiled"`` compiles (:func:`compile_scope`): ``layers``, one decoder
+layer (its LoRA hooks inside), once per shape, its code then serving every layer
+(:func:`compiled_layers`, regional compilation); ``step``, the whole step in one graph
+(:func:`compiled_forward`)."""
+DEFAULT_SCOPES = {"cuda": "step"}
+"""The default :data:`COMPILE_SCOPES` entry by device type (``layers`` elsewhere): on CUDA
+the whole step is one CUDA graph, replayed at once (per-layer graphs were not measured
+on a GPU); on the CPU a layer compiles in a fraction of the step's time (BENCHMARKS.md,
+"Decoding ways")."""
+SCOPE_VARIABLE = "DELIBERATION_COMPILE_SCOPE"
+"""The environment variable that overrides :data:`DEFAULT_SCOPES` (``layers`` or ``step``)."""
+
+
+def compile_scope(device: torch.device) -> str:
+    """What the compiled way compiles on ``device``: :data:`SCOPE_VARIABLE` when set, else
+    :data:`DEFAULT_SCOPES`.
+
+    Raises:
+        ValueError: On a scope not in :data:`COMPILE_SCOPES`.
+    """
+    scope = os.environ.get(SCOPE_VARIABLE) or DEFAULT_SCOPES.get(device.type, "layers")
+    if scope not in COMPILE_SCOPES:
+        raise ValueError(f"{SCOPE_VARIABLE} must be one of {COMPILE_SCOPES}, not {scope!r}")
+    return scope
+
+
+def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList | None:
+    """The decoder layers of ``model`` (peft's or a plain transformers model) that
+    :func:`compiled_layers` can compile one for all: a ``ModuleList`` of one class whose
+    attention reads its cache by ``layer_idx``; None if there is none."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    for module in base.modules():
+        if (
+            isinstance(module, torch.nn.ModuleList)
+            and len(module)
+            and all(
+                type(layer) is type(module[0])
+                and hasattr(getattr(layer, "self_attn", None), "layer_idx")
+                for layer in module
+            )
+        ):
+            return module
+    return None
+
+
+class _OneLayerCache:
+    """The cache a compiled decoder layer sees: its own layer of the static cache, whatever
+    index its attention asks for (so one compiled code serves every layer)."""
+
+    def __init__(self, layer: Any) -> None:
+        self.layer = layer
+
+    def update(
+        self, keys: torch.Tensor, values: torch.Tensor, layer_idx: int, *args: Any, **kwargs: Any
+    ) -> Any:
+        """The static layer's ``update`` (``layer_idx`` unread)."""
+        return self.layer.update(keys, values, *args, **kwargs)
+
+
+def _layer_forward(layer: torch.nn.Module, *args: Any, **kwargs: Any) -> torch.Tensor:
+    """One decoder layer's forward (the region compiled); its submodules' hooks run inside."""
+    return type(layer).forward(layer, *args, **kwargs)
+
+
+def _compiled_layer(device: torch.device) -> Any:
+    """:func:`_layer_forward` compiled for ``device``, made once per process."""
+    mode = "reduce-overhead" if device.type == "cuda" else None
+    key = "layer-" + (mode or "default")
+    if key not in _COMPILED:
+        _COMPILED[key] = torch.compile(_layer_forward, fullgraph=True, dynamic=False, mode=mode)
+    return _COMPILED[key]
+
+
+@contextlib.contextmanager
+def compiled_layers(model: torch.nn.Module, device: torch.device) -> Iterator[None]:
+    """For the block, every decoder layer of ``model`` (:func:`decoder_layers`) runs through
+    one compiled layer (regional compilation): dynamo traces a layer once per shape and
+    reuses its code for the others, which differ only in their tensors (weights, stacked
+    LoRA factors, cache). Each layer is given a :class:`_OneLayerCache` of its own static
+    cache layer, and every attention's ``layer_idx`` reads 0 meanwhile (a different
+    constant per layer would compile each layer apart). The embedding, rotary embedding,
+    mask, final norm and head stay eager around them."""
+    layers = decoder_layers(model)
+    compiled = _compiled_layer(device)
+    saved = [(layer, layer.self_attn.layer_idx, layer.__dict__.get("forward")) for layer in layers]
+
+    def region(layer: torch.nn.Module, index: int) -> Any:
+        def forward(*args: Any, cache: Any = None, **kwargs: Any) -> torch.Tensor:
+            view = None if cache is None else _OneLayerCache(cache.layers[index])
+            return compiled(layer, *args, cache=view, **kwargs)
+
+        return forward
+
+    try:
+        for layer, index, _ in saved:
+            layer.forward = region(layer, index)
+            layer.self_attn.layer_idx = 0
+        with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
+            yield
+    finally:
+        for layer, index, forward in saved:
+            layer.self_attn.layer_idx = index
+            if forward is None:
+                del layer.forward
+            else:
+                layer.forward = forward
+
+
 def _static_cache(
     caches: dict[tuple[int, int, int], Any], model: torch.nn.Module, rows: int, length: int
 ) -> Any:
@@ -248,7 +364,10 @@ class StaticSteps:
             raise ValueError("compiled decoding routes mixed-adapter rows by stacked hooks only")
         if compiled:
             use_packed_attention(_config(model))  # no copy of the cache per head group and step
-        self.forward = compiled_forward(device) if compiled else _forward
+        self.scope = None
+        if compiled:
+            self.scope = compile_scope(device) if decoder_layers(model) is not None else "step"
+        self.forward = compiled_forward(device) if self.scope == "step" else _forward
         self.compiled, self.warmup_seconds = compiled, 0.0
         self.adapter = str(getattr(model, "active_adapter", None))  # a graph per active adapter (peft's single-agent path)
         self.live = torch.arange(len(prompts), device=device)
@@ -293,9 +412,11 @@ class StaticSteps:
         if warming:
             synchronize(self.ids.device)
             started = time.perf_counter()
-        logits = self.forward(
-            self.model, self.cache, self.ids, self.positions, self.cache_position, self.mask, **self.per_row
-        )
+        regions = self.scope == "layers"
+        with compiled_layers(self.model, self.ids.device) if regions else contextlib.nullcontext():
+            logits = self.forward(
+                self.model, self.cache, self.ids, self.positions, self.cache_position, self.mask, **self.per_row
+            )
         if warming:  # a shape's compilation, timed apart from decoding
             synchronize(self.ids.device)
             self.warmup_seconds += time.perf_counter() - started

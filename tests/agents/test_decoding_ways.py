@@ -157,14 +157,59 @@ def test_compiled_decoding_decodes_with_one_active_adapter_whatever_acted_last()
             assert model.active_adapter == acted  # eager decoding guards nothing
 
 
-@pytest.mark.slow  # compiles the tiny model's step for 16 and 8 rows: about 40 s on two cores
+def test_the_compile_scope_is_the_whole_step_on_cuda_one_layer_elsewhere_unless_set(monkeypatch):
+    monkeypatch.delenv(steps.SCOPE_VARIABLE, raising=False)
+    assert steps.compile_scope(torch.device("cuda")) == "step"
+    assert steps.compile_scope(torch.device("cpu")) == "layers"
+    monkeypatch.setenv(steps.SCOPE_VARIABLE, "step")
+    assert steps.compile_scope(torch.device("cpu")) == "step"
+    monkeypatch.setenv(steps.SCOPE_VARIABLE, "model")
+    with pytest.raises(ValueError, match=steps.SCOPE_VARIABLE):
+        steps.compile_scope(torch.device("cpu"))
+
+
+def test_every_decoder_layer_runs_through_the_one_region_and_is_restored_after(monkeypatch):
+    """The plumbing of regional compilation, with the region left eager (the compiler is
+    the slow test's): each step runs every layer through the one region function, each
+    with its own cache layer, the tokens are the growing cache's, and afterwards the layers
+    have their own forward and layer index back."""
+    monkeypatch.setenv(steps.SCOPE_VARIABLE, "layers")
+    calls = []
+
+    def region(layer, *args, cache, **kwargs):
+        calls.append((id(layer), id(cache.layer), layer.self_attn.layer_idx))
+        return steps._layer_forward(layer, *args, cache=cache, **kwargs)
+
+    monkeypatch.setattr(steps, "_compiled_layer", lambda device: region)
+    lm = distinct_team(routing="stacked")
+    expected = sampled(lm, "dynamic")
+    assert_same_completions(sampled(lm, "compiled"), expected)
+    layers = steps.decoder_layers(lm.seats["agent_0"].model)
+    assert len(layers) == 2 and len(calls) % len(layers) == 0 and calls
+    assert {index for _, _, index in calls} == {0}  # one constant for all: one compiled code
+    layers_seen, caches_seen = {layer for layer, _, _ in calls}, {cache for _, cache, _ in calls}
+    assert len(layers_seen) == len(caches_seen) == len(layers)
+    assert [layer.self_attn.layer_idx for layer in layers] == [0, 1]
+    assert all("forward" not in layer.__dict__ for layer in layers)
+
+
+@pytest.mark.slow  # compiles the tiny model's step for 16 and 8 rows: about 30 s a scope on two cores
 @pytest.mark.skipif(not any(map(shutil.which, steps.COMPILERS)), reason="inductor needs a C++ compiler")
-def test_a_compiled_step_serves_later_calls_with_their_own_prompts_rows_and_weights(recursion_limit_kept):
+@pytest.mark.parametrize("scope", steps.COMPILE_SCOPES)
+def test_a_compiled_step_serves_later_calls_with_their_own_prompts_rows_and_weights(
+    scope, recursion_limit_kept, monkeypatch
+):
     from torch._dynamo.utils import counters
 
+    monkeypatch.setenv(steps.SCOPE_VARIABLE, scope)
+    monkeypatch.setattr(steps, "_CALLS", {})
     lm = distinct_team(stop_ids=range(0, 256, 3))
     lm.read_meter()
-    assert_same_completions(sampled(lm, "compiled", TWELVE), sampled(lm, "dynamic", TWELVE))  # 16 rows, then 8
+    graphs = counters["stats"]["unique_graphs"]
+    expected = sampled(lm, "dynamic", TWELVE)
+    assert_same_completions(sampled(lm, "compiled", TWELVE), expected)  # 16 rows, then 8
+    # one graph per shape: in the "layers" scope the two layers share one compiled layer
+    assert counters["stats"]["unique_graphs"] - graphs == len(steps._CALLS) > 0
     graphs = counters["stats"]["unique_graphs"]
     assert lm.read_meter().compile_seconds > 0
 
