@@ -18,11 +18,19 @@ tokens the dynamic way generated, and ms per step divides by the longest complet
 
     python benchmarks/decoding.py --model smollm2 --no-exact-lengths --new-tokens 96 --ways dynamic static
 
-Writes ``benchmarks/results/decoding_<model>.json`` (:func:`results.write_results`).
+Writes ``benchmarks/results/decoding_<model>.json`` (:func:`results.write_results`). The
+compiled way compiles the device's default scope (:func:`agents.trainable_lm.steps.compile_scope`:
+one decoder layer on the CPU); ``DELIBERATION_COMPILE_SCOPE=step`` (or ``layers``) chooses it,
+and the file is then ``decoding_<model>_<scope>.json``. Compile seconds are cold only with
+``TORCHINDUCTOR_CACHE_DIR`` set to a fresh folder::
+
+    TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) DELIBERATION_COMPILE_SCOPE=step \
+        python benchmarks/decoding.py --model smollm2 --ways dynamic compiled
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from dataclasses import asdict, dataclass
@@ -33,6 +41,7 @@ from mixed_batch import Args, build, differences
 from results import write_results
 
 from agents.devices import Decoding
+from agents.trainable_lm.steps import SCOPE_VARIABLE, compile_scope
 
 WAYS = ("dynamic", "static", "compiled")
 
@@ -86,6 +95,7 @@ def main(args: DecodingArgs) -> None:
     record = {
         "args": asdict(args),
         "routing": "stacked",
+        "compile_scope": compile_scope(torch.device(lm.device)),
         "torch_threads": torch.get_num_threads(),
         "generated_tokens": tokens,
         "first_call_s": first,
@@ -96,7 +106,8 @@ def main(args: DecodingArgs) -> None:
         "speedup_over_dynamic": {way: medians["dynamic"] / median for way, median in medians.items()},
         "against_dynamic": against,
     }
-    write_results(f"decoding_{args.model}" + ("" if args.exact_lengths else "_natural"), record)
+    scope = f"_{os.environ[SCOPE_VARIABLE]}" if os.environ.get(SCOPE_VARIABLE) else ""
+    write_results(f"decoding_{args.model}" + ("" if args.exact_lengths else "_natural") + scope, record)
     print(f"| decoding | first call (s) | s per joint sampling (median of {args.repeats}) | ms per step | tokens/s | "
           "speed-up | tokens differing from dynamic | largest log-prob difference |")  # fmt: skip
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
