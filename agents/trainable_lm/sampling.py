@@ -512,41 +512,42 @@ class Sampling:
                 model, prompts, self._pad_id, self.device, adapters, route, max_new_tokens,
                 compiled=self.decoding == "compiled", caches=self._static_caches,
             )  # fmt: skip
-        logits = steps.logits
-        stop_ids = torch.tensor(sorted(self._stop_ids), dtype=torch.long, device=self.device)
-        seen = seen_tokens(prompts, logits.shape[1], self.device) if repetition_penalty != 1 else None
-        for step in range(max_new_tokens):
-            uniforms = uniform[:, step]  # every live row samples its step-th token
-            allowed = (
-                logits.index_fill(1, stop_ids, float("-inf")) if step < min_new_tokens else logits
-            )
-            if seen is not None:
-                allowed = penalize_repeats(allowed, seen, repetition_penalty)
-            chosen = draw_tokens(allowed, temperature, top_p, uniforms, top_k, min_p)
-            if seen is not None:
-                seen[torch.arange(len(live), device=self.device), chosen] = True
-            scores = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(
-                1, chosen[:, None]
-            )[:, 0]
-            for row, token, score in zip(live, chosen.tolist(), scores.tolist(), strict=True):
-                tokens[row].append(token)
-                logprobs[row].append(score)
-                if token in self._stop_ids:
-                    finish[row] = "stop"
-                elif len(tokens[row]) >= max_new_tokens:
-                    finish[row] = "length"
-                if finish[row]:
-                    advance(1, len(tokens[row]))
-            staying = [k for k, row in enumerate(live) if not finish[row]]
-            if not staying:
-                break
-            if len(staying) < len(live):
-                keep = torch.tensor(staying, dtype=torch.long, device=self.device)
-                chosen, uniform = chosen[keep], uniform[keep]
-                seen = seen[keep] if seen is not None else None
-                live = [live[k] for k in staying]
-                steps.drop(keep, live)
-            logits = steps.step(chosen, live)
+        with steps:  # the compiled layers, where any, installed for the whole decode
+            logits = steps.logits
+            stop_ids = torch.tensor(sorted(self._stop_ids), dtype=torch.long, device=self.device)
+            seen = seen_tokens(prompts, logits.shape[1], self.device) if repetition_penalty != 1 else None
+            for step in range(max_new_tokens):
+                uniforms = uniform[:, step]  # every live row samples its step-th token
+                allowed = (
+                    logits.index_fill(1, stop_ids, float("-inf")) if step < min_new_tokens else logits
+                )
+                if seen is not None:
+                    allowed = penalize_repeats(allowed, seen, repetition_penalty)
+                chosen = draw_tokens(allowed, temperature, top_p, uniforms, top_k, min_p)
+                if seen is not None:
+                    seen[torch.arange(len(live), device=self.device), chosen] = True
+                scores = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(
+                    1, chosen[:, None]
+                )[:, 0]
+                for row, token, score in zip(live, chosen.tolist(), scores.tolist(), strict=True):
+                    tokens[row].append(token)
+                    logprobs[row].append(score)
+                    if token in self._stop_ids:
+                        finish[row] = "stop"
+                    elif len(tokens[row]) >= max_new_tokens:
+                        finish[row] = "length"
+                    if finish[row]:
+                        advance(1, len(tokens[row]))
+                staying = [k for k, row in enumerate(live) if not finish[row]]
+                if not staying:
+                    break
+                if len(staying) < len(live):
+                    keep = torch.tensor(staying, dtype=torch.long, device=self.device)
+                    chosen, uniform = chosen[keep], uniform[keep]
+                    seen = seen[keep] if seen is not None else None
+                    live = [live[k] for k in staying]
+                    steps.drop(keep, live)
+                logits = steps.step(chosen, live)
         self._meter.generated_tokens += sum(len(row_tokens) for row_tokens in tokens)
         # .tolist() waited for the device; a compiled shape's building is timed apart
         warmup = getattr(steps, "warmup_seconds", 0.0)

@@ -7,6 +7,7 @@ compiling nothing again."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import sys
@@ -191,6 +192,55 @@ def test_every_decoder_layer_runs_through_the_one_region_and_is_restored_after(m
     assert len(layers_seen) == len(caches_seen) == len(layers)
     assert [layer.self_attn.layer_idx for layer in layers] == [0, 1]
     assert all("forward" not in layer.__dict__ for layer in layers)
+
+
+class MidDecodeError(Exception):
+    """An error of a decode's third step."""
+
+
+def test_a_decode_installs_the_compiled_layers_once_and_takes_them_out_when_it_fails(monkeypatch):
+    """The layers' swap is Python work over every layer: one install a decode (not one a
+    token), undone when the decode ends, also by an error mid-decode."""
+    monkeypatch.setenv(steps.SCOPE_VARIABLE, "layers")
+    monkeypatch.setattr(steps, "_compiled_layer", lambda device: steps._layer_forward)
+    installed, decodes, stepped = [], [], []
+    install, build, step = steps.compiled_layers, steps.StaticSteps.__init__, steps.StaticSteps.step
+
+    @contextlib.contextmanager
+    def counted_install(model, device):
+        installed.append(model)
+        with install(model, device):
+            yield
+
+    def counted_build(self, *args, **kwargs):
+        decodes.append(self)
+        build(self, *args, **kwargs)
+
+    def counted_step(self, *args):
+        stepped.append(self)
+        return step(self, *args)
+
+    monkeypatch.setattr(steps, "compiled_layers", counted_install)
+    monkeypatch.setattr(steps.StaticSteps, "__init__", counted_build)
+    monkeypatch.setattr(steps.StaticSteps, "step", counted_step)
+    lm = distinct_team(routing="stacked")
+    sampled(lm, "compiled")
+    assert len(installed) == len(decodes) >= 1 and len(stepped) >= 8 * len(decodes)
+
+    def failing_step(self, *args):
+        if len(stepped) == 3:
+            raise MidDecodeError
+        return counted_step(self, *args)
+
+    stepped.clear()
+    monkeypatch.setattr(steps.StaticSteps, "step", failing_step)
+    with pytest.raises(MidDecodeError):
+        sampled(lm, "compiled")
+    layers = steps.decoder_layers(lm.seats["agent_0"].model)
+    assert [layer.self_attn.layer_idx for layer in layers] == [0, 1]
+    assert all("forward" not in layer.__dict__ for layer in layers)
+    with pytest.raises(RuntimeError, match="with block"):  # a step outside its block compiles nothing
+        step(decodes[-1], torch.zeros(1, dtype=torch.long), [0])
 
 
 @pytest.mark.slow  # compiles the tiny model's step for 16 and 8 rows: about 30 s a scope on two cores
