@@ -54,6 +54,10 @@ ROUTINGS: tuple[str, ...] = ("auto", "stacked", "slices", "peft")
 Decoding = Literal["dynamic", "static", "compiled"]
 """The ways a decoding batch may step (module table)."""
 DECODINGS: tuple[str, ...] = ("dynamic", "static", "compiled")
+CompileScope = Literal["auto", "layers", "step"]
+"""What compiled decoding may compile (:func:`agents.trainable_lm.steps.compile_scope`):
+one decoder layer for all, the whole step, or ``auto``, the device's default."""
+SCOPES: tuple[str, ...] = ("auto", "layers", "step")
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
 """The devices a run may ask for."""
 
@@ -102,9 +106,10 @@ def check_routing(routing: str) -> None:
         raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")
 
 
-def check_decoding(decoding: str, routing: str = "auto") -> None:
-    """Refuse a decoding name that is none of the module table's, and ``compiled`` with
-    peft's route (whose per-call ``adapter_names`` a compiled step cannot take).
+def check_decoding(decoding: str, routing: str = "auto", scope: str = "auto") -> None:
+    """Refuse a decoding name that is none of the module table's, ``compiled`` with
+    peft's route (whose per-call ``adapter_names`` a compiled step cannot take), and a
+    compile scope other than ``auto`` for a decoding that compiles nothing.
 
     Raises:
         ValueError: Naming the accepted spellings.
@@ -116,6 +121,13 @@ def check_decoding(decoding: str, routing: str = "auto") -> None:
         raise ValueError(
             "decoding 'compiled' routes mixed-adapter batches by hooks: use the routing "
             "(--mixed-routing) 'stacked' or 'auto' (stacked then), not 'peft'"
+        )
+    if scope not in SCOPES:
+        raise ValueError(f"compile scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+    if scope != "auto" and decoding != "compiled":
+        raise ValueError(
+            f"the compile scope {scope!r} (--compile-scope) is what decoding 'compiled' compiles: "
+            f"add --decoding compiled, or leave the scope 'auto' (decoding {decoding!r} compiles nothing)"
         )
 
 

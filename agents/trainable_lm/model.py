@@ -30,7 +30,7 @@ import torch
 
 from agents.chat_templates import check_chat_template_kwargs
 from agents.dequantized_gguf import dequantized
-from agents.devices import Decoding, Routing, check_decoding, resolve
+from agents.devices import CompileScope, Decoding, Routing, check_decoding, resolve
 from agents.hub import hub_offline, is_path, no_hub_model
 from agents.trainable_lm.extra import MISSING_EXTRA, require_train_extra
 from agents.trainable_lm.head import cast_head_to_float32
@@ -182,6 +182,11 @@ class TrainableLM(Sampling, Scoring, Weights):
             ``torch.compile``, CUDA graphs on a GPU: each shape compiles once, up to
             minutes, then a decoded token costs the least Python). Each gives the same
             completions up to floating-point noise.
+        compile_scope: What ``compiled`` decoding compiles
+            (:func:`agents.trainable_lm.steps.compile_scope`): ``layers`` (one decoder
+            layer whose code serves all: compiles in a fraction of the time), ``step`` (the
+            whole step, one CUDA graph on a GPU), or ``auto`` (``step`` on CUDA, ``layers``
+            elsewhere, unless the environment variable ``DELIBERATION_COMPILE_SCOPE`` says).
         cast_lm_head_to_fp32: On a 16-bit model (``dtype`` bfloat16 or float16), compute
             the output layer in float32 (:mod:`agents.trainable_lm.head`, TRL's name): the
             logits of the loss's log-probabilities and of the sampler's draw come out in
@@ -215,7 +220,8 @@ class TrainableLM(Sampling, Scoring, Weights):
     Raises:
         ValueError: On no agents, repeated agents, an unknown ``finetune``, a tokenizer
             without a chat template, a batch size < 1, an unknown ``routing`` or
-            ``decoding`` (or ``compiled`` with ``peft``'s routing), or a device this
+            ``decoding`` (or ``compiled`` with ``peft``'s routing, or a ``compile_scope``
+            without ``compiled``), or a device this
             machine lacks.
         RuntimeError: On ``compiled`` decoding on a CPU without a C++ compiler.
     """
@@ -239,6 +245,7 @@ class TrainableLM(Sampling, Scoring, Weights):
         base: str | None = None,
         routing: Routing = "auto",
         decoding: Decoding = "dynamic",
+        compile_scope: CompileScope = "auto",
         keep_reference: bool = True,
         chat_template_kwargs: Mapping[str, Any] | None = None,
         cast_lm_head_to_fp32: bool = False,
@@ -264,8 +271,8 @@ class TrainableLM(Sampling, Scoring, Weights):
         self.keep_reference = keep_reference
         self.sample_batch_size = sample_batch_size or micro_batch_size
         self.gradient_checkpointing, self.segmented_scoring = gradient_checkpointing, segmented_scoring
-        check_decoding(decoding, routing)
-        self.routing, self.decoding = routing, decoding
+        check_decoding(decoding, routing, compile_scope)
+        self.routing, self.decoding, self.compile_scope = routing, decoding, compile_scope
         self._static_caches: dict[tuple[int, int, int], Any] = {}  # agents.trainable_lm.steps
         if decoding == "compiled":
             check_compilable(self.device)

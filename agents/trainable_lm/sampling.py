@@ -511,6 +511,7 @@ class Sampling:
             steps = StaticSteps(
                 model, prompts, self._pad_id, self.device, adapters, route, max_new_tokens,
                 compiled=self.decoding == "compiled", caches=self._static_caches,
+                scope=self.compile_scope,
             )  # fmt: skip
         with steps:  # the compiled layers, where any, installed for the whole decode
             logits = steps.logits

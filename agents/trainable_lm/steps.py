@@ -41,7 +41,7 @@ from typing import Any, Self
 
 import torch
 
-from agents.devices import synchronize
+from agents.devices import SCOPES, synchronize
 from agents.trainable_lm.attention import use_packed_attention
 from agents.trainable_lm.batches import prefill
 from agents.trainable_lm.mixed import Route, peft_route
@@ -158,7 +158,7 @@ def compiled_forward(device: torch.device) -> Any:
     return _COMPILED[key]
 
 
-COMPILE_SCOPES = ("layers", "step")
+COMPILE_SCOPES = tuple(scope for scope in SCOPES if scope != "auto")
 """What ``decoding="compiled"`` compiles (:func:`compile_scope`): ``layers``, one decoder
 layer (its LoRA hooks inside), once per shape, its code then serving every layer
 (:func:`compiled_layers`, regional compilation); ``step``, the whole step in one graph
@@ -169,19 +169,22 @@ the whole step is one CUDA graph, replayed at once (per-layer graphs were not me
 on a GPU); on the CPU a layer compiles in a fraction of the step's time (BENCHMARKS.md,
 "Decoding ways")."""
 SCOPE_VARIABLE = "DELIBERATION_COMPILE_SCOPE"
-"""The environment variable that overrides :data:`DEFAULT_SCOPES` (``layers`` or ``step``)."""
+"""The environment variable that overrides :data:`DEFAULT_SCOPES` (``layers`` or ``step``)
+where the policy asks for ``auto`` (``TrainableLM(compile_scope=...)``, ``--compile-scope``)."""
 
 
-def compile_scope(device: torch.device) -> str:
-    """What the compiled way compiles on ``device``: :data:`SCOPE_VARIABLE` when set, else
-    :data:`DEFAULT_SCOPES`.
+def compile_scope(device: torch.device, asked: str = "auto") -> str:
+    """What the compiled way compiles on ``device``: ``asked`` unless ``auto``, else
+    :data:`SCOPE_VARIABLE` when set, else :data:`DEFAULT_SCOPES`.
 
     Raises:
         ValueError: On a scope not in :data:`COMPILE_SCOPES`.
     """
-    scope = os.environ.get(SCOPE_VARIABLE) or DEFAULT_SCOPES.get(device.type, "layers")
+    chosen = os.environ.get(SCOPE_VARIABLE) or DEFAULT_SCOPES.get(device.type, "layers")
+    scope = chosen if asked == "auto" else asked
     if scope not in COMPILE_SCOPES:
-        raise ValueError(f"{SCOPE_VARIABLE} must be one of {COMPILE_SCOPES}, not {scope!r}")
+        where = f" ({SCOPE_VARIABLE})" if asked == "auto" else ""
+        raise ValueError(f"the compile scope{where} must be one of {COMPILE_SCOPES}, not {scope!r}")
     return scope
 
 
@@ -336,7 +339,8 @@ class StaticSteps:
     and takes them out when it ends, however it ends.
 
     ``route`` must give no per-call arguments in ``compiled`` mode (the stacked route's
-    hooks do not; :func:`agents.devices.check_decoding` refuses the others)."""
+    hooks do not; :func:`agents.devices.check_decoding` refuses the others); ``scope`` is
+    what that mode compiles, as :func:`compile_scope` reads it."""
 
     def __init__(
         self,
@@ -349,6 +353,7 @@ class StaticSteps:
         max_new_tokens: int,
         compiled: bool,
         caches: dict[tuple[int, int, int], Any],
+        scope: str = "auto",
     ) -> None:
         rows = bucket_rows(len(prompts))
         padded = list(prompts) + [prompts[0]] * (rows - len(prompts))  # copies, unread
@@ -377,7 +382,7 @@ class StaticSteps:
             use_packed_attention(_config(model))  # no copy of the cache per head group and step
         self.scope = None
         if compiled:
-            self.scope = compile_scope(device) if decoder_layers(model) is not None else "step"
+            self.scope = compile_scope(device, scope) if decoder_layers(model) is not None else "step"
         self.forward = compiled_forward(device) if self.scope == "step" else _forward
         self._regions: contextlib.ExitStack | None = None  # the with block's, while it runs
         self.compiled, self.warmup_seconds = compiled, 0.0

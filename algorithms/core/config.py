@@ -111,10 +111,11 @@ ADDED_SETTINGS: dict[str, Any] = {
     "rollout": "parallel",
     "chat_template_kwargs": {},
     "cast_lm_head_to_fp32": False,
+    "compile_scope": "auto",
 }
 """Settings added since release 0.2 (the learners' optimizer and loss, the text learners'
 ``top_k``, ``min_p``, ``repetition_penalty``, ``mask_truncated_completions``, ``rollout``,
-``chat_template_kwargs`` and ``cast_lm_head_to_fp32``, the text
+``chat_template_kwargs``, ``cast_lm_head_to_fp32`` and ``compile_scope``, the text
 env's ``shapley``, a run's ``resume_from`` and ``log_completions``), with the value every run it
 recorded trained with: a run folder recorded without one resumes where it has this value
 (:func:`algorithms.core.run_dirs.changed_settings`)."""

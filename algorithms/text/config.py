@@ -24,7 +24,15 @@ import tyro
 from tyro.constructors import PrimitiveConstructorSpec
 
 from agents.chat_templates import canonical, check_chat_template_kwargs, parse_chat_template_kwargs
-from agents.devices import ROUTINGS, Decoding, Dtype, Routing, check_decoding, check_names
+from agents.devices import (
+    ROUTINGS,
+    CompileScope,
+    Decoding,
+    Dtype,
+    Routing,
+    check_decoding,
+    check_names,
+)
 from agents.sampling import POLICY_TEMPERATURE
 from algorithms.core.checks import check_positive
 from algorithms.core.config import GroupSettings, GRPOSettings, RunConfig
@@ -312,6 +320,12 @@ class TextLearnerConfig(GroupSettings):
     of seconds, then a decoded token costs the least Python; not with ``mixed_routing``
     peft, and ``auto`` is stacked under it). All three give the same completions up to
     floating-point noise."""
+    compile_scope: CompileScope = "auto"
+    """What ``compiled`` decoding compiles (:func:`agents.trainable_lm.steps.compile_scope`):
+    ``layers`` (one decoder layer whose code serves them all: a fraction of the compile
+    time, a little more Python per token), ``step`` (the whole step: on a GPU one CUDA
+    graph), or ``auto`` (``step`` on CUDA, ``layers`` elsewhere; the environment variable
+    ``DELIBERATION_COMPILE_SCOPE`` overrides ``auto``)."""
     workers: Annotated[int, tyro.conf.arg(name="rollout_workers")] = 0
     """Ray rollout workers, ``--rollout-workers`` on the command line (the ``ray`` extra): N copies of the policy sample the
     completions, the trainable weights shipped to them before every collection, so the
@@ -362,7 +376,7 @@ class TextLearnerConfig(GroupSettings):
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{type(self).__name__}.{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        check_decoding(self.decoding, self.mixed_routing)
+        check_decoding(self.decoding, self.mixed_routing, self.compile_scope)
         if self.credit == "shapley" and not self.env.shapley:  # the env scores every subset of the agents then
             if self.env.n_agents > SHAPLEY_MAX_AGENTS:
                 raise ValueError(

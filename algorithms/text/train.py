@@ -118,6 +118,7 @@ def load_lm(config: TextLearnerConfig, model: str, agents: list[str]) -> Trainab
         "segmented_scoring": config.segmented_scoring,
         "routing": config.mixed_routing,
         "decoding": config.decoding,
+        "compile_scope": config.compile_scope,
         "cast_lm_head_to_fp32": config.cast_lm_head_to_fp32,
         "keep_reference": config.kl_coef > 0,  # full fine-tuning: a whole model more, for the KL alone
         "chat_template_kwargs": config.chat_template_kwargs,

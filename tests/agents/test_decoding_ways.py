@@ -109,15 +109,26 @@ def test_compiled_decoding_on_a_cpu_without_a_compiler_says_what_to_do(monkeypat
         TrainableLM(model, tokenizer, ["agent_0"], device="cpu", decoding="compiled")
 
 
-def test_the_command_line_decoding_reaches_the_policy():
+def test_the_command_line_decoding_reaches_the_policy(monkeypatch):
     from algorithms import cli
     from algorithms.text.train import load_lm
 
-    learner = cli.parse(["train", "text", "magrpo", "--model", "tiny", "--decoding", "compiled"]).command.command.learner
-    assert learner.decoding == "compiled"
-    assert load_lm(learner, "tiny", ["agent_0", "agent_1"]).decoding == "compiled"
+    monkeypatch.setenv(steps.SCOPE_VARIABLE, "layers")  # what auto would be: the option wins
+    line = ["train", "text", "magrpo", "--model", "tiny", "--decoding", "compiled", "--compile-scope", "step"]
+    learner = cli.parse(line).command.command.learner
+    assert (learner.decoding, learner.compile_scope) == ("compiled", "step")
+    lm = load_lm(learner, "tiny", ["agent_0", "agent_1"])
+    assert (lm.decoding, lm.compile_scope) == ("compiled", "step")
+    built = []
+    monkeypatch.setattr(steps, "compiled_forward", lambda device: built.append(device) or steps._forward)
+    lm.sample("agent_0", [CHAT], [0], max_new_tokens=2)  # the whole step: no layer installed
+    assert built and all("forward" not in layer.__dict__ for layer in steps.decoder_layers(lm.seats["agent_0"].model))
     with pytest.raises(ValueError, match="--mixed-routing"):
         dataclasses.replace(learner, mixed_routing="peft")
+    with pytest.raises(ValueError, match="--decoding compiled"):
+        dataclasses.replace(learner, decoding="static")  # a scope, but nothing compiles
+    with pytest.raises(ValueError, match="compile scope must be one of"):
+        dataclasses.replace(learner, compile_scope="model")
 
 
 def test_a_compiled_shapes_first_calls_are_timed_apart_from_decoding(monkeypatch):
@@ -164,6 +175,8 @@ def test_the_compile_scope_is_the_whole_step_on_cuda_one_layer_elsewhere_unless_
     assert steps.compile_scope(torch.device("cpu")) == "layers"
     monkeypatch.setenv(steps.SCOPE_VARIABLE, "step")
     assert steps.compile_scope(torch.device("cpu")) == "step"
+    assert steps.compile_scope(torch.device("cpu"), "layers") == "layers"  # asked: the variable is for auto
+    assert steps.compile_scope(torch.device("cuda"), "layers") == "layers"
     monkeypatch.setenv(steps.SCOPE_VARIABLE, "model")
     with pytest.raises(ValueError, match=steps.SCOPE_VARIABLE):
         steps.compile_scope(torch.device("cpu"))
