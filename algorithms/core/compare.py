@@ -319,16 +319,51 @@ def learner_config(config: type, shared: Mapping[str, Any], own: Any) -> Any:
     return config(**shared, **extra)
 
 
-def check_own_settings(compare: Any, algos: Sequence[str], learners: Sequence[str], shipped: Sequence[str]) -> None:
+def settings_taken(
+    algos: Sequence[str], own: Mapping[str, LearnerFactory], configs: Mapping[str, type], template: type
+) -> dict[str, str | None]:
+    """For each learner of one's own in ``algos`` (its factory in ``own``, by
+    :func:`learner_label`), the shipped learner whose own settings it takes: the one whose
+    config its ``config_class`` derives from, as :func:`config_of_own` builds its config
+    (None: the shared settings alone).
+
+    >>> from algorithms.text.config import TEXT_CONFIGS, TextLearnerConfig, TextMAGRPOConfig
+    >>> class Mine:
+    ...     config_class = TextMAGRPOConfig
+    >>> settings_taken(["grpo", "./mine.py:Mine"], {"Mine": Mine}, TEXT_CONFIGS, TextLearnerConfig)
+    {'./mine.py:Mine': 'magrpo'}
+    """
+    return {
+        algo: config_of_own(own[learner_label(algo)], configs, template)[1]
+        for algo in algos
+        if learner_label(algo) in own
+    }
+
+
+def check_own_settings(
+    compare: Any,
+    algos: Sequence[str],
+    learners: Sequence[str],
+    shipped: Sequence[str],
+    taken: Mapping[str, str | None] | None = None,
+) -> None:
     """Refuse a learner's own setting (``--grpo.eps``) given to a comparison whose ``algos``
     do not train that learner: ``compare`` holds each learner of ``learners``' own settings
     (:func:`own_settings`) in the field named after it; a setting left at its default is
-    none given. A learner of one's own (an algo not in ``shipped``) takes GRPO's.
+    none given. A learner of one's own (an algo not in ``shipped``) takes the settings of
+    the shipped learner ``taken`` names for it (:func:`settings_taken`: the one its config
+    derives from); ``taken`` None: its class is not imported yet (a comparison's config
+    checks itself before its driver imports the learners), and no setting is refused while
+    one is compared (the driver checks again, with ``taken``).
 
     Raises:
         ValueError: Naming the option and what to add to ``--algos``.
     """
-    trained = {*algos, *(["grpo"] if any(algo not in shipped for algo in algos) else [])}
+    yours = [algo for algo in algos if algo not in shipped]
+    if yours and taken is None:
+        return
+    taken = dict(taken or {})
+    trained = {*algos, *(taken.get(algo) for algo in yours)}
     for algo in learners:
         own = getattr(compare, algo)
         if algo in trained:
@@ -337,7 +372,12 @@ def check_own_settings(compare: Any, algos: Sequence[str], learners: Sequence[st
         given = [f.name for f in dataclasses.fields(own) if getattr(own, f.name) != getattr(defaults, f.name)]
         if given:
             flag = f"--{algo}.{given[0].replace('_', '-')}"
-            raise ValueError(f"{flag} sets {algo}'s own setting, but --algos has no {algo}: add it, or leave {flag} out")
+            takes = "; ".join(f"{learner_label(mine)} takes {taken.get(mine) or 'no shipped learner'}'s" for mine in yours)
+            raise ValueError(
+                f"{flag} sets {algo}'s own setting, but --algos has no {algo}"
+                + (f" ({takes}: the learner its config derives from)" if yours else "")
+                + f": add it, or leave {flag} out"
+            )
 
 
 @contextlib.contextmanager

@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 from algorithms.core.checkpoints import CHECKPOINT
 from algorithms.core.compare import (
     LearnerFactory,
+    check_own_settings,
     check_per_run_settings,
     check_takes_config,
     difference_lines,
@@ -46,6 +47,7 @@ from algorithms.core.compare import (
     mean_and_interval,
     refused_for,
     run_grid,
+    settings_taken,
     summarize_runs,
     user_learners,
     write_results,
@@ -62,6 +64,7 @@ from algorithms.core.run_dirs import (
 from algorithms.meta import baselines, plots
 from algorithms.meta.config import (
     ALGOS,
+    POLICY_GRADIENT_CONFIGS,
     CompareConfig,
     PolicyGradientConfig,
     with_held_out_problems,
@@ -83,6 +86,8 @@ def compare(cfg: CompareConfig, learners: Mapping[str, LearnerFactory] | None = 
     """
     check_per_run_settings(cfg.learner, PolicyGradientConfig(), ("seed", "env.reward_scale", "run.resume_from"))  # a run_dir is replaced
     own = user_learners(cfg.algos, ALGOS, learners, "meta")
+    taken = settings_taken(cfg.algos, own, POLICY_GRADIENT_CONFIGS, PolicyGradientConfig)
+    check_own_settings(cfg, cfg.algos, tuple(POLICY_GRADIENT_CONFIGS), ALGOS, taken)
     cfg = dataclasses.replace(cfg, learner=with_held_out_problems(with_task_defaults(cfg.learner)))
     names = [learner_label(algo) for algo in cfg.algos]
     if not cfg.out_dir:

@@ -314,7 +314,9 @@ class CompareConfig:
     softrankpo: SoftRankPOOwn = field(default_factory=SoftRankPOOwn)
     """SoftRankPO's own settings (``--softrankpo.tau 0.3``)."""
     grpo: GRPOOwn = field(default_factory=GRPOOwn)
-    """GRPO's own settings (``--grpo.scale-rewards none``), also those of a learner of your own."""
+    """GRPO's own settings (``--grpo.scale-rewards none``), also those of a learner of your own
+    whose config is GRPO's or derives from it (one derived from another learner's config takes
+    that learner's)."""
     magrpo: MAGRPOOwn = field(default_factory=MAGRPOOwn)
     """MAGRPO's own settings (``--magrpo.joint-return sum``)."""
 

@@ -45,6 +45,7 @@ from algorithms.core.compare import (
     own_settings,
     refused_for,
     run_grid,
+    settings_taken,
     summarize_runs,
     summary_table,
     user_learners,
@@ -156,7 +157,9 @@ class TextCompare:
     magrpo: TextMAGRPOOwn = field(default_factory=TextMAGRPOOwn)
     """MAGRPO's own settings (``--magrpo.baseline rloo``)."""
     grpo: TextGRPOOwn = field(default_factory=TextGRPOOwn)
-    """GRPO's own settings (``--grpo.scale-rewards none``), also those of a learner of your own."""
+    """GRPO's own settings (``--grpo.scale-rewards none``), also those of a learner of your own
+    whose config is GRPO's or derives from it (one derived from another learner's config takes
+    that learner's)."""
     softrankpo: TextSoftRankPOOwn = field(default_factory=TextSoftRankPOOwn)
     """SoftRankPO's own settings (``--softrankpo.tau 0.3``)."""
 
@@ -200,6 +203,7 @@ def compare(cfg: TextCompare, learners: Mapping[str, LearnerFactory] | None = No
 
     check_per_run_settings(cfg.learner, TextLearnerConfig(), ("seed", "run.resume_from"))  # a run_dir is replaced
     own = user_learners(cfg.algos, SHIPPED, learners, "text")
+    check_own_settings(cfg, cfg.algos, SHIPPED, SHIPPED, settings_taken(cfg.algos, own, TEXT_CONFIGS, TextLearnerConfig))
     for algo in cfg.algos:  # a setting a learner refuses (MAGRPO's --update-epochs 2): before the first run, not after
         factory = own.get(learner_label(algo))
         with refused_for(algo):

@@ -6,6 +6,8 @@ train is refused, and a run-only option names the comparison's spelling."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import sys
 
 import pytest
 
@@ -13,13 +15,16 @@ from algorithms import cli
 from algorithms.core.compare import field_docs, own_settings
 from algorithms.core.config import GroupSettings, GRPOSettings
 from algorithms.meta.config import CompareConfig, GRPOConfig, PolicyGradientConfig, SoftRankPOOwn
-from algorithms.text.compare import TextCompare, TextGRPOOwn, TextSoftRankPOOwn
+from algorithms.text import compare as text_compare
+from algorithms.text.compare import TextCompare, TextGRPOOwn, TextMAGRPOOwn, TextSoftRankPOOwn
 from algorithms.text.config import (
     TextGRPOConfig,
     TextLearnerConfig,
     TextMAGRPOConfig,
     TextSoftRankPOConfig,
 )
+from algorithms.text.learners import TextMAGRPO
+from tests.algorithms.test_compare_user_learner import TINY_META
 
 
 def parsed(*args: str):
@@ -120,3 +125,65 @@ def test_a_comparison_recorded_before_own_settings_resumes_at_their_defaults_onl
     meta = dataclasses.asdict(CompareConfig())
     old_meta = {name: value for name, value in meta.items() if name not in ("magrpo", "grpo", "softrankpo")}
     assert changed_settings(old_meta, meta) == []
+
+
+CENTRED = """
+from dataclasses import dataclass
+
+from algorithms.meta.config import MAGRPOConfig
+from algorithms.meta.grpo import GRPO
+
+
+@dataclass
+class CentredConfig(MAGRPOConfig):
+    centre: bool = True
+
+
+class Centred(GRPO):
+    name = "centred"
+    config_class = CentredConfig
+
+    def compute_advantages(self, returns):
+        return returns - returns.mean(1, keepdim=True) if self.config.centre else returns
+"""
+
+
+@pytest.fixture
+def centred_beside(tmp_path, monkeypatch):
+    """``centred.py`` in the working directory: a meta learner whose config derives from MAGRPO's."""
+    (tmp_path / "centred.py").write_text(CENTRED)
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+    sys.modules.pop("centred", None)
+
+
+def test_a_learner_of_ones_own_takes_the_own_settings_of_the_learner_its_config_derives_from(centred_beside, capsys):
+    out = centred_beside / "cmp"
+    cli.main(["compare", "meta", "--algos", "./centred.py:Centred", "--magrpo.joint-return", "sum", "--seeds", "1",
+              "--baselines", "oracle", "--out-dir", str(out), *TINY_META])  # fmt: skip
+    recorded = json.loads((out / "scale1" / "Centred" / "seed0" / "config.json").read_text())
+    assert recorded["joint_return"] == "sum" and recorded["algo"] == "centred"
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:  # GRPO's: the comparison trains no learner that takes them
+        cli.main(["compare", "meta", "--algos", "./centred.py:Centred", "--grpo.eps", "0.001", "--seeds", "1",
+                  "--out-dir", str(centred_beside / "refused"), *TINY_META])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert exit_info.value.code == 2 and "\n" not in err
+    assert err.endswith("--grpo.eps sets grpo's own setting, but --algos has no grpo (Centred takes magrpo's: the "
+                        "learner its config derives from): add it, or leave --grpo.eps out")  # fmt: skip
+    assert not (centred_beside / "refused").exists()
+
+
+def test_a_text_learner_of_ones_own_derived_from_magrpo_takes_magrpos_own_settings(tmp_path):
+    class OwnMAGRPO(TextMAGRPO):
+        name = "own_magrpo"
+
+    compare = TextCompare(algos=("mine",), magrpo=TextMAGRPOOwn(baseline="rloo"), out_dir=str(tmp_path / "text"))
+    config = compare.run_config("mine", 0, OwnMAGRPO)
+    assert type(config) is TextMAGRPOConfig and config.baseline == "rloo"
+    given_to_grpo = TextCompare(algos=("mine",), grpo=TextGRPOOwn(scale_rewards="batch"), out_dir=str(tmp_path / "text"))
+    with pytest.raises(ValueError, match=r"^--grpo\.scale-rewards sets grpo's own setting, but --algos has no grpo "
+                       r"\(mine takes magrpo's"):  # fmt: skip
+        text_compare.compare(given_to_grpo, learners={"mine": OwnMAGRPO})
+    assert not (tmp_path / "text").exists()
