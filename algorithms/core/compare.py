@@ -127,7 +127,8 @@ def user_learners(
     Raises:
         ValueError: On a name that is neither shipped, nor in ``learners``, nor an import
             path, a learner of ``learners`` that ``algos`` does not name, an import path that does not import, or a learner that the family
-            cannot build (one of the other family's, say).
+            cannot build (one of the other family's, say), or one named as a shipped
+            learner (:func:`check_own_name`).
         TypeError: On a factory that cannot be called.
     """
     learners = dict(learners or {})
@@ -158,6 +159,7 @@ def user_learners(
         if family is not None:
             check_built_as(algo, factory, family, command)
             check_learner_class(algo, factory, family, command)
+            check_own_name(algo, factory, family, command)
         found[learner_label(algo)] = factory
     return found
 
@@ -182,6 +184,44 @@ def check_built_as(algo: str, factory: LearnerFactory, family: str, command: str
             f"learner {algo!r} cannot be built as {command} {family} builds one, {call}: {error} "
             f"(a {other} learner? {command} {other} trains those)"
         ) from None
+
+
+SHIPPED_CLASSES = {"meta": ("algorithms.meta.train", "LEARNERS"), "text": ("algorithms.text.learners", "TEXT_LEARNERS")}
+"""Where each family's shipped learner classes are, by name (imported when a learner of
+one's own is checked: they import torch)."""
+
+
+def shipped_classes(family: str) -> Mapping[str, type]:
+    """``family``'s shipped learner classes by name (:data:`SHIPPED_CLASSES`)."""
+    import importlib
+
+    module, attribute = SHIPPED_CLASSES[family]
+    return getattr(importlib.import_module(module), attribute)
+
+
+def check_own_name(algo: str, learner: Any, family: str, command: str = "compare") -> None:
+    """Refuse a learner of one's own (a factory, or the learner it built) that carries a
+    shipped learner's ``name`` (inherited from the class it derives from, say) while it is
+    not that learner's class: its runs' ``config.json`` would record that learner's name,
+    so that a reader, or ``--config <run>/config.json --resume``, would take the run for
+    the shipped learner's. The shipped class itself, and a factory without a ``name`` (its
+    learner is checked once built), pass.
+
+    Raises:
+        ValueError: Naming the learner, the name and the fix (``name = 'mine'``).
+    """
+    name = getattr(learner, "name", None)
+    if not isinstance(name, str):
+        return
+    shipped = shipped_classes(family)
+    kind = learner if inspect.isclass(learner) else type(learner)
+    if name in shipped and kind is not shipped[name]:
+        raise ValueError(
+            f"learner {algo!r} is named {name!r}, not a name of its own: {kind.__qualname__} keeps "
+            f"{shipped[name].__name__}'s, so {command} {family} would record its runs as {name}'s (algo in their "
+            f"config.json), and a reader or a resume from that file would take them for {name}'s; give the class a "
+            f"name other than {', '.join(shipped)} (name = 'mine')"
+        )
 
 
 NEEDED_METHODS = {"meta": ("policy",), "text": ("play_held_out",)}

@@ -22,6 +22,7 @@ import torch
 
 from agents.fingerprint import file_sha256
 from algorithms.core.checkpoints import CheckpointError, check_structure, load_checkpoint
+from algorithms.core.compare import check_own_name
 from algorithms.core.config import run_settings
 from algorithms.core.metrics import check_loggers
 from algorithms.core.run import RunResult, TrainResult, run
@@ -29,6 +30,7 @@ from algorithms.core.run_dirs import check_resume, named_run, open_run_dir, reco
 from algorithms.meta import baselines
 from algorithms.meta.base import MetaLearner
 from algorithms.meta.config import (
+    CONFIGS,
     RECORDED_BY,
     WARM_START_DIGEST,
     Algo,
@@ -91,6 +93,13 @@ def _run_learner(learner: MetaLearner, config: LearnerConfig, label: str) -> Run
     return run(learner, config.run, evaluation, dataclasses.asdict(config), learner.headline, label=label)
 
 
+def provisional_name(config: LearnerConfig) -> str:
+    """The name of a run of a learner of one's own without a ``name`` until the learner is
+    built (its folder's): the shipped learner whose config ``config`` is or derives from,
+    else ``learner``."""
+    return next((name for name, kind in CONFIGS.items() if isinstance(config, kind)), "learner")
+
+
 def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = None) -> TrainResult:
     """Train the learner of ``config``'s class (:data:`LEARNERS`; a policy-gradient one after
     its SFT warm start, if configured); return the trained learner, its metrics and its
@@ -109,12 +118,22 @@ def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = No
     Raises:
         ValueError: Before anything is written, when ``run_dir`` holds a run and ``resume``
             is False, or holds a run of other settings (:func:`algorithms.core.run_dirs.open_run_dir`),
-            or when ``learner`` is given with an SFT config.
+            or when ``learner`` is given with an SFT config, or, while a folder records the
+            run, keeps a shipped learner's ``name`` (:func:`~algorithms.core.compare.check_own_name`:
+            give it ``name = "mine"``) or has none and is built after an SFT warm start.
     """
     # one's own: its name (a config of its own, derived from a shipped one, names no shipped learner)
-    algo = algo_of(config) if learner is None else (getattr(learner, "name", None) or algo_of(config))
+    # (a factory without one: its config's learner's name, until the learner it builds names the run)
+    algo = algo_of(config) if learner is None else (getattr(learner, "name", None) or provisional_name(config))
     if learner is not None and not isinstance(config, PolicyGradientConfig):
         raise ValueError("a learner of one's own takes a policy-gradient learner's config: softrankpo, grpo or magrpo")
+    if learner is not None and config.run.run_dir is not None:  # its runs are recorded by its name
+        check_own_name(getattr(learner, "__qualname__", repr(learner)), learner, "meta", "train")
+        if not isinstance(getattr(learner, "name", None), str) and config.sft_updates and not config.warm_start:
+            raise ValueError(
+                f"learner {getattr(learner, '__qualname__', repr(learner))} has no name, and it is built after its "
+                "SFT warm start, once its run is recorded: give it one (name = 'mine'), by which its runs are recorded"
+            )
     config = with_held_out_problems(with_task_defaults(config))
     check_loggers(config.run.tensorboard, config.run.wandb_project)
     check_resume(config.run.resume, config.run.run_dir)
@@ -133,6 +152,10 @@ def train(config: LearnerConfig, learner: Callable[..., MetaLearner] | None = No
     if isinstance(config, PolicyGradientConfig):
         venv = vector_env_from(config.env, config.num_envs)
         trained = build(config, venv, warm_start=warm) if sft is None else None
+        if trained is not None and learner is not None and not isinstance(getattr(learner, "name", None), str):
+            algo = trained.name  # a factory without a name: the learner it built names the run
+            if config.run.run_dir is not None:
+                check_own_name(getattr(learner, "__qualname__", repr(learner)), trained, "meta", "train")
     else:
         trained = SFT(config, vector_env_from(config.env, config.num_envs), baselines.Oracle())
     folder = None

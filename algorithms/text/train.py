@@ -33,6 +33,7 @@ from agents.trainable_lm.weights import base_digest
 from agents.trainable_team import TrainableTeam
 from algorithms.core import data_parallel
 from algorithms.core.checkpoints import checkpoint_settings, resume_checkpoint
+from algorithms.core.compare import check_own_name
 from algorithms.core.config import KEPT_ON_RESUME
 from algorithms.core.metrics import check_loggers
 from algorithms.core.run import TrainResult, run
@@ -260,8 +261,13 @@ def train(
     Raises:
         ValueError: Before anything is written: on rollout workers under ``torchrun`` (each
             process samples its own share), a device this machine lacks, ``resume`` without
-            a run, or a ``run_dir`` that holds a run (of other settings, with ``resume``).
+            a run, a ``run_dir`` that holds a run (of other settings, with ``resume``), or a
+            ``learner`` of one's own that keeps a shipped learner's ``name`` while a folder
+            records its run (:func:`~algorithms.core.compare.check_own_name`: give it
+            ``name = "mine"``).
     """
+    if learner is not None and config.run.run_dir is not None:  # its runs are recorded by its name
+        check_own_name(getattr(learner, "__qualname__", repr(learner)), learner, "text", "train")
     algo = getattr(learner, "name", None) or TEXT_ALGOS.get(type(config), "learner")  # the new folder's name
     placement = resolved_placement(config.device, config.dtype)
     check_loggers(config.run.tensorboard, config.run.wandb_project)
@@ -323,7 +329,8 @@ def _train(
     recorded = recorded_settings(config.run.run_dir) if config.run.resume and config.run.run_dir else {}
     if BASE_DIGEST in recorded:  # the base is named by its weights: it may lie elsewhere now
         may_change += MODEL_FIELDS
-    algo = getattr(learner_type, "name", None) or TEXT_ALGOS.get(type(config))  # one's own: by its name
+    shipped = learner_type in TEXT_LEARNERS.values()  # one's own is recorded by its name, or its learner's once built
+    algo = getattr(learner_type, "name", None) or (TEXT_ALGOS.get(type(config)) if shipped else None)
     eval_env = None
     if config.run.eval_problems:  # at most the test split: said, and recorded as the number used (as the meta family)
         eval_env = held_out_env(config, min(config.run.eval_problems, config.eval_envs))
@@ -364,6 +371,8 @@ def _train(
         named = _trained_names(Path(config.run.run_dir), recorded, config)
         config = dataclasses.replace(config, model=named["model"], models=tuple(named["models"]))
     learner = learner_type(config, lm, venv, frozen, sampler=sampler)
+    if algo is None and config.run.run_dir:  # a factory without a name: the learner it built names the run
+        check_own_name(getattr(learner_type, "__qualname__", repr(learner_type)), learner, "text", "train")
     metrics_of_held_out = None
     if eval_env is not None:
         held_out = list(range(config.run.eval_problems))

@@ -283,6 +283,8 @@ def test_a_class_that_compare_could_not_evaluate_is_refused_before_anything_is_w
 
 def test_advantages_of_another_shape_than_the_returns_name_the_learner(tmp_path):
     class Pooled(GRPO):
+        name = "pooled"
+
         def compute_advantages(self, returns):
             return returns.mean(dim=1, keepdim=True)  # one per group: the shape is wrong
 

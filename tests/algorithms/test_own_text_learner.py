@@ -91,6 +91,7 @@ def test_a_learner_whose_config_a_comparison_cannot_build_is_refused_before_anyt
         scale: float = 1.0
 
     class Stray(TextGRPO):
+        name = "stray"
         config_class = Unrelated
 
     with pytest.raises(

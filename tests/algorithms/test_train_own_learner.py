@@ -17,12 +17,18 @@ import torch
 from algorithms import cli
 from algorithms.core.checkpoints import load_checkpoint
 from algorithms.core.config import RunConfig
+from algorithms.meta import compare as meta_compare
+from algorithms.meta.config import GRPOConfig
+from algorithms.meta.grpo import GRPO
 from algorithms.meta.train import train as meta_train
+from algorithms.text import compare as text_compare
 from algorithms.text import train as text_train
-from algorithms.text.config import text_run
+from algorithms.text.config import TextGRPOConfig, text_run
+from algorithms.text.learners import TextGRPO
 from deliberation_env.meta.config import EnvConfig
 from deliberation_env.text import TextEnvConfig
 from deliberation_env.text.config import import_attribute
+from tests.algorithms.test_compare_user_learner import tiny_meta, tiny_text
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "15_custom_text_learner.py"
 RLOO = f"{EXAMPLE}:RLOO"
@@ -294,3 +300,75 @@ def test_a_config_file_for_another_learner_is_refused(beside, capsys):
 def test_a_shipped_learner_trains_as_before(tmp_path):
     parsed = cli.parse(["train", "text", "grpo", "--model", "tiny"]).command.command
     assert parsed.own_learner is None and type(parsed.learner).__name__ == "TextGRPOConfig"
+
+
+class KeepsTextGRPOsName(TextGRPO):
+    """A learner of one's own that sets no ``name``: it inherits ``grpo``."""
+
+
+class KeepsGRPOsName(GRPO):
+    """The meta family's."""
+
+
+@pytest.mark.parametrize("family", ["meta", "text"])
+def test_train_from_python_refuses_a_learner_that_keeps_a_shipped_name_before_anything_is_written(tmp_path, family):
+    """Its run's config.json would say grpo, and a resume from it would train the shipped GRPO."""
+    config, train, learner = {
+        "meta": (tiny_meta_config, meta_train, KeepsGRPOsName),
+        "text": (tiny_text_config, text_train, KeepsTextGRPOsName),
+    }[family]
+    with pytest.raises(ValueError, match=rf"learner '{learner.__qualname__}' is named 'grpo', not a name of its own: "
+                       rf"{learner.__qualname__} keeps .*GRPO's.*\(name = 'mine'\)"):  # fmt: skip
+        train(config(str(tmp_path / "run")), learner=learner)
+    assert not (tmp_path / "run").exists()
+
+
+def test_compare_refuses_a_learner_that_keeps_a_shipped_name_before_anything_is_written(tmp_path):
+    with pytest.raises(ValueError, match=r"learner 'mine' is named 'grpo', not a name of its own"):
+        meta_compare.compare(tiny_meta(tmp_path, ("softrankpo", "mine")), learners={"mine": KeepsGRPOsName})
+    with pytest.raises(ValueError, match=r"learner 'mine' is named 'grpo', not a name of its own"):
+        text_compare.compare(tiny_text(tmp_path, ("grpo", "mine")), learners={"mine": KeepsTextGRPOsName})
+    assert not (tmp_path / "meta").exists() and not (tmp_path / "text").exists()
+
+
+def test_a_factory_without_a_name_is_recorded_by_the_learner_it_builds_and_checked_as_it(tmp_path):
+    def centred(config, venv, warm_start=None):
+        return import_attribute("./centred.py:Centred", "learner")(config, venv, warm_start=warm_start)
+
+    def shipped_in_disguise(config, lm, venv, frozen, sampler=None):
+        return KeepsTextGRPOsName(config, lm, venv, frozen, sampler=sampler)
+
+    (tmp_path / "centred.py").write_text(CENTRED)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.chdir(tmp_path)
+            config = import_attribute("./centred.py:Centred", "learner").config_class
+            meta_train(tiny_meta_config(str(tmp_path / "meta"), kind=config), learner=centred)
+    finally:
+        sys.modules.pop("centred", None)
+    assert json.loads((tmp_path / "meta" / "config.json").read_text())["algo"] == "centred"  # not its config's magrpo
+
+    with pytest.raises(ValueError, match=r"is named 'grpo', not a name of its own: KeepsTextGRPOsName keeps"):
+        text_train(tiny_text_config(str(tmp_path / "text")), learner=shipped_in_disguise)
+    assert not (tmp_path / "text" / "config.json").exists()
+
+
+def test_a_learner_that_keeps_a_shipped_name_still_trains_where_nothing_is_recorded():
+    result = meta_train(tiny_meta_config(None), learner=KeepsGRPOsName)
+    assert result.learner.update == 1 and type(result.learner) is KeepsGRPOsName
+
+
+def tiny_meta_config(run_dir: str | None, kind: type = GRPOConfig) -> GRPOConfig:
+    """One update of a tiny meta learner (``kind``, its config class) on the simulated team."""
+    return kind(
+        env=EnvConfig(team="simulated", difficulty=3, max_rounds=2), sft_updates=0, groups_per_update=2, group_size=2,
+        hidden_size=16, num_heads=2, run=RunConfig(updates=1, eval_interval=0, eval_problems=0, progress=False, run_dir=run_dir),
+    )  # fmt: skip
+
+
+def tiny_text_config(run_dir: str | None) -> TextGRPOConfig:
+    """One update of the tiny text model."""
+    return TextGRPOConfig(
+        env=TextEnvConfig(task="arithmetic"), model="tiny", groups_per_update=1, group_size=2, max_new_tokens=4,
+        run=text_run(updates=1, eval_problems=0, progress=False, run_dir=run_dir),
+    )
