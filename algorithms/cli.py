@@ -248,6 +248,27 @@ def own_learner(args: list[str]) -> train.OwnLearner | None:
     return train.imported_learner(args[2], words[1])
 
 
+def misplaced_learner(args: list[str]) -> str | None:
+    """Where a ``train FAMILY`` command line that tyro refused names its learner (a shipped
+    learner's name, or one's own by import path) after options, not right after the family
+    (tyro reads a subcommand only there): one line saying where it goes; None otherwise. A
+    word right after an option is taken for that option's value (``--protocol ./x.py:protocol``).
+
+    >>> misplaced_learner(["train", "text", "--model", "tiny", "./mine.py:RLOO"])
+    'name the learner right after the family: deliberate train text ./mine.py:RLOO --model tiny'
+    >>> misplaced_learner(["train", "text", "--protocol", "./x.py:protocol"]) is None
+    True
+    """
+    if line_words(args)[:1] != ["train"] or len(args) < 3 or args[1] not in ALGOS or not args[2].startswith("-"):
+        return None
+    rest = args[2:]
+    for k, word in enumerate(rest):
+        if k and not rest[k - 1].startswith("-") and (word in ALGOS[args[1]] or is_import_path(word)):
+            others = " ".join(rest[:k] + rest[k + 1 :])
+            return f"name the learner right after the family: deliberate train {args[1]} {word} {others}"
+    return None
+
+
 def with_own_learner(own: train.OwnLearner, family: str) -> ConstructorRegistry:
     """A tyro registry for ``train FAMILY PATH``: the family's learner subcommands with
     ``own``'s import path first (so that a config file's learner of ``own.config``'s class is
@@ -915,6 +936,7 @@ def parse(args: list[str]) -> Deliberate:
             )
     except SystemExit as exit_:
         short = short_error(printed.getvalue(), " ".join(["deliberate", *line_words(args)])) if exit_.code else None
+        short = (misplaced_learner(args) or short) if exit_.code else None
         if short is not None:
             raise ValueError(short) from None
         sys.stderr.write(printed.getvalue())

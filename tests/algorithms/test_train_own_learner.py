@@ -372,3 +372,17 @@ def tiny_text_config(run_dir: str | None) -> TextGRPOConfig:
         env=TextEnvConfig(task="arithmetic"), model="tiny", groups_per_update=1, group_size=2, max_new_tokens=4,
         run=text_run(updates=1, eval_problems=0, progress=False, run_dir=run_dir),
     )
+
+
+@pytest.mark.parametrize("learner", ["grpo", RLOO])
+def test_a_learner_named_after_options_is_one_line_saying_where_it_goes(learner):
+    """tyro reads the learner (a subcommand) only right after the family: one named after
+    options is one line with the line rewritten, the protocol's import path left its value."""
+    line = ["train", "text", "--model", "tiny", "--updates", "1", learner, "--protocol", f"{EXAMPLE}:protocol"]
+    with pytest.raises(ValueError) as refused:
+        cli.parse(line)
+    assert str(refused.value) == (
+        f"name the learner right after the family: deliberate train text {learner} "
+        f"--model tiny --updates 1 --protocol {EXAMPLE}:protocol"
+    )
+    assert cli.misplaced_learner(["train", "text", "--protocol", f"{EXAMPLE}:protocol", "--model", "tiny"]) is None
