@@ -7,29 +7,19 @@ import sys
 import warnings
 
 import pytest
+from coding_teams import FENCE, score
 from pettingzoo.test import parallel_api_test
 
 from deliberation_env import tasks
 from deliberation_env.sandbox import Verdict
 from deliberation_env.text import CodingProtocol, text_env
 from deliberation_env.text.protocols import coding
-from deliberation_env.text.protocols.coding import WEIGHTS, count_tests, read_verdict
+from deliberation_env.text.protocols.coding import count_tests, read_verdict
 
-FENCE = "`" * 3
 PROBLEM = "HumanEval/8"  # sum_product(numbers) -> (sum, product); 5 tests
 HELPER = f"{FENCE}python\ndef aux(numbers):\n    product = 1\n    for n in numbers:\n        product *= n\n    return product\n{FENCE}"
 MAIN = f"Here it is:\n{FENCE}python\ndef sum_product(numbers):\n    total = sum(numbers)\n    return (total, aux(numbers))\n{FENCE}"
 ALONE = "def sum_product(numbers):\n    product = 1\n    for n in numbers:\n        product *= n\n    return (sum(numbers), product)\n"
-
-
-def reward_of(parts):
-    return sum(WEIGHTS[name] * value for name, value in parts.items())
-
-
-def score(protocol, problem, helper, main):
-    outcome = protocol.score(problem, [helper, main])
-    assert outcome.reward == pytest.approx(reward_of(outcome.parts))
-    return outcome
 
 
 # ---------------------------------------------------------------------- API
