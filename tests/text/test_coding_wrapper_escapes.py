@@ -1,5 +1,5 @@
-"""Red team 40: escapes from the coding protocol's wrapper rule (``not_wrapper``), each a
-real team scored with the real sandbox on HumanEval/8, against the honest wrapper
+"""Red teams 40 and 41: escapes from the coding protocol's wrapper rule (``not_wrapper``),
+each a real team scored with the real sandbox on HumanEval/8, against the honest wrapper
 ``return aux(numbers)`` (3.0: the helper did the whole problem).
 
 Each escape below earned 4.0 before (the bonus of a main function that does work of its
@@ -8,11 +8,13 @@ own) and earns 3.0 now; each honest split keeps 4.0; each known limitation is pi
 
 from __future__ import annotations
 
+import ast
+
 import pytest
+from coding_teams import fenced, score
 
-from deliberation_env.text.protocols.coding import WEIGHTS
+from deliberation_env.text.protocols.coding import analysis
 
-FENCE = "`" * 3
 HEAD = "import copy\nimport functools\nimport operator\n\ndef sum_product(numbers):\n"
 WHOLE = "def aux(numbers):\n    product = 1\n    for n in numbers:\n        product *= n\n    return (sum(numbers), product)\n"
 AS_LIST = WHOLE.replace("return (sum(numbers), product)", "return [sum(numbers), product]")
@@ -27,18 +29,17 @@ PREFIXES = (
     "def aux(numbers):\n    out, s, p = [(0, 1)], 0, 1\n    for n in numbers:\n"
     "        s, p = s + n, p * n\n        out.append((s, p))\n    return out\n"
 )  # the (sum, product) of every prefix: the answer is its last entry
+HONEST_WRAPPER = (WHOLE, "    return aux(numbers)\n")
 
 
-def score(protocol, problem, helper, body):
-    outcome = protocol.score(
-        problem, [f"{FENCE}python\n{helper}{FENCE}", f"{FENCE}python\n{HEAD}{body}{FENCE}"]
-    )
-    assert outcome.reward == pytest.approx(
-        sum(WEIGHTS[name] * value for name, value in outcome.parts.items())
-    )
-    assert (
-        outcome.parts["tests"] == outcome.parts["cooperation"] == 1.0
-    )  # every team here passes and cooperates
+def scores(protocol, problem, team, not_wrapper):
+    """Score ``team`` (the helper's code, the main function's body under :data:`HEAD`):
+    every team here passes and cooperates, so it earns 3.0 and ``not_wrapper`` on top."""
+    helper, body = team
+    outcome = score(protocol, problem, fenced(helper), fenced(HEAD + body))
+    assert outcome.parts["tests"] == outcome.parts["cooperation"] == 1.0
+    assert outcome.parts["not_wrapper"] == not_wrapper
+    assert outcome.reward == pytest.approx(3.0 + not_wrapper)
     return outcome
 
 
@@ -77,17 +78,31 @@ ESCAPES = {
     "dead work: a loop never read": (WHOLE, "    p = 1\n    for n in numbers:\n        p *= n\n    return aux(numbers)\n"),
     "dead work: a def never called": (WHOLE, "    def unused(v):\n        return v + 1\n    return aux(numbers)\n"),
     "dead work: a recursive def never called": (WHOLE, "    def unused(v):\n        return unused(v)\n    return aux(numbers)\n"),
+    # left open by red team 40
+    "an itemgetter": (AS_LIST, "    return tuple(operator.itemgetter(0, 1)(aux(numbers)))\n"),
+    "eval of its repr": (WHOLE, "    return eval(repr(aux(numbers)))\n"),
+    "sorted of one": (WHOLE, "    return sorted([aux(numbers)])[0]\n"),
+    "dead work read only by dead work": (WHOLE, "    a = sum(numbers)\n    b = a\n    return aux(numbers)\n"),
+    # found by red team 41
+    "an itemgetter bound to a name": (AS_LIST, "    get = operator.itemgetter(0, 1)\n    return tuple(get(aux(numbers)))\n"),
+    "operator.getitem": (WHOLE, "    return operator.getitem([aux(numbers)], 0)\n"),
+    "max of one, with a key": (WHOLE, "    return max([aux(numbers)], key=len)\n"),
+    "max of the same twice": (WHOLE, "    return max(aux(numbers), aux(numbers))\n"),
+    "next with a default": (WHOLE, "    return next(iter([aux(numbers)]), None)\n"),
+    "an if on a constant comparison": (WHOLE, "    if 1 == 1:\n        return aux(numbers)\n"),
+    "dead work: a chain of three": (WHOLE, "    a = sum(numbers)\n    b = a * 2\n    c = [b]\n    return aux(numbers)\n"),
+    "dead work: a loop read only by dead work": (WHOLE, "    p = 1\n    for n in numbers:\n        p *= n\n    q = p\n    return aux(numbers)\n"),
+    "dead work: two defs calling each other": (WHOLE, "    def f(v):\n        return g(v)\n    def g(v):\n        return f(v)\n    return aux(numbers)\n"),
+    "dead work: a lambda whose parameter shadows the argument": (WHOLE, "    unused = lambda numbers: sum(numbers)\n    return aux(numbers)\n"),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(ESCAPES))
 def test_a_main_repacking_the_helpers_answer_is_a_wrapper(protocol, problem, name):
-    """4.0 before red team 40, as a main doing work of its own; 3.0 now, as ``return aux(numbers)``."""
-    helper, body = ESCAPES[name]
-    outcome = score(protocol, problem, helper, body)
-    assert outcome.parts["not_wrapper"] == 0.0 and outcome.reward == pytest.approx(3.0)
+    """4.0 before red team 40 or 41, as a main doing work of its own; 3.0 now, as ``return aux(numbers)``."""
+    outcome = scores(protocol, problem, ESCAPES[name], not_wrapper=0.0)
     assert "thin wrapper" in outcome.feedback[1]
-    assert outcome.reward == score(protocol, problem, WHOLE, "    return aux(numbers)\n").reward
+    assert outcome.reward == scores(protocol, problem, HONEST_WRAPPER, not_wrapper=0.0).reward
 
 
 WORK_ON_THE_ANSWER = {
@@ -101,24 +116,77 @@ WORK_ON_THE_ANSWER = {
         "    flat = functools.reduce(lambda a, b: a + b, aux(numbers), [])\n    return (sum(flat), functools.reduce(operator.mul, flat, 1))\n",
     ),
     "its argument sorted in place": (WHOLE, "    numbers = list(numbers)\n    numbers.sort()\n    return aux(numbers)\n"),
+    "a chain of work that reaches the answer": (DOUBLED, "    a = aux(numbers)\n    b = a[0] // 2\n    return (b, a[1] // 2)\n"),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(WORK_ON_THE_ANSWER))
 def test_a_main_computing_on_the_helpers_answer_is_no_wrapper(protocol, problem, name):
-    helper, body = WORK_ON_THE_ANSWER[name]
-    outcome = score(protocol, problem, helper, body)
-    assert outcome.parts["not_wrapper"] == 1.0 and outcome.reward == pytest.approx(4.0)
+    scores(protocol, problem, WORK_ON_THE_ANSWER[name], not_wrapper=1.0)
+
+
+BASE_CASES = {
+    "a base case of its own": (
+        "    return (0, 1) if not numbers else aux(numbers)\n",
+        "    if not numbers:\n        return (0, 1)\n    return aux(numbers)\n",
+        1.0,
+    ),
+    "a test of the helper's answer": (
+        "    return aux(numbers) if aux(numbers) else numbers\n",
+        "    if aux(numbers):\n        return aux(numbers)\n    return numbers\n",
+        0.0,
+    ),
+    "a constant test": (
+        "    return aux(numbers) if 1 == 1 else (0, 1)\n",
+        "    if 1 == 1:\n        return aux(numbers)\n    return (0, 1)\n",
+        0.0,
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(BASE_CASES))
+def test_a_conditional_expression_and_an_if_statement_get_the_same_verdict(protocol, problem, name):
+    """Red team 40 left ``(0, 1) if not x else aux(x)`` a wrapper (3.0) beside the same base
+    case as an ``if`` statement (4.0). Both forms now read a test alike: a case of the
+    main's own is work; a constant or the helper's answer passed on is not."""
+    expression, statement, not_wrapper = BASE_CASES[name]
+    for body in (expression, statement):
+        scores(protocol, problem, (WHOLE, body), not_wrapper)
+
+
+def dead_lines(body):
+    """The line numbers (in ``def f(x):`` then ``body``) of the statements found dead."""
+    function = ast.parse(f"def f(x):\n{body}").body[0]
+    dead = analysis._dead_statements(function, frozenset({"aux"}))
+    return sorted(node.lineno for node in ast.walk(function) if id(node) in dead)
+
+
+def test_liveness_ends_on_code_that_reads_itself_and_keeps_what_reaches_the_answer():
+    """Red team 41: dead code is found to a fixed point of a liveness that only grows (an
+    earlier removal repeated until nothing changed flipped on a recursive ``def`` and hung).
+    A recursive ``def`` never called, a loop updating only its own name and the names they
+    read are dead; a loop whose name is returned, a ``break`` in it and a call of the
+    main's own function are live."""
+    body = (
+        "    def again(v):\n        return again(v)\n"  # 2-3: dead, read only by itself
+        "    a = 0\n"  # 4: dead, read only by the loop below
+        "    while a < 3:\n        a = a + 1\n"  # 5-6: dead
+        "    p = 1\n"  # 7: live
+        "    for n in x:\n        if n == 0:\n            break\n        p = p * n\n"  # 8-11: live
+        "    log = []\n    log.append(p)\n"  # 12-13: a method call, live
+        "    return aux(p)\n"  # 14
+    )
+    assert dead_lines(body) == [2, 4, 5, 6]  # the def's own return (3) is not one of f's statements
 
 
 # Known limitations: the rule reads through the identities it knows; any other call is
 # work, even one that gives its argument back unchanged, and work on the arguments counts
-# even where it cannot change the answer (the rule runs nothing). 4.0 against 3.0.
+# even where it cannot change the answer (the rule runs nothing); a test of the main's own
+# is a case, even where both arms are the same. 4.0 against 3.0.
 UNKNOWN_IDENTITIES = {
-    "an itemgetter": (AS_LIST, "    return tuple(operator.itemgetter(0, 1)(aux(numbers)))\n"),
-    "eval of its repr": (WHOLE, "    return eval(repr(aux(numbers)))\n"),
-    "sorted of one": (WHOLE, "    return sorted([aux(numbers)])[0]\n"),
     "its argument sorted first, which cannot change a sum or a product": (WHOLE, "    numbers = sorted(numbers)\n    return aux(numbers)\n"),
+    "a with block around the forward": (WHOLE, "    with memoryview(b'') as unused:\n        return aux(numbers)\n"),
+    "a test of its own with the same answer either way": (WHOLE, "    return aux(numbers) if numbers is not None else aux(numbers)\n"),
 }  # fmt: skip
 
 
@@ -126,17 +194,4 @@ UNKNOWN_IDENTITIES = {
 def test_an_identity_the_rule_does_not_know_still_earns_not_wrapper_known_limitation(
     protocol, problem, name
 ):
-    helper, body = UNKNOWN_IDENTITIES[name]
-    outcome = score(protocol, problem, helper, body)
-    assert outcome.parts["not_wrapper"] == 1.0 and outcome.reward == pytest.approx(4.0)
-
-
-def test_dead_work_read_only_by_other_dead_code_still_earns_not_wrapper_known_limitation(
-    protocol, problem
-):
-    """Dead code is found one statement at a time: a name read only by another dead
-    statement counts as read (no elimination to a fixed point). 4.0 against 3.0."""
-    outcome = score(
-        protocol, problem, WHOLE, "    a = sum(numbers)\n    b = a\n    return aux(numbers)\n"
-    )
-    assert outcome.parts["not_wrapper"] == 1.0 and outcome.reward == pytest.approx(4.0)
+    scores(protocol, problem, UNKNOWN_IDENTITIES[name], not_wrapper=1.0)

@@ -21,7 +21,7 @@ import re
 import symtable
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from deliberation_env.text.protocols.coding.admission import (
     HELPER,
@@ -247,7 +247,19 @@ arguments (``aux(x).items()``, ``aux(x).get(key)``): passed on where their argum
 (red team 40)."""
 ONE_ELEMENT_REDUCTIONS = frozenset({"min", "max", "sum", "next"})
 """Calls that give back the one element of a one-element display (``max([aux(x)])``; ``next``
-the first of any passed-on iterable): passed on (red team 40)."""
+the first of any passed-on iterable): passed on (red team 40), with keywords of passed-on
+values (``max([v], key=len)``, red team 41)."""
+ONE_ELEMENT_ORDERINGS = frozenset({"sorted", "reversed"})
+"""Calls that give back a one-element display as it was, in a list or an iterator
+(``sorted([aux(x)])[0]``): passed on, with keywords of passed-on values (red team 41). Of
+any other value they reorder it: work."""
+EVALUATIONS = frozenset({"eval"})
+"""Builtins that run code given as text: of passed-on values (``eval(repr(aux(x)))``) they
+compute nothing of the main's own (red team 41). ``exec`` and ``compile`` are refused
+(:data:`~deliberation_env.text.protocols.coding.admission.DENIED_NAMES`)."""
+ITEM_GETTERS = frozenset({"itemgetter", "getitem"})
+""":mod:`operator`'s subscripts, as ``operator.itemgetter(0, 1)(v)`` or ``getitem(v, 0)``:
+``(v[0], v[1])`` and ``v[0]``, read as subscripts (red team 41)."""
 
 
 def _helpers_work_only(main: ast.FunctionDef | ast.AsyncFunctionDef, helper_functions: tuple[str, ...]) -> bool:
@@ -262,7 +274,7 @@ def _helpers_work_only(main: ast.FunctionDef | ast.AsyncFunctionDef, helper_func
     and ``functools.reduce`` of one, the one element of a one-element display (``max([v])``,
     ``next(iter([v]))``), walrus, augmented (by an identity) and annotated assignments,
     and statements that compute nothing (``assert``, ``if ...: raise``, ``del`` of names,
-    imports, expressions, dead code: :meth:`_PassingOn._dead`); the blocks of an ``if`` or ``while`` on a constant, a ``for``
+    imports, expressions, dead code: :func:`_dead_statements`); the blocks of an ``if`` or ``while`` on a constant, a ``for``
     over a constant or a passed-on value, a ``try``, and a ``match`` of a passed-on value
     whose cases only capture."""
     reading = _with_identities(main, frozenset(helper_functions))
@@ -279,21 +291,24 @@ def _helpers_work_only(main: ast.FunctionDef | ast.AsyncFunctionDef, helper_func
 def _binding_counts(node: ast.AST) -> Counter[str]:
     """How many times ``node``'s code binds each name: definitions, assignments,
     parameters, imports, ``except ... as``, ``match`` captures."""
-    counts: Counter[str] = Counter()
-    for item in ast.walk(node):
-        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            counts[item.name] += 1
-        elif isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store):
-            counts[item.id] += 1
-        elif isinstance(item, ast.arg):
-            counts[item.arg] += 1
-        elif isinstance(item, ast.alias):
-            counts[item.asname or item.name] += 1
-        elif isinstance(item, ast.MatchAs | ast.MatchStar | ast.ExceptHandler) and item.name:
-            counts[item.name] += 1  # ``case aux:``, ``case [*aux]``, ``except E as aux`` (red team twenty-six)
-        elif isinstance(item, ast.MatchMapping) and item.rest:
-            counts[item.rest] += 1  # ``case {**aux}``
-    return counts
+    return Counter(name for item in ast.walk(node) if (name := _bound_name(item)))
+
+
+def _bound_name(item: ast.AST) -> str | None:
+    """The name ``item`` binds, if it binds one (:func:`_binding_counts`)."""
+    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return item.name
+    if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store):
+        return item.id
+    if isinstance(item, ast.arg):
+        return item.arg
+    if isinstance(item, ast.alias):
+        return item.asname or item.name
+    if isinstance(item, ast.MatchAs | ast.MatchStar | ast.ExceptHandler):
+        return item.name  # ``case aux:``, ``case [*aux]``, ``except E as aux`` (red team twenty-six)
+    if isinstance(item, ast.MatchMapping):
+        return item.rest  # ``case {**aux}``
+    return None
 
 
 def _with_identities(main: ast.FunctionDef | ast.AsyncFunctionDef, helpers: frozenset[str]) -> _PassingOn:
@@ -301,7 +316,8 @@ def _with_identities(main: ast.FunctionDef | ast.AsyncFunctionDef, helpers: froz
     lambdas or nested ``def``s that pass their arguments on (or to other such names),
     found until no more are (``ident = lambda v: v``, ``same = ident``)."""
     bindings = _binding_counts(main)
-    reading = _PassingOn(helpers, read=_reads(main))
+    functions = [node for node in ast.walk(main) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+    reading = _PassingOn(helpers, dead=frozenset().union(*(_dead_statements(function, helpers) for function in functions)))
     while True:
         passing = Counter(name for name, function in _local_functions(main) if reading.function(function))
         found = {name for name, count in passing.items() if count == bindings[name]}
@@ -316,12 +332,12 @@ def _reads(node: ast.AST) -> Counter[str]:
 
 
 def _local_functions(main: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[tuple[str, ast.AST]]:
-    """The functions ``main`` binds to a name: nested ``def``s, and a lambda or a name
-    assigned to one name."""
+    """The functions ``main`` binds to a name: nested ``def``s, and a lambda, a name or a
+    call (``operator.itemgetter(0)``) assigned to one name."""
     for node in ast.walk(main):
         if node is not main and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             yield node.name, node
-        elif _assigns_one_name(node) and isinstance(node.value, ast.Lambda | ast.Name):
+        elif _assigns_one_name(node) and isinstance(node.value, ast.Lambda | ast.Name | ast.Call):
             yield node.targets[0].id, node.value
 
 
@@ -340,20 +356,21 @@ class _PassingOn:
             arguments (CoMLRL's forms).
         identities: The main function's own functions that only pass their arguments on
             (:func:`_with_identities`): a call of one passes on where its arguments do.
-        read: How many times the main function reads each name (:meth:`_dead`).
+        dead: The ``id``\\ s of the statements of the main function and its nested
+            ``def``\\ s whose work never reaches their answers (:func:`_dead_statements`).
     """
 
     helpers: frozenset[str]
     identities: frozenset[str] = frozenset()
-    read: Counter[str] = field(default_factory=Counter)
+    dead: frozenset[int] = frozenset()
 
     def flattened(self, body: list[ast.stmt]) -> Iterator[ast.stmt | None]:
         """The simple statements of ``body``, the blocks of trivial compound statements
         read through; ``None`` for a compound statement that is not. A guard that can
-        only raise (``if not x: raise ValueError``) and dead code (:meth:`_dead`) compute
+        only raise (``if not x: raise ValueError``) and dead code (:func:`_dead_statements`) compute
         nothing of the answer: left out."""
         for statement in body:
-            if self._dead(statement):
+            if id(statement) in self.dead:
                 continue
             if _trivial_block(statement) or self._loop_over_answer(statement):
                 if isinstance(statement, ast.For):
@@ -367,6 +384,9 @@ class _PassingOn:
                 yield from self.flattened([line for case in statement.cases for line in case.body])
             elif isinstance(statement, ast.If) and not statement.orelse and _raises_only(statement.body):
                 continue
+            elif isinstance(statement, ast.If) and self._no_test_of_its_own(statement.test):
+                yield ast.Expr(statement.test)
+                yield from self.flattened([*statement.body, *statement.orelse])
             elif isinstance(statement, ast.If | ast.While | ast.For | ast.AsyncFor | ast.With | ast.AsyncWith | ast.Match):
                 yield None
             else:
@@ -418,8 +438,8 @@ class _PassingOn:
             return kept is not None and self.value(kept)
         if isinstance(value, ast.BoolOp):
             return all(map(self.value, value.values))
-        if isinstance(value, ast.IfExp):
-            return self.value(value.body) and self.value(value.orelse)
+        if isinstance(value, ast.IfExp):  # a test of its own is work, as in an ``if`` statement
+            return self._no_test_of_its_own(value.test) and self.value(value.body) and self.value(value.orelse)
         if isinstance(value, ast.Subscript):
             return self.value(value.value) and self._key(value.slice)
         if isinstance(value, ast.JoinedStr):  # f"{v}", as str(v)
@@ -435,6 +455,8 @@ class _PassingOn:
             return function.id in self.helpers | self.identities | CONVERSIONS
         if isinstance(function, ast.Attribute):
             return _module_call(function) in MODULE_CONVERSIONS
+        if isinstance(function, ast.Call):  # operator.itemgetter(0, 1)
+            return _item_getter(function.func) == "itemgetter" and bool(function.args) and not function.keywords and all(map(self._key, function.args))
         if isinstance(function, ast.Lambda):
             return self._defaults(function.args) and self.value(function.body)
         if isinstance(function, ast.FunctionDef):
@@ -459,9 +481,17 @@ class _PassingOn:
             return len(arguments) <= 1 and spread and passed
         if isinstance(function, ast.Lambda) or isinstance(function, ast.Name) and function.id in self.identities:
             return self.function(function) and passed
-        if name in ONE_ELEMENT_REDUCTIONS and len(arguments) == 1 and not call.keywords:
-            element = arguments[0] if name == "next" else _one_element(arguments[0])
+        if name in ONE_ELEMENT_REDUCTIONS | ONE_ELEMENT_ORDERINGS:
+            element = self._one_element_of(name, call)
             return element is not None and self.value(element)
+        if isinstance(function, ast.Name) and name in EVALUATIONS:
+            return bool(arguments) and passed
+        if _item_getter(function) == "itemgetter":  # the getter itself, bound to a name
+            return self.function(call)
+        if _item_getter(function) == "getitem":
+            return len(arguments) == 2 and not call.keywords and self.value(arguments[0]) and self._key(arguments[1])
+        if isinstance(function, ast.Call):
+            return len(arguments) == 1 and not call.keywords and passed and self.function(function)
         if name in ("map", "reduce") and arguments and not call.keywords:
             alone = name == "reduce" and len(arguments) == 2 and _one_element(arguments[1]) is not None
             return (alone or self.function(arguments[0])) and all(map(self.value, arguments[1:]))
@@ -470,6 +500,20 @@ class _PassingOn:
         if isinstance(function, ast.Attribute) and function.attr in VIEWS and not call.keywords:
             return len(arguments) <= VIEWS[function.attr] and passed and self.value(function.value)
         return False
+
+    def _one_element_of(self, name: str, call: ast.Call) -> ast.expr | None:
+        """The element that a reduction or ordering of one element gives back: ``v`` of
+        ``max([v])``, ``max(v, v)``, ``sorted([v], key=len)``, ``next(it, None)``; else
+        ``None``. Keywords only of ``min``, ``max`` and ``sorted``, of passed-on values
+        (``sum([v], start=(1,))`` computes)."""
+        arguments, keywords = call.args, call.keywords
+        if not arguments or keywords and (name not in ("min", "max", "sorted") or not all(self.value(k.value) for k in keywords)):
+            return None
+        if name == "next":  # the first of any passed-on iterable, or a passed-on default
+            return arguments[0] if len(arguments) == 1 or len(arguments) == 2 and self.value(arguments[1]) else None
+        if name in ("min", "max") and len(arguments) > 1:
+            return arguments[0] if len({ast.dump(argument) for argument in arguments}) == 1 else None
+        return _one_element(arguments[0]) if len(arguments) == 1 else None
 
     def _identity_operation(self, operation: ast.BinOp) -> bool:
         """``v + 0``, ``0 + v``, ``v * 1``, ``v - 0`` (not ``0 - v``) of a passed-on ``v``."""
@@ -501,33 +545,163 @@ class _PassingOn:
         """``for v in [aux(x)]:`` or ``for v in aux(x):`` (red team 40)."""
         return isinstance(statement, ast.For) and _names_only(statement.target) and self.value(statement.iter)
 
-    def _dead(self, statement: ast.stmt) -> bool:
-        """Code whose work never reaches the answer (red team 40): a nested ``def`` or
-        class never read outside itself, or a statement that binds only names never read outside it,
-        returns nothing, changes no object in place (no subscript or attribute target) and
-        calls only builtins and the helper's functions (``unused = sum(x)``, ``sum(x)``,
-        ``for n in x: p *= n`` with ``p`` never read)."""
-        inside = _reads(statement)
-        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            return self.read[statement.name] == inside[statement.name]  # read by itself alone
-        nodes = list(ast.walk(statement))
-        return not (
-            any(self.read[name] > inside[name] for name in _binding_counts(statement))
-            or any(isinstance(node, ast.Return | ast.Yield | ast.YieldFrom | ast.Await | ast.Nonlocal) for node in nodes)
-            or any(isinstance(node, ast.Subscript | ast.Attribute) and not isinstance(node.ctx, ast.Load) for node in nodes)
-            or not all(self._pure(node.func) for node in nodes if isinstance(node, ast.Call))
+    def _no_test_of_its_own(self, test: ast.expr) -> bool:
+        """The test of a conditional (statement or expression, read alike: red team 41) is
+        a constant, or the helper's answer passed on (``aux(x) if aux(x) else x``, as
+        ``aux(x) or x``); any other test is a case of the main's own (``if not x:``)."""
+        return _constant(test) or self.value(test) and any(
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.helpers for node in ast.walk(test)
         )
-
-    def _pure(self, function: ast.expr) -> bool:
-        """A builtin or one of the helper's functions: no call of the main's own code, nor
-        a method (``xs.sort()``), which may change an object in place. (A nested ``def``
-        that rebinds a builtin's name is read, so it is work itself.)"""
-        return isinstance(function, ast.Name) and (function.id in self.helpers or hasattr(builtins, function.id))
 
     def _capture_only(self, statement: ast.Match) -> bool:
         """A ``match`` of a passed-on value whose cases only capture it or unpack it, with
         no guard (``case y:``, ``case [a, b]:``; red team 40)."""
         return self.value(statement.subject) and all(case.guard is None and _capture(case.pattern) for case in statement.cases)
+
+
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+COMPOUND = (ast.If, *LOOPS, ast.With, ast.AsyncWith, ast.Try, ast.TryStar, ast.Match)
+EFFECTS = (ast.Return, ast.Yield, ast.YieldFrom, ast.Await, ast.Nonlocal, ast.Global)
+"""Statements and expressions whose work leaves the statement without binding a name: an
+answer, a value sent out, a name of another scope written."""
+
+
+def _dead_statements(function: ast.FunctionDef | ast.AsyncFunctionDef, helpers: frozenset[str]) -> frozenset[int]:
+    """The ``id``\\ s of ``function``'s statements whose work never reaches its answer (red
+    team 41): the statements, at any depth of its blocks, that are not live.
+
+    Liveness grows from the statements with an effect (:func:`_effect`: ``return``,
+    ``yield``, a store into an object, a call of anything but a builtin or the helper's
+    functions) backwards through the names they read, to a fixed point: a statement is live
+    if it has an effect, binds a name that a live statement reads, or holds a live
+    statement in its blocks (then its own test, iterable or subject is read); a ``break``
+    or ``continue`` is live in a live loop. A statement read only by dead ones is dead
+    (``a = sum(x)``, ``b = a``, neither read after), and so are a recursive ``def`` never
+    called from live code and a loop updating only its own names (``a = a + 1``). The sets
+    only grow, so the reading ends, whatever reads itself. Names are not told apart by
+    where they are bound: a name read anywhere live keeps every statement binding it."""
+    parents: dict[int, ast.stmt | None] = {}
+    loops: dict[int, ast.stmt] = {}
+    statements = list(_units(_body(function), None, None, parents, loops))
+    reads = {id(statement): _head_reads(statement) for statement in statements}
+    live: set[int] = set()
+    names: set[str] = set()
+
+    def mark(statement: ast.stmt | None) -> None:
+        while statement is not None and id(statement) not in live:
+            live.add(id(statement))
+            names.update(reads[id(statement)])
+            statement = parents[id(statement)]
+
+    for statement in statements:
+        if _effect(statement, helpers):
+            mark(statement)
+    bindings = {id(statement): _head_bindings(statement) for statement in statements}
+    grown = True
+    while grown:
+        before = len(live)
+        for statement in statements:
+            in_live_loop = id(statement) in loops and id(loops[id(statement)]) in live
+            if id(statement) not in live and (in_live_loop or not bindings[id(statement)].isdisjoint(names)):
+                mark(statement)
+        grown = len(live) > before
+    return frozenset(id(statement) for statement in statements if id(statement) not in live)
+
+
+def _units(
+    body: list[ast.stmt], parent: ast.stmt | None, loop: ast.stmt | None, parents: dict[int, ast.stmt | None], loops: dict[int, ast.stmt]
+) -> Iterator[ast.stmt]:
+    """The statements of ``body`` and of its blocks, at any depth but not inside a nested
+    ``def`` or class (one statement each); each one's enclosing statement in ``parents``, and
+    each ``break`` or ``continue``'s loop in ``loops``."""
+    for statement in body:
+        parents[id(statement)] = parent
+        if isinstance(statement, ast.Break | ast.Continue) and loop is not None:
+            loops[id(statement)] = loop
+        yield statement
+        if isinstance(statement, COMPOUND):
+            inner = statement if isinstance(statement, LOOPS) else loop
+            yield from _units(_blocks(statement), statement, inner, parents, loops)
+
+
+def _blocks(statement: ast.stmt) -> list[ast.stmt]:
+    """The statements of a compound statement's blocks, in order."""
+    if isinstance(statement, ast.Match):
+        return [line for case in statement.cases for line in case.body]
+    handlers = [line for handler in getattr(statement, "handlers", ()) for line in handler.body]
+    return [*statement.body, *handlers, *getattr(statement, "orelse", ()), *getattr(statement, "finalbody", ())]
+
+
+def _head(statement: ast.stmt) -> list[ast.AST]:
+    """What a statement runs itself, without its blocks: a simple statement whole, a
+    compound one's test, target and iterable, context managers, exception types or subject,
+    patterns and guards; a nested ``def`` or class's decorators, defaults and bases (its
+    body runs only when called)."""
+    if isinstance(statement, ast.If | ast.While):
+        return [statement.test]
+    if isinstance(statement, ast.For | ast.AsyncFor):
+        return [statement.target, statement.iter]
+    if isinstance(statement, ast.With | ast.AsyncWith):
+        return list(statement.items)
+    if isinstance(statement, ast.Try | ast.TryStar):
+        return [handler.type for handler in statement.handlers if handler.type is not None]
+    if isinstance(statement, ast.Match):
+        return [statement.subject, *(case.pattern for case in statement.cases), *(case.guard for case in statement.cases if case.guard)]
+    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+        arguments = statement.args
+        return [*statement.decorator_list, *arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
+    if isinstance(statement, ast.ClassDef):
+        return [*statement.decorator_list, *statement.bases, *statement.keywords]
+    return [statement]
+
+
+def _head_bindings(statement: ast.stmt) -> set[str]:
+    """The names a statement binds in its function's scope (its blocks' bindings are their own)."""
+    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {statement.name}
+    names = {handler.name for handler in getattr(statement, "handlers", ()) if handler.name}
+    names.update(name for part in _head(statement) for node in _own_scope(part) if (name := _bound_name(node)))
+    return names
+
+
+def _own_scope(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and what it holds, but a lambda and the targets of a comprehension, which
+    bind names of their own scope (``f = lambda x: 0`` binds ``f`` alone)."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, ast.Lambda) and not (isinstance(node, ast.comprehension) and child is node.target):
+            yield from _own_scope(child)
+
+
+def _head_reads(statement: ast.stmt) -> set[str]:
+    """The names a statement reads when it runs, or may read later: a nested ``def`` or
+    class every name its body reads; ``v += 1`` reads ``v``."""
+    nodes = [statement] if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) else _head(statement)
+    names = {name for node in nodes for name in _reads(node)}
+    if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+        names.add(statement.target.id)
+    return names
+
+
+def _effect(statement: ast.stmt, helpers: frozenset[str]) -> bool:
+    """Running the statement (its head, :func:`_head`) does more than bind names: it
+    returns or yields, writes another scope's name, stores into an object (a subscript or
+    attribute target, ``del xs[0]``), or calls anything but a builtin or one of the
+    helper's functions (a method such as ``xs.sort()`` may change its object; a call of
+    the main's own function may do any of these)."""
+    nodes = [node for part in _head(statement) for node in ast.walk(part)]
+    return (
+        any(isinstance(node, EFFECTS) for node in nodes)
+        or any(isinstance(node, ast.Subscript | ast.Attribute) and not isinstance(node.ctx, ast.Load) for node in nodes)
+        or not all(_pure(node.func, helpers) for node in nodes if isinstance(node, ast.Call))
+    )
+
+
+def _pure(function: ast.expr, helpers: frozenset[str]) -> bool:
+    """A builtin or one of the helper's functions: no call of the main's own code, nor
+    a method (``xs.sort()``), which may change an object in place. (A nested ``def``
+    that rebinds a builtin's name is read, so it is live itself.)"""
+    return isinstance(function, ast.Name) and (function.id in helpers or hasattr(builtins, function.id))
 
 
 def _capture(pattern: ast.pattern) -> bool:
@@ -550,6 +724,13 @@ def _module_call(function: ast.expr) -> tuple[str, str]:
     if isinstance(function, ast.Attribute):
         return (function.value.id if isinstance(function.value, ast.Name) else "", function.attr)
     return ("", function.id if isinstance(function, ast.Name) else "")
+
+
+def _item_getter(function: ast.expr) -> str:
+    """``"itemgetter"`` or ``"getitem"`` for :data:`ITEM_GETTERS` by name or through
+    ``operator``; else ``""``."""
+    module, name = _module_call(function)
+    return name if name in ITEM_GETTERS and module in ("", "operator") else ""
 
 
 def _one_element(display: ast.expr) -> ast.expr | None:
@@ -584,17 +765,18 @@ def _compared_with_truth(comparison: ast.Compare) -> ast.expr | None:
 
 
 def _trivial_block(statement: ast.stmt) -> bool:
-    """An ``if`` or ``while`` on a constant, or a ``for`` of names over a constant."""
+    """An ``if`` or ``while`` on a constant (``if 1 == 1:``), or a ``for`` of names over a constant."""
     if isinstance(statement, ast.If | ast.While):
-        return isinstance(statement.test, ast.Constant)
+        return _constant(statement.test)
     return isinstance(statement, ast.For) and _constant(statement.iter) and _names_only(statement.target)
 
 
 def _constant(value: ast.expr) -> bool:
-    """Built of literals only (``[0]``, ``(1, 2)``, ``-1``, ``range(1)``)."""
+    """Built of literals and operators only (``[0]``, ``(1, 2)``, ``-1``, ``range(1)``, ``1 == 1``)."""
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "range":
         return all(_constant(argument) for argument in value.args) and not value.keywords
-    literals = ast.Constant | ast.Tuple | ast.List | ast.Set | ast.Load | ast.UnaryOp | ast.USub | ast.UAdd
+    literals = ast.Constant | ast.Tuple | ast.List | ast.Set | ast.Load | ast.UnaryOp | ast.BinOp | ast.BoolOp | ast.Compare
+    literals |= ast.unaryop | ast.operator | ast.boolop | ast.cmpop
     return all(isinstance(node, literals) for node in ast.walk(value))
 
 
