@@ -19,7 +19,7 @@ import ast
 import builtins
 import re
 import symtable
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -265,18 +265,21 @@ ITEM_GETTERS = frozenset({"itemgetter", "getitem"})
 def _helpers_work_only(main: ast.FunctionDef | ast.AsyncFunctionDef, helper_functions: tuple[str, ...]) -> bool:
     """Every statement of the main function passes the helper's results on (:func:`_wrapper`),
     one returns a value, and ``aux`` is called outside dead code. Trivial identities are
-    read through (red teams 37 and 40; :class:`_PassingOn`): identity operations (``+ 0``, ``+ ()``, ``* 1``,
-    ``not not``, ``== True``), ``or``/``and`` and conditional expressions of passed-on values,
+    read through (red teams 37, 40 and 41; :class:`_PassingOn`): identity operations (``+ 0``, ``+ ()``, ``* 1``,
+    ``not not``, ``== True``), ``or``/``and`` of passed-on values, conditional expressions
+    whose test is a constant or the helper's answer (as ``if`` statements),
     conversions (``tuple(aux(x))``, ``copy.copy``), subscripts with a constant or a key of
     passed-on values (``aux(x)[0]``, ``aux(x)[repr(x)]``), views (``.items()``, ``.get``),
     displays and comprehensions that only repack (``[v for v in aux(x)]``), the main's own
     identity functions (``(lambda v: v)(aux(x))``, a nested ``def`` that passes on), ``map``
     and ``functools.reduce`` of one, the one element of a one-element display (``max([v])``,
-    ``next(iter([v]))``), walrus, augmented (by an identity) and annotated assignments,
+    ``next(iter([v]))``, ``sorted([v])``, ``max(v, v)``), ``operator.itemgetter`` and
+    ``getitem`` of constants, ``eval`` of passed-on values, walrus, augmented (by an identity) and annotated assignments,
     and statements that compute nothing (``assert``, ``if ...: raise``, ``del`` of names,
-    imports, expressions, dead code: :func:`_dead_statements`); the blocks of an ``if`` or ``while`` on a constant, a ``for``
-    over a constant or a passed-on value, a ``try``, and a ``match`` of a passed-on value
-    whose cases only capture."""
+    imports, expressions, dead code: :func:`_dead_statements`); the blocks of an ``if`` or
+    ``while`` on a constant, an ``if`` on the helper's answer, a ``for`` over a constant
+    or a passed-on value, a ``try``, and a ``match`` of a passed-on value whose cases only
+    capture."""
     reading = _with_identities(main, frozenset(helper_functions))
     statements = list(reading.flattened(_body(main)))
     if any(statement is None or not reading.statement(statement) for statement in statements):
@@ -581,47 +584,45 @@ def _dead_statements(function: ast.FunctionDef | ast.AsyncFunctionDef, helpers: 
     only grow, so the reading ends, whatever reads itself. Names are not told apart by
     where they are bound: a name read anywhere live keeps every statement binding it."""
     parents: dict[int, ast.stmt | None] = {}
-    loops: dict[int, ast.stmt] = {}
-    statements = list(_units(_body(function), None, None, parents, loops))
-    reads = {id(statement): _head_reads(statement) for statement in statements}
+    jumps: defaultdict[int, list[ast.stmt]] = defaultdict(list)
+    statements = list(_units(_body(function), None, None, parents, jumps))
+    binders: defaultdict[str, list[ast.stmt]] = defaultdict(list)
+    for statement in statements:
+        for name in _head_bindings(statement):
+            binders[name].append(statement)
     live: set[int] = set()
     names: set[str] = set()
-
-    def mark(statement: ast.stmt | None) -> None:
-        while statement is not None and id(statement) not in live:
+    pending = [statement for statement in statements if _effect(statement, helpers)]
+    while pending:  # each statement is marked once, each name read once: linear
+        statement = pending.pop()
+        while statement is not None and id(statement) not in live:  # it and the blocks holding it
             live.add(id(statement))
-            names.update(reads[id(statement)])
+            for name in _head_reads(statement) - names:
+                names.add(name)
+                pending += binders[name]
+            pending += jumps[id(statement)]  # a loop's break and continue
             statement = parents[id(statement)]
-
-    for statement in statements:
-        if _effect(statement, helpers):
-            mark(statement)
-    bindings = {id(statement): _head_bindings(statement) for statement in statements}
-    grown = True
-    while grown:
-        before = len(live)
-        for statement in statements:
-            in_live_loop = id(statement) in loops and id(loops[id(statement)]) in live
-            if id(statement) not in live and (in_live_loop or not bindings[id(statement)].isdisjoint(names)):
-                mark(statement)
-        grown = len(live) > before
     return frozenset(id(statement) for statement in statements if id(statement) not in live)
 
 
 def _units(
-    body: list[ast.stmt], parent: ast.stmt | None, loop: ast.stmt | None, parents: dict[int, ast.stmt | None], loops: dict[int, ast.stmt]
+    body: list[ast.stmt],
+    parent: ast.stmt | None,
+    loop: ast.stmt | None,
+    parents: dict[int, ast.stmt | None],
+    jumps: defaultdict[int, list[ast.stmt]],
 ) -> Iterator[ast.stmt]:
     """The statements of ``body`` and of its blocks, at any depth but not inside a nested
     ``def`` or class (one statement each); each one's enclosing statement in ``parents``, and
-    each ``break`` or ``continue``'s loop in ``loops``."""
+    each loop's ``break`` and ``continue`` statements in ``jumps``."""
     for statement in body:
         parents[id(statement)] = parent
         if isinstance(statement, ast.Break | ast.Continue) and loop is not None:
-            loops[id(statement)] = loop
+            jumps[id(loop)].append(statement)
         yield statement
         if isinstance(statement, COMPOUND):
             inner = statement if isinstance(statement, LOOPS) else loop
-            yield from _units(_blocks(statement), statement, inner, parents, loops)
+            yield from _units(_blocks(statement), statement, inner, parents, jumps)
 
 
 def _blocks(statement: ast.stmt) -> list[ast.stmt]:
