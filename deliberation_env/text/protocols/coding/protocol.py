@@ -46,8 +46,10 @@ part                  weight  what it measures
                               ``aux(x) + ()``, ``aux(x) or x``, ``tuple(aux(x))``,
                               ``aux(x)[0]``, ``if True: return aux(x)``,
                               ``(lambda v: v)(aux(x))``, ``[v for v in aux(x)]``,
-                              ``aux(x)[repr(x)]``; dead code and checks that only
-                              raise are no work)
+                              ``aux(x)[repr(x)]``, ``eval(repr(aux(x)))``; dead
+                              code, found to a fixed point, and checks that only
+                              raise are no work; a test of its own, in an ``if``
+                              or a conditional expression, is)
 ``ignored_call``      -0.5    given cooperation: the main function calls ``aux`` as a bare
                               statement, throwing its result away
 ====================  ======  ===============================================================
@@ -171,15 +173,25 @@ capture, a walrus, augmented and annotated assignments, ``for`` over the answer,
 statements that compute nothing of the answer: ``assert``, ``if ...: raise``, ``del``,
 imports, and dead code (an assignment, expression or loop whose names are never read, a
 nested ``def`` never called, calling builtins only: ``unused = sum(x)``). Each earned 4.0
-against 3.0 for ``return aux(x)``. What it still does not read (pinned by
+against 3.0 for ``return aux(x)``. Red team 41 found dead code to a fixed point (a liveness
+that grows from the returns and the statements with effects back through the names they
+read, so ``a = sum(x)``, ``b = a``, neither read after, is dead, and a recursive ``def`` or
+a loop that reads only itself ends dead), and read through ``operator.itemgetter`` and
+``operator.getitem`` of constants, ``eval`` of passed-on values, ``sorted`` of a one-element
+display, ``max(v, v)``, keywords of ``min``/``max``/``sorted`` and ``next``'s default;
+an ``if`` or ``while`` on a constant expression (``1 == 1``). A conditional expression's
+test is read as an ``if`` statement's: a constant or the helper's answer passed on is no
+work (``aux(x) if aux(x) else x``, as ``aux(x) or x``), any other test is a case of the
+main's own (``(0, 1) if not x else aux(x)``, 4.0 as the ``if`` statement). What it still
+does not read (pinned by
 ``test_an_identity_the_rule_does_not_know_still_earns_not_wrapper_known_limitation``, 4.0):
-a call it does not know as an identity (``operator.itemgetter(0, 1)(aux(x))``,
-``eval(repr(aux(x)))``, ``sorted([aux(x)])[0]``; any call not listed is work), and work
-on the arguments that cannot change the answer (``x = sorted(x)`` before ``return
-aux(x)`` for a sum): the rule runs nothing, and a preprocessing step is the natural split
-of many problems (the main sorts, the helper picks), so it stays work. An index that is a
-computation (``aux(x)[len(x)]``, ``aux(x)[len(x) // 2]``) is work too, and so is dead code
-that other dead code reads (``a = sum(x)``, ``b = a``, neither read after; pinned). Nor that
+a call it does not know as an identity (any call not listed is work, ``with`` blocks
+included), work on the arguments that cannot change the answer (``x = sorted(x)`` before
+``return aux(x)`` for a sum), and a test of its own whose arms are the same
+(``aux(x) if x is not None else aux(x)``): the rule runs nothing, and a preprocessing step
+or a case is the natural split of many problems (the main sorts, the helper picks), so
+they stay work. An index that is a computation (``aux(x)[len(x)]``, ``aux(x)[len(x) //
+2]``) is work too. Nor that
 the helper is correct beyond the tests; a helper whose answers and changes are all the
 same, or whose swapped ones the tests cannot tell apart, earns no bonus. Only the ``tests`` part measures the program's correctness.
 
