@@ -2,7 +2,7 @@
 
 Loads a local model directory, a GGUF file (transformers dequantizes it once into a folder
 later loads read, :mod:`agents.dequantized_gguf`; needs the ``gguf`` package) or a Hugging Face model id (``ORG/NAME``: downloaded into the hub's cache once,
-:func:`agents.hub.hub_folder`; ``HF_HUB_OFFLINE=1`` reads the cache only; a path is never
+:func:`agents.hub.hub_folder`; ``HF_HUB_OFFLINE=1``, or a hub with no address here, reads the cache only; a path is never
 looked up on the hub), then reads the folder with ``local_files_only=True``, on the ``device`` and
 in the ``dtype`` it is given (:func:`agents.devices.resolve`: ``auto`` is CUDA with bfloat16
 where present, else the CPU with float32; the team spec
@@ -60,7 +60,7 @@ class TransformersBackend:
     Args:
         model: A local model directory, a path to a ``.gguf`` file (then ``gguf_file`` is
             taken from it), or a Hugging Face model id (downloaded once into the Hugging Face
-            cache; with ``HF_HUB_OFFLINE=1`` only the cache is read).
+            cache; with ``HF_HUB_OFFLINE=1``, or where the hub has no address, only the cache is read).
         gguf_file: A GGUF file name inside the directory ``model``.
         device: ``auto`` (CUDA when available, else the CPU), ``cpu``, ``cuda``, ``cuda:N``.
         dtype: The weights' dtype: ``auto`` (bfloat16 on CUDA, float16 on a GPU

@@ -31,7 +31,7 @@ import torch
 from agents.chat_templates import check_chat_template_kwargs
 from agents.dequantized_gguf import dequantized
 from agents.devices import CompileScope, Decoding, Routing, check_decoding, resolve
-from agents.hub import hub_offline, is_path, no_hub_model
+from agents.hub import cache_only, is_path, no_hub_model
 from agents.trainable_lm.extra import MISSING_EXTRA, require_train_extra
 from agents.trainable_lm.head import cast_head_to_float32
 from agents.trainable_lm.sampling import Sampling
@@ -329,7 +329,8 @@ class TrainableLM(Sampling, Scoring, Weights):
         A path that exists is read from disk. Any other name that is no path (not absolute,
         not starting with ``.`` or ``~``, no ``.gguf``) is a hub id: loaded from the
         Hugging Face cache, downloaded into it where the machine reaches the hub and
-        ``HF_HUB_OFFLINE`` is not set (with it set, only the cache is read).
+        ``HF_HUB_OFFLINE`` is not set (with it set, or where the hub has no address, only
+        the cache is read: :func:`agents.hub.cache_only`).
 
         Args:
             name: A model folder, a GGUF file (transformers dequantizes it once:
@@ -364,13 +365,13 @@ class TrainableLM(Sampling, Scoring, Weights):
             )
         else:
             source, base = str(name), str(name)
-        offline = {
-            "local_files_only": hub_offline()
-        }  # read when called, so a test or a script may set it
+        because = None if path.exists() else cache_only()  # read when called, so a test or a script may set it
+        offline = {"local_files_only": because is not None}
+
         def unreadable(lacks: str, error: Exception) -> FileNotFoundError:  # transformers' own words name neither
             if path.exists():
                 return FileNotFoundError(f"TrainableLM: {path} {lacks}: {error}")
-            return no_hub_model("TrainableLM", name, offline["local_files_only"], error)
+            return no_hub_model("TrainableLM", name, because, error)
 
         try:
             tokenizer = AutoTokenizer.from_pretrained(source, **offline)

