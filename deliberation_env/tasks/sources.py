@@ -427,7 +427,8 @@ def _hub_offline(datasets: Any, offline: bool) -> Iterator[None]:
         return
     import huggingface_hub.constants
 
-    switches = [(datasets.config, "HF_HUB_OFFLINE"), (huggingface_hub.constants, "HF_HUB_OFFLINE")]
+    switches = [(module, "HF_HUB_OFFLINE") for module in (getattr(datasets, "config", None), huggingface_hub.constants)
+                if hasattr(module, "HF_HUB_OFFLINE")]  # fmt: skip
     before = [getattr(module, name) for module, name in switches]
     try:
         for module, name in switches:

