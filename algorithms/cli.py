@@ -5,6 +5,7 @@ tyro once and runs the command chosen (:mod:`algorithms.commands`, one module pe
 
     deliberate run [meta|text] ...                      fixed protocols with a team (the main job)
     deliberate train {meta,text} ALGO|PATH ...          one learner (PATH: one of your own, ./mine.py:Mine)
+    deliberate evaluate text --run-dir RUN ...          a trained text run's checkpoint on held-out problems
     deliberate compare {meta,text} ...                  learners x seeds on the same env and budget
     deliberate tasks list | show NAME
     deliberate cache stats | clear | merge OUT IN [IN ...] [--trust]
@@ -53,7 +54,7 @@ from tyro.constructors import ConstructorRegistry, StructConstructorSpec, Struct
 
 from agents.base import ServerError
 from agents.cache import CacheFileError, CacheMissError
-from algorithms.commands import cache, compare, run, tasks, train
+from algorithms.commands import cache, compare, evaluate, run, tasks, train
 from algorithms.commands.common import console
 from algorithms.core import config_files, run_dirs
 from algorithms.core.compare import PER_RUN
@@ -114,6 +115,20 @@ class Train:
 
 
 @dataclass
+class Evaluate:
+    """Evaluate a trained run's newest checkpoint on held-out problems, greedily and strictly as
+    its own held-out evaluations (``evaluate text --run-dir RUN --eval-problems N``): a table,
+    and a JSON file in the run's ``evaluations/``. Text runs only: a meta run's held-out
+    evaluations are in its ``summary.json``."""
+
+    command: Annotated[
+        Annotated[evaluate.EvaluateText, tyro.conf.subcommand("text")]
+        | Annotated[None, tyro.conf.Suppress],  # no meta family yet: a union, so that text is a subcommand
+        tyro.conf.arg(name=""),
+    ]
+
+
+@dataclass
 class Compare:
     """Compare learners over seeds on the same env, problems and budget: the meta-policy
     learners and the baselines (``compare meta``) or the LLM-weight learners
@@ -163,6 +178,7 @@ class Deliberate:
     command: Annotated[
         Annotated[Run, tyro.conf.subcommand("run")]
         | Annotated[Train, tyro.conf.subcommand("train")]
+        | Annotated[Evaluate, tyro.conf.subcommand("evaluate")]
         | Annotated[Compare, tyro.conf.subcommand("compare")]
         | Annotated[Tasks, tyro.conf.subcommand("tasks")]
         | Annotated[Cache, tyro.conf.subcommand("cache")],
@@ -177,6 +193,7 @@ COMMANDS: dict[type, tuple[str, Any]] = {
     run.RunText: ("run text", run.run_text),
     train.TrainMeta: ("train meta", train.train_meta),
     train.TrainText: ("train text", train.train_text),
+    evaluate.EvaluateText: ("evaluate text", evaluate.evaluate_text),
     CompareConfig: ("compare meta", compare.compare_meta),
     compare.TextCompare: ("compare text", compare.compare_text),
     tasks.TasksList: ("tasks list", tasks.list_tasks),
@@ -651,12 +668,15 @@ def short_error(printed: str, command: str = "") -> str | None:
 def stray_word(word: str, command: str) -> str:
     """One line for ``word``, given where ``command`` takes options only: a config file is
     offered ``--config``, another path ``--path`` where the command has it (a new user
-    wrote ``deliberate cache stats FILE`` and got tyro's box)."""
+    wrote ``deliberate cache stats FILE`` and got tyro's box), a folder ``evaluate``'s
+    ``--run-dir``."""
     command = command.removesuffix(f" {word}")  # a command word out of place: not part of the command
     if word.endswith(CONFIG_SUFFIXES) and command.startswith(tuple(f"deliberate {name}" for name in CONTAINERS)):
         return f"unexpected argument {word}; did you mean --config {word}?"
     if ("/" in word or "." in word) and command.startswith(WITH_PATH):
         return f"unexpected argument {word}; did you mean --path {word}?"
+    if command.startswith("deliberate evaluate") and ("/" in word or Path(word).is_dir()):  # a run's folder
+        return f"unexpected argument {word}; did you mean --run-dir {word}?"
     return f"unexpected argument {word}: {command} takes options only ({command} --help lists them)"
 
 

@@ -140,13 +140,14 @@ def build_env(config: TextLearnerConfig, num_envs: int, split: str | None = None
     return vector_env_from(config.env, num_envs, **({} if split is None else {"split": split}))
 
 
-def held_out_env(config: TextLearnerConfig, num_envs: int) -> TextDeliberationVectorEnv:
-    """The text vector env of the held-out evaluation: ``config.env`` on the test split,
-    scored strictly (a named protocol's; an instance brings its own scoring) and with every
-    turn played (no ``stop_threshold``: an early stop tells the team its answer was right,
-    so a team that named a new candidate each turn scored 1.0 on MMLU held out)."""
+def held_out_env(config: TextLearnerConfig, num_envs: int, split: str = "test") -> TextDeliberationVectorEnv:
+    """The text vector env of the held-out evaluation: ``config.env`` on the test split (or
+    ``split``: ``deliberate evaluate text --split train``), scored strictly (a named
+    protocol's; an instance brings its own scoring) and with every turn played (no
+    ``stop_threshold``: an early stop tells the team its answer was right, so a team that
+    named a new candidate each turn scored 1.0 on MMLU held out)."""
     strict = {} if isinstance(config.env.protocol, TextProtocol) or is_import_path(config.env.protocol) else {"scoring": "strict"}
-    return vector_env_from(config.env, num_envs, split="test", stop_threshold=None, **strict)
+    return vector_env_from(config.env, num_envs, split=split, stop_threshold=None, **strict)
 
 
 def resolved_placement(device: str, dtype: str) -> dict[str, str]:

@@ -1,0 +1,296 @@
+"""``deliberate evaluate text``: a saved text run's latest checkpoint, played on held-out problems.
+
+A run of ``deliberate train text`` records its settings in its folder's ``config.json`` and
+its weights in ``checkpoint.safetensors``. This command rebuilds the learner from them as
+``--config RUN/config.json --resume`` does (the same config, model, env and learner, and
+the run's own dtype), loads the checkpoint's weights, and plays the first ``--eval-problems``
+problems of the split greedily and scored strictly, as the run's own held-out evaluations
+play them (:func:`algorithms.text.train.held_out_env`, :func:`algorithms.text.evaluate`): on
+the same problems, the numbers the run logged at that update. It prints a table and writes
+``RUN/evaluations/<split>-<N>problems-update<K>.json``; the run's own files are read only.
+
+Text runs only: a meta run's held-out evaluations are in its ``metrics.jsonl`` and
+``summary.json``. In one process (not under ``torchrun``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from agents.devices import Dtype
+from algorithms.commands.common import console, quiet_libraries, wrote
+from algorithms.core.run_dirs import CONFIG, recorded_settings
+from algorithms.text.config import BASE_DIGEST, MACHINE_RECORDS, MODEL_FIELDS, TEXT_CONFIGS
+from deliberation_env.text.config import is_import_path
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from algorithms.core.evaluation import Evaluation
+    from algorithms.text.base import TextPolicyGradientLearner
+    from algorithms.text.config import TextLearnerConfig
+
+EVALUATIONS = "evaluations"
+"""The folder of a run's evaluations by ``deliberate evaluate text``, one JSON file each."""
+NOT_SETTINGS = ("algo", "run_dir", "resume", "resume_from", "progress")
+"""What a text run's ``config.json`` records beside the learner's settings (the learner's
+name, the folder, the last command's flags), left out of the config rebuilt from it (and the
+machine's records, :data:`~algorithms.text.config.MACHINE_RECORDS`)."""
+
+
+@dataclass
+class EvaluateText:
+    """Evaluate a text run's latest checkpoint on held-out problems: ``deliberate evaluate text
+    --run-dir RUN [--eval-problems N]``. The learner is rebuilt from ``RUN/config.json`` as
+    ``--resume`` rebuilds it, its weights are the checkpoint's, and the problems are played
+    greedily and scored strictly, as the run's own held-out evaluations; a table, and
+    ``RUN/evaluations/<split>-<N>problems-update<K>.json`` (the run's own files are left as
+    they are). Text runs only (a meta run's evaluations are in its ``summary.json``)."""
+
+    run_dir: str
+    """The run's folder (what ``train text --run-dir`` named): its ``config.json`` and
+    ``checkpoint.safetensors``, the newest."""
+    eval_problems: int | None = None
+    """Problems to play, the split's first N (at most the split's: more is said, and the
+    number played recorded); None: every problem of the split."""
+    split: Literal["test", "train"] = "test"
+    """The split whose problems are played: ``test``, held out; ``train``, those it trained on."""
+    eval_envs: int | None = None
+    """Problems played at a time (the run's ``--eval-envs``: the same numbers, but for
+    floating-point noise); None: the run's own."""
+    device: str | None = None
+    """Where the models run, as ``train text --device`` takes it (``auto``, ``cpu``,
+    ``cuda``, ``cuda:N``); None: the run's own."""
+    dtype: Dtype = "auto"
+    """The weights' dtype, as ``train text --dtype`` takes it: ``auto``, the run's own, or
+    that one by name (the checkpoint's weights load in the dtype they trained in)."""
+    protocol: str | None = None
+    """The run's protocol by import path (``./my_task.py:protocol``), where it trained with
+    one of your own: its ``config.json`` names it, but reading a file imports no code."""
+    progress: bool = True
+    """Show a progress bar."""
+
+    def __post_init__(self) -> None:
+        for name in ("eval_problems", "eval_envs"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+
+
+def evaluate_text(cfg: EvaluateText) -> dict[str, float]:
+    """``deliberate evaluate text``: rebuild the run's learner, load its newest checkpoint,
+    play ``cfg``'s problems, print the table and write the evaluation's JSON file (the
+    module docstring); return the evaluation's ``eval/*`` metrics.
+
+    Raises:
+        ValueError: Before any model loads: on a folder that holds no text run, or no
+            checkpoint, or a run this command cannot rebuild (a learner of one's own, a
+            protocol given as an instance); then on a checkpoint that does not fit the
+            rebuilt learner (another base model, another dtype).
+    """
+    from agents.devices import full_determinism
+    from algorithms.core.checkpoints import resume_checkpoint
+    from algorithms.text.eval import evaluate
+
+    started = time.perf_counter()
+    folder = Path(cfg.run_dir)
+    record = text_run_record(folder)
+    checkpoint = resume_checkpoint(folder)  # refuses a pickled checkpoint.pt of release 0.1
+    if checkpoint is None:
+        raise ValueError(f"the run in {folder} holds no checkpoint yet (it stopped before its first): there are no trained weights to evaluate")
+    quiet_libraries(cfg.progress)
+    config, placement = placed(recorded_config(folder, record, cfg), folder)
+    with full_determinism() if config.full_determinism else contextlib.nullcontext():  # as the run played
+        learner = saved_learner(config, folder, record, checkpoint)
+        venv, count = held_out_problems(config, cfg)
+        evaluation = evaluate(learner, venv, list(range(count)), progress=cfg.progress)
+    result = evaluation_record(cfg, evaluation, learner, checkpoint, count, placement, time.perf_counter() - started)
+    path = folder / EVALUATIONS / f"{cfg.split}-{count}problems-update{learner.update}.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    console.print(evaluation_table(result))
+    wrote([path], time.perf_counter() - started)
+    return evaluation.metrics
+
+
+def text_run_record(folder: Path) -> dict[str, Any]:
+    """The ``config.json`` of the text run in ``folder``.
+
+    Raises:
+        ValueError: On a folder that is missing, or holds no ``config.json``, or a meta
+            run's, or a comparison's (naming its runs' folders).
+    """
+    if not folder.is_dir():
+        raise ValueError(f"--run-dir {folder}: no such folder (give the folder of a run of deliberate train text)")
+    record = recorded_settings(folder)
+    if any(key in record for key in MACHINE_RECORDS):  # what a text run records of its machine
+        return record
+    runs = sorted(str(path.parent) for path in folder.glob(f"*/*/{CONFIG}") if any(key in recorded_settings(path.parent) for key in MACHINE_RECORDS))
+    if runs:
+        raise ValueError(f"{folder} is a comparison's folder: evaluate one of its runs ({', '.join(runs[:4])}{', ...' if len(runs) > 4 else ''})")
+    if not record:
+        raise ValueError(f"{folder} holds no {CONFIG}: no run of deliberate train text (give the folder that train text --run-dir named)")
+    raise ValueError(f"{folder} holds no text run (a meta run's held-out evaluations are in its summary.json): evaluate text evaluates runs of deliberate train text")
+
+
+def recorded_config(folder: Path, record: dict[str, Any], cfg: EvaluateText) -> TextLearnerConfig:
+    """The learner config the run in ``folder`` recorded (``record``, its ``config.json``),
+    read as ``--config RUN/config.json`` reads it, with ``cfg``'s device, dtype, eval envs,
+    protocol and progress where it gives them.
+
+    Raises:
+        ValueError: On a run of a learner of one's own, a task or protocol given as an
+            instance, or one by import path without ``--protocol``; on a record that does not
+            read back (:func:`algorithms.core.config_files.build`).
+    """
+    from algorithms.core import config_files
+
+    algo = record.get("algo")
+    if algo not in TEXT_CONFIGS:
+        raise ValueError(
+            f"the run in {folder} trained {algo!r}, a learner of your own: evaluate text rebuilds the shipped learners "
+            f"({', '.join(TEXT_CONFIGS)}); evaluate yours from Python with algorithms.text.evaluate"
+        )
+    for name in ("task", "protocol"):
+        if str(record.get(name, "")).startswith("<"):
+            raise ValueError(
+                f"the run in {folder} trained with the {name} {record[name]}, an instance built in Python, which its {CONFIG} "
+                "names but cannot rebuild: evaluate it from Python with algorithms.text.evaluate"
+            )
+    data = {key: value for key, value in record.items() if key not in NOT_SETTINGS}
+    protocol = data.get("protocol")
+    if is_import_path(protocol):
+        if cfg.protocol is None:
+            raise ValueError(f"the run in {folder} trained with the protocol {protocol}, a file of your own: give it again, --protocol {protocol} (reading {CONFIG} imports no code)")
+        del data["protocol"]
+    kind = TEXT_CONFIGS[algo]
+    config = config_files.build(kind, config_files.nested(kind, data, left_out=MACHINE_RECORDS), str(folder / CONFIG))
+    env = config.env if cfg.protocol is None else dataclasses.replace(config.env, protocol=cfg.protocol)
+    given = {name: value for name in ("device", "eval_envs") if (value := getattr(cfg, name)) is not None}
+    run = dataclasses.replace(config.run, run_dir=str(folder), progress=cfg.progress)
+    return dataclasses.replace(config, env=env, run=run, dtype=cfg.dtype, **given)
+
+
+def placed(config: TextLearnerConfig, folder: Path) -> tuple[TextLearnerConfig, dict[str, str]]:
+    """``config`` with the dtype of the run in ``folder`` (``auto``: the one it trained in),
+    and the device and dtype that gives here, as a resumed run takes them.
+
+    Raises:
+        ValueError: On a device this machine lacks, another dtype than the run's, or full
+            fine-tuning in float16.
+    """
+    from algorithms.text.train import check_full_in_float16, kept_dtype, resolved_placement
+
+    config = kept_dtype(config, folder, resolved_placement(config.device, config.dtype)["resolved_dtype"])
+    placement = resolved_placement(config.device, config.dtype)
+    check_full_in_float16(config, placement)
+    return config, placement
+
+
+def held_out_problems(config: TextLearnerConfig, cfg: EvaluateText) -> tuple[Any, int]:
+    """The held-out env of ``config`` on ``cfg.split`` (:func:`algorithms.text.train.held_out_env`,
+    ``config.eval_envs`` problems at a time, fewer for a smaller split) and how many of its
+    problems to play: ``cfg.eval_problems``, at most the split's (more is said), or the whole split."""
+    from algorithms.text.train import held_out_env
+    from deliberation_env.tasks import problem_count
+
+    venv = held_out_env(config, min(cfg.eval_problems or config.eval_envs, config.eval_envs), cfg.split)
+    whole = len(venv.problems)
+    count = whole if cfg.eval_problems is None else problem_count(cfg.eval_problems, whole, cfg.split, "--eval-problems")
+    if count < venv.num_envs:  # a split smaller than the envs: none played only to be thrown away
+        venv = held_out_env(config, count, cfg.split)
+    return venv, count
+
+
+def saved_learner(config: TextLearnerConfig, folder: Path, record: dict[str, Any], checkpoint: Path) -> TextPolicyGradientLearner:
+    """The learner of ``config`` with the weights of ``checkpoint``, built as a resumed run
+    builds it: its training env, its model (``config.json``'s, where the base lies now,
+    checked against the base it trained on) and the names of the base the checkpoint records.
+
+    Raises:
+        ValueError: On a model whose weights are not the base the run trained on, or a
+            checkpoint that does not fit the learner (another setting or dtype).
+    """
+    from agents.trainable_lm.weights import base_digest
+    from algorithms.core import data_parallel
+    from algorithms.core.checkpoints import checkpoint_settings
+    from algorithms.text.base import rank_num_envs
+    from algorithms.text.train import DIGEST_ELEMENTS, build_env, build_lm, learner_class
+
+    venv = build_env(config, rank_num_envs(config, data_parallel.current()))
+    lm = build_lm(config, list(venv.possible_agents))
+    digest = base_digest(lm, elements=DIGEST_ELEMENTS)
+    if record.get(BASE_DIGEST, digest) != digest:
+        named = " ".join(map(str, config.models)) or config.model or "the default model"
+        raise ValueError(
+            f"cannot evaluate the run in {folder}: {named}, the base its {CONFIG} names, has other weights here than the "
+            "base it trained on (it moved or changed)"
+        )
+    if BASE_DIGEST in record:  # the checkpoint names the base as the run first did, wherever it lies now
+        saved = checkpoint_settings(checkpoint)
+        names = {name: saved.get(name, getattr(config, name)) for name in MODEL_FIELDS}
+        config = dataclasses.replace(config, model=names["model"], models=tuple(names["models"]))
+    learner = learner_class(config)(config, lm, venv, {})
+    learner.load(checkpoint)
+    return learner
+
+
+def evaluation_record(
+    cfg: EvaluateText,
+    evaluation: Evaluation,
+    learner: TextPolicyGradientLearner,
+    checkpoint: Path,
+    count: int,
+    placement: dict[str, str],
+    elapsed: float,
+) -> dict[str, Any]:
+    """What ``RUN/evaluations/*.json`` holds: the command's settings, the version and date
+    (:func:`~algorithms.commands.run.record_header`), the checkpoint (its update and SHA-256),
+    the split and the problems played (``count``), the device and dtype (``placement``),
+    and the evaluation."""
+    from agents.fingerprint import file_sha256
+    from algorithms.commands.run import record_header
+
+    return {
+        **record_header(cfg, elapsed),
+        "algo": learner.name,
+        "update": learner.update,
+        "checkpoint": checkpoint.name,
+        "checkpoint_sha256": file_sha256(checkpoint),
+        "split": cfg.split,
+        "problems": count,
+        "eval_envs": learner.config.eval_envs,
+        **placement,
+        **{name: value for name, value in dataclasses.asdict(evaluation).items() if name != "metrics"},
+        "metrics": evaluation.metrics,
+    }
+
+
+def evaluation_table(result: dict[str, Any]) -> Table:
+    """The evaluation ``result`` (:func:`evaluation_record`): accuracy with its 95%
+    interval, the asked-form share, the cut share, tokens per answer, then every metric."""
+    from rich.table import Table
+
+    from algorithms.commands.train import with_interval
+
+    problems = result["problems"]
+    table = Table(title=f"{result['algo']}, update {result['update']}: {problems} {result['split']} problems")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    headline = {
+        "accuracy (95% CI)": None if result["accuracy"] is None else with_interval(result["accuracy"], problems),
+        "asked-form share": result["answered_share"],
+        "cut share": result["cut_share"],
+        "tokens per answer": result["tokens_per_answer"],
+    }
+    for name, value in {**headline, **result["metrics"]}.items():
+        if value is not None:
+            table.add_row(name, value if isinstance(value, str) else f"{value:.3f}")
+    table.caption = "each problem played once, greedily, scored strictly: as the run's own held-out eval/*"
+    return table

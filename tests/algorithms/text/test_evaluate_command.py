@@ -1,0 +1,142 @@
+"""``deliberate evaluate text``: a trained text run's newest checkpoint played on held-out
+problems, as the run's own held-out evaluation plays them, into the run's ``evaluations/``
+and nothing else of the run. One tiny run of one update, trained once for the module, on a
+protocol whose reward is a hash of the texts (so the trained weights' greedy answers score
+otherwise than the untrained ones': the evaluation must have loaded them)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from algorithms import cli
+
+HERE = Path(__file__).parent
+PROTOCOL = "from text_learner_fakes import HashProtocol\n\nprotocol = HashProtocol()\n"
+"""A module in the tests' working directory: the protocol by its path (``./hash_task.py:protocol``)."""
+OWN_PROTOCOL = ["--protocol", "./hash_task.py:protocol"]
+TINY = ["--model", "tiny", *OWN_PROTOCOL, "--groups-per-update", "1", "--group-size", "2", "--max-new-tokens", "4",
+        "--learning-rate", "0.01", "--no-progress"]  # fmt: skip
+SPLIT_SIZE = 6
+"""The problems of each split of the hash protocol."""
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """The working directory, with the protocol's module."""
+    folder = tmp_path_factory.mktemp("evaluate")
+    (folder / "hash_task.py").write_text(PROTOCOL)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def trained(work):
+    """A run of ``train text grpo`` in ``work``: one update, held-out evaluations of 3 problems."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(work)
+        patch.syspath_prepend(str(HERE))
+        cli.main(["train", "text", "grpo", *TINY, "--updates", "1", "--eval-problems", "3", "--run-dir", "run"])
+    return work / "run"
+
+
+@pytest.fixture
+def here(work, monkeypatch):
+    """The tests run in ``work``, where ``./hash_task.py`` imports."""
+    monkeypatch.chdir(work)
+    monkeypatch.syspath_prepend(str(HERE))
+    return work
+
+
+def files_of(folder):
+    """Every file under ``folder`` with its bytes, by its path in the folder."""
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def evaluated(folder, capsys, *options):
+    """``deliberate evaluate text --run-dir FOLDER OPTIONS`` (the run's protocol given): the
+    record of the evaluation file it wrote, its path, and what it printed."""
+    cli.main(["evaluate", "text", "--run-dir", str(folder), *OWN_PROTOCOL, "--no-progress", *options])
+    printed = capsys.readouterr()
+    (path,) = [Path(line.split()[1]) for line in printed.out.splitlines() if line.startswith("wrote ")]
+    return json.loads(path.read_text(encoding="utf-8")), path, printed
+
+
+def refused(capsys, *args):
+    """The one error line of ``deliberate ARGS`` (status 2, no traceback)."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(list(args))
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+def test_the_evaluation_of_the_runs_problems_is_its_last_and_leaves_the_run_as_it_was(trained, here, capsys):
+    before = files_of(trained)
+    record, path, printed = evaluated(trained, capsys, "--eval-problems", "3")
+
+    first, last = (json.loads(line) for line in (trained / "metrics.jsonl").read_text().splitlines())
+    assert first["eval/joint"] != last["eval/joint"]  # the update changed the greedy answers
+    assert record["update"] == last["step"] == 1
+    assert record["metrics"] == {key: value for key, value in last.items() if key.startswith("eval/")}  # greedy: equal
+    assert (record["algo"], record["split"], record["problems"], record["checkpoint"]) == ("grpo", "test", 3, "checkpoint.safetensors")
+    assert (record["cut_share"], record["tokens_per_answer"]) == (last["eval/truncated_share"], last["eval/mean_completion_tokens"])
+    assert len(record["checkpoint_sha256"]) == 64 and record["date"] and record["deliberation_env_version"]
+    assert path == trained / "evaluations" / "test-3problems-update1.json"
+    assert files_of(trained) == {**before, "evaluations/test-3problems-update1.json": path.read_bytes()}  # nothing else changed
+    out = " ".join(printed.out.split())
+    assert "grpo, update 1: 3 test problems" in out and "eval/joint" in out and "tokens per answer" in out
+
+
+def test_more_problems_than_the_split_has_plays_the_split_says_so_and_records_the_number(trained, here, capsys):
+    record, path, printed = evaluated(trained, capsys, "--eval-problems", "50", "--eval-envs", "4")
+    assert (record["problems"], record["eval_envs"]) == (SPLIT_SIZE, 4)
+    assert f"--eval-problems=50 is more than the {SPLIT_SIZE} problems of the test split" in printed.err
+    assert path.name == f"test-{SPLIT_SIZE}problems-update1.json"
+    everything, _, _ = evaluated(trained, capsys, "--split", "train")  # no --eval-problems: the whole split
+    assert (everything["split"], everything["problems"]) == ("train", SPLIT_SIZE)
+
+
+def test_a_missing_folder_and_a_run_without_checkpoint_are_one_line_errors(trained, tmp_path, capsys):
+    missing = refused(capsys, "evaluate", "text", "--run-dir", str(tmp_path / "nowhere"))
+    assert missing == (
+        f"deliberate evaluate text: error: --run-dir {tmp_path / 'nowhere'}: no such folder (give the folder of a run of "
+        "deliberate train text)"
+    )
+    stopped = tmp_path / "stopped"  # a run stopped before its first checkpoint
+    stopped.mkdir()
+    for name in ("config.json", "metrics.jsonl"):
+        shutil.copy(trained / name, stopped / name)
+    assert "holds no checkpoint yet" in refused(capsys, "evaluate", "text", "--run-dir", str(stopped))
+    assert "holds no config.json" in refused(capsys, "evaluate", "text", "--run-dir", str(tmp_path))
+
+
+def test_a_run_of_a_protocol_of_ones_own_needs_it_named_again(trained, capsys):
+    assert refused(capsys, "evaluate", "text", "--run-dir", str(trained)).endswith(
+        "a file of your own: give it again, --protocol ./hash_task.py:protocol (reading config.json imports no code)"
+    )
+
+
+def test_a_folder_of_no_text_run_is_one_line_saying_so(tmp_path, capsys):
+    meta = tmp_path / "meta"
+    meta.mkdir()
+    (meta / "config.json").write_text(json.dumps({"algo": "grpo", "run": {"updates": 2}, "recorded_by": "deliberation-env 0.2.0"}))
+    assert "holds no text run" in refused(capsys, "evaluate", "text", "--run-dir", str(meta))
+    assert refused(capsys, "evaluate", "text", "--run-dir", str(meta), "--eval-problems", "0") == (
+        "deliberate evaluate text: error: --eval-problems must be >= 1, got 0"
+    )
+
+
+def test_evaluate_runs_in_one_process(monkeypatch, capsys):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert "runs in one process, not under torchrun" in refused(capsys, "evaluate", "text", "--run-dir", "x")
+
+
+def test_a_run_folder_given_without_its_option_is_offered_run_dir(capsys):
+    assert refused(capsys, "evaluate", "text", "runs/train/x") == (
+        "deliberate evaluate text: error: unexpected argument runs/train/x; did you mean --run-dir runs/train/x?"
+    )
+    assert refused(capsys, "evaluate", "meta") == "deliberate evaluate meta: error: unrecognized command meta; name one of text"
