@@ -97,6 +97,7 @@ def evaluate_text(cfg: EvaluateText) -> dict[str, float]:
     from agents.devices import full_determinism
     from algorithms.core.checkpoints import resume_checkpoint
     from algorithms.text.eval import evaluate
+    from algorithms.text.train import held_out_problems
 
     started = time.perf_counter()
     folder = Path(cfg.run_dir)
@@ -108,7 +109,7 @@ def evaluate_text(cfg: EvaluateText) -> dict[str, float]:
     config, placement = placed(recorded_config(folder, record, cfg), folder)
     with full_determinism() if config.full_determinism else contextlib.nullcontext():  # as the run played
         learner = saved_learner(config, folder, record, checkpoint)
-        venv, count = held_out_problems(config, cfg)
+        venv, count = held_out_problems(config, cfg.eval_problems, cfg.split)
         evaluation = evaluate(learner, venv, list(range(count)), progress=cfg.progress)
     result = evaluation_record(cfg, evaluation, learner, checkpoint, count, placement, time.perf_counter() - started)
     path = folder / EVALUATIONS / f"{cfg.split}-{count}problems-update{learner.update}.json"
@@ -191,21 +192,6 @@ def placed(config: TextLearnerConfig, folder: Path) -> tuple[TextLearnerConfig, 
     placement = resolved_placement(config.device, config.dtype)
     check_full_in_float16(config, placement)
     return config, placement
-
-
-def held_out_problems(config: TextLearnerConfig, cfg: EvaluateText) -> tuple[Any, int]:
-    """The held-out env of ``config`` on ``cfg.split`` (:func:`algorithms.text.train.held_out_env`,
-    ``config.eval_envs`` problems at a time, fewer for a smaller split) and how many of its
-    problems to play: ``cfg.eval_problems``, at most the split's (more is said), or the whole split."""
-    from algorithms.text.train import held_out_env
-    from deliberation_env.tasks import problem_count
-
-    venv = held_out_env(config, min(cfg.eval_problems or config.eval_envs, config.eval_envs), cfg.split)
-    whole = len(venv.problems)
-    count = whole if cfg.eval_problems is None else problem_count(cfg.eval_problems, whole, cfg.split, "--eval-problems")
-    if count < venv.num_envs:  # a split smaller than the envs: none played only to be thrown away
-        venv = held_out_env(config, count, cfg.split)
-    return venv, count
 
 
 def saved_learner(config: TextLearnerConfig, folder: Path, record: dict[str, Any], checkpoint: Path) -> TextPolicyGradientLearner:

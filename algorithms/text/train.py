@@ -150,6 +150,18 @@ def held_out_env(config: TextLearnerConfig, num_envs: int, split: str = "test") 
     return vector_env_from(config.env, num_envs, split=split, stop_threshold=None, **strict)
 
 
+def held_out_problems(config: TextLearnerConfig, asked: int | None, split: str = "test") -> tuple[TextDeliberationVectorEnv, int]:
+    """The held-out env of ``config`` on ``split`` (:func:`held_out_env`) and how many of its
+    problems to play: ``asked``, at most the split's (more is said, with a warning), or the
+    whole split (None). ``config.eval_envs`` are played at a time, or as many as the
+    problems where they are fewer (none played only to be thrown away)."""
+    venv = held_out_env(config, min(asked or config.eval_envs, config.eval_envs), split)
+    count = len(venv.problems) if asked is None else problem_count(asked, len(venv.problems), split, "--eval-problems")
+    if count < venv.num_envs:
+        venv = held_out_env(config, count, split)
+    return venv, count
+
+
 def resolved_placement(device: str, dtype: str) -> dict[str, str]:
     """Before a run writes anything: the device and dtype that ``device`` and ``dtype``
     give here (:func:`agents.devices.resolve`), under :data:`RESOLVED_FIELDS`.
@@ -334,10 +346,7 @@ def _train(
     algo = getattr(learner_type, "name", None) or (TEXT_ALGOS.get(type(config)) if shipped else None)
     eval_env = None
     if config.run.eval_problems:  # at most the test split: said, and recorded as the number used (as the meta family)
-        eval_env = held_out_env(config, min(config.run.eval_problems, config.eval_envs))
-        count = problem_count(config.run.eval_problems, len(eval_env.problems), "test", "--eval-problems")
-        if count < eval_env.num_envs:  # a test split smaller than the envs: none played only to be thrown away
-            eval_env = held_out_env(config, count)
+        eval_env, count = held_out_problems(config, config.run.eval_problems)
         config = dataclasses.replace(config, run=dataclasses.replace(config.run, eval_problems=count))
     if config.run.run_dir:  # before the models load (minutes for a large one): the settings and the folder
         early = {"algo": algo, **config_record(config)}
