@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -136,6 +137,26 @@ def test_two_gloo_processes_make_the_one_process_updates(one_process, two_proces
     assert {p.name for p in (two_processes / "adapters").iterdir()} >= {"agent_0", "agent_1"}
     printed = (two_processes.parent / "two.stdout").read_text()
     assert printed.count("wrote ") == 1 and "summary.json" in printed  # rank 0 alone prints, once it has written
+
+
+def test_two_nodes_joined_by_a_rendezvous_make_the_one_process_updates(folder, one_process):
+    """README's several-node command (``--nnodes 2 --rdzv-backend c10d``), its two machines
+    played by two ``torchrun`` launchers on this one, sharing the run folder as nodes share
+    a file system: the node of rank 1 has ``LOCAL_RANK`` 0 too, and must neither write nor
+    print."""
+    with socket.socket() as free:  # a port for the rendezvous, free when asked
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(HERE), str(folder)])}
+    rendezvous = ["--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
+                  "--rdzv-id", "two-nodes"]  # fmt: skip
+    command = [sys.executable, "-m", "torch.distributed.run", *rendezvous, "-m", "algorithms.cli", *train_args(2, folder / "nodes")]
+    nodes = [subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    printed = [node.communicate(timeout=600) for node in nodes]
+    assert [node.returncode for node in nodes] == [0, 0], [err[-5000:] for _, err in printed]
+    assert_same_run(folder / "nodes", one_process / "one-at-2")
+    assert json.loads((folder / "nodes" / "config.json").read_text())["world_size"] == 2
+    assert sorted(out.count("wrote ") for out, _ in printed) == [0, 1]  # rank 0's node alone writes and prints
 
 
 def test_a_run_of_two_processes_resumes_in_one(folder, one_process, two_processes):
