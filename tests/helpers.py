@@ -94,6 +94,20 @@ def wait_until(condition: Callable[[], object], timeout_s: float = 60.0) -> None
         time.sleep(0.05)
 
 
+def refused(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """The error line of ``deliberate ARGS``, which must exit with status 2 and print one
+    line and no traceback."""
+    from algorithms import cli
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(list(args))
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and "__tyro" not in err
+    assert "\n" not in err, err
+    return err
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free right now."""
     with socket.socket() as s:

@@ -16,6 +16,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from helpers import refused
 
 import deliberation_env as de
 from algorithms import cli
@@ -27,18 +28,6 @@ TINY_TRAIN = [
     "--eval-interval", "2", "--eval-problems", "8", "--groups-per-update", "2", "--group-size", "2",
     "--hidden-size", "16", "--num-heads", "2", "--no-progress",
 ]  # fmt: skip
-
-
-def refused(capsys, *args: str) -> str:
-    """The error line of ``deliberate ARGS``, which must exit with status 2 and print one
-    line and no traceback."""
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main(list(args))
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert "Traceback" not in err and "__tyro" not in err
-    assert "\n" not in err, err
-    return err
 
 
 # ---------------------------------------------------------------------------- help

@@ -9,6 +9,7 @@ import json
 
 import pytest
 import transformers.utils.logging
+from helpers import refused
 
 from algorithms import cli
 from algorithms.core.run_dirs import CONFIG, check_resume, holds_run, open_run_dir
@@ -16,16 +17,6 @@ from algorithms.meta.config import TRAINING_DIFFICULTY, GRPOConfig, with_task_de
 
 TINY_TEXT = ["--model", "tiny", "--groups-per-update", "1", "--group-size", "2", "--max-new-tokens", "4",
              "--updates", "1", "--no-progress"]  # fmt: skip
-
-
-def refused(capsys, *args: str) -> str:
-    """The one error line of ``deliberate ARGS``, which must exit with status 2."""
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main(list(args))
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err, err
-    return err
 
 
 # ---------------------------------------------------------------------------- 1. task defaults

@@ -25,6 +25,7 @@ from algorithms.text.config import (
 )
 from algorithms.text.learners import TextMAGRPO
 from tests.algorithms.test_compare_user_learner import TINY_META
+from tests.algorithms.test_train_own_learner import CENTRED
 
 
 def parsed(*args: str):
@@ -125,27 +126,6 @@ def test_a_comparison_recorded_before_own_settings_resumes_at_their_defaults_onl
     meta = dataclasses.asdict(CompareConfig())
     old_meta = {name: value for name, value in meta.items() if name not in ("magrpo", "grpo", "softrankpo")}
     assert changed_settings(old_meta, meta) == []
-
-
-CENTRED = """
-from dataclasses import dataclass
-
-from algorithms.meta.config import MAGRPOConfig
-from algorithms.meta.grpo import GRPO
-
-
-@dataclass
-class CentredConfig(MAGRPOConfig):
-    centre: bool = True
-
-
-class Centred(GRPO):
-    name = "centred"
-    config_class = CentredConfig
-
-    def compute_advantages(self, returns):
-        return returns - returns.mean(1, keepdim=True) if self.config.centre else returns
-"""
 
 
 @pytest.fixture

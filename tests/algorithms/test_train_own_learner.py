@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import refused
 
 from algorithms import cli
 from algorithms.core.checkpoints import load_checkpoint
@@ -99,16 +100,6 @@ def beside(tmp_path, monkeypatch):
     yield tmp_path
     for name in ("centred", "mistakes"):
         sys.modules.pop(name, None)
-
-
-def refused(capsys, *args: str) -> str:
-    """The one error line of ``deliberate ARGS``, which must exit with status 2."""
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main(list(args))
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "Traceback" not in err, err
-    return err
 
 
 def learned(folder: Path) -> dict[str, torch.Tensor]:

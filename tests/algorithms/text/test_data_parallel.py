@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from helpers import free_port
 
 from algorithms import cli
 from algorithms.core.checkpoints import load_checkpoint
@@ -144,9 +144,7 @@ def test_two_nodes_joined_by_a_rendezvous_make_the_one_process_updates(folder, o
     played by two ``torchrun`` launchers on this one, sharing the run folder as nodes share
     a file system: the node of rank 1 has ``LOCAL_RANK`` 0 too, and must neither write nor
     print."""
-    with socket.socket() as free:  # a port for the rendezvous, free when asked
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
+    port = free_port()  # the rendezvous's
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(HERE), str(folder)])}
     rendezvous = ["--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
                   "--rdzv-id", "two-nodes"]  # fmt: skip

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers import refused
 
 from algorithms import cli
 
@@ -62,16 +63,6 @@ def evaluated(folder, capsys, *options):
     printed = capsys.readouterr()
     (path,) = [Path(line.split()[1]) for line in printed.out.splitlines() if line.startswith("wrote ")]
     return json.loads(path.read_text(encoding="utf-8")), path, printed
-
-
-def refused(capsys, *args):
-    """The one error line of ``deliberate ARGS`` (status 2, no traceback)."""
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main(list(args))
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "Traceback" not in err, err
-    return err
 
 
 def test_the_evaluation_of_the_runs_problems_is_its_last_and_leaves_the_run_as_it_was(trained, here, capsys):
