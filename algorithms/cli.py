@@ -965,7 +965,7 @@ def parse(args: list[str]) -> Deliberate:
     return parsed
 
 
-DATA_PARALLEL = ("train text", "compare text")
+DATA_PARALLEL = ("train text", "compare text", "evaluate text")
 """The commands that ``torchrun`` runs data-parallel (:mod:`algorithms.core.data_parallel`)."""
 
 
@@ -980,7 +980,7 @@ def check_processes(command: str) -> None:
     if world_size > 1 and command not in DATA_PARALLEL:
         raise ValueError(
             f"{command} runs in one process, not under torchrun ({world_size} processes here, each would run it "
-            f"alone): {' and '.join(DATA_PARALLEL)} train data-parallel; the meta seat scales over Ray workers (--workers)"
+            f"alone): {', '.join(DATA_PARALLEL)} run data-parallel; the meta seat scales over Ray workers (--workers)"
         )
 
 

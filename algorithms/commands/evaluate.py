@@ -10,7 +10,8 @@ the same problems, the numbers the run logged at that update. It prints a table 
 ``RUN/evaluations/<split>-<N>problems-update<K>.json``; the run's own files are read only.
 
 Text runs only: a meta run's held-out evaluations are in its ``metrics.jsonl`` and
-``summary.json``. In one process (not under ``torchrun``).
+``summary.json``. Under ``torchrun`` the processes share the problems, as a run's held-out
+evaluation shares them, and rank 0 alone writes and prints.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def evaluate_text(cfg: EvaluateText) -> dict[str, float]:
             rebuilt learner (another base model, another dtype).
     """
     from agents.devices import full_determinism
+    from algorithms.core import data_parallel
     from algorithms.core.checkpoints import resume_checkpoint
     from algorithms.text.eval import evaluate
     from algorithms.text.train import held_out_problems
@@ -107,10 +109,20 @@ def evaluate_text(cfg: EvaluateText) -> dict[str, float]:
         raise ValueError(f"the run in {folder} holds no checkpoint yet (it stopped before its first): there are no trained weights to evaluate")
     quiet_libraries(cfg.progress)
     config, placement = placed(recorded_config(folder, record, cfg), folder)
-    with full_determinism() if config.full_determinism else contextlib.nullcontext():  # as the run played
+    deterministic = full_determinism() if config.full_determinism else contextlib.nullcontext()  # as the run played
+    with deterministic, data_parallel.process_group(config.device) as ranks:  # under torchrun: the ranks share the problems
+        if ranks.world_size > config.groups_per_update:  # the learner is built as the run's, which shares its groups
+            raise ValueError(
+                f"the run in {folder} trained {config.groups_per_update} group(s) per update, and its learner shares them "
+                f"among the processes: evaluate it on at most {config.groups_per_update} (torchrun --nproc-per-node), "
+                f"not {ranks.world_size}"
+            )
         learner = saved_learner(config, folder, record, checkpoint)
         venv, count = held_out_problems(config, cfg.eval_problems, cfg.split)
         evaluation = evaluate(learner, venv, list(range(count)), progress=cfg.progress)
+    if not ranks.writes:  # every rank has the whole evaluation; rank 0 writes and prints it
+        return evaluation.metrics
+    placement = {**placement, "processes": ranks.world_size}
     result = evaluation_record(cfg, evaluation, learner, checkpoint, count, placement, time.perf_counter() - started)
     path = folder / EVALUATIONS / f"{cfg.split}-{count}problems-update{learner.update}.json"
     path.parent.mkdir(exist_ok=True)
@@ -233,13 +245,13 @@ def evaluation_record(
     learner: TextPolicyGradientLearner,
     checkpoint: Path,
     count: int,
-    placement: dict[str, str],
+    placement: dict[str, Any],
     elapsed: float,
 ) -> dict[str, Any]:
     """What ``RUN/evaluations/*.json`` holds: the command's settings, the version and date
     (:func:`~algorithms.commands.run.record_header`), the checkpoint (its update and SHA-256),
-    the split and the problems played (``count``), the device and dtype (``placement``),
-    and the evaluation."""
+    the split and the problems played (``count``), the device, dtype and processes
+    (``placement``), and the evaluation."""
     from agents.fingerprint import file_sha256
     from algorithms.commands.run import record_header
 

@@ -7,7 +7,10 @@ otherwise than the untrained ones': the evaluation must have loaded them)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,9 +124,33 @@ def test_a_folder_of_no_text_run_is_one_line_saying_so(tmp_path, capsys):
     )
 
 
-def test_evaluate_runs_in_one_process(monkeypatch, capsys):
-    monkeypatch.setenv("WORLD_SIZE", "2")
-    assert "runs in one process, not under torchrun" in refused(capsys, "evaluate", "text", "--run-dir", "x")
+def torchrun_evaluate(folder: Path, run: Path, *options: str) -> subprocess.CompletedProcess:
+    """``torchrun --nproc-per-node 2 -m algorithms.cli evaluate text --run-dir RUN OPTIONS`` in ``folder``."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(HERE), str(folder)])}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "algorithms.cli",
+               "evaluate", "text", "--run-dir", str(run), *OWN_PROTOCOL, "--no-progress", *options]  # fmt: skip
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_two_gloo_processes_share_the_problems_and_rank_0_alone_writes(here, capsys):
+    """``torchrun --nproc-per-node 2 -m algorithms.cli evaluate text``: each process plays
+    its share of the problems; the evaluation is the one process's, written once."""
+    cli.main(["train", "text", "grpo", *TINY, "--groups-per-update", "2", "--updates", "1", "--eval-problems", "0",
+              "--run-dir", "two-groups"])  # fmt: skip
+    capsys.readouterr()
+    alone, _, _ = evaluated(here / "two-groups", capsys, "--eval-problems", "5", "--eval-envs", "2")
+    done = torchrun_evaluate(here, here / "two-groups", "--eval-problems", "5", "--eval-envs", "2")
+    assert done.returncode == 0, done.stderr[-5000:]
+    assert done.stdout.count("wrote ") == 1 and "rank 1" not in done.stderr
+    shared = json.loads((here / "two-groups" / "evaluations" / "test-5problems-update1.json").read_text())
+    assert (shared["processes"], alone["processes"]) == (2, 1)
+    assert shared["metrics"] == pytest.approx(alone["metrics"])
+
+
+def test_more_processes_than_the_runs_groups_is_one_line_saying_how_many(trained, here):
+    done = torchrun_evaluate(here, trained)
+    assert done.returncode != 0
+    assert "trained 1 group(s) per update, and its learner shares them among the processes: evaluate it on at most 1" in done.stderr
 
 
 def test_a_run_folder_given_without_its_option_is_offered_run_dir(capsys):
