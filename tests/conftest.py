@@ -117,6 +117,16 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {description}")
 
 
+@pytest.fixture(autouse=True)
+def _recursion_limit_kept() -> Iterator[None]:
+    """torch's inductor raises the process's recursion limit where it compiles (to 2,000
+    and more); each test gets the suite's back, so that a later one runs at the limit a
+    user's process has (a deep program's decision key changed with it)."""
+    limit = sys.getrecursionlimit()
+    yield
+    sys.setrecursionlimit(limit)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _stable_baselines3_logs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """stable-baselines3 makes a folder ``$TMPDIR/SB3-<time>`` for every model's logger,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import shutil
-import sys
 
 import pytest
 import torch
@@ -30,14 +29,6 @@ TWELVE = {
     for k, agent in enumerate(REQUESTS)
 }
 """Twelve rows of three agents (a static batch of 16, whose live rows move into 8)."""
-
-
-@pytest.fixture
-def recursion_limit_kept():
-    """Inductor raises its process's recursion limit: the later tests get the suite's back."""
-    limit = sys.getrecursionlimit()
-    yield
-    sys.setrecursionlimit(limit)
 
 
 def assert_same_completions(got: dict, expected: dict) -> None:
@@ -260,7 +251,7 @@ def test_a_decode_installs_the_compiled_layers_once_and_takes_them_out_when_it_f
 @pytest.mark.skipif(not any(map(shutil.which, steps.COMPILERS)), reason="inductor needs a C++ compiler")
 @pytest.mark.parametrize("scope", steps.COMPILE_SCOPES)
 def test_a_compiled_step_serves_later_calls_with_their_own_prompts_rows_and_weights(
-    scope, recursion_limit_kept, monkeypatch
+    scope, monkeypatch
 ):
     from torch._dynamo.utils import counters
 
