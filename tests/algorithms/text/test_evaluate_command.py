@@ -20,8 +20,9 @@ from algorithms import cli
 
 HERE = Path(__file__).parent
 PROTOCOL = "from text_learner_fakes import HashProtocol\n\nprotocol = HashProtocol()\n"
-"""A module in the tests' working directory: the protocol by its path (``./hash_task.py:protocol``)."""
-OWN_PROTOCOL = ["--protocol", "./hash_task.py:protocol"]
+"""A module in the tests' working directory: the protocol by its path (``./evaluated_task.py:protocol``; a name no
+other test imports: the data-parallel tests import ``hash_task``)."""
+OWN_PROTOCOL = ["--protocol", "./evaluated_task.py:protocol"]
 TINY = ["--model", "tiny", *OWN_PROTOCOL, "--groups-per-update", "1", "--group-size", "2", "--max-new-tokens", "4",
         "--learning-rate", "0.01", "--no-progress"]  # fmt: skip
 SPLIT_SIZE = 6
@@ -32,7 +33,7 @@ SPLIT_SIZE = 6
 def work(tmp_path_factory):
     """The working directory, with the protocol's module."""
     folder = tmp_path_factory.mktemp("evaluate")
-    (folder / "hash_task.py").write_text(PROTOCOL)
+    (folder / "evaluated_task.py").write_text(PROTOCOL)
     return folder
 
 
@@ -48,7 +49,7 @@ def trained(work):
 
 @pytest.fixture
 def here(work, monkeypatch):
-    """The tests run in ``work``, where ``./hash_task.py`` imports."""
+    """The tests run in ``work``, where ``./evaluated_task.py`` imports."""
     monkeypatch.chdir(work)
     monkeypatch.syspath_prepend(str(HERE))
     return work
@@ -110,7 +111,7 @@ def test_a_missing_folder_and_a_run_without_checkpoint_are_one_line_errors(train
 
 def test_a_run_of_a_protocol_of_ones_own_needs_it_named_again(trained, capsys):
     assert refused(capsys, "evaluate", "text", "--run-dir", str(trained)).endswith(
-        "a file of your own: give it again, --protocol ./hash_task.py:protocol (reading config.json imports no code)"
+        "a file of your own: give it again, --protocol ./evaluated_task.py:protocol (reading config.json imports no code)"
     )
 
 
