@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from agents.devices import Dtype
 from algorithms.commands.common import console, quiet_libraries, wrote
 from algorithms.core.run_dirs import CONFIG, recorded_settings
-from algorithms.text.config import BASE_DIGEST, MACHINE_RECORDS, MODEL_FIELDS, TEXT_CONFIGS
+from algorithms.text.config import BASE_DIGEST, MACHINE_RECORDS, TEXT_CONFIGS
 from deliberation_env.text.config import is_import_path
 
 if TYPE_CHECKING:
@@ -217,22 +217,26 @@ def saved_learner(config: TextLearnerConfig, folder: Path, record: dict[str, Any
     """
     from agents.trainable_lm.weights import base_digest
     from algorithms.core import data_parallel
-    from algorithms.core.checkpoints import checkpoint_settings
     from algorithms.text.base import rank_num_envs
-    from algorithms.text.train import DIGEST_ELEMENTS, build_env, build_lm, learner_class
+    from algorithms.text.train import (
+        DIGEST_ELEMENTS,
+        base_named,
+        build_env,
+        build_lm,
+        learner_class,
+        trained_names,
+    )
 
     venv = build_env(config, rank_num_envs(config, data_parallel.current()))
     lm = build_lm(config, list(venv.possible_agents))
     digest = base_digest(lm, elements=DIGEST_ELEMENTS)
     if record.get(BASE_DIGEST, digest) != digest:
-        named = " ".join(map(str, config.models)) or config.model or "the default model"
         raise ValueError(
-            f"cannot evaluate the run in {folder}: {named}, the base its {CONFIG} names, has other weights here than the "
-            "base it trained on (it moved or changed)"
+            f"cannot evaluate the run in {folder}: {base_named(dataclasses.asdict(config))}, the base its {CONFIG} names, "
+            "has other weights here than the base it trained on (it moved or changed)"
         )
     if BASE_DIGEST in record:  # the checkpoint names the base as the run first did, wherever it lies now
-        saved = checkpoint_settings(checkpoint)
-        names = {name: saved.get(name, getattr(config, name)) for name in MODEL_FIELDS}
+        names = trained_names(folder, record, config)
         config = dataclasses.replace(config, model=names["model"], models=tuple(names["models"]))
     learner = learner_class(config)(config, lm, venv, {})
     learner.load(checkpoint)

@@ -310,7 +310,7 @@ def train(
         return _train(config, frozen, ranks, learner_class(config) if learner is None else learner, placement)
 
 
-def _base_named(settings: Mapping[str, Any]) -> str:
+def base_named(settings: Mapping[str, Any]) -> str:
     """The base model ``settings`` name, as the command line gives it (``--model X``,
     ``--models X Y``; the default SmolLM2 where they name none)."""
     if settings.get("models"):
@@ -318,7 +318,7 @@ def _base_named(settings: Mapping[str, Any]) -> str:
     return f"--model {settings['model']}" if settings.get("model") else "the default SmolLM2-135M-Instruct (no --model)"
 
 
-def _trained_names(run_dir: Path, recorded: Mapping[str, Any], config: TextLearnerConfig) -> dict[str, Any]:
+def trained_names(run_dir: Path, recorded: Mapping[str, Any], config: TextLearnerConfig) -> dict[str, Any]:
     """How a resumed run's checkpoint names its base (``model`` and ``models``): a base may
     have moved since, and ``config.json`` records where it lies now (a second resume
     after a move was refused when the names came from there)."""
@@ -354,7 +354,7 @@ def _train(
                       resume_from=config.run.resume_from)  # fmt: skip
         if BASE_DIGEST in recorded and not (config.model or config.models) and (recorded.get("model") or recorded.get("models")):
             raise ValueError(  # the default model left in by mistake: said before it loads
-                f"cannot resume the run in {config.run.run_dir}: it trained on {_base_named(recorded)}, and this command "
+                f"cannot resume the run in {config.run.run_dir}: it trained on {base_named(recorded)}, and this command "
                 f"names none; give it, or resume with the run's own settings: --config {config.run.run_dir}/config.json --resume"
             )
     venv = build_env(config, rank_num_envs(config, ranks))
@@ -365,8 +365,8 @@ def _train(
     where_base_lies = {field: list(value) if isinstance(value, tuple) else value for field in MODEL_FIELDS if (value := getattr(config, field))}
     if recorded.get(BASE_DIGEST, placement[BASE_DIGEST]) != placement[BASE_DIGEST]:
         raise ValueError(
-            f"cannot resume the run in {config.run.run_dir}: it trained on {_base_named(recorded)}, whose weights "
-            f"are not those of {_base_named(dataclasses.asdict(config))} here; resume with the model it trained on "
+            f"cannot resume the run in {config.run.run_dir}: it trained on {base_named(recorded)}, whose weights "
+            f"are not those of {base_named(dataclasses.asdict(config))} here; resume with the model it trained on "
             "(in another folder or under another name if it moved)"
         )
     sampler = None
@@ -380,7 +380,7 @@ def _train(
 
         sampler = CTranslate2Sampler(lm, exact_logprobs=False)  # the learners score with torch
     if BASE_DIGEST in recorded:  # the checkpoint names the base as the run first did, wherever it lies now
-        named = _trained_names(Path(config.run.run_dir), recorded, config)
+        named = trained_names(Path(config.run.run_dir), recorded, config)
         config = dataclasses.replace(config, model=named["model"], models=tuple(named["models"]))
     learner = learner_type(config, lm, venv, frozen, sampler=sampler)
     if algo is None and config.run.run_dir:  # a factory without a name: the learner it built names the run

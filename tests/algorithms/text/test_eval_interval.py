@@ -27,17 +27,24 @@ def test_eval_interval_needs_held_out_problems():
         text_run(eval_interval=2)
 
 
-def test_eval_envs_sets_the_problems_played_per_sampling_call(monkeypatch):
+@pytest.fixture
+def rows_sampled(monkeypatch) -> list[int]:
+    """The requests of each joint sampling call, every agent's together, as the test goes."""
     from agents.trainable_lm import TrainableLM
 
-    calls: list[int] = []
+    rows: list[int] = []
     original = TrainableLM.sample_joint
 
     def counted(self, requests, **settings):
-        calls.append(sum(len(chats) for chats, _ in requests.values()))
+        rows.append(sum(len(chats) for chats, _ in requests.values()))
         return original(self, requests, **settings)
 
     monkeypatch.setattr(TrainableLM, "sample_joint", counted)
+    return rows
+
+
+def test_eval_envs_sets_the_problems_played_per_sampling_call(rows_sampled):
+    calls = rows_sampled
     before = {}
     for envs in (1, 3):
         calls.clear()
@@ -52,20 +59,12 @@ def test_eval_envs_must_be_positive():
         TextGRPOConfig(**SMALL, eval_envs=0)
 
 
-def test_a_test_split_smaller_than_the_envs_plays_each_problem_once(monkeypatch):
+def test_a_test_split_smaller_than_the_envs_plays_each_problem_once(rows_sampled):
     """A client's run: ``--eval-problems 50 --eval-envs 16`` on a test split of 8 problems
     built 16 envs and played 8 of them only to throw their answers away."""
-    from agents.trainable_lm import TrainableLM
     from deliberation_env.text.config import TextEnvConfig
 
-    rows: list[int] = []
-    original = TrainableLM.sample_joint
-
-    def counted(self, requests, **settings):
-        rows.append(sum(len(chats) for chats, _ in requests.values()))
-        return original(self, requests, **settings)
-
-    monkeypatch.setattr(TrainableLM, "sample_joint", counted)
+    rows = rows_sampled
     env = TextEnvConfig(task="gsm8k", path="sample")  # 8 problems in each split
     with pytest.warns(UserWarning, match="more than the 8 problems of the test split"):
         result = train(TextGRPOConfig(**SMALL, env=env, eval_envs=16, run=text_run(updates=0, eval_problems=50, progress=False)))
