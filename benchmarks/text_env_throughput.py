@@ -5,11 +5,13 @@ scores them with the protocol, including each agent's leave-one-out score.
 
 - math: ``text_vector_env`` on arithmetic, every agent answering; steps of all envs.
 - coding: HumanEval's canonical solution split into a helper (``aux`` holding the
-  canonical body) and a main function calling it, so every step runs the trusted
-  verdict: the team's program, the program without the helper (the main agent's
-  neutral text has no function, so it is not judged) and, as the team passes every test,
-  the program with the helper's answers withheld (red team 27: do they matter?). Every
-  program is judged once.
+  canonical body) and a main function calling it after a case of its own (``if x is
+  None``), so every step runs the trusted verdict: the team's program, the program
+  without the helper (the main agent's neutral text has no function, so it is not
+  judged) and, as the team passes every test, the program with the helper's answers
+  swapped (red teams 27 and 28: do they matter?) and the helper alone as the entry point
+  (red team 42: does the main's own work matter? Here it does not, so such a team scores
+  3.0, and 4.0 where the swapped answers pass too). Every program is judged once.
   Measured two ways on the same problems: a ``text_vector_env`` of ``num_envs`` envs,
   whose step sends every env's programs to the sandbox in one ``judge_many`` call, and a
   single ``text_env`` stepped one problem at a time (what every step cost before the
@@ -49,14 +51,16 @@ class Args:
 
 def split_solution(problem) -> tuple[str, str]:
     """The canonical solution as a helper ``aux`` with the canonical body, and a main
-    function that calls it with the same arguments."""
+    function that calls it with the same arguments after a case of its own (module
+    docstring)."""
     prompt, entry = problem.meta["prompt"], problem.meta["entry_point"]
     body = problem.answer[len(prompt) :]
     signature = prompt[prompt.rindex(f"def {entry}(") :].split(":\n", 1)[0]
     arguments = signature[signature.index("(") + 1 : signature.rindex(")")]
     names = [a.split(":")[0].split("=")[0].strip() for a in arguments.split(",") if a.strip()]
     helper = signature.replace(f"def {entry}(", "def aux(", 1) + ":\n" + body
-    main = f"def {entry}({', '.join(names)}):\n    results = [aux({', '.join(names)})]\n    return results[0]\n"
+    case = f"    if {names[0]} is None:\n        return None\n"
+    main = f"def {entry}({', '.join(names)}):\n{case}    results = [aux({', '.join(names)})]\n    return results[0]\n"
     return helper, main
 
 
@@ -75,7 +79,8 @@ def math_steps_per_s(args: Args) -> float:
 
 def coding_steps_per_s(args: Args) -> tuple[float, float, float, list]:
     """Env steps per second of the coding protocol, batched (vector env) and one env at a
-    time; the share of steps scored 4.0; the (problem, team program) pairs."""
+    time; the share of steps that earned the cooperation bonus (3.0 or more); the (problem,
+    team program) pairs."""
     venv = text_vector_env(args.num_envs, task="humaneval", split="test")
     problems = list(venv.problems)[: args.coding_problems]
     texts = [split_solution(p) for p in problems]
@@ -95,7 +100,7 @@ def coding_steps_per_s(args: Args) -> tuple[float, float, float, list]:
         env.step({"agent_0": helper, "agent_1": main})
     one_by_one = len(texts) / (time.perf_counter() - started)
     programs = [env.protocol.codes(p, t)[2] for p, t in zip(problems, texts, strict=True)]
-    full = sum(r == 4.0 for r in rewards) / len(rewards)
+    full = sum(r >= 3.0 for r in rewards) / len(rewards)
     return batched, one_by_one, full, list(zip(problems, programs, strict=True))
 
 
@@ -118,7 +123,7 @@ def main(args: Args) -> None:
     print("|---|---:|")
     print(f"| math protocol, 3 agents: env steps (vector env of {args.num_envs}) | {math_rate:,.0f} |")
     print(f"| coding protocol: env steps, vector env of {args.num_envs}, one judge_many call per step "
-          f"({args.coding_problems} problems; {full:.0%} scored 4.0) | {batched:.1f} |")
+          f"({args.coding_problems} problems; {full:.0%} earned cooperation) | {batched:.1f} |")
     print(f"| coding protocol: env steps, one env at a time | {one_by_one:.1f} |")
     print(f"| sandbox: checks, 1 worker | {one:.1f} |")
     print(f"| sandbox: checks, 4 workers | {four:.1f} |")
@@ -127,7 +132,7 @@ def main(args: Args) -> None:
         "math_steps_per_s": math_rate,
         "coding_steps_per_s_vector": batched,
         "coding_steps_per_s_one_env": one_by_one,
-        "coding_full_reward_share": full,
+        "coding_cooperation_share": full,
         "sandbox_checks_per_s_1_worker": one,
         "sandbox_checks_per_s_4_workers": four,
     }

@@ -1,4 +1,4 @@
-"""Red teams 40 and 41: escapes from the coding protocol's wrapper rule (``not_wrapper``),
+"""Red teams 40 to 42: escapes from the coding protocol's wrapper rule (``not_wrapper``),
 each a real team scored with the real sandbox on HumanEval/8, against the honest wrapper
 ``return aux(numbers)`` (3.0: the helper did the whole problem).
 
@@ -29,6 +29,8 @@ PREFIXES = (
     "def aux(numbers):\n    out, s, p = [(0, 1)], 0, 1\n    for n in numbers:\n"
     "        s, p = s + n, p * n\n        out.append((s, p))\n    return out\n"
 )  # the (sum, product) of every prefix: the answer is its last entry
+NOT_EMPTY = WHOLE.replace("product = 1\n    for n in numbers:", "product = numbers[0]\n    for n in numbers[1:]:")
+BEFORE_SENTINEL = WHOLE.replace("numbers):\n", "numbers):\n    numbers = numbers[:-1]\n", 1)  # up to the last
 HONEST_WRAPPER = (WHOLE, "    return aux(numbers)\n")
 
 
@@ -115,7 +117,7 @@ WORK_ON_THE_ANSWER = {
         "def aux(numbers):\n    return [[n] for n in numbers]\n",
         "    flat = functools.reduce(lambda a, b: a + b, aux(numbers), [])\n    return (sum(flat), functools.reduce(operator.mul, flat, 1))\n",
     ),
-    "its argument sorted in place": (WHOLE, "    numbers = list(numbers)\n    numbers.sort()\n    return aux(numbers)\n"),
+    "a sentinel appended in place": (BEFORE_SENTINEL, "    numbers = list(numbers)\n    numbers.append(0)\n    return aux(numbers)\n"),
     "a chain of work that reaches the answer": (DOUBLED, "    a = aux(numbers)\n    b = a[0] // 2\n    return (b, a[1] // 2)\n"),
 }  # fmt: skip
 
@@ -130,6 +132,11 @@ BASE_CASES = {
         "    return (0, 1) if not numbers else aux(numbers)\n",
         "    if not numbers:\n        return (0, 1)\n    return aux(numbers)\n",
         1.0,
+    ),
+    "a base case the helper also handles": (  # the helper alone passes (red team 42)
+        "    return (0, 1) if not numbers else aux(numbers)\n",
+        "    if not numbers:\n        return (0, 1)\n    return aux(numbers)\n",
+        0.0,
     ),
     "a test of the helper's answer": (
         "    return aux(numbers) if aux(numbers) else numbers\n",
@@ -150,8 +157,9 @@ def test_a_conditional_expression_and_an_if_statement_get_the_same_verdict(proto
     case as an ``if`` statement (4.0). Both forms now read a test alike: a case of the
     main's own is work; a constant or the helper's answer passed on is not."""
     expression, statement, not_wrapper = BASE_CASES[name]
+    helper = NOT_EMPTY if name == "a base case of its own" else WHOLE  # a helper that fails on []
     for body in (expression, statement):
-        scores(protocol, problem, (WHOLE, body), not_wrapper)
+        scores(protocol, problem, (helper, body), not_wrapper)
 
 
 def dead_lines(body):
@@ -179,19 +187,41 @@ def test_liveness_ends_on_code_that_reads_itself_and_keeps_what_reaches_the_answ
     assert dead_lines(body) == [2, 4, 5, 6]  # the def's own return (3) is not one of f's statements
 
 
-# Known limitations: the rule reads through the identities it knows; any other call is
-# work, even one that gives its argument back unchanged, and work on the arguments counts
-# even where it cannot change the answer (the rule runs nothing); a test of the main's own
-# is a case, even where both arms are the same. 4.0 against 3.0.
-UNKNOWN_IDENTITIES = {
+# Red team 42: work the rule reads as work (an unknown call, a case of the main's own) but
+# that cannot change the answer, beside a helper that solves the whole problem. 4.0 before
+# (the rule ran nothing), 3.0 now: judged with the helper alone as the entry point, the
+# program passes every test. The feedback does not say so: that would tell every test passed.
+NO_WORK_THAT_MATTERS = {
     "its argument sorted first, which cannot change a sum or a product": (WHOLE, "    numbers = sorted(numbers)\n    return aux(numbers)\n"),
+    "its argument sorted in place": (WHOLE, "    numbers = list(numbers)\n    numbers.sort()\n    return aux(numbers)\n"),
     "a with block around the forward": (WHOLE, "    with memoryview(b'') as unused:\n        return aux(numbers)\n"),
     "a test of its own with the same answer either way": (WHOLE, "    return aux(numbers) if numbers is not None else aux(numbers)\n"),
+    "a sum of its own beside the helper's": (WHOLE, "    total = sum(numbers)\n    return (total, aux(numbers)[1])\n"),
+    "a second helper function doing the whole problem": (
+        "def aux(numbers):\n    return list(numbers)\n\ndef core(numbers):\n" + WHOLE.split("\n", 1)[1],
+        "    numbers = sorted(numbers)\n    return core(aux(numbers))\n",
+    ),
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(UNKNOWN_IDENTITIES))
-def test_an_identity_the_rule_does_not_know_still_earns_not_wrapper_known_limitation(
-    protocol, problem, name
-):
-    scores(protocol, problem, UNKNOWN_IDENTITIES[name], not_wrapper=1.0)
+@pytest.mark.parametrize("name", sorted(NO_WORK_THAT_MATTERS))
+def test_work_that_cannot_change_the_answer_beside_a_whole_helper_earns_no_not_wrapper(protocol, problem, name):
+    outcome = scores(protocol, problem, NO_WORK_THAT_MATTERS[name], not_wrapper=0.0)
+    assert "thin wrapper" not in outcome.feedback[1]
+
+
+# Known limitations: a helper the tests' arguments cannot call alone (a parameter more than
+# the entry point), or one that refuses arguments the main did not prepare, beside a main
+# whose preparation changes nothing else: the helper-alone run fails, so the main's work
+# counts. 4.0 against 3.0; a fix that closes one must flip its test on purpose.
+PARAMETER_MORE = WHOLE.replace("def aux(numbers):", "def aux(numbers, unused):")
+REFUSES_UNSORTED = WHOLE.replace("numbers):\n", "numbers):\n    if list(numbers) != sorted(numbers):\n        raise ValueError\n", 1)
+HELPER_CANNOT_RUN_ALONE = {
+    "a parameter more than the entry point": (PARAMETER_MORE, "    numbers = sorted(numbers)\n    return aux(numbers, 0)\n"),
+    "a helper refusing unsorted arguments": (REFUSES_UNSORTED, "    numbers = sorted(numbers)\n    return aux(numbers)\n"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(HELPER_CANNOT_RUN_ALONE))
+def test_work_the_helper_alone_cannot_replace_still_earns_not_wrapper_known_limitation(protocol, problem, name):
+    scores(protocol, problem, HELPER_CANNOT_RUN_ALONE[name], not_wrapper=1.0)

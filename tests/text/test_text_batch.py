@@ -48,8 +48,9 @@ def test_a_vector_step_judges_every_program_in_one_call_with_the_results_of_sing
     v_obs, v_rewards, v_terms, _, v_infos = venv.step(actions)
     # every env's team and leave-one-out programs in one batch, then, in a second, the one team
     # whose bonuses hang on whether its helper's results matter, judged with them altered (with
-    # them withheld it is the team without its helper, judged in the first batch: red team 36)
-    assert judge_calls == [judge_calls[0], 1]
+    # them withheld it is the team without its helper, judged in the first batch: red team 36),
+    # and with the helper alone as the entry point (whether the main's own work matters)
+    assert judge_calls == [judge_calls[0], 2]
     vector = list(judge_calls)
 
     env = text_env(task="humaneval", split="test", max_turns=2)

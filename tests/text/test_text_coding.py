@@ -158,7 +158,10 @@ def test_a_main_that_only_passes_the_helpers_results_on_is_a_wrapper(protocol, p
     assert outcome.parts["tests"] == outcome.parts["cooperation"] == 1.0 and outcome.parts["not_wrapper"] == 0.0
     assert outcome.reward == pytest.approx(3.0)
     own_work = "def sum_product(numbers):\n    _, product = core(aux(numbers))\n    return (sum(numbers), product)\n"
-    assert score(protocol, problem, WORK_OF_THE_HELPER, own_work).parts["not_wrapper"] == 1.0
+    product_only = WORK_OF_THE_HELPER.replace("return (sum(numbers), product)", "return (0, product)")
+    assert score(protocol, problem, product_only, own_work).parts["not_wrapper"] == 1.0
+    # beside a core that does the whole problem, the sum of its own cannot matter (red team 42)
+    assert score(protocol, problem, WORK_OF_THE_HELPER, own_work).parts["not_wrapper"] == 0.0
 
 
 WHOLE = HELPER.replace("return product", "return (sum(numbers), product)")  # the whole answer, fenced
@@ -188,20 +191,25 @@ def test_a_main_passing_the_helpers_answers_through_an_identity_is_a_wrapper(pro
     assert "thin wrapper" in outcome.feedback[1]
 
 
+NOT_EMPTY = WHOLE.replace("product = 1\n    for n in numbers:", "product = numbers[0]\n    for n in numbers[1:]:")
+PRODUCT_AS_PAIR = HELPER.replace("return product", "return (0, product)")
+SUM_LESS_ONE = HELPER.replace("return product", "return (sum(numbers) - 1, product)")
 WORK_BESIDE_THE_ANSWER = {
-    "a base case of its own": "    if not numbers:\n        return (0, 1)\n    return aux(numbers)\n",
-    "its arguments sorted first": "    numbers = sorted(numbers)\n    return aux(numbers)\n",
-    "a sum of its own": "    total = sum(numbers)\n    return (total, aux(numbers)[1]) or ()\n",
-    "a loop on the answer": "    s, p = aux(numbers)\n    for _ in range(1):\n        s = s + len(numbers) - len(numbers)\n    return (s, p)\n",
+    "a base case of its own": (NOT_EMPTY, "    if not numbers:\n        return (0, 1)\n    return aux(numbers)\n"),
+    "a sum of its own": (PRODUCT_AS_PAIR, "    total = sum(numbers)\n    return (total, aux(numbers)[1]) or ()\n"),
+    "a loop on the answer": (SUM_LESS_ONE, "    s, p = aux(numbers)\n    for _ in range(1):\n        s = s + 1\n    return (s, p)\n"),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(WORK_BESIDE_THE_ANSWER))
 def test_a_main_doing_work_beside_an_identity_is_no_wrapper(protocol, problem, name):
     """What the red team 37 reading keeps out of the wrapper rule: a statement of work of
-    the main function's own, however small, as before."""
-    outcome = score(protocol, problem, WHOLE, f"def sum_product(numbers):\n{WORK_BESIDE_THE_ANSWER[name]}")
+    the main function's own, however small, where the helper alone does not solve the
+    problem (beside one that does, the work cannot matter: red team 42)."""
+    helper, body = WORK_BESIDE_THE_ANSWER[name]
+    outcome = score(protocol, problem, helper, f"def sum_product(numbers):\n{body}")
     assert outcome.parts["tests"] == outcome.parts["cooperation"] == outcome.parts["not_wrapper"] == 1.0
+    assert score(protocol, problem, WHOLE, f"def sum_product(numbers):\n{body}").parts["not_wrapper"] == 0.0
 
 
 def test_a_trivial_helper_or_a_main_defining_aux_earns_no_cooperation(protocol, problem):

@@ -41,6 +41,8 @@ class Analysis:
         program: The team's two programs: the prompt then the helper's code if admitted,
             the prompt then the main agent's code.
         helper_refused, main_refused: Why a code was refused (``""``: admitted).
+        helper_read: The helper code's own functions that the main agent's code reads by
+            name, in the order first read (each judged alone for ``not_wrapper``).
     """
 
     helper_defined: bool
@@ -54,6 +56,7 @@ class Analysis:
     main_defines_helper: bool = False
     wrapper: bool = False
     ignored_call: bool = False
+    helper_read: tuple[str, ...] = ()
 
     @property
     def tested(self) -> bool:
@@ -101,7 +104,14 @@ def analyse(
         main_defines_helper=_binds_helper(main_module),
         wrapper=_wrapper(main, _own_functions(functions, prompt)),
         ignored_call=any(isinstance(node, ast.Expr) and calls_name(node.value, HELPER) for node in ast.walk(main)),
+        helper_read=_names_read(main_module, _own_functions(functions, prompt)),
     )
+
+
+def _names_read(module: ast.Module, names: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of ``names`` that ``module`` reads (a plain name loaded), in the order first read."""
+    read = (node.id for node in ast.walk(module) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load))
+    return tuple(dict.fromkeys(name for name in read if name in names))
 
 
 def _unbound_names(main_code: str, main_module: ast.Module, prompt: str) -> tuple[str, ...]:

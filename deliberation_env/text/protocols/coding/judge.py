@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from deliberation_env.sandbox import JudgeRequest, Verdict, judge_many
 from deliberation_env.tasks import Problem, Task
 from deliberation_env.tasks.humaneval import UNCACHED_REASONS, with_futures_first
+from deliberation_env.text.protocols.coding.admission import HELPER
 from deliberation_env.text.protocols.coding.counting import (
     CountedTests,
     TestResult,
@@ -143,6 +144,18 @@ class TeamProgram:
         that always answers ``True``, ``xs[0] == 0`` after a helper that sets it) passes
         this run."""
         return dataclasses.replace(self, helper_answers="swapped") if self.helper_code else self
+
+    def helper_alone(self, entry: str, function: str = HELPER) -> TeamProgram:
+        """These programs with the main agent's code replaced by the thin wrapper
+        ``def entry(*args, **kwargs): return aux(*args, **kwargs)`` (or another of the
+        helper's ``function``): the helper alone, called with the tests' own arguments. The
+        coding protocol's check that the main function's own work matters
+        (``not_wrapper``): where this program passes every test the team passes, the
+        helper did the whole problem, whatever the main function did around its calls. The
+        helper's code runs unchanged, and where the main function passed the tests'
+        arguments on unchanged it receives the very same calls."""
+        wrapper = f"def {entry}(*args, **kwargs):\n    return {function}(*args, **kwargs)\n"
+        return dataclasses.replace(self, main_code=wrapper)
 
     def digest(self) -> str:
         """SHA-256 of what a verdict depends on (the verdict cache's key)."""

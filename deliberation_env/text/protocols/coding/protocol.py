@@ -49,7 +49,11 @@ part                  weight  what it measures
                               ``aux(x)[repr(x)]``, ``eval(repr(aux(x)))``; dead
                               code, found to a fixed point, and checks that only
                               raise are no work; a test of its own, in an ``if``
-                              or a conditional expression, is)
+                              or a conditional expression, is); and its work
+                              matters: judged again with each helper function it
+                              reads alone as the entry point (``return
+                              aux(*args)``, the tests' own arguments), the program
+                              passes fewer tests each time
 ``ignored_call``      -0.5    given cooperation: the main function calls ``aux`` as a bare
                               statement, throwing its result away
 ====================  ======  ===============================================================
@@ -182,16 +186,22 @@ display, ``max(v, v)``, keywords of ``min``/``max``/``sorted`` and ``next``'s de
 an ``if`` or ``while`` on a constant expression (``1 == 1``). A conditional expression's
 test is read as an ``if`` statement's: a constant or the helper's answer passed on is no
 work (``aux(x) if aux(x) else x``, as ``aux(x) or x``), any other test is a case of the
-main's own (``(0, 1) if not x else aux(x)``, 4.0 as the ``if`` statement). What it still
-does not read (pinned by
-``test_an_identity_the_rule_does_not_know_still_earns_not_wrapper_known_limitation``, 4.0):
-a call it does not know as an identity (any call not listed is work, ``with`` blocks
-included), work on the arguments that cannot change the answer (``x = sorted(x)`` before
-``return aux(x)`` for a sum), and a test of its own whose arms are the same
-(``aux(x) if x is not None else aux(x)``): the rule runs nothing, and a preprocessing step
-or a case is the natural split of many problems (the main sorts, the helper picks), so
-they stay work. An index that is a computation (``aux(x)[len(x)]``, ``aux(x)[len(x) //
-2]``) is work too. Nor that
+main's own (``(0, 1) if not x else aux(x)``, 4.0 as the ``if`` statement). What the text
+cannot read, a run does (red team 42): a call the rule does not know as an identity
+(``with memoryview(b'')`` around the forward), work on the arguments that cannot change
+the answer (``x = sorted(x)`` before ``return aux(x)`` for a sum), a test of its own whose
+arms are the same (``aux(x) if x is not None else aux(x)``), a base case or a sum the
+helper also computes: each earned 4.0 against 3.0, and each is now judged again with the
+helper alone as the entry point (:meth:`~deliberation_env.text.protocols.coding.judge.TeamProgram.helper_alone`,
+each of the helper's functions the main's code reads, at most :data:`HELPER_ALONE_RUNS`),
+which passes every test: the helper did the whole problem, so the main's work did not
+matter. A preprocessing step or a case the helper needs keeps the bonus (the main sorts,
+the helper picks from the sorted list: the helper alone fails). Not read either way
+(pinned by ``test_work_the_helper_alone_cannot_replace_still_earns_not_wrapper_known_limitation``,
+4.0): a helper that takes a parameter more than the entry point (``aux(x, 0)``), so that it
+cannot run alone, or one that refuses what the main did not prepare (``if x !=
+sorted(x): raise``), beside a main whose preparation changes nothing else. An index that
+is a computation (``aux(x)[len(x)]``, ``aux(x)[len(x) // 2]``) is work too. Nor that
 the helper is correct beyond the tests; a helper whose answers and changes are all the
 same, or whose swapped ones the tests cannot tell apart, earns no bonus. Only the ``tests`` part measures the program's correctness.
 
@@ -280,6 +290,10 @@ fails without it, so its helper keeps that credit for having the property.
   tests each time), where CoMLRL
   reads the call in the text: a call that never runs or whose result is unused farms its
   bonuses (above).
+- ``not_wrapper`` needs the main function's own work to matter (the program judged again
+  with the helper alone as the entry point passes fewer tests), where CoMLRL reads two
+  forms of the text: any statement around ``return aux(x)`` that cannot change the
+  answer farms it (above).
 - Feedback shows the program's results, never the expected values (above). It does not
   say whether the helper's results mattered: that would tell whether every test passed.
 
@@ -326,6 +340,9 @@ WEIGHTS = {
     "ignored_call": -0.5,
 }
 """CoMLRL's weight of each reward part (module docstring)."""
+HELPER_ALONE_RUNS = 4
+"""Most helper functions judged alone for ``not_wrapper``, in the order the main's code
+first reads them (module docstring, the reward table)."""
 BonusGate = Literal["all_tests", "one_test"]
 BONUS_GATES: tuple[BonusGate, ...] = get_args(BonusGate)
 """When the structure bonuses are paid (:class:`CodingProtocol`'s ``bonus_gate``)."""
@@ -435,15 +452,15 @@ class CodingProtocol:
             read.append((problem, helper, main, analysis))
         results = iter(self.judge([(problem, analysis.program) for problem, _, _, analysis in read if analysis.tested]))
         tested = [next(results) if analysis.tested else None for _, _, _, analysis in read]
-        # the teams whose bonuses hang on whether the helper's results matter: judged again without them, and with them swapped
-        asks = [k for k, (_, _, _, analysis) in enumerate(read) if self._cooperates_on_paper(analysis, tested[k])]
-        pairs = [
-            (read[k][0], variant)
-            for k in asks
-            for variant in (read[k][3].program.results_withheld(), read[k][3].program.results_swapped())
-        ]
+        # the teams whose bonuses hang on whether the helper's results matter, and the main's own work
+        asks = {
+            k: _counterfactuals(problem, analysis)
+            for k, (problem, _, _, analysis) in enumerate(read)
+            if self._cooperates_on_paper(analysis, tested[k])
+        }
+        pairs = [(read[k][0], variant) for k, variants in asks.items() for variant in variants]
         judged = iter(self.judge(pairs) if pairs else [])
-        counterfactual = {k: (next(judged), next(judged)) for k in asks}
+        counterfactual = {k: tuple(next(judged) for _ in variants) for k, variants in asks.items()}
         return [
             _outcome(problem, helper, main, analysis, tested[k], self.bonus_gate, counterfactual.get(k))
             for k, (problem, helper, main, analysis) in enumerate(read)
@@ -502,6 +519,18 @@ def _withheld(problem: Problem, helper_text: str, main_code: str) -> tuple[str, 
     return analyse(_code(helper_text.left_out, HELPER), main_code, prompt, entry).program.helper_functions
 
 
+def _counterfactuals(problem: Problem, analysis: Analysis) -> tuple[TeamProgram, ...]:
+    """The programs judged again for the structure bonuses (module docstring): the helper's
+    results withheld, then swapped, then (where the main function's text is no wrapper)
+    each helper function that the main's code reads, alone, called with the tests'
+    arguments (the first :data:`HELPER_ALONE_RUNS`)."""
+    program, entry = analysis.program, problem.meta["entry_point"]
+    variants = (program.results_withheld(), program.results_swapped())
+    if analysis.wrapper:
+        return variants
+    return (*variants, *(program.helper_alone(entry, name) for name in analysis.helper_read[:HELPER_ALONE_RUNS]))
+
+
 def _on_paper(analysis: Analysis, tests: TestResult, bonus_gate: BonusGate) -> bool:
     """The structure bonuses' conditions that the tests' count and the code's text decide
     (module docstring, the reward table)."""
@@ -522,12 +551,12 @@ def _outcome(
     analysis: Analysis,
     tests: TestResult | None,
     bonus_gate: BonusGate,
-    counterfactual: tuple[TestResult, TestResult] | None = None,
+    counterfactual: tuple[TestResult, ...] | None = None,
 ) -> Outcome:
     """The level reward, its parts and the feedback of a team's codes (module docstring);
     ``tests`` is the trusted count when ``analysis.tested``, else ``None``;
-    ``counterfactual`` the counts with the helper's results withheld and swapped, where
-    the bonuses hang on them."""
+    ``counterfactual`` the counts of :func:`_counterfactuals`' programs, where the bonuses
+    hang on them."""
     parts = dict.fromkeys(WEIGHTS, 0.0)
     parts["helper_defined"] = float(analysis.helper_defined)
     parts["main_defined"] = float(analysis.main_defined)
@@ -536,11 +565,12 @@ def _outcome(
         parts["tests"] = tests.passed / tests.total
         cooperation = _on_paper(analysis, tests, bonus_gate) and (
             bonus_gate == "one_test"
-            or (counterfactual is not None and all(other.passed < tests.passed for other in counterfactual))
+            or (counterfactual is not None and all(other.passed < tests.passed for other in counterfactual[:2]))
         )
         if cooperation:
+            helper_alone = counterfactual[2:] if counterfactual is not None else ()
             parts["cooperation"] = 1.0
-            parts["not_wrapper"] = float(not analysis.wrapper)
+            parts["not_wrapper"] = float(not analysis.wrapper and all(run.passed < tests.passed for run in helper_alone))
             parts["ignored_call"] = float(analysis.ignored_call)
     reward = sum(WEIGHTS[name] * value for name, value in parts.items())
     report = _report(problem, analysis, tests)
