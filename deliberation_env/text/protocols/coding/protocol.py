@@ -200,7 +200,9 @@ the helper picks from the sorted list: the helper alone fails). Not read either 
 (pinned by ``test_work_the_helper_alone_cannot_replace_still_earns_not_wrapper_known_limitation``,
 4.0): a helper that takes a parameter more than the entry point (``aux(x, 0)``), so that it
 cannot run alone, or one that refuses what the main did not prepare (``if x !=
-sorted(x): raise``), beside a main whose preparation changes nothing else. An index that
+sorted(x): raise``), beside a main whose preparation changes nothing else; in general, a
+helper that tells the run alone from the team's by the calls it receives (their
+arguments, number or order) and fails it on purpose. An index that
 is a computation (``aux(x)[len(x)]``, ``aux(x)[len(x) // 2]``) is work too. Nor that
 the helper is correct beyond the tests; a helper whose answers and changes are all the
 same, or whose swapped ones the tests cannot tell apart, earns no bonus. Only the ``tests`` part measures the program's correctness.
