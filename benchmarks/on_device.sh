@@ -92,6 +92,6 @@ for check in ${AFTER-train}; do
 done
 mkdir -p "$out"
 if [[ $out != benchmarks/results ]]; then  # what this call wrote, not the files of the commit
-    find benchmarks/results -maxdepth 1 -name 'gpu_*check*.json' -newer "$stamp" -exec cp {} "$out/" \;
+    find benchmarks/results -maxdepth 1 -name 'gpu_*.json' -newer "$stamp" -exec cp {} "$out/" \;
 fi
 ls "$out"
