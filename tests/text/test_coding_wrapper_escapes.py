@@ -201,6 +201,11 @@ NO_WORK_THAT_MATTERS = {
         "def aux(numbers):\n    return list(numbers)\n\ndef core(numbers):\n" + WHOLE.split("\n", 1)[1],
         "    numbers = sorted(numbers)\n    return core(aux(numbers))\n",
     ),
+    "the helper function doing the whole problem read after four others": (
+        "".join(f"def d{k}(v):\n    return [v, {k}]\n\n" for k in range(4)) + WHOLE.replace("def aux(", "def core(")
+        + "\n\ndef aux(numbers):\n    return list(numbers)\n",
+        "    unused = (d0, d1, d2, d3)\n    numbers = sorted(numbers)\n    return core(aux(numbers))\n",
+    ),
 }  # fmt: skip
 
 
@@ -225,3 +230,16 @@ HELPER_CANNOT_RUN_ALONE = {
 @pytest.mark.parametrize("name", sorted(HELPER_CANNOT_RUN_ALONE))
 def test_work_the_helper_alone_cannot_replace_still_earns_not_wrapper_known_limitation(protocol, problem, name):
     scores(protocol, problem, HELPER_CANNOT_RUN_ALONE[name], not_wrapper=1.0)
+
+
+def test_a_main_reading_more_helper_functions_than_are_judged_alone_earns_no_not_wrapper(protocol, problem):
+    """Each helper function the main's code reads is judged alone, at most
+    ``HELPER_ALONE_RUNS`` of them: past that the check cannot be made, and the bonus is not paid."""
+    from deliberation_env.text.protocols.coding.protocol import HELPER_ALONE_RUNS
+
+    many = "".join(f"def d{k}(v):\n    return [v, {k}]\n\n" for k in range(HELPER_ALONE_RUNS))
+    product_only = WHOLE.replace("return (sum(numbers), product)", "return product")
+    own_sum = "    return (sum(numbers), aux(numbers))\n"
+    reads = ", ".join(f"d{k}" for k in range(HELPER_ALONE_RUNS))
+    scores(protocol, problem, (many + product_only, f"    unused = ({reads[4:]})\n" + own_sum), not_wrapper=1.0)
+    scores(protocol, problem, (many + product_only, f"    unused = ({reads})\n" + own_sum), not_wrapper=0.0)

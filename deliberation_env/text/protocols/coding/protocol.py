@@ -193,7 +193,8 @@ the answer (``x = sorted(x)`` before ``return aux(x)`` for a sum), a test of its
 arms are the same (``aux(x) if x is not None else aux(x)``), a base case or a sum the
 helper also computes: each earned 4.0 against 3.0, and each is now judged again with the
 helper alone as the entry point (:meth:`~deliberation_env.text.protocols.coding.judge.TeamProgram.helper_alone`,
-each of the helper's functions the main's code reads, at most :data:`HELPER_ALONE_RUNS`),
+each of the helper's functions the main's code reads; a main reading more than
+:data:`HELPER_ALONE_RUNS` of them earns no ``not_wrapper``, as the check cannot be made),
 which passes every test: the helper did the whole problem, so the main's work did not
 matter. A preprocessing step or a case the helper needs keeps the bonus (the main sorts,
 the helper picks from the sorted list: the helper alone fails). Not read either way
@@ -342,9 +343,10 @@ WEIGHTS = {
     "ignored_call": -0.5,
 }
 """CoMLRL's weight of each reward part (module docstring)."""
-HELPER_ALONE_RUNS = 4
-"""Most helper functions judged alone for ``not_wrapper``, in the order the main's code
-first reads them (module docstring, the reward table)."""
+HELPER_ALONE_RUNS = 8
+"""Most helper functions judged alone for ``not_wrapper`` (module docstring, the reward
+table): a main whose code reads more of the helper's functions earns no ``not_wrapper``,
+since the check that its own work matters cannot be made."""
 BonusGate = Literal["all_tests", "one_test"]
 BONUS_GATES: tuple[BonusGate, ...] = get_args(BonusGate)
 """When the structure bonuses are paid (:class:`CodingProtocol`'s ``bonus_gate``)."""
@@ -525,12 +527,12 @@ def _counterfactuals(problem: Problem, analysis: Analysis) -> tuple[TeamProgram,
     """The programs judged again for the structure bonuses (module docstring): the helper's
     results withheld, then swapped, then (where the main function's text is no wrapper)
     each helper function that the main's code reads, alone, called with the tests'
-    arguments (the first :data:`HELPER_ALONE_RUNS`)."""
+    arguments (none where it reads more than :data:`HELPER_ALONE_RUNS`: no bonus)."""
     program, entry = analysis.program, problem.meta["entry_point"]
     variants = (program.results_withheld(), program.results_swapped())
-    if analysis.wrapper:
+    if analysis.wrapper or len(analysis.helper_read) > HELPER_ALONE_RUNS:
         return variants
-    return (*variants, *(program.helper_alone(entry, name) for name in analysis.helper_read[:HELPER_ALONE_RUNS]))
+    return (*variants, *(program.helper_alone(entry, name) for name in analysis.helper_read))
 
 
 def _on_paper(analysis: Analysis, tests: TestResult, bonus_gate: BonusGate) -> bool:
@@ -572,7 +574,10 @@ def _outcome(
         if cooperation:
             helper_alone = counterfactual[2:] if counterfactual is not None else ()
             parts["cooperation"] = 1.0
-            parts["not_wrapper"] = float(not analysis.wrapper and all(run.passed < tests.passed for run in helper_alone))
+            checked = len(analysis.helper_read) <= HELPER_ALONE_RUNS
+            parts["not_wrapper"] = float(
+                not analysis.wrapper and checked and all(run.passed < tests.passed for run in helper_alone)
+            )
             parts["ignored_call"] = float(analysis.ignored_call)
     reward = sum(WEIGHTS[name] * value for name, value in parts.items())
     report = _report(problem, analysis, tests)
