@@ -216,14 +216,20 @@ def test_work_that_cannot_change_the_answer_beside_a_whole_helper_earns_no_not_w
 
 
 # Known limitations: a helper the tests' arguments cannot call alone (a parameter more than
-# the entry point), or one that refuses arguments the main did not prepare, beside a main
-# whose preparation changes nothing else: the helper-alone run fails, so the main's work
-# counts. 4.0 against 3.0; a fix that closes one must flip its test on purpose.
+# the entry point), one that refuses arguments the main did not prepare, or one that tells
+# the run alone from the team's by the calls it receives, beside a main whose own work
+# changes nothing else: the helper-alone run fails, so the main's work counts. 4.0 against 3.0; a fix that closes one must flip its test on purpose.
 PARAMETER_MORE = WHOLE.replace("def aux(numbers):", "def aux(numbers, unused):")
 REFUSES_UNSORTED = WHOLE.replace("numbers):\n", "numbers):\n    if list(numbers) != sorted(numbers):\n        raise ValueError\n", 1)
+EVERY_SECOND_CALL = WHOLE.replace(
+    "def aux(numbers):\n", "def aux(numbers, seen=[]):\n    seen.append(1)\n    if len(seen) % 2:\n        return None\n"
+)  # its state tells the run alone (one call a test) from the team's (two)
 HELPER_CANNOT_RUN_ALONE = {
     "a parameter more than the entry point": (PARAMETER_MORE, "    numbers = sorted(numbers)\n    return aux(numbers, 0)\n"),
     "a helper refusing unsorted arguments": (REFUSES_UNSORTED, "    numbers = sorted(numbers)\n    return aux(numbers)\n"),
+    "a helper answering every second call, beside a main that calls twice": (
+        EVERY_SECOND_CALL, "    a = aux(numbers)\n    b = aux(numbers)\n    return b if a is None else a\n",
+    ),
 }  # fmt: skip
 
 
