@@ -5,7 +5,7 @@ tyro once and runs the command chosen (:mod:`algorithms.commands`, one module pe
 
     deliberate run [meta|text] ...                      fixed protocols with a team (the main job)
     deliberate train {meta,text} ALGO|PATH ...          one learner (PATH: one of your own, ./mine.py:Mine)
-    deliberate evaluate text --run-dir RUN ...          a trained text run's checkpoint on held-out problems
+    deliberate evaluate {meta,text} --run-dir RUN ...   a trained run's checkpoint on held-out problems
     deliberate compare {meta,text} ...                  learners x seeds on the same env and budget
     deliberate tasks list | show NAME
     deliberate cache stats | clear | merge OUT IN [IN ...] [--trust]
@@ -54,19 +54,15 @@ from tyro.constructors import ConstructorRegistry, StructConstructorSpec, Struct
 
 from agents.base import ServerError
 from agents.cache import CacheFileError, CacheMissError
-from algorithms.commands import cache, compare, evaluate, run, tasks, train
+from algorithms.commands import cache, compare, evaluate_meta, evaluate_text, run, tasks, train
 from algorithms.commands.common import console
+from algorithms.commands.records import RUN_MARKS, in_its_run_folder, settings_of_run
 from algorithms.core import config_files, run_dirs
 from algorithms.core.compare import PER_RUN
 from algorithms.core.config import RunConfig
 from algorithms.core.help_text import readable_help
 from algorithms.meta.config import CONFIGS as META_CONFIGS
-from algorithms.meta.config import (
-    RECORDED_BY,
-    WARM_START_DIGEST,
-    CompareConfig,
-    PolicyGradientConfig,
-)
+from algorithms.meta.config import CompareConfig, PolicyGradientConfig
 from algorithms.text.config import MACHINE_RECORDS, TEXT_CONFIGS, TextLearnerConfig
 from deliberation_env.meta.config import EnvConfig
 from deliberation_env.text.config import is_import_path
@@ -117,13 +113,13 @@ class Train:
 @dataclass
 class Evaluate:
     """Evaluate a trained run's newest checkpoint on held-out problems, greedily and strictly as
-    its own held-out evaluations (``evaluate text --run-dir RUN --eval-problems N``): a table,
-    and a JSON file in the run's ``evaluations/``. Text runs only: a meta run's held-out
-    evaluations are in its ``summary.json``."""
+    its own held-out evaluations: a meta-policy (``evaluate meta --run-dir RUN --eval-problems
+    N``) or the LLMs' weights (``evaluate text --run-dir RUN --eval-problems N``); a table, and
+    a JSON file in the run's ``evaluations/``."""
 
     command: Annotated[
-        Annotated[evaluate.EvaluateText, tyro.conf.subcommand("text")]
-        | Annotated[None, tyro.conf.Suppress],  # no meta family yet: a union, so that text is a subcommand
+        Annotated[evaluate_meta.EvaluateMeta, tyro.conf.subcommand("meta")]
+        | Annotated[evaluate_text.EvaluateText, tyro.conf.subcommand("text")],
         tyro.conf.arg(name=""),
     ]
 
@@ -193,7 +189,8 @@ COMMANDS: dict[type, tuple[str, Any]] = {
     run.RunText: ("run text", run.run_text),
     train.TrainMeta: ("train meta", train.train_meta),
     train.TrainText: ("train text", train.train_text),
-    evaluate.EvaluateText: ("evaluate text", evaluate.evaluate_text),
+    evaluate_meta.EvaluateMeta: ("evaluate meta", evaluate_meta.evaluate_meta),
+    evaluate_text.EvaluateText: ("evaluate text", evaluate_text.evaluate_text),
     CompareConfig: ("compare meta", compare.compare_meta),
     compare.TextCompare: ("compare text", compare.compare_text),
     tasks.TasksList: ("tasks list", tasks.list_tasks),
@@ -787,45 +784,12 @@ def read_config_file(path: Path, named: str) -> dict[str, Any]:
     return data
 
 
-INVOCATION = ("resume", "progress")
-"""What a run's ``config.json`` records of the command that last ran it rather than of the
-run: ``--config <run>/config.json`` takes them from the command line alone."""
-
-
-def in_its_run_folder(path: Path) -> bool:
-    """Whether ``path`` is the ``config.json`` of the run in its own folder."""
-    return path.name == run_dirs.CONFIG and run_dirs.holds_run(path.parent)
-
-
 def run_record(path: Path, data: dict[str, Any], family: str) -> bool:
     """Whether the config file ``path`` (its fields ``data``) is a run's own ``config.json``:
     in the run's folder, or copied elsewhere (a text run records the machine,
-    :data:`MACHINE_RECORDS`; a meta run the package that wrote it, :data:`RECORDED_BY`)."""
-    if in_its_run_folder(path):
-        return True
-    marks = MACHINE_RECORDS if family == "text" else (RECORDED_BY, WARM_START_DIGEST)
-    return any(key in data for key in marks)
-
-
-def settings_of_run(path: Path, data: dict[str, Any], family: str, args: list[str]) -> dict[str, Any]:
-    """The settings of a run's ``config.json`` (``data``, a learner's of ``family``) as a
-    config file: the run is the folder that holds the file (the folder it records may be
-    another: the run was moved or copied; a record copied out of its folder names none, so a
-    new run gets a folder of its own), what it records of the last command
-    (:data:`INVOCATION`) and of the machine are left out, and so is an import path of
-    ``protocol`` where the command line gives ``--protocol``.
-    """
-    data = {key: value for key, value in data.items() if key not in (*INVOCATION, WARM_START_DIGEST, RECORDED_BY)}
-    run = data if family == "text" else dict(data.get("run") or {})
-    for name in (*INVOCATION, "run_dir"):
-        run.pop(name, None)
-    if in_its_run_folder(path):
-        run["run_dir"] = str(path.parent)
-    if family != "text":
-        data["run"] = run
-    if family == "text" and any(arg == "--protocol" or arg.startswith("--protocol=") for arg in args):
-        data.pop("protocol", None)  # the command line names it (a file may not: it runs code)
-    return data
+    :data:`MACHINE_RECORDS`; a meta run the package that wrote it, :data:`RECORDED_BY`:
+    :data:`~algorithms.commands.records.RUN_MARKS`)."""
+    return in_its_run_folder(path) or any(key in data for key in RUN_MARKS[family])
 
 
 def learner_named(args: list[str], config: Any, own: train.OwnLearner | None = None) -> list[str]:

@@ -33,7 +33,7 @@ TINY_TRAIN = [
 # ---------------------------------------------------------------------------- help
 def test_every_commands_help_imports_no_torch():
     helps = [[], ["run"], ["run", "text"], ["train"], ["train", "meta", "grpo"], ["train", "text", "grpo"],
-             ["evaluate", "text"], ["compare", "meta"], ["compare", "text"], ["tasks", "show"], ["cache", "merge"]]  # fmt: skip
+             ["evaluate", "meta"], ["evaluate", "text"], ["compare", "meta"], ["compare", "text"], ["tasks", "show"], ["cache", "merge"]]  # fmt: skip
     script = (
         "import sys\nfrom algorithms.cli import main\n"
         f"for args in {helps!r}:\n"

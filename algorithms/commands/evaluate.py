@@ -1,277 +1,141 @@
-"""``deliberate evaluate text``: a saved text run's latest checkpoint, played on held-out problems.
+"""``deliberate evaluate {meta,text}``: a trained run's newest checkpoint, played again on
+held-out problems.
 
-A run of ``deliberate train text`` records its settings in its folder's ``config.json`` and
-its weights in ``checkpoint.safetensors``. This command rebuilds the learner from them as
-``--config RUN/config.json --resume`` does (the same config, model, env and learner, and
-the run's own dtype), loads the checkpoint's weights, and plays the first ``--eval-problems``
-problems of the split greedily and scored strictly, as the run's own held-out evaluations
-play them (:func:`algorithms.text.train.held_out_env`, :func:`algorithms.text.evaluate`): on
-the same problems, the numbers the run logged at that update. It prints a table and writes
-``RUN/evaluations/<split>-<N>problems-update<K>.json``; the run's own files are read only.
+A run of ``deliberate train FAMILY`` records its settings in its folder's ``config.json`` and
+its weights in ``checkpoint.safetensors``. ``deliberate evaluate FAMILY --run-dir RUN``
+rebuilds the run's config from that file as ``--config RUN/config.json --resume`` reads it,
+loads the newest checkpoint, and plays the first ``--eval-problems`` problems of ``--split``
+(the whole split without it; more than the split has: the split, said and recorded) once
+each, greedily and scored strictly, with the held-out env and the evaluation of the run's
+own held-out evaluations: on the run's problems, the numbers it logged at that update. It
+prints a table and writes ``RUN/evaluations/<split>-<N>problems-update<K>.json``; the run's
+own files are read only.
 
-Text runs only: a meta run's held-out evaluations are in its ``metrics.jsonl`` and
-``summary.json``. Under ``torchrun`` the processes share the problems, as a run's held-out
-evaluation shares them, and rank 0 alone writes and prints.
+This module is what both families share: the run's record (:func:`run_record`: a folder of
+another family's run, a comparison's or none is refused before any model loads), its
+checkpoint (:func:`newest_checkpoint`), and the evaluation's file and table
+(:func:`evaluation_record`, :func:`write_evaluation`, of either family's
+:class:`~algorithms.core.evaluation.Evaluation`). Each family's command is a module of its
+own: :mod:`algorithms.commands.evaluate_meta`, :mod:`algorithms.commands.evaluate_text`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from agents.devices import Dtype
-from algorithms.commands.common import console, quiet_libraries, wrote
+from algorithms.commands.common import console, wrote
+from algorithms.commands.records import family_of
 from algorithms.core.run_dirs import CONFIG, recorded_settings
-from algorithms.text.config import BASE_DIGEST, MACHINE_RECORDS, TEXT_CONFIGS
-from deliberation_env.text.config import is_import_path
 
 if TYPE_CHECKING:
     from rich.table import Table
 
     from algorithms.core.evaluation import Evaluation
-    from algorithms.text.base import TextPolicyGradientLearner
-    from algorithms.text.config import TextLearnerConfig
 
 EVALUATIONS = "evaluations"
-"""The folder of a run's evaluations by ``deliberate evaluate text``, one JSON file each."""
-NOT_SETTINGS = ("algo", "run_dir", "resume", "resume_from", "progress")
-"""What a text run's ``config.json`` records beside the learner's settings (the learner's
-name, the folder, the last command's flags), left out of the config rebuilt from it (and the
-machine's records, :data:`~algorithms.text.config.MACHINE_RECORDS`)."""
-
-
-@dataclass
-class EvaluateText:
-    """Evaluate a text run's latest checkpoint on held-out problems: ``deliberate evaluate text
-    --run-dir RUN [--eval-problems N]``. The learner is rebuilt from ``RUN/config.json`` as
-    ``--resume`` rebuilds it, its weights are the checkpoint's, and the problems are played
-    greedily and scored strictly, as the run's own held-out evaluations; a table, and
-    ``RUN/evaluations/<split>-<N>problems-update<K>.json`` (the run's own files are left as
-    they are). Text runs only (a meta run's evaluations are in its ``summary.json``)."""
-
-    run_dir: str
-    """The run's folder (what ``train text --run-dir`` named): its ``config.json`` and
-    ``checkpoint.safetensors``, the newest."""
-    eval_problems: int | None = None
-    """Problems to play, the split's first N (at most the split's: more is said, and the
-    number played recorded); None: every problem of the split."""
-    split: Literal["test", "train"] = "test"
-    """The split whose problems are played: ``test``, held out; ``train``, those it trained on."""
-    eval_envs: int | None = None
-    """Problems played at a time (the run's ``--eval-envs``: the same numbers, but for
-    floating-point noise); None: the run's own."""
-    device: str | None = None
-    """Where the models run, as ``train text --device`` takes it (``auto``, ``cpu``,
-    ``cuda``, ``cuda:N``); None: the run's own."""
-    dtype: Dtype = "auto"
-    """The weights' dtype, as ``train text --dtype`` takes it: ``auto``, the run's own, or
-    that one by name (the checkpoint's weights load in the dtype they trained in)."""
-    protocol: str | None = None
-    """The run's protocol by import path (``./my_task.py:protocol``), where it trained with
-    one of your own: its ``config.json`` names it, but reading a file imports no code."""
-    progress: bool = True
-    """Show a progress bar."""
-
-    def __post_init__(self) -> None:
-        for name in ("eval_problems", "eval_envs"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
-
-
-def evaluate_text(cfg: EvaluateText) -> dict[str, float]:
-    """``deliberate evaluate text``: rebuild the run's learner, load its newest checkpoint,
-    play ``cfg``'s problems, print the table and write the evaluation's JSON file (the
-    module docstring); return the evaluation's ``eval/*`` metrics.
+"""The folder of a run's evaluations by ``deliberate evaluate``, one JSON file each."""
+def run_record(folder: Path, family: str) -> dict[str, Any]:
+    """The ``config.json`` of the run of ``family`` (``meta`` or ``text``) in ``folder``
+    (:func:`~algorithms.commands.records.family_of`).
 
     Raises:
-        ValueError: Before any model loads: on a folder that holds no text run, or no
-            checkpoint, or a run this command cannot rebuild (a learner of one's own, a
-            protocol given as an instance); then on a checkpoint that does not fit the
-            rebuilt learner (another base model, another dtype).
-    """
-    from agents.devices import full_determinism
-    from algorithms.core import data_parallel
-    from algorithms.core.checkpoints import resume_checkpoint
-    from algorithms.text.eval import evaluate
-    from algorithms.text.train import held_out_problems
-
-    started = time.perf_counter()
-    folder = Path(cfg.run_dir)
-    record = text_run_record(folder)
-    checkpoint = resume_checkpoint(folder)  # refuses a pickled checkpoint.pt of release 0.1
-    if checkpoint is None:
-        raise ValueError(f"the run in {folder} holds no checkpoint yet (it stopped before its first): there are no trained weights to evaluate")
-    quiet_libraries(cfg.progress)
-    config, placement = placed(recorded_config(folder, record, cfg), folder)
-    deterministic = full_determinism() if config.full_determinism else contextlib.nullcontext()  # as the run played
-    with deterministic, data_parallel.process_group(config.device) as ranks:  # under torchrun: the ranks share the problems
-        if ranks.world_size > config.groups_per_update:  # the learner is built as the run's, which shares its groups
-            raise ValueError(
-                f"the run in {folder} trained {config.groups_per_update} group(s) per update, and its learner shares them "
-                f"among the processes: evaluate it on at most {config.groups_per_update} (torchrun --nproc-per-node), "
-                f"not {ranks.world_size}"
-            )
-        learner = saved_learner(config, folder, record, checkpoint)
-        venv, count = held_out_problems(config, cfg.eval_problems, cfg.split)
-        evaluation = evaluate(learner, venv, list(range(count)), progress=cfg.progress)
-    if not ranks.writes:  # every rank has the whole evaluation; rank 0 writes and prints it
-        return evaluation.metrics
-    placement = {**placement, "processes": ranks.world_size}
-    result = evaluation_record(cfg, evaluation, learner, checkpoint, count, placement, time.perf_counter() - started)
-    path = folder / EVALUATIONS / f"{cfg.split}-{count}problems-update{learner.update}.json"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(json.dumps(result, indent=2), encoding="utf-8")
-    console.print(evaluation_table(result))
-    wrote([path], time.perf_counter() - started)
-    return evaluation.metrics
-
-
-def text_run_record(folder: Path) -> dict[str, Any]:
-    """The ``config.json`` of the text run in ``folder``.
-
-    Raises:
-        ValueError: On a folder that is missing, or holds no ``config.json``, or a meta
-            run's, or a comparison's (naming its runs' folders).
+        ValueError: On a folder that is missing, or holds no ``config.json``, or another
+            family's run (naming the command that evaluates it), or a comparison's (naming
+            its runs' folders), or no run.
     """
     if not folder.is_dir():
-        raise ValueError(f"--run-dir {folder}: no such folder (give the folder of a run of deliberate train text)")
+        raise ValueError(f"--run-dir {folder}: no such folder (give the folder of a run of deliberate train {family})")
     record = recorded_settings(folder)
-    if any(key in record for key in MACHINE_RECORDS):  # what a text run records of its machine
+    found = family_of(record)
+    if found == family:
         return record
-    runs = sorted(str(path.parent) for path in folder.glob(f"*/*/{CONFIG}") if any(key in recorded_settings(path.parent) for key in MACHINE_RECORDS))
+    if found is not None:
+        raise ValueError(
+            f"{folder} holds a {found} run, not a {family} run: evaluate it with deliberate evaluate {found} --run-dir {folder}"
+        )
+    runs = comparison_runs(folder)
     if runs:
         raise ValueError(f"{folder} is a comparison's folder: evaluate one of its runs ({', '.join(runs[:4])}{', ...' if len(runs) > 4 else ''})")
     if not record:
-        raise ValueError(f"{folder} holds no {CONFIG}: no run of deliberate train text (give the folder that train text --run-dir named)")
-    raise ValueError(f"{folder} holds no text run (a meta run's held-out evaluations are in its summary.json): evaluate text evaluates runs of deliberate train text")
+        raise ValueError(f"{folder} holds no {CONFIG}: no run of deliberate train {family} (give the folder that train {family} --run-dir named)")
+    raise ValueError(f"{folder} holds no run of deliberate train {family}: its {CONFIG} records none")
 
 
-def recorded_config(folder: Path, record: dict[str, Any], cfg: EvaluateText) -> TextLearnerConfig:
-    """The learner config the run in ``folder`` recorded (``record``, its ``config.json``),
-    read as ``--config RUN/config.json`` reads it, with ``cfg``'s device, dtype, eval envs,
-    protocol and progress where it gives them.
-
-    Raises:
-        ValueError: On a run of a learner of one's own, a task or protocol given as an
-            instance, or one by import path without ``--protocol``; on a record that does not
-            read back (:func:`algorithms.core.config_files.build`).
-    """
-    from algorithms.core import config_files
-
-    algo = record.get("algo")
-    if algo not in TEXT_CONFIGS:
-        raise ValueError(
-            f"the run in {folder} trained {algo!r}, a learner of your own: evaluate text rebuilds the shipped learners "
-            f"({', '.join(TEXT_CONFIGS)}); evaluate yours from Python with algorithms.text.evaluate"
-        )
-    for name in ("task", "protocol"):
-        if str(record.get(name, "")).startswith("<"):
-            raise ValueError(
-                f"the run in {folder} trained with the {name} {record[name]}, an instance built in Python, which its {CONFIG} "
-                "names but cannot rebuild: evaluate it from Python with algorithms.text.evaluate"
-            )
-    data = {key: value for key, value in record.items() if key not in NOT_SETTINGS}
-    protocol = data.get("protocol")
-    if is_import_path(protocol):
-        if cfg.protocol is None:
-            raise ValueError(f"the run in {folder} trained with the protocol {protocol}, a file of your own: give it again, --protocol {protocol} (reading {CONFIG} imports no code)")
-        del data["protocol"]
-    kind = TEXT_CONFIGS[algo]
-    config = config_files.build(kind, config_files.nested(kind, data, left_out=MACHINE_RECORDS), str(folder / CONFIG))
-    env = config.env if cfg.protocol is None else dataclasses.replace(config.env, protocol=cfg.protocol)
-    given = {name: value for name in ("device", "eval_envs") if (value := getattr(cfg, name)) is not None}
-    run = dataclasses.replace(config.run, run_dir=str(folder), progress=cfg.progress)
-    return dataclasses.replace(config, env=env, run=run, dtype=cfg.dtype, **given)
+def comparison_runs(folder: Path) -> list[str]:
+    """The folders of the runs of the comparison in ``folder``, sorted: ``<algo>/seed<k>`` of
+    ``compare text``; ``sft/seed<k>`` and ``scale<s>/<algo>/seed<k>`` of ``compare meta``."""
+    configs = [*folder.glob(f"*/*/{CONFIG}"), *folder.glob(f"*/*/*/{CONFIG}")]
+    return sorted(str(path.parent) for path in configs if family_of(recorded_settings(path.parent)))
 
 
-def placed(config: TextLearnerConfig, folder: Path) -> tuple[TextLearnerConfig, dict[str, str]]:
-    """``config`` with the dtype of the run in ``folder`` (``auto``: the one it trained in),
-    and the device and dtype that gives here, as a resumed run takes them.
+def newest_checkpoint(folder: Path) -> Path:
+    """The checkpoint the run in ``folder`` would resume from, its newest.
 
     Raises:
-        ValueError: On a device this machine lacks, another dtype than the run's, or full
-            fine-tuning in float16.
+        ValueError: On a run that holds none (it stopped before its first), or only a
+            pickled ``checkpoint.pt`` of release 0.1 (refused unread).
     """
-    from algorithms.text.train import check_full_in_float16, kept_dtype, resolved_placement
+    from algorithms.core.checkpoints import resume_checkpoint
 
-    config = kept_dtype(config, folder, resolved_placement(config.device, config.dtype)["resolved_dtype"])
-    placement = resolved_placement(config.device, config.dtype)
-    check_full_in_float16(config, placement)
-    return config, placement
-
-
-def saved_learner(config: TextLearnerConfig, folder: Path, record: dict[str, Any], checkpoint: Path) -> TextPolicyGradientLearner:
-    """The learner of ``config`` with the weights of ``checkpoint``, built as a resumed run
-    builds it: its training env, its model (``config.json``'s, where the base lies now,
-    checked against the base it trained on) and the names of the base the checkpoint records.
-
-    Raises:
-        ValueError: On a model whose weights are not the base the run trained on, or a
-            checkpoint that does not fit the learner (another setting or dtype).
-    """
-    from agents.trainable_lm.weights import base_digest
-    from algorithms.core import data_parallel
-    from algorithms.text.base import rank_num_envs
-    from algorithms.text.train import (
-        DIGEST_ELEMENTS,
-        base_named,
-        build_env,
-        build_lm,
-        learner_class,
-        trained_names,
-    )
-
-    venv = build_env(config, rank_num_envs(config, data_parallel.current()))
-    lm = build_lm(config, list(venv.possible_agents))
-    digest = base_digest(lm, elements=DIGEST_ELEMENTS)
-    if record.get(BASE_DIGEST, digest) != digest:
-        raise ValueError(
-            f"cannot evaluate the run in {folder}: {base_named(dataclasses.asdict(config))}, the base its {CONFIG} names, "
-            "has other weights here than the base it trained on (it moved or changed)"
-        )
-    if BASE_DIGEST in record:  # the checkpoint names the base as the run first did, wherever it lies now
-        names = trained_names(folder, record, config)
-        config = dataclasses.replace(config, model=names["model"], models=tuple(names["models"]))
-    learner = learner_class(config)(config, lm, venv, {})
-    learner.load(checkpoint)
-    return learner
+    checkpoint = resume_checkpoint(folder)
+    if checkpoint is None:
+        raise ValueError(f"the run in {folder} holds no checkpoint yet (it stopped before its first): there are no trained weights to evaluate")
+    return checkpoint
 
 
 def evaluation_record(
-    cfg: EvaluateText,
+    cfg: Any,
     evaluation: Evaluation,
-    learner: TextPolicyGradientLearner,
+    algo: str,
+    update: int,
     checkpoint: Path,
     count: int,
-    placement: dict[str, Any],
+    settings: dict[str, Any],
     elapsed: float,
 ) -> dict[str, Any]:
-    """What ``RUN/evaluations/*.json`` holds: the command's settings, the version and date
-    (:func:`~algorithms.commands.run.record_header`), the checkpoint (its update and SHA-256),
-    the split and the problems played (``count``), the device, dtype and processes
-    (``placement``), and the evaluation."""
+    """What ``RUN/evaluations/*.json`` holds: the command's settings ``cfg``, the version and
+    date (:func:`~algorithms.commands.run.record_header`), the learner ``algo``, the
+    checkpoint (its ``update`` and SHA-256), the split and the problems played (``count``),
+    the family's ``settings`` of the play (text: the envs at a time, device, dtype and
+    processes; meta: the envs at a time, the episodes' seed and the env's workers), and the
+    evaluation."""
     from agents.fingerprint import file_sha256
     from algorithms.commands.run import record_header
 
     return {
         **record_header(cfg, elapsed),
-        "algo": learner.name,
-        "update": learner.update,
+        "algo": algo,
+        "update": update,
         "checkpoint": checkpoint.name,
         "checkpoint_sha256": file_sha256(checkpoint),
         "split": cfg.split,
         "problems": count,
-        "eval_envs": learner.config.eval_envs,
-        **placement,
+        **settings,
         **{name: value for name, value in dataclasses.asdict(evaluation).items() if name != "metrics"},
         "metrics": evaluation.metrics,
     }
+
+
+def evaluation_path(folder: Path, result: dict[str, Any]) -> Path:
+    """Where the evaluation ``result`` (:func:`evaluation_record`) of the run in ``folder``
+    goes: ``evaluations/<split>-<N>problems-update<K>.json``."""
+    return folder / EVALUATIONS / f"{result['split']}-{result['problems']}problems-update{result['update']}.json"
+
+
+def write_evaluation(folder: Path, result: dict[str, Any], started: float) -> Path:
+    """Write the evaluation ``result`` of the run in ``folder`` (:func:`evaluation_path`),
+    print its table and the ``wrote`` line (the time since ``started``, a
+    ``time.perf_counter()``); the file written."""
+    path = evaluation_path(folder, result)
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    console.print(evaluation_table(result))
+    wrote([path], time.perf_counter() - started)
+    return path
 
 
 def evaluation_table(result: dict[str, Any]) -> Table:

@@ -70,7 +70,7 @@ from algorithms.meta.config import (
     with_held_out_problems,
     with_task_defaults,
 )
-from algorithms.meta.train import held_out, held_out_env, train
+from algorithms.meta.train import held_out, held_out_problems, train
 
 
 def compare(cfg: CompareConfig, learners: Mapping[str, LearnerFactory] | None = None) -> dict[str, Any]:
@@ -208,7 +208,7 @@ def _evaluate_baselines(cfg: CompareConfig) -> list[dict[str, Any]]:
     """Every baseline on the held-out episodes, once per seed (only ``random`` uses the seed)."""
     rows = []
     template = cfg.learner
-    test_venv = held_out_env(template)
+    test_venv, _ = held_out_problems(template, template.run.eval_problems)
     for seed in range(cfg.seeds):
         for name in cfg.baselines:
             policy = baselines.get(name, seed=seed) if name == "random" else baselines.get(name)

@@ -7,7 +7,8 @@ after its SFT warm start, if configured) by the run rules of both families
 new one for ``run_dir=""``, checks ``resume`` and the settings, builds the envs and the
 learner, and only then records ``config.json``; then ``metrics.jsonl``,
 ``checkpoint.safetensors`` and ``summary.json`` (``run_dir/sft`` holds the warm start's run).
-:func:`load_network` reads any learner's checkpoint back.
+:func:`load_network` reads any learner's checkpoint back; :func:`held_out_problems` is the
+held-out env of a run's evaluations and of ``deliberate evaluate meta``.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from algorithms.meta.softrankpo import SoftRankPO
 from deliberation_env import __version__
 from deliberation_env.factory import vector_env_from
 from deliberation_env.meta.config import EnvConfig
+from deliberation_env.tasks import problem_count
 
 LEARNERS: dict[Algo, type[MetaLearner]] = {
     "softrankpo": SoftRankPO,
@@ -64,12 +66,25 @@ SUMMARY = "summary.json"
 """A run's held-out evaluations before and after training (both families write it)."""
 
 
-def held_out_env(config: LearnerConfig) -> Any:
-    """The vector env of the held-out evaluation: ``config.env`` on the test split, scored
-    strictly whatever the training scoring (held-out scores are strict: a run trained with
-    ``scoring="lenient"`` reported lenient held-out accuracy), at most :data:`EVAL_BATCH`
-    envs stepped together."""
-    return vector_env_from(config.env, min(config.run.eval_problems, EVAL_BATCH), split="test", scoring="strict")
+def held_out_env(config: LearnerConfig, num_envs: int, split: str = "test") -> Any:
+    """The vector env of the held-out evaluation, ``num_envs`` envs stepped together:
+    ``config.env`` on the test split (or ``split``: ``deliberate evaluate meta --split
+    train``), scored strictly whatever the training scoring (held-out scores are strict: a
+    run trained with ``scoring="lenient"`` reported lenient held-out accuracy)."""
+    return vector_env_from(config.env, num_envs, split=split, scoring="strict")
+
+
+def held_out_problems(config: LearnerConfig, asked: int | None, split: str = "test") -> tuple[Any, int]:
+    """The held-out env of ``config`` on ``split`` (:func:`held_out_env`) and how many of its
+    problems to play: ``asked``, at most the split's (more is said, with a warning), or the
+    whole split (None); what a run's held-out evaluations play (``asked``: its
+    ``run.eval_problems``) and ``deliberate evaluate meta``. At most :data:`EVAL_BATCH`
+    envs step together, or as many as the problems where they are fewer."""
+    venv = held_out_env(config, min(asked or EVAL_BATCH, EVAL_BATCH), split)
+    count = len(venv.problems) if asked is None else problem_count(asked, len(venv.problems), split, "--eval-problems")
+    if count < venv.num_envs:
+        venv = held_out_env(config, count, split)
+    return venv, count
 
 
 def held_out(policy: Policy, venv: Any, config: LearnerConfig) -> dict[str, float]:
@@ -77,7 +92,7 @@ def held_out(policy: Policy, venv: Any, config: LearnerConfig) -> dict[str, floa
 
     Args:
         policy: The policy to evaluate.
-        venv: The held-out vector env (:func:`held_out_env`).
+        venv: The held-out vector env (:func:`held_out_problems`).
         config: The run's learner config (how many problems, which episode seed).
     """
     return evaluate(policy, venv, range(config.run.eval_problems), seed=config.eval_seed, progress=False).metrics
@@ -88,7 +103,7 @@ def _run_learner(learner: MetaLearner, config: LearnerConfig, label: str) -> Run
     the held-out problems when ``run.eval_problems`` is given."""
     evaluation = None
     if config.run.eval_problems:
-        test_venv = held_out_env(config)
+        test_venv, _ = held_out_problems(config, config.run.eval_problems)
         evaluation = lambda: held_out(learner.policy(), test_venv, config)
     return run(learner, config.run, evaluation, dataclasses.asdict(config), learner.headline, label=label)
 
@@ -189,16 +204,37 @@ def load_network(path: str | Path, env: EnvConfig) -> MetaPolicyNetwork:
             holds no meta-policy network for ``env``'s observations.
     """
     state = load_checkpoint(path)
-    check_structure(state.get("config"), dict, f"{path}: config")
-    check_structure(state.get("network"), dict, f"{path}: network")
-    hidden_size, num_heads = state["config"].get("hidden_size"), state["config"].get("num_heads")
-    bias = state["network"].get("query.bias")
-    # Sized by the weights in the file (never by a bare number in it) before anything is built.
-    if not (type(hidden_size) is int and type(num_heads) is int and isinstance(bias, torch.Tensor)
-            and bias.shape == (hidden_size,) and 0 < num_heads <= hidden_size and hidden_size % num_heads == 0):
-        raise CheckpointError(f"{path} holds no meta-policy network: its hidden_size and num_heads do not fit its weights")
-    space = vector_env_from(env, 1).observation_space("agent_0")
+    network_size(state, path)  # before the env is built
+    return checkpoint_network(state, vector_env_from(env, 1).observation_space("agent_0"), path)
+
+
+def checkpoint_network(state: dict[str, Any], space: Any, path: str | Path) -> MetaPolicyNetwork:
+    """The network of ``state``, a learner checkpoint's (any algorithm) read from ``path``,
+    sized by its weights, for the observations of ``space`` (an agent's observation space
+    in the env it is to play: :func:`load_network`, ``deliberate evaluate meta``).
+
+    Raises:
+        CheckpointError: When ``state`` holds no meta-policy network for those observations.
+    """
+    hidden_size, num_heads = network_size(state, path)
     network = MetaPolicyNetwork(space["self"].shape[-1], space["peers"].shape[-1], hidden_size, num_heads)
     check_structure(state["network"], network.state_dict(), f"{path}: network")
     network.load_state_dict(state["network"])
     return network
+
+
+def network_size(state: dict[str, Any], path: str | Path) -> tuple[int, int]:
+    """The ``hidden_size`` and ``num_heads`` of the network in ``state`` (read from ``path``),
+    checked against its weights (never a bare number in the file) before anything is built.
+
+    Raises:
+        CheckpointError: When they do not fit its weights, or ``state`` holds no network.
+    """
+    check_structure(state.get("config"), dict, f"{path}: config")
+    check_structure(state.get("network"), dict, f"{path}: network")
+    hidden_size, num_heads = state["config"].get("hidden_size"), state["config"].get("num_heads")
+    bias = state["network"].get("query.bias")
+    if not (type(hidden_size) is int and type(num_heads) is int and isinstance(bias, torch.Tensor)
+            and bias.shape == (hidden_size,) and 0 < num_heads <= hidden_size and hidden_size % num_heads == 0):
+        raise CheckpointError(f"{path} holds no meta-policy network: its hidden_size and num_heads do not fit its weights")
+    return hidden_size, num_heads

@@ -178,7 +178,7 @@ def test_the_meta_held_out_env_reads_strictly_whatever_the_training_scoring():
 
     config = GRPOConfig()
     config = dataclasses.replace(config, env=dataclasses.replace(config.env, scoring="lenient", team="simulated"))
-    held_out = held_out_env(config)
+    held_out = held_out_env(config, 4)
     assert held_out.task.scoring == "strict"
     assert held_out.problems == held_out.task.problems("test")
     assert config.env.scoring == "lenient"  # training reads as it was asked to

@@ -115,11 +115,14 @@ def test_a_run_of_a_protocol_of_ones_own_needs_it_named_again(trained, capsys):
     )
 
 
-def test_a_folder_of_no_text_run_is_one_line_saying_so(tmp_path, capsys):
+def test_a_meta_runs_folder_is_one_line_naming_evaluate_meta(tmp_path, capsys):
     meta = tmp_path / "meta"
     meta.mkdir()
     (meta / "config.json").write_text(json.dumps({"algo": "grpo", "run": {"updates": 2}, "recorded_by": "deliberation-env 0.2.0"}))
-    assert "holds no text run" in refused(capsys, "evaluate", "text", "--run-dir", str(meta))
+    assert refused(capsys, "evaluate", "text", "--run-dir", str(meta)) == (
+        f"deliberate evaluate text: error: {meta} holds a meta run, not a text run: evaluate it with deliberate evaluate "
+        f"meta --run-dir {meta}"
+    )
     assert refused(capsys, "evaluate", "text", "--run-dir", str(meta), "--eval-problems", "0") == (
         "deliberate evaluate text: error: --eval-problems must be >= 1, got 0"
     )
@@ -158,4 +161,5 @@ def test_a_run_folder_given_without_its_option_is_offered_run_dir(capsys):
     assert refused(capsys, "evaluate", "text", "runs/train/x") == (
         "deliberate evaluate text: error: unexpected argument runs/train/x; did you mean --run-dir runs/train/x?"
     )
-    assert refused(capsys, "evaluate", "meta") == "deliberate evaluate meta: error: unrecognized command meta; name one of text"
+    assert refused(capsys, "evaluate") == "deliberate evaluate: error: name one of meta, text after the command"
+    assert refused(capsys, "evaluate", "metta") == "deliberate evaluate: error: unrecognized command metta; did you mean meta?"
