@@ -139,7 +139,7 @@ def write_evaluation(folder: Path, result: dict[str, Any], started: float) -> Pa
 
 
 def evaluation_table(result: dict[str, Any]) -> Table:
-    """The evaluation ``result`` (:func:`evaluation_record`): accuracy with its 95%
+    """The evaluation ``result`` (:func:`evaluation_record`): the team answer's accuracy (meta: the plurality consensus) with its 95%
     interval, the asked-form share, the cut share, tokens per answer, then every metric."""
     from rich.table import Table
 
@@ -150,7 +150,7 @@ def evaluation_table(result: dict[str, Any]) -> Table:
     table.add_column("metric")
     table.add_column("value", justify="right")
     headline = {
-        "accuracy (95% CI)": None if result["accuracy"] is None else with_interval(result["accuracy"], problems),
+        "team answer accuracy (95% CI)": None if result["accuracy"] is None else with_interval(result["accuracy"], problems),
         "asked-form share": result["answered_share"],
         "cut share": result["cut_share"],
         "tokens per answer": result["tokens_per_answer"],
