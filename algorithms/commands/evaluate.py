@@ -139,8 +139,9 @@ def write_evaluation(folder: Path, result: dict[str, Any], started: float) -> Pa
 
 
 def evaluation_table(result: dict[str, Any]) -> Table:
-    """The evaluation ``result`` (:func:`evaluation_record`): the team answer's accuracy (meta: the plurality consensus) with its 95%
-    interval, the asked-form share, the cut share, tokens per answer, then every metric."""
+    """The evaluation ``result`` (:func:`evaluation_record`): the team answer's accuracy
+    (meta: the plurality consensus) with its 95% interval, the asked-form share, the cut
+    share, tokens per answer, then every metric."""
     from rich.table import Table
 
     from algorithms.commands.train import with_interval
