@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 EVALUATIONS = "evaluations"
 """The folder of a run's evaluations by ``deliberate evaluate``, one JSON file each."""
+
+
 def run_record(folder: Path, family: str) -> dict[str, Any]:
     """The ``config.json`` of the run of ``family`` (``meta`` or ``text``) in ``folder``
     (:func:`~algorithms.commands.records.family_of`).
