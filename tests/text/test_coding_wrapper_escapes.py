@@ -201,6 +201,10 @@ NO_WORK_THAT_MATTERS = {
         "def aux(numbers):\n    return list(numbers)\n\ndef core(numbers):\n" + WHOLE.split("\n", 1)[1],
         "    numbers = sorted(numbers)\n    return core(aux(numbers))\n",
     ),
+    "a parameter more than the entry point, given a constant": (
+        WHOLE.replace("def aux(numbers):", "def aux(numbers, unused):"),
+        "    numbers = sorted(numbers)\n    return aux(numbers, unused=0)\n",
+    ),
     "the helper function doing the whole problem read after four others": (
         "".join(f"def d{k}(v):\n    return [v, {k}]\n\n" for k in range(4)) + WHOLE.replace("def aux(", "def core(")
         + "\n\ndef aux(numbers):\n    return list(numbers)\n",
@@ -215,17 +219,14 @@ def test_work_that_cannot_change_the_answer_beside_a_whole_helper_earns_no_not_w
     assert "thin wrapper" not in outcome.feedback[1]
 
 
-# Known limitations: a helper the tests' arguments cannot call alone (a parameter more than
-# the entry point), one that refuses arguments the main did not prepare, or one that tells
-# the run alone from the team's by the calls it receives, beside a main whose own work
-# changes nothing else: the helper-alone run fails, so the main's work counts. 4.0 against 3.0; a fix that closes one must flip its test on purpose.
-PARAMETER_MORE = WHOLE.replace("def aux(numbers):", "def aux(numbers, unused):")
+# Known limitations: a helper that refuses arguments the main did not prepare, or that
+# tells the run alone from the team's by the calls it receives, beside a main whose own
+# work changes nothing else: the helper-alone run fails, so the main's work counts. 4.0 against 3.0; a fix that closes one must flip its test on purpose.
 REFUSES_UNSORTED = WHOLE.replace("numbers):\n", "numbers):\n    if list(numbers) != sorted(numbers):\n        raise ValueError\n", 1)
 EVERY_SECOND_CALL = WHOLE.replace(
     "def aux(numbers):\n", "def aux(numbers, seen=[]):\n    seen.append(1)\n    if len(seen) % 2:\n        return None\n"
 )  # its state tells the run alone (one call a test) from the team's (two)
 HELPER_CANNOT_RUN_ALONE = {
-    "a parameter more than the entry point": (PARAMETER_MORE, "    numbers = sorted(numbers)\n    return aux(numbers, 0)\n"),
     "a helper refusing unsorted arguments": (REFUSES_UNSORTED, "    numbers = sorted(numbers)\n    return aux(numbers)\n"),
     "a helper answering every second call, beside a main that calls twice": (
         EVERY_SECOND_CALL, "    a = aux(numbers)\n    b = aux(numbers)\n    return b if a is None else a\n",
@@ -249,3 +250,20 @@ def test_a_main_reading_more_helper_functions_than_are_judged_alone_earns_no_not
     reads = ", ".join(f"d{k}" for k in range(HELPER_ALONE_RUNS))
     scores(protocol, problem, (many + product_only, f"    unused = ({reads[4:]})\n" + own_sum), not_wrapper=1.0)
     scores(protocol, problem, (many + product_only, f"    unused = ({reads})\n" + own_sum), not_wrapper=0.0)
+
+
+def test_the_thin_wrappers_judged_are_each_helper_function_read_and_each_call_of_parameters_and_constants():
+    helper = "def aux(v, k=0):\n    return v\n\ndef core(v):\n    return v\n\ndef unread(v):\n    return v\n"
+    main = (
+        "def sum_product(numbers: list, scale=1):\n    numbers = sorted(numbers)\n"
+        "    a = aux(numbers, k=2)\n    b = aux(numbers, scale)\n    c = aux(len(numbers))\n"
+        "    return core(a, b, c, aux(numbers, scale))\n"
+    )
+    wrappers = analysis.analyse(helper, main, "", "sum_product").helper_alone
+    # the star wrappers of aux and core, then the calls of parameters and constants (aux(numbers,
+    # scale) passes the parameters as they come, as the star wrapper does; len(...) is work)
+    assert wrappers == (
+        ("*args, **kwargs", "aux(*args, **kwargs)"),
+        ("*args, **kwargs", "core(*args, **kwargs)"),
+        ("numbers: list, scale=1", "aux(numbers, k=2)"),
+    )

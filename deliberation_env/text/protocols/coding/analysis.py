@@ -41,8 +41,8 @@ class Analysis:
         program: The team's two programs: the prompt then the helper's code if admitted,
             the prompt then the main agent's code.
         helper_refused, main_refused: Why a code was refused (``""``: admitted).
-        helper_read: The helper code's own functions that the main agent's code reads by
-            name, in the order first read (each judged alone for ``not_wrapper``).
+        helper_alone: The thin wrappers judged for ``not_wrapper`` (:func:`_helper_alone`):
+            each a (parameters, call) pair, ``def entry(parameters): return call``.
     """
 
     helper_defined: bool
@@ -56,7 +56,7 @@ class Analysis:
     main_defines_helper: bool = False
     wrapper: bool = False
     ignored_call: bool = False
-    helper_read: tuple[str, ...] = ()
+    helper_alone: tuple[tuple[str, str], ...] = ()
 
     @property
     def tested(self) -> bool:
@@ -104,14 +104,39 @@ def analyse(
         main_defines_helper=_binds_helper(main_module),
         wrapper=_wrapper(main, _own_functions(functions, prompt)),
         ignored_call=any(isinstance(node, ast.Expr) and calls_name(node.value, HELPER) for node in ast.walk(main)),
-        helper_read=_names_read(main_module, _own_functions(functions, prompt)),
+        helper_alone=_helper_alone(main_module, main, _own_functions(functions, prompt)),
     )
 
 
-def _names_read(module: ast.Module, names: tuple[str, ...]) -> tuple[str, ...]:
-    """Those of ``names`` that ``module`` reads (a plain name loaded), in the order first read."""
-    read = (node.id for node in ast.walk(module) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load))
-    return tuple(dict.fromkeys(name for name in read if name in names))
+ANY_ARGUMENTS = "*args, **kwargs"
+"""The parameters of a thin wrapper that passes the tests' arguments on as they come."""
+
+
+def _helper_alone(
+    module: ast.Module, main: ast.FunctionDef | ast.AsyncFunctionDef, helper_functions: tuple[str, ...]
+) -> tuple[tuple[str, str], ...]:
+    """The thin wrappers that stand for the main function in the check that its own work
+    matters (the protocol's ``not_wrapper``), each a (parameters, call) pair: each of the
+    helper's functions that the main agent's code reads, called with the tests' arguments as
+    they come (``def entry(*args, **kwargs): return core(*args, **kwargs)``); then each call
+    of one in the main function whose arguments are only its parameters and constants
+    (``aux(x, 0)`` after ``x = sorted(x)``), taken alone with the main's parameters (``def
+    entry(x): return aux(x, 0)``), but a call that passes the parameters on as they come."""
+    loaded = (node.id for node in ast.walk(module) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load))
+    read = dict.fromkeys(name for name in loaded if name in helper_functions)
+    wrappers = [(ANY_ARGUMENTS, f"{name}({ANY_ARGUMENTS})") for name in read]
+    arguments = main.args
+    parameters = [a.arg for a in (*arguments.posonlyargs, *arguments.args, arguments.vararg, *arguments.kwonlyargs, arguments.kwarg) if a]
+    positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    for node in ast.walk(main):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in read):
+            continue
+        values = [*node.args, *(keyword.value for keyword in node.keywords)]
+        plain = all(isinstance(v, ast.Constant) or isinstance(v, ast.Name) and v.id in parameters for v in values)
+        as_they_come = not node.keywords and [getattr(v, "id", None) for v in node.args] == positional
+        if plain and all(keyword.arg for keyword in node.keywords) and not as_they_come:
+            wrappers.append((ast.unparse(arguments), ast.unparse(node)))
+    return tuple(dict.fromkeys(wrappers))
 
 
 def _unbound_names(main_code: str, main_module: ast.Module, prompt: str) -> tuple[str, ...]:

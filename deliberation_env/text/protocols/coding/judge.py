@@ -145,17 +145,18 @@ class TeamProgram:
         this run."""
         return dataclasses.replace(self, helper_answers="swapped") if self.helper_code else self
 
-    def helper_alone(self, entry: str, function: str = HELPER) -> TeamProgram:
-        """These programs with the main agent's code replaced by the thin wrapper
-        ``def entry(*args, **kwargs): return aux(*args, **kwargs)`` (or another of the
-        helper's ``function``): the helper alone, called with the tests' own arguments. The
+    def helper_alone(
+        self, entry: str, parameters: str = "*args, **kwargs", call: str = f"{HELPER}(*args, **kwargs)"
+    ) -> TeamProgram:
+        """These programs with the main agent's code replaced by the thin wrapper ``def
+        entry(parameters): return call``, by default ``def entry(*args, **kwargs): return
+        aux(*args, **kwargs)``: the helper alone, called with the tests' own arguments. The
         coding protocol's check that the main function's own work matters
         (``not_wrapper``): where this program passes every test the team passes, the
         helper did the whole problem, whatever the main function did around its calls. The
         helper's code runs unchanged, and where the main function passed the tests'
         arguments on unchanged it receives the very same calls."""
-        wrapper = f"def {entry}(*args, **kwargs):\n    return {function}(*args, **kwargs)\n"
-        return dataclasses.replace(self, main_code=wrapper)
+        return dataclasses.replace(self, main_code=f"def {entry}({parameters}):\n    return {call}\n")
 
     def digest(self) -> str:
         """SHA-256 of what a verdict depends on (the verdict cache's key)."""

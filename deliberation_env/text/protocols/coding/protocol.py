@@ -193,17 +193,19 @@ the answer (``x = sorted(x)`` before ``return aux(x)`` for a sum), a test of its
 arms are the same (``aux(x) if x is not None else aux(x)``), a base case or a sum the
 helper also computes: each earned 4.0 against 3.0, and each is now judged again with the
 helper alone as the entry point (:meth:`~deliberation_env.text.protocols.coding.judge.TeamProgram.helper_alone`,
-each of the helper's functions the main's code reads; a main reading more than
-:data:`HELPER_ALONE_RUNS` of them earns no ``not_wrapper``, as the check cannot be made),
-which passes every test: the helper did the whole problem, so the main's work did not
-matter. A preprocessing step or a case the helper needs keeps the bonus (the main sorts,
-the helper picks from the sorted list: the helper alone fails). Not read either way
-(pinned by ``test_work_the_helper_alone_cannot_replace_still_earns_not_wrapper_known_limitation``,
-4.0): a helper that takes a parameter more than the entry point (``aux(x, 0)``), so that it
-cannot run alone, or one that refuses what the main did not prepare (``if x !=
-sorted(x): raise``), beside a main whose preparation changes nothing else; in general, a
-helper that tells the run alone from the team's by the calls it receives (their
-arguments, number or order) and fails it on purpose. An index that
+each of the helper's functions the main's code reads, and each call of one in the main
+function whose arguments are only its parameters and constants, taken alone with the
+main's parameters: ``def entry(x): return aux(x, 0)`` where the main sorted ``x`` first;
+more than :data:`HELPER_ALONE_RUNS` such runs and the main earns no ``not_wrapper``, as
+the check cannot be made), which passes every test: the helper did the whole problem, so
+the main's work did not matter. A preprocessing step or a case the helper needs keeps
+the bonus (the main sorts, the helper picks from the sorted list: the helper alone
+fails). Not read either way (pinned by
+``test_work_the_helper_alone_cannot_replace_still_earns_not_wrapper_known_limitation``,
+4.0): a helper that refuses what the main did not prepare (``if x != sorted(x): raise``)
+beside a main whose preparation changes nothing else, and in general a helper that tells
+the run alone from the team's by the calls it receives (their arguments, number or
+order) and fails it on purpose. An index that
 is a computation (``aux(x)[len(x)]``, ``aux(x)[len(x) // 2]``) is work too. Nor that
 the helper is correct beyond the tests; a helper whose answers and changes are all the
 same, or whose swapped ones the tests cannot tell apart, earns no bonus. Only the ``tests`` part measures the program's correctness.
@@ -344,9 +346,10 @@ WEIGHTS = {
 }
 """CoMLRL's weight of each reward part (module docstring)."""
 HELPER_ALONE_RUNS = 8
-"""Most helper functions judged alone for ``not_wrapper`` (module docstring, the reward
-table): a main whose code reads more of the helper's functions earns no ``not_wrapper``,
-since the check that its own work matters cannot be made."""
+"""Most thin wrappers of the helper judged for ``not_wrapper`` (module docstring, the reward
+table): a main that asks for more (each helper function it reads, each call of one with
+only its parameters and constants) earns no ``not_wrapper``, since the check that its own
+work matters cannot be made."""
 BonusGate = Literal["all_tests", "one_test"]
 BONUS_GATES: tuple[BonusGate, ...] = get_args(BonusGate)
 """When the structure bonuses are paid (:class:`CodingProtocol`'s ``bonus_gate``)."""
@@ -526,13 +529,14 @@ def _withheld(problem: Problem, helper_text: str, main_code: str) -> tuple[str, 
 def _counterfactuals(problem: Problem, analysis: Analysis) -> tuple[TeamProgram, ...]:
     """The programs judged again for the structure bonuses (module docstring): the helper's
     results withheld, then swapped, then (where the main function's text is no wrapper)
-    each helper function that the main's code reads, alone, called with the tests'
-    arguments (none where it reads more than :data:`HELPER_ALONE_RUNS`: no bonus)."""
+    the helper alone in each thin wrapper of
+    :func:`~deliberation_env.text.protocols.coding.analysis.Analysis`'s ``helper_alone``
+    (none where there are more than :data:`HELPER_ALONE_RUNS`: no bonus)."""
     program, entry = analysis.program, problem.meta["entry_point"]
     variants = (program.results_withheld(), program.results_swapped())
-    if analysis.wrapper or len(analysis.helper_read) > HELPER_ALONE_RUNS:
+    if analysis.wrapper or len(analysis.helper_alone) > HELPER_ALONE_RUNS:
         return variants
-    return (*variants, *(program.helper_alone(entry, name) for name in analysis.helper_read))
+    return (*variants, *(program.helper_alone(entry, *wrapper) for wrapper in analysis.helper_alone))
 
 
 def _on_paper(analysis: Analysis, tests: TestResult, bonus_gate: BonusGate) -> bool:
@@ -574,7 +578,7 @@ def _outcome(
         if cooperation:
             helper_alone = counterfactual[2:] if counterfactual is not None else ()
             parts["cooperation"] = 1.0
-            checked = len(analysis.helper_read) <= HELPER_ALONE_RUNS
+            checked = len(analysis.helper_alone) <= HELPER_ALONE_RUNS
             parts["not_wrapper"] = float(
                 not analysis.wrapper and checked and all(run.passed < tests.passed for run in helper_alone)
             )
