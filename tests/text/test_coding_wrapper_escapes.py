@@ -257,13 +257,16 @@ def test_the_thin_wrappers_judged_are_each_helper_function_read_and_each_call_of
     main = (
         "def sum_product(numbers: list, scale=1):\n    numbers = sorted(numbers)\n"
         "    a = aux(numbers, k=2)\n    b = aux(numbers, scale)\n    c = aux(len(numbers))\n"
-        "    return core(a, b, c, aux(numbers, scale))\n"
+        "    d = aux(numbers, *[-1], **{'k': (0, 1)})\n    e = aux(numbers, scale + 1)\n"
+        "    return core(a, b, c, d, e, aux(numbers, scale))\n"
     )
     wrappers = analysis.analyse(helper, main, "", "sum_product").helper_alone
     # the star wrappers of aux and core, then the calls of parameters and constants (aux(numbers,
-    # scale) passes the parameters as they come, as the star wrapper does; len(...) is work)
+    # scale) passes the parameters as they come, as the star wrapper does; len(...) and scale + 1
+    # are work)
     assert wrappers == (
         ("*args, **kwargs", "aux(*args, **kwargs)"),
         ("*args, **kwargs", "core(*args, **kwargs)"),
         ("numbers: list, scale=1", "aux(numbers, k=2)"),
+        ("numbers: list, scale=1", "aux(numbers, *[-1], **{'k': (0, 1)})"),
     )

@@ -30,6 +30,7 @@ from deliberation_env.text.protocols.coding.admission import (
     refusals,
     top_level_bindings,
 )
+from deliberation_env.text.protocols.coding.counting import CONSTANT_NODES
 from deliberation_env.text.protocols.coding.judge import TeamProgram
 
 
@@ -108,6 +109,8 @@ def analyse(
     )
 
 
+CONSTANT_PARTS = (*CONSTANT_NODES, ast.BoolOp, ast.Compare, ast.boolop, ast.cmpop)
+"""What a constant expression may be built of (literals and operators)."""
 ANY_ARGUMENTS = "*args, **kwargs"
 """The parameters of a thin wrapper that passes the tests' arguments on as they come."""
 
@@ -132,11 +135,20 @@ def _helper_alone(
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in read):
             continue
         values = [*node.args, *(keyword.value for keyword in node.keywords)]
-        plain = all(isinstance(v, ast.Constant) or isinstance(v, ast.Name) and v.id in parameters for v in values)
         as_they_come = not node.keywords and [getattr(v, "id", None) for v in node.args] == positional
-        if plain and all(keyword.arg for keyword in node.keywords) and not as_they_come:
+        if all(_no_work(value, parameters) for value in values) and not as_they_come:
             wrappers.append((ast.unparse(arguments), ast.unparse(node)))
     return tuple(dict.fromkeys(wrappers))
+
+
+def _no_work(node: ast.expr, parameters: list[str]) -> bool:
+    """``node``, an argument of a call, is one of ``parameters`` or a constant expression
+    (literals and operators: ``0``, ``-1``, ``(0, 1)``, ``*[0]``), so that the call taken
+    alone with the main's parameters does none of the main's work."""
+    node = node.value if isinstance(node, ast.Starred) else node
+    if isinstance(node, ast.Name):
+        return node.id in parameters
+    return all(isinstance(part, CONSTANT_PARTS) for part in ast.walk(node))
 
 
 def _unbound_names(main_code: str, main_module: ast.Module, prompt: str) -> tuple[str, ...]:
