@@ -13,7 +13,7 @@ import ast
 import pytest
 from coding_teams import fenced, score
 
-from deliberation_env.text.protocols.coding import analysis
+from deliberation_env.text.protocols.coding import CodingProtocol, analysis
 
 HEAD = "import copy\nimport functools\nimport operator\n\ndef sum_product(numbers):\n"
 WHOLE = "def aux(numbers):\n    product = 1\n    for n in numbers:\n        product *= n\n    return (sum(numbers), product)\n"
@@ -217,6 +217,9 @@ NO_WORK_THAT_MATTERS = {
 def test_work_that_cannot_change_the_answer_beside_a_whole_helper_earns_no_not_wrapper(protocol, problem, name):
     outcome = scores(protocol, problem, NO_WORK_THAT_MATTERS[name], not_wrapper=0.0)
     assert "thin wrapper" not in outcome.feedback[1]
+    helper, body = NO_WORK_THAT_MATTERS[name]  # CoMLRL's rules read the text only
+    comlrl = CodingProtocol(protocol.task, bonus_gate="one_test")
+    assert score(comlrl, problem, fenced(helper), fenced(HEAD + body)).parts["not_wrapper"] == 1.0
 
 
 # Known limitations: a helper that refuses arguments the main did not prepare, or that

@@ -93,6 +93,7 @@ def analyse(
     error = helper_error or main_error or _program_syntax_error(program)
     if not main_defined or error:
         return Analysis(helper_defined, main_defined, (error,) if error else (), program, helper_refused, main_refused)
+    own = _own_functions(functions, prompt)
     return Analysis(
         helper_defined=helper_defined,
         main_defined=main_defined,
@@ -103,9 +104,9 @@ def analyse(
         calls_helper=any(calls_name(node, HELPER) for node in ast.walk(main)),
         helper_trivial=helper is None or _trivial(helper),
         main_defines_helper=_binds_helper(main_module),
-        wrapper=_wrapper(main, _own_functions(functions, prompt)),
+        wrapper=_wrapper(main, own),
         ignored_call=any(isinstance(node, ast.Expr) and calls_name(node.value, HELPER) for node in ast.walk(main)),
-        helper_alone=_helper_alone(main_module, main, _own_functions(functions, prompt)),
+        helper_alone=_helper_alone(main_module, main, own),
     )
 
 

@@ -52,8 +52,11 @@ part                  weight  what it measures
                               or a conditional expression, is); and its work
                               matters: judged again with each helper function it
                               reads alone as the entry point (``return
-                              aux(*args)``, the tests' own arguments), the program
-                              passes fewer tests each time
+                              aux(*args)``, the tests' own arguments), and each of
+                              its calls of one with only its parameters and
+                              constants alone (``return aux(x, 0)``), at most
+                              :data:`HELPER_ALONE_RUNS` runs, the program passes
+                              fewer tests each time
 ``ignored_call``      -0.5    given cooperation: the main function calls ``aux`` as a bare
                               statement, throwing its result away
 ====================  ======  ===============================================================
@@ -575,13 +578,13 @@ def _outcome(
             bonus_gate == "one_test"
             or (counterfactual is not None and all(other.passed < tests.passed for other in counterfactual[:2]))
         )
-        if cooperation:
-            helper_alone = counterfactual[2:] if counterfactual is not None else ()
-            parts["cooperation"] = 1.0
-            checked = len(analysis.helper_alone) <= HELPER_ALONE_RUNS
-            parts["not_wrapper"] = float(
-                not analysis.wrapper and checked and all(run.passed < tests.passed for run in helper_alone)
+        if cooperation:  # and the main's own work matters (not with CoMLRL's gate, which reads the text only)
+            work_matters = counterfactual is None or (
+                len(analysis.helper_alone) <= HELPER_ALONE_RUNS
+                and all(alone.passed < tests.passed for alone in counterfactual[2:])
             )
+            parts["cooperation"] = 1.0
+            parts["not_wrapper"] = float(not analysis.wrapper and work_matters)
             parts["ignored_call"] = float(analysis.ignored_call)
     reward = sum(WEIGHTS[name] * value for name, value in parts.items())
     report = _report(problem, analysis, tests)
