@@ -224,7 +224,8 @@ def test_work_that_cannot_change_the_answer_beside_a_whole_helper_earns_no_not_w
 
 # Known limitations: a helper that refuses arguments the main did not prepare, or that
 # tells the run alone from the team's by the calls it receives, beside a main whose own
-# work changes nothing else: the helper-alone run fails, so the main's work counts. 4.0 against 3.0; a fix that closes one must flip its test on purpose.
+# work changes nothing else: the helper-alone run fails, so the main's work counts. 4.0
+# against 3.0; a fix that closes one must flip its test on purpose.
 REFUSES_UNSORTED = WHOLE.replace("numbers):\n", "numbers):\n    if list(numbers) != sorted(numbers):\n        raise ValueError\n", 1)
 EVERY_SECOND_CALL = WHOLE.replace(
     "def aux(numbers):\n", "def aux(numbers, seen=[]):\n    seen.append(1)\n    if len(seen) % 2:\n        return None\n"
