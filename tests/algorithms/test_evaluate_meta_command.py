@@ -162,6 +162,20 @@ def test_a_learner_of_ones_own_and_a_team_built_in_python_are_evaluated_from_pyt
     )
 
 
+def test_a_checkpoint_of_another_learner_than_its_runs_is_refused(trained, tmp_path, capsys):
+    other = tmp_path / "softrankpo"
+    cli.main(["train", "meta", "softrankpo", *TINY, "--sft-updates", "0", "--updates", "1", "--run-dir", str(other)])
+    capsys.readouterr()
+    mixed = tmp_path / "mixed"  # the grpo run with the softrankpo run's checkpoint
+    shutil.copytree(trained, mixed)
+    shutil.copy(other / "checkpoint.safetensors", mixed / "checkpoint.safetensors")
+    assert refused(capsys, "evaluate", "meta", "--run-dir", str(mixed)) == (
+        f"deliberate evaluate meta: error: {mixed / 'checkpoint.safetensors'} is a checkpoint of 'softrankpo', not of "
+        "grpo, the learner its run recorded"
+    )
+    assert not (mixed / "evaluations").exists()
+
+
 def test_a_run_folder_given_without_its_option_is_offered_run_dir(capsys):
     assert refused(capsys, "evaluate", "meta", "runs/train/x") == (
         "deliberate evaluate meta: error: unexpected argument runs/train/x; did you mean --run-dir runs/train/x?"
