@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import shutil
 import socket
 import subprocess
 import sys
@@ -177,3 +178,12 @@ def unsandboxed(program: str, call: str) -> object:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     return ast.literal_eval(done.stdout)
+
+
+def stopped_run(run: Path, folder: Path) -> Path:
+    """``folder``: the run in ``run`` as it was before its first checkpoint (its
+    ``config.json`` and ``metrics.jsonl``, no checkpoint)."""
+    folder.mkdir()
+    for name in ("config.json", "metrics.jsonl"):
+        shutil.copy(run / name, folder / name)
+    return folder

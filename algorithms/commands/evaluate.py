@@ -24,8 +24,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from algorithms.commands.common import console, wrote
 from algorithms.commands.records import family_of
@@ -38,6 +39,27 @@ if TYPE_CHECKING:
 
 EVALUATIONS = "evaluations"
 """The folder of a run's evaluations by ``deliberate evaluate``, one JSON file each."""
+
+
+@dataclass
+class EvaluateRun:
+    """What ``deliberate evaluate meta`` and ``evaluate text`` both take (each family's
+    command adds its own settings)."""
+
+    run_dir: str
+    """The run's folder (what ``train --run-dir`` named): its ``config.json`` and
+    ``checkpoint.safetensors``, the newest."""
+    eval_problems: int | None = None
+    """Problems to play, the split's first N (at most the split's: more is said, and the
+    number played recorded); None: every problem of the split."""
+    split: Literal["test", "train"] = "test"
+    """The split whose problems are played: ``test``, held out; ``train``, those it trained on."""
+    progress: bool = True
+    """Show a progress bar."""
+
+    def __post_init__(self) -> None:
+        if self.eval_problems is not None and self.eval_problems < 1:
+            raise ValueError(f"--eval-problems must be >= 1, got {self.eval_problems}")
 
 
 def run_record(folder: Path, family: str) -> dict[str, Any]:

@@ -25,9 +25,10 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from algorithms.commands.evaluate import (
+    EvaluateRun,
     evaluation_record,
     newest_checkpoint,
     run_record,
@@ -49,7 +50,7 @@ BUILT_IN_PYTHON = ("task", "team")
 
 
 @dataclass
-class EvaluateMeta:
+class EvaluateMeta(EvaluateRun):
     """Evaluate a meta run's latest checkpoint on held-out problems: ``deliberate evaluate meta
     --run-dir RUN [--eval-problems N]``. The learner's config is rebuilt from
     ``RUN/config.json`` as ``--resume`` rebuilds it, the policy is the checkpoint's network
@@ -59,23 +60,12 @@ class EvaluateMeta:
     they are). Meta runs only (``evaluate text`` evaluates a text run); ``RUN/sft``, a run's
     SFT warm start, too."""
 
-    run_dir: str
-    """The run's folder (what ``train meta --run-dir`` named): its ``config.json`` and
-    ``checkpoint.safetensors``, the newest."""
-    eval_problems: int | None = None
-    """Problems to play, the split's first N (at most the split's: more is said, and the
-    number played recorded); None: every problem of the split."""
-    split: Literal["test", "train"] = "test"
-    """The split whose problems are played: ``test``, held out; ``train``, those it trained on."""
     env_workers: int | None = None
     """Ray workers that run the env's episodes, as ``train meta --env-workers`` takes them (0:
     in this process); None: the run's own."""
-    progress: bool = True
-    """Show a progress bar."""
 
     def __post_init__(self) -> None:
-        if self.eval_problems is not None and self.eval_problems < 1:
-            raise ValueError(f"--eval-problems must be >= 1, got {self.eval_problems}")
+        super().__post_init__()
         if self.env_workers is not None and self.env_workers < 0:
             raise ValueError(f"--env-workers must be >= 0 (0: in this process), got {self.env_workers}")
 

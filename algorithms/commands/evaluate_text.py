@@ -22,11 +22,12 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from agents.devices import Dtype
 from algorithms.commands.common import quiet_libraries
 from algorithms.commands.evaluate import (
+    EvaluateRun,
     evaluation_record,
     newest_checkpoint,
     run_record,
@@ -47,7 +48,7 @@ machine's records, :data:`~algorithms.text.config.MACHINE_RECORDS`)."""
 
 
 @dataclass
-class EvaluateText:
+class EvaluateText(EvaluateRun):
     """Evaluate a text run's latest checkpoint on held-out problems: ``deliberate evaluate text
     --run-dir RUN [--eval-problems N]``. The learner is rebuilt from ``RUN/config.json`` as
     ``--resume`` rebuilds it, its weights are the checkpoint's, and the problems are played
@@ -55,14 +56,6 @@ class EvaluateText:
     ``RUN/evaluations/<split>-<N>problems-update<K>.json`` (the run's own files are left as
     they are). Text runs only (``evaluate meta`` evaluates a meta run)."""
 
-    run_dir: str
-    """The run's folder (what ``train text --run-dir`` named): its ``config.json`` and
-    ``checkpoint.safetensors``, the newest."""
-    eval_problems: int | None = None
-    """Problems to play, the split's first N (at most the split's: more is said, and the
-    number played recorded); None: every problem of the split."""
-    split: Literal["test", "train"] = "test"
-    """The split whose problems are played: ``test``, held out; ``train``, those it trained on."""
     eval_envs: int | None = None
     """Problems played at a time (the run's ``--eval-envs``: the same numbers, but for
     floating-point noise); None: the run's own."""
@@ -75,14 +68,11 @@ class EvaluateText:
     protocol: str | None = None
     """The run's protocol by import path (``./my_task.py:protocol``), where it trained with
     one of your own: its ``config.json`` names it, but reading a file imports no code."""
-    progress: bool = True
-    """Show a progress bar."""
 
     def __post_init__(self) -> None:
-        for name in ("eval_problems", "eval_envs"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+        super().__post_init__()
+        if self.eval_envs is not None and self.eval_envs < 1:
+            raise ValueError(f"--eval-envs must be >= 1, got {self.eval_envs}")
 
 
 def evaluate_text(cfg: EvaluateText) -> dict[str, float]:

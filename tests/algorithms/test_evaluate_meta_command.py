@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import refused
+from helpers import refused, stopped_run
 
 from algorithms import cli
 from algorithms.text.config import RESOLVED_FIELDS
@@ -102,10 +102,7 @@ def test_a_missing_folder_no_config_and_a_run_without_checkpoint_are_one_line_er
         f"deliberate evaluate meta: error: {tmp_path} holds no config.json: no run of deliberate train meta (give the "
         "folder that train meta --run-dir named)"
     )
-    stopped = tmp_path / "stopped"  # a run stopped before its first checkpoint
-    stopped.mkdir()
-    for name in ("config.json", "metrics.jsonl"):
-        shutil.copy(trained / name, stopped / name)
+    stopped = stopped_run(trained, tmp_path / "stopped")
     assert "holds no checkpoint yet" in refused(capsys, "evaluate", "meta", "--run-dir", str(stopped))
     assert refused(capsys, "evaluate", "meta", "--run-dir", str(trained), "--eval-problems", "0") == (
         "deliberate evaluate meta: error: --eval-problems must be >= 1, got 0"

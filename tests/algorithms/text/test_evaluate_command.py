@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import refused
+from helpers import refused, stopped_run
 
 from algorithms import cli
 
@@ -101,10 +100,7 @@ def test_a_missing_folder_and_a_run_without_checkpoint_are_one_line_errors(train
         f"deliberate evaluate text: error: --run-dir {tmp_path / 'nowhere'}: no such folder (give the folder of a run of "
         "deliberate train text)"
     )
-    stopped = tmp_path / "stopped"  # a run stopped before its first checkpoint
-    stopped.mkdir()
-    for name in ("config.json", "metrics.jsonl"):
-        shutil.copy(trained / name, stopped / name)
+    stopped = stopped_run(trained, tmp_path / "stopped")
     assert "holds no checkpoint yet" in refused(capsys, "evaluate", "text", "--run-dir", str(stopped))
     assert "holds no config.json" in refused(capsys, "evaluate", "text", "--run-dir", str(tmp_path))
 

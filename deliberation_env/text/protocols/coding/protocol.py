@@ -537,9 +537,15 @@ def _counterfactuals(problem: Problem, analysis: Analysis) -> tuple[TeamProgram,
     (none where there are more than :data:`HELPER_ALONE_RUNS`: no bonus)."""
     program, entry = analysis.program, problem.meta["entry_point"]
     variants = (program.results_withheld(), program.results_swapped())
-    if analysis.wrapper or len(analysis.helper_alone) > HELPER_ALONE_RUNS:
+    if analysis.wrapper or not _alone_checkable(analysis):
         return variants
     return (*variants, *(program.helper_alone(entry, *wrapper) for wrapper in analysis.helper_alone))
+
+
+def _alone_checkable(analysis: Analysis) -> bool:
+    """Whether the check that the main function's own work matters can be made: at most
+    :data:`HELPER_ALONE_RUNS` thin wrappers to judge."""
+    return len(analysis.helper_alone) <= HELPER_ALONE_RUNS
 
 
 def _on_paper(analysis: Analysis, tests: TestResult, bonus_gate: BonusGate) -> bool:
@@ -580,8 +586,7 @@ def _outcome(
         )
         if cooperation:  # and the main's own work matters (not with CoMLRL's gate, which reads the text only)
             work_matters = counterfactual is None or (
-                len(analysis.helper_alone) <= HELPER_ALONE_RUNS
-                and all(alone.passed < tests.passed for alone in counterfactual[2:])
+                _alone_checkable(analysis) and all(alone.passed < tests.passed for alone in counterfactual[2:])
             )
             parts["cooperation"] = 1.0
             parts["not_wrapper"] = float(not analysis.wrapper and work_matters)
