@@ -119,7 +119,7 @@ def check_decoding(decoding: str, routing: str = "auto", scope: str = "auto") ->
     check_routing(routing)
     if decoding == "compiled" and routing == "peft":
         raise ValueError(
-            "decoding 'compiled' routes mixed-adapter batches by hooks: use the routing "
+            "decoding 'compiled' routes mixed-adapter batches by the stacked route: use the routing "
             "(--mixed-routing) 'stacked' or 'auto' (stacked then), not 'peft'"
         )
     if scope not in SCOPES:

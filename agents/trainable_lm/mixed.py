@@ -6,12 +6,12 @@ registers a pre-hook on each of the model's modules, and in each LoRA layer it l
 adapter's rows in Python, gathers them with a list index (on CUDA, the list is first copied
 from host memory) and scatters the update back. That is a fixed cost per decoded token.
 
-:func:`routed_adapters` runs the base with the adapters disabled and adds the updates from
-a forward hook on each LoRA layer, registered once per decode, not per step, in one of two
-ways:
+:func:`routed_adapters` gives each LoRA layer a forward of its own for the decode
+(installed once per decode, not per step): the base layer's product, then the rows'
+updates added to it in place, in one of two ways:
 
 - **by slices**: a batch lists its rows agent by agent, so each adapter's rows are
-  consecutive runs, and the hook adds each run's update to its slice of the layer's
+  consecutive runs, and each run's update is added to its slice of the layer's
   output, ``out[rows] += B(A(dropout(x[rows]))) * scaling``, computed in the adapter's
   dtype and added in the output's, as peft's own mixed path computes it: peft's numbers
   bit for bit, four kernels per agent and layer;
@@ -26,6 +26,15 @@ and almost no arithmetic (width 64) took 125 ms per step for two rows through pe
 treats otherwise (DoRA and other LoRA variants, LoRA on embeddings or convolutions,
 ``modules_to_save``, merged adapters) keep peft's path, and a team with DoRA adapters,
 which peft cannot mix (:func:`mixable`), samples agent by agent.
+
+The installed forward (:func:`_routed_forward`) calls neither peft's ``lora.Linear.forward``
+nor a forward hook: a LoRA layer of a decoding step is the base's ``F.linear`` and the
+update's kernels, with no Python of peft's (its checks of the call's arguments, the
+adapter toggles) or of torch's hook dispatch between them. An eager step of a GPU is
+mostly such Python and launches at these sizes (38 ms for two rows of Qwen2.5-1.5B's
+layout on an H200, 45 ms for 512: BENCHMARKS.md, "On a GPU"); on the CPU the installed
+forward took a stacked step from 12.5 to 10.2 ms of CPU time for that layout (the same
+section of BENCHMARKS.md, "Mixed-adapter batches"); on a GPU it is not yet measured.
 """
 
 from __future__ import annotations
@@ -88,8 +97,9 @@ def _sliceable_layers(model: torch.nn.Module) -> list[torch.nn.Module] | None:
     return layers
 
 
-Hook = Callable[[torch.nn.Module, tuple[Any, ...], dict[str, Any], torch.Tensor], None]
-"""A forward hook of a LoRA layer (``with_kwargs=True``) that adds the rows' updates to its output."""
+Add = Callable[[torch.Tensor, torch.Tensor], None]
+"""``add(x, output)``: adds the updates of a LoRA layer's rows, from its input ``x``, to its
+base layer's ``output``, in place."""
 
 Factors = tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, float, torch.nn.Module | None]
 """One adapter of one layer: A's weight, B's weight and bias, the scaling, the dropout (None: none)."""
@@ -113,16 +123,13 @@ def _factors(layer: torch.nn.Module) -> dict[str, Factors]:
 
 def _add_updates(
     layer: torch.nn.Module, rows: list[tuple[str, int, int]]
-) -> Hook:
-    """A forward hook of ``layer`` adding each run of ``rows`` (filled in later) its adapter's
+) -> Add:
+    """:data:`Add` of ``layer`` adding each run of ``rows`` (filled in later) its adapter's
     update, with the arithmetic of peft's ``lora.Linear`` (``nn.Linear`` is ``F.linear``)."""
     factors = _factors(layer)
     linear = torch.nn.functional.linear
 
-    def hook(
-        _: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: torch.Tensor
-    ) -> None:
-        x = args[0] if args else kwargs["x"]
+    def add(x: torch.Tensor, output: torch.Tensor) -> None:
         for name, start, stop in rows:
             adapter = factors.get(name)
             if adapter is None:
@@ -138,7 +145,7 @@ def _add_updates(
                 update if update.dtype == output.dtype else update.to(output.dtype)
             )
 
-    return hook
+    return add
 
 
 def _stackable(layers: Sequence[torch.nn.Module]) -> bool:
@@ -161,8 +168,8 @@ Layout = tuple[tuple[str, int, float], ...]
 
 def _add_stacked_updates(
     layer: torch.nn.Module, masks: dict[Layout, torch.Tensor]
-) -> tuple[Layout, Hook, torch.Tensor]:
-    """``layer``'s adapters stacked, and a forward hook adding every row's update at once:
+) -> tuple[Layout, Add, torch.Tensor]:
+    """``layer``'s adapters stacked, and :data:`Add` adding every row's update at once:
     with A = [A_1; ...; A_n] (R x d_in, R the ranks' sum) and B = [B_1 ... B_n]
     (d_out x R), ``out += ((x A^T) * M) B^T``, where row i of the mask M (filled in later,
     one per layout in ``masks``) holds its adapter's scaling in that adapter's R-block and
@@ -181,25 +188,44 @@ def _add_stacked_updates(
     stacked_a = torch.cat([f[0] for f in factors.values()]).t().to(dtype)  # d_in x R
     a_t = _kept(_STACKED_A, layer, stacked_a)
     b_t = _kept(_STACKED_B, layer, torch.cat([f[1] for f in factors.values()], dim=1).t().to(dtype))  # R x d_out
-    mm = torch.mm
+    mm, matmul = torch.mm, torch.matmul
 
-    def hook(
-        _: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: torch.Tensor
-    ) -> None:
-        x = args[0] if args else kwargs["x"]
-        flat = x.reshape(-1, x.shape[-1])
-        if flat.dtype != a_t.dtype:
-            flat = flat.to(a_t.dtype)
-        mask = masks[layout]  # rows x 1 x R
-        hidden = mm(flat, a_t).view(mask.shape[0], -1, mask.shape[2]).mul_(mask)
-        hidden = hidden.view(-1, mask.shape[2])
+    def add(x: torch.Tensor, output: torch.Tensor) -> None:
+        if x.dtype != a_t.dtype:
+            x = x.to(a_t.dtype)
+        hidden = matmul(x, a_t).mul_(masks[layout])  # rows x tokens x R, the mask rows x 1 x R
+        hidden = hidden.view(-1, hidden.shape[-1])
         out = output.view(-1, output.shape[-1])
         if out.dtype == b_t.dtype:
             out.addmm_(hidden, b_t)
         else:
             out.add_(mm(hidden, b_t).to(out.dtype))
 
-    return layout, hook, a_t
+    return layout, add, a_t
+
+
+def _routed_forward(layer: torch.nn.Module, add: Add) -> Callable[..., torch.Tensor]:
+    """The forward of ``layer`` (a plain LoRA ``Linear``) while a decode routes its rows: its
+    base layer's output, then ``add``. A plain ``nn.Linear`` base is its ``F.linear`` on the
+    base's own parameters, read once (frozen under LoRA), as ``nn.Linear.forward`` computes
+    it; any other base layer is called as peft calls it."""
+    base = layer.get_base_layer()
+    if type(base) is torch.nn.Linear:
+        linear, weight, bias = torch.nn.functional.linear, base.weight, base.bias
+
+        def forward(x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+            output = linear(x, weight, bias)
+            add(x, output)
+            return output
+
+    else:
+
+        def forward(x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+            output = base(x, *args, **kwargs)
+            add(x, output)
+            return output
+
+    return forward
 
 
 _STACKED_A: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -251,13 +277,14 @@ def _masks(
 def routed_adapters(
     model: torch.nn.Module, routing: Routing = "auto", decoding: Decoding = "dynamic"
 ) -> Iterator[Route]:
-    """For the block (inference only: the hooks add in place), a :data:`Route` for forward
+    """For the block (inference only: the updates add in place), a :data:`Route` for forward
     calls of ``model`` (a peft model with several LoRA adapters) whose rows each go through
     their own adapter (module docstring): ``stacked`` (all adapters of a layer in one
     product, where no adapter has a bias or an active dropout), ``slices``, or ``peft``
     (peft's ``adapter_names``); models that only peft can route take peft's path whatever
-    ``routing`` asks. Afterwards each LoRA layer is enabled or disabled, and every
-    parameter's ``requires_grad`` is, as before (peft's toggles reset ``requires_grad``).
+    ``routing`` asks. Afterwards each LoRA layer has peft's forward again, and every
+    parameter's ``requires_grad`` is as before (peft's ``set_adapter``, which a compiled
+    decode calls, resets ``requires_grad``).
 
     Args:
         model: The shared base with every agent's adapter (a ``PeftModel``).
@@ -281,14 +308,14 @@ def routed_adapters(
     rows: list[tuple[str, int, int]] = []
     masks: dict[Layout, torch.Tensor] = {}
     layouts: dict[Layout, torch.Tensor] = {}  # a layout's A: the dtype and device of its mask
-    hooks = []
+    adds = []
     for layer in layers:
         if routing == "stacked":
-            layout, hook, stacked_a = _add_stacked_updates(layer, masks)
+            layout, add, stacked_a = _add_stacked_updates(layer, masks)
             layouts.setdefault(layout, stacked_a)
         else:
-            hook = _add_updates(layer, rows)
-        hooks.append(hook)
+            add = _add_updates(layer, rows)
+        adds.append(add)
     last: list[tuple[str, ...]] = [()]
 
     def route(names: Sequence[str]) -> dict[str, Any]:
@@ -303,20 +330,17 @@ def routed_adapters(
     active = getattr(model, "active_adapter", None)
     if decoding == "compiled" and isinstance(active, str):  # the compiled graph guards on it: one for any agent
         model.set_adapter(min(model.peft_config))  # (a loss pass between decodes sets another: a recompile)
-    disabled = [layer.disable_adapters for layer in layers]
-    handles = [
-        layer.register_forward_hook(hook, with_kwargs=True)
-        for layer, hook in zip(layers, hooks, strict=True)
-    ]
+    own = [layer.__dict__.get("forward") for layer in layers]  # an instance's own, if any
     try:
-        for layer in layers:  # the base alone; the hooks add the updates
-            layer.enable_adapters(False)
+        for layer, add in zip(layers, adds, strict=True):
+            layer.forward = _routed_forward(layer, add)
         yield route
     finally:
-        for handle in handles:
-            handle.remove()
-        for layer, was_disabled in zip(layers, disabled, strict=True):
-            layer.enable_adapters(not was_disabled)
+        for layer, forward in zip(layers, own, strict=True):
+            if forward is None:
+                layer.__dict__.pop("forward", None)
+            else:
+                layer.forward = forward
         if decoding == "compiled" and isinstance(active, str):
             model.set_adapter(active)
         for parameter, flag in trains:

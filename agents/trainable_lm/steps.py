@@ -21,7 +21,7 @@
   compiles once per shape (rows bucket x length bucket) and model (on two CPU cores, for a
   28-block model, cold: a fraction of the whole step's two minutes, BENCHMARKS.md,
   "Decoding ways"), then serves every later call of that shape, whatever its prompts,
-  adapters' weights or rows' adapters. A mixed-adapter batch reaches its adapters through stacked hooks
+  adapters' weights or rows' adapters. A mixed-adapter batch reaches its adapters through the stacked route's LoRA forwards
   (:mod:`agents.trainable_lm.mixed`), whose tensors the graph reads as inputs.
 
 Each way runs each distinct prompt once (:func:`~agents.trainable_lm.batches.prefill`).
@@ -160,7 +160,7 @@ def compiled_forward(device: torch.device) -> Any:
 
 COMPILE_SCOPES = tuple(scope for scope in SCOPES if scope != "auto")
 """What ``decoding="compiled"`` compiles (:func:`compile_scope`): ``layers``, one decoder
-layer (its LoRA hooks inside), once per shape, its code then serving every layer
+layer (its LoRA layers' routed forwards inside), once per shape, its code then serving every layer
 (:func:`compiled_layers`, regional compilation); ``step``, the whole step in one graph
 (:func:`compiled_forward`)."""
 DEFAULT_SCOPES = {"cuda": "step"}
@@ -222,7 +222,7 @@ class _OneLayerCache:
 
 
 def _layer_forward(layer: torch.nn.Module, *args: Any, **kwargs: Any) -> torch.Tensor:
-    """One decoder layer's forward (the region compiled); its submodules' hooks run inside."""
+    """One decoder layer's forward (the region compiled); its submodules' routed forwards run inside."""
     return type(layer).forward(layer, *args, **kwargs)
 
 
@@ -339,7 +339,7 @@ class StaticSteps:
     and takes them out when it ends, however it ends.
 
     ``route`` must give no per-call arguments in ``compiled`` mode (the stacked route's
-    hooks do not; :func:`agents.devices.check_decoding` refuses the others); ``scope`` is
+    forwards do not; :func:`agents.devices.check_decoding` refuses the others); ``scope`` is
     what that mode compiles, as :func:`compile_scope` reads it."""
 
     def __init__(
@@ -377,7 +377,7 @@ class StaticSteps:
         self.held = list(range(len(prompts))) + [0] * (rows - len(prompts))  # each static row's request
         self.per_row = {} if names is None else route(names)
         if compiled and self.per_row:
-            raise ValueError("compiled decoding routes mixed-adapter rows by stacked hooks only")
+            raise ValueError("compiled decoding routes mixed-adapter rows by the stacked route only")
         if compiled:
             use_packed_attention(_config(model))  # no copy of the cache per head group and step
         self.scope = None

@@ -63,7 +63,7 @@ def test_any_order_of_rows_is_routed_to_its_own_adapter():
             got = model(input_ids=ids, **route(names)).logits
         after = model(input_ids=ids, adapter_names=names).logits
     torch.testing.assert_close(got, expected, rtol=0, atol=0)
-    torch.testing.assert_close(after, expected, rtol=0, atol=0)  # the hooks are gone
+    torch.testing.assert_close(after, expected, rtol=0, atol=0)  # peft's own forward again
     assert not torch.equal(got[0], got[1])  # agent_1 and agent_0 answer differently
 
 
@@ -99,7 +99,7 @@ def test_stacked_updates_are_peft_mixed_batch_up_to_rounding():
             got = model(input_ids=ids, **route(names)).logits
         after = model(input_ids=ids, adapter_names=names).logits
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(after, expected, rtol=0, atol=0)  # the hooks are gone
+    torch.testing.assert_close(after, expected, rtol=0, atol=0)  # peft's own forward again
     assert not torch.equal(got[0], got[1])  # agent_1 and agent_0 answer differently
 
 
@@ -138,6 +138,61 @@ def test_stacked_updates_take_the_same_operators_for_any_number_of_agents(operat
     assert stacked[0] == stacked[1] == stacked[2]
     assert sliced[0] < sliced[1] < sliced[2]  # slices grow with each agent's run
     assert stacked[1] < sliced[1]
+
+
+@pytest.mark.parametrize("routing", ["slices", "stacked"])
+def test_a_routed_decode_runs_none_of_peft_per_layer_and_gives_its_forward_back(routing, monkeypatch):
+    # each LoRA layer of a decoding step is the base's product and the update's kernels: no
+    # call of peft's lora.Linear.forward, no forward hook (the Python a GPU's eager step waits on)
+    from peft.tuners.lora.layer import Linear
+
+    calls = []
+    peft_forward = Linear.forward
+    monkeypatch.setattr(Linear, "forward", lambda self, *a, **k: calls.append(1) or peft_forward(self, *a, **k))
+    lm = distinct_team(routing=routing)
+    model = lm.seats["agent_0"].model
+    layers = mixed._sliceable_layers(model)
+    ids = torch.tensor([lm.encode(CHAT)] * 3)
+    names = ["agent_0", "agent_1", "agent_2"]
+    with torch.no_grad():
+        expected = model(input_ids=ids, adapter_names=names).logits
+        calls.clear()
+        with mixed.routed_adapters(model, routing) as route:
+            assert not any(layer._forward_hooks for layer in layers)
+            got = model(input_ids=ids, **route(names)).logits
+        assert calls == []
+        assert all("forward" not in layer.__dict__ for layer in layers)
+        model(input_ids=ids)
+    assert len(calls) == len(layers)  # peft's own forward again, once a layer
+    torch.testing.assert_close(got, expected, rtol=0 if routing == "slices" else 1e-5, atol=0 if routing == "slices" else 1e-5)
+
+
+@pytest.mark.parametrize("routing", ["slices", "stacked"])
+def test_a_base_layer_other_than_a_linear_is_called_as_peft_calls_it(routing):
+    # GPT-2's Conv1D (LoRA with fan_in_fan_out): not F.linear on its weight as it lies
+    from peft import LoraConfig, get_peft_model
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    base = GPT2LMHeadModel(GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=64, n_positions=32))
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn", "c_proj", "c_fc"], fan_in_fan_out=True)
+    model = get_peft_model(base, lora, adapter_name="agent_0")
+    model.add_adapter("agent_1", lora)
+    model.eval()
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_" in name:
+                parameter.copy_(0.3 * torch.randn_like(parameter))
+    layers = mixed._sliceable_layers(model)
+    assert layers and all(type(layer.get_base_layer()) is not torch.nn.Linear for layer in layers)
+    ids = torch.randint(0, 64, (4, 6), generator=torch.Generator().manual_seed(1))
+    names = ["agent_0", "agent_0", "agent_1", "agent_1"]  # runs, as a joint sampling lists them
+    with torch.no_grad():
+        expected = model(input_ids=ids, adapter_names=names).logits
+        with mixed.routed_adapters(model, routing) as route:
+            got = model(input_ids=ids, **route(names)).logits
+    torch.testing.assert_close(got, expected, rtol=0 if routing == "slices" else 1e-5, atol=0 if routing == "slices" else 1e-5)
+    assert not torch.equal(got[1], got[2])  # the two adapters answer differently
 
 
 def test_an_adapter_with_a_bias_is_sliced_not_stacked():
