@@ -22,7 +22,8 @@ updates added to it in place, in one of two ways:
 
 On two CPU cores, a 28-layer model of Qwen2.5's layout with LoRA on its 196 linear layers
 and almost no arithmetic (width 64) took 125 ms per step for two rows through peft's path,
-52 ms by slices and 37 ms stacked (BENCHMARKS.md, "Mixed-adapter batches"). Models peft
+52 ms by slices and 37 ms stacked (BENCHMARKS.md, "Mixed-adapter batches"; hooks then, not
+the installed forwards below). Models peft
 treats otherwise (DoRA and other LoRA variants, LoRA on embeddings or convolutions,
 ``modules_to_save``, merged adapters) keep peft's path, and a team with DoRA adapters,
 which peft cannot mix (:func:`mixable`), samples agent by agent.
@@ -33,8 +34,8 @@ update's kernels, with no Python of peft's (its checks of the call's arguments, 
 adapter toggles) or of torch's hook dispatch between them. An eager step of a GPU is
 mostly such Python and launches at these sizes (38 ms for two rows of Qwen2.5-1.5B's
 layout on an H200, 45 ms for 512: BENCHMARKS.md, "On a GPU"); on the CPU the installed
-forward took a stacked step from 12.5 to 10.2 ms of CPU time for that layout (the same
-section of BENCHMARKS.md, "Mixed-adapter batches"); on a GPU it is not yet measured.
+forward cut about 15% of a stacked step's time for that layout (BENCHMARKS.md,
+"Mixed-adapter batches"); on a GPU its gain is not yet measured.
 """
 
 from __future__ import annotations
