@@ -55,6 +55,8 @@ Processes, each with one job:
      and refill the caller's own objects (identity kept, nesting included), so a helper
      that sorts its argument behaves as in one process. So no object crosses between the
      two agents' code: each process holds only its own objects and decoded plain values.
+     Each call runs on a fresh load of the helper's program (:func:`_serve_helper`): no
+     call sees what an earlier one left in a default or a cache.
      The candidate answers the judge only once the helper's program has loaded; a helper
      that fails to load is the program's load error.
 """
@@ -942,6 +944,12 @@ def _serve_helper(request: dict, config: dict, workdir: str, calls: int, answers
     ``("raise", type name, the exception's arguments, changed)``, where ``changed`` is
     ``None`` or the arguments as the call left them (:func:`_changed_arguments`);
     ``("unsendable", detail)`` when the value or a changed argument is not a codec value.
+
+    Each call runs on a fresh load of the program (the first on the load that said it was
+    ready): no call sees what an earlier one left, in a default's contents or a cache, so the
+    helper cannot count the calls it is given. A count would tell the coding protocol's
+    runs apart (the team's main function may call it twice a test where the helper alone,
+    judged as the entry point, is called once) and fail one of them on purpose.
     """
     code, names = request["helper"], frozenset(request["helper_functions"])
     replies = _Answers(swap=request.get("helper_answers") == "swapped")
@@ -949,14 +957,15 @@ def _serve_helper(request: dict, config: dict, workdir: str, calls: int, answers
     _confine(config, workdir)
     _LIBC.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
     _block_sockets()
-    namespace = _module_namespace("__helper__")
     try:
-        exec(compile(code, "<helper>", "exec"), namespace)  # noqa: S102
+        program = compile(code, "<helper>", "exec")
+        namespace = _loaded(program)
     except BaseException as error:  # noqa: BLE001 - any failure of the program is its result
         _print_traceback(error)
         _answer(answers, ("load_error", _describe(error)))
         os._exit(1)
     _answer(answers, ("ready",))
+    used = False
     while True:
         try:
             message = codec.read_message(calls)
@@ -965,9 +974,23 @@ def _serve_helper(request: dict, config: dict, workdir: str, calls: int, answers
             os._exit(0)
         if not _well_formed_call(call):
             os._exit(0)
+        if used:
+            try:
+                namespace = _loaded(program)
+            except BaseException as error:  # noqa: BLE001 - it loaded once: only the machine's limits fail it
+                _print_traceback(error)
+                os._exit(1)  # the candidate's call: "the helper's process ended"
+        used = True
         reply = replies.reply(namespace, names, message, call)
         _flush_streams()
         codec.write_message(answers, reply)
+
+
+def _loaded(program: types.CodeType) -> dict:
+    """The helper's namespace after running ``program`` in a new module's."""
+    namespace = _module_namespace("__helper__")
+    exec(program, namespace)  # noqa: S102
+    return namespace
 
 
 def _well_formed_call(call: object) -> bool:

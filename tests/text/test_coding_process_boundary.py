@@ -151,6 +151,25 @@ def test_a_helper_that_sorts_its_argument_in_place_behaves_as_in_one_process(pro
     assert outcome.parts["cooperation"] == 0.0 and outcome.reward == pytest.approx(2.5)
 
 
+def test_each_call_of_the_helper_starts_from_a_fresh_load_of_its_program():
+    """What a call leaves in a default or a cache is gone at the next call (a helper that
+    kept it could count its calls and tell the coding protocol's runs apart); within a call
+    a memo works as in one process. Unlike one process, on purpose."""
+    helper = (
+        "import functools\n"
+        "@functools.cache\ndef box():\n    return []\n"
+        "def aux(n, seen=[], memo={}):\n"
+        "    seen.append(n)\n    box().append(n)\n"
+        "    def fib(k):\n"
+        "        if k not in memo:\n            memo[k] = k if k < 2 else fib(k - 1) + fib(k - 2)\n"
+        "        return memo[k]\n"
+        "    return (len(seen), len(box()), fib(n), len(memo))\n"
+    )
+    verdict = judged("def f():\n    return [aux(k) for k in (10, 20, 30)]\n", helper)
+    assert verdict.reason == "passed", verdict.detail
+    assert verdict.returned == [(1, 1, 55, 11), (1, 1, 6765, 21), (1, 1, 832040, 31)]
+
+
 def test_in_place_changes_reach_the_callers_own_objects_nested_and_aliased():
     helper = (
         "def aux(grid, index):\n"

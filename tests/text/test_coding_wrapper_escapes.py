@@ -222,25 +222,40 @@ def test_work_that_cannot_change_the_answer_beside_a_whole_helper_earns_no_not_w
     assert score(comlrl, problem, fenced(helper), fenced(HEAD + body)).parts["not_wrapper"] == 1.0
 
 
-# Known limitations: a helper that refuses arguments the main did not prepare, or that
-# tells the run alone from the team's by the calls it receives, beside a main whose own
-# work changes nothing else: the helper-alone run fails, so the main's work counts. 4.0
-# against 3.0; a fix that closes one must flip its test on purpose.
+# Known limitation: a helper that refuses arguments the main did not prepare, beside a
+# main whose own work changes nothing else: the helper-alone run fails, so the main's work
+# counts. 4.0 against 3.0; a fix that closes it must flip its test on purpose.
 REFUSES_UNSORTED = WHOLE.replace("numbers):\n", "numbers):\n    if list(numbers) != sorted(numbers):\n        raise ValueError\n", 1)
-EVERY_SECOND_CALL = WHOLE.replace(
-    "def aux(numbers):\n", "def aux(numbers, seen=[]):\n    seen.append(1)\n    if len(seen) % 2:\n        return None\n"
-)  # its state tells the run alone (one call a test) from the team's (two)
 HELPER_CANNOT_RUN_ALONE = {
     "a helper refusing unsorted arguments": (REFUSES_UNSORTED, "    numbers = sorted(numbers)\n    return aux(numbers)\n"),
-    "a helper answering every second call, beside a main that calls twice": (
-        EVERY_SECOND_CALL, "    a = aux(numbers)\n    b = aux(numbers)\n    return b if a is None else a\n",
-    ),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(HELPER_CANNOT_RUN_ALONE))
 def test_work_the_helper_alone_cannot_replace_still_earns_not_wrapper_known_limitation(protocol, problem, name):
     scores(protocol, problem, HELPER_CANNOT_RUN_ALONE[name], not_wrapper=1.0)
+
+
+# Closed: a helper whose state told the run alone (one call a test) from the team's (a main
+# calling twice) answered None to every first call, so the run alone failed and the main's
+# second call counted as work (4.0 against 3.0). Each call now runs on a fresh load of the
+# helper's program, so every call is a first one, the team's too.
+COUNTERS = {
+    "a mutable default": "def aux(numbers, seen=[]):\n    seen.append(1)\n    if len(seen) % 2:\n        return None\n",
+    "a cached box": (
+        "import functools\n\n@functools.cache\ndef box(k):\n    return [k]\n\n"
+        "def aux(numbers):\n    seen = box(0)\n    seen.append(1)\n    if len(seen) % 2 == 0:\n        return None\n"
+    ),
+}  # fmt: skip
+CALLS_TWICE = "    a = aux(numbers)\n    b = aux(numbers)\n    return b if a is None else a\n"
+
+
+@pytest.mark.parametrize("name", sorted(COUNTERS))
+def test_a_helper_counting_its_calls_cannot_tell_the_run_alone_from_the_teams(protocol, problem, name):
+    helper = WHOLE.replace("def aux(numbers):\n", COUNTERS[name], 1)
+    outcome = score(protocol, problem, fenced(helper), fenced(HEAD + CALLS_TWICE))
+    assert outcome.parts["tests"] == 0.0  # every call is a first: None, twice
+    assert outcome.reward < score(protocol, problem, fenced(WHOLE), fenced(HEAD + "    return aux(numbers)\n")).reward == 3.0
 
 
 def test_a_main_reading_more_helper_functions_than_are_judged_alone_earns_no_not_wrapper(protocol, problem):

@@ -14,7 +14,8 @@ message starts with the type's name); a value that cannot cross (a function, a
 generator, an object of the helper's class, as the result or left in an argument) makes
 the call raise ``TypeError``, and so does an argument that cannot. The prompts say so.
 The helper's code cannot call the main agent's functions, and each code has its own
-imports. A call costs about 0.1 ms (10,000 calls in one check take about a second of
+imports. Each call runs on a fresh load of the helper's program, so no call sees what an
+earlier one left in a default or a cache (the helper cannot count its calls). A call costs about 0.1 ms (10,000 calls in one check take about a second of
 the ten the task allows; BENCHMARKS.md, "Sandbox"). What this boundary proves is in the
 protocol's page (:mod:`deliberation_env.text.protocols.coding.protocol`, "What is proven,
 and by what").
