@@ -214,7 +214,10 @@ number or order of its calls it cannot: each call runs on a fresh load of the he
 program, so nothing a call leaves (a default's contents, a cache) reaches the next; a
 helper answering ``None`` to every first call (its count kept in a mutable default or a
 cached list) beside a main that calls twice failed the run alone and earned 4.0 against
-3.0, and now its team fails every test. An index that
+3.0, and now its team fails every test. What the process itself keeps is not reset: a
+helper that tells a first call from a later one by a timing (an import, a compiled
+pattern or an allocation still warm) could still fail the run alone on purpose; none
+was tried. An index that
 is a computation (``aux(x)[len(x)]``, ``aux(x)[len(x) // 2]``) is work too. Nor that
 the helper is correct beyond the tests; a helper whose answers and changes are all the
 same, or whose swapped ones the tests cannot tell apart, earns no bonus. Only the ``tests`` part measures the program's correctness.
