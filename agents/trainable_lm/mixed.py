@@ -205,13 +205,17 @@ def _add_stacked_updates(
     return layout, add, a_t
 
 
-def _routed_forward(layer: torch.nn.Module, add: Add) -> Callable[..., torch.Tensor]:
+def _routed_forward(layer: torch.nn.Module, add: Add, compiled: bool = False) -> Callable[..., torch.Tensor]:
     """The forward of ``layer`` (a plain LoRA ``Linear``) while a decode routes its rows: its
     base layer's output, then ``add``. A plain ``nn.Linear`` base is its ``F.linear`` on the
     base's own parameters, read once (frozen under LoRA), as ``nn.Linear.forward`` computes
-    it; any other base layer is called as peft calls it."""
+    it; any other base layer, and every base layer of a ``compiled`` decode, is called as a
+    module, as peft calls it: traced so, its weights are the module's parameters, which a
+    CUDA graph reads where they lie (the compiler may take tensors that a closure holds for
+    inputs a CUDA graph copies in at every replay: :func:`_kept` marks the stacked factors
+    static for that reason)."""
     base = layer.get_base_layer()
-    if type(base) is torch.nn.Linear:
+    if type(base) is torch.nn.Linear and not compiled:
         linear, weight, bias = torch.nn.functional.linear, base.weight, base.bias
 
         def forward(x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
@@ -334,7 +338,7 @@ def routed_adapters(
     own = [layer.__dict__.get("forward") for layer in layers]  # an instance's own, if any
     try:
         for layer, add in zip(layers, adds, strict=True):
-            layer.forward = _routed_forward(layer, add)
+            layer.forward = _routed_forward(layer, add, compiled=decoding == "compiled")
         yield route
     finally:
         for layer, forward in zip(layers, own, strict=True):

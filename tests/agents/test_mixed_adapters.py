@@ -167,6 +167,22 @@ def test_a_routed_decode_runs_none_of_peft_per_layer_and_gives_its_forward_back(
     torch.testing.assert_close(got, expected, rtol=0 if routing == "slices" else 1e-5, atol=0 if routing == "slices" else 1e-5)
 
 
+@pytest.mark.parametrize("decoding", ["dynamic", "compiled"])
+def test_a_compiled_decode_calls_each_base_layer_as_a_module(decoding):
+    # traced so, the base's weights are module parameters, which a CUDA graph reads in place
+    lm = distinct_team()
+    model = lm.seats["agent_0"].model
+    layers = mixed._sliceable_layers(model)
+    calls = []
+    handles = [layer.get_base_layer().register_forward_pre_hook(lambda *_: calls.append(1)) for layer in layers]
+    names = ["agent_0", "agent_1"]
+    with torch.no_grad(), mixed.routed_adapters(model, "stacked", decoding) as route:
+        model(input_ids=torch.tensor([lm.encode(CHAT)] * 2), **route(names))
+    for handle in handles:
+        handle.remove()
+    assert len(calls) == (len(layers) if decoding == "compiled" else 0)
+
+
 @pytest.mark.parametrize("routing", ["slices", "stacked"])
 def test_a_base_layer_other_than_a_linear_is_called_as_peft_calls_it(routing):
     # GPT-2's Conv1D (LoRA with fan_in_fan_out): not F.linear on its weight as it lies
