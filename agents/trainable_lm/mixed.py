@@ -194,8 +194,10 @@ def _add_stacked_updates(
     def add(x: torch.Tensor, output: torch.Tensor) -> None:
         if x.dtype != a_t.dtype:
             x = x.to(a_t.dtype)
-        hidden = matmul(x, a_t).mul_(masks[layout])  # rows x tokens x R, the mask rows x 1 x R
-        hidden = hidden.view(-1, hidden.shape[-1])
+        mask = masks[layout]  # rows x 1 x R
+        hidden = matmul(x, a_t)  # x's leading axes x R
+        hidden.view(mask.shape[0], -1, mask.shape[2]).mul_(mask)  # (any leading axes: rows first)
+        hidden = hidden.view(-1, mask.shape[2])
         out = output.view(-1, output.shape[-1])
         if out.dtype == b_t.dtype:
             out.addmm_(hidden, b_t)
