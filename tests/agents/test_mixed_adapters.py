@@ -15,6 +15,8 @@ from agents.trainable_lm import TrainableLM, default_lora, mixed, tiny_model
 CHAT = ({"role": "user", "content": "What is 9 + 4?"},)
 OTHER = ({"role": "system", "content": "A much longer system prompt, padded on the left."}, *CHAT)
 AGENTS = ("agent_0", "agent_1", "agent_2")
+TOLERANCE = {"slices": 0.0, "stacked": 1e-5}
+"""How far each route's logits may be from peft's: slices bit for bit, stacked up to rounding."""
 
 
 def distinct_team(stop_ids=(), use_dora=False, routing="auto") -> TrainableLM:
@@ -164,7 +166,7 @@ def test_a_routed_decode_runs_none_of_peft_per_layer_and_gives_its_forward_back(
         assert all("forward" not in layer.__dict__ for layer in layers)
         model(input_ids=ids)
     assert len(calls) == len(layers)  # peft's own forward again, once a layer
-    torch.testing.assert_close(got, expected, rtol=0 if routing == "slices" else 1e-5, atol=0 if routing == "slices" else 1e-5)
+    torch.testing.assert_close(got, expected, rtol=TOLERANCE[routing], atol=TOLERANCE[routing])
 
 
 @pytest.mark.parametrize("decoding", ["dynamic", "compiled"])
@@ -207,7 +209,7 @@ def test_a_base_layer_other_than_a_linear_is_called_as_peft_calls_it(routing):
         expected = model(input_ids=ids, adapter_names=names).logits
         with mixed.routed_adapters(model, routing) as route:
             got = model(input_ids=ids, **route(names)).logits
-    torch.testing.assert_close(got, expected, rtol=0 if routing == "slices" else 1e-5, atol=0 if routing == "slices" else 1e-5)
+    torch.testing.assert_close(got, expected, rtol=TOLERANCE[routing], atol=TOLERANCE[routing])
     assert not torch.equal(got[1], got[2])  # the two adapters answer differently
 
 
