@@ -55,8 +55,9 @@ Processes, each with one job:
      and refill the caller's own objects (identity kept, nesting included), so a helper
      that sorts its argument behaves as in one process. So no object crosses between the
      two agents' code: each process holds only its own objects and decoded plain values.
-     Each call runs on a fresh load of the helper's program (:func:`_serve_helper`): no
-     call sees what an earlier one left in a default or a cache.
+     Each call is answered by a process of its own, forked from one that never runs the
+     helper's code (:func:`_serve_helper`): no call finds what an earlier one left, in
+     memory, in a file or in a process.
      The candidate answers the judge only once the helper's program has loaded; a helper
      that fails to load is the program's load error.
 """
@@ -451,6 +452,7 @@ _SECCOMP_DATA_NR, _SECCOMP_DATA_ARCH, _SECCOMP_DATA_ARG0 = 0, 4, 16  # arg0's lo
 _HIGH_HALF = 4  # an argument's high 32 bits follow its low ones (little-endian)
 _X32_SYSCALL_BIT = 0x40000000
 _CLONE_NEW_ANY = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+_CLONE_THREAD = 0x00010000
 _IP_FAMILIES = (socket.AF_INET, socket.AF_INET6)
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 # name: (x86_64, aarch64); None where the architecture has no such call
@@ -459,6 +461,8 @@ _SYSCALLS = {
     "socketpair": (53, 199),
     "clone": (56, 220),
     "clone3": (435, 435),
+    "fork": (57, None),
+    "vfork": (58, None),
     "add_key": (248, 217),
     "request_key": (249, 218),
     "keyctl": (250, 219),
@@ -579,10 +583,12 @@ _DENIED = (
     # others), a run's own major faults, the host's free memory (it drops as pages load)
     *("move_pages", "getrusage", "sysinfo"),
 )
-_DENIED_WITHOUT_NAMESPACES = (
-    # SysV IPC of the host's IPC namespace
+_SYSV_IPC = (
     *("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop"),
     *("msgget", "msgsnd", "msgrcv", "msgctl"),
+)
+_DENIED_WITHOUT_NAMESPACES = (
+    *_SYSV_IPC,  # of the host's IPC namespace
     # metadata of host files, which Landlock does not govern
     *("chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat"),
     *("setxattr", "lsetxattr", "fsetxattr", "setxattrat", "removexattr", "lremovexattr"),
@@ -777,6 +783,49 @@ def _seccomp_program(machine: str, namespaces: bool) -> bytes:
     return b"".join(program)
 
 
+def _call_seccomp_program(machine: str) -> bytes:
+    """The filter a call's process of the helper adds to the run's (:func:`_serve_helper`):
+    no process of its own (threads only) and no SysV IPC, so that nothing it starts or
+    keeps outlives its call."""
+    column = tuple(_AUDIT_ARCH).index(machine)
+    number = {name: numbers[column] for name, numbers in _SYSCALLS.items()}
+    refuse = _bpf(_BPF_RET, _SECCOMP_RET_ERRNO | errno.EPERM)
+    program = [
+        _bpf(_BPF_LD_W_ABS, _SECCOMP_DATA_ARCH),
+        _bpf(_BPF_JEQ, _AUDIT_ARCH[machine], 1, 0),
+        _bpf(_BPF_RET, _SECCOMP_RET_KILL_PROCESS),
+        _bpf(_BPF_LD_W_ABS, _SECCOMP_DATA_NR),
+    ]
+    for name in ("fork", "vfork", *_SYSV_IPC):
+        if number[name] is not None:
+            program += [_bpf(_BPF_JEQ, number[name], 0, 1), refuse]
+    program += [
+        _bpf(_BPF_JEQ, number["clone"], 0, 3),
+        _bpf(_BPF_LD_W_ABS, _SECCOMP_DATA_ARG0),
+        _bpf(_BPF_JSET, _CLONE_THREAD, 1, 0),
+        refuse,
+        _bpf(_BPF_RET, _SECCOMP_RET_ALLOW),
+    ]
+    return b"".join(program)
+
+
+def _no_writes_ruleset() -> int:
+    """A Landlock ruleset (a descriptor) that writes nothing but :data:`_WRITABLE_DEVICES`:
+    a call's process of the helper enters it (:func:`_serve_helper`), so it leaves no file
+    for a later call (descriptors already open, its output among them, stay writable)."""
+    abi = _landlock_abi()
+    write = _FS_WRITE_FILE | _FS_CHANGE | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
+    attr = _RulesetAttr(handled_fs=write)
+    ruleset = _LIBC.syscall(
+        _SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0
+    )
+    if ruleset < 0:
+        _check(-1, "create a Landlock ruleset")
+    for path in _WRITABLE_DEVICES:
+        _allow(ruleset, path, write)
+    return ruleset
+
+
 def _only_with(number: int, argument: int, allowed: tuple[int, ...]) -> list[bytes]:
     """Filter instructions: system call ``number`` runs only with one of the ``allowed``
     values (the low 32 bits) of its ``argument``; other calls pass on to what follows."""
@@ -937,19 +986,27 @@ def _answer(answers: int, reply: tuple) -> None:
 
 # ------------------------------------------------------------ the helper's process
 def _serve_helper(request: dict, config: dict, workdir: str, calls: int, answers: int) -> None:
-    """Helper: run the helper's program alone, then answer the candidate's calls of the
-    helper's functions until the candidate is gone or breaks the protocol.
+    """Helper: load the helper's program, then answer the candidate's calls of the helper's
+    functions until the candidate is gone or breaks the protocol.
 
     A call is ``(name, args, kwargs)``; the answer is ``("return", value, changed)`` or
     ``("raise", type name, the exception's arguments, changed)``, where ``changed`` is
     ``None`` or the arguments as the call left them (:func:`_changed_arguments`);
     ``("unsendable", detail)`` when the value or a changed argument is not a codec value.
 
-    Each call runs on a fresh load of the program (the first on the load that said it was
-    ready): no call sees what an earlier one left, in a default's contents or a cache, so the
-    helper cannot count the calls it is given. A count would tell the coding protocol's
-    runs apart (the team's main function may call it twice a test where the helper alone,
-    judged as the entry point, is called once) and fail one of them on purpose.
+    Each call is answered by a process of its own (:func:`_answer_one_call`), forked from
+    this one, which never runs the helper's code: it loads the program afresh, answers one
+    call and exits. So no call finds anything an earlier one left, in the program (a
+    default's contents, a cache) or below it (a module imported, a pattern in ``re``'s
+    cache, the interpreter's warm-up of the code), not even by the time something takes;
+    and as a call's process writes no file and starts no process (:func:`_no_writes_ruleset`,
+    :func:`_call_seccomp_program`), nothing outside it either. So the helper cannot count
+    the calls it is given. A count would tell the coding protocol's runs apart (the team's
+    main function may call it twice a test where the helper alone, judged as the entry
+    point, is called once) and fail one of them on purpose (red teams 42 and 43).
+    The next call's process is forked while the last call runs: the fork, which takes
+    most of a call's time, is off the candidate's path where it does work between calls
+    (BENCHMARKS.md, "The helper's process").
     """
     code, names = request["helper"], frozenset(request["helper_functions"])
     replies = _Answers(swap=request.get("helper_answers") == "swapped")
@@ -958,32 +1015,83 @@ def _serve_helper(request: dict, config: dict, workdir: str, calls: int, answers
     _LIBC.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
     _block_sockets()
     try:
+        calls_confined = (_no_writes_ruleset(), _call_seccomp_program(os.uname().machine))
+    except OSError as error:
+        os.write(2, f"sandbox: {error}\n".encode())
+        os._exit(_UNCONFINED_STATUS)
+    try:
         program = compile(code, "<helper>", "exec")
-        namespace = _loaded(program)
     except BaseException as error:  # noqa: BLE001 - any failure of the program is its result
         _print_traceback(error)
         _answer(answers, ("load_error", _describe(error)))
         os._exit(1)
-    _answer(answers, ("ready",))
-    used = False
+    previous: int | None = None  # the call's process before: its state comes through ``state``
+    state = None
     while True:
         try:
-            message = codec.read_message(calls)
-            call = codec.decode(message)
-        except (EOFError, codec.CodecError):
+            state_in, state_out = os.pipe()
+            child = os.fork()
+        except OSError:  # the uid's process limit, which the candidate shares: the helper ends
             os._exit(0)
-        if not _well_formed_call(call):
-            os._exit(0)
-        if used:
-            try:
-                namespace = _loaded(program)
-            except BaseException as error:  # noqa: BLE001 - it loaded once: only the machine's limits fail it
-                _print_traceback(error)
-                os._exit(1)  # the candidate's call: "the helper's process ended"
-        used = True
-        reply = replies.reply(namespace, names, message, call)
-        _flush_streams()
-        codec.write_message(answers, reply)
+        if child == 0:
+            os.close(state_in)
+            _answer_one_call(program, names, replies, (calls, answers, state, state_out), calls_confined)
+        os.close(state_out)
+        if state is not None:
+            os.close(state)
+        state = state_in
+        if previous is not None and _wait_status(previous) != 0:
+            os.kill(child, signal.SIGKILL)  # waiting for the state of a call that was not answered
+            os._exit(0)  # the candidate is gone, broke the protocol, or the call's process failed
+        previous = child
+
+
+def _answer_one_call(
+    program: types.CodeType,
+    names: frozenset[str],
+    replies: _Answers,
+    pipes: tuple[int, int, int | None, int],
+    confinement: tuple[int, bytes],
+) -> None:
+    """A call's process (:func:`_serve_helper`): confine itself further (``confinement``:
+    :func:`_no_writes_ruleset`, :func:`_call_seccomp_program`), take the swap's state from
+    the call's process before (the first has none), load the program (the first also says
+    whether it loaded), answer one call, pass the state on, and exit: 0 after an answer, 1
+    where the program did not load, 2 where no call came."""
+    calls, answers, state_in, state_out = pipes
+    ruleset, call_filter = confinement
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # not inherited from the fork
+    try:
+        _check(_LIBC.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0), "enter the Landlock domain")
+        os.close(ruleset)
+        _install_seccomp(call_filter)
+    except OSError as error:
+        os.write(2, f"sandbox: {error}\n".encode())
+        os._exit(_UNCONFINED_STATUS)
+    first = state_in is None
+    if not first and not replies.restore(state_in):
+        os._exit(2)  # the call before was not answered
+    try:
+        namespace = _loaded(program)
+    except BaseException as error:  # noqa: BLE001 - any failure of the program is its result
+        _print_traceback(error)
+        if first:
+            _answer(answers, ("load_error", _describe(error)))
+        os._exit(1)  # a later call: "the helper's process ended"
+    if first:
+        _answer(answers, ("ready",))
+    try:
+        message = codec.read_message(calls)
+        call = codec.decode(message)
+    except (EOFError, codec.CodecError):
+        os._exit(2)
+    if not _well_formed_call(call):
+        os._exit(2)
+    reply = replies.reply(namespace, names, message, call)
+    replies.save(state_out)
+    _flush_streams()
+    codec.write_message(answers, reply)
+    os._exit(0)
 
 
 def _loaded(program: types.CodeType) -> dict:
@@ -1062,6 +1170,27 @@ class _Answers:
         swapped = self._swapped(message, call, mutable, before, answer[1])
         return swapped if self.swap and swapped is not None else honest
 
+    def save(self, fd: int) -> None:
+        """Send what the swap remembers to ``fd`` (a call's process, after its answer is
+        made: :func:`_serve_helper`); an empty message stands for ``None``."""
+        places = sorted(self.changes)
+        codec.write_message(fd, codec.encode(tuple(places)))
+        for recent in (self.answers, *(self.changes[place] for place in places)):
+            codec.write_message(fd, recent.last or b"")
+            codec.write_message(fd, recent.other or b"")
+
+    def restore(self, fd: int) -> bool:
+        """Take what :meth:`save` sent to ``fd``'s other end; whether it came (not where the
+        call's process ended before its answer)."""
+        try:
+            places = codec.decode(codec.read_message(fd))
+            series = [_Recent(codec.read_message(fd) or None, codec.read_message(fd) or None) for _ in range(len(places) + 1)]
+        except (EOFError, codec.CodecError):
+            return False
+        self.answers = series[0]
+        self.changes = dict(zip(places, series[1:], strict=True))
+        return True
+
     def _swapped(self, message: bytes, call: tuple, mutable: list, before: list | None, value: object) -> bytes | None:
         """The encoded swapped answer (class docstring), ``None`` where it is the returned one
         or cannot cross; made in both runs. What the call changed is swapped on a copy of the
@@ -1096,9 +1225,8 @@ class _Answers:
 class _Recent:
     """The last of a series of encoded values, and the last one before it that differs."""
 
-    def __init__(self) -> None:
-        self.last: bytes | None = None
-        self.other: bytes | None = None
+    def __init__(self, last: bytes | None = None, other: bytes | None = None) -> None:
+        self.last, self.other = last, other
 
     def other_than(self, value: bytes) -> bytes | None:
         """The last value before ``value`` that differs from it (``None`` if there is

@@ -40,10 +40,14 @@ Two APIs:
   raised in the candidate as that built-in exception, else as ``HelperError``; a value
   that cannot cross raises ``TypeError`` in the call. Neither process ever holds an
   object of the other's program, so no reflection in one reaches the other's functions,
-  globals or builtins; they share the uid, the scratch and the process limit, so one can
-  make the other fail, not compute something else. A helper that does not load is the
-  program's ``load_error``. Without a helper program no such process starts. A call
-  costs about 0.1 ms (BENCHMARKS.md).
+  globals or builtins; they share the uid, the process limit and the scratch (which the
+  helper's calls only read), so one can make the other fail, not compute something
+  else. A helper that does not load is the program's ``load_error``. Without a helper
+  program no such process starts. Each call is answered by a process of its own, forked
+  from one that never runs the helper's code, which loads the program afresh, writes no
+  file and starts no process: no call finds what an earlier one left, so the helper
+  cannot count its calls. A call costs about 1 ms, most of it the fork (BENCHMARKS.md,
+  "The helper's process").
 
   How this differs from EvalPlus (``evalplus.eval.untrusted_check``): EvalPlus computes
   the expected outputs from the reference solution in the trusted parent, but the

@@ -238,14 +238,24 @@ def test_work_the_helper_alone_cannot_replace_still_earns_not_wrapper_known_limi
 
 # Closed: a helper whose state told the run alone (one call a test) from the team's (a main
 # calling twice) answered None to every first call, so the run alone failed and the main's
-# second call counted as work (4.0 against 3.0). Each call now runs on a fresh load of the
-# helper's program, so every call is a first one, the team's too.
+# second call counted as work (4.0 against 3.0): its count kept in a mutable default or a
+# cached list (red team 42), or below the program, in ``re``'s cache of compiled patterns,
+# read by the time a match takes (red team 43; ``datetime`` is admitted: the n-th call finds
+# n - 1 of its patterns cached). Each call now has a process of its own, forked before any
+# of the helper's code ran, that loads the program afresh: every call is a first one.
+TIMED = (
+    "import datetime\nimport re\n\ndef aux(numbers):\n    seen = 0\n    while True:\n"
+    "        start = datetime.datetime.now()\n        re.match('(a|b)*c' * 200 + str(seen), '')\n"
+    "        if (datetime.datetime.now() - start).microseconds > 50:\n            break\n"
+    "        seen += 1\n    if seen % 2 == 0:\n        return None\n"
+)
 COUNTERS = {
     "a mutable default": "def aux(numbers, seen=[]):\n    seen.append(1)\n    if len(seen) % 2:\n        return None\n",
     "a cached box": (
         "import functools\n\n@functools.cache\ndef box(k):\n    return [k]\n\n"
         "def aux(numbers):\n    seen = box(0)\n    seen.append(1)\n    if len(seen) % 2 == 0:\n        return None\n"
     ),
+    "the time re's cache saves": TIMED,
 }  # fmt: skip
 CALLS_TWICE = "    a = aux(numbers)\n    b = aux(numbers)\n    return b if a is None else a\n"
 

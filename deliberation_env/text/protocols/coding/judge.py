@@ -14,9 +14,12 @@ message starts with the type's name); a value that cannot cross (a function, a
 generator, an object of the helper's class, as the result or left in an argument) makes
 the call raise ``TypeError``, and so does an argument that cannot. The prompts say so.
 The helper's code cannot call the main agent's functions, and each code has its own
-imports. Each call runs on a fresh load of the helper's program, so no call sees what an
-earlier one left in a default or a cache (the helper cannot count its calls). A call costs about 0.1 ms (10,000 calls in one check take about a second of
-the ten the task allows; BENCHMARKS.md, "Sandbox"). What this boundary proves is in the
+imports. Each call is answered by a process of its own, forked before any of the helper's
+code ran, that loads the program afresh: no call finds what an earlier one left, in a
+default, a cache or the interpreter, not even by the time something takes (the helper
+cannot count its calls). A call costs about 1 ms, most of it the fork (2,000 calls in
+one check take about two seconds of the ten the task allows; BENCHMARKS.md, "The
+helper's process"). What this boundary proves is in the
 protocol's page (:mod:`deliberation_env.text.protocols.coding.protocol`, "What is proven,
 and by what").
 

@@ -92,9 +92,10 @@ The helper's program runs in a confined process of its own; in the main agent's 
 each of the helper code's top-level functions is a stub that sends the arguments there
 and receives the result. Only plain values cross (the sandbox's codec, never pickle);
 in-place changes of a list, dict or set argument are copied back, and a value that cannot
-cross makes the call raise ``TypeError``. The prompts say so. Each call runs on a fresh
-load of the helper's program: what one call leaves in a default or a cache, the next does
-not see (below, "What the structure bonuses prove"). ``eval`` in the team's
+cross makes the call raise ``TypeError``. The prompts say so. Each call is answered by a
+process of its own that loads the helper's program afresh: what one call leaves, in a
+default, a cache or the interpreter, the next does not see (below, "What the structure
+bonuses prove"). ``eval`` in the team's
 programs evaluates literals and operators only (HumanEval/160's solution calls it).
 
 **What is proven, and by what.** *One agent's code cannot change what another's does*:
@@ -210,14 +211,15 @@ fails). Not read either way (pinned by
 4.0): a helper that refuses what the main did not prepare (``if x != sorted(x): raise``)
 beside a main whose preparation changes nothing else, and in general a helper that tells
 the run alone from the team's by a call's arguments and fails it on purpose. By the
-number or order of its calls it cannot: each call runs on a fresh load of the helper's
-program, so nothing a call leaves (a default's contents, a cache) reaches the next; a
-helper answering ``None`` to every first call (its count kept in a mutable default or a
-cached list) beside a main that calls twice failed the run alone and earned 4.0 against
-3.0, and now its team fails every test. What the process itself keeps is not reset: a
-helper that tells a first call from a later one by a timing (an import, a compiled
-pattern or an allocation still warm) could still fail the run alone on purpose; none
-was tried. An index that
+number or order of its calls it cannot: each call is answered by a process of its own,
+forked before any of the helper's code ran, which loads the program and exits after the
+answer, so nothing a call leaves reaches the next, in the program (a default's contents,
+a cache) or below it (a module imported, a pattern in ``re``'s cache, the interpreter's
+warm-up of the helper's code), not even as the time something takes. A helper answering
+``None`` to every first call beside a main that calls twice failed the run alone and
+earned 4.0 against 3.0, its count kept in a mutable default or a cached list (red team
+42) or read from the time a match took with ``re``'s cache warm (red team 43); now its
+team fails every test. An index that
 is a computation (``aux(x)[len(x)]``, ``aux(x)[len(x) // 2]``) is work too. Nor that
 the helper is correct beyond the tests; a helper whose answers and changes are all the
 same, or whose swapped ones the tests cannot tell apart, earns no bonus. Only the ``tests`` part measures the program's correctness.
