@@ -667,14 +667,8 @@ def _landlock_abi() -> int:
 def _landlock_ruleset(config: dict, workdir: str) -> int:
     """A Landlock ruleset (a descriptor) of what the code may read and write."""
     abi = _landlock_abi()
-    write = _FS_WRITE_FILE | _FS_CHANGE | (_FS_REFER if abi >= 2 else 0)
-    write |= _FS_TRUNCATE if abi >= 3 else 0
-    attr = _RulesetAttr(handled_fs=_FS_READ | write, scoped=_SCOPE_SIGNAL if abi >= 6 else 0)
-    ruleset = _LIBC.syscall(
-        _SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0
-    )
-    if ruleset < 0:
-        _check(-1, "create a Landlock ruleset")
+    write = _write_rights(abi)
+    ruleset = _new_ruleset(_RulesetAttr(handled_fs=_FS_READ | write, scoped=_SCOPE_SIGNAL if abi >= 6 else 0))
     hidden = [] if config["namespaces"] else config["hidden"]  # with namespaces: covered
     readable, listable = _readable(_PROC_READABLE, hidden)
     for path in (*_PROC_LISTABLE[config["own_proc"]], *listable):
@@ -684,6 +678,21 @@ def _landlock_ruleset(config: dict, workdir: str) -> int:
     scratch = _PRIVATE_DIRS if config["namespaces"] else (workdir,)
     for path in (*scratch, *_WRITABLE_DEVICES):
         _allow(ruleset, path, _FS_READ | write)
+    return ruleset
+
+
+def _write_rights(abi: int) -> int:
+    """The Landlock rights that write, change or remove a file, of those ``abi`` knows."""
+    return _FS_WRITE_FILE | _FS_CHANGE | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
+
+
+def _new_ruleset(attr: _RulesetAttr) -> int:
+    """A new Landlock ruleset (a descriptor) handling what ``attr`` names."""
+    ruleset = _LIBC.syscall(
+        _SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0
+    )
+    if ruleset < 0:
+        _check(-1, "create a Landlock ruleset")
     return ruleset
 
 
@@ -737,19 +746,29 @@ def _allow(ruleset: int, path: str, access: int) -> None:
         os.close(fd)
 
 
-def _seccomp_program(machine: str, namespaces: bool) -> bytes:
-    """The seccomp filter (classic BPF) for ``machine``, with or without the run's own
-    namespaces (see "confinement" above)."""
+def _numbers(machine: str) -> dict[str, int | None]:
+    """The system calls' numbers on ``machine`` (:data:`_SYSCALLS`)."""
     column = tuple(_AUDIT_ARCH).index(machine)
-    number = {name: numbers[column] for name, numbers in _SYSCALLS.items()}
-    denied = _DENIED + (() if namespaces else ("socket", *_DENIED_WITHOUT_NAMESPACES))
-    refuse = _bpf(_BPF_RET, _SECCOMP_RET_ERRNO | errno.EPERM)
-    program = [
+    return {name: numbers[column] for name, numbers in _SYSCALLS.items()}
+
+
+def _start(machine: str) -> list[bytes]:
+    """A filter's first instructions: kill a call of another ABI, load the call's number."""
+    return [
         _bpf(_BPF_LD_W_ABS, _SECCOMP_DATA_ARCH),
         _bpf(_BPF_JEQ, _AUDIT_ARCH[machine], 1, 0),
         _bpf(_BPF_RET, _SECCOMP_RET_KILL_PROCESS),
         _bpf(_BPF_LD_W_ABS, _SECCOMP_DATA_NR),
     ]
+
+
+def _seccomp_program(machine: str, namespaces: bool) -> bytes:
+    """The seccomp filter (classic BPF) for ``machine``, with or without the run's own
+    namespaces (see "confinement" above)."""
+    number = _numbers(machine)
+    denied = _DENIED + (() if namespaces else ("socket", *_DENIED_WITHOUT_NAMESPACES))
+    refuse = _bpf(_BPF_RET, _SECCOMP_RET_ERRNO | errno.EPERM)
+    program = _start(machine)
     if machine == "x86_64":  # the x32 ABI's numbers are another table
         program += [_bpf(_BPF_JGE, _X32_SYSCALL_BIT, 0, 1), refuse]
     for name in denied:
@@ -787,15 +806,9 @@ def _call_seccomp_program(machine: str) -> bytes:
     """The filter a call's process of the helper adds to the run's (:func:`_serve_helper`):
     no process of its own (threads only) and no SysV IPC, so that nothing it starts or
     keeps outlives its call."""
-    column = tuple(_AUDIT_ARCH).index(machine)
-    number = {name: numbers[column] for name, numbers in _SYSCALLS.items()}
+    number = _numbers(machine)
     refuse = _bpf(_BPF_RET, _SECCOMP_RET_ERRNO | errno.EPERM)
-    program = [
-        _bpf(_BPF_LD_W_ABS, _SECCOMP_DATA_ARCH),
-        _bpf(_BPF_JEQ, _AUDIT_ARCH[machine], 1, 0),
-        _bpf(_BPF_RET, _SECCOMP_RET_KILL_PROCESS),
-        _bpf(_BPF_LD_W_ABS, _SECCOMP_DATA_NR),
-    ]
+    program = _start(machine)
     for name in ("fork", "vfork", *_SYSV_IPC):
         if number[name] is not None:
             program += [_bpf(_BPF_JEQ, number[name], 0, 1), refuse]
@@ -813,14 +826,8 @@ def _no_writes_ruleset() -> int:
     """A Landlock ruleset (a descriptor) that writes nothing but :data:`_WRITABLE_DEVICES`:
     a call's process of the helper enters it (:func:`_serve_helper`), so it leaves no file
     for a later call (descriptors already open, its output among them, stay writable)."""
-    abi = _landlock_abi()
-    write = _FS_WRITE_FILE | _FS_CHANGE | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
-    attr = _RulesetAttr(handled_fs=write)
-    ruleset = _LIBC.syscall(
-        _SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0
-    )
-    if ruleset < 0:
-        _check(-1, "create a Landlock ruleset")
+    write = _write_rights(_landlock_abi())
+    ruleset = _new_ruleset(_RulesetAttr(handled_fs=write))
     for path in _WRITABLE_DEVICES:
         _allow(ruleset, path, write)
     return ruleset
