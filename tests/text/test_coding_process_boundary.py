@@ -293,6 +293,22 @@ def test_a_helper_process_that_ends_fails_the_call_and_every_later_one():
     assert judged(main, helper).returned == [0, "HelperError", "HelperError"]
 
 
+def test_a_helper_that_stops_loading_fails_the_later_calls_without_waiting_for_the_timeout():
+    """Each call loads the program anew: once a load fails (here: a file the main writes
+    after its first call), the calls fail as when the helper's process ends."""
+    helper = "import os\nif os.path.exists('stop'):\n    raise RuntimeError('stop')\ndef aux(n):\n    return n\n"
+    main = (
+        "def f():\n    out = [aux(1)]\n    open('stop', 'w').close()\n"
+        "    for n in (2, 3, 4):\n"
+        "        try:\n            out.append(aux(n))\n        except Exception as error:\n"
+        "            out.append(type(error).__name__)\n"
+        "    return out\n"
+    )
+    verdict = judged(main, helper, timeout_s=30)
+    assert verdict.reason == "passed", verdict.detail
+    assert verdict.returned[0] == 1 and verdict.returned[-2:] == ["HelperError", "HelperError"]
+
+
 def test_two_thousand_helper_calls_finish_within_the_tasks_limit(protocol, problem):
     # each call has a process of its own, about 1 ms a call (BENCHMARKS.md, "The helper's process")
     helper = "def aux(total, n):\n    return total + n\n"
