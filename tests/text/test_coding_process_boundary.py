@@ -182,7 +182,7 @@ def test_each_call_of_the_helper_finds_nothing_an_earlier_call_left_below_its_pr
         "    sys.calls_seen = seen + 1\n"
         "    cached = len(re._cache)\n"
         "    re.match('(a|b)*c' + str(k), '')\n"
-        "    return (seen, cached, aux.__code__._co_code_adaptive == aux.__code__.co_code)\n"
+        "    return (seen, cached, getattr(aux.__code__, '_co_code_adaptive', None) == aux.__code__.co_code)\n"
     )
     verdict = judged("def f():\n    return [aux(k) for k in range(12)]\n", helper)
     assert verdict.reason == "passed", verdict.detail
