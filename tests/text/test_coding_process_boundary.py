@@ -190,8 +190,8 @@ def test_each_call_of_the_helper_finds_nothing_an_earlier_call_left_below_its_pr
 
 
 def test_a_call_of_the_helper_leaves_no_file_and_no_process_behind():
-    """Nor outside its process: a call writes no file and starts no process (a file or a
-    process left running would carry a count to the next call); threads still run."""
+    """Nor outside its process: a call writes no file and starts no process (a file left
+    behind or a process left running would carry a count to the next call); threads run."""
     helper = (
         "import os\nimport threading\n"
         "def aux(k):\n"
