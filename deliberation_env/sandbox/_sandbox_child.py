@@ -824,8 +824,9 @@ def _call_seccomp_program(machine: str) -> bytes:
 
 def _no_writes_ruleset() -> int:
     """A Landlock ruleset (a descriptor) that writes nothing but :data:`_WRITABLE_DEVICES`:
-    a call's process of the helper enters it (:func:`_serve_helper`), so it leaves no file
-    for a later call (descriptors already open, its output among them, stay writable)."""
+    the helper's process enters it before its first call's process is forked
+    (:func:`_serve_helper`), so no call leaves a file for a later one (descriptors already
+    open, its output among them, stay writable)."""
     write = _write_rights(_landlock_abi())
     ruleset = _new_ruleset(_RulesetAttr(handled_fs=write))
     for path in _WRITABLE_DEVICES:
@@ -1021,8 +1022,10 @@ def _serve_helper(request: dict, config: dict, workdir: str, calls: int, answers
     _confine(config, workdir)
     _LIBC.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
     _block_sockets()
-    try:
-        calls_confined = (_no_writes_ruleset(), _call_seccomp_program(os.uname().machine))
+    try:  # no call's process writes a file: neither does this one, which never needs to
+        ruleset = _no_writes_ruleset()
+        _check(_LIBC.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0), "enter the Landlock domain")
+        os.close(ruleset)
     except OSError as error:
         os.write(2, f"sandbox: {error}\n".encode())
         os._exit(_UNCONFINED_STATUS)
@@ -1032,6 +1035,7 @@ def _serve_helper(request: dict, config: dict, workdir: str, calls: int, answers
         _print_traceback(error)
         _answer(answers, ("load_error", _describe(error)))
         os._exit(1)
+    call_filter = _call_seccomp_program(os.uname().machine)
     previous: int | None = None  # the call's process before: its state comes through ``state``
     state = None
     while True:
@@ -1042,7 +1046,7 @@ def _serve_helper(request: dict, config: dict, workdir: str, calls: int, answers
             os._exit(0)
         if child == 0:
             os.close(state_in)
-            _answer_one_call(program, names, replies, (calls, answers, state, state_out), calls_confined)
+            _answer_one_call(program, names, replies, (calls, answers, state, state_out), call_filter)
         os.close(state_out)
         if state is not None:
             os.close(state)
@@ -1058,19 +1062,16 @@ def _answer_one_call(
     names: frozenset[str],
     replies: _Answers,
     pipes: tuple[int, int, int | None, int],
-    confinement: tuple[int, bytes],
+    call_filter: bytes,
 ) -> None:
-    """A call's process (:func:`_serve_helper`): confine itself further (``confinement``:
-    :func:`_no_writes_ruleset`, :func:`_call_seccomp_program`), take the swap's state from
+    """A call's process (:func:`_serve_helper`): add ``call_filter``
+    (:func:`_call_seccomp_program`) to its seccomp filters, take the swap's state from
     the call's process before (the first has none), load the program (the first also says
     whether it loaded), answer one call, pass the state on, and exit: 0 after an answer, 1
     where the program did not load, 2 where no call came."""
     calls, answers, state_in, state_out = pipes
-    ruleset, call_filter = confinement
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # not inherited from the fork
     try:
-        _check(_LIBC.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0), "enter the Landlock domain")
-        os.close(ruleset)
         _install_seccomp(call_filter)
     except OSError as error:
         os.write(2, f"sandbox: {error}\n".encode())
